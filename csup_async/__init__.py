@@ -1,0 +1,54 @@
+"""csup-async: read Super Columnar (CSUP) files from object stores, fast.
+
+Imports are lazy (PEP 562) so that ``import csup_async`` and a small query
+stay light: heavy modules load on first use of the name that needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import (
+    AccessDeniedError,
+    ColumnNotFoundError,
+    CsupError,
+    EncodeError,
+    FormatError,
+    LimitError,
+    NotFoundError,
+    ObjectChangedError,
+    StoreError,
+    StoreTimeoutError,
+    TruncatedError,
+    UnsupportedTypeError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "open": "csup_async.reader",
+    "Reader": "csup_async.reader",
+    "write": "csup_async.writer",
+    "Writer": "csup_async.writer",
+    "Value": "csup_async.values",
+    "UnionValue": "csup_async.values",
+    "infer_type": "csup_async.values",
+    "types": "csup_async.types",
+}
+
+__all__ = [
+    "AccessDeniedError", "ColumnNotFoundError", "CsupError", "EncodeError", "FormatError",
+    "LimitError", "NotFoundError", "ObjectChangedError", "StoreError", "StoreTimeoutError",
+    "TruncatedError", "UnsupportedTypeError", *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'csup_async' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if module.endswith("." + name) else getattr(mod, name)
+    globals()[name] = value
+    return value

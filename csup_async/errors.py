@@ -1,0 +1,73 @@
+"""One exception hierarchy for everything the library refuses.
+
+Every error a user can get from csup-async is a :class:`CsupError`, so a
+service can catch one type.  Errors carry the object they concern (``path``)
+and say what was wrong; they never include credentials or signed URLs (see
+:func:`csup_async.redact.redact_url`).
+"""
+
+from __future__ import annotations
+
+
+class CsupError(Exception):
+    """Root of every error csup-async raises on purpose."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.message = message
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+    def with_path(self, path: str | None) -> CsupError:
+        """Return this error naming ``path`` (errors raised deep inside know no path)."""
+        if path is None or self.path is not None:
+            return self
+        self.path = path
+        self.args = (f"{path}: {self.message}",)
+        return self
+
+
+class FormatError(CsupError):
+    """The bytes are not a valid CSUP or BSUP encoding (corrupt, wrong magic, ...)."""
+
+
+class TruncatedError(FormatError):
+    """The data ends before a value, frame, segment or section does."""
+
+
+class LimitError(FormatError):
+    """The file asks for more than a configured cap allows (size, depth, count)."""
+
+
+class UnsupportedTypeError(CsupError):
+    """A type with no faithful Python form (decimals, float128/256) or not yet handled."""
+
+
+class EncodeError(CsupError):
+    """A value cannot be written exactly in the requested or inferred type."""
+
+
+class ColumnNotFoundError(CsupError, KeyError):
+    """A projected path exists in no super type of the file."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return Exception.__str__(self)
+
+
+class StoreError(CsupError):
+    """An object store failed or refused a request."""
+
+
+class NotFoundError(StoreError):
+    """The object (or bucket) does not exist."""
+
+
+class AccessDeniedError(StoreError):
+    """The store refused the credentials or the request (401/403)."""
+
+
+class ObjectChangedError(StoreError):
+    """The object changed between the tail read and a later ranged read."""
+
+
+class StoreTimeoutError(StoreError):
+    """A request did not complete in time, after the allowed retries."""

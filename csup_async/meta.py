@@ -1,0 +1,176 @@
+"""The typed metadata tree of a CSUP file: trailer, super types and column tree.
+
+This is the contract between the format code (which parses it from the
+reassembly section, or builds it while writing) and the pure planner (which
+only reads it).  Everything here is plain, immutable data so it can be pickled
+to Spark executors and hashed for caching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from .types import Type
+
+COMPRESSION_NONE = 0
+COMPRESSION_LZ4 = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A byte range of the data section holding whole tag-encoded values."""
+
+    offset: int
+    length: int
+    mem_length: int
+    compression: int = COMPRESSION_NONE
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+
+Segmap = tuple[Segment, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveColumn:
+    segmap: Segmap
+
+
+@dataclass(frozen=True, slots=True)
+class FieldColumn:
+    """One record field: its column (None when every value is null) and presence runs."""
+
+    name: str
+    column: AnyColumn | None
+    presence: Segmap
+
+
+@dataclass(frozen=True, slots=True)
+class RecordColumn:
+    fields: tuple[FieldColumn, ...]
+
+    def field(self, name: str) -> FieldColumn | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayColumn:
+    """Arrays and sets: int32 lengths, then the flattened elements."""
+
+    values: AnyColumn | None
+    lengths: Segmap
+
+
+@dataclass(frozen=True, slots=True)
+class MapColumn:
+    """Maps: int32 entry counts (this project's addition), keys and values."""
+
+    keys: AnyColumn | None
+    values: AnyColumn | None
+    lengths: Segmap
+
+
+@dataclass(frozen=True, slots=True)
+class UnionColumn:
+    """Unions: int32 tags and one column per member (None when the member never occurs)."""
+
+    columns: tuple[AnyColumn | None, ...]
+    tags: Segmap
+
+
+@dataclass(frozen=True, slots=True)
+class NullsColumn:
+    """This project's convention for null complex values no presence column covers.
+
+    Written as the BSUP named type ``csup.nulls`` over ``{values:<any_column>,
+    presence:<segmap>}``: ``presence`` runs (as for record fields) over the
+    positions of this column, ``values`` the column of the non-null values.
+    """
+
+    values: AnyColumn | None
+    presence: Segmap
+
+
+AnyColumn = Union[PrimitiveColumn, RecordColumn, ArrayColumn, MapColumn, UnionColumn, NullsColumn]
+
+NULLS_TYPE_NAME = "csup.nulls"
+
+
+@dataclass(frozen=True, slots=True)
+class Trailer:
+    magic: str
+    type: str
+    version: int
+    sections: tuple[int, ...]
+    skew_thresh: int
+    segment_thresh: int
+    size: int  # bytes of the trailer stream itself
+
+    @property
+    def data_size(self) -> int:
+        return self.sections[0]
+
+    @property
+    def reassembly_size(self) -> int:
+        return self.sections[1] if len(self.sections) > 1 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileMeta:
+    """Everything the reassembly section and trailer say about one file."""
+
+    trailer: Trailer
+    super_types: tuple[Type, ...]
+    super_column: Segmap
+    columns: tuple[AnyColumn | None, ...]  # one per super type
+    object_size: int
+
+    @property
+    def row_count(self) -> int | None:
+        """Rows in the file when knowable from metadata alone.
+
+        With one super type every super-column value is ``0``, which encodes
+        as the single tag byte ``0x01``, so the count is the super column's
+        decompressed size.  With several, the super column must be read.
+        """
+        if len(self.super_types) == 1:
+            return sum(s.mem_length for s in self.super_column)
+        if not self.super_types:
+            return 0
+        return None
+
+    @property
+    def reassembly_offset(self) -> int:
+        return self.trailer.data_size
+
+
+def iter_segmaps(column: AnyColumn | None):
+    """Yield every segmap under ``column`` (depth first, in layout order)."""
+    if column is None:
+        return
+    if isinstance(column, PrimitiveColumn):
+        yield column.segmap
+    elif isinstance(column, RecordColumn):
+        for f in column.fields:
+            yield f.presence
+            yield from iter_segmaps(f.column)
+    elif isinstance(column, ArrayColumn):
+        yield column.lengths
+        yield from iter_segmaps(column.values)
+    elif isinstance(column, MapColumn):
+        yield column.lengths
+        yield from iter_segmaps(column.keys)
+        yield from iter_segmaps(column.values)
+    elif isinstance(column, UnionColumn):
+        yield column.tags
+        for c in column.columns:
+            yield from iter_segmaps(c)
+    elif isinstance(column, NullsColumn):
+        yield column.presence
+        yield from iter_segmaps(column.values)
