@@ -1,0 +1,375 @@
+"""The reader: one tail read for metadata, a planned set of ranged reads per scan.
+
+``open`` fetches the trailer and, in the common case, the whole reassembly
+section with one suffix request; ``scan`` asks the planner which byte ranges a
+projection needs, fetches them concurrently under a limit, pinned to the
+version the tail read saw, and reassembles columns in a worker thread so the
+event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import planner as P
+
+from . import arrays as A
+from .assemble import StreamSource, assemble, assemble_path
+from .errors import ColumnNotFoundError, CsupError, FormatError
+from .format import find_trailer, parse_reassembly
+from .meta import FileMeta
+from .rangebuf import RangeBuffer
+from .stores import Store, TailRead, store_for
+from .types import RecordType, Type
+from .values import Value
+
+DEFAULT_CONCURRENCY = 16
+
+
+@dataclass
+class ScanStats:
+    """What one scan cost: requests and bytes at the store, and time."""
+
+    requests: int = 0
+    bytes_read: int = 0
+    bytes_needed: int = 0
+    ttfb: float | None = None  # seconds to the first response byte of the scan's first read
+    wall: float = 0.0
+    metadata_requests: int = 0
+
+    def __str__(self) -> str:
+        amp = self.bytes_read / self.bytes_needed if self.bytes_needed else 1.0
+        ttfb = f"{self.ttfb * 1000:.1f} ms" if self.ttfb is not None else "-"
+        return (f"{self.requests} requests, {self.bytes_read:,} bytes read for "
+                f"{self.bytes_needed:,} needed ({amp:.2f}x), first byte {ttfb}, "
+                f"wall {self.wall * 1000:.1f} ms")
+
+
+@dataclass
+class ScanResult:
+    """The columns a scan asked for, in file row order."""
+
+    columns: dict[str, A.Array]
+    num_rows: int
+    stats: ScanStats = field(default_factory=ScanStats)
+    plan: Any = None
+
+    def column(self, path: str) -> A.Array:
+        try:
+            return self.columns[path]
+        except KeyError:
+            raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """One dict per row keyed by the requested paths (None where null or absent)."""
+        cols = {p: a.to_pylist() for p, a in self.columns.items()}
+        return [{p: cols[p][i] for p in cols} for i in range(self.num_rows)]
+
+    def to_numpy(self) -> dict[str, Any]:
+        return {p: a.to_numpy() for p, a in self.columns.items()}
+
+    def to_arrow(self) -> Any:
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        return pa.table({p: a.to_arrow() for p, a in self.columns.items()})
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+
+class Reader:
+    """An open CSUP object: its metadata, and scans of it."""
+
+    def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
+                 concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
+                 max_mem_length: int = 256 << 20) -> None:
+        self.store = store
+        self.key = key
+        self.path = key
+        self._owns_store = owns_store
+        self.profile = P.get_profile(profile)
+        self.concurrency = concurrency
+        self.max_metadata = max_metadata or (256 << 20)
+        self.max_mem_length = max_mem_length
+        self.meta: FileMeta
+        self.tail: TailRead
+        self._extra: list[tuple[int, bytes]] = []
+        self.open_stats = ScanStats()
+
+    # ---------------------------------------------------------------- open ---
+    async def _load(self) -> None:
+        t0 = time.perf_counter()
+        size = P.tail_prefetch_size(self.profile)
+        tail = await self.store.read_tail(self.key, size)
+        self.open_stats.ttfb = time.perf_counter() - t0
+        self.open_stats.requests = 1
+        self.open_stats.bytes_read = len(tail.data)
+        self.tail = tail
+        obj_size = tail.info.size
+        try:
+            trailer = find_trailer(tail.data, obj_size)
+            start = trailer.data_size
+            end = start + trailer.reassembly_size
+            if trailer.reassembly_size > self.max_metadata:
+                from .errors import LimitError
+
+                raise LimitError(f"reassembly section of {trailer.reassembly_size} bytes "
+                                 f"exceeds max_metadata={self.max_metadata}")
+            follow = P.metadata_followup(obj_size, len(tail.data), trailer.data_size,
+                                         trailer.reassembly_size, trailer.size)
+            buf = RangeBuffer()
+            buf.add(tail.offset, tail.data)
+            if follow is not None:
+                off, n = follow
+                data = await self.store.read_range(self.key, off, n, tail.info.version)
+                if len(data) != n:
+                    raise FormatError(f"short read of metadata: {len(data)} of {n} bytes")
+                buf.add(off, data)
+                self._extra.append((off, data))
+                self.open_stats.requests += 1
+                self.open_stats.bytes_read += n
+            section = buf.get(start, end - start)
+            self.meta = parse_reassembly(section, trailer, obj_size,
+                                         max_metadata=self.max_metadata)
+        except CsupError as e:
+            raise e.with_path(self.key) from None
+        self.open_stats.wall = time.perf_counter() - t0
+        self.open_stats.metadata_requests = self.open_stats.requests
+
+    # -------------------------------------------------------------- schema ---
+    @property
+    def schema(self) -> Schema:
+        return Schema(self.meta)
+
+    @property
+    def num_rows(self) -> int | None:
+        return self.meta.row_count
+
+    def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
+        if isinstance(columns, str):
+            columns = [c for c in columns.split(",") if c]
+        if columns:
+            return list(dict.fromkeys(columns))
+        paths: list[str] = []
+        for t in self.meta.super_types:
+            u = t
+            while hasattr(u, "inner") and not isinstance(u, RecordType):
+                u = u.inner  # named/error
+            if isinstance(u, RecordType):
+                paths += [f.name for f in u.fields if f.name not in paths]
+            elif "" not in paths:
+                paths.append("")
+        return paths
+
+    # ---------------------------------------------------------------- plan ---
+    async def plan(self, columns: Sequence[str] | str | None = None) -> Any:
+        """The ScanPlan that ``scan(columns)`` will execute."""
+        return self._plan(self._paths(columns))
+
+    def _plan(self, paths: list[str]) -> Any:
+        whole = paths == [""] or not paths
+        plan = P.plan_scan(self.meta, None if whole else [p for p in paths if p],
+                           self.profile, available=(self.tail.offset, len(self.tail.data)))
+        missing = [p for p in paths if p in set(plan.missing_paths)]
+        if missing:
+            raise ColumnNotFoundError(
+                f"no super type has column {', '.join(map(repr, missing))}; "
+                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.key)
+        return plan
+
+    # ---------------------------------------------------------------- scan ---
+    async def _fetch(self, plan: Any, stats: ScanStats) -> RangeBuffer:
+        buf = RangeBuffer()
+        buf.add(self.tail.offset, self.tail.data)
+        for off, data in self._extra:
+            buf.add(off, data)
+        todo = [r for r in plan.requests if not getattr(r, "served", False)]
+        sem = asyncio.Semaphore(self.concurrency)
+        t0 = time.perf_counter()
+        version = self.tail.info.version
+
+        async def one(r: Any) -> tuple[int, bytes]:
+            async with sem:
+                data = await self.store.read_range(self.key, r.offset, r.length, version)
+                if stats.ttfb is None:
+                    stats.ttfb = time.perf_counter() - t0
+                if len(data) != r.length:
+                    raise FormatError(f"store returned {len(data)} bytes for a "
+                                      f"{r.length}-byte range", path=self.key)
+                return r.offset, data
+
+        results = await _gather_or_cancel([one(r) for r in todo])
+        for off, data in results:
+            buf.add(off, data)
+        stats.requests = len(todo)
+        stats.bytes_read = sum(r.length for r in todo)
+        stats.bytes_needed = plan.bytes_needed
+        return buf
+
+    async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
+        """Read the columns at these dotted paths (all top-level columns when None)."""
+        t0 = time.perf_counter()
+        paths = self._paths(columns)
+        plan = self._plan(paths)
+        stats = ScanStats()
+        buf = await self._fetch(plan, stats)
+        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths)
+        stats.wall = time.perf_counter() - t0
+        return ScanResult(cols, n, stats, plan)
+
+    def _source(self, buf: RangeBuffer) -> StreamSource:
+        return StreamSource(lambda s: buf.get(s.offset, s.length),
+                            max_mem_length=self.max_mem_length)
+
+    def _super_ids(self, src: StreamSource) -> tuple[np.ndarray, list[int]]:
+        meta = self.meta
+        n_types = len(meta.super_types)
+        if n_types == 1:
+            count = meta.row_count or 0
+            return np.zeros(count, np.int32), [count]
+        if n_types == 0:
+            return np.zeros(0, np.int32), []
+        ids = src.int32s(meta.super_column, None)
+        if ids.size and (ids.min() < 0 or ids.max() >= n_types):
+            raise FormatError(f"super column holds an ID outside 0..{n_types - 1}")
+        return ids, [int(c) for c in np.bincount(ids, minlength=n_types)]
+
+    def _assemble_paths(self, buf: RangeBuffer, paths: list[str]
+                        ) -> tuple[dict[str, A.Array], int]:
+        try:
+            src = self._source(buf)
+            ids, counts = self._super_ids(src)
+            out = {}
+            for p in paths:
+                comps = tuple(p.split(".")) if p else ()
+                parts = [assemble_path(t, c, k, comps, src) for t, c, k in zip(
+                    self.meta.super_types, self.meta.columns, counts, strict=True)]
+                out[p] = A.combine(parts, ids)
+            return out, int(ids.size)
+        except CsupError as e:
+            raise e.with_path(self.key) from None
+
+    def _assemble_rows(self, buf: RangeBuffer) -> A.Array:
+        try:
+            src = self._source(buf)
+            ids, counts = self._super_ids(src)
+            parts = [assemble(t, c, k, src) for t, c, k in zip(
+                self.meta.super_types, self.meta.columns, counts, strict=True)]
+            return A.combine(parts, ids)
+        except CsupError as e:
+            raise e.with_path(self.key) from None
+
+    async def _all(self) -> tuple[A.Array, list[Type]]:
+        plan = P.plan_scan(self.meta, None, self.profile,
+                           available=(self.tail.offset, len(self.tail.data)))
+        buf = await self._fetch(plan, ScanStats())
+        arr = await asyncio.to_thread(self._assemble_rows, buf)
+        return arr, list(self.meta.super_types)
+
+    async def read_rows(self) -> list[Any]:
+        """Every value of the file in order, in the documented Python mapping."""
+        arr, _ = await self._all()
+        return arr.to_pylist()
+
+    async def read_values(self) -> list[Value]:
+        """Every value with its exact super type (unions inside as UnionValue)."""
+        arr, types = await self._all()
+        typed = arr.to_pylist(typed=True)
+        if len(types) == 1:
+            return [Value(types[0], v) for v in typed]
+        # several super types: combine() put rows in a union of the super types
+        return [Value(v.type, v.value) for v in typed]
+
+    async def close(self) -> None:
+        if self._owns_store:
+            await self.store.close()
+
+    async def __aenter__(self) -> Reader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def _gather_or_cancel(coros: list[Any]) -> list[Any]:
+    """Run all; on the first failure cancel the rest and wait for them (no task left behind)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+class Schema:
+    """The super types and column tree of a file, printable."""
+
+    def __init__(self, meta: FileMeta) -> None:
+        self.meta = meta
+        self.super_types = meta.super_types
+
+    def __str__(self) -> str:
+        from .inspect import describe_schema
+
+        return describe_schema(self.meta)
+
+    def __repr__(self) -> str:
+        return f"<Schema {len(self.super_types)} super types>"
+
+
+class _Opener:
+    """What ``open`` returns: awaitable, or an async context manager that closes."""
+
+    def __init__(self, url: str, store: Store | None, options: dict[str, Any]) -> None:
+        self.url, self.store, self.options = url, store, options
+        self.reader: Reader | None = None
+
+    async def _open(self) -> Reader:
+        store, key, owns = self.store, self.url, False
+        store_opts = {k: v for k, v in self.options.items()
+                      if k not in ("profile", "concurrency", "max_metadata", "max_mem_length")}
+        reader_opts = {k: v for k, v in self.options.items() if k not in store_opts}
+        if store is None:
+            store, key = store_for(self.url, **store_opts)
+            owns = True
+        if "profile" not in reader_opts:
+            reader_opts["profile"] = getattr(store, "default_profile", "local")
+        r = Reader(store, key, owns_store=owns, **reader_opts)
+        try:
+            await r._load()
+        except BaseException:
+            await r.close()
+            raise
+        self.reader = r
+        return r
+
+    def __await__(self) -> Generator[Any, None, Reader]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Reader:
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.reader is not None:
+            await self.reader.close()
+
+
+def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:  # noqa: A001
+    """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
+
+    ``store`` shares one store (and its connection pool) between readers;
+    otherwise one is made from the URL and closed with the reader.  Options:
+    ``profile`` (planner profile), ``concurrency``, ``max_metadata``,
+    ``max_mem_length``, and the store's own options.
+    """
+    return _Opener(url, store, options)

@@ -1,0 +1,86 @@
+"""Local files: positioned reads (``os.pread``) in worker threads, off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from ..errors import AccessDeniedError, NotFoundError, ObjectChangedError, StoreError
+from ..errors import TruncatedError
+from .base import ObjectInfo, TailRead
+
+
+def _version(st: os.stat_result) -> str:
+    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+
+
+def _local_path(key: str) -> str:
+    return key[len("file://"):] if key.startswith("file://") else key
+
+
+class LocalStore:
+    """Reads local files; the version is inode, size and mtime, checked on every read."""
+
+    name = "local"
+
+    def _open(self, key: str) -> int:
+        path = _local_path(key)
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise NotFoundError("no such file", path=key) from None
+        except PermissionError:
+            raise AccessDeniedError("permission denied", path=key) from None
+        except IsADirectoryError:
+            raise StoreError("is a directory", path=key) from None
+        except OSError as e:
+            raise StoreError(f"cannot open: {e.strerror}", path=key) from None
+
+    def _read_tail(self, key: str, length: int) -> TailRead:
+        fd = self._open(key)
+        try:
+            st = os.fstat(fd)
+            if not os.path.isfile(_local_path(key)):
+                raise StoreError("not a regular file", path=key)
+            n = min(length, st.st_size)
+            data = os.pread(fd, n, st.st_size - n) if n else b""
+            if len(data) != n:
+                raise TruncatedError("file shrank while being read", path=key)
+            return TailRead(data, ObjectInfo(st.st_size, _version(st)))
+        finally:
+            os.close(fd)
+
+    def _read_range(self, key: str, offset: int, length: int, version: str | None) -> bytes:
+        fd = self._open(key)
+        try:
+            st = os.fstat(fd)
+            if version is not None and _version(st) != version:
+                raise ObjectChangedError("file changed since its metadata was read", path=key)
+            if offset < 0 or length < 0 or offset + length > st.st_size:
+                raise TruncatedError(f"range {offset}+{length} is outside the "
+                                     f"{st.st_size}-byte file", path=key)
+            chunks = []
+            got = 0
+            while got < length:  # pread may return short reads for large ranges
+                b = os.pread(fd, length - got, offset + got)
+                if not b:
+                    raise TruncatedError("file ended early", path=key)
+                chunks.append(b)
+                got += len(b)
+            return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        finally:
+            os.close(fd)
+
+    async def read_tail(self, key: str, length: int) -> TailRead:
+        return await asyncio.to_thread(self._read_tail, key, length)
+
+    async def read_range(self, key: str, offset: int, length: int,
+                         version: str | None = None) -> bytes:
+        return await asyncio.to_thread(self._read_range, key, offset, length, version)
+
+    async def info(self, key: str) -> ObjectInfo:
+        tail = await self.read_tail(key, 0)
+        return tail.info
+
+    async def close(self) -> None:
+        return None
