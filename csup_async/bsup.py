@@ -504,12 +504,11 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 def _as_int(name: str, v: Any) -> int:
     if isinstance(v, (bool, np.bool_)):
         raise EncodeError(f"{name} needs an integer, not bool")
-    if isinstance(v, (int, np.integer)):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, np.timedelta64):
         return int(v)
     if name == "time":
         if isinstance(v, np.datetime64):
-            if np.isnat(v):
-                raise EncodeError("NaT is not a time value; use None for null")
+            # NaT is int64's minimum, itself a valid time: it round-trips exactly
             return int(v.astype("datetime64[ns]").astype(np.int64))
         if isinstance(v, _dt.datetime):
             if v.tzinfo is None:
@@ -518,8 +517,6 @@ def _as_int(name: str, v: Any) -> int:
             return (d.days * 86400 + d.seconds) * 1_000_000_000 + d.microseconds * 1000
     if name == "duration":
         if isinstance(v, np.timedelta64):
-            if np.isnat(v):
-                raise EncodeError("NaT is not a duration value; use None for null")
             return int(v.astype("timedelta64[ns]").astype(np.int64))
         if isinstance(v, _dt.timedelta):
             return (v.days * 86400 + v.seconds) * 1_000_000_000 + v.microseconds * 1000

@@ -1,0 +1,202 @@
+"""BSUP codec: exact round trips of every type, real Zed files, and refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from csup_async import CsupError, EncodeError, FormatError, UnsupportedTypeError
+from csup_async import bsup
+from csup_async.types import (
+    FLOAT64,
+    INT8,
+    INT64,
+    PRIMITIVE_BY_NAME,
+    STRING,
+    ArrayType,
+    Field,
+    MapType,
+    RecordType,
+    UnionType,
+)
+from csup_async.values import UnionValue, Value, infer_type
+from tests.strategies import typed_values, types
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _reencode(values: list[Value]) -> list[bytes | None]:
+    return [bsup.encode_value(v.type, v.value) for v in values]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(typed_values, min_size=1, max_size=6), st.booleans())
+def test_stream_round_trip_is_exact(pairs, compress):
+    bodies = [bsup.encode_value(t, v) for t, v in pairs]
+    data = bsup.encode_stream(pairs, compress=compress)
+    back = bsup.read_values(data)
+    assert [v.type for v in back] == [t for t, _ in pairs]
+    assert _reencode(back) == bodies
+
+
+@settings(max_examples=200)
+@given(types)
+def test_type_values_round_trip(t):
+    assert bsup.decode_type_value(bsup.encode_type_value(t)) == t
+
+
+def test_several_streams_in_one_file():
+    a = bsup.encode_stream([(INT64, 1), (STRING, "x")])
+    b = bsup.encode_stream([(RecordType((Field("a", INT8),)), {"a": 3})])
+    vals = bsup.read_values(a + b)
+    assert [v.value for v in vals] == [1, "x", {"a": 3}]
+    assert vals[2].type == RecordType((Field("a", INT8),))
+
+
+def test_large_values_use_compressed_frames():
+    data = bsup.encode_stream([(STRING, "abc" * 1000)] * 10)
+    assert data[0] & 0x40 or any(b & 0x40 for b in data[:1])  # first frame is compressed
+    assert [v.value for v in bsup.read_values(data)] == ["abc" * 1000] * 10
+
+
+def test_union_tag_is_zigzag_like_zed():
+    t = UnionType((INT64, STRING))
+    body = bsup.encode_value(t, UnionValue(1, STRING, "a"))
+    # tag element: length 1, byte 0x02 (zig-zag of 1), then "a"
+    assert body == b"\x02\x02\x02a"
+
+
+def test_unsupported_types_are_refused_clearly():
+    for name in ("decimal64", "float128", "float256"):
+        with pytest.raises(UnsupportedTypeError, match=name):
+            bsup.decode_primitive(PRIMITIVE_BY_NAME[name], b"\x01\x02")
+        with pytest.raises(UnsupportedTypeError):
+            bsup.encode_primitive(PRIMITIVE_BY_NAME[name], 1)
+
+
+@pytest.mark.parametrize(("t", "v"), [
+    (INT8, 300), (PRIMITIVE_BY_NAME["uint8"], -1), (PRIMITIVE_BY_NAME["float32"], 0.1),
+    (STRING, b"x"), (RecordType((Field("a", INT64),)), {"b": 1}), (INT64, True),
+])
+def test_encoder_refuses_inexact_values(t, v):
+    with pytest.raises(EncodeError):
+        bsup.encode_value(t, v)
+
+
+def test_inference_documented_mapping():
+    assert infer_type(1) == INT64
+    assert infer_type(1.5) == FLOAT64
+    assert infer_type([1, "a", None]) == ArrayType(UnionType((INT64, STRING)))
+    assert infer_type({1: "a"}) == MapType(INT64, STRING)
+    assert infer_type(2**63) == PRIMITIVE_BY_NAME["uint64"]
+    with pytest.raises(EncodeError):
+        infer_type(2**64)
+    with pytest.raises(EncodeError):
+        infer_type(object())
+
+
+def _prs_json_rows():
+    rows = json.loads((DATA / "prs.json").read_text())
+    return [r for r in rows if r]  # Zed drops the two empty objects {} of the JSON file
+
+
+def test_real_zed_file_prs_agrees_with_its_json():
+    vals = bsup.read_values((DATA / "prs.zng").read_bytes(), typed=False)
+    rows = _prs_json_rows()
+    assert len(vals) == len(rows) == 28
+    time_fields = {"created_at", "updated_at", "closed_at", "merged_at"}
+    for v, j in zip(vals, rows, strict=True):
+        got = v.value
+        # the ZNG was made without the JSON's nested base/head/_links objects
+        assert set(j) - set(got) == {"base", "head", "_links"}
+        assert set(got) <= set(j)
+        for k in got:
+            if k in time_fields:
+                if j[k] is None:
+                    assert got[k] is None
+                else:
+                    assert got[k] == np.datetime64(j[k].rstrip("Z"), "ns"), k
+                    assert v.type.field(k).type == PRIMITIVE_BY_NAME["time"]
+            else:
+                assert got[k] == j[k], k
+
+
+def test_real_zed_file_github1_round_trips_exactly():
+    data = (DATA / "github1.zng").read_bytes()
+    raw = list(bsup.iter_raw_values(data))
+    vals = bsup.read_values(data)
+    assert len(vals) == 100
+    assert [bytes(b) if b is not None else None for _, b in raw] == _reencode(vals)
+
+
+@pytest.mark.parametrize("name", ["prs.zng", "github1.zng"])
+def test_every_truncation_of_a_real_file_is_refused(name):
+    data = (DATA / name).read_bytes()
+    full = len(bsup.read_values(data))
+    for cut in range(0, len(data), max(1, len(data) // 400)):
+        try:
+            got = bsup.read_values(data[:cut])
+        except CsupError:
+            continue
+        # a cut exactly at a frame boundary is a valid (shorter) stream
+        assert len(got) < full
+
+
+def test_bit_flips_give_csup_errors_only():
+    data = bytearray((DATA / "prs.zng").read_bytes())
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        d = bytearray(data)
+        i = int(rng.integers(0, len(d)))
+        d[i] ^= 1 << int(rng.integers(0, 8))
+        try:
+            bsup.read_values(bytes(d))
+        except CsupError:
+            pass
+
+
+@pytest.mark.parametrize("bad", [
+    b"\x80", b"\x10\xff\xff\xff\xff\x0f", b"\x41\x05\x00\xff\xff\xff\x0f\x00",
+    b"\x10\x01\x63\xff", b"\x00" * 3, bytes([0x00, 0x01, 0x00]) + b"\xff",
+])
+def test_malformed_frames(bad):
+    with pytest.raises(CsupError):
+        bsup.read_values(bad + b"\x10\x02\x09\x01")
+
+
+def test_lz4_frame_that_lies_about_its_size():
+    payload = bsup.encode_stream([(STRING, "hello world " * 50)])
+    assert payload[0] & 0x40
+    # rewrite the uncompressed-size uvarint to a smaller number
+    hdr_len = 1
+    while payload[hdr_len] & 0x80:
+        hdr_len += 1
+    hdr_len += 1
+    bad = bytearray(payload)
+    bad[hdr_len + 1] = 5  # claimed size (first uvarint byte after the format byte)
+    with pytest.raises(FormatError):
+        bsup.read_values(bytes(bad))
+
+
+def test_types_nested_without_end_are_refused():
+    t = INT64
+    for _ in range(bsup.MAX_DEPTH + 5):
+        t = ArrayType(t)
+    out = io.BytesIO()
+    enc = bsup.StreamEncoder(out)
+    enc.write_body(t, None)
+    enc.end_stream()
+    with pytest.raises(FormatError, match="deeper"):
+        bsup.read_values(out.getvalue())
+
+
+def test_nan_survives():
+    data = bsup.encode_stream([(FLOAT64, math.nan)])
+    assert math.isnan(bsup.read_values(data)[0].value)
