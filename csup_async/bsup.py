@@ -566,14 +566,25 @@ def encode_value(t: Type, v: Any, depth: int = 0) -> bytes | None:
         for b in sorted(set(bodies)):
             out += b
     elif isinstance(t, MapType):
+        # normalized as BSUP requires: entries sorted by their keys' encodings, keys unique
         items = v.items() if isinstance(v, dict) else v
+        entries = []
         for pair in items:
             try:
                 k, x = pair
             except (TypeError, ValueError):
                 raise EncodeError("map needs a dict or (key, value) pairs") from None
-            append_tagged(out, encode_value(t.key, k, d))
-            append_tagged(out, encode_value(t.value, x, d))
+            kb = bytearray()
+            append_tagged(kb, encode_value(t.key, k, d))
+            vb = bytearray()
+            append_tagged(vb, encode_value(t.value, x, d))
+            entries.append((bytes(kb), bytes(vb)))
+        entries.sort(key=lambda e: e[0])
+        for i, (kb, vb) in enumerate(entries):
+            if i and kb == entries[i - 1][0]:
+                raise EncodeError(f"map {t} has a duplicate key")
+            out += kb
+            out += vb
     elif isinstance(t, UnionType):
         idx, member, inner = select_member(t, v)
         append_tagged(out, encode_int(idx) if UNION_TAG_SIGNED else encode_uint(idx))

@@ -257,22 +257,21 @@ class Reader:
         except CsupError as e:
             raise e.with_path(self.key) from None
 
-    def _assemble_rows(self, buf: RangeBuffer) -> A.Array:
+    def _assemble_rows(self, buf: RangeBuffer) -> tuple[A.Array, np.ndarray]:
         try:
             src = self._source(buf)
             ids, counts = self._super_ids(src)
             parts = [assemble(t, c, k, src) for t, c, k in zip(
                 self.meta.super_types, self.meta.columns, counts, strict=True)]
-            return A.combine(parts, ids)
+            return A.combine(parts, ids), ids
         except CsupError as e:
             raise e.with_path(self.key) from None
 
-    async def _all(self) -> tuple[A.Array, list[Type]]:
+    async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile,
                            available=(self.tail.offset, len(self.tail.data)))
         buf = await self._fetch(plan, ScanStats())
-        arr = await asyncio.to_thread(self._assemble_rows, buf)
-        return arr, list(self.meta.super_types)
+        return await asyncio.to_thread(self._assemble_rows, buf)
 
     async def read_rows(self) -> list[Any]:
         """Every value of the file in order, in the documented Python mapping."""
@@ -281,12 +280,14 @@ class Reader:
 
     async def read_values(self) -> list[Value]:
         """Every value with its exact super type (unions inside as UnionValue)."""
-        arr, types = await self._all()
+        arr, ids = await self._all()
+        types = self.meta.super_types
         typed = arr.to_pylist(typed=True)
         if len(types) == 1:
             return [Value(types[0], v) for v in typed]
         # several super types: combine() put rows in a union of the super types
-        return [Value(v.type, v.value) for v in typed]
+        return [Value(types[i], v.value if isinstance(v, A.UnionValue) else v)
+                for i, v in zip(ids.tolist(), typed, strict=True)]
 
     async def close(self) -> None:
         if self._owns_store:

@@ -201,6 +201,8 @@ class _Builder:
     def column(self) -> AnyColumn | None:
         inner = self.inner_column()
         if self.nulls is not None and self.nulls.has_nulls:
+            if not self.nulls.present:
+                return None  # every value null: no column, as for an all-null record field
             return NullsColumn(inner, self.nulls.finish())
         return inner
 

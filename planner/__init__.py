@@ -1,0 +1,41 @@
+"""The pure scan planner: a file's metadata and a projection in, the reads to make out.
+
+Plain data in, plain data out: frozen dataclasses and pure functions, no I/O,
+nothing heavier than the standard library and ``csup_async.meta``/``types``
+(the reader imports this on every open, and Spark ships plans to executors).
+
+* :func:`resolve_paths` - projection -> the streams each super type needs
+* :func:`coalesce` - byte ranges -> read requests (the cost model in :mod:`.profiles`)
+* :func:`plan_scan` - both, for one file -> :class:`ScanPlan` (``.explain()``)
+* :func:`tail_prefetch_size`, :func:`metadata_followup` - the metadata reads
+* :func:`plan_files` - many files -> pruned files and tasks (:class:`MultiPlan`)
+"""
+
+from __future__ import annotations
+
+from .coalesce import Piece, Request, coalesce
+from .errors import InvalidPathError, InvalidRangeError, ProfileError
+from .metadata import metadata_followup, tail_prefetch_size
+from .multi import (
+    ALL_NULL,
+    NO_REQUESTED_PATH,
+    NO_ROWS,
+    FileScan,
+    MultiPlan,
+    PrunedFile,
+    Task,
+    TaskFile,
+    plan_files,
+)
+from .paths import format_path, parse_path
+from .plan import ScanPlan, plan_scan
+from .profiles import PROFILES, Profile, get_profile
+from .projection import ROLES, Resolution, StreamRef, resolve_paths
+
+__all__ = [
+    "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "FileScan",
+    "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
+    "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
+    "coalesce", "format_path", "get_profile", "metadata_followup", "parse_path", "plan_files",
+    "plan_scan", "resolve_paths", "tail_prefetch_size",
+]

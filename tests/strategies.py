@@ -124,7 +124,10 @@ def _values_of(t: Type) -> st.SearchStrategy[object]:
     if isinstance(t, (ArrayType, SetType)):
         return st.lists(values_of(t.elem), max_size=4)
     if isinstance(t, MapType):
-        return st.lists(st.tuples(values_of(t.key), values_of(t.value)), max_size=3)
+        from csup_async.bsup import encode_value
+
+        return st.lists(st.tuples(values_of(t.key), values_of(t.value)), max_size=3,
+                        unique_by=lambda kv: repr(encode_value(t.key, kv[0])))
     if isinstance(t, UnionType):
         return st.integers(0, len(t.types) - 1).flatmap(
             lambda i: values_of(t.types[i]).map(lambda v: UnionValue(i, t.types[i], v)))

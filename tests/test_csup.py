@@ -16,7 +16,7 @@ from csup_async import ColumnNotFoundError, CsupError, FormatError
 from csup_async import bsup
 from csup_async.format import find_trailer, parse_reassembly
 from csup_async.meta import NullsColumn, PrimitiveColumn, iter_segmaps
-from csup_async.types import INT64, STRING, ArrayType, Field, RecordType
+from csup_async.types import INT64, NULL, STRING, ArrayType, Field, RecordType
 from csup_async.values import Value
 from tests.strategies import typed_values
 
@@ -50,13 +50,13 @@ def _bodies(values):
 def test_hello_world_layout_matches_the_seed():
     data = _csup([{"a": "hello", "b": "world"}, {"a": "goodnight", "b": "gracie"}])
     meta = _meta(data)
-    assert meta.trailer.sections[0] == 39
-    assert data[:39] == b"\x06hello\ngoodnight" + b"\x06world\x07gracie" + b"\x01\x01"
+    assert meta.trailer.sections[0] == 31
+    assert data[:31] == b"\x06hello\ngoodnight" + b"\x06world\x07gracie" + b"\x01\x01"
     col = meta.columns[0]
     assert [f.name for f in col.fields] == ["a", "b"]
     assert col.fields[0].column.segmap[0].offset == 0
     assert col.fields[1].column.segmap[0].offset == 16
-    assert meta.super_column[0].offset == 37
+    assert meta.super_column[0].offset == 29
     assert meta.row_count == 2
 
 
@@ -102,8 +102,9 @@ def test_writer_streams_with_bounded_memory():
     skew = 64 << 10
     w = csup_async.Writer(rec, segment_thresh=8 << 10, skew_thresh=skew)
     peak = 0
+    rng = np.random.default_rng(5)
     for i in range(30000):
-        w.write({"i": i, "s": "v" * (i % 17)})
+        w.write({"i": int(rng.integers(-(2**62), 2**62)), "s": rng.bytes(12).hex()})
         peak = max(peak, w._buffered)
     written_before_close = sum(rec.chunks)
     w.close()
@@ -140,7 +141,7 @@ async def test_nulls_at_every_level(tmp_path):
         Value(t, [None]),
         Value(rt, None),
         Value(rt, {"a": None, "r": {"x": None}}),
-        None,
+        Value(NULL, None),
     ]
     data = _csup(values)
     meta = _meta(data)

@@ -1,12 +1,41 @@
-"""Object stores: a tiny protocol (tail read, ranged read, size) and its implementations."""
+"""Object stores: a tiny protocol (tail read, ranged read, size) and its implementations.
 
-from .base import ObjectInfo, Store, TailRead
+S3Store, GCSStore, HTTPStore and FsspecStore are imported on first use, so that
+reading a local file never pays for importing aiohttp or aiobotocore.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .base import CHUNK_SIZE, ObjectInfo, Store, TailRead
 from .local import LocalStore
+from .redact import redact_text, redact_url
+from .retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
 
-__all__ = ["LocalStore", "ObjectInfo", "Store", "TailRead", "store_for"]
+if TYPE_CHECKING:
+    from .fsspec_store import FsspecStore
+    from .gcs import GCSStore
+    from .http import HTTPStore
+    from .s3 import S3Store
+
+__all__ = ["CHUNK_SIZE", "DEFAULT_RETRY", "NO_RETRY", "FsspecStore", "GCSStore", "HTTPStore",
+           "LocalStore", "ObjectInfo", "RetryPolicy", "S3Store", "Store", "TailRead",
+           "redact_text", "redact_url", "store_for"]
+
+_LAZY = {"S3Store": ".s3", "GCSStore": ".gcs", "HTTPStore": ".http",
+         "FsspecStore": ".fsspec_store"}
 
 
-def store_for(url: str, **options: object) -> tuple[Store, str]:
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def store_for(url: str, **options: Any) -> tuple[Store, str]:
     """The store that serves ``url`` and the key to ask it for."""
     from .resolve import store_for as _store_for
 

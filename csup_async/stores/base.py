@@ -9,8 +9,18 @@ connection pools; ``close`` releases them.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+
+from ..errors import StoreError
+
+#: How much of a response body a stream hands over at a time, at most.  Big
+#: enough that per-chunk overhead vanishes, small enough that a decoder can
+#: start on a segment while the rest of a large range is still arriving.
+CHUNK_SIZE = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +43,13 @@ class TailRead:
 
 @runtime_checkable
 class Store(Protocol):
+    """What a reader needs from a store.
+
+    Implementations also carry ``default_profile``, the planner profile that
+    suits them ("s3", "gcs", "http" or "local"), and are async context managers
+    that ``close`` on exit.
+    """
+
     name: str
 
     async def read_tail(self, key: str, length: int) -> TailRead:
@@ -44,8 +61,79 @@ class Store(Protocol):
         """Exactly ``length`` bytes at ``offset``; ObjectChangedError if not ``version``."""
         ...
 
+    def stream_range(self, key: str, offset: int, length: int,
+                     version: str | None = None) -> AsyncIterator[bytes]:
+        """The same bytes as ``read_range``, handed over as they arrive.
+
+        Every chunk is handed over only once it is known to belong to ``version``
+        (or to the version the first response named), so a consumer may decode
+        as it goes.  Close the iterator (``contextlib.aclosing``) if you stop
+        early: that releases the connection at once.
+        """
+        ...
+
     async def info(self, key: str) -> ObjectInfo:
         ...
 
     async def close(self) -> None:
         ...
+
+
+async def collect(chunks: AsyncIterator[bytes], length: int, path: str | None) -> bytearray:
+    """Gather a stream of exactly ``length`` bytes into one preallocated buffer.
+
+    One allocation and one copy per chunk, however many chunks arrive (joining
+    as they come would be quadratic, a list then ``join`` doubles peak memory).
+    The result is a ``bytearray``: returning ``bytes`` would copy it once more.
+    """
+    buf = bytearray(length)
+    view = memoryview(buf)
+    got = 0
+    async with aclosing(chunks) as stream:  # type: ignore[type-var]
+        async for chunk in stream:
+            n = len(chunk)
+            if got + n > length:
+                raise StoreError(f"the store returned more than the {length} bytes asked for",
+                                 path=path)
+            view[got:got + n] = chunk
+            got += n
+    if got != length:
+        raise StoreError(f"the store returned {got} of the {length} bytes asked for", path=path)
+    return buf
+
+
+class StoreBase:
+    """What every store shares: ``async with store:`` and ``read_range`` over ``stream_range``."""
+
+    name: str
+    default_profile: str
+
+    def _display(self, key: str) -> str:
+        """How errors name ``key``: a full URL, never with secrets in it."""
+        return key
+
+    def stream_range(self, key: str, offset: int, length: int,
+                     version: str | None = None) -> AsyncIterator[bytes]:
+        raise NotImplementedError
+
+    async def read_range(self, key: str, offset: int, length: int,
+                         version: str | None = None) -> bytes:
+        check_range(offset, length, self._display(key))
+        buf = await collect(self.stream_range(key, offset, length, version), length,
+                            self._display(key))
+        return buf  # a bytearray (see collect): bytes-like, and one copy fewer
+
+    async def close(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+
+def check_range(offset: int, length: int, path: str | None) -> None:
+    if offset < 0 or length < 0:
+        raise StoreError(f"invalid range: offset {offset}, length {length}", path=path)

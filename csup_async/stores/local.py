@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 
-from ..errors import AccessDeniedError, NotFoundError, ObjectChangedError, StoreError
-from ..errors import TruncatedError
-from .base import ObjectInfo, TailRead
+from ..errors import (
+    AccessDeniedError,
+    NotFoundError,
+    ObjectChangedError,
+    StoreError,
+    TruncatedError,
+)
+from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 
 
 def _version(st: os.stat_result) -> str:
@@ -18,10 +24,22 @@ def _local_path(key: str) -> str:
     return key[len("file://"):] if key.startswith("file://") else key
 
 
-class LocalStore:
+def _close_opened(fut: asyncio.Future[int]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        os.close(fut.result())
+
+
+class LocalStore(StoreBase):
     """Reads local files; the version is inode, size and mtime, checked on every read."""
 
     name = "local"
+    default_profile = "local"
+
+    def __init__(self, *, chunk_size: int = CHUNK_SIZE) -> None:
+        self.chunk_size = chunk_size
+
+    def __repr__(self) -> str:
+        return "LocalStore()"
 
     def _open(self, key: str) -> int:
         path = _local_path(key)
@@ -50,7 +68,9 @@ class LocalStore:
         finally:
             os.close(fd)
 
-    def _read_range(self, key: str, offset: int, length: int, version: str | None) -> bytes:
+    def _open_range(self, key: str, offset: int, length: int, version: str | None) -> int:
+        """An fd whose file is ``version`` and holds the range (the fd keeps reading
+        that file even if the path is replaced by a rename)."""
         fd = self._open(key)
         try:
             st = os.fstat(fd)
@@ -59,6 +79,14 @@ class LocalStore:
             if offset < 0 or length < 0 or offset + length > st.st_size:
                 raise TruncatedError(f"range {offset}+{length} is outside the "
                                      f"{st.st_size}-byte file", path=key)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _read_range(self, key: str, offset: int, length: int, version: str | None) -> bytes:
+        fd = self._open_range(key, offset, length, version)
+        try:
             chunks = []
             got = 0
             while got < length:  # pread may return short reads for large ranges
@@ -77,6 +105,27 @@ class LocalStore:
     async def read_range(self, key: str, offset: int, length: int,
                          version: str | None = None) -> bytes:
         return await asyncio.to_thread(self._read_range, key, offset, length, version)
+
+    async def stream_range(self, key: str, offset: int, length: int,
+                           version: str | None = None) -> AsyncIterator[bytes]:
+        check_range(offset, length, key)
+        opening = asyncio.ensure_future(
+            asyncio.to_thread(self._open_range, key, offset, length, version))
+        try:
+            fd = await asyncio.shield(opening)
+        except asyncio.CancelledError:  # the thread still opens the file: close it then
+            opening.add_done_callback(_close_opened)
+            raise
+        try:
+            pos, end = offset, offset + length
+            while pos < end:
+                b = await asyncio.to_thread(os.pread, fd, min(self.chunk_size, end - pos), pos)
+                if not b:
+                    raise TruncatedError("file ended early", path=key)
+                pos += len(b)
+                yield b
+        finally:
+            os.close(fd)
 
     async def info(self, key: str) -> ObjectInfo:
         tail = await self.read_tail(key, 0)

@@ -1,16 +1,81 @@
-"""Pick a store from a URL's scheme."""
+"""Pick a store from a URL's scheme, and the key to ask it for.
+
+``s3://``/``s3a://`` → S3Store, ``gs://``/``gcs://`` → GCSStore (keys are
+``bucket/object``, so one store serves every bucket), ``http(s)://`` →
+HTTPStore (the key is the whole URL), ``file://`` and plain paths →
+LocalStore, any other protocol fsspec knows (``memory://``, ``sftp://``, ...)
+→ FsspecStore.  Store modules are imported only when a URL needs them:
+aiobotocore alone takes a noticeable part of a second to import.
+"""
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import CsupError
 from .base import Store
 from .local import LocalStore
+from .redact import redact_url
+
+__all__ = ["store_for", "store_options"]
 
 
-def store_for(url: str, **options: object) -> tuple[Store, str]:
-    scheme = urlsplit(url).scheme if "://" in url else ""
+def _scheme(url: str) -> str:
+    if "://" not in url:
+        return ""
+    try:
+        return urlsplit(url).scheme.lower()
+    except ValueError:
+        raise CsupError("not a valid URL", path=redact_url(url)) from None
+
+
+def store_options(cls: type) -> list[str]:
+    """The option names a store class accepts (its keyword-only parameters)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return sorted(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _make(cls: type, options: dict[str, Any], what: str, **fixed: Any) -> Any:
+    accepted = store_options(cls)
+    unknown = sorted(set(options) - set(accepted) | set(options) & set(fixed))
+    if unknown:
+        raise CsupError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(map(repr, unknown))} for {what}; accepted: "
+                        f"{', '.join(n for n in accepted if n not in fixed) or '(none)'}")
+    return cls(**fixed, **options)
+
+
+def store_for(url: str, **options: Any) -> tuple[Store, str]:
+    """The store that serves ``url`` (made with ``options``) and the key to ask it for."""
+    scheme = _scheme(url)
     if scheme in ("", "file"):
-        return LocalStore(), url
-    raise CsupError(f"no store for scheme {scheme!r} yet", path=url)
+        return _make(LocalStore, options, "local files"), url
+    if scheme in ("s3", "s3a"):
+        from .s3 import S3Store, split_s3_key
+
+        bucket, key = split_s3_key(url)
+        return _make(S3Store, options, "s3:// URLs"), f"{bucket}/{key}"
+    if scheme in ("gs", "gcs"):
+        from .gcs import GCSStore, split_gcs_key
+
+        bucket, key = split_gcs_key(url)
+        return _make(GCSStore, options, "gs:// URLs"), f"{bucket}/{key}"
+    if scheme in ("http", "https"):
+        from .http import HTTPStore
+
+        return _make(HTTPStore, options, "http(s):// URLs"), url
+    import fsspec
+
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise CsupError(f"no store for the {scheme}:// scheme (neither built in nor known "
+                        "to fsspec)", path=redact_url(url)) from None
+    except ImportError as e:
+        raise CsupError(f"the {scheme}:// scheme needs a package that is not installed: "
+                        f"{e}", path=redact_url(url)) from None
+    from .fsspec_store import FsspecStore
+
+    return _make(FsspecStore, options, f"{scheme}:// URLs (fsspec)", protocol=scheme), url

@@ -1,0 +1,201 @@
+"""The aiohttp plumbing shared by the HTTP and GCS stores.
+
+One ``ClientSession`` per store, made on first use inside the running loop
+(a session made outside it would bind to the wrong loop), with a bounded
+connector so a wide scan cannot open thousands of sockets, and closed by
+``close()``.  Responses are never decompressed: a byte range of a compressed
+representation is not a byte range of the object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import yarl
+
+from ..errors import CsupError, StoreError, StoreTimeoutError
+from ._ranged import RangedStore, Reply, status_error
+from .base import CHUNK_SIZE
+from .redact import redact_text
+from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+
+_USER_AGENT = "csup-async"
+_ERROR_BODY_LIMIT = 4096
+
+
+def to_url(url: str) -> yarl.URL:
+    """A yarl URL that keeps the caller's encoding byte for byte when it is already
+    encoded (signed URLs sign their exact query; object names may contain %2F)."""
+    if url.isascii() and url.isprintable() and " " not in url:
+        return yarl.URL(url, encoded=True)
+    return yarl.URL(url)
+
+
+def describe(e: BaseException) -> str:
+    """A short, secret-free description of a library exception."""
+    text = redact_text(str(e)) or type(e).__name__
+    return f"{type(e).__name__}: {text}"[:300]
+
+
+def error_detail(body: bytes) -> str:
+    """The code/message of an S3 (XML) or GCS (JSON) error body, if there is one."""
+    text = body.decode("utf-8", "replace")
+    code = re.search(r"<Code>([^<]{1,100})</Code>", text)
+    if code:
+        msg = re.search(r"<Message>([^<]{1,200})</Message>", text)
+        return code.group(1) + (f": {msg.group(1)}" if msg else "")
+    try:
+        err = json.loads(text).get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"][:200]
+    except (ValueError, AttributeError):
+        pass
+    return ""
+
+
+def common_options(limit: int, connect_timeout: float, read_timeout: float,
+                   chunk_size: int) -> None:
+    if limit < 1:
+        raise CsupError(f"limit must be at least 1, not {limit}")
+    if connect_timeout <= 0 or read_timeout <= 0:
+        raise CsupError("connect_timeout and read_timeout must be positive")
+    if chunk_size < 1:
+        raise CsupError(f"chunk_size must be positive, not {chunk_size}")
+
+
+class AiohttpStore(RangedStore):
+    """A RangedStore that sends its requests with aiohttp."""
+
+    def __init__(self, *, limit: int = 64, connect_timeout: float = 10.0,
+                 read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
+                 verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
+                 trust_env: bool = False) -> None:
+        common_options(limit, connect_timeout, read_timeout, chunk_size)
+        if not isinstance(retry, RetryPolicy):
+            raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        self.limit = limit
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.retry = retry
+        self.verify_ssl = verify_ssl
+        self.chunk_size = chunk_size
+        self.trust_env = trust_env
+        self._session_obj: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        s = self._session_obj
+        if s is not None and not s.closed:
+            if self._loop is not loop:
+                raise StoreError(f"this {self.name} store's connections belong to another "
+                                 "event loop; make one store per loop (or close it first)")
+            return s
+        self._loop = loop
+        self._session_obj = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.limit, ssl=bool(self.verify_ssl)),
+            # No total timeout: a large range may legitimately take long.  A peer
+            # that goes silent is caught by sock_read, a dead host by sock_connect.
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout,
+                                          sock_read=self.read_timeout),
+            auto_decompress=False,
+            trust_env=self.trust_env,
+            headers={"User-Agent": _USER_AGENT},
+        )
+        return self._session_obj
+
+    @property
+    def connector(self) -> aiohttp.BaseConnector | None:
+        """The live connection pool, if any (for diagnostics and tests)."""
+        s = self._session_obj
+        return None if s is None or s.closed else s.connector
+
+    async def close(self) -> None:
+        s, self._session_obj = self._session_obj, None
+        self._loop = None
+        if s is not None and not s.closed:
+            await s.close()
+
+    async def _get(self, url: yarl.URL, headers: Mapping[str, str],
+                   path: str) -> aiohttp.ClientResponse:
+        """One GET; error statuses become typed errors (Retryable when transient)."""
+        session = self._session()
+        try:
+            resp = await session.get(url, headers=headers, allow_redirects=True)
+        except TimeoutError:
+            raise Retryable(StoreTimeoutError(
+                f"no response within {self.read_timeout:g} s (read_timeout)", path=path)
+            ) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
+            raise Retryable(StoreError(f"connection failed: {describe(e)}", path=path)) from None
+        except (aiohttp.InvalidURL, ValueError) as e:
+            raise StoreError(f"invalid URL: {describe(e)}", path=path) from None
+        except aiohttp.ClientError as e:
+            raise StoreError(f"request failed: {describe(e)}", path=path) from None
+        if resp.status in (200, 206):
+            enc = resp.headers.get("Content-Encoding", "identity").strip().lower()
+            if enc not in ("identity", ""):
+                resp.close()
+                raise StoreError(f"the server compressed the response (Content-Encoding: "
+                                 f"{enc}); byte ranges need the identity encoding", path=path)
+            return resp
+        try:
+            detail = ""
+            if resp.status >= 400:
+                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                    detail = error_detail(await resp.content.read(_ERROR_BODY_LIMIT))
+            raise status_error(resp.status, path, detail=detail or (resp.reason or ""),
+                               retry_after=resp.headers.get("Retry-After"),
+                               content_range=resp.headers.get("Content-Range"))
+        finally:
+            resp.close()
+
+    def _reply(self, resp: aiohttp.ClientResponse, path: str) -> Reply:
+        def release() -> None:
+            if resp.content.at_eof():
+                resp.release()  # back to the pool
+            else:
+                resp.close()  # unread bytes in flight: the connection cannot be reused
+
+        return Reply(resp.status, {k.lower(): v for k, v in resp.headers.items()},
+                     self._body(resp, path), release)
+
+    async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in resp.content.iter_chunked(self.chunk_size):
+                yield chunk
+        except TimeoutError:
+            raise Retryable(StoreTimeoutError(
+                f"the response stalled for {self.read_timeout:g} s (read_timeout)", path=path)
+            ) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise Retryable(StoreError(f"the connection broke mid-body: {describe(e)}",
+                                       path=path)) from None
+
+    async def _get_json(self, url: yarl.URL, headers: Mapping[str, str],
+                        path: str) -> dict[str, Any]:
+        resp = await self._get(url, headers, path)
+        try:
+            body = await resp.read()
+        except TimeoutError:
+            raise Retryable(StoreTimeoutError(
+                f"the response stalled for {self.read_timeout:g} s (read_timeout)", path=path)
+            ) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise Retryable(StoreError(f"the connection broke mid-body: {describe(e)}",
+                                       path=path)) from None
+        finally:
+            resp.release()
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise StoreError("the server's metadata response is not JSON", path=path) from None
+        if not isinstance(doc, dict):
+            raise StoreError("the server's metadata response is not a JSON object", path=path)
+        return doc

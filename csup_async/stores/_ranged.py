@@ -1,0 +1,330 @@
+"""Range-request logic shared by the stores that speak HTTP (S3, GCS, plain HTTP).
+
+Each such store only knows how to send one GET (``_open``) and what its
+version token is; everything a server can get wrong is handled here, once:
+a suffix range answered with the whole object (200), a 416 for a suffix
+longer than the object, a Content-Range that is not the one asked for, a
+body shorter or longer than announced, a connection that breaks mid-body
+(the stream resumes from the byte it reached, pinned to the same version),
+and an object replaced between requests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from ..errors import ObjectChangedError, StoreError, TruncatedError
+from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
+from .redact import redact_text
+from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
+
+__all__ = ["RangedStore", "Reply", "Unsatisfiable", "parse_content_range", "status_error"]
+
+
+@dataclass(slots=True)
+class Reply:
+    """A successful (200/206) response whose body has not been read yet."""
+
+    status: int
+    headers: Mapping[str, str]  # names in lower case
+    body: AsyncIterator[bytes]  # raises Retryable for network failures
+    release: Callable[[], None]  # idempotent; closes the connection unless fully read
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
+    def content_length(self) -> int | None:
+        v = self.headers.get("content-length")
+        return int(v) if v is not None and v.strip().isdigit() else None
+
+
+class Unsatisfiable(StoreError):
+    """A 416: the range lies outside the object, whose size is ``total`` if the server said."""
+
+    def __init__(self, total: int | None, path: str | None) -> None:
+        super().__init__("range not satisfiable (416)", path=path)
+        self.total = total
+
+
+_CONTENT_RANGE = re.compile(r"\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IGNORECASE)
+
+
+def parse_content_range(value: str | None) -> tuple[int | None, int | None, int | None] | None:
+    """``(start, end, total)`` from ``bytes a-b/T`` (``None`` for ``*`` parts), or None."""
+    if not value:
+        return None
+    m = _CONTENT_RANGE.match(value)
+    if m is None:
+        return None
+    start = int(m.group(1)) if m.group(1) is not None else None
+    end = int(m.group(2)) if m.group(2) is not None else None
+    total = int(m.group(3)) if m.group(3) != "*" else None
+    if start is not None and end is not None and end < start:
+        return None
+    return start, end, total
+
+
+_RETRIED_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+def status_error(status: int, path: str | None, *, detail: str = "",
+                 retry_after: str | None = None,
+                 content_range: str | None = None) -> StoreError:
+    """The typed error for an HTTP error status (a Retryable for transient ones)."""
+    from ..errors import AccessDeniedError, NotFoundError
+
+    what = f"HTTP {status}" + (f" ({redact_text(detail)[:300]})" if detail else "")
+    if status in (401, 403):
+        return AccessDeniedError(f"access denied: {what}", path=path)
+    if status in (404, 410):
+        return NotFoundError(f"no such object: {what}", path=path)
+    if status == 412:
+        return ObjectChangedError(f"the object changed since its metadata was read: {what}",
+                                  path=path)
+    if status == 416:
+        cr = parse_content_range(content_range)
+        return Unsatisfiable(cr[2] if cr else None, path)
+    err = StoreError(f"request failed: {what}", path=path)
+    if status in _RETRIED_STATUS or (500 <= status < 600 and status not in (501, 505)):
+        return Retryable(err, parse_retry_after(retry_after))
+    return err
+
+
+class RangedStore(StoreBase):
+    """Tail reads, pinned ranged reads and streams over a store's single GET."""
+
+    retry: RetryPolicy = DEFAULT_RETRY
+    chunk_size: int = CHUNK_SIZE
+
+    # ----------------------------------------------------------- per store ---
+    async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
+        """Send one GET (``Range: range_`` if given, pinned to ``pin`` if given).
+
+        Raises the typed error for an error status (``status_error``), Retryable
+        for transient failures, Unsatisfiable for a 416.
+        """
+        raise NotImplementedError
+
+    def _version_of(self, reply: Reply, total: int | None) -> str | None:
+        raise NotImplementedError
+
+    def _pin_matches(self, pin: str, reply: Reply, total: int | None) -> bool | None:
+        """Whether ``reply`` is of version ``pin``; None if it does not say (check after)."""
+        raise NotImplementedError
+
+    def _pinned_size(self, pin: str) -> int | None:
+        """The object size a version token implies, if it records one."""
+        return None
+
+    async def _lookup(self, key: str) -> ObjectInfo | None:
+        """Size and version from a metadata request, for servers whose data
+        responses do not name the version; None if the store has no such request."""
+        return None
+
+    async def _info_once(self, key: str) -> ObjectInfo:
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- shared ---
+    async def info(self, key: str) -> ObjectInfo:
+        attempts = self.retry.start(self._display(key))
+        while True:
+            try:
+                return await self._info_once(key)
+            except Retryable as e:
+                await attempts.failed(e)
+
+    async def read_tail(self, key: str, length: int) -> TailRead:
+        path = self._display(key)
+        check_range(0, length, path)
+        if length == 0:
+            return TailRead(b"", await self.info(key))
+        attempts = self.retry.start(path)
+        while True:
+            try:
+                return await self._tail_once(key, length, path)
+            except Retryable as e:
+                await attempts.failed(e)
+
+    async def _tail_once(self, key: str, n: int, path: str) -> TailRead:
+        try:
+            reply = await self._open(key, f"bytes=-{n}", None)
+        except Unsatisfiable:
+            # An empty object, or a server that refuses a suffix longer than the
+            # object: either way the object is smaller than n, so read it whole.
+            reply = await self._open(key, None, None)
+        try:
+            if reply.status == 206:
+                cr = parse_content_range(reply.header("content-range"))
+                if cr is None or cr[0] is None or cr[1] is None:
+                    raise Retryable(StoreError(
+                        f"a suffix request got an unusable Content-Range "
+                        f"{reply.header('content-range')!r}", path=path))
+                start, end, total = cr
+                if total is None:
+                    raise StoreError("the server did not report the object's size "
+                                     "(Content-Range total '*')", path=path)
+                want = min(n, total)
+                if end != total - 1 or end - start + 1 != want:
+                    raise Retryable(StoreError(
+                        f"asked for the last {n} bytes, got Content-Range "
+                        f"{reply.header('content-range')!r}", path=path))
+                data = await _gather(self._chunks(reply, 0, want, path, strict=True), want)
+            else:  # 200: the server ignored the Range header and sent everything
+                data, total = await self._last_bytes(reply, n, path)
+            version = self._version_of(reply, total)
+        finally:
+            reply.release()
+        if version is None:
+            info = await self._lookup(key)
+            if info is not None:
+                if info.size != total:
+                    raise Retryable(StoreError("the object changed during the tail read",
+                                               path=path))
+                version = info.version
+        return TailRead(bytes(data), ObjectInfo(total, version))
+
+    async def _last_bytes(self, reply: Reply, n: int, path: str) -> tuple[bytearray, int]:
+        """The last ``n`` bytes of a whole-object body, and its length (memory: ~2n)."""
+        keep = bytearray()
+        total = 0
+        async with aclosing(reply.body) as body:
+            async for chunk in body:
+                total += len(chunk)
+                keep += chunk
+                if len(keep) > 2 * n:
+                    del keep[:-n]
+        announced = reply.content_length()
+        if announced is not None and announced != total:
+            raise Retryable(StoreError(f"the response ended after {total} of its "
+                                       f"{announced} bytes", path=path))
+        return keep[-n:] if len(keep) > n else keep, total
+
+    async def _chunks(self, reply: Reply, skip: int, want: int, path: str, *,
+                      strict: bool) -> AsyncIterator[bytes]:
+        """``want`` bytes of the body after ``skip``; ``strict``: no more may follow."""
+        got = 0
+        async with aclosing(reply.body) as body:
+            async for chunk in body:
+                if skip:
+                    if len(chunk) <= skip:
+                        skip -= len(chunk)
+                        continue
+                    chunk, skip = chunk[skip:], 0
+                room = want - got
+                if len(chunk) > room:
+                    if strict:
+                        raise Retryable(StoreError(
+                            f"the response body is longer than the {want} bytes its "
+                            "Content-Range announced", path=path))
+                    chunk = chunk[:room]
+                got += len(chunk)
+                if chunk:
+                    yield chunk
+                if got == want and not strict:
+                    return
+        if got < want:
+            raise Retryable(StoreError(f"the response ended after {got} of {want} bytes",
+                                       path=path))
+
+    def stream_range(self, key: str, offset: int, length: int,
+                     version: str | None = None) -> AsyncIterator[bytes]:
+        path = self._display(key)
+        check_range(offset, length, path)
+        return self._stream(key, offset, length, version, path)
+
+    async def _stream(self, key: str, offset: int, length: int, pin: str | None,
+                      path: str) -> AsyncIterator[bytes]:
+        end = offset + length
+        pos = offset
+        attempts = self.retry.start(path)
+        while pos < end:
+            try:
+                reply = await self._open(key, f"bytes={pos}-{end - 1}", pin)
+                try:
+                    skip, total = self._check_reply(reply, pos, end, pin, path)
+                    chunks = self._chunks(reply, skip, end - pos, path,
+                                          strict=reply.status == 206)
+                    if pin is None:
+                        # Later tries (a resumed body) must read this same version.
+                        pin = self._version_of(reply, total)
+                    elif self._pin_matches(pin, reply, total) is None:
+                        # The response does not name its version: hold every byte
+                        # until a metadata request confirms it, then hand it over.
+                        data = await _gather(chunks, end - pos)
+                        info = await self._lookup(key)
+                        if info is not None and info.version != pin:
+                            raise _changed(path, info.version, pin)
+                        for i in range(0, len(data), self.chunk_size):
+                            piece = bytes(data[i:i + self.chunk_size])
+                            pos += len(piece)
+                            yield piece
+                        continue
+                    async with aclosing(chunks) as stream:
+                        async for chunk in stream:
+                            pos += len(chunk)
+                            yield chunk
+                finally:
+                    reply.release()
+            except Unsatisfiable as e:
+                raise self._outside(e.total, pos, end, pin, path) from None
+            except Retryable as e:
+                await attempts.failed(e)
+
+    def _check_reply(self, reply: Reply, pos: int, end: int, pin: str | None,
+                     path: str) -> tuple[int, int | None]:
+        """Validate a ranged response: (bytes of the body to skip, object size if known)."""
+        if reply.status == 206:
+            cr = parse_content_range(reply.header("content-range"))
+            if cr is None or cr[0] is None:
+                raise Retryable(StoreError(
+                    f"asked for bytes {pos}-{end - 1}, got an unusable Content-Range "
+                    f"{reply.header('content-range')!r}", path=path))
+            start, last, total = cr
+            skip = 0
+        else:  # 200: the whole object; the range is cut out of it below
+            start, last, total = pos, end - 1, reply.content_length()
+            skip = pos
+        if pin is not None:
+            size = self._pinned_size(pin)
+            if (size is not None and total is not None and size != total) or \
+                    self._pin_matches(pin, reply, total) is False:
+                raise _changed(path, self._version_of(reply, total), pin)
+        if total is not None and end > total:
+            raise self._outside(total, pos, end, pin, path)
+        if start != pos or last != end - 1:
+            raise Retryable(StoreError(
+                f"asked for bytes {pos}-{end - 1}, got Content-Range "
+                f"{reply.header('content-range')!r}", path=path))
+        announced = reply.content_length()
+        if reply.status == 206 and announced is not None and announced != end - pos:
+            raise Retryable(StoreError(
+                f"asked for {end - pos} bytes, the response announced {announced}", path=path))
+        return skip, total
+
+    def _outside(self, total: int | None, pos: int, end: int, pin: str | None,
+                 path: str) -> StoreError:
+        size = self._pinned_size(pin) if pin is not None else None
+        if size is not None and total is not None and size != total:
+            return _changed(path, None, pin)
+        of = f"the {total}-byte object" if total is not None else "the object"
+        return TruncatedError(f"bytes {pos}-{end - 1} lie beyond the end of {of}", path=path)
+
+
+def _changed(path: str, now: str | None, pin: str | None) -> ObjectChangedError:
+    found = f", found {now}" if now else ""
+    return ObjectChangedError(f"the object was replaced since its metadata was read "
+                              f"(expected version {pin}{found})", path=path)
+
+
+async def _gather(chunks: AsyncIterator[bytes], want: int) -> bytearray:
+    buf = bytearray(want)
+    view = memoryview(buf)
+    got = 0
+    async with aclosing(chunks) as stream:
+        async for chunk in stream:
+            view[got:got + len(chunk)] = chunk
+            got += len(chunk)
+    return buf

@@ -1,0 +1,145 @@
+"""Google Cloud Storage over its JSON API, with aiohttp.
+
+Data comes from the media download (``/download/storage/v1/b/B/o/NAME?alt=media``)
+with a ``Range`` header.  The version is the object's *generation*: GCS names it
+in the ``x-goog-generation`` response header, so the tail read costs one
+request, and later reads send ``ifGenerationMatch`` (a replaced object gives
+412).  The tail read stays a single suffix request rather than a metadata
+lookup followed by ``bytes=a-b``: GCS honours suffix ranges, and a server that
+does not (the emulator answers 200 with the whole object) is still handled by
+the shared code, at the price of a larger body.
+
+Servers that name no generation on data responses (gcp-storage-emulator, and
+it also ignores ``ifGenerationMatch``) are checked with a metadata request
+(``/storage/v1/b/B/o/NAME``) after each data response; a ranged read then
+holds its bytes until that check passes.  The remaining gap, only on such
+servers: a tail read whose object is replaced by one *of the same size* in the
+instant between its two requests.
+
+Credentials: ``token`` (a string, or a function returning one, sync or async,
+called per request so it can refresh), else the ``GOOGLE_OAUTH_ACCESS_TOKEN``
+environment variable, else anonymous (public objects).  ``STORAGE_EMULATOR_HOST``
+(``host:port`` or a URL) sends everything to that emulator over plain HTTP,
+anonymously unless a ``token`` is passed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote
+
+from ..errors import CsupError, StoreError
+from ._aio import AiohttpStore, to_url
+from ._ranged import Reply
+from .base import CHUNK_SIZE, ObjectInfo
+from .redact import redact_url
+from .retry import DEFAULT_RETRY, RetryPolicy
+
+__all__ = ["GCSStore", "TOKEN_ENV"]
+
+TOKEN_ENV = "GOOGLE_OAUTH_ACCESS_TOKEN"
+_DEFAULT_ENDPOINT = "https://storage.googleapis.com"
+
+Token = str | Callable[[], str | Awaitable[str]]
+
+
+def split_gcs_key(key: str) -> tuple[str, str]:
+    """``(bucket, object name)`` from ``gs://b/name``, ``gcs://b/name`` or ``b/name``."""
+    for prefix in ("gs://", "gcs://"):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            break
+    bucket, _, name = key.partition("/")
+    if not bucket or not name:
+        raise CsupError("a GCS key is 'bucket/object' (or gs://bucket/object)",
+                        path=redact_url(key))
+    return bucket, name
+
+
+class GCSStore(AiohttpStore):
+    """Range reads from Google Cloud Storage (or its emulator); one store serves all buckets.
+
+    Options: ``token``, ``anonymous`` (never send a token), ``endpoint`` (default
+    https://storage.googleapis.com, or ``STORAGE_EMULATOR_HOST``), and the
+    HTTP options ``limit``, ``connect_timeout``, ``read_timeout``, ``retry``,
+    ``verify_ssl``, ``chunk_size``, ``trust_env``.
+    """
+
+    name = "gcs"
+    default_profile = "gcs"
+
+    def __init__(self, *, token: Token | None = None, anonymous: bool = False,
+                 endpoint: str | None = None, limit: int = 64, connect_timeout: float = 10.0,
+                 read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
+                 verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
+                 trust_env: bool = False) -> None:
+        super().__init__(limit=limit, connect_timeout=connect_timeout,
+                         read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
+                         chunk_size=chunk_size, trust_env=trust_env)
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST") if endpoint is None else None
+        if emulator:
+            endpoint = emulator if "://" in emulator else "http://" + emulator
+        self.endpoint = (endpoint or _DEFAULT_ENDPOINT).rstrip("/")
+        if token is None and not anonymous and not emulator:
+            token = os.environ.get(TOKEN_ENV) or None
+        if token is not None and not (isinstance(token, str) or callable(token)):
+            raise CsupError("token must be a string or a function returning one")
+        self._token: Token | None = None if anonymous else token
+
+    def __repr__(self) -> str:
+        auth = "anonymous" if self._token is None else "token=<hidden>"
+        return f"GCSStore(endpoint={redact_url(self.endpoint)!r}, {auth}, limit={self.limit})"
+
+    def _display(self, key: str) -> str:
+        try:
+            bucket, name = split_gcs_key(key)
+        except CsupError:
+            return redact_url(key)
+        return f"gs://{bucket}/{name}"
+
+    async def _headers(self) -> dict[str, str]:
+        headers = {"Accept-Encoding": "identity"}
+        token = self._token
+        if token is not None:
+            value = token if isinstance(token, str) else token()
+            if inspect.isawaitable(value):
+                value = await value
+            headers["Authorization"] = f"Bearer {value}"
+        return headers
+
+    def _object_path(self, key: str) -> str:
+        bucket, name = split_gcs_key(key)
+        return f"/b/{quote(bucket, safe='')}/o/{quote(name, safe='')}"
+
+    async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
+        path = self._display(key)
+        url = f"{self.endpoint}/download/storage/v1{self._object_path(key)}?alt=media"
+        if pin is not None:
+            url += f"&ifGenerationMatch={quote(pin, safe='')}"
+        headers = await self._headers()
+        if range_ is not None:
+            headers["Range"] = range_
+        resp = await self._get(to_url(url), headers, path)
+        return self._reply(resp, path)
+
+    def _version_of(self, reply: Reply, total: int | None) -> str | None:
+        return reply.header("x-goog-generation")
+
+    def _pin_matches(self, pin: str, reply: Reply, total: int | None) -> bool | None:
+        generation = reply.header("x-goog-generation")
+        return None if generation is None else generation == pin
+
+    async def _lookup(self, key: str) -> ObjectInfo:
+        path = self._display(key)
+        url = f"{self.endpoint}/storage/v1{self._object_path(key)}?fields=size%2Cgeneration"
+        doc = await self._get_json(to_url(url), await self._headers(), path)
+        try:
+            return ObjectInfo(int(doc["size"]), str(doc["generation"]))
+        except (KeyError, TypeError, ValueError):
+            raise StoreError("the object's metadata has no size or generation",
+                             path=path) from None
+
+    async def _info_once(self, key: str) -> ObjectInfo:
+        return await self._lookup(key)

@@ -1,0 +1,242 @@
+"""Amazon S3 and S3-compatible stores (MinIO, R2, moto, ...) through aiobotocore.
+
+aiobotocore is used rather than hand-signed aiohttp requests because it brings
+botocore's whole credential chain (environment, profiles, SSO, IMDS, web
+identity) and endpoint rules, which users of S3 expect to just work.  Its own
+retries are switched off (``total_max_attempts=1``) so that one policy, ours,
+governs every store.  The version is the ETag; reads are pinned with
+``IfMatch`` (S3 and moto answer 412 for a replaced object).  One client per
+store, created on first use inside the running loop, serves every bucket;
+``close()`` closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
+from ._aio import common_options, describe
+from ._ranged import RangedStore, Reply, Unsatisfiable, parse_content_range, status_error
+from .base import CHUNK_SIZE, ObjectInfo
+from .redact import redact_url
+from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+
+__all__ = ["S3Store", "split_s3_key"]
+
+_ACCESS_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+                           "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
+                           "AllAccessDisabled", "AccountProblem"})
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
+_RETRY_CODES = frozenset({"RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable",
+                          "RequestTimeTooSkewed", "OperationAborted", "Throttling"})
+
+
+def split_s3_key(key: str) -> tuple[str, str]:
+    """``(bucket, key)`` from ``s3://b/key``, ``s3a://b/key`` or ``b/key``."""
+    for prefix in ("s3://", "s3a://"):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            break
+    bucket, _, name = key.partition("/")
+    if not bucket or not name:
+        raise CsupError("an S3 key is 'bucket/key' (or s3://bucket/key)", path=redact_url(key))
+    return bucket, name
+
+
+class S3Store(RangedStore):
+    """Range reads from S3; one store (one client, one connection pool) serves all buckets.
+
+    Options: ``endpoint_url`` (else ``AWS_ENDPOINT_URL``/``AWS_ENDPOINT_URL_S3``
+    or AWS), ``region`` (else botocore's configuration, else us-east-1),
+    ``access_key_id``/``secret_access_key``/``session_token`` (else botocore's
+    chain), ``aws_profile``, ``anonymous`` (unsigned requests, for public
+    buckets), ``path_style`` (default: path-style when an endpoint URL is set),
+    ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
+    (30 s of silence), ``retry``, ``verify_ssl`` (True), ``chunk_size``.
+    """
+
+    name = "s3"
+    default_profile = "s3"
+
+    def __init__(self, *, endpoint_url: str | None = None, region: str | None = None,
+                 access_key_id: str | None = None, secret_access_key: str | None = None,
+                 session_token: str | None = None, aws_profile: str | None = None,
+                 anonymous: bool = False, path_style: bool | None = None, limit: int = 64,
+                 connect_timeout: float = 10.0, read_timeout: float = 30.0,
+                 retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
+                 chunk_size: int = CHUNK_SIZE) -> None:
+        common_options(limit, connect_timeout, read_timeout, chunk_size)
+        if not isinstance(retry, RetryPolicy):
+            raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        if (access_key_id is None) != (secret_access_key is None):
+            raise CsupError("pass both access_key_id and secret_access_key, or neither")
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.anonymous = anonymous
+        self.aws_profile = aws_profile
+        has_endpoint = bool(endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                            or os.environ.get("AWS_ENDPOINT_URL"))
+        self.path_style = has_endpoint if path_style is None else path_style
+        self.limit = limit
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.retry = retry
+        self.verify_ssl = verify_ssl
+        self.chunk_size = chunk_size
+        self._credentials = (access_key_id, secret_access_key, session_token)
+        self._client_cm: Any = None
+        self._client_obj: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        creds = ("anonymous" if self.anonymous else
+                 "explicit" if self._credentials[0] is not None else "default chain")
+        endpoint = redact_url(self.endpoint_url) if self.endpoint_url else None
+        return (f"S3Store(endpoint_url={endpoint!r}, region={self.region!r}, "
+                f"credentials={creds}, path_style={self.path_style}, limit={self.limit})")
+
+    def _display(self, key: str) -> str:
+        try:
+            bucket, name = split_s3_key(key)
+        except CsupError:
+            return redact_url(key)
+        return f"s3://{bucket}/{name}"
+
+    # ------------------------------------------------------------- client ---
+    async def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client_obj is not None and self._loop is not loop:
+            raise StoreError("this s3 store's client belongs to another event loop; make "
+                             "one store per loop (or close it first)")
+        if self._client_obj is None:
+            if self._lock is None or self._loop is not loop:
+                self._lock, self._loop = asyncio.Lock(), loop
+            async with self._lock:
+                if self._client_obj is None:
+                    cm = self._make_client()
+                    self._client_obj = await cm.__aenter__()
+                    self._client_cm = cm
+        return self._client_obj
+
+    def _make_client(self) -> Any:
+        import botocore
+        from aiobotocore.config import AioConfig
+        from aiobotocore.session import AioSession
+
+        session = AioSession(profile=self.aws_profile)
+        region = self.region or session.get_config_variable("region") or "us-east-1"
+        config: dict[str, Any] = {
+            "connect_timeout": self.connect_timeout,
+            "read_timeout": self.read_timeout,
+            "max_pool_connections": self.limit,
+            "retries": {"total_max_attempts": 1, "mode": "standard"},  # ours, not botocore's
+            "response_checksum_validation": "when_required",
+            "request_checksum_calculation": "when_required",
+        }
+        if self.path_style:
+            config["s3"] = {"addressing_style": "path"}
+        if self.anonymous:
+            config["signature_version"] = botocore.UNSIGNED
+        key_id, secret, token = self._credentials
+        return session.create_client(
+            "s3", region_name=region, endpoint_url=self.endpoint_url,
+            aws_access_key_id=key_id, aws_secret_access_key=secret, aws_session_token=token,
+            verify=self.verify_ssl, config=AioConfig(**config))
+
+    async def close(self) -> None:
+        cm, self._client_cm, self._client_obj = self._client_cm, None, None
+        self._loop = None
+        self._lock = None
+        if cm is not None:
+            await cm.__aexit__(None, None, None)
+
+    # ----------------------------------------------------------- requests ---
+    async def _call(self, op: str, key: str, **params: Any) -> Any:
+        path = self._display(key)
+        bucket, name = split_s3_key(key)
+        client = await self._client()
+        try:
+            return await getattr(client, op)(Bucket=bucket, Key=name, **params)
+        except Exception as e:  # botocore, aiohttp and OS errors, mapped below
+            raise self._error(e, path) from None
+
+    def _error(self, e: Exception, path: str) -> StoreError:
+        from botocore import exceptions as bx
+
+        if isinstance(e, StoreError):
+            return e
+        if isinstance(e, bx.ClientError):
+            return self._client_error(e, path)
+        if isinstance(e, (bx.NoCredentialsError, bx.PartialCredentialsError,
+                          bx.CredentialRetrievalError)):
+            return AccessDeniedError(f"no usable AWS credentials ({type(e).__name__}); pass "
+                                     "anonymous=True for public buckets", path=path)
+        if isinstance(e, (bx.ReadTimeoutError, bx.ConnectTimeoutError, TimeoutError)):
+            return Retryable(StoreTimeoutError(f"request timed out: {describe(e)}", path=path))
+        if isinstance(e, (bx.ConnectionError, bx.HTTPClientError, bx.IncompleteReadError,
+                          aiohttp.ClientError, OSError)):
+            return Retryable(StoreError(f"connection failed: {describe(e)}", path=path))
+        if isinstance(e, bx.ParamValidationError):
+            return StoreError(f"invalid request: {describe(e)}", path=path)
+        return StoreError(f"request failed: {describe(e)}", path=path)
+
+    def _client_error(self, e: Any, path: str) -> StoreError:
+        response = getattr(e, "response", None) or {}
+        err = response.get("Error") or {}
+        meta = response.get("ResponseMetadata") or {}
+        headers = meta.get("HTTPHeaders") or {}
+        code = str(err.get("Code") or "")
+        status = int(meta.get("HTTPStatusCode") or 0)
+        detail = code + (f": {err['Message']}" if err.get("Message") else "")
+        if code == "InvalidRange" or status == 416:
+            cr = parse_content_range(headers.get("content-range"))
+            total = cr[2] if cr else None
+            if total is None and str(err.get("ActualObjectSize", "")).isdigit():
+                total = int(err["ActualObjectSize"])
+            return Unsatisfiable(total, path)
+        if code in _ACCESS_CODES:
+            status = 403
+        elif code in _NOT_FOUND_CODES:
+            status = 404
+        elif code == "PreconditionFailed":
+            status = 412
+        elif code in _RETRY_CODES and status < 500:
+            status = 503
+        return status_error(status or 500, path, detail=detail,
+                            retry_after=headers.get("retry-after"))
+
+    async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
+        params: dict[str, Any] = {}
+        if range_ is not None:
+            params["Range"] = range_
+        if pin is not None:
+            params["IfMatch"] = pin
+        resp = await self._call("get_object", key, **params)
+        meta = resp["ResponseMetadata"]
+        body = resp["Body"]
+        return Reply(int(meta["HTTPStatusCode"]), meta.get("HTTPHeaders") or {},
+                     self._body(body, self._display(key)), body.close)
+
+    async def _body(self, body: Any, path: str) -> AsyncIterator[bytes]:
+        try:
+            while chunk := await body.read(self.chunk_size):
+                yield chunk
+        except Exception as e:  # mapped like request errors; CancelledError is not one
+            raise self._error(e, path) from None
+
+    def _version_of(self, reply: Reply, total: int | None) -> str | None:
+        return reply.header("etag")
+
+    def _pin_matches(self, pin: str, reply: Reply, total: int | None) -> bool | None:
+        etag = reply.header("etag")
+        return etag is None or etag == pin
+
+    async def _info_once(self, key: str) -> ObjectInfo:
+        resp = await self._call("head_object", key)
+        return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag"))

@@ -1,0 +1,317 @@
+"""Needed byte ranges -> read requests, by the cost model of :mod:`planner.profiles`.
+
+The policy, for ranges that must be read (the *needed* bytes):
+
+1. Overlapping or touching ranges form *runs* of needed bytes (a segment that
+   appears twice, or two overlapping ones, is read once).
+2. Consecutive runs are merged across a gap when ``gap <= profile.gap_limit``
+   (``min(max_gap, latency * bandwidth)``).  With ``max_amplification = x``
+   the gaps are additionally chosen smallest first while their total stays
+   ``<= x * needed``: each merged gap saves one request, so the cheapest ones
+   buy the most requests per wasted byte.
+3. Within each merged group, runs are packed greedily into requests of at most
+   ``cap = profile.request_cap(needed)`` bytes; a run longer than ``cap`` is
+   cut into ``ceil(len / cap)`` near-equal parts (the last part may still take
+   in the runs that follow).
+
+Guarantees (asserted by the tests): requests are sorted and disjoint, each
+starts and ends on needed bytes, no request exceeds ``cap``, every needed byte
+is in exactly one request, each hole inside a request is ``<= gap_limit``,
+and with ``max_amplification = x`` the bytes read exceed the needed bytes by
+at most ``x * needed``.  So ``bytes_to_read <= needed + min(x * needed,
+(runs - 1) * gap_limit)``.
+
+The work per segment is done by C-level builtins (sort, map, accumulate,
+compress, bisect) so planning 10,000 segments stays in the low milliseconds;
+Python-level loops run per *request*.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import accumulate, compress, islice, repeat
+from operator import add, attrgetter, eq, gt, le, not_, sub
+from typing import NamedTuple
+
+from csup_async.errors import FormatError
+from csup_async.meta import Segment
+
+from .errors import InvalidRangeError
+from .profiles import Profile, get_profile
+
+_OFFSET = attrgetter("offset")
+_LENGTH = attrgetter("length")
+_FULL_KEY = attrgetter("offset", "length", "mem_length", "compression")
+
+
+class Piece(NamedTuple):
+    """The part of one segment a request carries (a tuple so ``for seg, at, start, n in``)."""
+
+    segment: Segment
+    offset_in_request: int
+    segment_start: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One ranged read.  ``segments`` are those it carries wholly or partly, by offset.
+
+    ``served`` requests lie inside bytes the caller already has (``available``):
+    they describe where the segments' bytes are, but cost no round trip.
+    """
+
+    offset: int
+    length: int
+    segments: tuple[Segment, ...]
+    served: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    @property
+    def pieces(self) -> tuple[Piece, ...]:
+        """Where each carried segment's bytes are in this request (computed on demand).
+
+        A segment split across requests has one piece in each; concatenating its
+        pieces in request order gives the segment's bytes exactly.
+        """
+        a, b = self.offset, self.offset + self.length
+        out = []
+        for s in self.segments:
+            lo = s.offset if s.offset > a else a
+            e = s.offset + s.length
+            hi = e if e < b else b
+            out.append(Piece(s, lo - a, lo - s.offset, hi - lo))
+        return tuple(out)
+
+    @property
+    def needed_bytes(self) -> int:
+        """Bytes of this request that some carried segment needs (the rest is merged gap)."""
+        total, reach = 0, self.offset
+        for _, at, _, n in self.pieces:
+            lo = self.offset + at
+            hi = lo + n
+            if hi > reach:
+                total += hi - (lo if lo > reach else reach)
+                reach = hi
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class RangePlan:
+    """The coalescer's full answer: what :class:`planner.plan.ScanPlan` is built from."""
+
+    segments: tuple[Segment, ...]
+    requests: tuple[Request, ...]
+    bytes_needed: int
+    bytes_to_read: int
+    request_count: int
+    request_cap: int
+
+
+def coalesce(ranges: Iterable[Segment | tuple[int, int]], profile: str | Profile = "s3", *,
+             available: tuple[int, int] | None = None) -> tuple[Request, ...]:
+    """Read requests for ``ranges`` (Segments, or plain ``(offset, length)`` pairs).
+
+    Plain pairs are carried as uncompressed Segments of that range.
+    """
+    segs = [r if isinstance(r, Segment) else _pair(r) for r in ranges]
+    return plan_ranges(segs, get_profile(profile), available).requests
+
+
+def _pair(r: tuple[int, int]) -> Segment:
+    offset, length = r
+    if offset < 0 or length < 0:
+        raise InvalidRangeError(f"byte range ({offset}, {length}) is negative")
+    return Segment(offset, length, length)
+
+
+def plan_ranges(segs: list[Segment], profile: Profile,
+                available: tuple[int, int] | None = None) -> RangePlan:
+    """Dedupe and sort ``segs`` and coalesce them into requests (``segs`` is reordered)."""
+    if not segs:
+        return RangePlan((), (), 0, 0, 0, profile.request_cap(0))
+    all_segs, segs, starts, reach, run_s, run_e = _prepare(segs)
+    if not segs:
+        return RangePlan(all_segs, (), 0, 0, 0, profile.request_cap(0))
+    needed = sum(run_e) - sum(run_s)
+
+    served: tuple[int, int] | None = None
+    barrier = None
+    if available is not None:
+        run_s, run_e, served, barrier = _cut_available(run_s, run_e, available)
+    to_read = sum(run_e) - sum(run_s)
+    cap = profile.request_cap(to_read)
+    bounds = _bounds(run_s, run_e, profile, cap, to_read, barrier)
+    flags = [False] * len(bounds)
+    if served is not None:
+        at = bisect_left(bounds, served)
+        bounds.insert(at, served)
+        flags.insert(at, True)
+    requests = _attach(bounds, flags, segs, starts, reach)
+    read = sum(b - a for (a, b), f in zip(bounds, flags, strict=True) if not f)
+    return RangePlan(all_segs, requests, needed, read, len(bounds) - (served is not None), cap)
+
+
+def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], list[int],
+                                           list[int], list[int], list[int]]:
+    """Sort and dedupe; return every segment, the non-empty ones with their starts and
+    ``reach`` (running maximum of the ends), and the runs of needed bytes.
+
+    The common case (non-empty, non-overlapping segments) takes one vectorized
+    pass; duplicates, overlaps and empty segments take the general path.
+    """
+    segs.sort(key=_OFFSET)
+    starts = [s.offset for s in segs]
+    lens = [s.length for s in segs]
+    if starts[0] < 0 or min(lens) < 0:
+        raise FormatError("a segment has a negative offset or length")
+    ends = list(map(add, starts, lens))
+    if min(lens) > 0:
+        gaps = list(map(sub, islice(starts, 1, None), ends))
+        if not gaps or min(gaps) >= 0:  # disjoint: a run breaks wherever a gap is non-zero
+            run_s = [starts[0], *map(starts.__getitem__, compress(range(1, len(starts)), gaps))]
+            run_e = [*map(ends.__getitem__, compress(range(len(gaps)), gaps)), ends[-1]]
+            return tuple(segs), segs, starts, ends, run_s, run_e
+    if any(map(eq, starts, islice(starts, 1, None))):
+        segs = list(dict.fromkeys(segs))  # equal segments are read once
+        segs.sort(key=_FULL_KEY)
+        starts = [s.offset for s in segs]
+        lens = [s.length for s in segs]
+    all_segs = tuple(segs)
+    if 0 in lens:  # empty segments need no bytes and ride in no request
+        keep = list(map(bool, lens))
+        segs = list(compress(segs, keep))
+        starts = list(compress(starts, keep))
+        lens = list(compress(lens, keep))
+        if not segs:
+            return all_segs, [], [], [], [], []
+    reach = list(accumulate(map(add, starts, lens), max))
+    new = list(compress(range(1, len(starts)), map(gt, islice(starts, 1, None), reach)))
+    run_s = [starts[0], *map(starts.__getitem__, new)]
+    run_e = [*map(reach.__getitem__, [i - 1 for i in new]), reach[-1]]
+    return all_segs, segs, starts, reach, run_s, run_e
+
+
+def _cut_available(run_s: list[int], run_e: list[int], available: tuple[int, int]
+                   ) -> tuple[list[int], list[int], tuple[int, int] | None, int | None]:
+    """Remove the bytes of ``available`` from the runs.
+
+    Returns the runs still to read, the hull of the needed bytes inside
+    ``available`` (one served request: those bytes are already there, so gaps
+    between them cost nothing), and the index of the first run right of
+    ``available`` (requests may not merge across bytes already held: that
+    keeps requests disjoint and never re-reads them).
+    """
+    try:
+        a_off, a_len = available
+    except (TypeError, ValueError):
+        raise InvalidRangeError(f"available must be (offset, length), not {available!r}") from None
+    if a_off < 0 or a_len < 0:
+        raise InvalidRangeError(f"available range ({a_off}, {a_len}) is negative")
+    a, b = a_off, a_off + a_len
+    lo = bisect_right(run_e, a)  # runs ending at or before a stay whole on the left
+    hi = bisect_left(run_s, b)  # runs starting at or after b stay whole on the right
+    if a == b:
+        return run_s, run_e, None, None
+    if lo >= hi:  # nothing needed inside; still, no request may read across those bytes
+        return run_s, run_e, None, (lo if 0 < lo < len(run_s) else None)
+    served = (max(run_s[lo], a), min(run_e[hi - 1], b))
+    left_s, left_e = run_s[:lo], run_e[:lo]
+    if run_s[lo] < a:
+        left_s.append(run_s[lo])
+        left_e.append(a)
+    right_s, right_e = run_s[hi:], run_e[hi:]
+    if run_e[hi - 1] > b:
+        right_s.insert(0, b)
+        right_e.insert(0, run_e[hi - 1])
+    barrier = len(left_s) if left_s and right_s else None
+    return left_s + right_s, left_e + right_e, served, barrier
+
+
+def _bounds(run_s: list[int], run_e: list[int], profile: Profile, cap: int, needed: int,
+            barrier: int | None) -> list[tuple[int, int]]:
+    """Request boundaries for sorted, disjoint runs (policy steps 2 and 3)."""
+    m = len(run_s)
+    if m == 0:
+        return []
+    limit = profile.gap_limit
+    if m == 1:
+        merge: list[bool] = []
+    else:
+        gaps = list(map(sub, islice(run_s, 1, None), run_e))
+        merge = list(map(le, gaps, repeat(limit, m - 1)))
+        x = profile.max_amplification
+        if x is not None:
+            merge = _within_budget(gaps, merge, int(x * needed))
+        if barrier is not None:
+            merge[barrier - 1] = False
+    out: list[tuple[int, int]] = []
+    g0 = 0
+    for g1 in (*compress(range(1, m), map(not_, merge)), m):
+        if run_e[g1 - 1] - run_s[g0] <= cap:
+            out.append((run_s[g0], run_e[g1 - 1]))
+        else:
+            _pack(run_s, run_e, g0, g1, cap, out)
+        g0 = g1
+    return out
+
+
+def _within_budget(gaps: list[int], merge: list[bool], budget: int) -> list[bool]:
+    """Keep the smallest mergeable gaps whose total fits ``budget`` (ties: leftmost first)."""
+    cand = list(compress(range(len(gaps)), merge))
+    cand.sort(key=gaps.__getitem__)
+    k = bisect_right(list(accumulate(map(gaps.__getitem__, cand))), budget)
+    chosen = [False] * len(gaps)
+    for i in cand[:k]:
+        chosen[i] = True
+    return chosen
+
+
+def _pack(run_s: list[int], run_e: list[int], g0: int, g1: int, cap: int,
+          out: list[tuple[int, int]]) -> None:
+    """Greedy packing of runs ``g0:g1`` into requests of at most ``cap`` bytes."""
+    cs = ce = -1
+    for i in range(g0, g1):
+        s, e = run_s[i], run_e[i]
+        if cs >= 0 and e - cs <= cap:
+            ce = e
+            continue
+        if cs >= 0:
+            out.append((cs, ce))
+        n_bytes = e - s
+        if n_bytes > cap:
+            parts = -(-n_bytes // cap)
+            prev = s
+            for k in range(1, parts):
+                cut = s + (k * n_bytes) // parts
+                out.append((prev, cut))
+                prev = cut
+            cs, ce = prev, e
+        else:
+            cs, ce = s, e
+    out.append((cs, ce))
+
+
+def _attach(bounds: list[tuple[int, int]], served: list[bool], segs: list[Segment],
+            starts: list[int], reach: list[int]) -> tuple[Request, ...]:
+    """Give each request the segments it carries: those starting inside it, plus any that
+    start earlier and reach into it (split or overlapping segments)."""
+    out = []
+    lo = 0
+    for (a, b), is_served in zip(bounds, served, strict=True):
+        lo = bisect_left(starts, a, lo)
+        hi = bisect_left(starts, b, lo)
+        if lo and reach[lo - 1] > a:
+            k = bisect_right(reach, a, 0, lo)
+            carried = tuple(s for s in segs[k:lo] if s.offset + s.length > a)
+            carried_segs = carried + tuple(segs[lo:hi])
+        else:
+            carried_segs = tuple(segs[lo:hi])
+        out.append(Request(a, b - a, carried_segs, is_served))
+        lo = hi
+    return tuple(out)

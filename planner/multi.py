@@ -1,0 +1,229 @@
+"""Many files: prune those that cannot contribute, plan the rest, pack reads into tasks.
+
+Pruning (each pruned file is reported with its reason and row count):
+
+* ``no rows``: the file holds no values.
+* ``no requested path``: no super type has any requested path.
+* ``all null``: every requested path that exists in the file is all null there
+  (a field column that is None), so there is nothing to read.
+
+The last two drop files whose rows would only produce nulls.  That is what a
+scan of values wants; a consumer that must keep row counts (``count(*)``, or
+null-filled rows) adds ``PrunedFile.rows`` nulls per pruned file (``rows`` is
+None when only the super column could tell).
+
+Packing: tasks of about ``target_task_bytes`` (Spark's
+``spark.sql.files.maxPartitionBytes`` is 128 MB; we default to the same).
+Each request weighs its length plus ``request_cost`` bytes, the
+byte-equivalent of its first-byte latency (``profile.breakeven``; Spark's
+``openCostInBytes`` plays the same role, 4 MB), so many tiny files are not
+packed into one task that would spend its life waiting on round trips.
+Files are taken in the given order and requests in offset order (locality);
+a task never splits a request.  By default a task also never splits a
+*file*: a column stream cannot be decoded without all of its segments, and
+segments are not row-aligned across columns, so a part of a file's requests
+is useless on its own.  ``split_files=True`` lifts that (tasks are then I/O
+batches; ``TaskFile.complete`` says whether a task holds all of a file's
+requests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from csup_async.errors import ColumnNotFoundError
+from csup_async.meta import FileMeta
+
+from .coalesce import Request
+from .plan import ScanPlan, plan_resolved
+from .profiles import Profile, get_profile, with_amplification
+from .projection import normalize_columns, resolve_parsed
+
+DEFAULT_TARGET_TASK_BYTES = 128 * 1024 * 1024
+
+NO_ROWS = "no rows"
+NO_REQUESTED_PATH = "no requested path"
+ALL_NULL = "all null"
+
+FileEntry = tuple[str, FileMeta] | tuple[str, FileMeta, tuple[int, int] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class FileScan:
+    """One file that contributes, with its plan (which references its metadata)."""
+
+    name: str
+    plan: ScanPlan = field(repr=False)
+
+    @property
+    def meta(self) -> FileMeta:
+        return self.plan.meta
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedFile:
+    name: str
+    reason: str
+    rows: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFile:
+    """The requests of one file that one task reads (all of them unless ``split_files``)."""
+
+    name: str
+    plan: ScanPlan = field(repr=False)
+    requests: tuple[Request, ...] = field(repr=False)
+    complete: bool = True
+
+    @property
+    def meta(self) -> FileMeta:
+        return self.plan.meta
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    index: int
+    files: tuple[TaskFile, ...] = field(repr=False)
+    bytes_to_read: int
+    request_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MultiPlan:
+    columns: tuple[str, ...] | None
+    missing_paths: tuple[str, ...]
+    bytes_needed: int
+    bytes_to_read: int
+    request_count: int
+    target_task_bytes: int
+    request_cost: int
+    profile: Profile
+    files: tuple[FileScan, ...] = field(repr=False)
+    tasks: tuple[Task, ...] = field(repr=False)
+    pruned: tuple[PrunedFile, ...] = field(repr=False)
+
+    @property
+    def amplification(self) -> float:
+        return self.bytes_to_read / self.bytes_needed if self.bytes_needed else 1.0
+
+    def explain(self, limit: int = 20) -> str:
+        from .explain import explain_multi
+
+        return explain_multi(self, limit)
+
+
+def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
+               columns: Iterable[str] | str | None = None, profile: str | Profile = "s3", *,
+               target_task_bytes: int = DEFAULT_TARGET_TASK_BYTES,
+               request_cost: int | None = None, split_files: bool = False,
+               max_amplification: float | None = None, strict: bool = False) -> MultiPlan:
+    """Plan a scan of many files' loaded metadata: prune, plan each file, pack into tasks.
+
+    ``files`` holds ``(name, meta)`` or ``(name, meta, available)`` entries, or
+    maps names to metadata.  ``strict`` raises :class:`ColumnNotFoundError`
+    when a path exists in no file.
+    """
+    prof = with_amplification(get_profile(profile), max_amplification)
+    if target_task_bytes < 1:
+        from .errors import ProfileError
+
+        raise ProfileError(f"target_task_bytes={target_task_bytes} must be >= 1")
+    cost = prof.breakeven if request_cost is None else request_cost
+    parsed = normalize_columns(columns)
+    entries = files.items() if isinstance(files, Mapping) else files
+    kept: list[FileScan] = []
+    pruned: list[PrunedFile] = []
+    n_paths = len(parsed) if parsed is not None else 0
+    seen = [False] * n_paths
+    for entry in entries:
+        name, meta = entry[0], entry[1]
+        available = entry[2] if len(entry) > 2 else None  # type: ignore[misc]
+        res = resolve_parsed(meta, parsed)
+        if parsed is not None:
+            absent = set(res.missing_paths)
+            for k, (spelling, _) in enumerate(parsed):
+                if not seen[k] and spelling not in absent:
+                    seen[k] = True
+        rows = meta.row_count
+        if rows == 0:
+            pruned.append(PrunedFile(name, NO_ROWS, 0))
+            continue
+        if parsed is not None:
+            if len(res.missing_paths) == n_paths:
+                pruned.append(PrunedFile(name, NO_REQUESTED_PATH, rows))
+                continue
+            if len(res.missing_paths) + len(res.null_paths) == n_paths:
+                pruned.append(PrunedFile(name, ALL_NULL, rows))
+                continue
+        kept.append(FileScan(name, plan_resolved(meta, res, prof, available)))
+    missing = tuple(p for (p, _), s in zip(parsed or (), seen, strict=True) if not s)
+    if strict and missing:
+        raise ColumnNotFoundError(
+            f"no file has column {', '.join(map(repr, missing))}")
+    tasks = _pack(kept, target_task_bytes, cost, split_files)
+    return MultiPlan(
+        columns=tuple(p for p, _ in parsed) if parsed is not None else None,
+        missing_paths=missing,
+        bytes_needed=sum(f.plan.bytes_needed for f in kept),
+        bytes_to_read=sum(f.plan.bytes_to_read for f in kept),
+        request_count=sum(f.plan.request_count for f in kept),
+        target_task_bytes=target_task_bytes, request_cost=cost, profile=prof,
+        files=tuple(kept), tasks=tasks, pruned=tuple(pruned),
+    )
+
+
+class _Packer:
+    """Greedy, order-preserving packing of weighted items into tasks."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.tasks: list[Task] = []
+        self.files: list[TaskFile] = []
+        self.weight = 0
+        self.bytes = 0
+        self.count = 0
+
+    def fits(self, weight: int) -> bool:
+        return self.weight + weight <= self.target or (not self.files and not self.weight)
+
+    def add(self, tf: TaskFile, weight: int, nbytes: int, count: int) -> None:
+        self.files.append(tf)
+        self.weight += weight
+        self.bytes += nbytes
+        self.count += count
+
+    def close(self) -> None:
+        if self.files:
+            self.tasks.append(Task(len(self.tasks), tuple(self.files), self.bytes, self.count))
+        self.files, self.weight, self.bytes, self.count = [], 0, 0, 0
+
+
+def _pack(kept: list[FileScan], target: int, cost: int, split_files: bool) -> tuple[Task, ...]:
+    pk = _Packer(target)
+    for fs in kept:
+        plan = fs.plan
+        if not split_files or plan.request_count <= 1:
+            weight = plan.bytes_to_read + cost * plan.request_count
+            if not pk.fits(weight):
+                pk.close()
+            pk.add(TaskFile(fs.name, plan, plan.requests, True), weight,
+                   plan.bytes_to_read, plan.request_count)
+            continue
+        chunk: list[Request] = []
+        w = b = c = 0
+        for r in plan.requests:
+            rw = 0 if r.served else r.length + cost
+            if rw and pk.weight + w + rw > pk.target and (pk.files or chunk):
+                if chunk:
+                    pk.add(TaskFile(fs.name, plan, tuple(chunk), False), w, b, c)
+                    chunk, w, b, c = [], 0, 0, 0
+                pk.close()
+            chunk.append(r)
+            if not r.served:
+                w, b, c = w + rw, b + r.length, c + 1
+        complete = len(chunk) == len(plan.requests)
+        pk.add(TaskFile(fs.name, plan, tuple(chunk), complete), w, b, c)
+    pk.close()
+    return tuple(pk.tasks)

@@ -1,0 +1,109 @@
+"""One file's scan plan: projection -> streams -> segments -> requests, as plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import chain
+
+from csup_async.errors import ColumnNotFoundError
+from csup_async.meta import FileMeta, Segment
+
+from .coalesce import Request, plan_ranges
+from .profiles import Profile, get_profile, with_amplification
+from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
+
+
+class _Unset:
+    """Marks "keep the profile's max_amplification" (None already means "no bound")."""
+
+    def __repr__(self) -> str:
+        return "<profile's>"
+
+
+_UNSET = _Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPlan:
+    """What to read from one object for one projection, and why.
+
+    ``requests`` are sorted and disjoint; those marked ``served`` lie inside
+    the caller's ``available`` bytes and need no round trip, so
+    ``request_count`` and ``bytes_to_read`` count only the others.
+    ``bytes_needed`` counts every needed byte once (served or not).
+    """
+
+    columns: tuple[str, ...] | None
+    missing_paths: tuple[str, ...]
+    null_paths: tuple[str, ...]
+    bytes_needed: int
+    bytes_to_read: int
+    request_count: int
+    request_cap: int
+    available: tuple[int, int] | None
+    profile: Profile
+    streams: tuple[tuple[StreamRef, ...], ...] = field(repr=False)
+    """Per super type (index = super ID), the needed streams."""
+    super_stream: StreamRef | None = field(repr=False)
+    found: tuple[tuple[str, ...], ...] = field(repr=False)
+    """Per super type, the requested paths it has."""
+    segments: tuple[Segment, ...] = field(repr=False)
+    """Every needed segment once, by offset (zero-length ones too, though no request carries
+    them: they need no bytes)."""
+    requests: tuple[Request, ...] = field(repr=False)
+    meta: FileMeta = field(repr=False, compare=False)
+
+    @property
+    def amplification(self) -> float:
+        """``bytes_to_read / bytes_needed`` (1.0 for an empty plan; < 1 when bytes were served)."""
+        return self.bytes_to_read / self.bytes_needed if self.bytes_needed else 1.0
+
+    @property
+    def served_count(self) -> int:
+        return len(self.requests) - self.request_count
+
+    def explain(self, limit: int = 20) -> str:
+        """A readable account: columns -> streams -> segments -> requests, amplification."""
+        from .explain import explain_plan
+
+        return explain_plan(self, limit)
+
+
+def plan_scan(meta: FileMeta, columns: Iterable[str] | str | None = None,
+              profile: str | Profile = "s3", *, available: tuple[int, int] | None = None,
+              max_amplification: float | _Unset | None = _UNSET,
+              strict: bool = False) -> ScanPlan:
+    """Plan the reads of ``columns`` (dotted paths; None or [] = all) from one file.
+
+    ``available`` is a byte range of the object the caller already holds
+    (typically the metadata tail read): needed bytes inside it are marked
+    served.  ``max_amplification`` overrides the profile's bound (None = no
+    bound).  ``strict`` raises :class:`ColumnNotFoundError` for a path no
+    super type has, instead of only listing it in ``missing_paths``.
+    """
+    prof = get_profile(profile)
+    if not isinstance(max_amplification, _Unset):
+        prof = with_amplification(prof, max_amplification)
+    res = resolve_parsed(meta, normalize_columns(columns))
+    if strict and res.missing_paths:
+        raise ColumnNotFoundError(
+            f"no super type has column {', '.join(map(repr, res.missing_paths))}")
+    return plan_resolved(meta, res, prof, available)
+
+
+def plan_resolved(meta: FileMeta, res: Resolution, prof: Profile,
+                  available: tuple[int, int] | None) -> ScanPlan:
+    """Byte-range planning for an already resolved projection (shared with plan_files)."""
+    segmaps = [ref.segmap for refs in res.streams for ref in refs]
+    if res.super_stream is not None:
+        segmaps.append(res.super_stream.segmap)
+    rp = plan_ranges(list(chain.from_iterable(segmaps)), prof, available)
+    return ScanPlan(
+        columns=res.columns, streams=res.streams, super_stream=res.super_stream,
+        found=res.found, missing_paths=res.missing_paths, null_paths=res.null_paths,
+        segments=rp.segments, requests=rp.requests, bytes_needed=rp.bytes_needed,
+        bytes_to_read=rp.bytes_to_read, request_count=rp.request_count,
+        request_cap=rp.request_cap, available=available, profile=prof,
+        meta=meta,
+    )

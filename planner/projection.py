@@ -1,0 +1,270 @@
+"""Projection -> streams: which column streams of which super type a set of paths needs.
+
+Rules (the reader's assembly depends on every one of them):
+
+* A path descends through record fields only.  Named and error types are
+  transparent (their column is the underlying type's column) and so is our
+  ``NullsColumn`` wrapper, whose ``presence`` is needed whenever anything
+  under it is.  Arrays, maps and unions end a path: ``a.b`` where ``a`` is an
+  array of records does not match (project ``a`` to get the whole array).
+* Existence is decided by the *type*: a super type has path ``a.b`` when its
+  record type has field ``a`` whose type is a record with field ``b``.  A field
+  whose column is None (every value null) exists but needs no data: it is
+  "null" rather than "missing".
+* A path that ends at a column takes that column's whole subtree; on the way
+  down, the ``presence`` of every record field passed (and of every
+  ``NullsColumn``) is needed, because a reader places values in rows with the
+  ancestors' presence.
+* A path no super type has is *missing* and reported; a path only some super
+  types have is fine (the other rows give null) and needs nothing from them.
+* ``None`` or an empty list projects every column.  ``""`` is the path of the
+  top-level value itself, so it also takes everything (and is the only path a
+  non-record top-level value such as ``int64`` can match).  Duplicates
+  (including different spellings of one path) count once; overlapping paths
+  (``a`` and ``a.b``) simply union their streams.
+* The super column is needed only when the file has more than one super type
+  and the projection matched something: with one type, the row count is in the
+  metadata (``FileMeta.row_count``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from csup_async.errors import FormatError
+from csup_async.meta import (
+    AnyColumn,
+    ArrayColumn,
+    FileMeta,
+    MapColumn,
+    NullsColumn,
+    PrimitiveColumn,
+    RecordColumn,
+    Segmap,
+    UnionColumn,
+)
+from csup_async.types import ErrorType, NamedType, RecordType, Type
+
+from .paths import parse_path, quote_component
+
+VALUES = "values"
+PRESENCE = "presence"
+LENGTHS = "lengths"
+TAGS = "tags"
+SUPER = "super"
+ROLES = (VALUES, PRESENCE, LENGTHS, TAGS, SUPER)
+
+SUPER_ID_NONE = -1  # the super_id of the super column's StreamRef: it belongs to no super type
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRef:
+    """One needed column stream, labeled so a plan can be explained.
+
+    ``path`` names the stream's column: record fields joined by dots
+    (backquoted when needed), ``[]`` for array/set elements, ``{key}`` and
+    ``{value}`` for map entries, ``<i>`` for union member ``i``; ``""`` is the
+    top-level value.  ``role`` is one of :data:`ROLES`.
+    """
+
+    super_id: int
+    path: str
+    role: str
+    segmap: Segmap
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.length for s in self.segmap)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What a projection needs from one file, before any byte-range decisions."""
+
+    columns: tuple[str, ...] | None
+    """The requested paths, deduplicated, as spelled by the caller; None = every column."""
+    streams: tuple[tuple[StreamRef, ...], ...]
+    """Per super type, the needed streams in layout (depth-first) order."""
+    super_stream: StreamRef | None
+    found: tuple[tuple[str, ...], ...]
+    """Per super type, the requested paths it has (empty when ``columns`` is None)."""
+    missing_paths: tuple[str, ...]
+    """Requested paths no super type has."""
+    null_paths: tuple[str, ...]
+    """Requested paths some super type has, but whose values are all null wherever present."""
+
+
+_MISSING, _NULL, _FOUND = 0, 1, 2
+
+_StreamKey = tuple[str, str, int]
+
+
+def normalize_columns(columns: Iterable[str] | str | None
+                      ) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """Requested paths as ``(spelling, components)``, deduplicated; None means every column.
+
+    A lone string is one path (not an iterable of one-letter paths).
+    """
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        columns = (columns,)
+    seen: set[tuple[str, ...]] = set()
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for p in columns:
+        comps = parse_path(p)
+        if comps not in seen:
+            seen.add(comps)
+            out.append((p, comps))
+    return tuple(out) if out else None
+
+
+def resolve_paths(meta: FileMeta, columns: Iterable[str] | str | None = None) -> Resolution:
+    """The streams each super type needs for ``columns`` (see the module rules)."""
+    return resolve_parsed(meta, normalize_columns(columns))
+
+
+def resolve_parsed(meta: FileMeta,
+                   parsed: tuple[tuple[str, tuple[str, ...]], ...] | None) -> Resolution:
+    """:func:`resolve_paths` on already normalized paths (parse once for many files)."""
+    types = meta.super_types
+    cols = meta.columns
+    streams: list[tuple[StreamRef, ...]] = []
+    found: list[tuple[str, ...]] = []
+    status = [_MISSING] * len(parsed) if parsed is not None else []
+    matched = False
+    for sid, t in enumerate(types):
+        col = cols[sid] if sid < len(cols) else None
+        out: dict[_StreamKey, StreamRef] = {}
+        if parsed is None:
+            _subtree(sid, col, "", out)
+            has: tuple[str, ...] = ()
+            matched = True
+        else:
+            hits = []
+            for k, (spelling, comps) in enumerate(parsed):
+                st = _walk(sid, t, col, comps, out)
+                if st != _MISSING:
+                    hits.append(spelling)
+                    matched = True
+                    if st > status[k]:
+                        status[k] = st
+            has = tuple(hits)
+        streams.append(tuple(out.values()))
+        found.append(has)
+    super_stream = None
+    if len(types) > 1 and matched and meta.super_column:
+        super_stream = StreamRef(SUPER_ID_NONE, "", SUPER, meta.super_column)
+    if parsed is None:
+        return Resolution(None, tuple(streams), super_stream, tuple(found), (), ())
+    spellings = tuple(p for p, _ in parsed)
+    missing = tuple(p for p, s in zip(spellings, status, strict=True) if s == _MISSING)
+    null = tuple(p for p, s in zip(spellings, status, strict=True) if s == _NULL)
+    return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null)
+
+
+def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
+          out: dict[_StreamKey, StreamRef]) -> int:
+    """Add the streams ``comps`` needs in super type ``sid``; return its status there.
+
+    Ancestor streams are staged and only committed once the type is known to
+    have the path, so a super type lacking the path contributes nothing.
+    """
+    staged: list[tuple[str, str, Segmap]] = []
+    label = ""
+    for depth, name in enumerate(comps):
+        while True:
+            if isinstance(col, NullsColumn):
+                if col.presence:
+                    staged.append((label, PRESENCE, col.presence))
+                col = col.values
+            elif isinstance(t, (NamedType, ErrorType)):
+                t = t.inner
+            else:
+                break
+        if not isinstance(t, RecordType):
+            return _MISSING
+        ft = t.field(name)
+        if ft is None:
+            return _MISSING
+        label = label + "." + quote_component(name) if label else quote_component(name)
+        fc = col.field(name) if isinstance(col, RecordColumn) else None
+        if fc is None or fc.column is None:
+            # every value null (or a column that does not match its type, which the
+            # reader reports): nothing to read below, if the type has the rest of the path
+            if not _type_has(ft.type, comps[depth + 1:]):
+                return _MISSING
+            if fc is not None and fc.presence:
+                staged.append((label, PRESENCE, fc.presence))
+            _commit(sid, staged, out)
+            return _NULL
+        if fc.presence:
+            staged.append((label, PRESENCE, fc.presence))
+        col = fc.column
+        t = ft.type
+    _commit(sid, staged, out)
+    if col is None:
+        return _NULL
+    _subtree(sid, col, label, out)
+    return _FOUND
+
+
+def _type_has(t: Type, comps: tuple[str, ...]) -> bool:
+    for name in comps:
+        while isinstance(t, (NamedType, ErrorType)):
+            t = t.inner
+        if not isinstance(t, RecordType):
+            return False
+        ft = t.field(name)
+        if ft is None:
+            return False
+        t = ft.type
+    return True
+
+
+def _commit(sid: int, staged: list[tuple[str, str, Segmap]],
+            out: dict[_StreamKey, StreamRef]) -> None:
+    for label, role, segmap in staged:
+        key = (label, role, id(segmap))
+        if key not in out:
+            out[key] = StreamRef(sid, label, role, segmap)
+
+
+def _add(out: dict[_StreamKey, StreamRef], sid: int, label: str, role: str,
+         segmap: Segmap) -> None:
+    if segmap:
+        key = (label, role, id(segmap))
+        if key not in out:
+            out[key] = StreamRef(sid, label, role, segmap)
+
+
+def _subtree(sid: int, col: AnyColumn | None, label: str,
+             out: dict[_StreamKey, StreamRef]) -> None:
+    """Every non-empty stream under ``col``, in the order ``iter_segmaps`` yields them."""
+    if col is None:
+        return
+    if isinstance(col, PrimitiveColumn):
+        _add(out, sid, label, VALUES, col.segmap)
+    elif isinstance(col, RecordColumn):
+        prefix = label + "." if label else ""
+        for f in col.fields:
+            flabel = prefix + quote_component(f.name)
+            _add(out, sid, flabel, PRESENCE, f.presence)
+            _subtree(sid, f.column, flabel, out)
+    elif isinstance(col, ArrayColumn):
+        _add(out, sid, label, LENGTHS, col.lengths)
+        _subtree(sid, col.values, label + "[]", out)
+    elif isinstance(col, MapColumn):
+        _add(out, sid, label, LENGTHS, col.lengths)
+        _subtree(sid, col.keys, label + "{key}", out)
+        _subtree(sid, col.values, label + "{value}", out)
+    elif isinstance(col, UnionColumn):
+        _add(out, sid, label, TAGS, col.tags)
+        for i, c in enumerate(col.columns):
+            _subtree(sid, c, f"{label}<{i}>", out)
+    elif isinstance(col, NullsColumn):
+        _add(out, sid, label, PRESENCE, col.presence)
+        _subtree(sid, col.values, label, out)
+    else:
+        raise FormatError(f"not a column: {type(col).__name__}")
