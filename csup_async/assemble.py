@@ -156,7 +156,11 @@ def _offsets(lengths: Segmap, count: int, src: StreamSource) -> np.ndarray:
     return D.lengths_to_offsets(src.int32s(lengths, count), max_total=src.max_rows)
 
 
-def _primitive(t: PrimitiveType | EnumType, stream: bytes | memoryview, count: int) -> A.Array:
+def _primitive(t: PrimitiveType | EnumType, stream: bytes | memoryview,
+               count: int | None) -> A.Array:
+    """Decode a primitive stream (``count`` None: however many values it holds)."""
+    if count is None and (isinstance(t, EnumType) or t.name not in _FAST):
+        count = len(D.scan_tags(stream)[0])
     if isinstance(t, EnumType):
         values, validity = D.decode_ints(stream, count, signed=False, bits=64)
         if values.size and int(values[validity if validity is not None else ...].max(
@@ -167,7 +171,7 @@ def _primitive(t: PrimitiveType | EnumType, stream: bytes | memoryview, count: i
         starts, lengths = D.scan_tags(stream, count)
         if (lengths != -1).any():
             raise FormatError("a null-type column holds a non-null value")
-        return A.NullArray(count)
+        return A.NullArray(len(lengths))
     if t.name in _FAST:
         dec = D.decode_primitive(t, stream, count)
         if dec.offsets is not None:

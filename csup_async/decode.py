@@ -52,7 +52,7 @@ Buffer = bytes | bytearray | memoryview
 #: could ask for gigabytes; a writer's default segment is 4 MiB.
 DEFAULT_MAX_MEM_LENGTH = 256 << 20
 
-_PAD = 16  # zero bytes after a stream copy: room for 8-byte gathers and 10-byte varints
+_PAD = 1024  # zero bytes after a stream copy: gathers and lanes may run past the end
 _SERIAL_BELOW = 4096  # streams shorter than this are scanned serially (lanes cost ~1 ms)
 _LANE_MARGIN = 12  # lockstep steps after every lane has left its region (plus a head's)
 _LANE_SYNC = 16  # a lane's first positions searched for where the previous lane meets it
@@ -303,11 +303,11 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     per_lane = max(64, int(6 * avg))  # values per lane: amortises the re-synchronisation
     region = max(256, int(avg * per_lane))
     region = min(region, max(64, n // 16))
+    region |= 1  # an odd spacing keeps the lanes' gathers off the same cache sets
     k = -(-n // region)
     p = np.arange(k, dtype=np.int64) * region
     pend = p + region
     pend[-1] = n
-    dead = n + 1
     # start each lane at the first likely tag byte of its region's head
     width = min(16, region)
     head = p[:, None] + np.arange(width)
@@ -316,36 +316,45 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     pos[0] = 0
     # steps recorded past the last lane's region end: enough to cross the next head
     reach = _LANE_MARGIN + int(width / max(avg, 1.0))
-    cap = int(region / max(avg, 1.0) * 1.25) + 2 * reach
+    cap = (int(region / max(avg, 1.0) * 1.25) + 2 * reach) | 1  # odd rows: as for region
     rec = np.empty((k, cap), np.int64)
-    owned = np.zeros(k, np.int64)  # how many of each lane's first positions are its own
     s = 0
     left = -1  # steps still to record once every lane has left its region
     while left != 0:
         if s == cap:
-            cap *= 2
+            cap = 2 * cap | 1
             grown = np.empty((k, cap), np.int64)
             grown[:, :s] = rec[:, :s]
             rec = grown
         rec[:, s] = pos
         s += 1
-        inside = pos < pend
-        owned += inside
         if left > 0:
             left -= 1
-        elif not inside.any():
-            left = reach
+        elif s % 4 == 0:
+            # positions grow < 128 a step, so clamping every fourth keeps reads in the pad
+            np.minimum(pos, n + 1, out=pos)
+            if (pos >= pend).all():
+                left = reach
         pos += _lane_steps(bpad, pos, prof, region, n)
-        np.minimum(pos, dead, out=pos)
     rec = rec[:, :s]
+    owned = (rec < pend[:, None]).sum(axis=1)  # rows ascend: own positions are a prefix
     exitp = np.full(k, -1, np.int64)
     if k > 1:
-        # where lane k-1, just past its region, meets one of lane k's first own positions
+        # Where lane k-1, just past its region, meets one of lane k's first own
+        # positions: mark those in a small bitmap per lane (bytes past p_k), probe it.
+        vlen = min(s, _LANE_SYNC)
+        span = int(avg * vlen * 1.5) + width + 8
+        col = np.arange(vlen)
+        first = rec[1:, :vlen] - p[1:, None]
+        base = (np.arange(k - 1) * (span + 1))[:, None]
+        local = np.zeros((k - 1) * (span + 1), np.uint8)
+        usable = (col < owned[1:, None]) & (first < span)
+        local[np.where(usable, first, span) + base] = 1
+        local[base[:, 0] + span] = 0
         lanes = np.arange(k - 1)
         past = rec[lanes[:, None], owned[:-1, None] + np.arange(reach)]
-        vlen = min(s, _LANE_SYNC)
-        nxt = np.where(np.arange(vlen) < owned[1:, None], rec[1:, :vlen], -1)
-        met = (past[:, :, None] == nxt[:, None, :]).any(axis=2)
+        off = past - p[1:, None]
+        met = local[np.where(off < span, off, span) + base] != 0
         found = met.any(axis=1)
         exitp[:-1] = np.where(found, past[lanes, met.argmax(axis=1)], -1)
         miss = np.flatnonzero(~found)
@@ -364,9 +373,9 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     extra_lane: list[np.ndarray] = []
     extra_pos: list[np.ndarray] = []
     if miss.size > (not reached_end[-1]):
-        mark = np.zeros(n + 2, bool)
-        mark[np.where(np.arange(s) < owned[:, None], rec, dead)] = True
-        mark[dead] = False
+        mark = np.zeros(n + _PAD, bool)
+        mark[np.where(np.arange(s) < owned[:, None], rec, n)] = True
+        mark[n] = False
         sub = rec[miss]
         cand = mark[sub]
         cand &= np.arange(s) >= owned[miss, None]

@@ -19,6 +19,9 @@ class RangeBuffer:
         self._starts.insert(i, offset)
         self._pieces.insert(i, (offset, memoryview(data)))
 
+    def pieces(self) -> list[tuple[int, memoryview]]:
+        return list(self._pieces)
+
     def covers(self, offset: int, length: int) -> bool:
         try:
             self.get(offset, length)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ import planner as P
 
 from . import arrays as A
 from .assemble import StreamSource, assemble, assemble_path
+from .cursor import Int32Cursor, SegmentFeed, path_cursor
 from .errors import ColumnNotFoundError, CsupError, FormatError
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
@@ -197,14 +198,7 @@ class Reader:
         version = self.tail.info.version
 
         async def one(r: Any) -> tuple[int, bytes]:
-            async with sem:
-                data = await self.store.read_range(self.key, r.offset, r.length, version)
-                if stats.ttfb is None:
-                    stats.ttfb = time.perf_counter() - t0
-                if len(data) != r.length:
-                    raise FormatError(f"store returned {len(data)} bytes for a "
-                                      f"{r.length}-byte range", path=self.key)
-                return r.offset, data
+            return r.offset, await self._read_request(r, sem, stats, t0)
 
         results = await _gather_or_cancel([one(r) for r in todo])
         for off, data in results:
@@ -213,6 +207,92 @@ class Reader:
         stats.bytes_read = sum(r.length for r in todo)
         stats.bytes_needed = plan.bytes_needed
         return buf
+
+    async def _read_request(self, r: Any, sem: asyncio.Semaphore, stats: ScanStats,
+                            t0: float) -> bytes:
+        async with sem:
+            data = await self.store.read_range(self.key, r.offset, r.length,
+                                               self.tail.info.version)
+        if stats.ttfb is None:
+            stats.ttfb = time.perf_counter() - t0
+        if len(data) != r.length:
+            raise FormatError(f"store returned {len(data)} bytes for a "
+                              f"{r.length}-byte range", path=self.key)
+        return data
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536) -> AsyncIterator[ScanResult]:
+        """Scan in batches of ``batch_rows`` rows with bounded memory.
+
+        Segments are fetched as the batches need them (``concurrency`` requests
+        ahead, in file order) and dropped once decoded, so memory holds about
+        one segment per column, the read window and one batch; not the result.
+        """
+        if batch_rows < 1:
+            raise CsupError("batch_rows must be at least 1")
+        t0 = time.perf_counter()
+        paths = self._paths(columns)
+        plan = self._plan(paths)
+        stats = ScanStats(bytes_needed=plan.bytes_needed)
+        avail = RangeBuffer()
+        avail.add(self.tail.offset, self.tail.data)
+        for off, data in self._extra:
+            avail.add(off, data)
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def fetch(r: Any) -> bytes:
+            data = await self._read_request(r, sem, stats, t0)
+            stats.requests += 1
+            stats.bytes_read += len(data)
+            return data
+
+        feed = SegmentFeed(asyncio.get_running_loop(), plan, avail, fetch,
+                           window=self.concurrency, max_mem_length=self.max_mem_length)
+        meta = self.meta
+        n_types = len(meta.super_types)
+        try:
+            ids_cursor = Int32Cursor(meta.super_column, feed) if n_types > 1 else None
+            cursors = {p: [path_cursor(t, c, tuple(p.split(".")) if p else (), feed)
+                           for t, c in zip(meta.super_types, meta.columns, strict=True)]
+                       for p in paths}
+        except CsupError as e:
+            raise e.with_path(self.key) from None
+        remaining = meta.row_count if n_types == 1 else None
+
+        def next_batch() -> tuple[dict[str, A.Array], int] | None:
+            nonlocal remaining
+            if n_types == 0:
+                return None
+            if ids_cursor is None:
+                assert remaining is not None
+                n = min(batch_rows, remaining)
+                remaining -= n
+                ids = np.zeros(n, np.int32)
+            else:
+                ids = ids_cursor.take(batch_rows, exact=False)
+                n = len(ids)
+                if n and (ids.min() < 0 or ids.max() >= n_types):
+                    raise FormatError("super column holds an ID out of range")
+            if n == 0:
+                return None
+            counts = np.bincount(ids, minlength=n_types)
+            cols = {p: A.combine([c.take(int(k)) if c is not None else None
+                                  for c, k in zip(cs, counts, strict=True)], ids)
+                    for p, cs in cursors.items()}
+            return cols, n
+
+        try:
+            while True:
+                try:
+                    got = await asyncio.to_thread(next_batch)
+                except CsupError as e:
+                    raise e.with_path(self.key) from None
+                if got is None:
+                    break
+                stats.wall = time.perf_counter() - t0
+                yield ScanResult(got[0], got[1], stats, plan)
+        finally:
+            feed.cancel()
 
     async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None)."""

@@ -40,7 +40,7 @@ def _stream_line(ref: StreamRef) -> str:
     lo = min(s.offset for s in segs)
     hi = max(s.offset + s.length for s in segs)
     where = f"@{lo:,}" if len(segs) == 1 else f"[{lo:,} .. {hi:,})"
-    label = ref.path or "(value)"
+    label = ref.path or ("(super IDs)" if ref.role == "super" else "(value)")
     count = f"{len(segs):,} seg" + ("" if len(segs) == 1 else "s")
     return f"    {label:<28} {ref.role:<8} {count:>10} {human(ref.nbytes):>10}  {where}"
 

@@ -52,7 +52,7 @@ def stream_labels(plan: P.ScanPlan, sid: int = 0) -> set[tuple[str, str]]:
 # ------------------------------------------------------------- projection ---
 
 def test_hello_world_projection_reads_only_that_column():
-    meta, a, b, sc = hello_world()
+    meta, a, b, _ = hello_world()
     plan = P.plan_scan(meta, ["a"])
     assert plan.segments == (a,)
     assert [(r.offset, r.length) for r in plan.requests] == [(0, 16)]

@@ -53,7 +53,8 @@ _CONTENT_RANGE = re.compile(r"\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IG
 
 
 def parse_content_range(value: str | None) -> tuple[int | None, int | None, int | None] | None:
-    """``(start, end, total)`` from ``bytes a-b/T`` (``None`` for ``*`` parts), or None."""
+    """``(start, end, total)`` from ``bytes a-b/T`` (``None`` for ``*`` parts), or None
+    if the value is not a byte Content-Range at all."""
     if not value:
         return None
     m = _CONTENT_RANGE.match(value)
@@ -62,8 +63,8 @@ def parse_content_range(value: str | None) -> tuple[int | None, int | None, int 
     start = int(m.group(1)) if m.group(1) is not None else None
     end = int(m.group(2)) if m.group(2) is not None else None
     total = int(m.group(3)) if m.group(3) != "*" else None
-    if start is not None and end is not None and end < start:
-        return None
+    # An inverted range (end < start) is returned as is: it matches no request,
+    # but its total still tells the caller the object's size.
     return start, end, total
 
 

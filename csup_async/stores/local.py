@@ -104,6 +104,7 @@ class LocalStore(StoreBase):
 
     async def read_range(self, key: str, offset: int, length: int,
                          version: str | None = None) -> bytes:
+        check_range(offset, length, key)
         return await asyncio.to_thread(self._read_range, key, offset, length, version)
 
     async def stream_range(self, key: str, offset: int, length: int,

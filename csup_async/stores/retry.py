@@ -85,6 +85,7 @@ class Attempts:
         self.policy = policy
         self.path = path
         self.count = 0
+        self.last_delay = 0.0  # the latest sleep, for diagnostics
         self._t0 = time.monotonic()
 
     async def failed(self, exc: Retryable) -> None:
@@ -101,6 +102,7 @@ class Attempts:
             raise self._final(exc.error, elapsed, why) from None
         log.debug("retrying %s in %.3f s after: %s (try %d of %d)",
                   self.path, delay, exc.error.message, self.count, p.attempts)
+        self.last_delay = delay
         await asyncio.sleep(delay)
 
     def _final(self, err: StoreError, elapsed: float, why: str) -> StoreError:

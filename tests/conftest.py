@@ -1,0 +1,58 @@
+"""Server fixtures for the store tests: real servers on 127.0.0.1, one per session.
+
+Each is skipped (with the reason) only when its package or binary is missing;
+a server that is installed but fails to start is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import servers
+
+
+@pytest.fixture(scope="session")
+def moto_s3() -> Iterator[servers.MotoS3]:
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("boto3") is None:
+        pytest.skip("moto[server] is not installed (pip install 'moto[server]')")
+    server = servers.MotoS3().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_emulator() -> Iterator[servers.GcsEmulator]:
+    if importlib.util.find_spec("gcp_storage_emulator") is None:
+        pytest.skip("gcp-storage-emulator is not installed (pip install gcp-storage-emulator)")
+    server = servers.GcsEmulator().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nginx_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Nginx]:
+    binary = servers.nginx_binary()
+    if binary is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light)")
+    server = servers.Nginx(binary, tmp_path_factory.mktemp("nginx")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def range_server_session(tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[servers.RangeServer]:
+    server = servers.RangeServer(Path(tmp_path_factory.mktemp("range-server"))).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def range_server(range_server_session: servers.RangeServer) -> servers.RangeServer:
+    """The session's aiohttp range server with no faults, modes or request log left over."""
+    range_server_session.reset()
+    return range_server_session
