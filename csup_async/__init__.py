@@ -35,6 +35,9 @@ _LAZY = {
     "UnionValue": "csup_async.values",
     "infer_type": "csup_async.values",
     "types": "csup_async.types",
+    "open_dataset": "csup_async.dataset",
+    "Dataset": "csup_async.dataset",
+    "ScanResult": "csup_async.reader",
 }
 
 __all__ = [

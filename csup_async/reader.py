@@ -154,6 +154,25 @@ class Reader:
     def num_rows(self) -> int | None:
         return self.meta.row_count
 
+    async def count_rows(self) -> int:
+        """Rows in the object: from metadata, or by reading only the super column."""
+        n = self.meta.row_count
+        if n is not None:
+            return n
+        buf = RangeBuffer()
+        buf.add(self.tail.offset, self.tail.data)
+        segs = [s for s in self.meta.super_column
+                if s.length and not buf.covers(s.offset, s.length)]
+        reqs = P.coalesce([(s.offset, s.length) for s in segs], self.profile) if segs else ()
+        sem = asyncio.Semaphore(self.concurrency)
+        stats = ScanStats()
+        datas = await _gather_or_cancel([self._read_request(r, sem, stats, time.perf_counter())
+                                         for r in reqs])
+        for r, d in zip(reqs, datas, strict=True):
+            buf.add(r.offset, d)
+        ids, _ = await asyncio.to_thread(self._super_ids, self._source(buf))
+        return int(ids.size)
+
     def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
         if isinstance(columns, str):
             columns = [c for c in columns.split(",") if c]

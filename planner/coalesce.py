@@ -91,14 +91,22 @@ class Request:
     @property
     def needed_bytes(self) -> int:
         """Bytes of this request that some carried segment needs (the rest is merged gap)."""
-        total, reach = 0, self.offset
-        for _, at, _, n in self.pieces:
-            lo = self.offset + at
-            hi = lo + n
-            if hi > reach:
-                total += hi - (lo if lo > reach else reach)
+        a, b = self.offset, self.offset + self.length
+        total, reach = 0, a
+        for s in self.segments:  # by offset, so one sweep merges overlaps
+            lo = s.offset if s.offset > reach else reach
+            e = s.offset + s.length
+            hi = e if e < b else b
+            if hi > lo:
+                total += hi - lo
                 reach = hi
         return total
+
+    @property
+    def partial_segments(self) -> int:
+        """How many carried segments this request holds only part of (split across requests)."""
+        a, b = self.offset, self.offset + self.length
+        return sum(1 for s in self.segments if s.offset < a or s.offset + s.length > b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +170,8 @@ def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], l
     """Sort and dedupe; return every segment, the non-empty ones with their starts and
     ``reach`` (running maximum of the ends), and the runs of needed bytes.
 
-    The common case (non-empty, non-overlapping segments) takes one vectorized
-    pass; duplicates, overlaps and empty segments take the general path.
+    The common case (non-empty, non-overlapping segments) is a few vectorized
+    passes; duplicates, overlaps and empty segments take the general path.
     """
     segs.sort(key=_OFFSET)
     starts = [s.offset for s in segs]
@@ -171,15 +179,11 @@ def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], l
     if starts[0] < 0 or min(lens) < 0:
         raise FormatError("a segment has a negative offset or length")
     ends = list(map(add, starts, lens))
-    if min(lens) > 0:
-        gaps = list(map(sub, islice(starts, 1, None), ends))
-        if not gaps or min(gaps) >= 0:  # disjoint: a run breaks wherever a gap is non-zero
-            run_s = [starts[0], *map(starts.__getitem__, compress(range(1, len(starts)), gaps))]
-            run_e = [*map(ends.__getitem__, compress(range(len(gaps)), gaps)), ends[-1]]
-            return tuple(segs), segs, starts, ends, run_s, run_e
+    gaps = list(map(sub, islice(starts, 1, None), ends))
+    if min(lens) > 0 and (not gaps or min(gaps) >= 0):
+        return (tuple(segs), segs, starts, ends, *_disjoint_runs(starts, ends, gaps))
     if any(map(eq, starts, islice(starts, 1, None))):
-        segs = list(dict.fromkeys(segs))  # equal segments are read once
-        segs.sort(key=_FULL_KEY)
+        segs = _dedupe(segs, starts)
         starts = [s.offset for s in segs]
         lens = [s.length for s in segs]
     all_segs = tuple(segs)
@@ -190,11 +194,52 @@ def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], l
         lens = list(compress(lens, keep))
         if not segs:
             return all_segs, [], [], [], [], []
-    reach = list(accumulate(map(add, starts, lens), max))
+    ends = list(map(add, starts, lens))
+    gaps = list(map(sub, islice(starts, 1, None), ends))
+    if not gaps or min(gaps) >= 0:
+        return (all_segs, segs, starts, ends, *_disjoint_runs(starts, ends, gaps))
+    reach = list(accumulate(ends, max))
     new = list(compress(range(1, len(starts)), map(gt, islice(starts, 1, None), reach)))
     run_s = [starts[0], *map(starts.__getitem__, new)]
     run_e = [*map(reach.__getitem__, [i - 1 for i in new]), reach[-1]]
     return all_segs, segs, starts, reach, run_s, run_e
+
+
+def _disjoint_runs(starts: list[int], ends: list[int], gaps: list[int]
+                   ) -> tuple[list[int], list[int]]:
+    """Runs of sorted, disjoint ranges: one breaks wherever a gap is non-zero."""
+    run_s = [starts[0], *map(starts.__getitem__, compress(range(1, len(starts)), gaps))]
+    run_e = [*map(ends.__getitem__, compress(range(len(gaps)), gaps)), ends[-1]]
+    return run_s, run_e
+
+
+def _dedupe(segs: list[Segment], starts: list[int]) -> list[Segment]:
+    """Drop repeated segments; order each group of equal offsets canonically.
+
+    Only the (few) groups of segments sharing an offset are looked at, so a
+    file with some duplicated segments still plans in one pass.
+    """
+    dups = list(compress(range(1, len(starts)), map(eq, islice(starts, 1, None), starts)))
+    out: list[Segment] = []
+    done = 0
+    k = 0
+    while k < len(dups):
+        first = dups[k] - 1
+        stop = dups[k] + 1
+        k += 1
+        while k < len(dups) and dups[k] == stop:
+            stop += 1
+            k += 1
+        out += segs[done:first]
+        group = segs[first:stop]
+        if stop - first == 2 and group[0] is group[1]:
+            out.append(group[0])
+        else:
+            unique = dict(zip(map(_FULL_KEY, group), group, strict=True))
+            out += [unique[key] for key in sorted(unique)]
+        done = stop
+    out += segs[done:]
+    return out
 
 
 def _cut_available(run_s: list[int], run_e: list[int], available: tuple[int, int]
@@ -307,11 +352,14 @@ def _attach(bounds: list[tuple[int, int]], served: list[bool], segs: list[Segmen
         lo = bisect_left(starts, a, lo)
         hi = bisect_left(starts, b, lo)
         if lo and reach[lo - 1] > a:
-            k = bisect_right(reach, a, 0, lo)
-            carried = tuple(s for s in segs[k:lo] if s.offset + s.length > a)
-            carried_segs = carried + tuple(segs[lo:hi])
+            if reach[lo - 1] == segs[lo - 1].offset + segs[lo - 1].length and (
+                    lo < 2 or reach[lo - 2] <= starts[lo - 1]):
+                carried: tuple[Segment, ...] = (segs[lo - 1],)  # the usual split segment
+            else:
+                k = bisect_right(reach, a, 0, lo)
+                carried = tuple(s for s in segs[k:lo] if s.offset + s.length > a)
+            out.append(Request(a, b - a, carried + tuple(segs[lo:hi]), is_served))
         else:
-            carried_segs = tuple(segs[lo:hi])
-        out.append(Request(a, b - a, carried_segs, is_served))
+            out.append(Request(a, b - a, tuple(segs[lo:hi]), is_served))
         lo = hi
     return tuple(out)

@@ -50,7 +50,7 @@ def _request_line(i: int, r: Request) -> str:
     notes = []
     if gap:
         notes.append(f"gap {human(gap)}")
-    split = sum(1 for seg, _, start, n in r.pieces if start or n != seg.length)
+    split = r.partial_segments
     if split:
         notes.append(f"{split} partial segment" + ("" if split == 1 else "s"))
     if r.served:

@@ -199,8 +199,8 @@ class RangedStore(StoreBase):
                     del keep[:-n]
         announced = reply.content_length()
         if announced is not None and announced != total:
-            raise Retryable(StoreError(f"the response ended after {total} of its "
-                                       f"{announced} bytes", path=path))
+            raise Retryable(StoreError(f"short response: the body ended after {total} of "
+                                       f"its {announced} bytes", path=path))
         return keep[-n:] if len(keep) > n else keep, total
 
     async def _chunks(self, reply: Reply, skip: int, want: int, path: str, *,
@@ -227,8 +227,8 @@ class RangedStore(StoreBase):
                 if got == want and not strict:
                     return
         if got < want:
-            raise Retryable(StoreError(f"the response ended after {got} of {want} bytes",
-                                       path=path))
+            raise Retryable(StoreError(f"short response: the body ended after {got} of "
+                                       f"{want} bytes", path=path))
 
     def stream_range(self, key: str, offset: int, length: int,
                      version: str | None = None) -> AsyncIterator[bytes]:
@@ -302,7 +302,8 @@ class RangedStore(StoreBase):
         announced = reply.content_length()
         if reply.status == 206 and announced is not None and announced != end - pos:
             raise Retryable(StoreError(
-                f"asked for {end - pos} bytes, the response announced {announced}", path=path))
+                f"short response: asked for {end - pos} bytes, the response "
+                f"announced {announced}", path=path))
         return skip, total
 
     def _outside(self, total: int | None, pos: int, end: int, pin: str | None,

@@ -1,0 +1,210 @@
+"""Many CSUP objects scanned as one: concurrent metadata loads, pruning, concurrent scans.
+
+Metadata of every file is fetched concurrently (one tail request per file in
+the common case) through one shared store; the planner drops files that
+cannot contribute and the rest are scanned ``file_concurrency`` at a time.
+Rows come out in file order (files sorted by name when listed from a prefix
+or glob), and a pruned file's rows are nulls, so row counts never depend on
+the projection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob as _glob
+import os
+import time
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import numpy as np
+
+import planner as P
+
+from . import arrays as A
+from .errors import ColumnNotFoundError, CsupError
+from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
+from .reader import open as open_reader
+from .stores import Store, store_for
+
+DEFAULT_FILE_CONCURRENCY = 64
+_GLOB_CHARS = set("*?[")
+
+
+async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
+    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted."""
+    if not isinstance(source, str):
+        return list(source)
+    is_glob = bool(_GLOB_CHARS & set(source))
+    lister = getattr(store, "list", None)
+    if "://" not in source or source.startswith("file://"):
+        path = source[len("file://"):] if source.startswith("file://") else source
+        if is_glob:
+            found = _glob.glob(path, recursive=True)
+        elif os.path.isdir(path):
+            found = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
+        else:
+            return [source]
+        return sorted(p for p in found if os.path.isfile(p) and not os.path.basename(
+            p).startswith((".", "_")))
+    if lister is None:
+        if is_glob or source.endswith("/"):
+            raise CsupError(f"store {store.name} cannot list objects", path=source)
+        return [source]
+    if is_glob:
+        import fnmatch
+
+        cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
+        prefix = source[: source.rfind("/", 0, cut) + 1]
+        return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source))
+    if source.endswith("/"):
+        return sorted(await lister(source))
+    return [source]
+
+
+class Dataset:
+    """Open CSUP objects with their metadata loaded; scans across all of them."""
+
+    def __init__(self, readers: list[Reader], store: Store, owns_store: bool,
+                 file_concurrency: int, profile: Any) -> None:
+        self.readers = readers
+        self.store = store
+        self._owns_store = owns_store
+        self.file_concurrency = file_concurrency
+        self.profile = P.get_profile(profile)
+
+    @property
+    def files(self) -> list[str]:
+        return [r.key for r in self.readers]
+
+    def _entries(self) -> list[tuple[str, Any, tuple[int, int]]]:
+        return [(r.key, r.meta, (r.tail.offset, len(r.tail.data))) for r in self.readers]
+
+    async def plan(self, columns: Sequence[str] | str | None = None, *,
+                   target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
+        """Which files contribute, what each must read, and tasks of about the target size."""
+        cols = columns.split(",") if isinstance(columns, str) else columns
+        return P.plan_files(self._entries(), cols or None, self.profile,
+                            target_task_bytes=target_task_bytes)
+
+    async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
+        t0 = time.perf_counter()
+        cols = [c for c in (columns.split(",") if isinstance(columns, str) else columns or [])
+                if c]
+        if not cols:
+            seen: dict[str, None] = {}
+            for r in self.readers:
+                seen.update(dict.fromkeys(r._paths(None)))
+            cols = list(seen)
+        plan = await self.plan(cols)
+        if plan.missing_paths:
+            raise ColumnNotFoundError(f"no file has column "
+                                      f"{', '.join(map(repr, plan.missing_paths))}")
+        kept = {f.name for f in plan.files}
+        sem = asyncio.Semaphore(self.file_concurrency)
+        stats = ScanStats()
+
+        async def one(r: Reader) -> tuple[dict[str, A.Array], int]:
+            if r.key not in kept:
+                n = await r.count_rows()
+                return {c: A.null_array(_null_type(), n) for c in cols}, n
+            async with sem:
+                paths = [c for c in cols if c not in _absent(r, c)]
+                res = await r.scan(paths) if paths else None
+            n = res.num_rows if res is not None else (r.num_rows or 0)
+            if res is not None:
+                stats.requests += res.stats.requests
+                stats.bytes_read += res.stats.bytes_read
+                stats.bytes_needed += res.stats.bytes_needed
+                if stats.ttfb is None:
+                    stats.ttfb = res.stats.ttfb
+            out = {c: (res.columns[c] if res is not None and c in res.columns
+                       else A.null_array(_null_type(), n)) for c in cols}
+            return out, n
+
+        parts = await _gather_or_cancel([one(r) for r in self.readers])
+        counts = [n for _, n in parts]
+        ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
+        columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
+        stats.wall = time.perf_counter() - t0
+        stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
+        return ScanResult(columns_out, int(sum(counts)), stats, plan)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(r.close() for r in self.readers), return_exceptions=True)
+        if self._owns_store:
+            await self.store.close()
+
+    async def __aenter__(self) -> Dataset:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _null_type() -> Any:
+    from .types import NULL
+
+    return NULL
+
+
+def _absent(r: Reader, path: str) -> set[str]:
+    res = P.resolve_paths(r.meta, [path])
+    return set(res.missing_paths)
+
+
+class _DatasetOpener:
+    def __init__(self, source: str | Sequence[str], store: Store | None,
+                 options: dict[str, Any]) -> None:
+        self.source, self.store, self.options = source, store, options
+        self.dataset: Dataset | None = None
+
+    async def _open(self) -> Dataset:
+        opts = dict(self.options)
+        file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
+        store, owns = self.store, False
+        first = self.source if isinstance(self.source, str) else (
+            self.source[0] if self.source else "")
+        reader_keys = ("profile", "concurrency", "max_metadata", "max_mem_length")
+        store_opts = {k: v for k, v in opts.items() if k not in reader_keys}
+        reader_opts = {k: v for k, v in opts.items() if k in reader_keys}
+        if store is None:
+            store, _ = store_for(first or ".", **store_opts)
+            owns = True
+        reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+        try:
+            urls = await list_sources(self.source, store)
+            sem = asyncio.Semaphore(file_concurrency)
+
+            async def one(url: str) -> Reader:
+                async with sem:
+                    return await open_reader(url, store=store, **reader_opts)
+
+            readers = await _gather_or_cancel([one(u) for u in urls])
+        except BaseException:
+            if owns:
+                await store.close()
+            raise
+        self.dataset = Dataset(readers, store, owns, file_concurrency, reader_opts["profile"])
+        return self.dataset
+
+    def __await__(self) -> Generator[Any, None, Dataset]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Dataset:
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.dataset is not None:
+            await self.dataset.close()
+
+
+def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
+                 **options: Any) -> _DatasetOpener:
+    """Open many CSUP objects: a list of URLs, a prefix ending in ``/``, a directory or a glob.
+
+    ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
+    Options: ``file_concurrency`` (files read at once, default 64), the
+    reader's options and the store's.
+    """
+    return _DatasetOpener(source, store, options)
