@@ -13,11 +13,11 @@ from typing import Any
 
 from .errors import CsupError, UnsupportedTypeError
 from .types import (
+    NULL,
     PRIMITIVE_BY_NAME,
     ArrayType,
     Field,
     MapType,
-    NULL,
     RecordType,
     Type,
 )

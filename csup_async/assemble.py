@@ -24,8 +24,8 @@ from .meta import (
     NullsColumn,
     PrimitiveColumn,
     RecordColumn,
-    Segment,
     Segmap,
+    Segment,
     UnionColumn,
 )
 from .types import (

@@ -23,8 +23,14 @@ from typing import Any, BinaryIO
 import lz4.block
 import numpy as np
 
-from .errors import CsupError, EncodeError, FormatError, LimitError, TruncatedError
-from .errors import UnsupportedTypeError
+from .errors import (
+    CsupError,
+    EncodeError,
+    FormatError,
+    LimitError,
+    TruncatedError,
+    UnsupportedTypeError,
+)
 from .types import (
     PRIMITIVES,
     ArrayType,

@@ -19,11 +19,11 @@ from typing import Any
 from .errors import (
     ColumnNotFoundError,
     CsupError,
+    EncodeError,
     FormatError,
     NotFoundError,
     StoreError,
     UnsupportedTypeError,
-    EncodeError,
 )
 
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE = 1, 2, 3, 4, 5

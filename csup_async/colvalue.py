@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bsup import decode_int, decode_uint, decode_value, iter_tagged, UNION_TAG_SIGNED
+from .bsup import UNION_TAG_SIGNED, decode_int, decode_uint, decode_value, iter_tagged
 from .errors import FormatError
 from .meta import (
     NULLS_TYPE_NAME,
@@ -20,8 +20,8 @@ from .meta import (
     NullsColumn,
     PrimitiveColumn,
     RecordColumn,
-    Segment,
     Segmap,
+    Segment,
     UnionColumn,
 )
 from .types import (

@@ -32,8 +32,8 @@ from .meta import (
     NullsColumn,
     PrimitiveColumn,
     RecordColumn,
-    Segment,
     Segmap,
+    Segment,
     UnionColumn,
 )
 from .rangebuf import RangeBuffer

@@ -295,9 +295,9 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     the region's end are its "own".  The true chain follows lane 0, and moves
     from lane k to a later lane j at the first position past lane k's region
     that is an own position of lane j.  Usually j = k + 1 and the meeting point
-    lies within a few steps of both lanes' starts, found by comparing small
-    windows; otherwise every own position is marked in a bitmap, and lanes that
-    meet nothing keep walking.  Paths only move forward, so reading each lane's
+    lies within a few steps of both lanes' starts, found with a small bitmap
+    per lane; stragglers compare whole paths, and lanes that meet nothing keep
+    walking (:func:`_walk`).  Paths only move forward, so reading each lane's
     kept range in lane order gives the chain sorted.
     """
     per_lane = max(64, int(6 * avg))  # values per lane: amortises the re-synchronisation
@@ -309,34 +309,34 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     pend = p + region
     pend[-1] = n
     # start each lane at the first likely tag byte of its region's head
-    width = min(16, region)
+    width = min(region, 16 + 2 * int(avg))
     head = p[:, None] + np.arange(width)
     hit = prof.likely[bpad[np.minimum(head, n)]] & (head < pend[:, None])
     pos = p + np.where(hit.any(axis=1), hit.argmax(axis=1), 0)
     pos[0] = 0
     # steps recorded past the last lane's region end: enough to cross the next head
     reach = _LANE_MARGIN + int(width / max(avg, 1.0))
-    cap = (int(region / max(avg, 1.0) * 1.25) + 2 * reach) | 1  # odd rows: as for region
-    rec = np.empty((k, cap), np.int64)
+    cap = int(region / max(avg, 1.0) * 1.25) + 2 * reach
+    rec = np.empty((cap, k), np.int64)  # step-major: storing a row per step is cheap
     s = 0
     left = -1  # steps still to record once every lane has left its region
+    clamp_every = 1 if prof.multibyte else 4  # single-byte steps are < 128: the pad holds 4
     while left != 0:
         if s == cap:
-            cap = 2 * cap | 1
-            grown = np.empty((k, cap), np.int64)
-            grown[:, :s] = rec[:, :s]
+            cap *= 2
+            grown = np.empty((cap, k), np.int64)
+            grown[:s] = rec[:s]
             rec = grown
-        rec[:, s] = pos
+        rec[s] = pos
         s += 1
+        if s % clamp_every == 0:
+            np.minimum(pos, n + 1, out=pos)
         if left > 0:
             left -= 1
-        elif s % 4 == 0:
-            # positions grow < 128 a step, so clamping every fourth keeps reads in the pad
-            np.minimum(pos, n + 1, out=pos)
-            if (pos >= pend).all():
-                left = reach
+        elif s % 4 == 0 and (pos >= pend).all():
+            left = reach
         pos += _lane_steps(bpad, pos, prof, region, n)
-    rec = rec[:, :s]
+    rec = np.ascontiguousarray(rec[:s].T)  # lane-major for everything below
     owned = (rec < pend[:, None]).sum(axis=1)  # rows ascend: own positions are a prefix
     exitp = np.full(k, -1, np.int64)
     if k > 1:
@@ -352,7 +352,7 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
         local[np.where(usable, first, span) + base] = 1
         local[base[:, 0] + span] = 0
         lanes = np.arange(k - 1)
-        past = rec[lanes[:, None], owned[:-1, None] + np.arange(reach)]
+        past = rec[lanes[:, None], np.minimum(owned[:-1, None] + np.arange(reach), s - 1)]
         off = past - p[1:, None]
         met = local[np.where(off < span, off, span) + base] != 0
         found = met.any(axis=1)
@@ -369,37 +369,14 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
                         exitp[lane] = a[same.argmax()]
     reached_end = np.zeros(k, bool)
     reached_end[-1] = bool((rec[-1] == n).any())
-    miss = np.flatnonzero(exitp < 0)
-    extra_lane: list[np.ndarray] = []
-    extra_pos: list[np.ndarray] = []
-    if miss.size > (not reached_end[-1]):
-        mark = np.zeros(n + _PAD, bool)
-        mark[np.where(np.arange(s) < owned[:, None], rec, n)] = True
-        mark[n] = False
-        sub = rec[miss]
-        cand = mark[sub]
-        cand &= np.arange(s) >= owned[miss, None]
-        has = cand.any(axis=1)
-        exitp[miss] = np.where(has, sub[np.arange(miss.size), cand.argmax(axis=1)], -1)
-        reached_end[miss] |= ~has & (sub == n).any(axis=1)
-        lanes = miss[~has & (pos[miss] < n)]
-        cur = pos[lanes]
-        budget = 4 * cap + 256
-        while lanes.size:
-            budget -= 1
-            if budget < 0:
-                return None  # no meeting in sight: adversarial or periodic data
-            met = mark[cur]
-            if met.any():
-                exitp[lanes[met]] = cur[met]
-                lanes, cur = lanes[~met], cur[~met]
-            extra_lane.append(lanes)
-            extra_pos.append(cur)
-            cur = cur + _lane_steps(bpad, cur, prof, region, n)
-            end = cur >= n
-            if end.any():
-                reached_end[lanes[cur == n]] = True
-                lanes, cur = lanes[~end], cur[~end]
+    miss = np.flatnonzero(exitp[:-1] < 0)
+    extra: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    if miss.size:
+        walk = _Walk(bpad, n, prof, region, rec, owned, pos, pend, exitp, reached_end)
+        if not walk.run(miss, 4 if miss.size * 8 < k else k, extra):
+            extra = ([], [])
+            if not walk.run(miss, k, extra):
+                return None
     exitp = np.where((exitp < 0) & reached_end, n, exitp)
     entry = np.zeros(k, np.int64)
     leave = np.zeros(k, np.int64)
@@ -425,9 +402,9 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
     keep = rec >= entry[:, None]
     keep &= rec < leave[:, None]
     out = rec[keep]
-    if extra_pos:
-        ln = np.concatenate(extra_lane)
-        xp = np.concatenate(extra_pos)
+    if extra[0]:
+        ln = np.concatenate(extra[0])
+        xp = np.concatenate(extra[1])
         sel = xp < leave[ln]
         if on_chain is not None:
             sel &= on_chain[ln]
@@ -435,6 +412,61 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float) -> np.ndarr
         if xp.size:
             out = np.insert(out, np.searchsorted(out, xp), xp)
     return out
+
+
+class _Walk:
+    """Lanes whose path past their region met none of the next lane's own positions:
+    find where they meet a later lane's, walking them further if need be."""
+
+    def __init__(self, bpad: np.ndarray, n: int, prof: _Profile, region: int,
+                 rec: np.ndarray, owned: np.ndarray, pos: np.ndarray, pend: np.ndarray,
+                 exitp: np.ndarray, reached_end: np.ndarray) -> None:
+        self.bpad, self.n, self.prof, self.region = bpad, n, prof, region
+        self.rec, self.owned, self.pos, self.pend = rec, owned, pos, pend
+        self.exitp, self.reached_end = exitp, reached_end
+
+    def run(self, miss: np.ndarray, ahead: int,
+            extra: tuple[list[np.ndarray], list[np.ndarray]]) -> bool:
+        """Resolve ``miss`` against the own positions of the ``ahead`` lanes after each;
+        False if some lane walked past those (the caller retries with all lanes)."""
+        rec, owned, n, exitp = self.rec, self.owned, self.n, self.exitp
+        k, s = rec.shape
+        cols = np.arange(s)
+        if ahead >= k:
+            rows = np.arange(k)
+            limit = np.full(miss.size, n + 1, np.int64)
+        else:
+            rows = np.unique(np.minimum(miss[:, None] + np.arange(1, ahead + 1), k - 1))
+            limit = self.pend[np.minimum(miss + ahead, k - 1)]
+        mark = np.zeros(n + _PAD, bool)
+        sub = rec[rows]
+        mark[np.where(cols < owned[rows, None], sub, n)] = True
+        mark[n] = False
+        sub = rec[miss]
+        cand = mark[sub]
+        cand &= cols >= owned[miss, None]
+        has = cand.any(axis=1)
+        exitp[miss] = np.where(has, sub[np.arange(miss.size), cand.argmax(axis=1)], -1)
+        self.reached_end[miss] = ~has & (sub == n).any(axis=1)
+        go = ~has & (self.pos[miss] < n)
+        lanes, cur, limit = miss[go], self.pos[miss][go], limit[go]
+        budget = 4 * s + 256
+        while lanes.size:
+            budget -= 1
+            if budget < 0 or (cur >= limit).any():
+                return False
+            met = mark[cur]
+            if met.any():
+                exitp[lanes[met]] = cur[met]
+                lanes, cur, limit = lanes[~met], cur[~met], limit[~met]
+            extra[0].append(lanes)
+            extra[1].append(cur)
+            cur = cur + _lane_steps(self.bpad, cur, self.prof, self.region, n)
+            end = cur >= n
+            if end.any():
+                self.reached_end[lanes[cur == n]] = True
+                lanes, cur, limit = lanes[~end], cur[~end], limit[~end]
+        return True
 
 
 def _avg_stride(buf: np.ndarray, count: int | None) -> float:

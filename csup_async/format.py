@@ -6,8 +6,15 @@ drivers, and can be fuzzed directly.
 
 from __future__ import annotations
 
-from .bsup import FRAME_TYPES, FRAME_VALUES, TypeContext, decode_value, iter_raw_values
-from .bsup import read_frames, read_uvarint
+from .bsup import (
+    FRAME_TYPES,
+    FRAME_VALUES,
+    TypeContext,
+    decode_value,
+    iter_raw_values,
+    read_frames,
+    read_uvarint,
+)
 from .colvalue import parse_column, parse_segmap
 from .errors import CsupError, FormatError, LimitError, TruncatedError
 from .meta import FileMeta, Trailer, iter_segmaps

@@ -97,7 +97,8 @@ class NullsColumn:
     presence: Segmap
 
 
-AnyColumn = Union[PrimitiveColumn, RecordColumn, ArrayColumn, MapColumn, UnionColumn, NullsColumn]
+AnyColumn = Union[  # noqa: UP007 (a runtime alias; the | form needs the names defined)
+    PrimitiveColumn, RecordColumn, ArrayColumn, MapColumn, UnionColumn, NullsColumn]
 
 NULLS_TYPE_NAME = "csup.nulls"
 

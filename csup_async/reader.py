@@ -27,7 +27,7 @@ from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, store_for
-from .types import RecordType, Type
+from .types import RecordType
 from .values import Value
 
 DEFAULT_CONCURRENCY = 16
@@ -214,7 +214,6 @@ class Reader:
         todo = [r for r in plan.requests if not getattr(r, "served", False)]
         sem = asyncio.Semaphore(self.concurrency)
         t0 = time.perf_counter()
-        version = self.tail.info.version
 
         async def one(r: Any) -> tuple[int, bytes]:
             return r.offset, await self._read_request(r, sem, stats, t0)
@@ -464,7 +463,7 @@ class _Opener:
             await self.reader.close()
 
 
-def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:  # noqa: A001
+def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
 
     ``store`` shares one store (and its connection pool) between readers;

@@ -26,6 +26,7 @@ from .types import (
     IP,
     NET,
     NULL,
+    PRIMITIVE_BY_NAME,
     STRING,
     TIME,
     TYPE,
@@ -38,7 +39,6 @@ from .types import (
     SetType,
     Type,
     UnionType,
-    PRIMITIVE_BY_NAME,
 )
 
 __all__ = ["Value", "UnionValue", "infer_type", "unify"]

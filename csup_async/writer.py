@@ -26,7 +26,7 @@ from .bsup import (
     encode_value,
     iter_tagged,
 )
-from .colvalue import TRAILER_TYPE, SEGMAP_TYPE, column_value, segmap_value
+from .colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
 from .errors import CsupError, EncodeError, FormatError
 from .meta import (
     COMPRESSION_LZ4,

@@ -42,7 +42,6 @@ from .errors import InvalidRangeError
 from .profiles import Profile, get_profile
 
 _OFFSET = attrgetter("offset")
-_LENGTH = attrgetter("length")
 _FULL_KEY = attrgetter("offset", "length", "mem_length", "compression")
 
 

@@ -244,6 +244,7 @@ class Fault:
     seconds: float = 0.0
     after_bytes: int = 0
     data: bytes | None = None
+    chunked: bool = False
 
     @staticmethod
     def error(status: int, retry_after: str | None = None) -> Fault:
@@ -255,9 +256,10 @@ class Fault:
         return Fault("reset", after_bytes=after_bytes)
 
     @staticmethod
-    def short() -> Fault:
-        """A well-framed 206 whose body is half of what its Content-Range says."""
-        return Fault("short")
+    def short(chunked: bool = False) -> Fault:
+        """A well-framed 206 whose body is half of what its Content-Range says (with a
+        Content-Length that says so too, or ``chunked`` with none)."""
+        return Fault("short", chunked=chunked)
 
     @staticmethod
     def wrong_range() -> Fault:
@@ -521,7 +523,8 @@ class RangeServer:
             if fault is not None and fault.kind == "short":
                 body = body[:len(body) // 2]
         resp = web.StreamResponse(status=status, headers=headers)
-        resp.content_length = len(body)
+        if not (fault is not None and fault.chunked):
+            resp.content_length = len(body)
         await resp.prepare(request)
         if fault is not None and fault.kind == "reset":
             await resp.write(body[:fault.after_bytes])

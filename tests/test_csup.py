@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from pathlib import Path
 
@@ -12,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import ColumnNotFoundError, CsupError, FormatError
-from csup_async import bsup
+from csup_async import ColumnNotFoundError, CsupError, FormatError, bsup
 from csup_async.format import find_trailer, parse_reassembly
 from csup_async.meta import NullsColumn, PrimitiveColumn, iter_segmaps
 from csup_async.types import INT64, NULL, STRING, ArrayType, Field, RecordType
@@ -74,7 +74,7 @@ def test_each_column_is_contiguous_under_the_skew_threshold():
     for f in meta.columns[0].fields:
         segs = f.column.segmap
         assert len(segs) > 1
-        assert all(a.end == b.offset for a, b in zip(segs, segs[1:], strict=False))
+        assert all(a.end == b.offset for a, b in itertools.pairwise(segs))
 
 
 def test_lz4_used_only_when_smaller():
@@ -103,7 +103,7 @@ def test_writer_streams_with_bounded_memory():
     w = csup_async.Writer(rec, segment_thresh=8 << 10, skew_thresh=skew)
     peak = 0
     rng = np.random.default_rng(5)
-    for i in range(30000):
+    for _i in range(30000):
         w.write({"i": int(rng.integers(-(2**62), 2**62)), "s": rng.bytes(12).hex()})
         peak = max(peak, w._buffered)
     written_before_close = sum(rec.chunks)

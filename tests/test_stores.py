@@ -227,3 +227,29 @@ async def test_store_is_reusable_across_keys(backend: Backend) -> None:
             tail = await store.read_tail(key, 50)
             assert tail.data == DATA[-50:]
             assert tail.info.size == SIZE - i * 100
+
+
+# ------------------------------------------------- configuration from env ---
+async def test_s3_credentials_and_endpoint_from_the_environment(
+        moto_s3: servers.MotoS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = moto_s3.put(_name(), DATA)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_s3.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto_s3.ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_s3.SECRET_KEY)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", moto_s3.REGION)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    store, k = __import__("csup_async").stores.store_for(f"s3://{key}")
+    async with store:
+        assert isinstance(store, S3Store) and store.path_style
+        assert (await store.read_tail(k, 10)).data == DATA[-10:]
+
+
+async def test_gcs_emulator_host_from_the_environment(
+        gcs_emulator: servers.GcsEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = gcs_emulator.put(_name(), DATA)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator.host)
+    monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "not-for-the-emulator")
+    async with GCSStore() as store:
+        assert store.endpoint == gcs_emulator.endpoint
+        assert "not-for-the-emulator" not in repr(store) and "anonymous" in repr(store)
+        assert (await store.read_tail(f"gs://{key}", 10)).data == DATA[-10:]

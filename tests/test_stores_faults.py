@@ -168,6 +168,16 @@ async def test_short_body_is_retried(client: Client) -> None:
     assert len(client.rs.seen(name)) == 2
 
 
+async def test_short_chunked_body_resumes_where_it_ended(client: Client) -> None:
+    name, key = _put(client)
+    client.rs.inject(name, Fault.short(chunked=True))
+    async with client.make() as store:
+        data = await store.read_range(key, 100, 10_000)
+    assert bytes(data) == DATA[100:10_100]
+    seen = client.rs.seen(name)
+    assert [_range_start(s.headers) for s in seen] == [100, 5100]
+
+
 async def test_short_body_every_time_is_a_typed_error(client: Client) -> None:
     name, key = _put(client)
     client.rs.inject(name, *[Fault.short()] * 10)
