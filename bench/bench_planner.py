@@ -77,60 +77,75 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return statistics.median(runs), min(runs)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=21, help="runs per single-file case")
-    ap.add_argument("--files", type=int, default=10_000, help="files for plan_files")
-    args = ap.parse_args()
+Case = tuple[str, Callable[[], object], str, int]
 
+
+def single_file_cases(repeat: int) -> None:
     small = flushed_file(100, 100, 4096)  # 10,000 segments of 4 KiB
     big = flushed_file(100, 100, 4 * MiB)  # 10,000 segments of 4 MiB (40 GiB)
     mice = flushed_file(10, 1000, 4 * MiB, mouse_every=10)  # 10,000 elephants, 1,000 mice
+    shuffled = flushed_file(100, 100, 4096, shuffle=True)
+    shared = flushed_file(100, 100, 4096, dup_every=7)
     messy = flushed_file(100, 100, 4096, shuffle=True, dup_every=7)
     ten = [f"c{i}" for i in range(0, 100, 10)]
     small_plan = P.plan_scan(small)
     half = small.object_size // 2
-    files = [(f"part-{i:05}.csup", flushed_file(8, 2, 20_000)) for i in range(args.files)]
-
-    cases: list[tuple[str, Callable[[], object], str, int]] = [
-        ("10k segs x 4 KiB, all columns", lambda: P.plan_scan(small), "< 5 ms", args.repeat),
-        ("10k segs x 4 KiB, 1 column", lambda: P.plan_scan(small, ["c5"]), "", args.repeat),
-        ("10k segs x 4 KiB, 10 columns", lambda: P.plan_scan(small, ten), "", args.repeat),
+    run([
+        ("10k segs x 4 KiB, all columns", lambda: P.plan_scan(small), "< 5 ms", repeat),
+        ("10k segs x 4 KiB, 1 column", lambda: P.plan_scan(small, ["c5"]), "", repeat),
+        ("10k segs x 4 KiB, 10 columns", lambda: P.plan_scan(small, ten), "", repeat),
         ("10k segs x 4 KiB, 10 cols, amplification <= 0.5",
-         lambda: P.plan_scan(small, ten, max_amplification=0.5), "", args.repeat),
-        ("10k segs x 4 MiB (40 GiB), all columns", lambda: P.plan_scan(big), "< 5 ms",
-         args.repeat),
+         lambda: P.plan_scan(small, ten, max_amplification=0.5), "", repeat),
+        ("10k segs x 4 MiB (40 GiB), all columns", lambda: P.plan_scan(big), "< 5 ms", repeat),
         ("10k elephants + 1k mice, mouse only", lambda: P.plan_scan(mice, ["mouse"]), "",
-         args.repeat),
-        ("10k segs shuffled + duplicates, all", lambda: P.plan_scan(messy), "< 5 ms",
-         args.repeat),
-        ("10k segs, served from available bytes",
+         repeat),
+        ("10k segs in random order, all", lambda: P.plan_scan(shuffled), "< 5 ms", repeat),
+        ("10k segs + 1,429 repeated in other segmaps, all", lambda: P.plan_scan(shared),
+         "< 5 ms", repeat),
+        ("both: random order and repeats, all", lambda: P.plan_scan(messy), "< 5 ms", repeat),
+        ("10k segs, half served from available bytes",
          lambda: P.plan_scan(small, None, available=(half, small.object_size - half)), "",
-         args.repeat),
-        ("resolve_paths only, 100 columns", lambda: P.resolve_paths(small), "", args.repeat),
-        ("explain() of a 10k-segment plan", small_plan.explain, "", args.repeat),
-        (f"plan_files, {args.files:,} files, 2 of 8 columns",
+         repeat),
+        ("resolve_paths only, 100 columns", lambda: P.resolve_paths(small), "", repeat),
+        ("explain() of a 10k-segment plan", small_plan.explain, "", repeat),
+    ])
+
+
+def many_file_cases(n_files: int) -> None:
+    files = [(f"part-{i:05}.csup", flushed_file(8, 2, 20_000)) for i in range(n_files)]
+    run([
+        (f"plan_files, {n_files:,} files, 2 of 8 columns",
          lambda: P.plan_files(files, ["c1", "c3"]), "< 1 s", 5),
-        (f"plan_files, {args.files:,} files, all columns", lambda: P.plan_files(files),
+        (f"plan_files, {n_files:,} files, all columns", lambda: P.plan_files(files),
          "< 1 s", 5),
-    ]
-    print(f"Python {sys.version.split()[0]}, planner benchmark "
-          f"(median and best of N runs, GC enabled)\n")
-    print("| case | median | best | target | plan |")
-    print("|---|---:|---:|---|---|")
+    ])
+
+
+def run(cases: list[Case]) -> None:
     for name, fn, target, repeat in cases:
         result = fn()
         gc.collect()
         med, best = timed(fn, repeat)
-        unit, scale = ("ms", 1e3)
         summary = ""
         if isinstance(result, P.ScanPlan):
             summary = (f"{len(result.segments):,} segs, {result.request_count:,} req, "
                        f"{result.amplification:.2f}x")
         elif isinstance(result, P.MultiPlan):
             summary = f"{len(result.tasks):,} tasks, {result.request_count:,} req"
-        print(f"| {name} | {med * scale:.2f} {unit} | {best * scale:.2f} {unit} | {target} "
-              f"| {summary} |")
+        print(f"| {name} | {med * 1e3:.2f} ms | {best * 1e3:.2f} ms | {target} | {summary} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeat", type=int, default=21, help="runs per single-file case")
+    ap.add_argument("--files", type=int, default=10_000, help="files for plan_files")
+    args = ap.parse_args()
+    print(f"Python {sys.version.split()[0]}, planner benchmark "
+          f"(median and best of N runs, GC enabled)\n")
+    print("| case | median | best | target | plan |")
+    print("|---|---:|---:|---|---|")
+    single_file_cases(args.repeat)
+    many_file_cases(args.files)
 
 
 if __name__ == "__main__":

@@ -195,44 +195,48 @@ def assemble_path(t: Type, col: AnyColumn | None, count: int, path: tuple[str, .
 
     Only the streams on the way down are read: each record field's presence
     (and our nulls wrappers) narrow the rows, and the target's values are
-    expanded back to every row, null where an ancestor is null.
+    expanded back to every row, null where an ancestor is null.  The walk is
+    resolved first, without reading, so a path this type lacks or a target
+    that is all null costs no bytes (the planner plans none for them).
     """
     if not path:
         return assemble(t, col, count, src)
-    masks: list[np.ndarray] = []
-    cur_t, cur_col, cur_count = t, col, count
+    presences: list[Segmap] = []
+    cur_t, cur_col = t, col
     for name in path:
         while True:
             if isinstance(cur_col, NullsColumn):
-                valid = _presence(cur_col.presence, cur_count, src)
-                if valid is not None:
-                    masks.append(valid)
-                    cur_count = int(valid.sum())
+                if cur_col.presence:
+                    presences.append(cur_col.presence)
                 cur_col = cur_col.values
-                continue
-            if isinstance(cur_t, (NamedType, ErrorType)):
+            elif isinstance(cur_t, (NamedType, ErrorType)):
                 cur_t = cur_t.inner
-                continue
-            break
-        if not isinstance(cur_t, RecordType):
+            else:
+                break
+        if not isinstance(cur_t, RecordType) or cur_t.field(name) is None:
             return None
         ft = cur_t.field(name)
-        if ft is None:
-            return None
+        assert ft is not None
         if cur_col is None:
-            return _unwind(A.null_array(ft.type, cur_count), masks)
+            cur_t, cur_col = ft.type, None
+            continue
         if not isinstance(cur_col, RecordColumn):
             raise FormatError(f"column for {cur_t} is not a record column")
         fc = cur_col.field(name)
         if fc is None:
             raise FormatError(f"record column lacks field {name!r}")
-        if fc.column is None:
-            return _unwind(A.null_array(ft.type, cur_count), masks)
-        valid = _presence(fc.presence, cur_count, src)
-        if valid is not None:
-            masks.append(valid)
-            cur_count = int(valid.sum())
+        if fc.column is not None and fc.presence:
+            presences.append(fc.presence)
         cur_t, cur_col = ft.type, fc.column
+    if cur_col is None:
+        return A.null_array(cur_t, count)
+    masks = []
+    cur_count = count
+    for presence in presences:
+        valid = _presence(presence, cur_count, src)
+        assert valid is not None
+        masks.append(valid)
+        cur_count = int(valid.sum())
     return _unwind(assemble(cur_t, cur_col, cur_count, src), masks)
 
 

@@ -347,8 +347,8 @@ def path_cursor(t: Type, col: AnyColumn | None, path: tuple[str, ...],
     name, rest = path[0], path[1:]
     if isinstance(col, NullsColumn):
         inner = path_cursor(t, col.values, path, feed)
-        if inner is None or not col.presence:
-            return inner
+        if inner is None or not col.presence or isinstance(inner, _Null):
+            return inner  # absent, or all null: the presence need not be read
         return _Masked(RunsCursor(col.presence, feed), inner)
     u = t
     while isinstance(u, (NamedType, ErrorType)):
@@ -369,8 +369,8 @@ def path_cursor(t: Type, col: AnyColumn | None, path: tuple[str, ...],
     if fc.column is None:
         return _Null(target)
     inner = path_cursor(ft.type, fc.column, rest, feed)
-    if inner is None:
-        return None
+    if inner is None or isinstance(inner, _Null):
+        return inner
     return _Masked(RunsCursor(fc.presence, feed), inner) if fc.presence else inner
 
 

@@ -195,9 +195,8 @@ class Reader:
         return self._plan(self._paths(columns))
 
     def _plan(self, paths: list[str]) -> Any:
-        whole = paths == [""] or not paths
-        plan = P.plan_scan(self.meta, None if whole else [p for p in paths if p],
-                           self.profile, available=(self.tail.offset, len(self.tail.data)))
+        plan = P.plan_scan(self.meta, paths or None, self.profile,
+                           available=(self.tail.offset, len(self.tail.data)))
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:
             raise ColumnNotFoundError(
@@ -270,7 +269,7 @@ class Reader:
         n_types = len(meta.super_types)
         try:
             ids_cursor = Int32Cursor(meta.super_column, feed) if n_types > 1 else None
-            cursors = {p: [path_cursor(t, c, tuple(p.split(".")) if p else (), feed)
+            cursors = {p: [path_cursor(t, c, P.parse_path(p), feed)
                            for t, c in zip(meta.super_types, meta.columns, strict=True)]
                        for p in paths}
         except CsupError as e:
@@ -347,7 +346,7 @@ class Reader:
             ids, counts = self._super_ids(src)
             out = {}
             for p in paths:
-                comps = tuple(p.split(".")) if p else ()
+                comps = P.parse_path(p)
                 parts = [assemble_path(t, c, k, comps, src) for t, c, k in zip(
                     self.meta.super_types, self.meta.columns, counts, strict=True)]
                 out[p] = A.combine(parts, ids)

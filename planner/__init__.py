@@ -13,7 +13,7 @@ nothing heavier than the standard library and ``csup_async.meta``/``types``
 
 from __future__ import annotations
 
-from .coalesce import Piece, Request, coalesce
+from .coalescing import Piece, Request, coalesce
 from .errors import InvalidPathError, InvalidRangeError, ProfileError
 from .metadata import metadata_followup, tail_prefetch_size
 from .multi import (

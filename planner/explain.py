@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .coalesce import Request
+from .coalescing import Request
 from .projection import StreamRef
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta
 
-from .coalesce import Request
+from .coalescing import Request
 from .plan import ScanPlan, plan_resolved
 from .profiles import Profile, get_profile, with_amplification
 from .projection import normalize_columns, resolve_parsed

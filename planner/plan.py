@@ -9,7 +9,7 @@ from itertools import chain
 from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta, Segment
 
-from .coalesce import Request, plan_ranges
+from .coalescing import Request, plan_ranges
 from .profiles import Profile, get_profile, with_amplification
 from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
 

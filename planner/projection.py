@@ -195,8 +195,6 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
             # reader reports): nothing to read below, if the type has the rest of the path
             if not _type_has(ft.type, comps[depth + 1:]):
                 return _MISSING
-            if fc is not None and fc.presence:
-                staged.append((label, PRESENCE, fc.presence))
             _commit(sid, staged, out)
             return _NULL
         if fc.presence:

@@ -530,17 +530,18 @@ class RangeServer:
             await resp.write(body[:fault.after_bytes])
             request.transport.close()  # mid-body: the client sees the connection drop
             return resp
+        state = self._state  # a request outliving its test must not count in the next
         with self._lock:
-            self._state.streaming += 1
+            state.streaming += 1
         try:
             await self._send(resp, body, fault)
         except (ConnectionError, asyncio.CancelledError):
             with self._lock:
-                self._state.aborted += 1
+                state.aborted += 1
             raise
         finally:
             with self._lock:
-                self._state.streaming -= 1
+                state.streaming -= 1
         return resp
 
     async def _send(self, resp: Any, body: bytes, fault: Fault | None) -> None:

@@ -17,7 +17,15 @@ from csup_async.meta import (
     Segment,
     iter_segmaps,
 )
-from csup_async.types import INT64, STRING, ArrayType, ErrorType, NamedType, RecordType
+from csup_async.types import (
+    INT64,
+    STRING,
+    ArrayType,
+    ErrorType,
+    Field,
+    NamedType,
+    RecordType,
+)
 from tests.test_planner_support import (
     DrawnFile,
     check_requests,
@@ -370,3 +378,49 @@ def test_unsorted_fields_and_record_column_mismatch_do_not_crash():
     col = RecordColumn((FieldColumn("zz", PrimitiveColumn((seg(0, 5),)), ()),))
     meta2 = make_meta((t,), (col,), (seg(5, 1),))
     assert P.plan_scan(meta2, ["a"]).segments == ()
+
+
+def test_resolve_paths_alone():
+    meta, _a, _b, _n, sc = two_types()
+    res = P.resolve_paths(meta, ["b", "zz"])
+    assert [(r.super_id, r.path, r.role) for r in res.streams[0]] == [(0, "b", "values")]
+    assert res.streams[1] == ()
+    assert res.missing_paths == ("zz",) and res.super_stream is not None
+    assert res.super_stream.segmap == (sc,)
+    assert P.resolve_paths(meta).columns is None
+
+
+def test_paths_through_an_all_null_field():
+    inner_t, _ = record(b=(INT64, None, ()))
+    pres = seg(0, 4)
+    t, c = record(a=(inner_t, None, (pres,)), n=(INT64, None, ()))
+    meta = make_meta((t,), (c,), (seg(4, 1),))
+    plan = P.plan_scan(meta, ["a.b", "a.zz", "n.deeper"])
+    assert plan.null_paths == ("a.b",)
+    assert plan.missing_paths == ("a.zz", "n.deeper")
+    assert plan.segments == ()  # all null whatever a's presence says: nothing to read
+
+
+def test_invalid_path_values():
+    meta, *_ = hello_world()
+    with pytest.raises(P.InvalidPathError):
+        P.plan_scan(meta, [3])  # type: ignore[list-item]
+    with pytest.raises(P.InvalidPathError):
+        P.parse_path("`a`.")
+    with pytest.raises(P.InvalidPathError):
+        P.parse_path("`a`..b")
+
+
+def test_explain_shows_splits_served_bytes_nulls_and_many_types():
+    huge = seg(0, 100 << 20)
+    t, c = record(big=(INT64, PrimitiveColumn((huge,)), ()), gone=(INT64, None, ()))
+    others = [RecordType((Field(f"f{i}", INT64),)) for i in range(30)]
+    cols = [RecordColumn((FieldColumn(f"f{i}", PrimitiveColumn((seg((101 << 20) + i, 1),)),
+                                      ()),)) for i in range(30)]
+    meta = make_meta((t, *others), (c, *cols), (seg(200 << 20, 5),))
+    plan = P.plan_scan(meta, ["big", "gone"], "s3", available=(99 << 20, 101 << 20))
+    text = plan.explain(limit=5)
+    assert "all null (nothing to read): gone" in text
+    assert "partial segment" in text and "served from available bytes" in text
+    assert "... and 26 more super types" in text
+    assert len(text.splitlines()) < 40

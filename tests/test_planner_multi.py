@@ -127,3 +127,11 @@ def test_multi_explain_is_compact():
     assert "500 files to read, 1 pruned" in text
     assert "gone: no rows" in text
     assert f"... and {len(mp.tasks) - 5:,} more tasks" in text
+
+
+def test_multi_explain_names_missing_paths_and_bad_targets_are_refused():
+    mp = P.plan_files([("f", file_with(10))], ["a", "ghost"], "s3")
+    assert "missing in every file: ghost" in mp.explain()
+    assert mp.files[0].meta is mp.files[0].plan.meta
+    with pytest.raises(P.ProfileError):
+        P.plan_files([("f", file_with(10))], ["a"], "s3", target_task_bytes=0)

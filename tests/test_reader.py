@@ -96,3 +96,26 @@ async def test_open_is_awaitable_and_closes(tmp_path):
         assert "super type 0: {a:int64}" in str(r.schema)
     finally:
         await r.close()
+
+
+async def test_paths_that_planner_skips_cost_no_reads(tmp_path):
+    """Top-level null records, all-null targets, mixed record/non-record super types."""
+    from csup_async.types import INT64, Field, RecordType
+
+    rt = RecordType((Field("a", INT64), Field("b", RecordType((Field("c", INT64),)))))
+    vals = [Value(rt, None), Value(rt, {"a": 1, "b": None}), Value(rt, {"a": None, "b": None}),
+            7, "s", {"`x.y`": 1} if False else {"x.y": 5}]
+    path = tmp_path / "n.csup"
+    csup_async.write(str(path), vals)
+    async with csup_async.open(str(path)) as r:
+        res = await r.scan(["b.c", "a", "`x.y`"])
+        assert res.to_pylist() == [
+            {"b.c": None, "a": None, "`x.y`": None}, {"b.c": None, "a": 1, "`x.y`": None},
+            {"b.c": None, "a": None, "`x.y`": None}, {"b.c": None, "a": None, "`x.y`": None},
+            {"b.c": None, "a": None, "`x.y`": None}, {"b.c": None, "a": None, "`x.y`": 5}]
+        whole = await r.scan([""])
+        assert whole.column("").to_pylist()[3:5] == [7, "s"]
+        batches = [row async for b in r.iter_batches(["b.c", "a"], batch_rows=2)
+                   for row in b.to_pylist()]
+        assert batches == [{k: v for k, v in row.items() if k != "`x.y`"}
+                           for row in res.to_pylist()]

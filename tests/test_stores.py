@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from csup_async.errors import NotFoundError, ObjectChangedError, StoreError, TruncatedError
-from csup_async.stores import FsspecStore, GCSStore, HTTPStore, LocalStore, S3Store, Store
+from csup_async.stores import (
+    FsspecStore,
+    GCSStore,
+    HTTPStore,
+    LocalStore,
+    S3Store,
+    Store,
+    store_for,
+)
 from tests import servers
 
 SIZE = 100_000
@@ -238,7 +246,7 @@ async def test_s3_credentials_and_endpoint_from_the_environment(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_s3.SECRET_KEY)
     monkeypatch.setenv("AWS_DEFAULT_REGION", moto_s3.REGION)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    store, k = __import__("csup_async").stores.store_for(f"s3://{key}")
+    store, k = store_for(f"s3://{key}")
     async with store:
         assert isinstance(store, S3Store) and store.path_style
         assert (await store.read_tail(k, 10)).data == DATA[-10:]

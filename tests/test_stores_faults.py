@@ -362,6 +362,17 @@ async def test_gcs_token_from_environment_and_provider(range_server: RangeServer
     assert calls == [1]
 
 
+async def test_gcs_failing_token_provider_is_access_denied() -> None:
+    def provider() -> str:
+        raise RuntimeError("cannot refresh refresh-token-do-not-show")
+
+    async with GCSStore(endpoint="http://127.0.0.1:9", token=provider, retry=FAST) as store:
+        with pytest.raises(AccessDeniedError) as info:
+            await store.read_tail("gs://bkt/k.bin", 10)
+    assert "gs://bkt/k.bin" in str(info.value)
+    assert "refresh-token-do-not-show" not in str(info.value)
+
+
 async def test_gcs_pinned_read_is_one_request_when_the_server_names_generations(
         range_server: RangeServer) -> None:
     range_server.put("bkt/one.bin", DATA)

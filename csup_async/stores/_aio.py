@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import aiohttp
@@ -166,7 +166,7 @@ class AiohttpStore(RangedStore):
         return Reply(resp.status, {k.lower(): v for k, v in resp.headers.items()},
                      self._body(resp, path), release)
 
-    async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncIterator[bytes]:
+    async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncGenerator[bytes, None]:
         try:
             async for chunk in resp.content.iter_chunked(self.chunk_size):
                 yield chunk

@@ -12,7 +12,7 @@ and an object replaced between requests.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -30,7 +30,7 @@ class Reply:
 
     status: int
     headers: Mapping[str, str]  # names in lower case
-    body: AsyncIterator[bytes]  # raises Retryable for network failures
+    body: AsyncGenerator[bytes, None]  # raises Retryable for network failures
     release: Callable[[], None]  # idempotent; closes the connection unless fully read
 
     def header(self, name: str) -> str | None:
@@ -204,7 +204,7 @@ class RangedStore(StoreBase):
         return keep[-n:] if len(keep) > n else keep, total
 
     async def _chunks(self, reply: Reply, skip: int, want: int, path: str, *,
-                      strict: bool) -> AsyncIterator[bytes]:
+                      strict: bool) -> AsyncGenerator[bytes, None]:
         """``want`` bytes of the body after ``skip``; ``strict``: no more may follow."""
         got = 0
         async with aclosing(reply.body) as body:
@@ -237,7 +237,7 @@ class RangedStore(StoreBase):
         return self._stream(key, offset, length, version, path)
 
     async def _stream(self, key: str, offset: int, length: int, pin: str | None,
-                      path: str) -> AsyncIterator[bytes]:
+                      path: str) -> AsyncGenerator[bytes, None]:
         end = offset + length
         pos = offset
         attempts = self.retry.start(path)
@@ -321,7 +321,7 @@ def _changed(path: str, now: str | None, pin: str | None) -> ObjectChangedError:
                               f"(expected version {pin}{found})", path=path)
 
 
-async def _gather(chunks: AsyncIterator[bytes], want: int) -> bytearray:
+async def _gather(chunks: AsyncGenerator[bytes, None], want: int) -> bytearray:
     buf = bytearray(want)
     view = memoryview(buf)
     got = 0

@@ -30,7 +30,7 @@ import os
 from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
-from ..errors import CsupError, StoreError
+from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
 from ._ranged import Reply
 from .base import CHUNK_SIZE, ObjectInfo
@@ -99,13 +99,19 @@ class GCSStore(AiohttpStore):
             return redact_url(key)
         return f"gs://{bucket}/{name}"
 
-    async def _headers(self) -> dict[str, str]:
+    async def _headers(self, path: str) -> dict[str, str]:
         headers = {"Accept-Encoding": "identity"}
         token = self._token
         if token is not None:
-            value = token if isinstance(token, str) else token()
-            if inspect.isawaitable(value):
-                value = await value
+            try:
+                value = token if isinstance(token, str) else token()
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as e:  # the message might quote the credential: name only
+                raise AccessDeniedError(f"the GCS token provider failed ({type(e).__name__})",
+                                        path=path) from None
+            if not isinstance(value, str) or not value:
+                raise AccessDeniedError("the GCS token provider returned no token", path=path)
             headers["Authorization"] = f"Bearer {value}"
         return headers
 
@@ -118,7 +124,7 @@ class GCSStore(AiohttpStore):
         url = f"{self.endpoint}/download/storage/v1{self._object_path(key)}?alt=media"
         if pin is not None:
             url += f"&ifGenerationMatch={quote(pin, safe='')}"
-        headers = await self._headers()
+        headers = await self._headers(path)
         if range_ is not None:
             headers["Range"] = range_
         resp = await self._get(to_url(url), headers, path)
@@ -134,7 +140,7 @@ class GCSStore(AiohttpStore):
     async def _lookup(self, key: str) -> ObjectInfo:
         path = self._display(key)
         url = f"{self.endpoint}/storage/v1{self._object_path(key)}?fields=size%2Cgeneration"
-        doc = await self._get_json(to_url(url), await self._headers(), path)
+        doc = await self._get_json(to_url(url), await self._headers(path), path)
         try:
             return ObjectInfo(int(doc["size"]), str(doc["generation"]))
         except (KeyError, TypeError, ValueError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
@@ -160,8 +160,8 @@ class S3Store(RangedStore):
     async def _call(self, op: str, key: str, **params: Any) -> Any:
         path = self._display(key)
         bucket, name = split_s3_key(key)
-        client = await self._client()
         try:
+            client = await self._client()
             return await getattr(client, op)(Bucket=bucket, Key=name, **params)
         except Exception as e:  # botocore, aiohttp and OS errors, mapped below
             raise self._error(e, path) from None
@@ -223,7 +223,7 @@ class S3Store(RangedStore):
         return Reply(int(meta["HTTPStatusCode"]), meta.get("HTTPHeaders") or {},
                      self._body(body, self._display(key)), body.close)
 
-    async def _body(self, body: Any, path: str) -> AsyncIterator[bytes]:
+    async def _body(self, body: Any, path: str) -> AsyncGenerator[bytes, None]:
         try:
             while chunk := await body.read(self.chunk_size):
                 yield chunk

@@ -32,7 +32,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import accumulate, compress, islice, repeat
-from operator import add, attrgetter, eq, gt, le, not_, sub
+from operator import add, attrgetter, eq, gt, is_, le, ne, not_, sub
 from typing import NamedTuple
 
 from csup_async.errors import FormatError
@@ -175,25 +175,31 @@ def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], l
     segs.sort(key=_OFFSET)
     starts = [s.offset for s in segs]
     lens = [s.length for s in segs]
-    if starts[0] < 0 or min(lens) < 0:
+    shortest = min(lens)
+    if starts[0] < 0 or shortest < 0:
         raise FormatError("a segment has a negative offset or length")
     ends = list(map(add, starts, lens))
     gaps = list(map(sub, islice(starts, 1, None), ends))
-    if min(lens) > 0 and (not gaps or min(gaps) >= 0):
+    if shortest > 0 and (not gaps or min(gaps) >= 0):
         return (tuple(segs), segs, starts, ends, *_disjoint_runs(starts, ends, gaps))
-    if any(map(eq, starts, islice(starts, 1, None))):
-        segs = _dedupe(segs, starts)
-        starts = [s.offset for s in segs]
-        lens = [s.length for s in segs]
-    all_segs = tuple(segs)
-    if 0 in lens:  # empty segments need no bytes and ride in no request
-        keep = list(map(bool, lens))
+    same = list(map(is_, islice(segs, 1, None), segs))
+    if any(same):  # the same object listed twice (a shared segmap): drop in one pass
+        keep = [True, *map(not_, same)]
         segs = list(compress(segs, keep))
         starts = list(compress(starts, keep))
-        lens = list(compress(lens, keep))
+        ends = list(compress(ends, keep))
+    if any(map(eq, starts, islice(starts, 1, None))):  # equal segments, distinct objects
+        segs = _dedupe(segs, starts)
+        starts = [s.offset for s in segs]
+        ends = [s.offset + s.length for s in segs]
+    all_segs = tuple(segs)
+    if shortest == 0:  # empty segments need no bytes and ride in no request
+        keep = list(map(ne, starts, ends))
+        segs = list(compress(segs, keep))
+        starts = list(compress(starts, keep))
+        ends = list(compress(ends, keep))
         if not segs:
             return all_segs, [], [], [], [], []
-    ends = list(map(add, starts, lens))
     gaps = list(map(sub, islice(starts, 1, None), ends))
     if not gaps or min(gaps) >= 0:
         return (all_segs, segs, starts, ends, *_disjoint_runs(starts, ends, gaps))
