@@ -25,7 +25,7 @@ from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
-from .stores import Store, store_for
+from .stores import Store, redact_url, store_for
 
 DEFAULT_FILE_CONCURRENCY = 64
 _GLOB_CHARS = set("*?[")
@@ -49,7 +49,7 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
             p).startswith((".", "_")))
     if lister is None:
         if is_glob or source.endswith("/"):
-            raise CsupError(f"store {store.name} cannot list objects", path=source)
+            raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
         return [source]
     if is_glob:
         import fnmatch

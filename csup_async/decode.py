@@ -347,8 +347,9 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     p = np.arange(k, dtype=np.int64) * region
     pend = p + region
     pend[-1] = n
-    width = min(region, 16 + 2 * int(avg))  # a lane's start is sought this far into its region
-    pos = _lane_starts(bpad, n, prof, likely, p, pend, width, region)
+    # a lane's start is sought this far into its region
+    width = min(region, 16 + 2 * int(avg), _PAD)
+    pos = _lane_starts(bpad, n, prof, likely, region, k, width)
     # steps recorded past the last lane's region end: enough to cross the next head
     reach = _LANE_MARGIN + int(width / max(avg, 1.0))
     cap = int(region / max(avg, 1.0) * 1.25) + 2 * reach
@@ -546,35 +547,43 @@ def _sample(buf: np.ndarray, count: int | None, prof: _Profile) -> tuple[float, 
 
 
 def _lane_starts(bpad: np.ndarray, n: int, prof: _Profile, likely: np.ndarray,
-                 p: np.ndarray, pend: np.ndarray, width: int, cap: int) -> np.ndarray:
+                 region: int, k: int, width: int) -> np.ndarray:
     """Where each lane starts: the first byte of its region's head that is a likely tag
     and stays on likely tags for a few steps (lane 0 starts at 0, of course).
 
-    Null tags (zero bytes) come last: zeros abound inside values too.
+    Null tags (zero bytes) are tried last: zeros abound inside values too.
     """
-    k = p.size
-    head = p[:, None] + np.arange(width)
-    byte = bpad[np.minimum(head, n)]
-    cand = likely[byte] & (head < pend[:, None])
-    rank = np.where(cand, np.where(byte == 0, width, 0) + np.arange(width), 2 * width)
+    p = np.arange(k, dtype=np.int64) * region
+    heads = np.ascontiguousarray(
+        np.lib.stride_tricks.as_strided(bpad, shape=(k, width), strides=(region, 1)))
+    heads[-1, max(n - int(p[-1]), 0):] = 0  # past the end of the stream
+    table = likely.astype(np.uint8)
+    nonzero = table.copy()
+    nonzero[0] = 0
+    cand = np.frombuffer(heads.tobytes().translate(nonzero.tobytes()), bool).reshape(k, width)
     pos = p.copy()
     lanes = np.arange(k)
+    col: np.ndarray = cand.argmax(axis=1)[:, None]  # first, the first non-null candidate
+    ok = cand[lanes, col[:, 0]][:, None]
     for attempt in range(2):
-        if attempt == 0:  # the best-ranked candidate of every lane
-            col = rank.argmin(axis=1)[:, None]
-        else:  # all candidates of the lanes where that failed
-            lanes = lanes[~ok[:, 0]]
+        if attempt:  # then every candidate, of the lanes where that failed
+            lanes = lanes[~good]
             if not lanes.size:
                 break
-            col = np.argsort(rank[lanes], axis=1, kind="stable")
+            cand = np.frombuffer(heads[lanes].tobytes().translate(table.tobytes()),
+                                 bool).reshape(lanes.size, width)
+            rank = np.where(cand, np.where(heads[lanes] == 0, width, 0) + np.arange(width),
+                            2 * width)
+            col = np.argsort(rank, axis=1, kind="stable")
+            ok = np.take_along_axis(cand, col, axis=1)
         x = np.minimum(p[lanes, None] + col, n)
-        ok = cand[lanes[:, None], col]
         for _step in range(3):
-            x = np.minimum(x + _lane_steps(bpad, x.ravel(), prof, cap, n).reshape(x.shape), n)
+            x = np.minimum(x + _lane_steps(bpad, x.ravel(), prof, region, n).reshape(x.shape),
+                           n)
             ok &= likely[bpad[x]] | (x == n)
         good = ok.any(axis=1)
         pick = col[np.arange(lanes.size), ok.argmax(axis=1)]
-        pos[lanes[good]] = p[lanes[good]] + pick[good]
+        pos[lanes[good]] += pick[good]
     pos[0] = 0
     return pos
 

@@ -3,7 +3,7 @@
 Every error a user can get from csup-async is a :class:`CsupError`, so a
 service can catch one type.  Errors carry the object they concern (``path``)
 and say what was wrong; they never include credentials or signed URLs (see
-:func:`csup_async.redact.redact_url`).
+:func:`csup_async.stores.redact_url`).
 """
 
 from __future__ import annotations

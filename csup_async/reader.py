@@ -26,7 +26,7 @@ from .errors import ColumnNotFoundError, CsupError, FormatError
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
-from .stores import Store, TailRead, store_for
+from .stores import Store, TailRead, redact_url, store_for
 from .types import RecordType
 from .values import Value
 
@@ -94,7 +94,7 @@ class Reader:
                  max_mem_length: int = 256 << 20) -> None:
         self.store = store
         self.key = key
-        self.path = key
+        self.path = redact_url(key)  # what errors and reprs show: never a signed query
         self._owns_store = owns_store
         self.profile = P.get_profile(profile)
         self.concurrency = concurrency
@@ -141,7 +141,7 @@ class Reader:
             self.meta = parse_reassembly(section, trailer, obj_size,
                                          max_metadata=self.max_metadata)
         except CsupError as e:
-            raise e.with_path(self.key) from None
+            raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
 
@@ -201,7 +201,7 @@ class Reader:
         if missing:
             raise ColumnNotFoundError(
                 f"no super type has column {', '.join(map(repr, missing))}; "
-                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.key)
+                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.path)
         return plan
 
     # ---------------------------------------------------------------- scan ---
@@ -234,7 +234,7 @@ class Reader:
             stats.ttfb = time.perf_counter() - t0
         if len(data) != r.length:
             raise FormatError(f"store returned {len(data)} bytes for a "
-                              f"{r.length}-byte range", path=self.key)
+                              f"{r.length}-byte range", path=self.path)
         return data
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
@@ -273,7 +273,7 @@ class Reader:
                            for t, c in zip(meta.super_types, meta.columns, strict=True)]
                        for p in paths}
         except CsupError as e:
-            raise e.with_path(self.key) from None
+            raise e.with_path(self.path) from None
         remaining = meta.row_count if n_types == 1 else None
 
         def next_batch() -> tuple[dict[str, A.Array], int] | None:
@@ -303,7 +303,7 @@ class Reader:
                 try:
                     got = await asyncio.to_thread(next_batch)
                 except CsupError as e:
-                    raise e.with_path(self.key) from None
+                    raise e.with_path(self.path) from None
                 if got is None:
                     break
                 stats.wall = time.perf_counter() - t0
@@ -352,7 +352,7 @@ class Reader:
                 out[p] = A.combine(parts, ids)
             return out, int(ids.size)
         except CsupError as e:
-            raise e.with_path(self.key) from None
+            raise e.with_path(self.path) from None
 
     def _assemble_rows(self, buf: RangeBuffer) -> tuple[A.Array, np.ndarray]:
         try:
@@ -362,7 +362,7 @@ class Reader:
                 self.meta.super_types, self.meta.columns, counts, strict=True)]
             return A.combine(parts, ids), ids
         except CsupError as e:
-            raise e.with_path(self.key) from None
+            raise e.with_path(self.path) from None
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile,

@@ -120,6 +120,13 @@ class FsspecStore(StoreBase):
         except Exception as e:  # the filesystem's own errors, whatever they are
             raise StoreError(f"{method} failed: {describe(e)}", path=path) from None
 
+    async def list(self, prefix: str) -> list[str]:
+        """URLs of every file under ``prefix``."""
+        path = self._display(prefix)
+        found = await self._call("find", path, self._path(prefix))
+        return [f"{self.protocol}://{p.lstrip('/')}" if self.protocol not in ("file", "local")
+                else p for p in found]
+
     async def _info(self, key: str, path: str) -> tuple[int, str]:
         info = await self._call("info", path, self._path(key))
         if info.get("type") == "directory":

@@ -149,3 +149,22 @@ class GCSStore(AiohttpStore):
 
     async def _info_once(self, key: str) -> ObjectInfo:
         return await self._lookup(key)
+
+    async def list(self, prefix: str) -> list[str]:
+        """``gs://bucket/name`` URLs of every object under ``prefix`` (JSON API pages)."""
+        rest = prefix.split("://", 1)[1] if "://" in prefix else prefix
+        bucket, _, name = rest.partition("/")
+        path = f"gs://{bucket}/{name}"
+        out: list[str] = []
+        token = ""
+        while True:
+            url = (f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o?prefix="
+                   f"{quote(name, safe='')}&fields=items(name)%2CnextPageToken")
+            if token:
+                url += f"&pageToken={quote(token, safe='')}"
+            doc = await self._get_json(to_url(url), await self._headers(path), path)
+            out += [f"gs://{bucket}/{it['name']}" for it in doc.get("items", ())
+                    if not it["name"].endswith("/")]
+            token = doc.get("nextPageToken") or ""
+            if not token:
+                return out

@@ -156,6 +156,30 @@ class S3Store(RangedStore):
         if cm is not None:
             await cm.__aexit__(None, None, None)
 
+    async def list(self, prefix: str) -> list[str]:
+        """``s3://bucket/key`` URLs of every object under ``prefix`` (ListObjectsV2 pages)."""
+        bucket, name = split_s3_key(prefix) if "/" in prefix.removeprefix("s3://") else (
+            prefix.removeprefix("s3://").rstrip("/"), "")
+        path = f"s3://{bucket}/{name}"
+        out: list[str] = []
+        try:
+            client = await self._client()
+            token: str | None = None
+            while True:
+                params: dict[str, Any] = {"Bucket": bucket, "Prefix": name}
+                if token:
+                    params["ContinuationToken"] = token
+                page = await client.list_objects_v2(**params)
+                out += [f"s3://{bucket}/{o['Key']}" for o in page.get("Contents", ())
+                        if not o["Key"].endswith("/")]
+                token = page.get("NextContinuationToken")
+                if not page.get("IsTruncated") or not token:
+                    return out
+        except CsupError:
+            raise
+        except Exception as e:
+            raise self._error(e, path) from None
+
     # ----------------------------------------------------------- requests ---
     async def _call(self, op: str, key: str, **params: Any) -> Any:
         path = self._display(key)
