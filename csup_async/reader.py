@@ -311,6 +311,17 @@ class Reader:
         finally:
             feed.cancel()
 
+    async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
+                      ) -> ScanResult:
+        """Run a plan made elsewhere (a Spark driver) for these columns: no re-planning."""
+        t0 = time.perf_counter()
+        paths = self._paths(columns)
+        stats = ScanStats()
+        buf = await self._fetch(plan, stats)
+        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths)
+        stats.wall = time.perf_counter() - t0
+        return ScanResult(cols, n, stats, plan)
+
     async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None)."""
         t0 = time.perf_counter()
@@ -423,6 +434,28 @@ class Schema:
 
     def __repr__(self) -> str:
         return f"<Schema {len(self.super_types)} super types>"
+
+
+def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
+                     store: Store | None = None, **options: Any) -> Reader:
+    """A reader over metadata loaded elsewhere (a Spark driver): no metadata request.
+
+    Reads stay pinned to ``version``, the one the driver's tail read saw, so
+    an object replaced since planning gives ObjectChangedError, not mixed data.
+    """
+    from .stores import ObjectInfo
+
+    owns = store is None
+    store_opts = {k: v for k, v in options.items()
+                  if k not in ("profile", "concurrency", "max_metadata", "max_mem_length")}
+    reader_opts = {k: v for k, v in options.items() if k not in store_opts}
+    if store is None:
+        store, url = store_for(url, **store_opts)
+    reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+    r = Reader(store, url, owns_store=owns, **reader_opts)
+    r.meta = meta
+    r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
+    return r
 
 
 class _Opener:

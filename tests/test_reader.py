@@ -119,3 +119,21 @@ async def test_paths_that_planner_skips_cost_no_reads(tmp_path):
                    for row in b.to_pylist()]
         assert batches == [{k: v for k, v in row.items() if k != "`x.y`"}
                            for row in res.to_pylist()]
+
+
+async def test_reader_from_meta_runs_a_driver_plan(tmp_path):
+    from csup_async.reader import reader_from_meta
+
+    path = tmp_path / "d.csup"
+    csup_async.write(str(path), _rows(2000))
+    async with csup_async.open(str(path)) as r:
+        meta, version = r.meta, r.tail.info.version
+        want = (await r.scan(["i", "s"])).to_pylist()
+    plan = P.plan_scan(meta, ["i", "s"], "local")  # made "on the driver", nothing available
+    r2 = reader_from_meta(str(path), meta, version)
+    try:
+        res = await r2.execute(plan, ["i", "s"])
+    finally:
+        await r2.close()
+    assert res.to_pylist() == want
+    assert res.stats.requests == plan.request_count
