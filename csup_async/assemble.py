@@ -56,13 +56,19 @@ class StreamSource:
     max_mem_length: int = 256 << 20
     max_rows: int = DEFAULT_MAX_ROWS
     cache: dict[Segmap, bytes | memoryview] = field(default_factory=dict)
+    decompressed: dict[Segment, bytes | memoryview] = field(default_factory=dict)
+
+    def _segment(self, s: Segment) -> bytes | memoryview:
+        done = self.decompressed.get(s)
+        if done is not None:
+            return done
+        return D.decompress_segment(self.fetch(s), s, max_mem_length=self.max_mem_length)
 
     def stream(self, segmap: Segmap) -> bytes | memoryview:
         got = self.cache.get(segmap)
         if got is not None:
             return got
-        parts = [D.decompress_segment(self.fetch(s), s, max_mem_length=self.max_mem_length)
-                 for s in segmap]
+        parts = [self._segment(s) for s in segmap]
         out: bytes | memoryview = parts[0] if len(parts) == 1 else b"".join(parts)
         if not parts:
             out = b""

@@ -353,7 +353,9 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     # steps recorded past the last lane's region end: enough to cross the next head
     reach = _LANE_MARGIN + int(width / max(avg, 1.0))
     cap = int(region / max(avg, 1.0) * 1.25) + 2 * reach
-    rec = np.empty((cap, k), np.int64)  # step-major: storing a row per step is cheap
+    # positions, step-major (storing a row per step is cheap), as int32 when they fit
+    pdt = np.int32 if n + 2 * _PAD < 2**31 else np.int64
+    rec = np.empty((cap, k), pdt)
     s = 0
     left = -1  # steps still to record once every lane has left its region
     # single-byte steps are < 128, so the pad holds 4 of them; multi-byte ones need a clamp
@@ -361,7 +363,7 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     while left != 0:
         if s == cap:
             cap *= 2
-            grown = np.empty((cap, k), np.int64)
+            grown = np.empty((cap, k), pdt)
             grown[:s] = rec[:s]
             rec = grown
         if s % clamp_every == 0:
@@ -377,24 +379,17 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     owned = (rec < pend[:, None]).sum(axis=1)  # rows ascend: own positions are a prefix
     exitp = np.full(k, -1, np.int64)
     if k > 1:
-        # Where lane k-1, just past its region, meets one of lane k's first own
-        # positions: mark those in a small bitmap per lane (bytes past p_k), probe it.
-        vlen = min(s, _LANE_SYNC)
-        span = int(avg * vlen * 1.5) + width + 8
-        col = np.arange(vlen)
-        first = rec[1:, :vlen] - p[1:, None]
-        base = (np.arange(k - 1) * (span + 1))[:, None]
-        local = np.zeros((k - 1) * (span + 1), np.uint8)
-        usable = (col < owned[1:, None]) & (first < span)
-        local[np.where(usable, first, span) + base] = 1
-        local[base[:, 0] + span] = 0
-        lanes = np.arange(k - 1)
-        past = rec[lanes[:, None], np.minimum(owned[:-1, None] + np.arange(reach), s - 1)]
-        off = past - p[1:, None]
-        met = local[np.where(off < span, off, span) + base] != 0
+        # Lane k-1's first positions past its region (all on the true chain when it is).
+        past = rec.ravel()[np.minimum(owned[:-1] + (np.arange(k - 1) * s), k * s - 1)[:, None]
+                           + np.arange(reach)]
+        # Usually lane k started on the true chain: then they meet at lane k's start.
+        met = past == rec[1:, :1]
         found = met.any(axis=1)
-        exitp[:-1] = np.where(found, past[lanes, met.argmax(axis=1)], -1)
+        exitp[:-1] = np.where(found, rec[1:, 0], -1)
         miss = np.flatnonzero(~found)
+        if miss.size:
+            _meet_soon(rec, owned, p, miss, past[miss], exitp, width + int(avg * _LANE_SYNC))
+            miss = miss[exitp[miss] < 0]
         if miss.size:
             _meet_next(rec, owned, n, miss, exitp)
     reached_end = np.zeros(k, bool)
@@ -431,7 +426,7 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
             lane, at = x // region, x
     keep = rec >= entry[:, None]
     keep &= rec < leave[:, None]
-    out = rec[keep]
+    out = rec[keep].astype(np.int64)
     if extra[0]:
         ln = np.concatenate(extra[0])
         xp = np.concatenate(extra[1])
@@ -444,6 +439,26 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     return out
 
 
+def _meet_soon(rec: np.ndarray, owned: np.ndarray, p: np.ndarray, lanes: np.ndarray,
+               past: np.ndarray, exitp: np.ndarray, span: int) -> None:
+    """For each of ``lanes`` (k-1), where its ``past`` positions meet one of lane k's
+    first own positions: those are marked in a small bitmap per lane (covering
+    ``span`` bytes past p_k) and probed."""
+    s = rec.shape[1]
+    vlen = min(s, _LANE_SYNC)
+    nxt = lanes + 1
+    first = rec[nxt, :vlen] - p[nxt, None]
+    base = (np.arange(lanes.size) * (span + 1))[:, None]
+    local = np.zeros(lanes.size * (span + 1), bool)
+    usable = (np.arange(vlen) < owned[nxt, None]) & (first < span)
+    local[np.where(usable, first, span) + base] = True
+    local[base[:, 0] + span] = False
+    off = past - p[nxt, None]
+    met = local[np.where(off < span, off, span) + base]
+    found = met.any(axis=1)
+    exitp[lanes[found]] = past[np.flatnonzero(found), met[found].argmax(axis=1)]
+
+
 def _meet_next(rec: np.ndarray, owned: np.ndarray, n: int, lanes: np.ndarray,
                exitp: np.ndarray) -> None:
     """For each of ``lanes`` (k-1), the first position past its region that is an own
@@ -452,9 +467,9 @@ def _meet_next(rec: np.ndarray, owned: np.ndarray, n: int, lanes: np.ndarray,
     cols = np.arange(s)
     stride = n + 2
     # lane k's own positions then n+1: each row ascends, and rows are offset apart
-    own = np.where(cols < owned[lanes + 1, None], rec[lanes + 1], n + 1)
+    own = np.where(cols < owned[lanes + 1, None], rec[lanes + 1], n + 1).astype(np.int64)
     keys = (own + (np.arange(lanes.size) * stride)[:, None]).ravel()
-    past = np.where(cols >= owned[lanes, None], np.minimum(rec[lanes], n), n)
+    past = np.where(cols >= owned[lanes, None], np.minimum(rec[lanes], n), n).astype(np.int64)
     query = past + (np.arange(lanes.size) * stride)[:, None]
     at = np.minimum(np.searchsorted(keys, query.ravel()), keys.size - 1).reshape(query.shape)
     same = keys[at] == query
@@ -556,34 +571,29 @@ def _lane_starts(bpad: np.ndarray, n: int, prof: _Profile, likely: np.ndarray,
     p = np.arange(k, dtype=np.int64) * region
     heads = np.ascontiguousarray(
         np.lib.stride_tricks.as_strided(bpad, shape=(k, width), strides=(region, 1)))
-    heads[-1, max(n - int(p[-1]), 0):] = 0  # past the end of the stream
-    table = likely.astype(np.uint8)
-    nonzero = table.copy()
-    nonzero[0] = 0
-    cand = np.frombuffer(heads.tobytes().translate(nonzero.tobytes()), bool).reshape(k, width)
+    inside = min(n - int(p[-1]), width)  # the last head may run past the stream's end
     pos = p.copy()
     lanes = np.arange(k)
-    col: np.ndarray = cand.argmax(axis=1)[:, None]  # first, the first non-null candidate
-    ok = cand[lanes, col[:, 0]][:, None]
-    for attempt in range(2):
-        if attempt:  # then every candidate, of the lanes where that failed
-            lanes = lanes[~good]
-            if not lanes.size:
-                break
-            cand = np.frombuffer(heads[lanes].tobytes().translate(table.tobytes()),
-                                 bool).reshape(lanes.size, width)
-            rank = np.where(cand, np.where(heads[lanes] == 0, width, 0) + np.arange(width),
-                            2 * width)
-            col = np.argsort(rank, axis=1, kind="stable")
-            ok = np.take_along_axis(cand, col, axis=1)
-        x = np.minimum(p[lanes, None] + col, n)
+    nonzero = likely.astype(np.uint8)
+    nonzero[0] = 0
+    for attempt in range(4):
+        if attempt in (0, 2):  # the null tags too, from the third attempt on
+            table = (nonzero if attempt == 0 else likely.astype(np.uint8)).tobytes()
+            cand = np.frombuffer(heads[lanes].tobytes().translate(table), bool).reshape(
+                lanes.size, width).copy()
+            if lanes[-1] == k - 1:
+                cand[-1, inside:] = False
+        col = cand.argmax(axis=1)
+        ok = cand[np.arange(lanes.size), col]
+        x = np.minimum(p[lanes] + col, n)
         for _step in range(3):
-            x = np.minimum(x + _lane_steps(bpad, x.ravel(), prof, region, n).reshape(x.shape),
-                           n)
+            x = np.minimum(x + _lane_steps(bpad, x, prof, region, n), n)
             ok &= likely[bpad[x]] | (x == n)
-        good = ok.any(axis=1)
-        pick = col[np.arange(lanes.size), ok.argmax(axis=1)]
-        pos[lanes[good]] += pick[good]
+        pos[lanes[ok]] += col[ok]
+        cand[np.arange(lanes.size), col] = False
+        cand, lanes = cand[~ok], lanes[~ok]
+        if not lanes.size:
+            break
     pos[0] = 0
     return pos
 
@@ -854,8 +864,13 @@ def decode_varbinary(stream: Buffer, count: int | None = None) -> tuple[
     bpad = _padded(buf) if buf.size >= _SERIAL_BELOW else None
     res = _scan(buf, bpad, count, _ANY)
     code = res.v if res.v is not None else res.lengths + 1
-    offsets = np.zeros(code.size + 1, np.int64)
-    np.cumsum(np.maximum(code, 1) - 1, dtype=np.int64, out=offsets[1:])
+    offsets = np.empty(code.size + 1, np.int64)
+    if res.v is not None:  # the data is the stream less one tag byte per value
+        np.subtract(res.tags, np.arange(code.size), out=offsets[:-1])
+        offsets[-1] = buf.size - code.size
+    else:
+        offsets[0] = 0
+        np.cumsum(np.maximum(res.lengths, 0), out=offsets[1:])
     body = np.ones(buf.size, bool)
     body[res.tags] = False
     if res.v is None:  # tags of more than one byte

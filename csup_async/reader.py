@@ -10,6 +10,7 @@ event loop stays free.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
@@ -205,7 +206,15 @@ class Reader:
         return plan
 
     # ---------------------------------------------------------------- scan ---
-    async def _fetch(self, plan: Any, stats: ScanStats) -> RangeBuffer:
+    async def _fetch(self, plan: Any, stats: ScanStats,
+                     early: dict[Any, Any] | None = None) -> RangeBuffer:
+        """Fetch the plan's requests concurrently; with ``early``, decompress as bytes land.
+
+        Each response body is consumed as a stream; the moment a compressed
+        segment's last byte arrives, its decompression starts in a worker
+        thread (LZ4 releases the GIL), overlapping the reads still in flight.
+        ``early`` receives segment -> future of its decompressed bytes.
+        """
         buf = RangeBuffer()
         buf.add(self.tail.offset, self.tail.data)
         for off, data in self._extra:
@@ -214,16 +223,56 @@ class Reader:
         sem = asyncio.Semaphore(self.concurrency)
         t0 = time.perf_counter()
 
-        async def one(r: Any) -> tuple[int, bytes]:
-            return r.offset, await self._read_request(r, sem, stats, t0)
+        async def one(r: Any) -> tuple[int, bytes | bytearray]:
+            if early is None or not hasattr(self.store, "stream_range"):
+                return r.offset, await self._read_request(r, sem, stats, t0)
+            return r.offset, await self._stream_request(r, sem, stats, t0, early)
 
-        results = await _gather_or_cancel([one(r) for r in todo])
+        try:
+            results = await _gather_or_cancel([one(r) for r in todo])
+        except BaseException:
+            for f in (early or {}).values():
+                f.cancel()
+            raise
         for off, data in results:
             buf.add(off, data)
         stats.requests = len(todo)
         stats.bytes_read = sum(r.length for r in todo)
         stats.bytes_needed = plan.bytes_needed
         return buf
+
+    async def _stream_request(self, r: Any, sem: asyncio.Semaphore, stats: ScanStats,
+                              t0: float, early: dict[Any, Any]) -> bytearray:
+        loop = asyncio.get_running_loop()
+        inside = sorted((s for s in r.segments if s.compression and s.offset >= r.offset
+                         and s.end <= r.end), key=lambda s: s.end)
+        data = bytearray(r.length)
+        pos = 0
+        k = 0
+        async with sem:
+            chunks = self.store.stream_range(self.key, r.offset, r.length,
+                                             self.tail.info.version)
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    if stats.ttfb is None:
+                        stats.ttfb = time.perf_counter() - t0
+                    n = len(chunk)
+                    if pos + n > r.length:
+                        raise FormatError(f"store returned more than the {r.length}-byte "
+                                          "range", path=self.path)
+                    data[pos : pos + n] = chunk
+                    pos += n
+                    while k < len(inside) and inside[k].end - r.offset <= pos:
+                        seg = inside[k]
+                        k += 1
+                        if seg not in early:
+                            raw = bytes(data[seg.offset - r.offset : seg.end - r.offset])
+                            early[seg] = loop.run_in_executor(
+                                None, _decompress, raw, seg, self.max_mem_length)
+        if pos != r.length:
+            raise FormatError(f"store returned {pos} bytes for a {r.length}-byte range",
+                              path=self.path)
+        return data
 
     async def _read_request(self, r: Any, sem: asyncio.Semaphore, stats: ScanStats,
                             t0: float) -> bytes:
@@ -317,8 +366,10 @@ class Reader:
         t0 = time.perf_counter()
         paths = self._paths(columns)
         stats = ScanStats()
-        buf = await self._fetch(plan, stats)
-        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths)
+        early: dict[Any, Any] = {}
+        buf = await self._fetch(plan, stats, early)
+        ready = await _settle(early)
+        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths, ready)
         stats.wall = time.perf_counter() - t0
         return ScanResult(cols, n, stats, plan)
 
@@ -328,14 +379,16 @@ class Reader:
         paths = self._paths(columns)
         plan = self._plan(paths)
         stats = ScanStats()
-        buf = await self._fetch(plan, stats)
-        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths)
+        early: dict[Any, Any] = {}
+        buf = await self._fetch(plan, stats, early)
+        ready = await _settle(early)
+        cols, n = await asyncio.to_thread(self._assemble_paths, buf, paths, ready)
         stats.wall = time.perf_counter() - t0
         return ScanResult(cols, n, stats, plan)
 
-    def _source(self, buf: RangeBuffer) -> StreamSource:
+    def _source(self, buf: RangeBuffer, ready: dict[Any, Any] | None = None) -> StreamSource:
         return StreamSource(lambda s: buf.get(s.offset, s.length),
-                            max_mem_length=self.max_mem_length)
+                            max_mem_length=self.max_mem_length, decompressed=ready or {})
 
     def _super_ids(self, src: StreamSource) -> tuple[np.ndarray, list[int]]:
         meta = self.meta
@@ -350,10 +403,11 @@ class Reader:
             raise FormatError(f"super column holds an ID outside 0..{n_types - 1}")
         return ids, [int(c) for c in np.bincount(ids, minlength=n_types)]
 
-    def _assemble_paths(self, buf: RangeBuffer, paths: list[str]
+    def _assemble_paths(self, buf: RangeBuffer, paths: list[str],
+                        ready: dict[Any, Any] | None = None
                         ) -> tuple[dict[str, A.Array], int]:
         try:
-            src = self._source(buf)
+            src = self._source(buf, ready)
             ids, counts = self._super_ids(src)
             out = {}
             for p in paths:
@@ -406,6 +460,23 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _decompress(raw: bytes, seg: Any, max_mem_length: int) -> bytes | memoryview:
+    from .decode import decompress_segment
+
+    return decompress_segment(raw, seg, max_mem_length=max_mem_length)
+
+
+async def _settle(early: dict[Any, Any]) -> dict[Any, Any]:
+    """The early decompressions' results; a failed one is left for assembly to redo and report."""
+    out = {}
+    for seg, fut in early.items():
+        try:
+            out[seg] = await fut
+        except CsupError:
+            pass
+    return out
 
 
 async def _gather_or_cancel(coros: list[Any]) -> list[Any]:

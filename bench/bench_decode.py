@@ -1,0 +1,170 @@
+"""Throughput of the column decoders, next to pyarrow reading the same data from Parquet.
+
+Run ``python bench/bench_decode.py [--rows N] [--runs R]``; prints a markdown table.
+MB/s counts the bytes of the CSUP column stream (for pyarrow too, so the rows
+compare like for like); both sides run on one core (pyarrow with
+``use_threads=False``) and report the median of R runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from csup_async import decode as D  # noqa: E402
+from csup_async.types import PRIMITIVE_BY_NAME  # noqa: E402
+
+
+def tag_stream(lengths: np.ndarray, body: Callable[[np.ndarray, np.ndarray], None]) -> bytes:
+    """A stream of values with these body lengths (-1: null); ``body(out, starts)`` fills
+    the bodies.  Vectorised, so that building the inputs does not dominate the run."""
+    size = 1 + np.maximum(lengths, 0)
+    tags = np.zeros(lengths.size, np.int64)
+    np.cumsum(size[:-1], out=tags[1:])
+    out = np.zeros(int(size.sum()), np.uint8)
+    assert (lengths < 127).all()
+    out[tags] = (lengths + 1).astype(np.uint8)
+    body(out, tags + 1)
+    return out.tobytes()
+
+
+def int_stream(values: np.ndarray, valid: np.ndarray) -> bytes:
+    zz = (values.astype(np.uint64) << np.uint64(1)) ^ (values >> 63).astype(np.uint64)
+    nbytes = np.zeros(values.size, np.int64)
+    for j in range(8):
+        nbytes += zz >= (np.uint64(1) << np.uint64(8 * j)) if j else zz > 0
+    lengths = np.where(valid, nbytes, -1)
+
+    def fill(out: np.ndarray, starts: np.ndarray) -> None:
+        for j in range(8):
+            sel = lengths > j
+            out[starts[sel] + j] = ((zz[sel] >> np.uint64(8 * j)) & np.uint64(0xFF)).astype(
+                np.uint8)
+
+    return tag_stream(lengths, fill)
+
+
+def fixed_stream(raw: np.ndarray, valid: np.ndarray) -> bytes:
+    width = raw.dtype.itemsize
+    lengths = np.where(valid, width, -1)
+    as_bytes = raw.view(np.uint8).reshape(-1, width)
+
+    def fill(out: np.ndarray, starts: np.ndarray) -> None:
+        for j in range(width):
+            out[starts[valid] + j] = as_bytes[valid, j]
+
+    return tag_stream(lengths, fill)
+
+
+def string_stream(lengths: np.ndarray, chars: np.ndarray) -> bytes:
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(np.maximum(lengths, 0), out=offsets[1:])
+
+    def fill(out: np.ndarray, starts: np.ndarray) -> None:
+        sizes = np.maximum(lengths, 0)
+        at = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
+        out[at] = chars
+
+    return tag_stream(lengths, fill)
+
+
+def timed(fn: Callable[[], object], runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    n, runs = args.rows, args.runs
+    rng = np.random.default_rng(42)
+    valid = rng.random(n) >= 0.05  # some nulls
+    small = rng.integers(-1000, 1000, n)
+    large = rng.integers(-(2**62), 2**62, n)
+    floats = rng.standard_normal(n)
+    bools = rng.random(n) < 0.5
+    alphabet = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+                             np.uint8)
+    slens = np.where(valid, rng.integers(2, 19, n), -1)  # ~10 characters
+    chars = alphabet[rng.integers(0, alphabet.size, int(np.maximum(slens, 0).sum()))]
+    all_valid = np.ones(n, bool)
+
+    p = PRIMITIVE_BY_NAME
+    cases: list[tuple[str, bytes, Callable[[bytes], object], str]] = [
+        ("int64, |v| < 1000, 5% null", int_stream(small, valid),
+         lambda b: D.decode_primitive(p["int64"], b, n), "small"),
+        ("int64, |v| < 2^62, 5% null", int_stream(large, valid),
+         lambda b: D.decode_primitive(p["int64"], b, n), "large"),
+        ("float64, no nulls", fixed_stream(floats, all_valid),
+         lambda b: D.decode_primitive(p["float64"], b, n), "floats"),
+        ("float64, 5% null", fixed_stream(floats, valid),
+         lambda b: D.decode_primitive(p["float64"], b, n), "floats_null"),
+        ("string, ~10 chars, 5% null", string_stream(slens, chars),
+         lambda b: D.decode_primitive(p["string"], b, n), "strings"),
+        ("bool, no nulls", fixed_stream(bools.astype(np.uint8), all_valid),
+         lambda b: D.decode_primitive(p["bool"], b, n), "bools"),
+        ("bool, 5% null", fixed_stream(bools.astype(np.uint8), valid),
+         lambda b: D.decode_primitive(p["bool"], b, n), "bools_null"),
+    ]
+
+    arrow = None
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        offs = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(slens, 0), out=offs[1:])
+        strings = pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(offs), pa.py_buffer(chars.tobytes()),
+            pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())).cast(pa.string())
+        columns = {
+            "small": pa.array(small, mask=~valid), "large": pa.array(large, mask=~valid),
+            "floats": pa.array(floats), "floats_null": pa.array(floats, mask=~valid),
+            "strings": strings, "bools": pa.array(bools),
+            "bools_null": pa.array(bools, mask=~valid),
+        }
+        arrow = {}
+        for name, col in columns.items():
+            sink = io.BytesIO()
+            pq.write_table(pa.table({name: col}), sink)
+            arrow[name] = sink.getvalue()
+
+        def read(blob: bytes) -> object:
+            return pq.read_table(io.BytesIO(blob), use_threads=False)
+    except ImportError:
+        pass
+
+    print(f"{n:,} values per column, median of {runs} runs, one core.\n")
+    print("| column | stream MB | csup-async ms | MB/s | M values/s "
+          "| pyarrow Parquet ms | MB/s | M values/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, stream, fn, key in cases:
+        ours = timed(lambda s=stream, f=fn: f(s), runs)
+        mb = len(stream) / 1e6
+        row = f"| {label} | {mb:.1f} | {ours * 1e3:.1f} | {mb / ours:.0f} | {n / ours / 1e6:.1f} |"
+        if arrow is not None:
+            theirs = timed(lambda b=arrow[key]: read(b), runs)
+            row += f" {theirs * 1e3:.1f} | {mb / theirs:.0f} | {n / theirs / 1e6:.1f} |"
+        else:
+            row += " - | - | - |"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
