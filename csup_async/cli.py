@@ -29,11 +29,24 @@ from .errors import (
 EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE = 1, 2, 3, 4, 5
 
 
+def _store_flags() -> argparse.ArgumentParser:
+    """Store options as flags; credentials come from the environment (never from argv)."""
+    s = argparse.ArgumentParser(add_help=False)
+    g = s.add_argument_group("store options (also from AWS_*, GOOGLE_*, STORAGE_EMULATOR_HOST)")
+    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
+    g.add_argument("--region", help="S3 region")
+    g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
+    g.add_argument("--concurrency", type=int, default=None, help="requests in flight")
+    g.add_argument("--no-verify-ssl", action="store_true", help="skip TLS verification")
+    return s
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="csup-async",
                                 description="Read and write Super Columnar (CSUP) files.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
+    store = _store_flags()
 
     c = sub.add_parser("convert", help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet")
     c.add_argument("input")
@@ -42,15 +55,19 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--skew-thresh", type=int, default=None)
     c.add_argument("--no-compress", action="store_true")
 
+    c = sub.add_parser("demo", help="sample data -> local S3 server -> planned scan")
+    c.add_argument("--rows", type=int, default=100_000)
+
     c = sub.add_parser("cat", help="print every value as deterministic JSON lines")
     c.add_argument("input")
 
-    c = sub.add_parser("inspect", help="trailer, sections, super types and column tree")
+    c = sub.add_parser("inspect", help="trailer, sections, super types and column tree",
+                       parents=[store])
     c.add_argument("url")
 
     for name, helptext in (("scan", "read a projection of columns"),
                            ("plan", "show the reads a projection needs")):
-        c = sub.add_parser(name, help=helptext)
+        c = sub.add_parser(name, help=helptext, parents=[store])
         c.add_argument("url")
         c.add_argument("-c", "--columns", default=None, help="comma-separated dotted paths")
         c.add_argument("--profile", default=None, help="planner profile: s3, gcs, http, local")
@@ -150,15 +167,32 @@ def _inspect(args: argparse.Namespace) -> int:
     from .reader import open as open_csup
 
     async def run() -> str:
-        async with open_csup(args.url) as r:
-            return describe_file(r.meta, args.url)
+        async with open_csup(args.url, **_open_opts(args)) as r:
+            return describe_file(r.meta, r.path)
 
     print(asyncio.run(run()))
     return 0
 
 
 def _open_opts(args: argparse.Namespace) -> dict[str, Any]:
-    return {"profile": args.profile} if args.profile else {}
+    """Reader and store options from the flags, only those that apply to the URL's store."""
+    url = getattr(args, "url", "") or ""
+    opts: dict[str, Any] = {}
+    if getattr(args, "profile", None):
+        opts["profile"] = args.profile
+    if getattr(args, "concurrency", None):
+        opts["concurrency"] = args.concurrency
+    s3 = url.startswith("s3://")
+    remote = "://" in url and not url.startswith("file://")
+    if s3 and args.endpoint_url:
+        opts["endpoint_url"] = args.endpoint_url
+    if s3 and args.region:
+        opts["region"] = args.region
+    if remote and args.anonymous and (s3 or url.startswith(("gs://", "gcs://"))):
+        opts["anonymous"] = True
+    if remote and args.no_verify_ssl and not url.startswith(("memory://",)):
+        opts["verify_ssl"] = False
+    return opts
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -221,7 +255,13 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-COMMANDS = {"convert": _convert, "cat": _cat, "inspect": _inspect, "scan": _scan,
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run
+
+    return run(args.rows)
+
+
+COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect, "scan": _scan,
             "plan": _plan}
 
 if __name__ == "__main__":

@@ -114,3 +114,19 @@ def test_console_script_entry_point(tmp_path):
                         "-c", "title"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "title" in r.stdout
+
+
+def test_scan_over_s3_with_store_flags(moto_s3, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "p.csup"
+    run(["convert", DATA / "prs.zng", out], capsys)
+    key = moto_s3.put("cli/prs.csup", out.read_bytes())
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto_s3.ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_s3.SECRET_KEY)
+    code, text, err = run(["scan", f"s3://{key}", "-c", "number", "--format", "json",
+                           "--endpoint-url", moto_s3.endpoint, "--region", "us-east-1",
+                           "--limit", "3", "--stats"], capsys)
+    assert code == 0, err
+    assert [json.loads(x)["number"] for x in text.splitlines()] == [1, 2, 3]
+    assert moto_s3.SECRET_KEY not in text + err
+    code, text, _ = run(["inspect", f"s3://{key}", "--endpoint-url", moto_s3.endpoint], capsys)
+    assert code == 0 and "rows: 28" in text
