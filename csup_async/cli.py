@@ -109,7 +109,7 @@ def _convert(args: argparse.Namespace) -> int:
     from .inputs import kind_of, read_values
 
     out_kind = kind_of(args.output)
-    values = read_values(args.input)
+    values = _progress(read_values(args.input), f"converting {args.input}")
     if out_kind == "csup":
         from .writer import write
 
@@ -127,6 +127,23 @@ def _convert(args: argparse.Namespace) -> int:
         raise CsupError("output must be .csup or .bsup", path=args.output)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
+
+
+def _progress(values: Any, label: str) -> Any:
+    """Count values on a live line when stderr is a terminal; stay silent when piped."""
+    if not sys.stderr.isatty():
+        yield from values
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"),
+               TextColumn("{task.completed:,} values"), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        for i, v in enumerate(values, 1):
+            yield v
+            if i % 1000 == 0:
+                bar.update(task, completed=i)
 
 
 def _write_bsup(path: str, values: Any) -> int:

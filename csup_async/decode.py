@@ -54,7 +54,7 @@ DEFAULT_MAX_MEM_LENGTH = 256 << 20
 
 _PAD = 1024  # zero bytes after a stream copy: gathers and lanes may run past the end
 _SERIAL_BELOW = 4096  # streams shorter than this are scanned serially (lanes cost ~1 ms)
-_LANE_MARGIN = 12  # lockstep steps after every lane has left its region (plus a head's)
+_LANE_MARGIN = 8  # lockstep steps after every lane has left its region (plus a head's)
 _LANE_SYNC = 16  # a lane's first positions searched for where the previous lane meets it
 _MAX_TAG_BYTES = 10  # a uvarint of a 64-bit value
 _SAMPLE = 256  # values parsed serially from a stream's head to learn its shape
@@ -339,8 +339,8 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
     walking (:func:`_walk`).  Paths only move forward, so reading each lane's
     kept range in lane order gives the chain sorted.
     """
-    per_lane = max(64, int(6 * avg))  # values per lane: amortises the re-synchronisation
-    region = max(256, int(avg * per_lane))
+    per_lane = max(128, int(8 * avg))  # values per lane: amortises the re-synchronisation
+    region = max(1024, int(avg * per_lane))
     region = min(region, max(64, n // 16))
     region |= 1  # an odd spacing keeps the lanes' gathers off the same cache sets
     k = -(-n // region)
@@ -375,8 +375,8 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
         elif s % 4 == 0 and (pos >= pend).all():
             left = reach
         pos += _lane_steps(bpad, pos, prof, region, n)
+    owned = _count_below(rec[:s], pend)
     rec = np.ascontiguousarray(rec[:s].T)  # lane-major for everything below
-    owned = (rec < pend[:, None]).sum(axis=1)  # rows ascend: own positions are a prefix
     exitp = np.full(k, -1, np.int64)
     if k > 1:
         # Lane k-1's first positions past its region (all on the true chain when it is).
@@ -437,6 +437,23 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float,
         if xp.size:
             out = np.insert(out, np.searchsorted(out, xp), xp)
     return out
+
+
+def _count_below(rec: np.ndarray, pend: np.ndarray) -> np.ndarray:
+    """How many of each lane's positions (columns of ``rec``, ascending) are below its
+    region's end: a binary search on all lanes at once."""
+    s, k = rec.shape
+    lo = np.zeros(k, np.int64)
+    hi = np.full(k, s, np.int64)
+    lanes = np.arange(k)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) >> 1
+        below = open_ & (rec[np.minimum(mid, s - 1), lanes] < pend)
+        lo = np.where(below, mid + 1, lo)
+        hi = np.where(open_ & ~below, mid, hi)
 
 
 def _meet_soon(rec: np.ndarray, owned: np.ndarray, p: np.ndarray, lanes: np.ndarray,

@@ -45,7 +45,8 @@ def _start_s3() -> tuple[Any, str, dict[str, Any]]:
         import boto3
         from moto.server import ThreadedMotoServer
     except ImportError:
-        raise SystemExit("the demo needs moto's S3 server: pip install 'csup-async[demo]'") from None
+        raise SystemExit("the demo needs moto's S3 server: "
+                         "pip install 'csup-async[demo]'") from None
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)

@@ -472,10 +472,8 @@ async def _settle(early: dict[Any, Any]) -> dict[Any, Any]:
     """The early decompressions' results; a failed one is left for assembly to redo and report."""
     out = {}
     for seg, fut in early.items():
-        try:
+        with contextlib.suppress(CsupError):
             out[seg] = await fut
-        except CsupError:
-            pass
     return out
 
 
