@@ -757,8 +757,12 @@ class MapArray(Array):
         vals = self._child(self.values).to_pylist(typed)
         rel = (self.offsets - self.offsets[0]).tolist()
         if _key_hashable(_phys(self.type).key):
-            out: list[Any] = [dict(zip(keys[a:b], vals[a:b], strict=True))
-                              for a, b in pairwise(rel)]
+            out: list[Any] = []
+            for a, b in pairwise(rel):
+                d = dict(zip(keys[a:b], vals[a:b], strict=True))
+                # keys distinct in BSUP but equal in Python (0.0 and -0.0) keep every entry
+                out.append(d if len(d) == b - a else list(zip(keys[a:b], vals[a:b],
+                                                               strict=True)))
         else:
             out = [list(zip(keys[a:b], vals[a:b], strict=True)) for a, b in pairwise(rel)]
         return _null_out(out, self.validity)
