@@ -75,11 +75,14 @@ def strip_unions(v: Any) -> Any:
     if isinstance(v, UnionValue):
         return strip_unions(v.value)
     if isinstance(v, dict):
-        return {k: strip_unions(x) for k, x in v.items()}
+        d = {strip_unions(k): strip_unions(x) for k, x in v.items()}
+        # keys equal once plain (a null member and a null union) stay as pairs
+        return d if len(d) == len(v) else [(strip_unions(k), strip_unions(x))
+                                           for k, x in v.items()]
     if isinstance(v, list):
         return [strip_unions(x) for x in v]
-    if isinstance(v, tuple) and len(v) == 2:
-        return v
+    if isinstance(v, tuple):
+        return tuple(strip_unions(x) for x in v)
     return v
 
 

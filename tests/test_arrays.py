@@ -180,7 +180,9 @@ def strip(v: Any) -> Any:
     if isinstance(v, UnionValue):
         return strip(v.value)
     if isinstance(v, dict):
-        return {strip(k): strip(x) for k, x in v.items()}
+        d = {strip(k): strip(x) for k, x in v.items()}
+        # keys that become equal once plain are kept as pairs, as the mapping does
+        return d if len(d) == len(v) else [(strip(k), strip(x)) for k, x in v.items()]
     if isinstance(v, list):
         return [strip(x) for x in v]
     if isinstance(v, tuple):

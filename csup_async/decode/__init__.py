@@ -1,0 +1,46 @@
+"""Vectorised decoders: column-stream bytes to numpy arrays.
+
+A primitive column stream is a run of tag-encoded values (uvarint tag, 0 for
+null, else body length + 1, then the body).  Where each value starts depends
+on every tag before it, so finding the values is serial by nature, and a plain
+Python loop manages only ~8 MB/s.  This package finds them with numpy alone:
+
+* constant stride: when every value has the same single-byte tag (float64 or
+  bool without nulls) one strided comparison proves it (:mod:`.columns`);
+* lockstep speculation (:mod:`.lanes`): many guessed starts followed together
+  as vector operations, stitched where they meet, then checked (:mod:`.scan`);
+* the serial scanner (:mod:`.tags`), the reference semantics: used for small
+  streams, where speculation does not settle (periodic or adversarial data),
+  and to find and describe errors.
+
+Speculation only ever changes speed, never answers.  Every function raises
+only :class:`~csup_async.errors.CsupError` subclasses, for any input bytes;
+messages give stream offsets, and callers add the file path.  Inputs may be
+bytes, bytearray or memoryview; decoded arrays never alias them, so a buffer
+may be reused (the scanners work on one zero-padded copy of the stream, which
+lets gathers run past its end).
+"""
+
+from __future__ import annotations
+
+from .columns import (
+    DEFAULT_MAX_MEM_LENGTH,
+    Decoded,
+    decode_bools,
+    decode_floats,
+    decode_int32s,
+    decode_ints,
+    decode_primitive,
+    decode_varbinary,
+    decompress_segment,
+    lengths_to_offsets,
+    presence_to_validity,
+    validate_utf8,
+)
+from .scan import scan_tags
+
+__all__ = [
+    "DEFAULT_MAX_MEM_LENGTH", "Decoded", "decompress_segment", "scan_tags", "decode_ints",
+    "decode_floats", "decode_bools", "decode_varbinary", "validate_utf8", "decode_int32s",
+    "presence_to_validity", "lengths_to_offsets", "decode_primitive",
+]

@@ -1,0 +1,380 @@
+"""Column decoders: from a primitive column stream (or its compressed segment) to
+numpy arrays, and the helpers that turn presence runs and lengths into masks
+and offsets."""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+import lz4.block
+import numpy as np
+
+from ..errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
+from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
+from ..types import PrimitiveType
+from .scan import _SERIAL_BELOW, _scan
+from .tags import (
+    _ANY,
+    _BOOLS,
+    _FLOAT_PROFILES,
+    _INT32S,
+    _INT_PROFILES,
+    Buffer,
+    _check_count,
+    _count_error,
+    _padded,
+    _Tags,
+    _u8,
+)
+
+#: Largest decompressed segment accepted by default (256 MiB).  A segment's
+#: ``mem_length`` is read from the file, so without a cap a few bytes of LZ4
+#: could ask for gigabytes; a writer's default segment is 4 MiB.
+DEFAULT_MAX_MEM_LENGTH = 256 << 20
+
+
+def decompress_segment(raw: Buffer, segment: Segment, *,
+                       max_mem_length: int = DEFAULT_MAX_MEM_LENGTH) -> Buffer:
+    """The decompressed bytes of one segment (``raw`` itself when stored uncompressed).
+
+    ``max_mem_length`` caps ``segment.mem_length`` (LimitError beyond it), so a
+    corrupt or hostile file cannot make us allocate more than that.
+    """
+    try:
+        nbytes = memoryview(raw).nbytes
+    except TypeError:
+        raise FormatError(f"segment data of type {type(raw).__name__} is not bytes") from None
+    length, mem = segment.length, segment.mem_length
+    where = f"segment at offset {segment.offset}"
+    if length < 0 or mem < 0:
+        raise FormatError(f"{where} has a negative length ({length}) or mem_length ({mem})")
+    if nbytes < length:
+        raise TruncatedError(f"{where}: got {nbytes} bytes, its length is {length}")
+    if nbytes > length:
+        raise FormatError(f"{where}: got {nbytes} bytes, its length is {length}")
+    if mem > max_mem_length:
+        raise LimitError(f"{where} decompresses to {mem} bytes, over "
+                         f"max_mem_length={max_mem_length}")
+    if segment.compression == COMPRESSION_NONE:
+        if mem != length:
+            raise FormatError(f"{where} is uncompressed but its mem_length {mem} "
+                              f"differs from its length {length}")
+        return raw
+    if segment.compression != COMPRESSION_LZ4:
+        raise FormatError(f"{where} has unknown compression format {segment.compression}")
+    # LZ4 expands by at most ~255:1; refuse an impossible claim before allocating it.
+    if mem > 256 * length + 64:
+        raise FormatError(f"{where}: {length} bytes of LZ4 cannot decompress to {mem} bytes")
+    try:
+        out = lz4.block.decompress(raw, uncompressed_size=mem)
+    except Exception as e:  # LZ4BlockError, ValueError, MemoryError: all mean "corrupt"
+        raise FormatError(f"{where}: corrupt LZ4 block ({e})") from None
+    if len(out) != mem:
+        raise FormatError(f"{where}: LZ4 block decompressed to {len(out)} bytes, "
+                          f"mem_length says {mem}")
+    return out
+
+
+# ---------------------------------------------------------- decoders ---
+
+# keeps the low (code - 1) bytes of a word, code being a value's length + 1 (0: null)
+_MASK_BY_CODE = np.array([0, 0] + [(1 << (8 * i)) - 1 for i in range(1, 9)], np.uint64)
+_ONE = np.uint64(1)
+
+
+def _stride(buf: np.ndarray, count: int | None, tag: int) -> int | None:
+    """The number of values if every one is the single-byte tag ``tag`` (no nulls)."""
+    n = buf.size
+    size = max(tag, 1)
+    if n == 0 or n % size or (count is not None and count * size != n):
+        return None
+    if buf[0] != tag or (buf[: 64 * size: size] != tag).any():
+        return None
+    if (buf[::size] != tag).any():
+        return None
+    return n // size
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _validity(code: np.ndarray) -> np.ndarray | None:
+    valid = code != 0
+    return None if valid.all() else valid
+
+
+def _gather_words(bpad: np.ndarray, at: np.ndarray, size: int, skip: int = 0) -> np.ndarray:
+    """The ``size``-byte little-endian word at each offset + ``skip`` (unaligned, padded)."""
+    dt = np.dtype(f"<u{size}")
+    view = np.ndarray((bpad.size - size + 1 - skip,), dtype=dt, buffer=bpad, offset=skip,
+                      strides=(1,))
+    return view[at]
+
+
+def _codes(res: _Tags) -> tuple[np.ndarray, np.ndarray, int]:
+    """(length + 1 of each value, 0 for null; offsets; skip from offset to body)."""
+    if res.v is not None:
+        return res.v, res.tags, 1
+    return res.lengths + 1, res.starts, 0
+
+
+def _length_error(what: str, res: _Tags, bad: np.ndarray) -> FormatError:
+    i = _first_bad(bad)
+    return FormatError(f"{what} value of {res.lengths[i]} bytes at stream offset {res.tags[i]}")
+
+
+def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
+                bits: int = 64) -> tuple[np.ndarray, np.ndarray | None]:
+    """(int64 or uint64 values, validity or None when no value is null); nulls hold 0.
+
+    Values are little-endian with high zero bytes dropped, signed ones zig-zag
+    encoded first; a value longer than ``bits / 8`` bytes is a FormatError.
+    """
+    name = f"{'int' if signed else 'uint'}{bits}"
+    if bits not in (8, 16, 32, 64):
+        raise UnsupportedTypeError(f"{name} has no fast decoder")
+    width = bits // 8
+    buf = _u8(stream)
+    bpad = _padded(buf)
+    res = _scan(buf, bpad, count, _INT_PROFILES[width])
+    code, at, skip = _codes(res)
+    over = code > width + 1
+    if over.any():
+        raise _length_error(name, res, over)
+    words = _gather_words(bpad, at, 8, skip)
+    words &= np.take(_MASK_BY_CODE, code.astype(np.intp))
+    validity = _validity(code)
+    if signed:
+        sign = words & _ONE
+        np.negative(sign, out=sign)
+        words >>= _ONE
+        words ^= sign
+        return words.view(np.int64), validity
+    return words, validity
+
+
+def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
+    """int32 values of a lengths, union-tag, super-ID or presence stream (no nulls)."""
+    buf = _u8(stream)
+    bpad = _padded(buf)
+    res = _scan(buf, bpad, count, _INT32S)
+    code, at, skip = _codes(res)
+    null = code == 0
+    if null.any():
+        raise FormatError(f"a null at stream offset {res.tags[_first_bad(null)]} of an "
+                          f"int32 stream")
+    over = code > 5
+    if over.any():
+        raise _length_error("int32", res, over)
+    words = _gather_words(bpad, at, 4, skip)
+    words &= np.take(_MASK_BY_CODE, code.astype(np.intp)).astype(np.uint32)
+    sign = words & np.uint32(1)
+    np.negative(sign, out=sign)
+    words >>= np.uint32(1)
+    words ^= sign
+    return words.view(np.int32)
+
+
+_FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}
+
+
+def decode_floats(stream: Buffer, count: int | None = None, *,
+                  width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
+    if width not in _FLOAT_DTYPES:
+        raise UnsupportedTypeError(f"float{8 * width} has no fast decoder")
+    dt = _FLOAT_DTYPES[width]
+    buf = _u8(stream)
+    m = _stride(buf, count, width + 1)
+    if m is not None:
+        view = np.ndarray((m,), dtype=dt, buffer=buf, offset=1, strides=(width + 1,))
+        return np.ascontiguousarray(view), None
+    bpad = _padded(buf)
+    res = _scan(buf, bpad, count, _FLOAT_PROFILES[width])
+    code, at, skip = _codes(res)
+    bad = (code != width + 1) & (code != 0)
+    if bad.any():
+        raise _length_error(f"float{8 * width}", res, bad)
+    values = _gather_words(bpad, at, width, skip).view(dt)
+    validity = _validity(code)
+    if validity is not None:
+        values[~validity] = 0
+    return values, validity
+
+
+def decode_bools(stream: Buffer, count: int | None = None) -> tuple[np.ndarray,
+                                                                    np.ndarray | None]:
+    """(bool values, validity or None); a body other than one byte 0 or 1 is an error."""
+    buf = _u8(stream)
+    m = _stride(buf, count, 2)
+    if m is not None:
+        body = buf[1::2]
+        if (body > 1).any():
+            i = _first_bad(body > 1)
+            raise FormatError(f"bool value {body[i]} at stream offset {2 * i}")
+        return body.astype(bool), None
+    bpad = _padded(buf)
+    res = _scan(buf, bpad, count, _BOOLS)
+    code, at, skip = _codes(res)
+    bad = (code != 2) & (code != 0)
+    if bad.any():
+        raise _length_error("bool", res, bad)
+    validity = _validity(code)
+    body = bpad[at + skip]
+    if validity is not None:
+        body[~validity] = 0
+    if (body > 1).any():
+        i = _first_bad(body > 1)
+        raise FormatError(f"bool value {body[i]} at stream offset {res.tags[i]}")
+    return body.view(bool), validity
+
+
+def decode_varbinary(stream: Buffer, count: int | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray | None]:
+    """(int64 offsets of n+1, compact uint8 data, validity or None) for strings and bytes.
+
+    Strings are not checked here: :func:`validate_utf8` does it in one pass.
+    """
+    buf = _u8(stream)
+    bpad = _padded(buf) if buf.size >= _SERIAL_BELOW else None
+    res = _scan(buf, bpad, count, _ANY)
+    code = res.v if res.v is not None else res.lengths + 1
+    offsets = np.empty(code.size + 1, np.int64)
+    if res.v is not None:  # the data is the stream less one tag byte per value
+        np.subtract(res.tags, np.arange(code.size), out=offsets[:-1])
+        offsets[-1] = buf.size - code.size
+    else:
+        offsets[0] = 0
+        np.cumsum(np.maximum(res.lengths, 0), out=offsets[1:])
+    body = np.ones(buf.size, bool)
+    body[res.tags] = False
+    if res.v is None:  # tags of more than one byte
+        extra = res.starts - res.tags
+        for j in range(1, int(extra.max())):
+            body[res.tags[extra > j] + j] = False
+    return offsets, buf[body], _validity(code)
+
+
+def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
+    """FormatError unless every value ``data[offsets[i]:offsets[i+1]]`` is valid UTF-8.
+
+    The whole buffer is decoded once (C speed); a value boundary inside a
+    character would still pass that, so we also require that no non-empty value
+    starts with a continuation byte.  Only on failure do we look for the culprit.
+    """
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    offsets = np.asarray(offsets)
+    try:
+        text, _ = codecs.utf_8_decode(memoryview(data), "strict", True)
+    except UnicodeDecodeError as e:
+        i = max(int(np.searchsorted(offsets, e.start, side="right")) - 1, 0)
+        raise FormatError(f"string value {i} is not valid UTF-8 ({e.reason} at byte "
+                          f"{e.start - int(offsets[i])} of the value)") from None
+    if offsets.size > 1 and len(text) != data.size:  # not all ASCII
+        first = offsets[:-1]
+        nonempty = offsets[1:] > first
+        lead = data[np.minimum(first, data.size - 1)]
+        bad = nonempty & ((lead & 0xC0) == 0x80)
+        if bad.any():
+            i = _first_bad(bad)
+            raise FormatError(f"string value {i} is not valid UTF-8 (it starts inside a "
+                              f"character)")
+
+
+# ---------------------------------------------------- structure helpers ---
+
+
+def presence_to_validity(runs: np.ndarray, total: int) -> np.ndarray:
+    """Expand presence runs (present, absent, present, ...) into a bool validity mask."""
+    runs = np.asarray(runs)
+    if runs.ndim != 1:
+        raise FormatError("presence runs must be one-dimensional")
+    if runs.size and runs.min() < 0:
+        i = _first_bad(runs < 0)
+        raise FormatError(f"presence run {i} is negative ({runs[i]})")
+    got = int(runs.sum(dtype=np.int64))
+    if got != total:
+        raise FormatError(f"presence runs sum to {got}, expected {total}")
+    pattern = (np.arange(runs.size) & 1) == 0
+    return np.repeat(pattern, runs.astype(np.int64))
+
+
+def lengths_to_offsets(lengths: np.ndarray, *, max_total: int | None = None) -> np.ndarray:
+    """int64 offsets (n+1, starting at 0) of non-negative int32 lengths."""
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1:
+        raise FormatError("lengths must be one-dimensional")
+    if lengths.size:
+        if lengths.dtype.kind not in "iu":
+            raise FormatError(f"lengths must be integers, not {lengths.dtype}")
+        bad = (lengths < 0) | (lengths > np.iinfo(np.int32).max)
+        if bad.any():
+            i = _first_bad(bad)
+            raise FormatError(f"length {i} is {lengths[i]}, outside 0..2**31-1")
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, dtype=np.int64, out=offsets[1:])
+    if max_total is not None and offsets[-1] > max_total:
+        raise LimitError(f"lengths add up to {offsets[-1]}, over the limit of {max_total}")
+    return offsets
+
+
+# ---------------------------------------------------------- dispatch ---
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded primitive column: values (for strings/bytes the data buffer), the
+    validity mask or None when nothing is null, and offsets for strings/bytes."""
+
+    values: np.ndarray
+    validity: np.ndarray | None
+    offsets: np.ndarray | None = None
+
+
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+_FLOAT_WIDTH = {"float16": 2, "float32": 4, "float64": 8}
+
+
+def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
+    """Decode a column of a primitive type with a numpy form.
+
+    Enum columns are decoded as UINT64; types without a numpy form (128/256-bit
+    ints, ip, net, type, decimals, float128/256) are an UnsupportedTypeError,
+    for the caller's slow path.  A null-type column is all nulls: its values
+    are zero bytes and its validity all False.
+    """
+    name = getattr(ptype, "name", str(ptype))
+    if name in _INT_BITS:
+        v, ok = decode_ints(stream, count, signed=True, bits=_INT_BITS[name])
+        return Decoded(v, ok)
+    if name in _UINT_BITS:
+        v, ok = decode_ints(stream, count, signed=False, bits=_UINT_BITS[name])
+        return Decoded(v, ok)
+    if name in ("time", "duration"):
+        v, ok = decode_ints(stream, count, signed=True, bits=64)
+        return Decoded(v.view("datetime64[ns]" if name == "time" else "timedelta64[ns]"), ok)
+    if name in _FLOAT_WIDTH:
+        v, ok = decode_floats(stream, count, width=_FLOAT_WIDTH[name])
+        return Decoded(v, ok)
+    if name == "bool":
+        v, ok = decode_bools(stream, count)
+        return Decoded(v, ok)
+    if name in ("string", "bytes"):
+        offsets, data, ok = decode_varbinary(stream, count)
+        if name == "string":
+            validate_utf8(offsets, data)
+        return Decoded(data, ok, offsets)
+    if name == "null":  # every tag is 0, so every byte is
+        buf = _u8(stream)
+        if buf.any():
+            raise FormatError(f"a null-type column holds a non-null value at stream "
+                              f"offset {_first_bad(buf != 0)}")
+        m = buf.size
+        _check_count(count)
+        if count is not None and count != m:
+            raise _count_error(count, m)
+        return Decoded(np.zeros(m, np.uint8), np.zeros(m, bool) if m else None)
+    raise UnsupportedTypeError(f"no vectorised decoder for type {name}")
