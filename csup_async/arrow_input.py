@@ -127,9 +127,25 @@ def _fix_maps(v: Any) -> Any:
     return v  # Arrow maps come out as lists of (key, value) tuples, which the encoder takes
 
 
-def parquet_values(path: str) -> Iterator[Value]:
+class ArrowValues:
+    """Rows of an Arrow source as ``Value``s, keeping the source itself in ``.source``.
+
+    Iterating gives the rows (what every consumer of values understands);
+    ``csup_async.write`` looks at ``.source`` instead and, for a flat schema,
+    encodes whole columns at once (:mod:`csup_async.arrow_write`).
+    """
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+    def __iter__(self) -> Iterator[Value]:
+        return arrow_values(self.source)
+
+
+def parquet_values(path: str) -> ArrowValues:
+    """A Parquet file's rows, streamed batch by batch (see :class:`ArrowValues`)."""
     _pa()
     import pyarrow.parquet as pq
 
     f = pq.ParquetFile(path)
-    yield from arrow_values(f.iter_batches())
+    return ArrowValues(f.iter_batches())

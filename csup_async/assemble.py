@@ -45,18 +45,52 @@ from .types import (
 
 _FAST = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
          "duration", "float16", "float32", "float64", "bool", "string", "bytes"}
-DEFAULT_MAX_ROWS = 1 << 31  # cap on values any one column may claim (a LimitError past it)
+# Caps on what a file can make one read allocate (LimitError past them).  A
+# column's count is not backed by bytes when its values are all null (no
+# column, or a null type): one 5-byte length can claim 2**31 elements.  So:
+# values any one column (or one batch of a list column) may claim ...
+DEFAULT_MAX_ROWS = 1 << 28
+# ... and all the columns of one read together (every node of every super type).
+DEFAULT_MAX_VALUES = 1 << 30
 
 
 @dataclass
 class StreamSource:
-    """Serves column streams (decompressed, concatenated segments) from fetched bytes."""
+    """Serves column streams (decompressed, concatenated segments) from fetched bytes.
+
+    ``max_rows`` / ``max_values`` default (None) to the module's
+    ``DEFAULT_MAX_ROWS`` / ``DEFAULT_MAX_VALUES`` as they are when the source is
+    made; ``claim`` counts what the assembly asks for against them.
+    """
 
     fetch: Callable[[Segment], bytes | memoryview]
     max_mem_length: int = 256 << 20
-    max_rows: int = DEFAULT_MAX_ROWS
+    max_rows: int | None = None
+    max_values: int | None = None
     cache: dict[Segmap, bytes | memoryview] = field(default_factory=dict)
     decompressed: dict[Segment, bytes | memoryview] = field(default_factory=dict)
+    claimed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_rows is None:
+            self.max_rows = DEFAULT_MAX_ROWS
+        if self.max_values is None:
+            self.max_values = DEFAULT_MAX_VALUES
+
+    @property
+    def rows_limit(self) -> int:
+        assert self.max_rows is not None
+        return self.max_rows
+
+    def claim(self, count: int) -> None:
+        """Count ``count`` values a column claims; LimitError past a cap."""
+        if count > self.rows_limit:
+            raise LimitError(f"a column claims {count} values, over max_rows={self.max_rows}")
+        self.claimed += count
+        assert self.max_values is not None
+        if self.claimed > self.max_values:
+            raise LimitError(f"the columns claim more than max_values={self.max_values} "
+                             "values in all")
 
     def _segment(self, s: Segment) -> bytes | memoryview:
         done = self.decompressed.get(s)
@@ -86,8 +120,7 @@ def _retype(arr: A.Array, t: Type) -> A.Array:
 
 def assemble(t: Type, col: AnyColumn | None, count: int, src: StreamSource) -> A.Array:
     """The array of ``count`` values of type ``t`` stored in column ``col``."""
-    if count > src.max_rows:
-        raise LimitError(f"column claims {count} values, over max_rows={src.max_rows}")
+    src.claim(count)
     if col is None:
         return A.null_array(t, count)
     if isinstance(col, NullsColumn):
@@ -142,6 +175,7 @@ def assemble(t: Type, col: AnyColumn | None, count: int, src: StreamSource) -> A
 def _field(t: Type, col: AnyColumn | None, presence: Segmap, count: int,
            src: StreamSource) -> A.Array:
     if col is None:
+        src.claim(count)
         return A.null_array(t, count)
     valid = _presence(presence, count, src)
     if valid is None:
@@ -159,7 +193,7 @@ def _presence(presence: Segmap, count: int, src: StreamSource) -> np.ndarray | N
 def _offsets(lengths: Segmap, count: int, src: StreamSource) -> np.ndarray:
     if count == 0:
         return np.zeros(1, np.int64)
-    return D.lengths_to_offsets(src.int32s(lengths, count), max_total=src.max_rows)
+    return D.lengths_to_offsets(src.int32s(lengths, count), max_total=src.rows_limit)
 
 
 def _primitive(t: PrimitiveType | EnumType, stream: bytes | memoryview,
@@ -207,6 +241,7 @@ def assemble_path(t: Type, col: AnyColumn | None, count: int, path: tuple[str, .
     """
     if not path:
         return assemble(t, col, count, src)
+    src.claim(count)
     presences: list[Segmap] = []
     cur_t, cur_col = t, col
     for name in path:

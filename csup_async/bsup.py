@@ -17,7 +17,7 @@ import datetime as _dt
 import ipaddress
 import math
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 import lz4.block
@@ -51,7 +51,14 @@ UNION_TAG_SIGNED = True
 
 MAX_FRAME = 1 << 30  # bytes one frame may claim (compressed or not)
 MAX_DEPTH = 100  # nesting of types and values a file may ask for
-MAX_TYPES = 1 << 20  # typedefs one stream may define
+MAX_TYPES = 1 << 18  # typedefs one stream may define (~5 us and ~200 bytes each)
+# Nodes of one type counted as a tree (a type may share a subtype many times,
+# so a few bytes of typedefs can describe a type of 2**100 nodes, which every
+# hash, comparison and print would walk), and of all the typedefs of a stream.
+MAX_TYPE_SIZE = 1 << 16
+MAX_TYPE_NODES = 1 << 22
+# LZ4 turns n bytes into at most about 255 n: a claim beyond is a lie (or a bomb).
+LZ4_MAX_RATIO = 256
 
 ID_RECORD, ID_ARRAY, ID_SET, ID_MAP, ID_UNION, ID_ENUM, ID_ERROR, ID_NAMED = range(8)
 TV_RECORD, TV_ARRAY, TV_SET, TV_MAP, TV_UNION, TV_ENUM, TV_ERROR, TV_NAMED_DEF, TV_NAMED_REF = (
@@ -218,7 +225,7 @@ def _encode_tv(t: Type, out: bytearray, names: dict[str, Type]) -> None:
 
 def decode_type_value(b: bytes | memoryview) -> Type:
     mv = memoryview(b) if not isinstance(b, memoryview) else b
-    t, pos = _decode_tv(mv, 0, {}, 0)
+    t, pos = _decode_tv(mv, 0, {}, 0, [MAX_TYPE_SIZE])
     if pos != len(mv):
         raise FormatError("type value has trailing bytes")
     return t
@@ -235,11 +242,22 @@ def _read_counted(mv: memoryview, pos: int, end: int | None = None) -> tuple[str
         raise FormatError("name is not valid UTF-8") from e
 
 
-def _decode_tv(mv: memoryview, pos: int, names: dict[str, Type], depth: int) -> tuple[Type, int]:
+def _spend(budget: list[int], n: int) -> None:
+    """Count ``n`` nodes of a type value against what is left of MAX_TYPE_SIZE."""
+    budget[0] -= n
+    if budget[0] < 0:
+        raise LimitError(f"type value has more than {MAX_TYPE_SIZE} nodes")
+
+
+def _decode_tv(mv: memoryview, pos: int, names: dict[str, tuple[Type, int]], depth: int,
+               budget: list[int]) -> tuple[Type, int]:
     if depth > MAX_DEPTH:
         raise LimitError(f"type value nested deeper than {MAX_DEPTH}")
     code, pos = read_uvarint(mv, pos)
+    _spend(budget, 1)
     if code < FIRST_TYPEDEF_ID:
+        if code >= len(PRIMITIVES):
+            raise FormatError(f"unknown type value code {code}")
         return PRIMITIVES[code], pos
     d = depth + 1
     if code == TV_RECORD:
@@ -248,23 +266,23 @@ def _decode_tv(mv: memoryview, pos: int, names: dict[str, Type], depth: int) -> 
         fields = []
         for _ in range(n):
             name, pos = _read_counted(mv, pos)
-            ft, pos = _decode_tv(mv, pos, names, d)
+            ft, pos = _decode_tv(mv, pos, names, d, budget)
             fields.append(Field(name, ft))
         return RecordType(tuple(fields)), pos
     if code in (TV_ARRAY, TV_SET, TV_ERROR):
-        inner, pos = _decode_tv(mv, pos, names, d)
+        inner, pos = _decode_tv(mv, pos, names, d, budget)
         cls = {TV_ARRAY: ArrayType, TV_SET: SetType, TV_ERROR: ErrorType}[code]
         return cls(inner), pos
     if code == TV_MAP:
-        k, pos = _decode_tv(mv, pos, names, d)
-        v, pos = _decode_tv(mv, pos, names, d)
+        k, pos = _decode_tv(mv, pos, names, d, budget)
+        v, pos = _decode_tv(mv, pos, names, d, budget)
         return MapType(k, v), pos
     if code == TV_UNION:
         n, pos = read_uvarint(mv, pos)
         _check_count(n, len(mv) - pos)
         members = []
         for _ in range(n):
-            m, pos = _decode_tv(mv, pos, names, d)
+            m, pos = _decode_tv(mv, pos, names, d, budget)
             members.append(m)
         return UnionType(tuple(members)), pos
     if code == TV_ENUM:
@@ -277,15 +295,65 @@ def _decode_tv(mv: memoryview, pos: int, names: dict[str, Type], depth: int) -> 
         return EnumType(tuple(syms)), pos
     if code == TV_NAMED_DEF:
         name, pos = _read_counted(mv, pos)
-        inner, pos = _decode_tv(mv, pos, names, d)
-        names[name] = inner
+        before = budget[0]
+        inner, pos = _decode_tv(mv, pos, names, d, budget)
+        names[name] = (inner, before - budget[0])
         return NamedType(name, inner), pos
     if code == TV_NAMED_REF:
         name, pos = _read_counted(mv, pos)
         if name not in names:
             raise FormatError(f"type value refers to undefined named type {name!r}")
-        return NamedType(name, names[name]), pos
+        inner, size = names[name]
+        _spend(budget, size)  # a reference repeats the whole named type
+        return NamedType(name, inner), pos
     raise FormatError(f"unknown type value code {code}")
+
+
+def type_limits(t: Type) -> tuple[int, int]:
+    """(depth, tree size) of a type, in time linear in its distinct subtypes; stops
+    counting once past the limits (MAX_DEPTH, MAX_TYPE_SIZE)."""
+    memo: dict[int, tuple[int, int]] = {}
+    keep: list[Type] = []  # keeps ids valid while the memo lives
+
+    def walk(u: Type, level: int) -> tuple[int, int]:
+        got = memo.get(id(u))
+        if got is not None:
+            return got
+        if level > MAX_DEPTH + 1:
+            return MAX_DEPTH + 2, 1
+        if isinstance(u, RecordType):
+            kids: list[Type] = [f.type for f in u.fields]
+        elif isinstance(u, (ArrayType, SetType)):
+            kids = [u.elem]
+        elif isinstance(u, (ErrorType, NamedType)):
+            kids = [u.inner]
+        elif isinstance(u, MapType):
+            kids = [u.key, u.value]
+        elif isinstance(u, UnionType):
+            kids = list(u.types)
+        else:
+            kids = []
+        depth, size = 1, 1
+        for k in kids:
+            kd, ks = walk(k, level + 1)
+            depth = max(depth, kd + 1)
+            size = min(size + ks, MAX_TYPE_SIZE + 1)
+        memo[id(u)] = (depth, size)
+        keep.append(u)
+        return depth, size
+
+    return walk(t, 1)
+
+
+def check_type(t: Type, what: str = "type") -> None:
+    """EncodeError unless a reader of this library can read ``t`` back (depth, size)."""
+    depth, size = type_limits(t)
+    if depth > MAX_DEPTH:
+        raise EncodeError(f"{what} is nested deeper than {MAX_DEPTH} levels, more than a "
+                          "reader accepts")
+    if size > MAX_TYPE_SIZE:
+        raise EncodeError(f"{what} has more than {MAX_TYPE_SIZE} nodes, more than a reader "
+                          "accepts")
 
 
 def _check_count(n: int, remaining: int) -> None:
@@ -498,6 +566,7 @@ def encode_primitive(t: PrimitiveType, v: Any) -> bytes:
     if name == "type":
         if not isinstance(v, Type):
             raise EncodeError(f"type needs a csup_async Type, not {type(v).__name__}")
+        check_type(v, "type value")
         return encode_type_value(v)
     if name == "null":
         raise EncodeError("a value of type null can only be None")
@@ -641,15 +710,33 @@ FRAME_TYPES, FRAME_VALUES, FRAME_CONTROL = 0, 1, 2
 
 
 class TypeContext:
-    """The type IDs of one BSUP stream: primitives, then typedefs in order."""
+    """The type IDs of one BSUP stream: primitives, then typedefs in order.
+
+    Each typedef's depth and tree size are computed from its children's (kept
+    per type ID), so checking them costs O(1) per reference however much the
+    typedefs share, and a stream cannot describe types deeper than MAX_DEPTH,
+    larger than MAX_TYPE_SIZE nodes, or more than MAX_TYPE_NODES in total.
+    """
 
     def __init__(self) -> None:
         self.types: list[Type] = list(PRIMITIVES)
+        self._depth: list[int] = [1] * len(PRIMITIVES)
+        self._size: list[int] = [1] * len(PRIMITIVES)
+        self._nodes = 0
 
     def lookup(self, tid: int) -> Type:
         if tid >= len(self.types):
             raise FormatError(f"type ID {tid} is not defined")
         return self.types[tid]
+
+    def _referrer(self, kids: list[int]) -> Callable[[int], Type]:
+        """``lookup`` that also records the type IDs a typedef refers to."""
+        def ref(tid: int) -> Type:
+            t = self.lookup(tid)
+            kids.append(tid)
+            return t
+
+        return ref
 
     def parse_typedefs(self, mv: memoryview) -> None:
         pos, end = 0, len(mv)
@@ -657,6 +744,8 @@ class TypeContext:
             if len(self.types) > MAX_TYPES:
                 raise LimitError(f"stream defines more than {MAX_TYPES} types")
             code, pos = read_uvarint(mv, pos, end)
+            kids: list[int] = []
+            ref = self._referrer(kids)
             if code == ID_RECORD:
                 n, pos = read_uvarint(mv, pos, end)
                 _check_count(n, end - pos)
@@ -664,23 +753,23 @@ class TypeContext:
                 for _ in range(n):
                     name, pos = _read_counted(mv, pos, end)
                     tid, pos = read_uvarint(mv, pos, end)
-                    fields.append(Field(name, self.lookup(tid)))
+                    fields.append(Field(name, ref(tid)))
                 t: Type = RecordType(tuple(fields))
             elif code in (ID_ARRAY, ID_SET, ID_ERROR):
                 tid, pos = read_uvarint(mv, pos, end)
-                inner = self.lookup(tid)
+                inner = ref(tid)
                 t = {ID_ARRAY: ArrayType, ID_SET: SetType, ID_ERROR: ErrorType}[code](inner)
             elif code == ID_MAP:
                 k, pos = read_uvarint(mv, pos, end)
                 v, pos = read_uvarint(mv, pos, end)
-                t = MapType(self.lookup(k), self.lookup(v))
+                t = MapType(ref(k), ref(v))
             elif code == ID_UNION:
                 n, pos = read_uvarint(mv, pos, end)
                 _check_count(n, end - pos)
                 members = []
                 for _ in range(n):
                     tid, pos = read_uvarint(mv, pos, end)
-                    members.append(self.lookup(tid))
+                    members.append(ref(tid))
                 t = UnionType(tuple(members))
             elif code == ID_ENUM:
                 n, pos = read_uvarint(mv, pos, end)
@@ -693,45 +782,40 @@ class TypeContext:
             elif code == ID_NAMED:
                 name, pos = _read_counted(mv, pos, end)
                 tid, pos = read_uvarint(mv, pos, end)
-                t = NamedType(name, self.lookup(tid))
+                t = NamedType(name, ref(tid))
             else:
                 raise FormatError(f"unknown typedef code {code}")
-            if _type_depth(t) > MAX_DEPTH:
+            depth = 1 + max((self._depth[k] for k in kids), default=0)
+            size = 1 + sum(self._size[k] for k in kids)
+            if depth > MAX_DEPTH:
                 raise LimitError(f"type nested deeper than {MAX_DEPTH}")
+            if size > MAX_TYPE_SIZE:
+                raise LimitError(f"type of more than {MAX_TYPE_SIZE} nodes")
+            self._nodes += size
+            if self._nodes > MAX_TYPE_NODES:
+                raise LimitError(f"stream's types have more than {MAX_TYPE_NODES} nodes")
             self.types.append(t)
+            self._depth.append(depth)
+            self._size.append(size)
 
 
 def _type_depth(t: Type, limit: int = MAX_DEPTH + 1) -> int:
-    """Depth of a type, stopping early past ``limit`` (types are DAGs: no cycles)."""
-    depth = 0
-    stack = [(t, 1)]
-    while stack:
-        cur, d = stack.pop()
-        depth = max(depth, d)
-        if depth > limit:
-            return depth
-        if isinstance(cur, RecordType):
-            stack.extend((f.type, d + 1) for f in cur.fields)
-        elif isinstance(cur, (ArrayType, SetType, ErrorType)):
-            stack.append((cur.elem if not isinstance(cur, ErrorType) else cur.inner, d + 1))
-        elif isinstance(cur, MapType):
-            stack += [(cur.key, d + 1), (cur.value, d + 1)]
-        elif isinstance(cur, UnionType):
-            stack.extend((m, d + 1) for m in cur.types)
-        elif isinstance(cur, NamedType):
-            stack.append((cur.inner, d + 1))
-    return depth
+    """Depth of a type (linear in its distinct subtypes, however they are shared)."""
+    return type_limits(t)[0]
 
 
-def read_frames(buf: bytes | memoryview, pos: int = 0, *, max_frame: int = MAX_FRAME
+def read_frames(buf: bytes | memoryview, pos: int = 0, *, max_frame: int = MAX_FRAME,
+                max_total: int | None = None
                 ) -> Iterator[tuple[int, memoryview | None, int]]:
     """Yield (frame kind, payload, position after) for each frame; kind -1 = end of stream.
 
     Compressed payloads are decompressed here; the payload is None for an
-    end-of-stream marker.
+    end-of-stream marker.  ``max_frame`` caps one frame's (decompressed) size,
+    ``max_total`` all of them together (LimitError beyond either).
     """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     end = len(mv)
+    total = 0
     while pos < end:
         hdr = mv[pos]
         if hdr == 0xFF:
@@ -752,7 +836,11 @@ def read_frames(buf: bytes | memoryview, pos: int = 0, *, max_frame: int = MAX_F
         payload = mv[pos : pos + length]
         pos += length
         if hdr & 0x40:
-            payload = _decompress_frame(payload, max_frame)
+            budget = max_frame if max_total is None else min(max_frame, max_total - total)
+            payload = _decompress_frame(payload, budget)
+        total += len(payload)
+        if max_total is not None and total > max_total:
+            raise LimitError(f"frames hold more than {max_total} bytes")
         yield kind, payload, pos
 
 
@@ -765,6 +853,8 @@ def _decompress_frame(payload: memoryview, max_frame: int) -> memoryview:
     size, pos = read_uvarint(payload, 1)
     if size > max_frame:
         raise LimitError(f"compressed frame claims {size} bytes, over the {max_frame} limit")
+    if size > LZ4_MAX_RATIO * (len(payload) - pos) + 64:
+        raise FormatError(f"compressed frame of {len(payload)} bytes cannot hold {size} bytes")
     try:
         out = lz4.block.decompress(bytes(payload[pos:]), uncompressed_size=size)
     except Exception as e:  # lz4 raises LZ4BlockError, ValueError, MemoryError
@@ -774,14 +864,16 @@ def _decompress_frame(payload: memoryview, max_frame: int) -> memoryview:
     return memoryview(out)
 
 
-def iter_raw_values(buf: bytes | memoryview, pos: int = 0, *, end_at_eos: bool = False
+def iter_raw_values(buf: bytes | memoryview, pos: int = 0, *, end_at_eos: bool = False,
+                    max_total: int | None = None
                     ) -> Iterator[tuple[Type, memoryview | None]]:
     """Yield (type, body) of every value in the streams from ``pos``.
 
-    With ``end_at_eos`` reading stops after the first stream's end marker.
+    With ``end_at_eos`` reading stops after the first stream's end marker;
+    ``max_total`` caps the frames' decompressed bytes (see ``read_frames``).
     """
     ctx = TypeContext()
-    for kind, payload, _ in read_frames(buf, pos):
+    for kind, payload, _ in read_frames(buf, pos, max_total=max_total):
         if kind == -1:
             if end_at_eos:
                 return

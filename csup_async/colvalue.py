@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bsup import UNION_TAG_SIGNED, decode_int, decode_uint, decode_value, iter_tagged
+from .bsup import (
+    LZ4_MAX_RATIO,
+    UNION_TAG_SIGNED,
+    decode_int,
+    decode_uint,
+    decode_value,
+    iter_tagged,
+)
 from .errors import FormatError
 from .meta import (
     NULLS_TYPE_NAME,
@@ -162,6 +169,11 @@ def parse_segmap(vtype: Type, body: Any, what: str = "segmap") -> Segmap:
         if comp == 0 and mem != length:
             raise FormatError(f"{what} has an uncompressed segment whose mem_length "
                               f"{mem} differs from its length {length}")
+        if comp == 1 and (mem > LZ4_MAX_RATIO * length + 64 or (length == 0) != (mem == 0)):
+            # checked here, not only when decompressing: a super column's mem_length
+            # is its row count, which a reader uses without decompressing anything
+            raise FormatError(f"{what} has an LZ4 segment of {length} bytes that claims "
+                              f"to decompress to {mem} bytes")
         out.append(Segment(off, length, mem, comp))
     return tuple(out)
 

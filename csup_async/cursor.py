@@ -58,8 +58,12 @@ class SegmentFeed:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, plan: Any, available: RangeBuffer,
                  fetch: Callable[[Any], Awaitable[bytes]], *, window: int = 4,
-                 max_mem_length: int = 256 << 20) -> None:
+                 max_mem_length: int = 256 << 20, max_rows: int | None = None) -> None:
+        from . import assemble
+
         self.loop = loop
+        # values one take of a list column may claim (None: assemble.DEFAULT_MAX_ROWS)
+        self.max_rows = assemble.DEFAULT_MAX_ROWS if max_rows is None else max_rows
         self.available = available
         self.fetch = fetch
         self.window = window
@@ -278,11 +282,14 @@ class _Record(Cursor):
 
 
 class _List(Cursor):
-    def __init__(self, t: Type, lengths: Int32Cursor, children: list[Cursor]) -> None:
+    def __init__(self, t: Type, lengths: Int32Cursor, children: list[Cursor],
+                 max_rows: int) -> None:
         self.t, self.lengths, self.children = t, lengths, children
+        self.max_rows = max_rows
 
     def take(self, n: int) -> A.Array:
-        offsets = D.lengths_to_offsets(self.lengths.take(n)) if n else np.zeros(1, np.int64)
+        offsets = (D.lengths_to_offsets(self.lengths.take(n), max_total=self.max_rows)
+                   if n else np.zeros(1, np.int64))
         total = int(offsets[-1])
         kids = [c.take(total) for c in self.children]
         if isinstance(self.t, MapType):
@@ -322,10 +329,12 @@ def cursor_for(t: Type, col: AnyColumn | None, feed: SegmentFeed) -> Cursor:
         return _Record(t, [_field(f.type, fc.column, fc.presence, feed)
                            for f, fc in zip(t.fields, col.fields, strict=True)])
     if isinstance(t, (ArrayType, SetType)) and isinstance(col, ArrayColumn):
-        return _List(t, Int32Cursor(col.lengths, feed), [cursor_for(t.elem, col.values, feed)])
+        return _List(t, Int32Cursor(col.lengths, feed), [cursor_for(t.elem, col.values, feed)],
+                     feed.max_rows)
     if isinstance(t, MapType) and isinstance(col, MapColumn):
         return _List(t, Int32Cursor(col.lengths, feed),
-                     [cursor_for(t.key, col.keys, feed), cursor_for(t.value, col.values, feed)])
+                     [cursor_for(t.key, col.keys, feed), cursor_for(t.value, col.values, feed)],
+                     feed.max_rows)
     if isinstance(t, UnionType) and isinstance(col, UnionColumn):
         return _Union(t, Int32Cursor(col.tags, feed),
                       [cursor_for(m, c, feed) for m, c in zip(t.types, col.columns, strict=True)])

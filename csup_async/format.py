@@ -7,18 +7,18 @@ drivers, and can be fuzzed directly.
 from __future__ import annotations
 
 from .bsup import (
+    FIRST_TYPEDEF_ID,
     FRAME_TYPES,
     FRAME_VALUES,
     TypeContext,
     decode_value,
-    iter_raw_values,
     read_frames,
     read_uvarint,
 )
 from .colvalue import parse_column, parse_segmap
 from .errors import CsupError, FormatError, LimitError, TruncatedError
 from .meta import FileMeta, Trailer, iter_segmaps
-from .types import RecordType
+from .types import RecordType, Type
 
 MAX_TRAILER = 4096
 MAGIC = "super columnar"
@@ -26,17 +26,70 @@ SUPPORTED_VERSIONS = (1,)
 DEFAULT_MAX_METADATA = 256 << 20
 
 
-def _try_trailer(buf: memoryview) -> dict | None:
-    """Decode ``buf`` as exactly one BSUP stream holding one record, or None."""
+# Decompressed frame bytes the whole backward search may decode: the real
+# trailer (~150 bytes) is met first, so only a hostile tail spends this.
+MAX_SEARCH_WORK = 256 << 10
+
+
+class _Chains:
+    """Which offsets of the tail start a chain of frames ending with the stream's one
+    end-of-stream byte exactly at the end of the object.  Memoised: each frame header
+    is read once however many candidate starts share the chain (linear, not quadratic)."""
+
+    def __init__(self, mv: memoryview) -> None:
+        self.mv = mv
+        self.ok: dict[int, bool] = {}
+
+    def starts_chain(self, start: int) -> bool:
+        mv, end = self.mv, len(self.mv)
+        path: list[int] = []
+        pos = start
+        result = False
+        while True:
+            known = self.ok.get(pos)
+            if known is not None:
+                result = known
+                break
+            path.append(pos)
+            if pos >= end:
+                break
+            hdr = mv[pos]
+            if hdr == 0xFF:
+                result = pos + 1 == end
+                break
+            if hdr & 0x80 or (hdr >> 4) & 3 == 3:
+                break
+            try:
+                rest, p = read_uvarint(mv, pos + 1, end)
+            except CsupError:
+                break
+            length = (rest << 4) | (hdr & 0x0F)
+            if length > MAX_TRAILER * 4 or p + length > end:
+                break
+            pos = p + length
+        for q in path:
+            self.ok[q] = result
+        return result
+
+
+def _try_trailer(buf: memoryview, budget: list[int]) -> dict | None:
+    """Decode ``buf`` as exactly one BSUP stream holding one record, or None.
+
+    ``budget`` is what is left of MAX_SEARCH_WORK: each frame's (decompressed)
+    payload is charged to it, and the search fails once it is spent.
+    """
     ctx = TypeContext()
     values = []
     try:
-        frames = list(read_frames(buf, 0, max_frame=MAX_TRAILER * 4))
-        if not frames or frames[-1][0] != -1 or frames[-1][2] != len(buf):
-            return None
-        if sum(1 for k, _, _ in frames if k == -1) != 1:
-            return None
-        for kind, payload, _ in frames:
+        for kind, payload, _ in read_frames(buf, 0, max_frame=MAX_TRAILER * 4,
+                                            max_total=MAX_TRAILER * 4):
+            if kind == -1:
+                break
+            assert payload is not None
+            budget[0] -= len(payload)
+            if budget[0] < 0:
+                raise LimitError("the backward search for the trailer decoded more than "
+                                 f"{MAX_SEARCH_WORK} bytes of candidates (corrupt tail)")
             if kind == FRAME_TYPES:
                 ctx.parse_typedefs(payload)
             elif kind == FRAME_VALUES:
@@ -50,6 +103,12 @@ def _try_trailer(buf: memoryview) -> dict | None:
                         return None
                     p += max(tag - 1, 0)
                     values.append((t, body))
+                    if len(values) > 1:
+                        return None
+    except LimitError as e:
+        if "backward search" in e.message:
+            raise
+        return None
     except CsupError:
         return None
     if len(values) != 1 or not isinstance(values[0][0], RecordType) or values[0][1] is None:
@@ -70,7 +129,9 @@ def find_trailer(tail: bytes | memoryview, object_size: int) -> Trailer:
 
     ``tail`` is the object's last ``len(tail)`` bytes.  Scans backward for a
     start (object start, or just after a ``0xff``) of a valid one-record BSUP
-    stream that ends exactly at the end of the object.
+    stream that ends exactly at the end of the object.  Only starts whose frame
+    headers chain to the end are decoded, within a work budget, so a hostile
+    tail costs linear time.
     """
     mv = memoryview(tail)
     n = len(mv)
@@ -82,11 +143,15 @@ def find_trailer(tail: bytes | memoryview, object_size: int) -> Trailer:
         raise FormatError("no CSUP trailer: the object does not end a BSUP stream "
                           "(wrong format, or truncated)")
     lowest = max(0, n - MAX_TRAILER)
+    chains = _Chains(mv)
+    budget = [MAX_SEARCH_WORK]
     for start in range(n - 2, lowest - 1, -1):
         at_object_start = start == 0 and object_size == n
         if not at_object_start and (start == 0 or mv[start - 1] != 0xFF):
             continue
-        v = _try_trailer(mv[start:])
+        if not chains.starts_chain(start):
+            continue
+        v = _try_trailer(mv[start:], budget)
         if v is not None:
             return _check_trailer(v, n - start, object_size)
     raise FormatError("no CSUP trailer found in the last "
@@ -116,6 +181,46 @@ def _check_trailer(v: dict, size: int, object_size: int) -> Trailer:
     return Trailer(MAGIC, "csup", version, tuple(sections), skew, seg, size)
 
 
+def _reassembly_values(buf: bytes | memoryview, max_metadata: int
+                       ) -> list[tuple[Type, memoryview | None]]:
+    """The (type, body) values of a reassembly section, refusing more than it can hold.
+
+    Its 2N+1 values describe N distinct super types, each of which the stream
+    must define, so a section holding more values than twice the types it
+    defines (plus one) is corrupt: stopping there bounds the work and memory a
+    section of a few compressed bytes can ask for.  Compressed frames count
+    their decompressed bytes against ``max_metadata`` too.
+    """
+    ctx = TypeContext()
+    defined = 0  # types available across the section's streams
+    values: list[tuple[Type, memoryview | None]] = []
+    for kind, payload, _ in read_frames(buf, 0, max_total=max_metadata):
+        if kind == -1:
+            defined += len(ctx.types) - FIRST_TYPEDEF_ID
+            ctx = TypeContext()
+            continue
+        assert payload is not None
+        if kind == FRAME_TYPES:
+            ctx.parse_typedefs(payload)
+        elif kind == FRAME_VALUES:
+            p, end = 0, len(payload)
+            while p < end:
+                tid, p = read_uvarint(payload, p, end)
+                t = ctx.lookup(tid)
+                tag, p = read_uvarint(payload, p, end)
+                body = None
+                if tag:
+                    if p + tag - 1 > end:
+                        raise TruncatedError(f"value of {tag - 1} bytes runs past its frame")
+                    body = payload[p : p + tag - 1]
+                    p += tag - 1
+                values.append((t, body))
+                if len(values) > 2 * (defined + len(ctx.types)) + 1:
+                    raise FormatError(f"the reassembly section holds more values than its "
+                                      f"{defined + len(ctx.types)} types can describe")
+    return values
+
+
 def parse_reassembly(buf: bytes | memoryview, trailer: Trailer, object_size: int, *,
                      max_metadata: int = DEFAULT_MAX_METADATA) -> FileMeta:
     """Parse the reassembly section into the typed metadata tree."""
@@ -125,7 +230,7 @@ def parse_reassembly(buf: bytes | memoryview, trailer: Trailer, object_size: int
     if len(buf) != trailer.reassembly_size:
         raise TruncatedError(f"reassembly section is {len(buf)} bytes, the trailer says "
                              f"{trailer.reassembly_size}")
-    values = list(iter_raw_values(buf, end_at_eos=False))
+    values = _reassembly_values(buf, max_metadata)
     if len(values) % 2 != 1:
         raise FormatError(f"reassembly section holds {len(values)} values, not 2*N+1")
     n = len(values) // 2

@@ -1,0 +1,315 @@
+"""A simulated object store on 127.0.0.1: nginx behind a latency/bandwidth proxy.
+
+nginx (Debian's ``nginx-light``) serves the data directory with sendfile, so
+``GET /bucket/key`` and ``HEAD /bucket/key`` answer like S3 path-style reads
+(ranges, suffix ranges, ETag, If-Match), and writes one access-log line per
+request with its body bytes: requests and bytes are counted at the server,
+not trusted from any client.
+
+No netem on these kernels, so the network is simulated in user space by
+:func:`serve_proxy`, an asyncio TCP proxy in its own process (so its work
+never holds a reader's GIL), one listener per profile.  Each client
+connection gets its own upstream connection to nginx, and:
+
+* every time the client sends a request (a read from the client after the
+  previous response began, i.e. the next HTTP/1.1 request on the connection;
+  clients here do not pipeline), the response's first byte is held until
+  ``RTT`` after the request reached the proxy: one full round trip, the
+  request's way there and the first byte's way back;
+* the response's bytes are then released in chunks of at most 128 KiB, each
+  only once ``start + bytes_so_far / bandwidth`` has passed (an absolute
+  schedule per response, so scheduler jitter does not accumulate): a B-byte
+  response completes ``RTT + B / bandwidth`` after its request, per
+  connection.  Connections do not share a cap, as S3's per-connection
+  throughput does not; opening a connection costs nothing (a warm pool).
+
+Profiles: ``s3`` 50 ms / 100 MB/s, ``far`` 150 ms / 50 MB/s, ``local`` direct
+to nginx with no proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+CHUNK = 128 << 10
+
+
+@dataclass(frozen=True)
+class NetProfile:
+    name: str
+    rtt: float  # seconds
+    bandwidth: float  # bytes per second per connection; 0 = unlimited
+
+    def floor(self, nbytes: int, round_trips: int = 2, connections: int = 16) -> float:
+        """Two round trips (metadata, then data) plus the bytes over ``connections``."""
+        if not self.bandwidth:
+            return 0.0
+        return round_trips * self.rtt + nbytes / (self.bandwidth * connections)
+
+
+PROFILES = {
+    "s3": NetProfile("s3", 0.050, 100e6),
+    "far": NetProfile("far", 0.150, 50e6),
+    "local": NetProfile("local", 0.0, 0.0),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[Any], what: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"{what} exited with {proc.returncode}: {err[-2000:]}")
+        try:
+            socket.create_connection((HOST, port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {HOST}:{port}")
+
+
+# ------------------------------------------------------------------ proxy ---
+
+class _Conn:
+    """Per-connection schedule: when the current response may start, and its bytes so far."""
+
+    __slots__ = ("fresh", "gate", "sent", "start")
+
+    def __init__(self) -> None:
+        self.gate = 0.0
+        self.start = 0.0
+        self.sent = 0
+        self.fresh = False
+
+
+async def _pipe_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         conn: _Conn, rtt: float) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        while data := await reader.read(65536):
+            if not conn.fresh:  # the first bytes of a new request
+                conn.gate = loop.time() + rtt
+                conn.fresh = True
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        if not writer.is_closing():
+            writer.close()
+
+
+async def _pipe_responses(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                          conn: _Conn, bandwidth: float) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        while data := await reader.read(CHUNK):
+            now = loop.time()
+            if conn.fresh:  # the first bytes of the response to the latest request
+                conn.fresh = False
+                conn.start = max(now, conn.gate)
+                conn.sent = 0
+            conn.sent += len(data)
+            due = conn.start + conn.sent / bandwidth if bandwidth else conn.start
+            if due > now:
+                await asyncio.sleep(due - now)
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        if not writer.is_closing():
+            writer.close()
+
+
+async def _proxy_main(listen: list[tuple[int, float, float]], upstream: int) -> None:
+    servers = []
+    for port, rtt, bw in listen:
+        async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
+                         rtt: float = rtt, bw: float = bw) -> None:
+            try:
+                ur, uw = await asyncio.open_connection(HOST, upstream)
+            except OSError:
+                cw.close()
+                return
+            for w in (cw, uw):
+                sock = w.get_extra_info("socket")
+                if sock is not None:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn = _Conn()
+            await asyncio.gather(_pipe_requests(cr, uw, conn, rtt),
+                                 _pipe_responses(ur, cw, conn, bw))
+
+        servers.append(await asyncio.start_server(handle, HOST, port, backlog=1024,
+                                                  limit=CHUNK))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    await stop.wait()
+    for s in servers:
+        s.close()
+
+
+def serve_proxy(args: list[str]) -> None:
+    """``upstream_port port:rtt:bw [port:rtt:bw ...]`` (the proxy process's command line)."""
+    upstream = int(args[0])
+    listen = []
+    for spec in args[1:]:
+        port, rtt, bw = spec.split(":")
+        listen.append((int(port), float(rtt), float(bw)))
+    asyncio.run(_proxy_main(listen, upstream))
+
+
+# ------------------------------------------------------------------ nginx ---
+
+_NGINX_CONF = """\
+worker_processes 2;
+{user}
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    log_format counted '$request_method $status $body_bytes_sent "$http_range" $uri';
+    access_log {prefix}/access.log counted;
+    client_body_temp_path {prefix}/tmp;
+    proxy_temp_path {prefix}/tmp;
+    fastcgi_temp_path {prefix}/tmp;
+    uwsgi_temp_path {prefix}/tmp;
+    scgi_temp_path {prefix}/tmp;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nodelay on;
+    keepalive_requests 100000;
+    keepalive_timeout 120s;
+    open_file_cache max=4096 inactive=600s;
+    server {{
+        listen {host}:{port} backlog=1024;
+        root {root};
+        etag on;
+    }}
+}}
+"""
+
+
+@dataclass
+class Count:
+    requests: int = 0
+    gets: int = 0
+    heads: int = 0
+    other: int = 0
+    bytes: int = 0
+    errors: int = 0
+
+
+class SimStore:
+    """nginx + the delay proxy, started and stopped by the benchmark."""
+
+    ACCESS_KEY = "bench-access-key"
+    SECRET_KEY = "bench-secret-key"
+    REGION = "us-east-1"
+
+    def __init__(self, root: Path, workdir: Path) -> None:
+        self.root = root
+        self.work = workdir
+        self.nginx_port = free_port()
+        self.ports = {"local": self.nginx_port}
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> SimStore:
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not os.access(binary, os.X_OK):
+            raise SystemExit("nginx is needed: apt-get update && apt-get install -y nginx-light")
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.work / "tmp").mkdir(exist_ok=True)
+        conf = self.work / "nginx.conf"
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf.write_text(_NGINX_CONF.format(user=user, prefix=self.work, host=HOST,
+                                           port=self.nginx_port, root=self.root))
+        self.log = self.work / "access.log"
+        self.log.touch()
+        ng = subprocess.Popen([binary, "-p", str(self.work), "-c", str(conf), "-e",
+                               str(self.work / "error.log"), "-g", "daemon off;"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._procs.append(ng)
+        wait_for_port(self.nginx_port, ng, "nginx")
+        specs = []
+        for name, p in PROFILES.items():
+            if name == "local":
+                continue
+            self.ports[name] = free_port()
+            specs.append(f"{self.ports[name]}:{p.rtt}:{p.bandwidth}")
+        px = subprocess.Popen([sys.executable, __file__, "proxy", str(self.nginx_port), *specs],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._procs.append(px)
+        for name in PROFILES:
+            if name != "local":
+                wait_for_port(self.ports[name], px, "delay proxy")
+        return self
+
+    def stop(self) -> None:
+        for p in reversed(self._procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            if p.stderr:
+                p.stderr.close()
+
+    def endpoint(self, profile: str) -> str:
+        return f"http://{HOST}:{self.ports[profile]}"
+
+
+def log_mark(log: Path) -> int:
+    return log.stat().st_size
+
+
+def log_count(log: Path, mark: int, settle: float = 0.05) -> Count:
+    """Requests and body bytes nginx logged since ``mark`` (after letting it finish writing)."""
+    time.sleep(settle)
+    c = Count()
+    with open(log, "rb") as f:
+        f.seek(mark)
+        for line in f:
+            parts = line.split(b" ", 3)
+            if len(parts) < 3:
+                continue
+            c.requests += 1
+            method = parts[0]
+            if method == b"GET":
+                c.gets += 1
+            elif method == b"HEAD":
+                c.heads += 1
+            else:
+                c.other += 1
+            if not parts[1].startswith(b"2"):
+                c.errors += 1
+            c.bytes += int(parts[2])
+    return c
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "proxy":
+        serve_proxy(sys.argv[2:])
+    else:
+        print(__doc__)

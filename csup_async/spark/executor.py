@@ -1,0 +1,100 @@
+"""The executor's half of a read: run the driver's plans, yield Arrow record batches.
+
+One event loop and one store per partition, both closed when the partition
+ends (also when Spark stops early, e.g. for ``limit``): nothing live crosses
+a pickle, and no connection outlives its task.  Files are read
+``fileConcurrency`` at a time and come out in partition order; the loop runs
+the reads still in flight while the generator waits for the next one, so the
+network stays busy while earlier files are converted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from .. import arrays as A
+from ..errors import CsupError
+from ..reader import reader_from_meta
+from ..stores import Store, store_for
+from .convert import conform
+from .options import Settings
+from .planning import CsupPartition, FilePart
+
+_Result = tuple[dict[str, A.Array], int]
+
+
+async def _read_file(fp: FilePart, paths: list[str], store: Store,
+                     reader_opts: dict[str, Any]) -> _Result:
+    reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store, **reader_opts)
+    if fp.plan is None:
+        n = fp.rows if fp.rows is not None else await reader.count_rows()
+        return {}, n
+    # the driver's bytes for the plan's served requests: Reader._fetch starts its buffer
+    # from these (a public way to pass them is requested from the library)
+    reader._extra = list(fp.served)
+    res = await reader.execute(fp.plan, paths)
+    return res.columns, res.num_rows
+
+
+def read_partition(part: CsupPartition, schema: StructType, settings: Settings
+                   ) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``schema`` for the partition's files, in file order."""
+    if not part.files:
+        return
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    paths = list(dict.fromkeys(p for _, p in part.columns))
+    loop = asyncio.new_event_loop()
+    first = part.files[0].url
+    store, _ = store_for(first, **settings.store_options(first))
+    pending: collections.deque[asyncio.Task[_Result]] = collections.deque()
+    files = iter(part.files)
+    reader_opts = settings.reader_options()
+
+    def submit() -> None:
+        fp = next(files, None)
+        if fp is not None:
+            pending.append(loop.create_task(_read_file(fp, paths, store, reader_opts)))
+
+    try:
+        for _ in range(settings.file_concurrency):
+            submit()
+        while pending:
+            cols, n = loop.run_until_complete(pending.popleft())
+            submit()
+            yield from _batches(cols, n, part.columns, arrow_schema, settings.batch_rows)
+    finally:
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(store.close())
+        loop.close()
+
+
+def _batches(cols: dict[str, A.Array], n: int, columns: tuple[tuple[str, str], ...],
+             schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    if not columns:
+        for start in range(0, n, batch_rows):
+            k = min(batch_rows, n - start)
+            yield pa.RecordBatch.from_struct_array(pa.array([{}] * k, pa.struct([])))
+        return
+    for start in range(0, n, batch_rows):
+        stop = min(n, start + batch_rows)
+        arrays = []
+        for (name, path), f in zip(columns, schema, strict=True):
+            col = cols.get(path)
+            if col is None:
+                arr = pa.nulls(stop - start, f.type)
+            else:
+                arr = conform(col.slice(start, stop), f.type, name)
+            if not f.nullable and arr.null_count:
+                raise CsupError(f"column {name} is declared NOT NULL but holds nulls")
+            arrays.append(arr)
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)

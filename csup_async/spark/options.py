@@ -1,0 +1,202 @@
+"""Spark options (strings, case-insensitive) turned into typed settings, once.
+
+Spark lower-cases option names and gives every value as a string, so the
+parsing and validation happen here, on the driver, before any worker sees
+them: a typo fails the query at planning time with the accepted names listed,
+not in a task.  Settings hold credentials, so their ``repr`` hides them; Spark
+may print readers and partitions in plans and errors.
+
+Option names are camelCase on purpose: Spark's redaction
+(``spark.redaction.regex``: secret, password, token, access key) then hides
+``secretAccessKey``, ``sessionToken`` and ``accessKeyId`` wherever Spark shows
+options.  snake_case aliases are accepted too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CsupError
+
+MiB = 1 << 20
+
+# option (lower case) -> (store keyword, parser); "endpoint" depends on the scheme
+_STORE_OPTIONS: dict[str, tuple[str, str]] = {
+    "endpoint": ("endpoint", "str"),
+    "region": ("region", "str"),
+    "accesskeyid": ("access_key_id", "str"),
+    "secretaccesskey": ("secret_access_key", "str"),
+    "sessiontoken": ("session_token", "str"),
+    "awsprofile": ("aws_profile", "str"),
+    "anonymous": ("anonymous", "bool"),
+    "pathstyle": ("path_style", "bool"),
+    "token": ("token", "str"),
+    "headers": ("headers", "json"),
+    "storageoptions": ("storage_options", "json"),
+    "connections": ("limit", "int"),
+    "connecttimeout": ("connect_timeout", "float"),
+    "readtimeout": ("read_timeout", "float"),
+    "verifyssl": ("verify_ssl", "bool"),
+}
+_SECRET_KEYWORDS = frozenset({"secret_access_key", "session_token", "token", "headers",
+                              "storage_options", "access_key_id"})
+
+# option (lower case) -> (Settings attribute, parser)
+_READ_OPTIONS: dict[str, tuple[str, str]] = {
+    "profile": ("profile", "str"),
+    "concurrency": ("concurrency", "int"),
+    "fileconcurrency": ("file_concurrency", "int"),
+    "targetpartitionbytes": ("target_partition_bytes", "int"),
+    "minpartitions": ("min_partitions", "int"),
+    "batchrows": ("batch_rows", "int"),
+    "shiptailbytes": ("ship_tail_bytes", "int"),
+    "pushdown": ("pushdown", "bool"),
+    "planreport": ("plan_report", "str"),
+}
+_WRITE_OPTIONS: dict[str, tuple[str, str]] = {
+    "segmentthresh": ("segment_thresh", "int"),
+    "skewthresh": ("skew_thresh", "int"),
+    "compress": ("compress", "bool"),
+}
+_PATH_OPTIONS = frozenset({"path", "paths"})
+
+
+def _norm(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _parse(name: str, kind: str, raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        if kind == "int":
+            return int(raw.replace("_", ""))
+        if kind == "float":
+            return float(raw)
+        if kind == "json":
+            return json.loads(raw)
+    except ValueError:
+        raise CsupError(f"option {name!r} must be {'JSON' if kind == 'json' else 'a number'}"
+                        ) from None
+    if kind == "bool":
+        low = raw.strip().lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no"):
+            return False
+        raise CsupError(f"option {name!r} must be true or false, not {raw!r}")
+    return raw
+
+
+@dataclass
+class Settings:
+    """Everything a read or a write needs besides the schema; small and picklable."""
+
+    paths: list[str] = field(default_factory=list)
+    store: dict[str, Any] = field(default_factory=dict)
+    profile: str | None = None
+    concurrency: int = 16
+    file_concurrency: int = 64
+    target_partition_bytes: int = 128 * MiB
+    min_partitions: int = field(default_factory=lambda: os.cpu_count() or 1)
+    batch_rows: int = 65536
+    ship_tail_bytes: int = 32 * MiB
+    pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
+    plan_report: str | None = None
+    segment_thresh: int | None = None
+    skew_thresh: int | None = None
+    compress: bool | None = None
+
+    def __repr__(self) -> str:
+        shown = {k: ("<hidden>" if k in _SECRET_KEYWORDS else v) for k, v in self.store.items()}
+        return (f"Settings(paths={len(self.paths)}, store={shown}, profile={self.profile!r}, "
+                f"target_partition_bytes={self.target_partition_bytes})")
+
+    def reader_options(self) -> dict[str, Any]:
+        """Options for ``reader_from_meta`` / ``open_dataset`` besides the store's."""
+        out: dict[str, Any] = {"concurrency": self.concurrency}
+        if self.profile:
+            out["profile"] = self.profile
+        return out
+
+    def writer_options(self) -> dict[str, Any]:
+        out = {"segment_thresh": self.segment_thresh, "skew_thresh": self.skew_thresh,
+               "compress": self.compress}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def store_options(self, url: str) -> dict[str, Any]:
+        """The store keywords for ``url``'s scheme; an option that does not apply is an error."""
+        from ..stores.resolve import store_options as accepted_by
+
+        scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+        opts = dict(self.store)
+        if "endpoint" in opts and scheme in ("s3", "s3a"):
+            opts["endpoint_url"] = opts.pop("endpoint")
+        cls = _store_class(scheme)
+        accepted = set(accepted_by(cls))
+        unknown = sorted(set(opts) - accepted)
+        if unknown:
+            names = {v[0]: k for k, v in _STORE_OPTIONS.items()} | {"endpoint_url": "endpoint"}
+            raise CsupError(f"option{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(names.get(u, u) for u in unknown)} do not apply to "
+                            f"{scheme or 'local'} paths")
+        return opts
+
+
+def _store_class(scheme: str) -> type:
+    if scheme in ("", "file"):
+        from ..stores.local import LocalStore
+
+        return LocalStore
+    if scheme in ("s3", "s3a"):
+        from ..stores.s3 import S3Store
+
+        return S3Store
+    if scheme in ("gs", "gcs"):
+        from ..stores.gcs import GCSStore
+
+        return GCSStore
+    if scheme in ("http", "https"):
+        from ..stores.http import HTTPStore
+
+        return HTTPStore
+    from ..stores.fsspec_store import FsspecStore
+
+    return FsspecStore
+
+
+def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Settings:
+    """Settings from Spark's options; unknown names are refused with the accepted ones."""
+    s = Settings()
+    own = _WRITE_OPTIONS if write else _READ_OPTIONS
+    for raw_name, raw in options.items():
+        name = _norm(raw_name)
+        if name == "path":
+            s.paths = [raw]
+        elif name == "paths":
+            s.paths = list(json.loads(raw)) if isinstance(raw, str) else list(raw)
+        elif name in _STORE_OPTIONS:
+            kw, kind = _STORE_OPTIONS[name]
+            s.store[kw] = _parse(raw_name, kind, raw)
+        elif name in own:
+            attr, kind = own[name]
+            setattr(s, attr, _parse(raw_name, kind, raw))
+        else:
+            accepted = sorted(_STORE_OPTIONS) + sorted(own)
+            raise CsupError(f"unknown option {raw_name!r} for format csup; accepted "
+                            f"(case-insensitive): {', '.join(accepted)}")
+    for attr in ("concurrency", "file_concurrency", "target_partition_bytes",
+                 "min_partitions", "batch_rows"):
+        if getattr(s, attr) < 1:
+            raise CsupError(f"option {attr} must be at least 1")
+    if s.ship_tail_bytes < 0:
+        raise CsupError("option shipTailBytes must be >= 0")
+    if s.profile is not None:
+        import planner as P
+
+        P.get_profile(s.profile)  # refuses an unknown profile now, on the driver
+    return s

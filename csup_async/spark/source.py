@@ -1,0 +1,94 @@
+"""The ``csup`` data source: Spark's entry points, delegating to the driver and executor halves.
+
+Spark runs each entry point in a different Python process: ``schema()`` in
+one, ``reader()`` + ``pushFilters()`` + ``partitions()`` in another (the
+reader is pickled to executors *before* ``partitions()`` runs), ``read()`` in
+executors.  So the loaded metadata lives only in the planning process: the
+reader drops it when pickled, and each partition carries exactly its files'
+metadata and plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from ..errors import CsupError
+from .options import Settings, parse_options
+from .planning import CsupPartition, Loaded, ReadPlan, load_sync, plan_read
+from .schema import column_paths, infer_schema
+
+
+class CsupDataSource(DataSource):
+    """Super Columnar files: ``spark.read.format("csup").load(p)``, ``df.write.format("csup")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "csup"
+
+    def schema(self) -> StructType:
+        settings = parse_options(self.options)
+        loaded = load_sync(settings)
+        if not loaded.files:
+            raise CsupError("no CSUP files to infer a schema from (give a schema to read an "
+                            "empty location)")
+        return infer_schema(f.meta for f in loaded.files)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        settings = parse_options(self.options)
+        cls = CsupFilteringReader if settings.pushdown else CsupReader
+        return cls(schema, settings)
+
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from .write import writer_for
+
+        return writer_for(self.options, overwrite)
+
+
+class CsupReader(DataSourceReader):
+    """Plans on the driver (once per query), reads partitions on executors."""
+
+    def __init__(self, schema: StructType, settings: Settings) -> None:
+        self.schema = schema
+        self.settings = settings
+        self.filters: list[Any] = []
+        self._plan: ReadPlan | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.schema.fields)} columns)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_plan"] = None  # executors get their files through partitions
+        return state
+
+    def _planned(self) -> ReadPlan:
+        if self._plan is None:
+            loaded: Loaded = load_sync(self.settings)
+            metas = [f.meta for f in loaded.files]
+            columns = tuple(column_paths(self.schema, metas).items())
+            self._plan = plan_read(loaded, columns, self.filters, self.settings)
+        return self._plan
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return list(self._planned().partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from .executor import read_partition
+
+        if not isinstance(partition, CsupPartition):
+            return iter(())  # Spark's placeholder when planning found no files
+        return read_partition(partition, self.schema, self.settings)
+
+
+class CsupFilteringReader(CsupReader):
+    """The reader with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        self.filters = list(filters)
+        self._plan = None
+        return self._planned().remaining_filters
