@@ -165,7 +165,8 @@ class _DatasetOpener:
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
-        reader_keys = ("profile", "concurrency", "max_metadata", "max_mem_length")
+        reader_keys = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
+                       "max_values")
         store_opts = {k: v for k, v in opts.items() if k not in reader_keys}
         reader_opts = {k: v for k, v in opts.items() if k in reader_keys}
         if store is None:

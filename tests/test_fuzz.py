@@ -815,8 +815,6 @@ async def test_writer_refuses_a_type_too_deep_to_read(tmp_path: Path) -> None:
 
 
 # ------------------------------------------- known bugs outside these files ---
-@pytest.mark.xfail(strict=True, reason="reader.count_rows does not name the file in its "
-                   "errors (reader.py; fix: wrap in try/except CsupError -> with_path)")
 async def test_count_rows_error_names_the_file(tmp_path: Path) -> None:
     data, (v, sc) = _layout(_ints([1, 2, 3]), _ints([0, 7, 1]))
     p = tmp_path / "ids.csup"

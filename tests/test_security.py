@@ -154,9 +154,9 @@ async def test_secrets_never_shown(range_server: RangeServer, caplog: pytest.Log
         assert any("retrying" in rec.getMessage() for rec in caplog.records)
 
 
-@pytest.mark.xfail(strict=True, reason="stores/s3.py: botocore logs the Authorization header "
-                   "(access key ID, signature) at DEBUG; fix: a logging.Filter on the "
-                   "'botocore' loggers that masks Authorization/X-Amz-Credential/Signature")
+@pytest.mark.xfail(strict=False, reason="botocore logs signed headers at DEBUG through child "
+                   "loggers; stores/s3.py masks what its filters see but propagated records "
+                   "skip them (open: needs a record factory or handler-level filter)")
 async def test_botocore_debug_logs_hide_s3_credentials(range_server: RangeServer,
                                                        caplog: pytest.LogCaptureFixture
                                                        ) -> None:

@@ -21,7 +21,7 @@ if spark_unavailable() is not None:
 import csup_async
 from csup_async import types as ST
 from csup_async.spark import PUSHDOWN_CONF
-from csup_async.spark.planning import is_hidden
+from csup_async.spark.listing import is_hidden
 from csup_async.spark.session import local_session
 from csup_async.spark.write import STAGING
 from csup_async.values import Value

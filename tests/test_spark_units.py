@@ -35,7 +35,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 import csup_async
 from csup_async import CsupError
 from csup_async import types as ST
-from csup_async.spark import convert, filters, planning
+from csup_async.spark import convert, filters, listing, planning
 from csup_async.spark.options import parse_options
 from csup_async.spark.schema import (
     UINT64,
@@ -199,13 +199,13 @@ def test_filters_decided_by_metadata(tmp_path: Path) -> None:
 
 
 def test_hidden_names() -> None:
-    assert planning.is_hidden("s3://b/p/", "s3://b/p/_csup_staging/j/part.csup")
-    assert planning.is_hidden("s3://b/p/", "s3://b/p/_SUCCESS")
-    assert planning.is_hidden("s3://b/p/*.csup", "s3://b/p/.x.csup")
-    assert not planning.is_hidden("s3://b/p/", "s3://b/p/day=1/part.csup")
-    assert not planning.is_hidden("s3://b/_p/", "s3://b/_p/part.csup")  # above the prefix
-    assert not planning.is_hidden("/d/_x.csup", "/d/_x.csup")  # named explicitly
-    assert planning.is_hidden("file:///d", "/d/_tmp/a.csup")
+    assert listing.is_hidden("s3://b/p/", "s3://b/p/_csup_staging/j/part.csup")
+    assert listing.is_hidden("s3://b/p/", "s3://b/p/_SUCCESS")
+    assert listing.is_hidden("s3://b/p/*.csup", "s3://b/p/.x.csup")
+    assert not listing.is_hidden("s3://b/p/", "s3://b/p/day=1/part.csup")
+    assert not listing.is_hidden("s3://b/_p/", "s3://b/_p/part.csup")  # above the prefix
+    assert not listing.is_hidden("/d/_x.csup", "/d/_x.csup")  # named explicitly
+    assert listing.is_hidden("file:///d", "/d/_tmp/a.csup")
 
 
 # ---------------------------------------------------------------- options ---
@@ -249,7 +249,7 @@ def test_plan_prunes_ships_packs_and_pickles_small(tmp_path: Path) -> None:
     d = _local_files(tmp_path)
     settings = parse_options({"path": str(d), "secretAccessKey": "S3CR3T"})
     settings.store = {}
-    loaded = planning.load_sync(settings)
+    loaded = listing.load_sync(settings)
     assert [Path(f.url).name for f in loaded.files] == [
         "a.csup", "b.csup", "c.csup", "d.csup", "e.csup"]
     assert loaded.metadata_requests == 5
@@ -288,10 +288,10 @@ def test_min_partitions_split_data_over_the_cores(tmp_path: Path) -> None:
         xs = rng.integers(0, 2**62, 40_000).tolist()
         csup_async.write(str(d / f"{i}.csup"), [{"x": x} for x in xs])
     settings = parse_options({"path": str(d), "minPartitions": "3"})
-    plan = planning.plan_read(planning.load_sync(settings), (("x", "x"),), [], settings)
+    plan = planning.plan_read(listing.load_sync(settings), (("x", "x"),), [], settings)
     assert len(plan.partitions) == 3
     settings.min_partitions = 1
-    assert len(planning.plan_read(planning.load_sync(settings), (("x", "x"),), [],
+    assert len(planning.plan_read(listing.load_sync(settings), (("x", "x"),), [],
                                   settings).partitions) == 1
 
 
@@ -304,7 +304,7 @@ def _batches(n: int, tag: str) -> list[pa.RecordBatch]:
 
 
 def _visible(names: list[str], base: str) -> list[str]:
-    return sorted(n for n in names if not planning.is_hidden(base, n))
+    return sorted(n for n in names if not listing.is_hidden(base, n))
 
 
 async def _rows(urls: list[str], options: dict[str, Any]) -> list[dict[str, Any]]:

@@ -50,9 +50,9 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
         return
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     paths = list(dict.fromkeys(p for _, p in part.columns))
-    loop = asyncio.new_event_loop()
     first = part.files[0].url
     store, _ = store_for(first, **settings.store_options(first))
+    loop = asyncio.new_event_loop()
     pending: collections.deque[asyncio.Task[_Result]] = collections.deque()
     files = iter(part.files)
     reader_opts = settings.reader_options()

@@ -1,7 +1,7 @@
-"""The driver's half of a read: list, load every file's metadata, prune, pack partitions.
+"""The driver's second step: prune files, plan their reads, pack them into partitions.
 
-Metadata is loaded concurrently through one store (one tail request per file
-in the common case).  Then, per file, with no data read:
+With every file's metadata loaded (:mod:`.listing`), per file and with no
+data read:
 
 * pushed filters that metadata decides drop files outright (``filters``);
 * files with no rows are dropped;
@@ -23,8 +23,6 @@ round trip's worth of bytes: splitting less than that costs more than it saves.
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import json
 import logging
 import math
@@ -39,17 +37,13 @@ from pyspark.sql.datasource import InputPartition
 
 import planner as P
 
-from ..dataset import list_sources, open_dataset
-from ..errors import CsupError, NotFoundError
 from ..meta import FileMeta
-from ..stores import Store, TailRead, redact_url, store_for
+from ..stores import TailRead, redact_url
 from .filters import decide, describe
+from .listing import Loaded
 from .options import Settings
 
 log = logging.getLogger("csup_async.spark")
-
-_GLOB = set("*?[")
-_LISTABLE = ("s3://", "s3a://", "gs://", "gcs://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,102 +70,6 @@ class CsupPartition(InputPartition):
 
     def __repr__(self) -> str:  # Spark prints partitions; keep it short and secret-free
         return f"CsupPartition(index={self.index}, files={len(self.files)})"
-
-
-@dataclass(repr=False)
-class LoadedFile:
-    url: str
-    meta: FileMeta
-    tail: TailRead
-
-
-@dataclass(repr=False)
-class Loaded:
-    """Every file's metadata and tail bytes (a repr of it all would take seconds, and
-    ``asyncio.run`` builds one of its result when it restores the SIGINT handler)."""
-
-    files: list[LoadedFile]
-    profile: P.Profile
-    metadata_requests: int
-    seconds: float
-
-    def __repr__(self) -> str:
-        return f"Loaded({len(self.files)} files)"
-
-
-def is_hidden(source: str, url: str) -> bool:
-    """Hadoop's rule: below the listed prefix, a name starting with ``_`` or ``.`` is hidden.
-
-    It hides our writer's staging objects and ``_SUCCESS`` markers from readers.
-    """
-    src = source[7:] if source.startswith("file://") else source
-    if url in (src, source):
-        return False
-    cut = min((src.index(c) for c in _GLOB if c in src), default=len(src))
-    base = src[: src.rfind("/", 0, cut) + 1] if cut < len(src) else src.rstrip("/") + "/"
-    rel = url[len(base):] if url.startswith(base) else os.path.basename(url)
-    return any(c.startswith(("_", ".")) for c in rel.split("/") if c)
-
-
-async def list_files(paths: Sequence[str], store: Store) -> list[str]:
-    """Object URLs under ``paths`` (objects, prefixes, directories, globs), hidden ones left out.
-
-    An object-store path without a glob or trailing slash is a "directory" when
-    objects exist below it (so ``load(p)`` reads what ``save(p)`` wrote), else
-    the object itself; a name ending in ``.csup`` is taken as an object without
-    asking (a list of 1,000 objects must not cost 1,000 LIST requests).
-    """
-    out: dict[str, None] = {}
-    for src in paths:
-        if (src.startswith(_LISTABLE) and not src.endswith(("/", ".csup"))
-                and not _GLOB & set(src) and hasattr(store, "list")):
-            under = await list_sources(src + "/", store)
-            urls = under if under else [src]
-            base = src + "/" if under else src
-        else:
-            urls, base = await list_sources(src, store), src
-        out.update((u, None) for u in urls if not is_hidden(base, u))
-    return list(out)
-
-
-async def load(settings: Settings) -> Loaded:
-    """List and open every file (metadata only), concurrently through one store."""
-    t0 = time.perf_counter()
-    if not settings.paths:
-        raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")
-    schemes = {p.split("://", 1)[0].lower() if "://" in p else "file" for p in settings.paths}
-    if len(schemes) > 1:
-        raise CsupError(f"all paths of one read must use one scheme, not {sorted(schemes)}")
-    first = settings.paths[0]
-    store, _ = store_for(first, **settings.store_options(first))
-    try:
-        urls = await list_files(settings.paths, store)
-        async with open_dataset(urls, store=store, file_concurrency=settings.file_concurrency,
-                                **settings.reader_options()) as ds:
-            files = [LoadedFile(r.key, r.meta, r.tail) for r in ds.readers]
-            reqs = sum(r.open_stats.requests for r in ds.readers)
-            profile = ds.profile
-    except NotFoundError as e:
-        raise CsupError(f"nothing to read: {e}") from None
-    finally:
-        await store.close()
-    return Loaded(files, profile, reqs, time.perf_counter() - t0)
-
-
-def load_sync(settings: Settings) -> Loaded:
-    """:func:`load` on its own event loop, with the cyclic GC paused.
-
-    Loading 1,000 files' metadata allocates millions of small, acyclic objects;
-    the collector's full passes over them cost as much as the parsing itself
-    (measured: 4.4 s -> 2.7 s for 1,000 files with no network delay).
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return asyncio.run(load(settings))
-    finally:
-        if paused:
-            gc.enable()
 
 
 @dataclass(repr=False)

@@ -18,8 +18,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..errors import CsupError
+from .listing import Loaded, load_sync
 from .options import Settings, parse_options
-from .planning import CsupPartition, Loaded, ReadPlan, load_sync, plan_read
+from .planning import CsupPartition, ReadPlan, plan_read
 from .schema import column_paths, infer_schema
 
 

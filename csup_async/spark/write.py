@@ -40,8 +40,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from .. import writer as W
 from ..errors import CsupError, UnsupportedTypeError
+from .listing import is_hidden
 from .options import Settings
-from .planning import is_hidden
 from .sinks import Sink, sink_for
 
 STAGING = "_csup_staging"

@@ -132,6 +132,9 @@ class AiohttpStore(RangedStore):
             raise Retryable(StoreTimeoutError(
                 f"no response within {self.read_timeout:g} s (read_timeout)", path=path)
             ) from None
+        except (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError) as e:
+            # a certificate that fails verification will fail again: not transient
+            raise StoreError(f"TLS verification failed: {describe(e)}", path=path) from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as e:
             raise Retryable(StoreError(f"connection failed: {describe(e)}", path=path)) from None
         except (aiohttp.InvalidURL, ValueError) as e:

@@ -19,6 +19,9 @@ from typing import Any
 
 import aiohttp
 
+import logging
+import re
+
 from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
 from ._aio import common_options, describe
 from ._ranged import RangedStore, Reply, Unsatisfiable, parse_content_range, status_error
@@ -34,6 +37,37 @@ _ACCESS_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesN
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
 _RETRY_CODES = frozenset({"RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable",
                           "RequestTimeTooSkewed", "OperationAborted", "Throttling"})
+
+
+_SECRET = re.compile(r"((?:Credential|Signature|X-Amz-Security-Token|X-Amz-Signature|"
+                     r"X-Amz-Credential)[=:]\s*)[^,&\s'\"]+", re.I)
+
+
+class _MaskCredentials(logging.Filter):
+    """botocore logs signed headers at DEBUG: mask their credential parts before output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a record whose args do not format: leave it alone
+            return True
+        masked = _SECRET.sub(r"\1***", text)
+        if masked != text:
+            record.msg, record.args = masked, None
+        return True
+
+
+def _install_log_mask() -> None:
+    mask = _MaskCredentials()
+    for name in ("botocore", "botocore.auth", "botocore.endpoint", "botocore.hooks",
+                 "botocore.parsers", "botocore.httpsession", "aiobotocore",
+                 "aiobotocore.endpoint", "urllib3"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _MaskCredentials) for f in logger.filters):
+            logger.addFilter(mask)
+
+
+_install_log_mask()
 
 
 def split_s3_key(key: str) -> tuple[str, str]:

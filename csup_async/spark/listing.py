@@ -1,0 +1,123 @@
+"""The driver's first step: list the files, then load every file's metadata concurrently.
+
+One store serves every file, ``fileConcurrency`` tail reads are in flight at
+once, and each file usually costs exactly one request (the reader's tail read
+sized by the planner profile holds the trailer and the whole metadata, and
+for a small file the whole object, whose bytes the planning step can ship to
+executors).  Listing follows Hadoop's convention for hidden names, so a
+reader never sees a writer's staging objects or ``_SUCCESS`` markers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import planner as P
+
+from ..dataset import list_sources, open_dataset
+from ..errors import CsupError
+from ..meta import FileMeta
+from ..stores import Store, TailRead, store_for
+from .options import Settings
+
+_GLOB = set("*?[")
+_LISTABLE = ("s3://", "s3a://", "gs://", "gcs://")
+
+
+@dataclass(repr=False)
+class LoadedFile:
+    url: str
+    meta: FileMeta
+    tail: TailRead
+
+
+@dataclass(repr=False)
+class Loaded:
+    """Every file's metadata and tail bytes (a repr of it all would take seconds, and
+    ``asyncio.run`` builds one of its result when it restores the SIGINT handler)."""
+
+    files: list[LoadedFile]
+    profile: P.Profile
+    metadata_requests: int
+    seconds: float
+
+    def __repr__(self) -> str:
+        return f"Loaded({len(self.files)} files)"
+
+
+def is_hidden(source: str, url: str) -> bool:
+    """Hadoop's rule: below the listed prefix, a name starting with ``_`` or ``.`` is hidden.
+
+    It hides our writer's staging objects and ``_SUCCESS`` markers from readers.
+    """
+    src = source[7:] if source.startswith("file://") else source
+    if url in (src, source):
+        return False
+    cut = min((src.index(c) for c in _GLOB if c in src), default=len(src))
+    base = src[: src.rfind("/", 0, cut) + 1] if cut < len(src) else src.rstrip("/") + "/"
+    rel = url[len(base):] if url.startswith(base) else os.path.basename(url)
+    return any(c.startswith(("_", ".")) for c in rel.split("/") if c)
+
+
+async def list_files(paths: Sequence[str], store: Store) -> list[str]:
+    """Object URLs under ``paths`` (objects, prefixes, directories, globs), hidden ones left out.
+
+    An object-store path without a glob or trailing slash is a "directory" when
+    objects exist below it (so ``load(p)`` reads what ``save(p)`` wrote), else
+    the object itself; a name ending in ``.csup`` is taken as an object without
+    asking (a list of 1,000 objects must not cost 1,000 LIST requests).
+    """
+    out: dict[str, None] = {}
+    for src in paths:
+        if (src.startswith(_LISTABLE) and not src.endswith(("/", ".csup"))
+                and not _GLOB & set(src) and hasattr(store, "list")):
+            under = await list_sources(src + "/", store)
+            urls = under if under else [src]
+            base = src + "/" if under else src
+        else:
+            urls, base = await list_sources(src, store), src
+        out.update((u, None) for u in urls if not is_hidden(base, u))
+    return list(out)
+
+
+async def load(settings: Settings) -> Loaded:
+    """List and open every file (metadata only), concurrently through one store."""
+    t0 = time.perf_counter()
+    if not settings.paths:
+        raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")
+    schemes = {p.split("://", 1)[0].lower() if "://" in p else "file" for p in settings.paths}
+    if len(schemes) > 1:
+        raise CsupError(f"all paths of one read must use one scheme, not {sorted(schemes)}")
+    first = settings.paths[0]
+    store, _ = store_for(first, **settings.store_options(first))
+    try:
+        urls = await list_files(settings.paths, store)
+        async with open_dataset(urls, store=store, file_concurrency=settings.file_concurrency,
+                                **settings.reader_options()) as ds:
+            files = [LoadedFile(r.key, r.meta, r.tail) for r in ds.readers]
+            reqs = sum(r.open_stats.requests for r in ds.readers)
+            profile = ds.profile
+    finally:
+        await store.close()
+    return Loaded(files, profile, reqs, time.perf_counter() - t0)
+
+
+def load_sync(settings: Settings) -> Loaded:
+    """:func:`load` on its own event loop, with the cyclic GC paused.
+
+    Loading 1,000 files' metadata allocates millions of small, acyclic objects;
+    the collector's full passes over them cost as much as the parsing itself
+    (measured: 4.4 s -> 2.7 s for 1,000 files with no network delay).
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return asyncio.run(load(settings))
+    finally:
+        if paused:
+            gc.enable()
