@@ -13,14 +13,13 @@ store, created on first use inside the running loop, serves every bucket;
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
-
-import logging
-import re
 
 from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
 from ._aio import common_options, describe
