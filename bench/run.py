@@ -7,7 +7,7 @@ decoder, writer and cold-start measurements, and writes
 ``bench/results/results.md``, ``results.json`` and PNG plots.
 
 Every number is a median of several runs after a warm-up (one run for
-readers slower than 8 s); requests and bytes are counted by nginx.  The
+readers slower than 30 s); requests and bytes are counted by nginx.  The
 floor is what physics allows the projection in CSUP: two round trips
 (metadata, then data) plus the bytes needed over 16 connections at the
 profile's per-connection bandwidth; for many files ``ceil(files / 64) x 2``
@@ -297,7 +297,7 @@ def report(res: dict[str, Any]) -> str:
             "its bytes on an absolute schedule at the profile's per-connection bandwidth "
             "(`bench/netsim.py`). Profiles: s3 = 50 ms / 100 MB/s, far = 150 ms / 50 MB/s, "
             "local = nginx directly. Median of several runs after a warm-up (one run if "
-            "slower than 8 s). Requests (GET+HEAD) and MB are counted by nginx. "
+            "slower than 30 s). Requests (GET+HEAD) and MB are counted by nginx. "
             "Floor = 2 RTT + CSUP bytes needed / (16 x bandwidth); many files: "
             "ceil(files/64) x 2 RTT + bytes / (64 x bandwidth).", ""]
     for dataset, title in (("wide", "Wide table (1M x 24)"),
@@ -318,7 +318,7 @@ def report(res: dict[str, Any]) -> str:
                 f"{'*' if len(r['times']) == 1 else ''} | {r['requests']} ({r['heads']}) | "
                 f"{r['bytes'] / 1e6:.1f} | {r['x_best_peer']:.2f} | "
                 f"{_fmt_x(r['x_floor'])} |")
-        out += ["", "`*` one run (slower than 8 s).", ""]
+        out += ["", "`*` one run (slower than 30 s).", ""]
     if res.get("decode"):
         out += ["## Decode throughput per core (whole column streams of the wide file)", "",
                 "MB/s of CSUP stream bytes; pyarrow decodes the same column from an in-memory "
@@ -409,7 +409,7 @@ def main() -> None:
     ap.add_argument("--no-extras", action="store_true", help="skip decode/cold/writer")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    runs = args.runs or (2 if args.quick else 4)
+    runs = args.runs or (2 if args.quick else 3)
     profiles = (args.profiles.split(",") if args.profiles
                 else ["s3", "local"] if args.quick else ["s3", "far", "local"])
     names = args.readers.split(",") if args.readers else list(readers.READERS)

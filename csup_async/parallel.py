@@ -45,7 +45,7 @@ from .meta import COMPRESSION_NONE, PrimitiveColumn, RecordColumn, Segment
 from .types import INT32, PrimitiveType, RecordType
 
 __all__ = ["NUMBA_MIN_BYTES", "decode_int32s", "decode_primitive", "numba_available",
-           "prepare", "scan"]
+           "prepare", "scan", "try_scan"]
 
 #: A stream this large starts loading numba (in the background); smaller ones never do.
 NUMBA_MIN_BYTES = 1 << 20
@@ -450,13 +450,24 @@ async def scan(reader: Any, columns: Sequence[str] | str | None = None, *,
     (nested paths, several super types, types without a vectorised decoder)
     are handed to ``Reader.scan`` unchanged.
     """
+    got = await try_scan(reader, columns, executor=executor)
+    return got if got is not None else await reader.scan(columns)
+
+
+async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
+                   executor: Executor | None = None) -> Any:
+    """:func:`scan` for a flat projection, None for any other (nothing read then).
+
+    The hook for ``Reader.scan``: ``got = await parallel.try_scan(self, columns)``
+    first, its own path when that is None.
+    """
     from .reader import ScanResult, ScanStats, _gather_or_cancel
 
     t0 = time.perf_counter()
     paths = reader._paths(columns)
     fields = _flat_fields(reader, paths)
     if fields is None:
-        return await type(reader).scan(reader, columns)
+        return None
     plan = reader._plan(paths)
     pool = executor or _pool()
     loop = asyncio.get_running_loop()

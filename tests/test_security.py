@@ -154,9 +154,6 @@ async def test_secrets_never_shown(range_server: RangeServer, caplog: pytest.Log
         assert any("retrying" in rec.getMessage() for rec in caplog.records)
 
 
-@pytest.mark.xfail(strict=False, reason="botocore logs signed headers at DEBUG through child "
-                   "loggers; stores/s3.py masks what its filters see but propagated records "
-                   "skip them (open: needs a record factory or handler-level filter)")
 async def test_botocore_debug_logs_hide_s3_credentials(range_server: RangeServer,
                                                        caplog: pytest.LogCaptureFixture
                                                        ) -> None:

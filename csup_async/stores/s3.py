@@ -38,32 +38,38 @@ _RETRY_CODES = frozenset({"RequestTimeout", "SlowDown", "InternalError", "Servic
                           "RequestTimeTooSkewed", "OperationAborted", "Throttling"})
 
 
-_SECRET = re.compile(r"((?:Credential|Signature|X-Amz-Security-Token|X-Amz-Signature|"
-                     r"X-Amz-Credential)[=:]\s*)[^,&\s'\"]+", re.I)
+_SECRET = re.compile(r"(Credential|Signature|X-Amz-Security-Token|X-Amz-Signature|"
+                     r"X-Amz-Credential)[=:]\s*[^,&\s'\"]+", re.I)
 
 
-class _MaskCredentials(logging.Filter):
-    """botocore logs signed headers at DEBUG: mask their credential parts before output."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            text = record.getMessage()
-        except Exception:  # a record whose args do not format: leave it alone
-            return True
-        masked = _SECRET.sub(r"\1***", text)
-        if masked != text:
-            record.msg, record.args = masked, None
-        return True
+_MASKED_LOGGERS = ("botocore", "aiobotocore", "urllib3", "s3transfer")
 
 
 def _install_log_mask() -> None:
-    mask = _MaskCredentials()
-    for name in ("botocore", "botocore.auth", "botocore.endpoint", "botocore.hooks",
-                 "botocore.parsers", "botocore.httpsession", "aiobotocore",
-                 "aiobotocore.endpoint", "urllib3"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _MaskCredentials) for f in logger.filters):
-            logger.addFilter(mask)
+    """Mask signed-header credentials in botocore's DEBUG records as they are created.
+
+    botocore logs whole signed requests through many child loggers, and a
+    logger's filters do not see records propagated from its children, so
+    the mask sits in the record factory (chained, and only for those loggers).
+    """
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "_csup_mask", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if record.name.startswith(_MASKED_LOGGERS):
+            try:
+                text = record.getMessage()
+            except Exception:  # a record whose args do not format: leave it alone
+                return record
+            masked = _SECRET.sub(r"\1[redacted]", text)
+            if masked != text:
+                record.msg, record.args = masked, None
+        return record
+
+    factory._csup_mask = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
 
 
 _install_log_mask()
