@@ -279,6 +279,12 @@ def _fmt_s(x: float | None) -> str:
     return "-" if x is None else (f"{x:.3f}" if x < 10 else f"{x:.1f}")
 
 
+def _mark(r: dict[str, Any]) -> str:
+    if r.get("warm_only"):
+        return "**"
+    return "*" if len(r["times"]) == 1 else ""
+
+
 def _fmt_x(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
@@ -315,7 +321,7 @@ def report(res: dict[str, Any]) -> str:
                 continue
             out.append(
                 f"| {r['profile']} | {r['projection']} | {r['reader']} | {_fmt_s(r['median'])}"
-                f"{'*' if len(r['times']) == 1 else ''} | {r['requests']} ({r['heads']}) | "
+                f"{_mark(r)} | {r['requests']} ({r['heads']}) | "
                 f"{r['bytes'] / 1e6:.1f} | {r['x_best_peer']:.2f} | "
                 f"{_fmt_x(r['x_floor'])} |")
         out += ["", "`*` one run (slower than 30 s).", ""]

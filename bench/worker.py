@@ -4,8 +4,9 @@ A process per reader keeps readers from sharing thread pools, caches or the
 GIL with each other or with the harness, and lets the harness kill a reader
 that hangs.  For each task: one untimed warm-up run (imports, JIT caches,
 connection pools), then timed runs; requests and bytes are what nginx logged
-during the last run.  A reader whose warm-up takes over ``SLOW`` seconds is not run again:
-its warm-up is its one sample, and timed runs stop at about ``BUDGET`` seconds.
+during the last run.  A reader whose warm-up takes over ``SLOW`` seconds is
+not run again (its warm-up is its one sample), and timed runs stop at about
+``BUDGET`` seconds.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def run_task(fn: Any, task: dict[str, Any], runs: int, log: Path) -> dict[str, A
             rows, ncols = fn(endpoint, keys, columns)
             times.append(time.perf_counter() - t)
             count = netsim.log_count(log, mark)
-    out.update(median=statistics.median(times), times=times, warm=warm, rows=rows,
+    out.update(median=statistics.median(times), times=times, warm=warm, warm_only=warm >= SLOW,
+               rows=rows,
                cols=ncols, requests=count.requests, gets=count.gets, heads=count.heads,
                bytes=count.bytes, errors=count.errors)
     return out
