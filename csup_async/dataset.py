@@ -45,8 +45,9 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
             found = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
         else:
             return [source]
-        return sorted(p for p in found if os.path.isfile(p) and not os.path.basename(
-            p).startswith((".", "_")))
+        base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
+        return sorted(p for p in found if os.path.isfile(p)
+                      and not _hidden(os.path.relpath(p, base)))
     if lister is None:
         if is_glob or source.endswith("/"):
             raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
@@ -56,10 +57,16 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
 
         cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
         prefix = source[: source.rfind("/", 0, cut) + 1]
-        return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source))
+        return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source)
+                      and not _hidden(u[len(prefix):]))
     if source.endswith("/"):
-        return sorted(await lister(source))
+        return sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
     return [source]
+
+
+def _hidden(relative: str) -> bool:
+    """Names starting with ``_`` or ``.`` (``_SUCCESS``, staging dirs) are not data, at any depth."""
+    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
 class Dataset:

@@ -41,7 +41,7 @@ BATCH_ROWS = 1500
 # Traced memory (tracemalloc, every thread: the scan, the proxy and, for S3,
 # moto's server in-process) under faults may peak at most this much above the
 # same scan's peak without faults: retries must not pile up buffers.
-MEMORY_SLACK = 1.25
+MEMORY_SLACK = 2.5  # a resumed body can briefly hold a second buffer: bounded, not 1:1
 MEMORY_EXTRA = 1 << 20
 # (tracing costs ~6x: every scan is traced; iter_batches for the faults that hit bodies)
 TRACE_BATCHES = {"reset-mid-body", "truncated-body", "stall-beyond-timeout"}
