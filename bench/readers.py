@@ -214,3 +214,6 @@ READERS: dict[str, tuple[str, ReadFn]] = {
     "pyarrow + s3fs": ("parquet", pyarrow_s3fs),
 }
 PEERS = [n for n in READERS if not n.startswith("csup")]
+# the numpy-only variant (what the parallel scan gives without numba) on request:
+# --readers "csup-async + parallel (numpy only)"
+DEFAULT = [n for n in READERS if "numpy only" not in n]

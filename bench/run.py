@@ -415,10 +415,10 @@ def main() -> None:
     ap.add_argument("--no-extras", action="store_true", help="skip decode/cold/writer")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    runs = args.runs or (2 if args.quick else 3)
+    runs = args.runs or (2 if args.quick else 5)
     profiles = (args.profiles.split(",") if args.profiles
                 else ["s3", "local"] if args.quick else ["s3", "far", "local"])
-    names = args.readers.split(",") if args.readers else list(readers.READERS)
+    names = args.readers.split(",") if args.readers else readers.DEFAULT
     files = 100 if args.quick else data.MANY_FILES
     RESULTS.mkdir(parents=True, exist_ok=True)
 
