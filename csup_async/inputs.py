@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import CsupError, FormatError
+from .errors import CsupError, FormatError, NotFoundError
 from .values import Value
 
 BSUP_EXT = (".bsup", ".zng")
@@ -69,7 +69,7 @@ async def _read_csup(path: str) -> list[Value]:
 def read_values(path: str) -> Iterator[Any]:
     """Values of any supported input file (plain Python or typed ``Value``s)."""
     if not os.path.exists(path) and "://" not in path:
-        raise CsupError("no such file", path=path)
+        raise NotFoundError("no such file", path=path)  # exit code 3, as for objects
     kind = kind_of(path)
     if kind == "json":
         return read_json(path)

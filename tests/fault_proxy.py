@@ -42,7 +42,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-HOST = "127.0.0.1"
+from tests.net import HOST, FaultSpec, LoopThread
+
 _HEAD_LIMIT = 64 * 1024
 _STATUS_TEXT = {408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",
                 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
@@ -52,12 +53,9 @@ _S3_CODES = {429: "SlowDown", 500: "InternalError", 503: "SlowDown", 403: "Acces
 
 
 @dataclass(frozen=True)
-class Fault:
-    kind: str
-    after_bytes: int = 0
-    seconds: float = 0.0
-    status: int = 0
-    retry_after: str | None = None
+class Fault(FaultSpec):
+    """One misbehaviour of the proxy (the constructors are listed in the module docstring)."""
+
     shift: int = 1
     fn: Callable[[], object] | None = None
 
@@ -68,14 +66,6 @@ class Fault:
     @staticmethod
     def truncate(after_bytes: int = 0) -> Fault:
         return Fault("truncate", after_bytes=after_bytes)
-
-    @staticmethod
-    def stall(seconds: float, after_bytes: int = 0) -> Fault:
-        return Fault("stall", seconds=seconds, after_bytes=after_bytes)
-
-    @staticmethod
-    def error(status: int, retry_after: str | None = None) -> Fault:
-        return Fault("status", status=status, retry_after=retry_after)
 
     @staticmethod
     def wrong_range(shift: int = 1) -> Fault:
@@ -156,8 +146,7 @@ class FaultProxy:
         self._rules: deque[_Rule] = deque()
         self._refuse = 0
         self._stats = _Stats()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop = LoopThread("fault-proxy")
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -243,22 +232,17 @@ class FaultProxy:
 
     # ---------------------------------------------------------- lifecycle ---
     def start(self) -> FaultProxy:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="fault-proxy",
-                                        daemon=True)
-        self._thread.start()
+        self._loop.start()
 
         async def boot() -> int:
             self._server = await asyncio.start_server(self._accept, HOST, 0)
             return int(self._server.sockets[0].getsockname()[1])
 
-        self.port = asyncio.run_coroutine_threadsafe(boot(), loop).result(10)
+        self.port = self._loop.run(boot())
         return self
 
     def stop(self) -> None:
-        loop = self._loop
-        if loop is None:
+        if self._loop.loop is None:
             return
 
         async def down() -> None:
@@ -268,12 +252,8 @@ class FaultProxy:
                 t.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-        asyncio.run_coroutine_threadsafe(down(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        loop.close()
-        self._loop = None
+        self._loop.run(down())
+        self._loop.stop()
 
     def __enter__(self) -> FaultProxy:
         return self.start()

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -35,38 +34,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-HOST = "127.0.0.1"
+from tests.net import HOST, FaultSpec, LoopThread, free_port, stop_process, wait_for_port
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen[Any] | None = None,
-                  what: str = "server") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise RuntimeError(f"{what} exited with {proc.returncode}: {err[-2000:]}")
-        try:
-            socket.create_connection((HOST, port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on {HOST}:{port} within {timeout} s")
-
-
-def stop_process(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+__all__ = ["HOST", "Fault", "GcsEmulator", "MotoS3", "Nginx", "RangeServer", "free_port",
+           "nginx_binary", "stop_process", "wait_for_port"]
 
 
 # ------------------------------------------------------------------ moto ---
@@ -134,10 +105,7 @@ class GcsEmulator:
         return self
 
     def stop(self) -> None:
-        if self._proc is not None:
-            stop_process(self._proc)
-            if self._proc.stderr:
-                self._proc.stderr.close()
+        stop_process(self._proc)
 
     def put(self, name: str, data: bytes) -> str:
         url = (f"{self.endpoint}/upload/storage/v1/b/{self.BUCKET}/o?uploadType=media"
@@ -209,10 +177,7 @@ class Nginx:
         return self
 
     def stop(self) -> None:
-        if self._proc is not None:
-            stop_process(self._proc)
-            if self._proc.stderr:
-                self._proc.stderr.close()
+        stop_process(self._proc)
 
     def url(self, name: str) -> str:
         return f"http://{HOST}:{self.port}/{quote(name)}"
@@ -235,20 +200,11 @@ class Nginx:
 
 # ---------------------------------------------------------- range server ---
 @dataclass(frozen=True)
-class Fault:
+class Fault(FaultSpec):
     """One misbehaviour, applied to one request of one object (see RangeServer.inject)."""
 
-    kind: str
-    status: int = 0
-    retry_after: str | None = None
-    seconds: float = 0.0
-    after_bytes: int = 0
     data: bytes | None = None
     chunked: bool = False
-
-    @staticmethod
-    def error(status: int, retry_after: str | None = None) -> Fault:
-        return Fault("status", status=status, retry_after=retry_after)
 
     @staticmethod
     def reset(after_bytes: int = 1000) -> Fault:
@@ -265,11 +221,6 @@ class Fault:
     def wrong_range() -> Fault:
         """A 206 whose Content-Range (and body) start one byte after the request."""
         return Fault("wrong_range")
-
-    @staticmethod
-    def stall(seconds: float, after_bytes: int = 0) -> Fault:
-        """Go silent for ``seconds``, before the headers (or after some body bytes)."""
-        return Fault("stall", seconds=seconds, after_bytes=after_bytes)
 
     @staticmethod
     def ignore_range() -> Fault:
@@ -333,8 +284,7 @@ class RangeServer:
         self.port = 0
         self._lock = threading.Lock()
         self._state = _State()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop = LoopThread("range-server")
         self._runner: Any = None
 
     # ---------------------------------------------------------- control ---
@@ -388,11 +338,7 @@ class RangeServer:
         from aiohttp import web
 
         self.root.mkdir(parents=True, exist_ok=True)
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        self._thread = threading.Thread(target=loop.run_forever, name="range-server",
-                                        daemon=True)
-        self._thread.start()
+        self._loop.start()
 
         async def boot() -> int:
             app = web.Application()
@@ -405,20 +351,15 @@ class RangeServer:
             self._runner = runner
             return int(runner.addresses[0][1])
 
-        self.port = asyncio.run_coroutine_threadsafe(boot(), loop).result(10)
+        self.port = self._loop.run(boot())
         return self
 
     def stop(self) -> None:
-        loop = self._loop
-        if loop is None:
+        if self._loop.loop is None:
             return
         if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        loop.close()
-        self._loop = None
+            self._loop.run(self._runner.cleanup())
+        self._loop.stop()
 
     # --------------------------------------------------------- handling ---
     def _route(self, raw_path: str) -> tuple[str, str]:

@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import io
 import random
-import socket
 import time
 import tracemalloc
 import uuid
@@ -33,6 +32,7 @@ from csup_async.reader import ScanResult
 from csup_async.stores import HTTPStore, RetryPolicy, Store, store_for
 from tests import servers
 from tests.fault_proxy import Fault, FaultProxy, Request
+from tests.net import free_port
 
 RETRY = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, total_timeout=8)
 READ_TIMEOUT = 0.4  # seconds of silence before a read gives up (then retries)
@@ -382,15 +382,9 @@ async def test_shared_store_returns_its_connections(nginx_server: servers.Nginx)
         await _assert_clean(proxy)
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # nothing listens once the socket is closed
-
-
 @pytest.mark.parametrize("kind", ["http", "s3"])
 async def test_closed_port_is_a_typed_error_in_bounded_time(kind: str) -> None:
-    port = _closed_port()
+    port = free_port()  # nothing listens once its socket is closed
     t0 = time.perf_counter()
     if kind == "http":
         url, opts = f"http://127.0.0.1:{port}/x.csup", dict(OPTIONS)
