@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
+import itertools
 import math
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -126,6 +127,33 @@ def iter_tagged(buf: bytes | memoryview, start: int, end: int) -> Iterator[memor
             raise TruncatedError(f"value of {n} bytes runs past its container")
         yield mv[pos : pos + n]
         pos += n
+
+
+def split_tagged(buf: bytes | memoryview) -> list[memoryview | None]:
+    """``list(iter_tagged(buf, 0, len(buf)))``, with the same errors, in one tight loop.
+
+    Metadata records and arrays are split this way tens of times per file; a
+    one-byte tag (a child under 127 bytes, the usual case) is read inline.
+    """
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    end = len(mv)
+    pos = 0
+    out: list[memoryview | None] = []
+    while pos < end:
+        tag = mv[pos]
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = read_uvarint(mv, pos, end)
+        if tag == 0:
+            out.append(None)
+            continue
+        n = tag - 1
+        if pos + n > end:
+            raise TruncatedError(f"value of {n} bytes runs past its container")
+        out.append(mv[pos : pos + n])
+        pos += n
+    return out
 
 
 # --------------------------------------------------------------- integers ---
@@ -709,6 +737,20 @@ def select_member(t: UnionType, v: Any) -> tuple[int, Type, Any]:
 FRAME_TYPES, FRAME_VALUES, FRAME_CONTROL = 0, 1, 2
 
 
+# Types frames seen before, by (context state, payload bytes) -> (new state, the types,
+# depths and sizes they define, nodes they add).  A context's state is the sequence of
+# frames parsed since it was fresh, so a hit defines exactly what parsing would, limits
+# included (a frame that fails a limit raises and is never stored).  Files from one
+# writer repeat the same metadata types frames, so a driver opening 1,000 of them
+# parses each distinct frame once and shares the (immutable) types.  Small frames
+# only, and a bounded number: a big data stream's types are not worth keeping.
+_TYPEDEF_MEMO: dict[tuple[int, bytes], tuple[int, tuple[Type, ...], tuple[int, ...],
+                                             tuple[int, ...], int]] = {}
+_MEMO_MAX_ENTRIES = 512
+_MEMO_MAX_PAYLOAD = 8 << 10  # so at most 4 MiB of keys
+_memo_ids = itertools.count(1)
+
+
 class TypeContext:
     """The type IDs of one BSUP stream: primitives, then typedefs in order.
 
@@ -723,6 +765,9 @@ class TypeContext:
         self._depth: list[int] = [1] * len(PRIMITIVES)
         self._size: list[int] = [1] * len(PRIMITIVES)
         self._nodes = 0
+        # Which sequence of types frames built this context: 0 = none yet, else
+        # the id of the memo entry that produced it, -1 = not memoisable.
+        self._state = 0
 
     def lookup(self, tid: int) -> Type:
         if tid >= len(self.types):
@@ -739,6 +784,31 @@ class TypeContext:
         return ref
 
     def parse_typedefs(self, mv: memoryview) -> None:
+        """Define the types of one types frame, memoised (see ``_TYPEDEF_MEMO``)."""
+        state = self._state
+        if state < 0 or len(mv) > _MEMO_MAX_PAYLOAD:
+            self._state = -1
+            self._parse_typedefs(mv)
+            return
+        key = (state, bytes(mv))
+        hit = _TYPEDEF_MEMO.get(key)
+        if hit is not None:
+            self._state, types, depths, sizes, nodes = hit
+            self.types.extend(types)
+            self._depth.extend(depths)
+            self._size.extend(sizes)
+            self._nodes += nodes
+            return
+        n0, nodes0 = len(self.types), self._nodes
+        self._state = -1  # until parsed: a failed parse leaves a half-built context
+        self._parse_typedefs(mv)
+        if len(_TYPEDEF_MEMO) >= _MEMO_MAX_ENTRIES:
+            _TYPEDEF_MEMO.clear()
+        self._state = next(_memo_ids)
+        _TYPEDEF_MEMO[key] = (self._state, tuple(self.types[n0:]), tuple(self._depth[n0:]),
+                              tuple(self._size[n0:]), self._nodes - nodes0)
+
+    def _parse_typedefs(self, mv: memoryview) -> None:
         pos, end = 0, len(mv)
         while pos < end:
             if len(self.types) > MAX_TYPES:

@@ -15,7 +15,7 @@ from .bsup import (
     decode_int,
     decode_uint,
     decode_value,
-    iter_tagged,
+    split_tagged,
 )
 from .errors import FormatError
 from .meta import (
@@ -123,7 +123,7 @@ MAX_COLUMN_DEPTH = 100
 def _resolve(vtype: Type, body: Any) -> tuple[Type, Any]:
     """Look through unions (decoding the tag) to the member type and body."""
     while isinstance(vtype, UnionType) and body is not None:
-        parts = list(iter_tagged(body, 0, len(body)))
+        parts = split_tagged(body)
         if len(parts) != 2 or parts[0] is None:
             raise FormatError("union value is not a tag and a value")
         idx = decode_int(parts[0]) if UNION_TAG_SIGNED else decode_uint(parts[0])
@@ -133,20 +133,100 @@ def _resolve(vtype: Type, body: Any) -> tuple[Type, Any]:
     return vtype, body
 
 
-def _record_parts(vtype: Type, body: Any, what: str) -> dict[str, tuple[Type, Any]]:
+class _What:
+    """An error message's subject, formatted only if an error needs it: printing a
+    column's record type for every column of every file cost more than parsing it."""
+
+    __slots__ = ("arg", "fmt")
+
+    def __init__(self, fmt: str, arg: object) -> None:
+        self.fmt, self.arg = fmt, arg
+
+    def __str__(self) -> str:
+        return self.fmt.format(self.arg)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+def _record_parts(vtype: Type, body: Any, what: str | _What) -> dict[str, tuple[Type, Any]]:
     vtype = underlying(vtype)
     if not isinstance(vtype, RecordType) or body is None:
         raise FormatError(f"{what} is not a record (got {vtype})")
-    parts = list(iter_tagged(body, 0, len(body)))
+    parts = split_tagged(body)
     if len(parts) != len(vtype.fields):
         raise FormatError(f"{what} has {len(parts)} fields, its type {len(vtype.fields)}")
     return {f.name: (f.type, p) for f, p in zip(vtype.fields, parts, strict=True)}
 
 
-def parse_segmap(vtype: Type, body: Any, what: str = "segmap") -> Segmap:
+def parse_segmap(vtype: Type, body: Any, what: str | _What = "segmap") -> Segmap:
     vtype, body = _resolve(vtype, body)
     if body is None:
         return ()
+    if _is_segmap_type(vtype):
+        rows = _segment_rows(body)
+        if rows is not None:
+            return _segments(rows, what)
+    return _parse_segmap_generic(vtype, body, what)
+
+
+# Types already compared with SEGMAP_TYPE, by id (the type is kept, so its id stays
+# its own): metadata types are shared between files (bsup's typedef memo), and a
+# structural comparison per segmap would cost more than decoding it.
+_SEGMAP_LIKE: dict[int, tuple[Type, bool]] = {}
+
+
+def _is_segmap_type(t: Type) -> bool:
+    if t is SEGMAP_TYPE:
+        return True
+    known = _SEGMAP_LIKE.get(id(t))
+    if known is not None and known[0] is t:
+        return known[1]
+    same = t == SEGMAP_TYPE
+    if len(_SEGMAP_LIKE) >= 1024:
+        _SEGMAP_LIKE.clear()
+    _SEGMAP_LIKE[id(t)] = (t, same)
+    return same
+
+
+def _segment_rows(body: Any) -> list[tuple[int, int, int, int]] | None:
+    """The segments of a SEGMAP_TYPE body in its usual shape, or None for anything else.
+
+    The usual shape: every element and field non-null, one-byte tags, integers
+    within their widths (uint64, uint32, uint32, uint8).  That is every segmap a
+    writer produces, decoded here without the generic decoder's per-value
+    dispatch (metadata parsing is most of a driver's CPU per file).  For
+    anything else the caller uses the generic decoder, so what is rejected,
+    and how, is unchanged.
+    """
+    b = bytes(body)
+    n = len(b)
+    pos = 0
+    out = []
+    frm = int.from_bytes
+    while pos < n:
+        tag = b[pos]
+        end = pos + tag  # the element's body is b[pos + 1 : end]
+        if tag == 0 or tag >= 0x80 or end > n:
+            return None
+        pos += 1
+        vals = []
+        for limit in (9, 5, 5, 2):  # 1 + the widest body of uint64, uint32, uint32, uint8
+            if pos >= end:
+                return None
+            t = b[pos]
+            if t == 0 or t > limit or pos + t > end:
+                return None
+            vals.append(frm(b[pos + 1 : pos + t], "little"))
+            pos += t
+        if pos != end:
+            return None
+        out.append((vals[0], vals[1], vals[2], vals[3]))
+    return out
+
+
+def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
+    """Any segmap value, through the generic decoder (the reference for the fast path)."""
     value = decode_value(vtype, body)
     if not isinstance(value, list):
         raise FormatError(f"{what} is not an array")
@@ -162,20 +242,29 @@ def parse_segmap(vtype: Type, body: Any, what: str = "segmap") -> Segmap:
         comp = el.get("compression_format", 0)
         if any(not isinstance(x, int) or isinstance(x, bool) for x in (off, length, mem, comp)):
             raise FormatError(f"{what} element has a non-integer field")
-        if off < 0 or length < 0 or mem < 0:
-            raise FormatError(f"{what} element has a negative offset or length")
-        if comp not in (0, 1):
-            raise FormatError(f"{what} has unknown compression_format {comp}")
-        if comp == 0 and mem != length:
-            raise FormatError(f"{what} has an uncompressed segment whose mem_length "
-                              f"{mem} differs from its length {length}")
-        if comp == 1 and (mem > LZ4_MAX_RATIO * length + 64 or (length == 0) != (mem == 0)):
-            # checked here, not only when decompressing: a super column's mem_length
-            # is its row count, which a reader uses without decompressing anything
-            raise FormatError(f"{what} has an LZ4 segment of {length} bytes that claims "
-                              f"to decompress to {mem} bytes")
-        out.append(Segment(off, length, mem, comp))
+        out.append(_segment(off, length, mem, comp, what))
     return tuple(out)
+
+
+def _segments(rows: list[tuple[int, int, int, int]], what: str | _What) -> Segmap:
+    return tuple([_segment(off, length, mem, comp, what) for off, length, mem, comp in rows])
+
+
+def _segment(off: int, length: int, mem: int, comp: int, what: str | _What) -> Segment:
+    """One checked segment (the same checks whichever decoder read it)."""
+    if off < 0 or length < 0 or mem < 0:
+        raise FormatError(f"{what} element has a negative offset or length")
+    if comp not in (0, 1):
+        raise FormatError(f"{what} has unknown compression_format {comp}")
+    if comp == 0 and mem != length:
+        raise FormatError(f"{what} has an uncompressed segment whose mem_length "
+                          f"{mem} differs from its length {length}")
+    if comp == 1 and (mem > LZ4_MAX_RATIO * length + 64 or (length == 0) != (mem == 0)):
+        # checked here, not only when decompressing: a super column's mem_length
+        # is its row count, which a reader uses without decompressing anything
+        raise FormatError(f"{what} has an LZ4 segment of {length} bytes that claims "
+                          f"to decompress to {mem} bytes")
+    return Segment(off, length, mem, comp)
 
 
 def parse_column(stype: Type, vtype: Type, body: Any, depth: int = 0) -> AnyColumn | None:
@@ -196,27 +285,27 @@ def parse_column(stype: Type, vtype: Type, body: Any, depth: int = 0) -> AnyColu
         st = st.inner
     d = depth + 1
     if isinstance(st, (PrimitiveType, EnumType)):
-        return PrimitiveColumn(parse_segmap(vtype, body, f"{st} column"))
+        return PrimitiveColumn(parse_segmap(vtype, body, _What("{} column", st)))
     if isinstance(st, RecordType):
-        parts = _record_parts(vtype, body, f"record column for {st}")
+        parts = _record_parts(vtype, body, _What("record column for {}", st))
         fields = []
         for f in st.fields:
             if f.name not in parts:
                 raise FormatError(f"record column lacks field {f.name!r}")
-            fparts = _record_parts(*parts[f.name], f"field {f.name!r}")
+            fparts = _record_parts(*parts[f.name], _What("field {!r}", f.name))
             if "column" not in fparts or "presence" not in fparts:
                 raise FormatError(f"field {f.name!r} lacks column or presence")
             fields.append(FieldColumn(f.name, parse_column(f.type, *fparts["column"], d),
                                       parse_segmap(*fparts["presence"], "presence")))
         return RecordColumn(tuple(fields))
     if isinstance(st, (ArrayType, SetType)):
-        parts = _record_parts(vtype, body, f"array column for {st}")
+        parts = _record_parts(vtype, body, _What("array column for {}", st))
         if "values" not in parts or "lengths" not in parts:
             raise FormatError("array column lacks values or lengths")
         return ArrayColumn(parse_column(st.elem, *parts["values"], d),
                            parse_segmap(*parts["lengths"], "lengths"))
     if isinstance(st, MapType):
-        parts = _record_parts(vtype, body, f"map column for {st}")
+        parts = _record_parts(vtype, body, _What("map column for {}", st))
         if "lengths" not in parts:
             raise FormatError("map column has no lengths (the seed's map layout cannot be "
                               "decoded; see CSUP-DECISIONS)")
@@ -226,14 +315,14 @@ def parse_column(stype: Type, vtype: Type, body: Any, depth: int = 0) -> AnyColu
                          parse_column(st.value, *parts["value"], d),
                          parse_segmap(*parts["lengths"], "lengths"))
     if isinstance(st, UnionType):
-        parts = _record_parts(vtype, body, f"union column for {st}")
+        parts = _record_parts(vtype, body, _What("union column for {}", st))
         if "columns" not in parts or "tags" not in parts:
             raise FormatError("union column lacks columns or tags")
         ctype, cbody = _resolve(*parts["columns"])
         ctype = underlying(ctype)
         if not isinstance(ctype, ArrayType) or cbody is None:
             raise FormatError("union column's columns is not an array")
-        elems = list(iter_tagged(cbody, 0, len(cbody)))
+        elems = split_tagged(cbody)
         if len(elems) != len(st.types):
             raise FormatError(f"union column has {len(elems)} columns for "
                               f"{len(st.types)} members")

@@ -198,3 +198,91 @@ def test_types_nested_without_end_are_refused():
 def test_nan_survives():
     data = bsup.encode_stream([(FLOAT64, math.nan)])
     assert math.isnan(bsup.read_values(data)[0].value)
+
+
+# ------------------------------------------- fast paths against the reference ---
+def _outcome(fn, *args):
+    """A call's result, or its error's type and message (what a caller can observe)."""
+    try:
+        return ("ok", fn(*args))
+    except CsupError as e:
+        return (type(e).__name__, str(e))
+
+
+def _segment_value(draw_ints):
+    return {"offset": draw_ints[0], "length": draw_ints[1], "mem_length": draw_ints[2],
+            "compression_format": draw_ints[3]}
+
+
+_seg_ints = st.one_of(
+    st.tuples(st.integers(0, (1 << 64) - 1), st.integers(0, (1 << 32) - 1),
+              st.integers(0, (1 << 32) - 1), st.integers(0, 255)),
+    st.integers(0, 1 << 40).flatmap(lambda o: st.integers(0, 1 << 20).map(
+        lambda n: (o, n, n, 0))),  # what writers write (uncompressed)
+    st.tuples(st.integers(0, 1 << 40), st.integers(1, 1 << 20), st.integers(1, 1 << 24),
+              st.just(1)),  # LZ4, sometimes claiming too much
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_seg_ints, max_size=6), st.data())
+def test_segmap_fast_path_matches_the_generic_decoder(rows, data):
+    """Valid, semantically odd and byte-mangled segmap bodies: the fast path returns
+    and refuses exactly what the generic decoder does."""
+    from csup_async import colvalue
+
+    body = bytearray(bsup.encode_value(colvalue.SEGMAP_TYPE,
+                                       [_segment_value(r) for r in rows]))
+    assert colvalue._segment_rows(memoryview(body)) == list(rows)  # the fast path decodes it
+    if body and data.draw(st.booleans()):  # corrupt a byte, cut or extend the body
+        how = data.draw(st.sampled_from(["flip", "cut", "grow"]))
+        i = data.draw(st.integers(0, len(body) - 1))
+        if how == "flip":
+            body[i] = data.draw(st.integers(0, 255))
+        elif how == "cut":
+            del body[i:]
+        else:
+            body[i:i] = data.draw(st.binary(min_size=1, max_size=3))
+    mv = memoryview(bytes(body))
+    fast = _outcome(colvalue.parse_segmap, colvalue.SEGMAP_TYPE, mv, "segmap")
+    slow = _outcome(colvalue._parse_segmap_generic, colvalue.SEGMAP_TYPE, mv, "segmap")
+    assert fast == slow
+
+
+@settings(max_examples=400)
+@given(st.binary(max_size=40))
+def test_split_tagged_matches_iter_tagged(buf):
+    def reference(b):
+        return [None if p is None else bytes(p) for p in bsup.iter_tagged(b, 0, len(b))]
+
+    def fast(b):
+        return [None if p is None else bytes(p) for p in bsup.split_tagged(b)]
+
+    assert _outcome(fast, buf) == _outcome(reference, buf)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(types, min_size=1, max_size=4), st.data())
+def test_typedef_memo_defines_what_parsing_does(ts, data):
+    """A memoised types frame (hit or miss, intact or corrupt) defines exactly the types,
+    and raises exactly the errors, of a fresh parse, in every context state."""
+    out = bytearray()
+    enc = bsup.StreamEncoder(out, compress=False)
+    for t in ts:
+        enc.type_id(t)
+    payload = bytearray(enc._typedefs)
+    if payload and data.draw(st.booleans()):
+        payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
+    frames = [bytes(payload)] * data.draw(st.integers(1, 2))  # a second frame: a new state
+
+    def parse(memo: bool):
+        ctx = bsup.TypeContext()
+        if not memo:
+            ctx._state = -1
+        for f in frames:
+            ctx.parse_typedefs(memoryview(f))
+        return ctx.types, ctx._depth, ctx._size, ctx._nodes
+
+    reference = _outcome(parse, False)
+    assert _outcome(parse, True) == reference  # a miss (or a hit from an earlier example)
+    assert _outcome(parse, True) == reference  # a hit

@@ -121,6 +121,34 @@ def test_pushdown_prunes_files_and_agrees_with_spark(spark: Any, tmp_path: Path)
     assert plan["filters_for_spark"] == plan["pushed_filters"]  # Spark still checks rows
 
 
+def test_pushdown_stays_opt_in_because_spark_reuses_a_filtered_plan(
+        spark: Any, tmp_path: Path) -> None:
+    """Why pushdown is not the default, shown on this PySpark (4.3.0).
+
+    Its ``PythonScanBuilder.pushFilters`` stores the read plan made with the
+    pushed filters on the relation (``PythonDataSourceV2.setReadInfo``), and
+    ``getOrCreateReadInfo`` hands it to every later scan of that relation.  A
+    later query that pushes no filter then reads only the files the filter
+    kept.  Handing every filter back to Spark does not help: the *partitions*
+    are what is reused.  Without pushdown (the default) the same sequence of
+    queries is right.  If the pushed case ever comes out right, this Spark has
+    scoped the plan to its scan (as Spark's master does) and pushdown could
+    become the default.
+    """
+    d = _dataset(tmp_path)
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    query = "v IS NOT NULL"
+    plain = spark.read.format("csup").load(str(d))
+    assert plain.where(query).count() == 100 and plain.count() == 114
+    pushed = spark.read.format("csup").option("pushdown", "true").load(str(d))
+    assert pushed.where(query).count() == 100
+    stale = pushed.count()  # PySpark 4.3.0: the filtered query's partitions, reused
+    assert stale in (100, 114)
+    if stale == 114:
+        pytest.xfail("this Spark no longer reuses a filtered read plan: pushdown could "
+                     "be made the default")
+
+
 def test_s3_prefix_glob_and_counted_requests(spark: Any, moto_s3: Any,
                                              tmp_path: Path) -> None:
     import io

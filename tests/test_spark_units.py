@@ -280,6 +280,36 @@ def test_plan_prunes_ships_packs_and_pickles_small(tmp_path: Path) -> None:
     assert pickle.loads(pickle.dumps(reader))._plan is None  # executors get partitions only
 
 
+async def test_shipped_bytes_serve_the_executor_and_results_repr_short(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition's shipped bytes reach the reader through ``reader_from_meta(available=)``
+    (a small file costs the executor no request), and what ``asyncio.run`` returns on the
+    driver has a short repr: Python 3.11's ``asyncio.run`` builds the result's repr
+    (twice) while restoring the SIGINT handler."""
+    from csup_async.spark import executor
+    from csup_async.stores import store_for
+
+    d = _local_files(tmp_path)
+    settings = parse_options({"path": str(d)})
+    loaded = await asyncio.to_thread(listing.load_sync, settings)
+    plan = planning.plan_read(loaded, (("k", "k"), ("v", "v")), [], settings)
+    assert len(repr(loaded)) < 40 and len(repr(plan)) < 100
+    assert all(len(repr(p)) < 60 for p in plan.partitions)
+    a = next(fp for p in plan.partitions for fp in p.files if fp.url.endswith("a.csup"))
+    store, _ = store_for(a.url)
+
+    async def no_reads(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the executor read bytes the driver shipped")
+
+    monkeypatch.setattr(store, "read_range", no_reads)
+    monkeypatch.setattr(store, "read_tail", no_reads)
+    try:
+        cols, n = await executor._read_file(a, ["k", "v"], store, {})
+    finally:
+        await store.close()
+    assert n == 100 and cols["v"].to_pylist() == list(range(100))
+
+
 def test_min_partitions_split_data_over_the_cores(tmp_path: Path) -> None:
     d = tmp_path / "many"
     d.mkdir()

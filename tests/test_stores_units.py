@@ -208,3 +208,26 @@ def test_a_store_belongs_to_one_loop_at_a_time() -> None:
     finally:
         loop.close()
     asyncio.run(use_and_close())  # once closed, a store may move to another loop
+
+
+async def test_s3_direct_gets_only_for_path_style_endpoints(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS itself (virtual-hosted buckets, endpoint rules, region redirects) and unusual
+    endpoint URLs keep the full aiobotocore path; a plain path-style endpoint gets the
+    direct signed GETs."""
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(var, raising=False)
+    keys = {"access_key_id": "AKIDX", "secret_access_key": "not-shown"}
+    cases = [({}, False), ({"path_style": True}, False),
+             ({"endpoint_url": "https://s3.eu-west-1.amazonaws.com"}, False),
+             ({"endpoint_url": "http://127.0.0.1:9", "path_style": False}, False),
+             ({"endpoint_url": "http://127.0.0.1:9"}, True),
+             ({"endpoint_url": "http://127.0.0.1:9", "anonymous": True}, True)]
+    for options, direct in cases:
+        store = S3Store(region="us-east-1", **keys, **options)  # type: ignore[arg-type]
+        try:
+            await store._client()  # no request: the client is made, nothing is sent
+            assert (store._fast is not None) == direct, options
+            assert "not-shown" not in repr(store._fast)
+        finally:
+            await store.close()

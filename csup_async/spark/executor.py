@@ -32,13 +32,12 @@ _Result = tuple[dict[str, A.Array], int]
 
 async def _read_file(fp: FilePart, paths: list[str], store: Store,
                      reader_opts: dict[str, Any]) -> _Result:
-    reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store, **reader_opts)
+    # fp.served: the driver's bytes for the plan's served requests (no request for them)
+    reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,
+                              available=fp.served, **reader_opts)
     if fp.plan is None:
         n = fp.rows if fp.rows is not None else await reader.count_rows()
         return {}, n
-    # the driver's bytes for the plan's served requests: Reader._fetch starts its buffer
-    # from these (a public way to pass them is requested from the library)
-    reader._extra = list(fp.served)
     res = await reader.execute(fp.plan, paths)
     return res.columns, res.num_rows
 

@@ -11,11 +11,14 @@ back to Spark.  Everything else stays with Spark, which evaluates it on the
 rows (we never filter rows ourselves, so Spark's comparison semantics hold).
 
 Opt-in (``pushdown=true``) because of a PySpark 4.3.0 bug: the JVM stores the
-read plan made while pushing filters on the loaded relation
-(``PythonDataSourceV2.setReadInfo``) and a later scan of the same DataFrame
-that pushes no filter reuses it, so files pruned for ``df.where(...)`` would
-be missing from a later ``df.count()``.  Safe uses: one query per ``load()``,
-or queries that all push the same filters.
+read info (partitions and read function) made while pushing filters on the
+loaded relation (``PythonScanBuilder.pushFilters`` calls
+``PythonDataSourceV2.setReadInfo``) and ``getOrCreateReadInfo`` gives it to a
+later scan of the same DataFrame that pushes no filter, so files pruned for
+``df.where(...)`` would be missing from a later ``df.count()``.  Reporting
+every filter as unhandled would not make pruning safe: the partitions are what
+is reused, and nothing tells ``read()`` which query it serves.  Safe uses: one
+query per ``load()``, or queries that all push the same filters.
 
 Filters are matched by class name so this module works on the plain
 dataclasses of ``pyspark.sql.datasource`` without importing pyspark.
