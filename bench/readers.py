@@ -39,8 +39,7 @@ _LOOP: asyncio.AbstractEventLoop | None = None
 _STORES: dict[str, Any] = {}
 
 
-def csup_async_reader(endpoint: str, keys: list[str], columns: list[str],
-                      *, parallel: bool = False) -> tuple[int, int]:
+def csup_async_reader(endpoint: str, keys: list[str], columns: list[str]) -> tuple[int, int]:
     """One open + scan + to_arrow per call, through one S3Store per endpoint kept for the
     worker's life (as a service would, and as DuckDB keeps its connection): a fresh
     store's aiobotocore client costs 0.15-0.5 s to build, measured separately."""
@@ -57,17 +56,10 @@ def csup_async_reader(endpoint: str, keys: list[str], columns: list[str],
             store = _STORES[endpoint] = S3Store(**_csup_opts(endpoint))
         if len(keys) == 1:
             async with csup_async.open(f"s3://{BUCKET}/{keys[0]}", store=store) as r:
-                if parallel:
-                    from csup_async.parallel import scan as pscan
-
-                    res = await pscan(r, columns)
-                else:
-                    res = await r.scan(columns)
+                res = await r.scan(columns)
         else:
             urls = [f"s3://{BUCKET}/{k}" for k in keys]
             async with csup_async.open_dataset(urls, store=store) as ds:
-                if parallel:
-                    _parallel_files(ds, (await ds.plan(columns)).bytes_needed)
                 res = await ds.scan(columns)
         table = res.to_arrow()
         return table.num_rows, table.num_columns
@@ -75,26 +67,10 @@ def csup_async_reader(endpoint: str, keys: list[str], columns: list[str],
     return _LOOP.run_until_complete(one())
 
 
-def _parallel_files(ds: Any, nbytes: int) -> None:
-    """Each file of the dataset scanned by parallel.scan (what the reader hook would do)."""
-    from csup_async import parallel
-
-    parallel.prepare(nbytes)
-    for r in ds.readers:
-        async def scan(columns: Any, r: Any = r) -> Any:
-            return await parallel.scan(r, columns)
-
-        r.scan = scan
-
-
-def csup_async_parallel_numpy(endpoint: str, keys: list[str], columns: list[str]
-                              ) -> tuple[int, int]:
+def csup_async_numpy(endpoint: str, keys: list[str], columns: list[str]) -> tuple[int, int]:
+    """csup-async without numba (``CSUP_ASYNC_NUMBA=0``): what a plain install gets."""
     os.environ["CSUP_ASYNC_NUMBA"] = "0"
-    return csup_async_reader(endpoint, keys, columns, parallel=True)
-
-
-def csup_async_parallel(endpoint: str, keys: list[str], columns: list[str]) -> tuple[int, int]:
-    return csup_async_reader(endpoint, keys, columns, parallel=True)
+    return csup_async_reader(endpoint, keys, columns)
 
 
 # ---------------------------------------------------------------- polars ---
@@ -205,8 +181,7 @@ def vortex_reader(endpoint: str, keys: list[str], columns: list[str]) -> tuple[i
 
 READERS: dict[str, tuple[str, ReadFn]] = {
     "csup-async": ("csup", csup_async_reader),
-    "csup-async + parallel decode": ("csup", csup_async_parallel),
-    "csup-async + parallel (numpy only)": ("csup", csup_async_parallel_numpy),
+    "csup-async (numpy only)": ("csup", csup_async_numpy),
     "polars": ("parquet", polars_reader),
     "pyarrow S3FileSystem": ("parquet", pyarrow_s3),
     "duckdb httpfs": ("parquet", duckdb_reader),
@@ -214,6 +189,6 @@ READERS: dict[str, tuple[str, ReadFn]] = {
     "pyarrow + s3fs": ("parquet", pyarrow_s3fs),
 }
 PEERS = [n for n in READERS if not n.startswith("csup")]
-# the numpy-only variant (what the parallel scan gives without numba) on request:
-# --readers "csup-async + parallel (numpy only)"
-DEFAULT = [n for n in READERS if "numpy only" not in n]
+# the numpy-only variant (no numba installed, or CSUP_ASYNC_NUMBA=0) is in the default
+# set: it is what `pip install csup-async` without the `fast` extra gives
+DEFAULT = list(READERS)

@@ -6,6 +6,12 @@ own (:mod:`worker`) for every projection and network profile, adds the
 decoder, writer and cold-start measurements, and writes
 ``bench/results/results.md``, ``results.json`` and PNG plots.
 
+Readers (``bench/readers.py``): csup-async (``Reader.scan``: segments decoded
+in a thread pool as they land, numba loops when installed), csup-async (numpy
+only) (the same with ``CSUP_ASYNC_NUMBA=0``, what an install without the
+``fast`` extra gets), polars, pyarrow's S3FileSystem, DuckDB httpfs, Vortex,
+and pyarrow over s3fs.
+
 Every number is a median of several runs after a warm-up (one run for
 readers slower than 30 s); requests and bytes are counted by nginx.  The
 floor is what physics allows the projection in CSUP: two round trips
@@ -196,11 +202,9 @@ def cold_start(runs: int) -> dict[str, Any]:
                        check=True, capture_output=True)
         times.append(time.perf_counter() - t)
     probe = ("import asyncio, sys, csup_async\n"
-             "from csup_async import parallel\n"
              "async def m():\n"
              f"    async with csup_async.open({small!r}) as r:\n"
              "        await r.scan(['i3', 's1'])\n"
-             "        await parallel.scan(r, ['i3', 's1'])\n"
              "asyncio.run(m())\n"
              "print(json.dumps(sorted(k for k in ('numba', 'pyarrow', 'polars', 'aiobotocore')"
              " if k in sys.modules)))\n")
@@ -413,7 +417,13 @@ def main() -> None:
     ap.add_argument("--profiles", default=None, help="comma-separated subset: s3,far,local")
     ap.add_argument("--no-many", action="store_true", help="skip the many-files variant")
     ap.add_argument("--no-extras", action="store_true", help="skip decode/cold/writer")
+    ap.add_argument("--out", default=None,
+                    help="results directory (default bench/results): focused runs can "
+                    "write elsewhere and leave the published results alone")
     args = ap.parse_args()
+    global RESULTS
+    if args.out:
+        RESULTS = Path(args.out)
     t_start = time.perf_counter()
     runs = args.runs or (2 if args.quick else 5)
     profiles = (args.profiles.split(",") if args.profiles

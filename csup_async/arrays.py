@@ -552,11 +552,18 @@ class PrimitiveArray(Array):
 
 
 class BinaryArray(Array):
-    """Strings or bytes: int64 offsets (n+1) into one uint8 buffer."""
+    """Strings or bytes: int64 offsets (n+1) into one uint8 buffer.
 
-    __slots__ = ("data", "offsets")
+    ``utf8_checked`` says the values are known to be valid UTF-8 (the decoder
+    checked them in one pass): ``to_arrow`` then skips Arrow's own full
+    validation, a second pass over every byte.  Takes, slices and expansions
+    keep whole values, so they keep the flag.
+    """
 
-    def __init__(self, type: Type, offsets: Any, data: Any, validity: Any = None) -> None:
+    __slots__ = ("data", "offsets", "utf8_checked")
+
+    def __init__(self, type: Type, offsets: Any, data: Any, validity: Any = None, *,
+                 utf8_checked: bool = False) -> None:
         p = _phys(type)
         if not (isinstance(p, PrimitiveType) and p.name in _BINARY_KINDS):
             raise FormatError(f"BinaryArray holds string or bytes, not {type}")
@@ -571,6 +578,7 @@ class BinaryArray(Array):
         self.offsets = _norm_offsets(offsets, d.size, str(type))
         self._len = self.offsets.size - 1
         self.validity = _norm_validity(validity, self._len)
+        self.utf8_checked = utf8_checked
 
     def to_pylist(self, typed: bool = False) -> list[Any]:
         o = self.offsets
@@ -596,21 +604,25 @@ class BinaryArray(Array):
         starts, lengths = _gather_lengths(self.offsets, idx, self.validity)
         return BinaryArray(self.type, _offsets_from_lengths(lengths),
                            self.data[_range_indices(starts, lengths)],
-                           None if self.validity is None else self.validity[idx])
+                           None if self.validity is None else self.validity[idx],
+                           utf8_checked=self.utf8_checked)
 
     def _slice(self, start: int, stop: int) -> Array:
         return BinaryArray(self.type, self.offsets[start:stop + 1], self.data,
-                           None if self.validity is None else self.validity[start:stop])
+                           None if self.validity is None else self.validity[start:stop],
+                           utf8_checked=self.utf8_checked)
 
     def _expand(self, mask: np.ndarray) -> Array:
         o = self.offsets
         return BinaryArray(self.type, _scatter_offsets(o, mask), self.data[o[0]:o[-1]],
-                           _scatter_validity(mask, self.validity))
+                           _scatter_validity(mask, self.validity),
+                           utf8_checked=self.utf8_checked)
 
     @classmethod
     def _concat(cls, t: Type, arrays: list[Any]) -> Array:
         data = np.concatenate([a.data[a.offsets[0]:a.offsets[-1]] for a in arrays])
-        return BinaryArray(t, _rebased_offsets(arrays), data, _concat_validity(arrays))
+        return BinaryArray(t, _rebased_offsets(arrays), data, _concat_validity(arrays),
+                           utf8_checked=all(a.utf8_checked for a in arrays))
 
     def _to_arrow(self, pa: Any) -> Any:
         is_str = _phys(self.type).name == "string"
@@ -618,7 +630,7 @@ class BinaryArray(Array):
             pa.large_string() if is_str else pa.large_binary(), self._len,
             [_bitmap(pa, self.validity), _buf(pa, self.offsets), _buf(pa, self.data)],
             null_count=self.null_count)
-        if is_str:
+        if is_str and not self.utf8_checked:
             try:
                 out.validate(full=True)
             except pa.ArrowInvalid as e:
@@ -1076,6 +1088,13 @@ def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:
     sid = np.asarray(super_ids)
     if sid.ndim != 1 or (sid.dtype.kind not in "iu" and sid.size):
         raise FormatError("super ids must be a 1-D integer array")
+    if len(parts) == 1 and parts[0] is not None and len(parts[0]) == sid.size:
+        # one super type (most files): every ID must be 0, and then the part is
+        # the answer; one any() instead of a cast, min, max and bincount of 1M IDs
+        if sid.any():
+            raise FormatError("super id out of range 0..0")
+        p = parts[0]
+        return NullArray(sid.size) if p.type == NULL else p
     sid = sid.astype(np.int64, copy=False)
     n, k = sid.size, len(parts)
     if n and (int(sid.min()) < 0 or int(sid.max()) >= k):

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import arrays as A
 from . import decode as D
+from . import parallel
 from .bsup import decode_primitive as decode_one
 from .errors import FormatError, LimitError
 from .meta import (
@@ -110,7 +111,7 @@ class StreamSource:
         return out
 
     def int32s(self, segmap: Segmap, count: int) -> np.ndarray:
-        return D.decode_int32s(self.stream(segmap), count)
+        return parallel.decode_int32s(self.stream(segmap), count)
 
 
 def _retype(arr: A.Array, t: Type) -> A.Array:
@@ -213,9 +214,10 @@ def _primitive(t: PrimitiveType | EnumType, stream: bytes | memoryview,
             raise FormatError("a null-type column holds a non-null value")
         return A.NullArray(len(lengths))
     if t.name in _FAST:
-        dec = D.decode_primitive(t, stream, count)
+        # numba's loops for large int and string streams once loaded, numpy otherwise
+        dec = parallel.decode_primitive(t, stream, count)
         if dec.offsets is not None:
-            return A.BinaryArray(t, dec.offsets, dec.values, dec.validity)
+            return A.BinaryArray(t, dec.offsets, dec.values, dec.validity, utf8_checked=True)
         return A.PrimitiveArray(t, dec.values, dec.validity)
     # the rare kinds without a numpy dtype: one Python object per value
     starts, lengths = D.scan_tags(stream, count)

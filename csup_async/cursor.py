@@ -23,6 +23,7 @@ import numpy as np
 
 from . import arrays as A
 from . import decode as D
+from . import parallel
 from .assemble import _primitive
 from .errors import FormatError
 from .meta import (
@@ -194,7 +195,7 @@ class _Chunks:
 
 class Int32Cursor:
     def __init__(self, segmap: Segmap, feed: SegmentFeed) -> None:
-        self.chunks = _Chunks(segmap, feed, lambda b: D.decode_int32s(b, None))
+        self.chunks = _Chunks(segmap, feed, lambda b: parallel.decode_int32s(b, None))
 
     def take(self, n: int, exact: bool = True) -> np.ndarray:
         parts = self.chunks.take(n, exact)

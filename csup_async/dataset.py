@@ -22,6 +22,7 @@ import numpy as np
 import planner as P
 
 from . import arrays as A
+from . import parallel
 from .errors import ColumnNotFoundError, CsupError
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
@@ -65,7 +66,8 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
 
 
 def _hidden(relative: str) -> bool:
-    """Names starting with ``_`` or ``.`` (``_SUCCESS``, staging dirs) are not data, at any depth."""
+    """Names starting with ``_`` or ``.`` (``_SUCCESS``, staging dirs) are not data,
+    at any depth."""
     return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
@@ -108,6 +110,9 @@ class Dataset:
             raise ColumnNotFoundError(f"no file has column "
                                       f"{', '.join(map(repr, plan.missing_paths))}")
         kept = {f.name for f in plan.files}
+        # each file's streams are too small to start loading the decode loops:
+        # the scan as a whole may justify them
+        parallel.prepare(plan.bytes_needed)
         sem = asyncio.Semaphore(self.file_concurrency)
         stats = ScanStats()
 

@@ -8,8 +8,8 @@ thread.  This module attacks both:
 
 * :func:`decode_primitive` is :func:`csup_async.decode.decode_primitive` with
   numba loops for int and string streams (~0.5-1 GB/s per core, ``nogil``,
-  so two streams decode on two cores).  numba is optional
-  (``pip install numba``) and never on the path of a small query: the first
+  so two streams decode on two cores).  numba is optional (``pip install
+  'csup-async[fast]'``) and never on the path of a small query: the first
   stream of at least ``NUMBA_MIN_BYTES`` starts loading it in a background
   thread (its import and cached first dispatch cost ~1 s once per process)
   and is itself decoded with numpy; streams decoded after the load use the
@@ -22,7 +22,10 @@ thread.  This module attacks both:
   and decodes it straight into the column's final buffers (segments of a
   column in order, columns in parallel), so decoding overlaps the transfer
   of the rest, uses every core, and no per-segment results are concatenated
-  at the end.  Other projections go to ``Reader.scan``.
+  at the end.  ``Reader.scan`` (and ``Reader.execute``) call :func:`try_scan`
+  first and take their own path for other projections; ``assemble`` and the
+  batch cursors use :func:`decode_primitive` / :func:`decode_int32s`, so nested
+  scans and ``iter_batches`` get the loops too.
 """
 
 from __future__ import annotations
@@ -51,6 +54,13 @@ __all__ = ["NUMBA_MIN_BYTES", "decode_int32s", "decode_primitive", "numba_availa
 NUMBA_MIN_BYTES = 1 << 20
 _LOADED_MIN_BYTES = 4096  # once numba is loaded, streams from this size use it too
 _PAD = 32  # zero bytes after every stream copy: the loops load 8 or 16 bytes at any offset
+_PREALLOC = 1 << 24  # values / data bytes allocated up front from metadata's claims
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.empty(n, a.dtype)
+    out[: a.size] = a
+    return out
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "time": 64, "duration": 64}
 _UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
@@ -129,6 +139,26 @@ def _compile() -> Any:
     # capacity is checked (numba does not bounds-check): -1 means "refused".
 
     @njit(cache=True, nogil=True)
+    def tag_at(buf: Any, p: int, n: int) -> tuple[int, int]:
+        """The uvarint tag at ``p`` and the position after it; tag -1 if it is cut off
+        or longer than 63 bits (decode.py then names the fault)."""
+        t = np.int64(buf[p])
+        p += 1
+        if t < 0x80:
+            return t, p
+        tag = t & 0x7F
+        shift = 7
+        while True:
+            if p >= n or shift >= 63:
+                return -1, p
+            c = np.int64(buf[p])
+            p += 1
+            tag |= (c & 0x7F) << shift
+            if c < 0x80:
+                return tag, p
+            shift += 7
+
+    @njit(cache=True, nogil=True)
     def ints(buf: Any, words: Any, n: int, width: int, signed: bool, out: Any, valid: Any,
              masks: Any) -> int:
         p = 0
@@ -138,22 +168,9 @@ def _compile() -> Any:
         while p < n:
             if i >= cap:
                 return -1
-            t = np.int64(buf[p])
-            p += 1
-            if t >= 0x80:
-                tag = t & 0x7F
-                shift = 7
-                while True:
-                    if p >= n or shift >= 63:
-                        return -1
-                    c = np.int64(buf[p])
-                    p += 1
-                    tag |= (c & 0x7F) << shift
-                    if c < 0x80:
-                        break
-                    shift += 7
-            else:
-                tag = t
+            tag, p = tag_at(buf, p, n)
+            if tag < 0:
+                return -1
             if tag == 0:
                 out[i] = 0
                 valid[i] = False
@@ -182,22 +199,9 @@ def _compile() -> Any:
         while p < n:
             if i >= cap:
                 return -1
-            t = np.int64(buf[p])
-            p += 1
-            if t >= 0x80:
-                tag = t & 0x7F
-                shift = 7
-                while True:
-                    if p >= n or shift >= 63:
-                        return -1
-                    c = np.int64(buf[p])
-                    p += 1
-                    tag |= (c & 0x7F) << shift
-                    if c < 0x80:
-                        break
-                    shift += 7
-            else:
-                tag = t
+            tag, p = tag_at(buf, p, n)
+            if tag < 0:
+                return -1
             if tag == 0:
                 valid[i] = False
             else:
@@ -265,20 +269,41 @@ class _Out:
         self.ptype = ptype
         self.name = ptype.name
         self.kind = _kind(self.name)
+        self.cap = cap
         self.count = 0
         self.dpos = 0
         self.parts: list[D.Decoded] = []
         self.lock = threading.Lock()
         self.ready: dict[int, tuple[np.ndarray, int]] = {}
         self.next = 0
+        self.utf8_ok = True  # every segment decoded so far held valid UTF-8
+        # Sizes come from metadata a hostile file controls: allocate what the
+        # claims imply only up to _PREALLOC, and grow from the bytes that really
+        # arrive (a segment of n bytes holds at most n values and n bytes of data).
+        n = min(cap, data_cap, _PREALLOC)
         if self.kind == "ints":
-            self.values = np.empty(cap, np.uint64)
-            self.valid = np.empty(cap, np.bool_)
+            self.values = np.empty(n, np.uint64)
+            self.valid = np.empty(n, np.bool_)
         elif self.kind == "varbin":
-            self.offsets = np.empty(cap + 1, np.int64)
+            self.offsets = np.empty(n + 1, np.int64)
             self.offsets[0] = 0
-            self.data = np.empty(data_cap + _PAD, np.uint8)
-            self.valid = np.empty(cap, np.bool_)
+            self.data = np.empty(min(data_cap, _PREALLOC) + _PAD, np.uint8)
+            self.valid = np.empty(n, np.bool_)
+
+    def _reserve(self, n: int) -> None:
+        """Room for a segment of ``n`` bytes: up to ``n`` more values (never past the
+        rows) and, for strings, ``n`` more data bytes."""
+        want = min(self.cap, self.count + n)
+        size = self.valid.size
+        if want > size:
+            new = min(self.cap, max(want, 2 * size))
+            self.valid = _grown(self.valid, new)
+            if self.kind == "ints":
+                self.values = _grown(self.values, new)
+            else:
+                self.offsets = _grown(self.offsets, new + 1)
+        if self.kind == "varbin" and self.dpos + n + _PAD > self.data.size:
+            self.data = _grown(self.data, max(self.dpos + n, 2 * self.data.size) + _PAD)
 
     def add(self, index: int, buf: np.ndarray, n: int) -> None:
         """Segment ``index`` (padded, ``n`` bytes of values) has arrived: decode every
@@ -291,7 +316,22 @@ class _Out:
                 self.next += 1
 
     def _decode(self, buf: np.ndarray, n: int) -> None:
+        c0, d0 = self.count, self.dpos
+        self._decode_values(buf, n)
+        if self.name == "string" and self.utf8_ok:
+            # checked per segment, in the worker, while later bytes are still in
+            # flight; a fault is reported by one check of the whole column at the
+            # end, so the message (value index) is the reference's
+            try:
+                D.validate_utf8(self.offsets[c0: self.count + 1] - d0,
+                                self.data[d0: self.dpos])
+            except FormatError:
+                self.utf8_ok = False
+
+    def _decode_values(self, buf: np.ndarray, n: int) -> None:
         k = _kernels
+        if self.kind != "other":
+            self._reserve(n)
         if self.kind == "ints":
             if k and n >= _LOADED_MIN_BYTES:
                 bits = _INT_BITS.get(self.name) or _UINT_BITS[self.name]
@@ -338,7 +378,7 @@ class _Out:
         return D.decode_primitive(self.ptype, memoryview(buf)[:n])
 
     def _room(self, m: int) -> None:
-        if self.count + m > self.valid.size:
+        if self.count + m > self.cap:
             raise FormatError(f"a {self.name} column holds more values than the file has rows")
 
     def result(self) -> D.Decoded:
@@ -356,8 +396,8 @@ class _Out:
         if self.kind == "varbin":
             offsets = self.offsets[: c + 1]
             data = self.data[: self.dpos]
-            if self.name == "string":
-                D.validate_utf8(offsets, data)
+            if self.name == "string" and not self.utf8_ok:
+                D.validate_utf8(offsets, data)  # raises, naming the value
             ok = self.valid[:c]
             return D.Decoded(data, None if ok.all() else ok, offsets)
         if not self.parts:
@@ -455,11 +495,12 @@ async def scan(reader: Any, columns: Sequence[str] | str | None = None, *,
 
 
 async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
-                   executor: Executor | None = None) -> Any:
+                   executor: Executor | None = None, plan: Any = None) -> Any:
     """:func:`scan` for a flat projection, None for any other (nothing read then).
 
     The hook for ``Reader.scan``: ``got = await parallel.try_scan(self, columns)``
-    first, its own path when that is None.
+    first, its own path when that is None.  ``plan``: run this plan (made
+    elsewhere, e.g. by a Spark driver) instead of planning here.
     """
     from .reader import ScanResult, ScanStats, _gather_or_cancel
 
@@ -468,10 +509,16 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
     fields = _flat_fields(reader, paths)
     if fields is None:
         return None
-    plan = reader._plan(paths)
+    rows = int(reader.meta.row_count)
+    from .assemble import DEFAULT_MAX_ROWS, DEFAULT_MAX_VALUES
+
+    if (rows > (reader.max_rows or DEFAULT_MAX_ROWS)
+            or 2 * rows * len(paths) > (reader.max_values or DEFAULT_MAX_VALUES)):
+        return None  # over a cap: the reference path raises its LimitError
+    if plan is None:
+        plan = reader._plan(paths)
     pool = executor or _pool()
     loop = asyncio.get_running_loop()
-    rows = int(reader.meta.row_count)
     limit = reader.max_mem_length
 
     # what each needed segment feeds: (column output, its index) or presence runs
@@ -490,7 +537,16 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
         _start_loading()
     futures: dict[Segment, asyncio.Future[Any]] = {}
 
-    def work(seg: Segment, raw: np.ndarray) -> Any:
+    def work(seg: Segment, raw: np.ndarray | list[memoryview]) -> Any:
+        if isinstance(raw, list):  # pieces to join into one padded copy
+            joined = np.empty(seg.length + _PAD, np.uint8)
+            pos = 0
+            for piece in raw:
+                m = min(len(piece), seg.length - pos)
+                joined[pos: pos + m] = np.frombuffer(piece, np.uint8, m)
+                pos += m
+            joined[pos:] = 0
+            raw = joined
         buf, n = _unpack(raw, seg, limit)
         target = feeds[seg]
         if target is None:
@@ -498,20 +554,28 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
         target[0].add(target[1], buf, n)
         return None
 
-    pieces: dict[Segment, dict[int, bytes]] = {}
+    pieces: dict[Segment, dict[int, memoryview]] = {}
 
-    def landed(seg: Segment, start: int, chunk: memoryview) -> None:
-        """Bytes ``[start, start+len(chunk))`` of ``seg`` are here (all of it, or a piece)."""
+    def landed(seg: Segment, start: int, chunk: memoryview,
+               padded: np.ndarray | None = None) -> None:
+        """Bytes ``[start, start+len(chunk))`` of ``seg`` are here (all of it, or a piece).
+
+        ``padded``: the same bytes as a view into a buffer with at least ``_PAD``
+        readable bytes after them (a request's buffer), handed on without a copy.
+        """
         if seg in futures:
             return
+        raw: np.ndarray | list[memoryview]
         if start == seg.offset and len(chunk) >= seg.length:
-            raw = _padded(chunk[: seg.length])
+            raw = padded if padded is not None else [chunk[: seg.length]]
         else:
+            # views, not copies: a request's buffer and the metadata reads are written
+            # once, so the bytes stay put; the worker joins them (off the event loop)
             got = pieces.setdefault(seg, {})
-            got[start] = bytes(chunk)
+            got[start] = chunk
             if sum(len(c) for c in got.values()) < seg.length:
                 return
-            raw = _padded(b"".join(got[k] for k in sorted(got))[: seg.length])
+            raw = [got[k] for k in sorted(got)]
             del pieces[seg]
         futures[seg] = asyncio.wrap_future(pool.submit(work, seg, raw), loop=loop)
 
@@ -531,7 +595,10 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
     async def one(r: Any) -> None:
         inside = sorted((s for s in r.segments if s in feeds and s not in futures),
                         key=lambda s: s.end)
-        buf = bytearray(r.length)
+        # _PAD readable bytes after the end: a segment inside the request is decoded
+        # straight from this buffer (the loops read up to 16 bytes past a value)
+        buf = np.empty(r.length + _PAD, np.uint8)
+        buf[r.length:] = 0
         view = memoryview(buf)
         pos = 0
         k = 0
@@ -550,13 +617,14 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
                     if pos + m > r.length:
                         raise FormatError(f"store returned more than the {r.length}-byte "
                                           "range", path=reader.path)
-                    buf[pos: pos + m] = chunk
+                    view[pos: pos + m] = chunk
                     pos += m
                     while k < len(inside) and min(inside[k].end, r.end) - r.offset <= pos:
                         s = inside[k]
                         k += 1
                         lo, hi = max(s.offset, r.offset), min(s.end, r.end)
-                        landed(s, lo, view[lo - r.offset: hi - r.offset])
+                        a, b = lo - r.offset, hi - r.offset
+                        landed(s, lo, view[a:b], buf[a: b + _PAD])
         if pos != r.length:
             raise FormatError(f"store returned {pos} bytes for a {r.length}-byte range",
                               path=reader.path)
@@ -579,34 +647,36 @@ async def try_scan(reader: Any, columns: Sequence[str] | str | None = None, *,
     stats.bytes_read = sum(r.length for r in todo)
     stats.bytes_needed = plan.bytes_needed
 
-    def build() -> dict[str, A.Array]:
-        # One super type: A.combine would hand each array back unchanged (after
-        # checking a million zero super IDs), so it is skipped.
-        out: dict[str, A.Array] = {}
-        for p, ptype, fc in fields:
-            if fc.column is None:
-                out[p] = A.null_array(ptype, rows)
-                continue
-            valid = None
-            if fc.presence:
-                valid = D.presence_to_validity(
-                    np.concatenate([runs[s] for s in fc.presence]), rows)
-            want = rows if valid is None else int(np.count_nonzero(valid))
-            dec = outs[p].result()
-            got = len(dec.offsets) - 1 if dec.offsets is not None else len(dec.values)
-            if got != want:
-                raise FormatError(f"column {p!r} holds {got} values, expected {want}")
-            if dec.offsets is not None:
-                arr: A.Array = A.BinaryArray(ptype, dec.offsets, dec.values, dec.validity)
-            else:
-                arr = A.PrimitiveArray(ptype, dec.values, dec.validity)
-            out[p] = arr.expand(valid) if valid is not None else arr
-        return out
+    def build(p: str, ptype: PrimitiveType, fc: Any) -> A.Array:
+        if fc.column is None:
+            return A.null_array(ptype, rows)
+        valid = None
+        if fc.presence:
+            valid = D.presence_to_validity(
+                np.concatenate([runs[s] for s in fc.presence]), rows)
+        want = rows if valid is None else int(np.count_nonzero(valid))
+        dec = outs[p].result()
+        got = len(dec.offsets) - 1 if dec.offsets is not None else len(dec.values)
+        if got != want:
+            raise FormatError(f"column {p!r} holds {got} values, expected {want}")
+        if dec.offsets is not None:
+            arr: A.Array = A.BinaryArray(ptype, dec.offsets, dec.values, dec.validity,
+                                         utf8_checked=True)
+        else:
+            arr = A.PrimitiveArray(ptype, dec.values, dec.validity)
+        # One super type: A.combine would hand the array back unchanged, so it is skipped.
+        return arr.expand(valid) if valid is not None else arr
 
-    try:
-        cols = await loop.run_in_executor(pool, build)
-    except CsupError as e:
-        raise e.with_path(reader.path) from None
+    # the columns' last steps (joins, masks, checks) in parallel; the first failure in
+    # column order is the one reported, as a serial build would
+    done = await asyncio.gather(*(loop.run_in_executor(pool, build, *f) for f in fields),
+                                return_exceptions=True)
+    for got in done:
+        if isinstance(got, CsupError):
+            raise got.with_path(reader.path) from None
+        if isinstance(got, BaseException):
+            raise got
+    cols = {f[0]: got for f, got in zip(fields, done, strict=True)}
     stats.wall = time.perf_counter() - t0
     return ScanResult(cols, rows, stats, plan)
 

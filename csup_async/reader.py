@@ -21,6 +21,7 @@ import numpy as np
 import planner as P
 
 from . import arrays as A
+from . import parallel
 from .assemble import StreamSource, assemble, assemble_path
 from .cursor import Int32Cursor, SegmentFeed, path_cursor
 from .errors import ColumnNotFoundError, CsupError, FormatError, LimitError
@@ -373,6 +374,9 @@ class Reader:
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:
         """Run a plan made elsewhere (a Spark driver) for these columns: no re-planning."""
+        got = await parallel.try_scan(self, columns, plan=plan)
+        if got is not None:
+            return got
         t0 = time.perf_counter()
         paths = self._paths(columns)
         stats = ScanStats()
@@ -384,7 +388,21 @@ class Reader:
         return ScanResult(cols, n, stats, plan)
 
     async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
-        """Read the columns at these dotted paths (all top-level columns when None)."""
+        """Read the columns at these dotted paths (all top-level columns when None).
+
+        Flat projections (top-level primitive fields of a single-type file,
+        the common wide-table case) go to :func:`parallel.try_scan`, which
+        decodes each segment in a thread pool the moment its bytes land;
+        everything else is fetched, then assembled here.
+        """
+        got = await parallel.try_scan(self, columns)
+        if got is not None:
+            return got
+        return await self._scan_assembled(columns)
+
+    async def _scan_assembled(self, columns: Sequence[str] | str | None = None) -> ScanResult:
+        """``scan`` without the flat fast path: fetch everything, then assemble (the
+        reference the fast path is tested against)."""
         t0 = time.perf_counter()
         paths = self._paths(columns)
         plan = self._plan(paths)
@@ -519,11 +537,15 @@ class Schema:
 
 
 def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
-                     store: Store | None = None, **options: Any) -> Reader:
+                     store: Store | None = None,
+                     available: Sequence[tuple[int, bytes]] = (), **options: Any) -> Reader:
     """A reader over metadata loaded elsewhere (a Spark driver): no metadata request.
 
     Reads stay pinned to ``version``, the one the driver's tail read saw, so
     an object replaced since planning gives ObjectChangedError, not mixed data.
+    ``available`` is ``(offset, bytes)`` of the object the caller already holds
+    (the driver's tail read shipped with a partition): requests they cover are
+    served from them, so a small file costs no request at all.
     """
     from .stores import ObjectInfo
 
@@ -538,6 +560,7 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     r = Reader(store, url, owns_store=owns, **reader_opts)
     r.meta = meta
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
+    r._extra = list(available)
     return r
 
 

@@ -13,6 +13,12 @@ The policy, for ranges that must be read (the *needed* bytes):
    ``cap = profile.request_cap(needed)`` bytes; a run longer than ``cap`` is
    cut into ``ceil(len / cap)`` near-equal parts (the last part may still take
    in the runs that follow).
+4. With ``profile.min_part`` set, when the merged groups are no more than
+   ``concurrency`` requests, they are
+   instead cut into exactly as many parts as connections, largest first and
+   never below ``min_part`` (:func:`_spread`): every request then starts at
+   once, and the scan waits for the largest part, not for a second wave of
+   requests.  ``cap`` then reports the largest part.
 
 Guarantees (asserted by the tests): requests are sorted and disjoint, each
 starts and ends on needed bytes, no request exceeds ``cap``, every needed byte
@@ -28,6 +34,7 @@ Python-level loops run per *request*.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -154,6 +161,18 @@ def plan_ranges(segs: list[Segment], profile: Profile,
     to_read = sum(run_e) - sum(run_s)
     cap = profile.request_cap(to_read)
     bounds = _bounds(run_s, run_e, profile, cap, to_read, barrier)
+    if profile.min_part:
+        # step 4: if the merged groups fit the connections, one wave of requests
+        # cut from them beats cap-sized parts that spill into a second wave
+        span = run_e[-1] - run_s[0] if run_s else 1  # no cap: every group whole
+        whole = _bounds(run_s, run_e, profile, span, to_read, barrier)
+        if len(whole) <= profile.concurrency:
+            spread = _spread(whole, run_s, run_e, profile.concurrency, profile.min_part)
+            largest = max((b - a for a, b in spread), default=0)
+            if largest <= profile.max_request:
+                bounds, cap = spread, max(cap, largest)
+        if len(bounds) < profile.concurrency:  # (a scan above max_request x concurrency)
+            bounds = _spread(bounds, run_s, run_e, profile.concurrency, profile.min_part)
     flags = [False] * len(bounds)
     if served is not None:
         at = bisect_left(bounds, served)
@@ -308,6 +327,52 @@ def _bounds(run_s: list[int], run_e: list[int], profile: Profile, cap: int, need
         else:
             _pack(run_s, run_e, g0, g1, cap, out)
         g0 = g1
+    return out
+
+
+def _spread(bounds: list[tuple[int, int]], run_s: list[int], run_e: list[int], slots: int,
+            min_part: int) -> list[tuple[int, int]]:
+    """Policy step 4: while fewer requests than connections, split the largest.
+
+    All requests of a scan are in flight at once then, so the scan's wall time
+    is one latency plus the *largest* request's transfer: cutting it in two
+    halves that, for one more request.  Greedy on the largest part (which
+    minimises the largest part for a given count), down to parts of
+    ``min_part`` (below it a request's own overhead outweighs the transfer it
+    saves).  A cut inside a gap drops the gap: pieces still start and end on
+    needed bytes, and never read more than before.
+    """
+    parts = [1] * len(bounds)
+    heap = [(-(b - a), i) for i, (a, b) in enumerate(bounds)]
+    heapq.heapify(heap)
+    count = len(bounds)
+    while count < slots and heap:
+        _, i = heapq.heappop(heap)
+        a, b = bounds[i]
+        if (b - a) // (parts[i] + 1) < min_part:
+            break  # the largest part is already small: so are all others
+        parts[i] += 1
+        count += 1
+        heapq.heappush(heap, (-((b - a) // parts[i]), i))
+    if count == len(bounds):
+        return bounds
+    out: list[tuple[int, int]] = []
+    for (a, b), k in zip(bounds, parts, strict=True):
+        start = a
+        for j in range(1, k):
+            c = a + (j * (b - a)) // k
+            idx = bisect_right(run_s, c) - 1
+            if run_s[idx] < c < run_e[idx]:
+                end, nxt = c, c
+            elif c >= run_e[idx]:  # in the gap after run idx
+                end, nxt = run_e[idx], run_s[idx + 1]
+            else:  # c starts run idx: the previous piece ends with run idx - 1
+                end, nxt = run_e[idx - 1], c
+            if end <= start or nxt >= b:
+                continue
+            out.append((start, end))
+            start = nxt
+        out.append((start, b))
     return out
 
 

@@ -660,3 +660,26 @@ def test_from_pylist_refuses_wrong_values() -> None:
     d = A.from_pylist(TIME, [dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC)]).to_pylist()
     assert d == [np.datetime64(10**9, "ns")]
     assert A.from_pylist(SetType(INT64), [{3}]).to_pylist() == [[3]]
+
+
+def test_combine_single_type_fast_path() -> None:
+    """One super type: the part itself comes back, after one check that every ID is 0."""
+    part = A.PrimitiveArray(INT64, np.arange(5, dtype=np.int64))
+    assert A.combine([part], np.zeros(5, np.int32)) is part
+    with pytest.raises(FormatError, match="super id out of range"):
+        A.combine([part], np.array([0, 0, 1, 0, 0], np.int32))
+    assert isinstance(A.combine([A.NullArray(3)], np.zeros(3, np.int32)), A.NullArray)
+
+
+def test_utf8_checked_skips_arrow_validation_only_when_set() -> None:
+    pa = pytest.importorskip("pyarrow")
+    bad = A.BinaryArray(STRING, np.array([0, 2]), np.frombuffer(b"\xff\xfe", np.uint8))
+    with pytest.raises(FormatError, match="UTF-8"):
+        bad.to_arrow()
+    good = A.BinaryArray(STRING, np.array([0, 2, 5]), np.frombuffer(b"hi\xc3\xa9!", np.uint8),
+                         utf8_checked=True)
+    for arr in (good, good.take([1, 0]), good.slice(1, 2),
+                good.expand(np.array([True, False, True]))):
+        assert arr.utf8_checked
+        assert arr.to_arrow().to_pylist() == arr.to_pylist()
+    assert isinstance(good.to_arrow(), pa.Array)

@@ -130,8 +130,38 @@ def test_a_huge_segment_is_split_and_reassembles_exactly():
 def test_a_mid_sized_read_is_split_to_use_the_connections():
     run = [seg(i * MiB, MiB) for i in range(64)]  # 64 MiB contiguous, 16 connections
     reqs = P.coalesce(run, S3)
+    # split_size parts (8 x 8 MiB), then spread over the idle connections: 16 x 4 MiB
+    assert len(reqs) == 16 and {r.length for r in reqs} == {4 * MiB}
+    assert all(len(r.segments) == 4 for r in reqs)
+    no_spread = dataclasses.replace(S3, min_part=0)
+    reqs = P.coalesce(run, no_spread)
     assert len(reqs) == 8 and {r.length for r in reqs} == {8 * MiB}  # split_size parts
     assert all(len(r.segments) == 8 for r in reqs)
+
+
+def test_spread_splits_the_largest_down_to_min_part():
+    """Fewer requests than connections: the largest are cut (all run at once, so the
+    largest one's transfer is the scan's), never below min_part, never through a gap."""
+    # the benchmark's 2-of-24-column shape: three flushes, each a 1.6 MB and a 4.3 MB run
+    segs = []
+    for k in range(3):
+        base = k * 70 * MiB
+        segs += [seg(base, 1_635_000), seg(base + 10 * MiB, 2_000_000),
+                 seg(base + 10 * MiB + 2_000_000 + 1000, 2_259_000)]  # a 1 kB hole
+    reqs = P.coalesce(segs, S3)
+    check_requests(segs, reqs, S3)
+    assert len(reqs) <= S3.concurrency
+    assert max(r.length for r in reqs) < 1.7e6  # was 4.26 MB without spreading
+    assert min(r.length for r in reqs) >= S3.min_part - 1000
+    assert sum(r.length for r in reqs) <= sum(r.length for r in P.coalesce(
+        segs, dataclasses.replace(S3, min_part=0)))
+    # nothing to gain below min_part: a 1.5 MiB read stays whole
+    assert len(P.coalesce([seg(0, 3 * MiB // 2)], S3)) == 1
+    # a cut that falls in a hole drops the hole instead of starting a request there
+    half = 1_200_000
+    holed = [seg(0, half), seg(half + 10, half)]
+    reqs = P.coalesce(holed, S3)
+    assert [(r.offset, r.length) for r in reqs] == [(0, half), (half + 10, half)]
 
 
 def mice_and_elephants(n_mice: int = 1000, rounds: int = 10):
@@ -182,8 +212,11 @@ def test_interleaved_tiny_segments_local_vs_s3():
                   b=(INT64, PrimitiveColumn(tuple(b)), ()))
     meta = make_meta((t,), (c,), (seg(8192000, 1),))
     s3 = P.plan_scan(meta, ["a"], "s3")
-    # a 2 kB gap costs far less than a 50 ms request: read through them
-    assert s3.request_count == 1 and s3.amplification == pytest.approx(2.0, abs=0.01)
+    # a 2 kB gap costs far less than a 50 ms request: read through them (in parts of
+    # at least min_part, spread over the connections)
+    assert s3.request_count == 7 and s3.amplification == pytest.approx(2.0, abs=0.01)
+    one = P.plan_scan(meta, ["a"], dataclasses.replace(P.get_profile("s3"), min_part=0))
+    assert one.request_count == 1
     bounded = P.plan_scan(meta, ["a"], "s3", max_amplification=0.25)
     assert bounded.bytes_to_read <= 1.25 * bounded.bytes_needed
     assert 1 < bounded.request_count < 2000

@@ -320,6 +320,7 @@ def check_requests(segments, requests, profile, available=None,  # type: ignore[
     to_read = sum(e - s for s, e in to_read_runs)
     cap = expected_cap(profile, to_read)
     a_lo, a_hi = (available[0], available[0] + available[1]) if available else (0, 0)
+    n_unserved = sum(not r.served for r in requests)
 
     # sorted, disjoint, non-empty
     for r in requests:
@@ -346,7 +347,10 @@ def check_requests(segments, requests, profile, available=None,  # type: ignore[
             assert a_lo <= r.offset and r.end <= a_hi
             continue
         assert r.end <= a_lo or r.offset >= a_hi, "a request to read overlaps available bytes"
-        assert r.length <= cap, (r.length, cap)
+        if profile.min_part and n_unserved <= profile.concurrency:
+            assert r.length <= profile.max_request  # one wave, spread (step 4)
+        else:
+            assert r.length <= cap, (r.length, cap)
         for (_, e1), (s2, _) in itertools.pairwise(cov):
             assert s2 - e1 <= profile.gap_limit
     assert set(got) == needed_segs
@@ -363,7 +367,8 @@ def check_requests(segments, requests, profile, available=None,  # type: ignore[
     x = profile.max_amplification
     if x is not None:
         assert read - to_read <= x * to_read
-    elif check_maximal:
+    elif check_maximal and not (profile.min_part and len(unserved) <= profile.concurrency):
+        # (a scan spread over idle connections is split on purpose: see test_spread_*)
         # nothing left to merge: joining neighbours would break the cap
         for r1, r2 in itertools.pairwise(unserved):
             if available and r1.end <= a_lo and r2.offset >= a_hi:
