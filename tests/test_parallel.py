@@ -59,7 +59,8 @@ def _table(rng: np.random.Generator, n: int) -> Any:
         "u": pa.array(rng.integers(0, 2**64 - 1, n, dtype=np.uint64), mask=mask(0.5)),
         "f": pa.array(rng.standard_normal(n), mask=mask(0.2)),
         "b": pa.array(rng.random(n) < 0.5, mask=mask(0.3)),
-        "s": pa.array([words[k] for k in rng.integers(0, len(words), n)], mask=mask(0.05)),
+        "s": pa.array([words[k] for k in rng.integers(0, len(words), n)], pa.string(),
+                      mask=mask(0.05)),  # typed: an all-masked list infers `null`
         "t": pa.array(rng.integers(0, 2**62, n).astype("datetime64[ns]")),
         "blob": pa.array([bytes(rng.integers(0, 256, k, dtype=np.uint8))
                           for k in rng.integers(0, 300, n)]),
