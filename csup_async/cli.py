@@ -514,7 +514,10 @@ def _scan(args: argparse.Namespace) -> int:
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
                 task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
-            result = await src.scan(args.columns)
+            if source.dataset is not None and args.limit is not None:
+                result = await src.scan(args.columns, limit=args.limit)  # reads only enough files
+            else:
+                result = await src.scan(args.columns)
             if bar is not None:
                 bar.update(task, completed=plan.bytes_to_read)
         return result, plan if args.explain else None

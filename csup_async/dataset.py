@@ -86,8 +86,10 @@ class Dataset:
     def files(self) -> list[str]:
         return [r.key for r in self.readers]
 
-    def _entries(self) -> list[tuple[str, Any, tuple[int, int]]]:
-        return [(r.key, r.meta, (r.tail.offset, len(r.tail.data))) for r in self.readers]
+    def _entries(self, readers: list[Reader] | None = None
+                 ) -> list[tuple[str, Any, tuple[int, int]]]:
+        return [(r.key, r.meta, (r.tail.offset, len(r.tail.data)))
+                for r in (self.readers if readers is None else readers)]
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
@@ -96,8 +98,21 @@ class Dataset:
         return P.plan_files(self._entries(), cols or None, self.profile,
                             target_task_bytes=target_task_bytes)
 
-    async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   limit: int | None = None) -> ScanResult:
+        """Rows of every file in file order; with ``limit``, only the first files whose
+        row counts (known from metadata) cover ``limit`` rows are read at all."""
         t0 = time.perf_counter()
+        readers = self.readers
+        if limit is not None:
+            if limit < 0:
+                raise CsupError(f"limit must be >= 0, got {limit}")
+            readers, covered = [], 0
+            for r in self.readers:
+                if covered >= limit:
+                    break
+                readers.append(r)
+                covered += r.num_rows if r.num_rows is not None else await r.count_rows()
         cols = [c for c in (columns.split(",") if isinstance(columns, str) else columns or [])
                 if c]
         if not cols:
@@ -109,6 +124,8 @@ class Dataset:
         if plan.missing_paths:
             raise ColumnNotFoundError(f"no file has column "
                                       f"{', '.join(map(repr, plan.missing_paths))}")
+        if readers is not self.readers:  # the files a limit needs (columns may be absent)
+            plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
         # each file's streams are too small to start loading the decode loops:
         # the scan as a whole may justify them
@@ -134,10 +151,13 @@ class Dataset:
                        else A.null_array(_null_type(), n)) for c in cols}
             return out, n
 
-        parts = await _gather_or_cancel([one(r) for r in self.readers])
+        parts = await _gather_or_cancel([one(r) for r in readers])
         counts = [n for _, n in parts]
         ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
         columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
+        if limit is not None and int(sum(counts)) > limit:
+            columns_out = {c: a.slice(0, limit) for c, a in columns_out.items()}
+            counts = [limit]
         stats.wall = time.perf_counter() - t0
         stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
         return ScanResult(columns_out, int(sum(counts)), stats, plan)

@@ -45,3 +45,25 @@ async def test_missing_column_everywhere(files):
     async with csup_async.open_dataset(str(files)) as ds:
         with pytest.raises(ColumnNotFoundError, match="nope"):
             await ds.scan(["nope"])
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 5, 6, 10, 100])
+async def test_limit_returns_the_first_rows_and_reads_only_the_files_it_needs(files, limit):
+    async with csup_async.open_dataset(str(files)) as ds:
+        full = await ds.scan(["x", "y"])
+        got = await ds.scan(["x", "y"], limit=limit)
+    assert got.to_pylist() == full.to_pylist()[:limit]
+    assert got.num_rows == min(limit, full.num_rows)
+    # a.csup holds 2 rows, b.csup 3 (pruned: no data request), c.csup 3, d.csup 2
+    files_needed = next(i + 1 for i, covered in enumerate([2, 5, 8, 10, 10 ** 9])
+                        if covered >= limit) if limit else 0
+    assert len(got.plan.files) + len(got.plan.pruned) == min(files_needed, 4)
+    assert got.stats.bytes_read <= full.stats.bytes_read
+    if limit <= 2:
+        assert got.stats.requests <= 1
+
+
+async def test_negative_limit_is_a_clear_error(files):
+    async with csup_async.open_dataset(str(files)) as ds:
+        with pytest.raises(csup_async.CsupError, match="limit"):
+            await ds.scan(["x"], limit=-1)
