@@ -39,9 +39,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-HOST = "127.0.0.1"
+# The port helpers the test servers use (tests/net.py): one copy for both.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from net import HOST, free_port, stop_process, wait_for_port
+
 CHUNK = 128 << 10
 
 
@@ -63,26 +65,6 @@ PROFILES = {
     "far": NetProfile("far", 0.150, 50e6),
     "local": NetProfile("local", 0.0, 0.0),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[Any], what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise RuntimeError(f"{what} exited with {proc.returncode}: {err[-2000:]}")
-        try:
-            socket.create_connection((HOST, port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on {HOST}:{port}")
 
 
 # ------------------------------------------------------------------ proxy ---
@@ -249,7 +231,7 @@ class SimStore:
                                str(self.work / "error.log"), "-g", "daemon off;"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._procs.append(ng)
-        wait_for_port(self.nginx_port, ng, "nginx")
+        wait_for_port(self.nginx_port, proc=ng, what="nginx")
         specs = []
         for name, p in PROFILES.items():
             if name == "local":
@@ -261,20 +243,12 @@ class SimStore:
         self._procs.append(px)
         for name in PROFILES:
             if name != "local":
-                wait_for_port(self.ports[name], px, "delay proxy")
+                wait_for_port(self.ports[name], proc=px, what="delay proxy")
         return self
 
     def stop(self) -> None:
         for p in reversed(self._procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            if p.stderr:
-                p.stderr.close()
+            stop_process(p)
 
     def endpoint(self, profile: str) -> str:
         return f"http://{HOST}:{self.ports[profile]}"
