@@ -29,7 +29,7 @@ from csup_async.types import (
 from csup_async.values import UnionValue, Value, infer_type
 from tests.strategies import typed_values, types
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def _reencode(values: list[Value]) -> list[bytes | None]:

@@ -18,7 +18,7 @@ import pytest
 from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, main
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def run(args, capsys):

@@ -20,7 +20,7 @@ from csup_async.types import INT64, NULL, STRING, ArrayType, Field, RecordType
 from csup_async.values import Value
 from tests.strategies import typed_values
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def _csup(values, **opts) -> bytes:

@@ -679,7 +679,7 @@ def test_crafted_hostile_files_are_refused_within_caps(tmp_path: Path) -> None:
 
 # -------------------------------------------------------------- BSUP fuzz ---
 def _bsup_samples() -> list[bytes]:
-    raw = (ROOT.parent / "shared" / "data" / "prs.zng")
+    raw = (ROOT / "tests" / "data" / "prs.zng")
     out = [bsup.encode_stream([(v.type, v.value) for v in bsup.read_values(
         SAMPLES_BSUP_SOURCE)], compress=c) for c in (False, True)]
     if raw.exists():
