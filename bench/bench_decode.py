@@ -38,7 +38,10 @@ def tag_stream(lengths: np.ndarray, body: Callable[[np.ndarray, np.ndarray], Non
 
 
 def int_stream(values: np.ndarray, valid: np.ndarray) -> bytes:
-    zz = (values.astype(np.uint64) << np.uint64(1)) ^ (values >> 63).astype(np.uint64)
+    # sign and magnitude, as Zed encodes signed ints (|v| << 1 | sign)
+    sign = (values.astype(np.int64) >> 63).view(np.uint64)
+    zz = (((values.astype(np.int64).view(np.uint64) ^ sign) - sign) << np.uint64(1)) | (
+        sign & np.uint64(1))
     nbytes = np.zeros(values.size, np.int64)
     for j in range(8):
         nbytes += zz >= (np.uint64(1) << np.uint64(8 * j)) if j else zz > 0

@@ -3,7 +3,7 @@
 The regular writer shreds one BSUP body at a time, which is exact for every
 type but costs microseconds per value: a million-row, 24-column table takes
 minutes.  For the common case (a table whose columns are all primitive) the
-column streams can be produced directly with numpy: ints zig-zagged and cut to
+column streams can be produced directly with numpy: ints sign-and-magnitude and cut to
 their byte length, floats as a constant tag plus their bytes, strings as a
 uvarint ``length + 1`` tag plus their bytes, nulls as presence runs computed
 from the validity bitmap.
@@ -86,10 +86,12 @@ def encode_uints(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def encode_ints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tag-encoded signed ints (zig-zag, then as uints)."""
+    """Tag-encoded signed ints: sign and magnitude (``|v| << 1 | sign``, Zed's
+    ``EncodeCountedVarint``; int64's minimum wraps to 1), then as uints."""
     v = np.asarray(v, dtype=np.int64)
-    zz = (v.view(np.uint64) << np.uint64(1)) ^ (v >> 63).view(np.uint64)
-    return encode_uints(zz)
+    sign = (v >> 63).view(np.uint64)  # all ones where negative
+    magnitude = (v.view(np.uint64) ^ sign) - sign  # |v|, 2**63 for the minimum
+    return encode_uints((magnitude << np.uint64(1)) | (sign & np.uint64(1)))
 
 
 def encode_fixed(v: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -5,10 +5,15 @@ of the CLI, so this codec is exact for every type: decoding then encoding a
 value gives back its bytes.  It is pure Python: metadata is small, and bulk
 column data goes through the vectorised decoders instead.
 
-Union tags: Zed (v1.x) and SuperDB until 2026 wrote a union's member index
-zig-zag encoded (``EncodeInt``), later SuperDB as a plain uint.  We read and
-write the zig-zag form, which is what the real files in this format's era
-hold; see ``UNION_TAG_SIGNED``.
+Signed integers (int8 ... int64, time, duration) are sign-and-magnitude, as in
+Zed's ``zcode/counted.go``: see :func:`encode_int`.
+
+Union tags: Zed (v1.x) and SuperDB until 2026 wrote a union's member index as a
+signed int (``BuildUnion``), later SuperDB as a plain uint.  For a tag t >= 0 the
+signed form is the bytes of ``t << 1`` in sign-and-magnitude and in zig-zag alike,
+so the tag encoding did not change when signed ints were fixed.  We read and
+write the signed form, which is what the real files in this format's era hold;
+see ``UNION_TAG_SIGNED``.
 """
 
 from __future__ import annotations
@@ -167,20 +172,27 @@ def decode_uint(b: bytes | memoryview) -> int:
     return int.from_bytes(b, "little")
 
 
-def zigzag(v: int) -> int:
-    return v << 1 if v >= 0 else ((-v) << 1) - 1
+def encode_int(v: int, bits: int = 64) -> bytes:
+    """A signed int as Zed writes it (``zcode.EncodeCountedVarint``): sign and magnitude.
+
+    ``u = |v| << 1 | sign``, taken mod 2**bits as Go's uint64 does for 64 bits, then
+    as a uint: -1 is ``03``, 1 is ``02``, -128 is ``01 01`` and int64's minimum wraps
+    to ``01``.  This is *not* zig-zag (where -1 would be ``01``); the two agree only
+    on non-negative values.
+    """
+    mask = (1 << bits) - 1
+    if v >= 0:
+        return encode_uint((v << 1) & mask)
+    return encode_uint((((-v) << 1) | 1) & mask)
 
 
-def unzigzag(u: int) -> int:
-    return (u >> 1) ^ -(u & 1)
-
-
-def encode_int(v: int) -> bytes:
-    return encode_uint(zigzag(v))
-
-
-def decode_int(b: bytes | memoryview) -> int:
-    return unzigzag(int.from_bytes(b, "little"))
+def decode_int(b: bytes | memoryview, bits: int = 64) -> int:
+    """The inverse of :func:`encode_int`; ``u = 1`` ("minus zero") is the minimum of
+    a ``bits``-wide int (int64's for everything up to 64 bits, as Zed decodes it)."""
+    u = int.from_bytes(b, "little")
+    if u & 1:
+        return -(u >> 1) if u > 1 else -(1 << (bits - 1))
+    return u >> 1
 
 
 _INT_BITS = {
@@ -398,11 +410,18 @@ def decode_primitive(t: PrimitiveType, b: bytes | memoryview) -> Any:
     name = t.name
     bits = _INT_BITS.get(name)
     if bits is not None:
-        if len(b) > bits // 8:
-            raise FormatError(f"{name} value of {len(b)} bytes")
         if name[0] == "u":
+            if len(b) > bits // 8:
+                raise FormatError(f"{name} value of {len(b)} bytes")
             return decode_uint(b)
-        v = decode_int(b)
+        # Sign and magnitude: a narrow type's minimum takes one byte more than its
+        # width, so narrow types are read as int64 (Zed's own width) and range-checked.
+        wide = max(bits, 64)
+        if len(b) > wide // 8:
+            raise FormatError(f"{name} value of {len(b)} bytes")
+        v = decode_int(b, wide)
+        if bits < 64 and not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+            raise FormatError(f"{name} value {v} out of range")
         if name == "time":
             return np.datetime64(v, "ns")
         if name == "duration":
@@ -542,7 +561,7 @@ def encode_primitive(t: PrimitiveType, v: Any) -> bytes:
         lim = 1 << (bits - 1)
         if not -lim <= n < lim:
             raise EncodeError(f"{n} does not fit in {name}")
-        return encode_int(n)
+        return encode_int(n, max(bits, 64))
     fmt = _FLOAT_FORMATS.get(name)
     if fmt is not None:
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)):

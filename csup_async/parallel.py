@@ -165,6 +165,11 @@ def _compile() -> Any:
         i = 0
         cap = out.size
         one = np.uint64(1)
+        # signed: sign and magnitude (Zed's), so a narrow type's minimum takes one
+        # byte more than its width; out-of-range values go to the reference (-1)
+        narrow = signed and width < 8
+        most = width + 1 if narrow else width
+        half = np.uint64(1) << np.uint64(8 * width - 1)
         while p < n:
             if i >= cap:
                 return -1
@@ -177,12 +182,20 @@ def _compile() -> Any:
                 i += 1
                 continue
             ln = tag - 1
-            if ln > width or p + ln > n:
+            if ln > most or p + ln > n:
                 return -1
             v = words[p] & masks[ln]
             p += ln
             if signed:
-                v = (v >> one) ^ (np.uint64(0) - (v & one))
+                m = v >> one
+                if v & one:
+                    if narrow and (m == 0 or m > half):
+                        return -1
+                    v = (one << np.uint64(63)) if m == 0 else np.uint64(0) - m
+                else:
+                    if narrow and m >= half:
+                        return -1
+                    v = m
             out[i] = v
             valid[i] = True
             i += 1

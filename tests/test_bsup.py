@@ -66,10 +66,10 @@ def test_large_values_use_compressed_frames():
     assert [v.value for v in bsup.read_values(data)] == ["abc" * 1000] * 10
 
 
-def test_union_tag_is_zigzag_like_zed():
+def test_union_tag_is_a_signed_int_like_zed():
     t = UnionType((INT64, STRING))
     body = bsup.encode_value(t, UnionValue(1, STRING, "a"))
-    # tag element: length 1, byte 0x02 (zig-zag of 1), then "a"
+    # tag element: length 1, byte 0x02 (1 << 1, Zed's signed encoding), then "a"
     assert body == b"\x02\x02\x02a"
 
 

@@ -57,8 +57,9 @@ def tagged(body: bytes | None) -> bytes:
     return b"\x00" if body is None else uvarint(len(body) + 1) + body
 
 
-def zigzag(v: int) -> int:
-    return ((v << 1) ^ (v >> 63)) & (2**64 - 1)
+def zed_signed(v: int) -> int:
+    """Zed's EncodeCountedVarint before the byte cut: sign and magnitude, mod 2**64."""
+    return ((v << 1) if v >= 0 else ((-v) << 1) | 1) & (2**64 - 1)
 
 
 def uint_bytes(u: int) -> bytes:
@@ -66,7 +67,7 @@ def uint_bytes(u: int) -> bytes:
 
 
 def enc_ints(values: list[int | None], signed: bool) -> bytes:
-    return b"".join(tagged(None if v is None else uint_bytes(zigzag(v) if signed else v))
+    return b"".join(tagged(None if v is None else uint_bytes(zed_signed(v) if signed else v))
                     for v in values)
 
 
@@ -161,10 +162,10 @@ def test_int_boundaries(signed: bool, bits: int) -> None:
     check_ints(values, signed, bits, enc_ints(values, signed))
 
 
-def test_int64_extremes_encode_as_expected() -> None:
-    # zig-zag: -1 -> 1, 2**63-1 -> 2**64-2, -2**63 -> 2**64-1 (8 bytes each)
-    data = enc_ints([-1, 2**63 - 1, -(2**63)], True)
-    assert data == b"\x02\x01\x09" + b"\xfe" + b"\xff" * 7 + b"\x09" + b"\xff" * 8
+def test_int64_extremes_decode_from_zeds_bytes() -> None:
+    # Zed's EncodeCountedVarint: -1 -> 03, 2**63-1 -> fe ff.. (8 bytes), -2**63 -> 01
+    data = b"\x02\x03\x09" + b"\xfe" + b"\xff" * 7 + b"\x02\x01"
+    assert enc_ints([-1, 2**63 - 1, -(2**63)], True) == data
     got, _ = D.decode_ints(data, signed=True)
     assert got.tolist() == [-1, 2**63 - 1, -(2**63)]
 
@@ -181,8 +182,8 @@ def test_empty_streams() -> None:
         fn(b"", None)
 
 
-@pytest.mark.parametrize(("bits", "body"), [(8, b"\x01\x02"), (16, b"\x01\x02\x03"),
-                                            (32, b"\x01" * 5), (64, b"\x01" * 9)])
+@pytest.mark.parametrize(("bits", "body"), [(8, b"\x01\x02\x03"), (16, b"\x01" * 4),
+                                            (32, b"\x01" * 6), (64, b"\x01" * 9)])
 def test_int_too_long(bits: int, body: bytes) -> None:
     data = enc_ints([1, 2], True) + tagged(body)
     with pytest.raises(FormatError, match=rf"int{bits} value of {len(body)} bytes "
@@ -325,8 +326,13 @@ def test_int32s_round_trip(values: list[int]) -> None:
 def test_int32s_reject_nulls_and_wide_values() -> None:
     with pytest.raises(FormatError, match="null at stream offset 2"):
         D.decode_int32s(enc_ints([1, None], True))
-    with pytest.raises(FormatError, match="int32 value of 5 bytes at stream offset 2"):
+    with pytest.raises(FormatError, match="int32 value 2147483648 out of range at stream "
+                                          "offset 2"):
         D.decode_int32s(enc_ints([1, 2**31], True))
+    with pytest.raises(FormatError, match="int32 value of 6 bytes at stream offset 2"):
+        D.decode_int32s(enc_ints([1, 2**40], True))
+    with pytest.raises(FormatError, match="int32 value -9223372036854775808 out of range"):
+        D.decode_int32s(b"\x02\x01")  # u = 1, Zed's int64 minimum
 
 
 # ------------------------------------------------- scanning and structure ---
@@ -665,8 +671,8 @@ def test_error_offsets_on_the_lanes_path() -> None:
     data = bytearray(enc_ints(values, True))
     assert len(data) > 2 * BIG
     where = len(enc_ints(values[:2500], True))
-    data[where:where] = tagged(b"\x01\x02\x03")  # a 3-byte value in an int16 column
-    with pytest.raises(FormatError, match=f"int16 value of 3 bytes at stream offset {where}"):
+    data[where:where] = tagged(b"\x01\x02\x03\x04")  # a 4-byte value in an int16 column
+    with pytest.raises(FormatError, match=f"int16 value of 4 bytes at stream offset {where}"):
         D.decode_ints(bytes(data), signed=True, bits=16)
 
 

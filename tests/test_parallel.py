@@ -207,7 +207,7 @@ def test_decode_int32s_and_ints_match(loops: bool, values: list[int | None]) -> 
         if v is None:
             stream.append(0)
             continue
-        z = (v << 1) ^ (v >> 63)
+        z = (v << 1) if v >= 0 else ((-v) << 1) | 1  # Zed's sign and magnitude
         body = z.to_bytes(8, "little").rstrip(b"\0")
         stream.append(len(body) + 1)
         stream += body

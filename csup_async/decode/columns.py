@@ -20,6 +20,7 @@ from .tags import (
     _FLOAT_PROFILES,
     _INT32S,
     _INT_PROFILES,
+    _SINT_PROFILES,
     Buffer,
     _check_count,
     _count_error,
@@ -129,30 +130,54 @@ def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
                 bits: int = 64) -> tuple[np.ndarray, np.ndarray | None]:
     """(int64 or uint64 values, validity or None when no value is null); nulls hold 0.
 
-    Values are little-endian with high zero bytes dropped, signed ones zig-zag
-    encoded first; a value longer than ``bits / 8`` bytes is a FormatError.
+    Values are little-endian with high zero bytes dropped.  Signed ones are
+    sign-and-magnitude first (Zed's ``zcode.EncodeCountedVarint``: ``|v| << 1``
+    with the sign in bit 0, so -1 is ``03``), and ``u = 1`` ("minus zero") is
+    int64's minimum, as Zed decodes it.  A body longer than the type can need,
+    or a signed value outside a narrow type's range, is a FormatError.
     """
     name = f"{'int' if signed else 'uint'}{bits}"
     if bits not in (8, 16, 32, 64):
         raise UnsupportedTypeError(f"{name} has no fast decoder")
     width = bits // 8
+    most = min(width + 1, 8) if signed else width  # body bytes a value may take
     buf = _u8(stream)
     bpad = _padded(buf)
-    res = _scan(buf, bpad, count, _INT_PROFILES[width])
+    res = _scan(buf, bpad, count, (_SINT_PROFILES if signed else _INT_PROFILES)[width])
     code, at, skip = _codes(res)
-    over = code > width + 1
+    over = code > most + 1
     if over.any():
         raise _length_error(name, res, over)
     words = _gather_words(bpad, at, 8, skip)
     words &= np.take(_MASK_BY_CODE, code.astype(np.intp))
     validity = _validity(code)
-    if signed:
-        sign = words & _ONE
-        np.negative(sign, out=sign)
-        words >>= _ONE
-        words ^= sign
-        return words.view(np.int64), validity
-    return words, validity
+    if not signed:
+        return words, validity
+    values = sign_magnitude_to_int64(words)
+    if bits < 64:
+        lim = 1 << (bits - 1)
+        bad = (values < -lim) | (values >= lim)
+        if bad.any():
+            i = _first_bad(bad)
+            raise FormatError(f"{name} value {int(values[i])} out of range at stream "
+                              f"offset {res.tags[i]}")
+    return values, validity
+
+
+def sign_magnitude_to_int64(words: np.ndarray) -> np.ndarray:
+    """Zed's signed encoding, undone in place on uint64 words: int64 values.
+
+    ``(m ^ -s) + s`` negates the magnitude ``m`` where the sign ``s`` is set
+    (two's complement); "minus zero" (``u = 1``) then has its top bit set, which
+    makes it int64's minimum.
+    """
+    sign = words & _ONE
+    words >>= _ONE
+    minus_zero = (words == 0) & (sign == _ONE)
+    words ^= np.negative(sign)
+    words += sign
+    words[minus_zero] = np.uint64(1 << 63)
+    return words.view(np.int64)
 
 
 def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
@@ -165,16 +190,31 @@ def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
     if null.any():
         raise FormatError(f"a null at stream offset {res.tags[_first_bad(null)]} of an "
                           f"int32 stream")
-    over = code > 5
+    over = code > 6  # sign and magnitude: int32's minimum takes 5 bytes
     if over.any():
         raise _length_error("int32", res, over)
-    words = _gather_words(bpad, at, 4, skip)
-    words &= np.take(_MASK_BY_CODE, code.astype(np.intp)).astype(np.uint32)
-    sign = words & np.uint32(1)
-    np.negative(sign, out=sign)
-    words >>= np.uint32(1)
-    words ^= sign
-    return words.view(np.int32)
+    if not (code == 6).any():
+        # the usual case: every value fits 4 bytes, so 32-bit words suffice
+        words = _gather_words(bpad, at, 4, skip)
+        words &= np.take(_MASK_BY_CODE, code.astype(np.intp)).astype(np.uint32)
+        sign = words & np.uint32(1)
+        words >>= np.uint32(1)
+        minus_zero = (words == 0) & (sign == 1)  # u = 1: int64's minimum, Zed says
+        if minus_zero.any():
+            raise FormatError(f"int32 value {-(1 << 63)} out of range at stream offset "
+                              f"{res.tags[_first_bad(minus_zero)]}")
+        words ^= np.negative(sign)
+        words += sign
+        return words.view(np.int32)
+    wide = _gather_words(bpad, at, 8, skip)
+    wide &= np.take(_MASK_BY_CODE, code.astype(np.intp))
+    values = sign_magnitude_to_int64(wide)
+    bad = (values < -(1 << 31)) | (values >= 1 << 31)
+    if bad.any():
+        i = _first_bad(bad)
+        raise FormatError(f"int32 value {int(values[i])} out of range at stream offset "
+                          f"{res.tags[i]}")
+    return values.astype(np.int32)
 
 
 _FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}

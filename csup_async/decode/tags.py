@@ -48,6 +48,9 @@ def _profile(tags: np.ndarray | None) -> _Profile:
 
 _ANY = _profile(None)  # strings, bytes, and scan_tags for any type
 _INT_PROFILES = {w: _profile(np.arange(w + 2)) for w in (1, 2, 4, 8)}  # 0..w bytes, or null
+# Signed ints are sign-and-magnitude (``|v| << 1 | sign``), so a narrow type's most
+# negative value takes one byte more than its width (int8's -128 is ``01 01``).
+_SINT_PROFILES = {w: _profile(np.arange(min(w + 1, 8) + 2)) for w in (1, 2, 4, 8)}
 _INT32S = _profile(np.arange(1, 6))  # lengths, tags, runs: never null
 _FLOAT_PROFILES = {w: _profile(np.array([0, w + 1])) for w in (2, 4, 8)}
 _BOOLS = _profile(np.array([0, 2]))
