@@ -24,7 +24,7 @@ from .errors import (
     UnsupportedTypeError,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "open": "csup_async.reader",
