@@ -9,12 +9,15 @@ nothing heavier than the standard library and ``csup_async.meta``/``types``
 * :func:`plan_scan` - both, for one file -> :class:`ScanPlan` (``.explain()``)
 * :func:`tail_prefetch_size`, :func:`metadata_followup` - the metadata reads
 * :func:`plan_files` - many files -> pruned files and tasks (:class:`MultiPlan`)
+* :mod:`.filters` - row filters as data (:func:`col`, :func:`parse_filter`) and what
+  segment statistics prove about them (:func:`zone_truth`)
 """
 
 from __future__ import annotations
 
 from .coalescing import Piece, Request, coalesce
 from .errors import InvalidPathError, InvalidRangeError, ProfileError
+from .filters import ColumnStats, FilterError, Truth, col, parse_filter, zone_truth
 from .metadata import metadata_followup, tail_prefetch_size
 from .multi import (
     ALL_NULL,
@@ -33,7 +36,8 @@ from .profiles import PROFILES, Profile, get_profile
 from .projection import ROLES, Resolution, StreamRef, resolve_paths
 
 __all__ = [
-    "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "FileScan",
+    "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "ColumnStats",
+    "FileScan", "FilterError", "Truth", "col", "parse_filter", "zone_truth",
     "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
     "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
     "coalesce", "format_path", "get_profile", "metadata_followup", "parse_path", "plan_files",
