@@ -8,8 +8,9 @@ and compares), built in Python with :func:`col` and operators::
 
 or parsed from the CLI's ``--where`` text by :func:`parse_filter` (grammar below).
 
-**Semantics** are SQL's ``WHERE``: a comparison with a null, or with a field the
-row's super type does not have, is *unknown*; ``and``/``or``/``not`` follow
+**Semantics** are SQL's ``WHERE``: a comparison with a null, with a field the
+row's super type does not have, or with a value of another kind than the literal
+(a string against a number, a record), is *unknown*; ``and``/``or``/``not`` follow
 three-valued (Kleene) logic, and a row is kept only when the whole filter is
 *true*.  So ``not (x = 1)`` does not keep rows where ``x`` is null.  Floats compare
 as IEEE does (NaN equals nothing and is not ordered; ``NaN != 1`` is true).
@@ -286,6 +287,22 @@ def _compare(op: str, x: Any, v: Any) -> bool:
 
 
 
+def _kind(x: Any) -> str:
+    """Which values compare with which: numbers with numbers, strings with strings..."""
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return "bool"
+    dtype = getattr(x, "dtype", None)
+    if isinstance(x, (int, float)) or (dtype is not None and dtype.kind in "iuf"):
+        return "number"
+    if isinstance(x, str):
+        return "str"
+    if isinstance(x, (bytes, bytearray)):
+        return "bytes"
+    if dtype is not None and dtype.kind in "Mm":
+        return dtype.kind
+    return type(x).__name__
+
+
 def _lookup(row: Any, path: tuple[str, ...]) -> Any:
     cur = row
     for name in path:
@@ -314,15 +331,18 @@ def outcome(expr: Expr, row: Any) -> bool | None:
         return (x is not None) if expr.negated else (x is None)
     if x is None:
         return N
-    try:
-        if isinstance(expr, Compare):
-            return _compare(expr.op, x, expr.value)
-        if isinstance(expr, IsIn):
-            return any(_compare("==", x, v) for v in expr.values)
-        if isinstance(expr, StartsWith):
-            return isinstance(x, type(expr.prefix)) and x.startswith(expr.prefix)
-    except TypeError:
-        return N  # a value of another type (a union member): no order with the literal
+    # a value of another kind than the literal (a union member, a nested value) is
+    # unknown, as a null is: it neither matches nor fails to match
+    kind = _kind(x)
+    if isinstance(expr, Compare):
+        return _compare(expr.op, x, expr.value) if _kind(expr.value) == kind else N
+    if isinstance(expr, IsIn):
+        same = [v for v in expr.values if _kind(v) == kind]
+        if expr.values and not same:
+            return N
+        return any(_compare("==", x, v) for v in same)
+    if isinstance(expr, StartsWith):
+        return x.startswith(expr.prefix) if _kind(expr.prefix) == kind else N
     raise FilterError(f"not a filter: {expr!r}")
 
 
@@ -384,12 +404,20 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     if not s.values:
         return frozenset(out)
     if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
-        return frozenset(out | {T, F})
+        return _ALL
+    kind = _kind(s.lo)
+    if isinstance(e, IsIn):
+        same = tuple(v for v in e.values if _kind(v) == kind)
+        if e.values and not same:
+            return frozenset(out | {N})  # no literal of the values' kind: unknown
+        e = IsIn(e.path, same)
+    elif _kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
+        return frozenset(out | {N})
     try:
         if s.nan:  # NaN: false for every comparison but !=, which it makes true
             out.add(T if isinstance(e, Compare) and e.op == "!=" else F)
         out |= _bounded(e, s.lo, s.hi)
-    except TypeError:  # bounds of another type than the literal: say nothing
+    except TypeError:  # bounds that do not order with the literal: say nothing
         return _ALL
     return frozenset(out)
 

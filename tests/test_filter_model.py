@@ -181,10 +181,13 @@ def leaves(path: tuple[str, ...], lits) -> st.SearchStrategy:
 def filters(kind: str) -> st.SearchStrategy:
     lit = {"int": st.integers(-6, 6), "float": st.floats(-6, 6),
            "str": st.text(alphabet="abc", max_size=3)}[kind]
+    # now and then a literal of another kind: unknown for every row, never kept
+    lit = st.one_of(lit, lit, lit, st.booleans(), st.sampled_from(["a", 1, 1.5, b"a"]))
     leaf = st.one_of(leaves(("x",), lit), leaves(("y",), lit))
     if kind == "str":
         leaf = st.one_of(leaf, st.builds(StartsWith, st.sampled_from([("x",), ("y",)]),
-                                         st.text(alphabet="abc", max_size=2)))
+                                         st.one_of(st.text(alphabet="abc", max_size=2),
+                                                   st.just(b"a"))))
     return st.recursive(leaf, lambda sub: st.one_of(
         st.builds(lambda a, b: And((a, b)), sub, sub),
         st.builds(lambda a, b: Or((a, b)), sub, sub),
