@@ -391,3 +391,49 @@ async def test_a_pickled_store_carries_no_token(g: GoogleLocal,
     async with copy:
         assert bytes(await copy.read_range("bkt/pickle/data.csup", 0, 10)) == DATA[:10]
     assert len(g.tokens()) == 2  # the copy found its own credentials
+
+
+# ------------------------------------------------------------------ Spark ---
+def test_spark_executors_find_their_own_credentials(g: GoogleLocal,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """The driver plans with its own token, each worker process mints its own, and no token
+    or key is in the pickled reader, partitions or plan."""
+    from csup_async.spark.session import spark_unavailable
+
+    if spark_unavailable() is not None:
+        pytest.skip(spark_unavailable() or "")
+    from csup_async.spark.session import local_session
+    from csup_async.spark.source import CsupDataSource
+
+    sa = str(g.service_account_file(tmp_path / "sa.json"))
+    for i in range(3):
+        g.put(f"bkt/spark/p{i}.csup", _csup([{"id": i * 100 + j} for j in range(100)]))
+    options = {"path": "gs://bkt/spark/", "endpoint": g.https, "verifySsl": "false",
+               "shipTailBytes": "0"}  # executors must read, so need tokens
+
+    # Spark's Python workers (planning and reading) get the variable from Spark's
+    # executor environment, not from this process (whose JVM may predate this test)
+    env = {f"spark.executorEnv.{k}": v for k, v in (
+        ("GOOGLE_APPLICATION_CREDENTIALS", sa), ("CLOUDSDK_CONFIG", str(tmp_path / "gcloud")),
+        ("GCE_METADATA_HOST", "127.0.0.1:9"), ("GCE_METADATA_IP", "127.0.0.1:9"))}
+    spark = local_session("csup-gcs-auth", cores=2, **env)
+    try:
+        df = spark.read.format("csup").options(**options).load()
+        assert sorted(r.id for r in df.collect()) == list(range(300))
+    finally:
+        spark.stop()
+    assert g.tokens() and all(i.grant.endswith("jwt-bearer") for i in g.stats.issued)
+    assert g.stats.gcs_refused == []
+
+    # what Spark pickles for executors, planned here with this process's own token
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", sa)
+    g.reset()
+    source = CsupDataSource(options)
+    reader = source.reader(source.schema())
+    parts = reader.partitions()
+    plan = reader._planned()  # type: ignore[attr-defined]
+    assert g.tokens() and parts  # schema() and planning: a store each
+    blob = pickle.dumps((reader, parts, plan))
+    for secret in [*g.tokens(), g.key_id, "PRIVATE KEY"]:
+        assert secret.encode() not in blob, secret
