@@ -96,6 +96,8 @@ async def test_service_account_key_file(g: GoogleLocal, monkeypatch: pytest.Monk
     rows, source = await _read_all(url, endpoint=g.https)
     assert rows == ROWS
     assert source == f"a service-account key ({SA_EMAIL}) from GOOGLE_APPLICATION_CREDENTIALS"
+    rows, _ = await _read_all(url, endpoint=g.https)  # another store shares the token
+    assert rows == ROWS
     # one token, minted for a JWT the endpoint verified, sent on every request
     assert g.stats.refused_grants == [] and len(g.tokens()) == 1
     assert g.stats.gcs_refused == [] and g.stats.gcs_ok >= 1
@@ -390,7 +392,9 @@ async def test_a_pickled_store_carries_no_token(g: GoogleLocal,
     copy = pickle.loads(blob)
     async with copy:
         assert bytes(await copy.read_range("bkt/pickle/data.csup", 0, 10)) == DATA[:10]
-    assert len(g.tokens()) == 2  # the copy found its own credentials
+    # the copy uses the receiving process's credentials: here, the same process's
+    # (another process mints its own: see the Spark test)
+    assert len(g.tokens()) == 1
 
 
 # ------------------------------------------------------------------ Spark ---

@@ -42,7 +42,7 @@ from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
 from ._ranged import Reply
 from .base import CHUNK_SIZE, ObjectInfo
-from .gcs_auth import SOURCES_TRIED, DefaultCredentials
+from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
 
@@ -113,7 +113,7 @@ class GCSStore(AiohttpStore):
         elif os.environ.get(TOKEN_ENV):
             self._token, self._credentials = os.environ[TOKEN_ENV], TOKEN_ENV
         elif adc or (adc is None and self.endpoint.lower().startswith("https://")):
-            self._adc, self._credentials = DefaultCredentials(), "application-default"
+            self._adc, self._credentials = shared_credentials(), "application-default"
         else:
             self._credentials = "anonymous"
             self._tried = (f"{TOKEN_ENV} is not set, and Application Default Credentials "
@@ -169,7 +169,7 @@ class GCSStore(AiohttpStore):
             why = f"no credentials sent: {self._tried}"
         else:
             why = f"credentials: {self.credential_source}"
-            if self._token is not None or adc is not None:
+            if (self._token is not None or adc is not None) and "HTTP 401" in e.message:
                 why += "; an expired or revoked token is not retried"
         return AccessDeniedError(f"{e.message} ({why})", path=e.path)
 

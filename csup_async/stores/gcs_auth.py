@@ -8,8 +8,11 @@ only decides *when*.  google-auth is synchronous (it blocks on HTTP), so
 finding and refreshing run in a worker thread, and concurrent requests that
 need a token share one refresh instead of each starting its own: 50 reads that
 meet an expiring token cost one call to the token endpoint.  A token is
-refreshed a little before it expires (a quarter of its lifetime, at most four
-minutes early), so a request never leaves with a token about to lapse.
+refreshed a little before it expires (from a quarter of its lifetime, at most
+four minutes, before), in the background while it is still sent, so a request
+never leaves with a token about to lapse and readers rarely wait for one.
+Credentials are shared by every store of the process (per environment), so
+opening file after file costs one search and one token, not one per file.
 
 google-auth is imported on first use, so a process that reads no ``gs://``
 object needing credentials never pays for the import.  Nothing here is ever
@@ -30,12 +33,32 @@ from ..errors import AccessDeniedError, StoreError
 from .redact import redact_text
 from .retry import Retryable
 
-__all__ = ["READ_ONLY_SCOPE", "SOURCES_TRIED", "DefaultCredentials"]
+__all__ = ["READ_ONLY_SCOPE", "SOURCES_TRIED", "DefaultCredentials", "shared_credentials"]
 
 READ_ONLY_SCOPE = "https://www.googleapis.com/auth/devstorage.read_only"
 SOURCES_TRIED = ("the token option, GOOGLE_OAUTH_ACCESS_TOKEN, GOOGLE_APPLICATION_CREDENTIALS, "
                  "gcloud's application-default credentials, the metadata server")
 _MAX_EARLY = dt.timedelta(minutes=4)
+# what google-auth's search depends on: a change makes a new search
+_SEARCH_ENV = ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "HOME", "GCE_METADATA_HOST",
+               "GCE_METADATA_ROOT", "GCE_METADATA_IP", "NO_GCE_CHECK")
+_SHARED: dict[tuple[Any, ...], DefaultCredentials] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_credentials(scopes: tuple[str, ...] = (READ_ONLY_SCOPE,)) -> DefaultCredentials:
+    """The process's credentials for ``scopes`` and the current environment.
+
+    Shared by every store, so opening one file after another (or one Spark
+    task after another in a reused worker) costs one search and one token,
+    not one per store.
+    """
+    key = (tuple(scopes), *(os.environ.get(name) for name in _SEARCH_ENV))
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        if found is None:
+            found = _SHARED[key] = DefaultCredentials(tuple(scopes))
+        return found
 
 
 def _now() -> dt.datetime:
@@ -108,38 +131,55 @@ class DefaultCredentials:
         found = self.source if self._searched else "not looked for yet"
         return f"DefaultCredentials({found or 'none found'})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"scopes": self.scopes}  # a new process finds its own credentials
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["scopes"])  # type: ignore[misc]
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # unpickled as the receiving process's own: no token or key travels
+        return shared_credentials, (self.scopes,)
 
     @property
     def found(self) -> bool | None:
         """True: credentials found; False: none; None: not looked for yet."""
         return (self._creds is not None) if self._searched else None
 
-    def _fresh(self) -> bool:
+    def _fresh(self, margin: float = 1.0) -> bool:
+        """The token has more than ``margin`` times the early-refresh window left."""
         if not self._headers:
             return False
-        return self._expiry is None or _now() + self._early < self._expiry
+        return self._expiry is None or _now() + self._early * margin < self._expiry
 
     async def headers(self, path: str) -> dict[str, str]:
-        """The headers that authorize a request (empty when no credentials exist)."""
-        if self._searched and (self._creds is None or self._fresh()):
-            return self._headers
-        loop = asyncio.get_running_loop()
+        """The headers that authorize a request (empty when no credentials exist).
+
+        A token inside its early-refresh window is still sent while one
+        background refresh replaces it; only a token within a quarter of that
+        window of expiring (or none yet) makes requests wait for the refresh.
+        """
+        if self._searched:
+            if self._creds is None or self._fresh():
+                return self._headers
+            if self._fresh(margin=0.25):
+                self._refreshing(asyncio.get_running_loop())
+                return self._headers
+        try:
+            # shielded: one caller's cancellation must not cancel the others' refresh
+            await asyncio.shield(self._refreshing(asyncio.get_running_loop()))
+        except Exception as e:
+            raise self._error(e, path) from None
+        return self._headers
+
+    def _refreshing(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """This loop's refresh in flight, started if there is none."""
         pending = self._pending.get(loop)
         if pending is None or pending.done():
             pending = asyncio.ensure_future(asyncio.to_thread(self._update))
             self._pending[loop] = pending
-            pending.add_done_callback(lambda _: self._pending.pop(loop, None))
-        try:
-            # shielded: one caller's cancellation must not cancel the others' refresh
-            await asyncio.shield(pending)
-        except Exception as e:
-            raise self._error(e, path) from None
-        return self._headers
+
+            def done(f: asyncio.Future[None]) -> None:
+                self._pending.pop(loop, None)
+                if not f.cancelled():
+                    f.exception()  # a background refresh's failure is met again by the next
+
+            pending.add_done_callback(done)
+        return pending
 
     # ----------------------------------------------------- in a worker thread ---
     def _update(self) -> None:
