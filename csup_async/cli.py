@@ -51,6 +51,8 @@ def _store_flags() -> argparse.ArgumentParser:
                    "or a GCS JSON-API endpoint for gs:// URLs")
     g.add_argument("--region", help="S3 region")
     g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
+    g.add_argument("--request-payer", action="store_true",
+                   help="S3: pay for the requests to a requester-pays bucket")
     g.add_argument("--concurrency", type=int, default=None, help="requests in flight per file")
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
@@ -268,6 +270,8 @@ def _options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[s
         store["endpoint"] = args.endpoint_url
     if s3 and getattr(args, "region", None):
         store["region"] = args.region
+    if s3 and getattr(args, "request_payer", False):
+        store["request_payer"] = True
     if remote and getattr(args, "anonymous", False) and (
             s3 or url.startswith(("gs://", "gcs://"))):
         store["anonymous"] = True

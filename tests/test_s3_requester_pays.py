@@ -109,3 +109,20 @@ async def test_access_denied_names_the_credential_source(moto_s3: Any, proxy: Fa
     msg = str(info.value)
     assert "credentials: botocore's chain (env); request_payer" in msg
     assert o["secret_access_key"] not in msg and o["access_key_id"] not in msg
+
+
+def test_the_cli_sends_request_payer(moto_s3: Any, proxy: FaultProxy, payer_bucket: str,
+                                     monkeypatch: pytest.MonkeyPatch,
+                                     capfd: pytest.CaptureFixture[str]) -> None:
+    from csup_async import cli
+
+    o = moto_s3.store_options()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", o["access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", o["secret_access_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", o["region"])
+    code = cli.main(["scan", f"s3://{payer_bucket}/d/part0.csup", "--endpoint-url",
+                     proxy.endpoint, "--request-payer", "--format", "json", "-c", "id"])
+    out = capfd.readouterr().out
+    assert code == 0 and len(out.splitlines()) == 2000
+    assert proxy.requests() and all(q.headers.get("x-amz-request-payer") == "requester"
+                                    for q in proxy.requests())
