@@ -27,6 +27,7 @@ import datetime as dt
 import os
 import threading
 import warnings
+import weakref
 from typing import Any
 
 from ..errors import AccessDeniedError, StoreError
@@ -124,7 +125,10 @@ class DefaultCredentials:
         self._expiry: dt.datetime | None = None
         self._early = dt.timedelta(0)
         self._lock = threading.Lock()
-        self._pending: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
+        # per loop (a closed loop's entry goes with it)
+        self._pending: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                 asyncio.Future[None]] = (
+            weakref.WeakKeyDictionary())
         self.refreshes = 0  # tokens fetched (for diagnostics and tests)
 
     def __repr__(self) -> str:
