@@ -47,9 +47,12 @@ def _store_flags() -> argparse.ArgumentParser:
     """Store options as flags; credentials come from the environment (never from argv)."""
     s = argparse.ArgumentParser(add_help=False)
     g = s.add_argument_group("store options (also from AWS_*, GOOGLE_*, STORAGE_EMULATOR_HOST)")
-    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
+    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), "
+                   "or a GCS JSON-API endpoint for gs:// URLs")
     g.add_argument("--region", help="S3 region")
     g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
+    g.add_argument("--request-payer", action="store_true",
+                   help="S3: pay for the requests to a requester-pays bucket")
     g.add_argument("--concurrency", type=int, default=None, help="requests in flight per file")
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
@@ -260,10 +263,15 @@ def _options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[s
     store: dict[str, Any] = {}
     s3 = url.startswith(("s3://", "s3a://"))
     remote = "://" in url and not url.startswith("file://")
+    gcs = url.startswith(("gs://", "gcs://"))
     if s3 and getattr(args, "endpoint_url", None):
         store["endpoint_url"] = args.endpoint_url
+    if gcs and getattr(args, "endpoint_url", None):
+        store["endpoint"] = args.endpoint_url
     if s3 and getattr(args, "region", None):
         store["region"] = args.region
+    if s3 and getattr(args, "request_payer", False):
+        store["request_payer"] = True
     if remote and getattr(args, "anonymous", False) and (
             s3 or url.startswith(("gs://", "gcs://"))):
         store["anonymous"] = True

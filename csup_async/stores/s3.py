@@ -108,6 +108,8 @@ class S3Store(RangedStore):
     ``access_key_id``/``secret_access_key``/``session_token`` (else botocore's
     chain), ``aws_profile``, ``anonymous`` (unsigned requests, for public
     buckets), ``path_style`` (default: path-style when an endpoint URL is set),
+    ``request_payer`` (True: this reader pays for requester-pays buckets; sent on
+    every request),
     ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
     (30 s of silence), ``retry``, ``verify_ssl`` (True), ``chunk_size``.
     """
@@ -121,7 +123,7 @@ class S3Store(RangedStore):
                  anonymous: bool = False, path_style: bool | None = None, limit: int = 64,
                  connect_timeout: float = 10.0, read_timeout: float = 30.0,
                  retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
-                 chunk_size: int = CHUNK_SIZE) -> None:
+                 chunk_size: int = CHUNK_SIZE, request_payer: bool = False) -> None:
         common_options(limit, connect_timeout, read_timeout, chunk_size)
         if not isinstance(retry, RetryPolicy):
             raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
@@ -131,6 +133,10 @@ class S3Store(RangedStore):
         self.region = region
         self.anonymous = anonymous
         self.aws_profile = aws_profile
+        self.request_payer = bool(request_payer)
+        self._credential_source = ("anonymous (unsigned)" if anonymous else
+                                   "the access_key_id option" if access_key_id is not None
+                                   else "botocore's chain (not resolved yet)")
         has_endpoint = bool(endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
                             or os.environ.get("AWS_ENDPOINT_URL"))
         self.path_style = has_endpoint if path_style is None else path_style
@@ -153,8 +159,10 @@ class S3Store(RangedStore):
         creds = ("anonymous" if self.anonymous else
                  "explicit" if self._credentials[0] is not None else "default chain")
         endpoint = redact_url(self.endpoint_url) if self.endpoint_url else None
+        payer = ", request_payer=True" if self.request_payer else ""
         return (f"S3Store(endpoint_url={endpoint!r}, region={self.region!r}, "
-                f"credentials={creds}, path_style={self.path_style}, limit={self.limit})")
+                f"credentials={creds}, path_style={self.path_style}, limit={self.limit}"
+                f"{payer})")
 
     def _display(self, key: str) -> str:
         try:
@@ -176,6 +184,7 @@ class S3Store(RangedStore):
                 if self._client_obj is None:
                     cm = self._make_client()
                     client = await cm.__aenter__()
+                    await self._note_credential_source()
                     self._fast = await self._signed_get(client)
                     self._client_obj, self._client_cm = client, cm
         return self._client_obj
@@ -208,6 +217,19 @@ class S3Store(RangedStore):
             creds = await self._boto_session.get_credentials()  # the client's (cached) chain
         return _SignedGet(http, base.rstrip("/"), client.meta.region_name, creds,
                           self.anonymous)
+
+    async def _note_credential_source(self) -> None:
+        """Which link of botocore's chain gave the credentials (its ``method``: env,
+        shared-credentials-file, sso, assume-role, iam-role, ...), for refusals."""
+        if self.anonymous or self._credentials[0] is not None:
+            return
+        try:
+            creds = await self._boto_session.get_credentials()  # resolved by the client
+        except Exception:  # the client reports a chain that fails, on its first request
+            return
+        method = getattr(creds, "method", None)
+        self._credential_source = (f"botocore's chain ({method})" if creds is not None
+                                   else "none found in botocore's chain")
 
     def _make_client(self) -> Any:
         import botocore
@@ -254,6 +276,8 @@ class S3Store(RangedStore):
             token: str | None = None
             while True:
                 params: dict[str, Any] = {"Bucket": bucket, "Prefix": name}
+                if self.request_payer:
+                    params["RequestPayer"] = "requester"
                 if token:
                     params["ContinuationToken"] = token
                 page = await client.list_objects_v2(**params)
@@ -271,6 +295,8 @@ class S3Store(RangedStore):
     async def _call(self, op: str, key: str, **params: Any) -> Any:
         path = self._display(key)
         bucket, name = split_s3_key(key)
+        if self.request_payer:
+            params["RequestPayer"] = "requester"
         try:
             client = await self._client()
             return await getattr(client, op)(Bucket=bucket, Key=name, **params)
@@ -322,8 +348,13 @@ class S3Store(RangedStore):
             status = 412
         elif code in _RETRY_CODES and status < 500:
             status = 503
-        return status_error(status or 500, path, detail=detail,
-                            retry_after=headers.get("retry-after"))
+        err = status_error(status or 500, path, detail=detail,
+                           retry_after=headers.get("retry-after"))
+        if isinstance(err, AccessDeniedError):  # which credentials were refused (not them)
+            err = AccessDeniedError(f"{err.message} (credentials: {self._credential_source}"
+                                    f"{'; request_payer' if self.request_payer else ''})",
+                                    path=err.path)
+        return err
 
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
         try:
@@ -353,6 +384,8 @@ class S3Store(RangedStore):
             headers["Range"] = range_
         if pin is not None:
             headers["If-Match"] = pin
+        if self.request_payer:
+            headers["x-amz-request-payer"] = "requester"  # signed with the rest
         try:
             resp = await fast.get(bucket, name, headers)
         except Exception as e:  # botocore's mapped aiohttp errors, credential errors
