@@ -56,13 +56,13 @@ def evaluate(expr: Expr, columns: Mapping[tuple[str, ...], A.Array], rows: int) 
     ``columns`` maps each path the filter reads to its decoded array over those
     rows (a path no super type has may be absent: it is null everywhere).
     """
-    true, _ = _eval(expr, columns, rows)
+    true, _ = _masks(expr, columns, rows)
     return true
 
 
-def _eval(e: Expr, columns: Mapping[tuple[str, ...], A.Array], n: int) -> _Masks:
+def _masks(e: Expr, columns: Mapping[tuple[str, ...], A.Array], n: int) -> _Masks:
     if isinstance(e, (And, Or)):
-        parts = [_eval(p, columns, n) for p in e.parts]
+        parts = [_masks(p, columns, n) for p in e.parts]
         true, unknown = parts[0]
         for t2, u2 in parts[1:]:
             if isinstance(e, And):
@@ -74,7 +74,7 @@ def _eval(e: Expr, columns: Mapping[tuple[str, ...], A.Array], n: int) -> _Masks
             unknown = ~true & ~false
         return true, unknown
     if isinstance(e, Not):
-        true, unknown = _eval(e.part, columns, n)
+        true, unknown = _masks(e.part, columns, n)
         return ~true & ~unknown, unknown
     arr = columns.get(e.path)
     if arr is None or isinstance(arr, A.NullArray):
