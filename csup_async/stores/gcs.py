@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
-from ._ranged import Reply
+from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
@@ -74,10 +74,12 @@ class GCSStore(AiohttpStore):
                  endpoint: str | None = None, limit: int = 64, connect_timeout: float = 10.0,
                  read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
                  verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
-                 trust_env: bool = False) -> None:
+                 trust_env: bool = False, timeout: float | None = None,
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
-                         chunk_size=chunk_size, trust_env=trust_env)
+                         chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
+                         min_throughput=min_throughput)
         emulator = os.environ.get("STORAGE_EMULATOR_HOST") if endpoint is None else None
         if emulator:
             endpoint = emulator if "://" in emulator else "http://" + emulator
