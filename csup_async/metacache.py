@@ -14,8 +14,11 @@ repeats both.  With a cache, ``open(url, metadata_cache=cache)``:
   Reads stay pinned to it: an object replaced in spite of the promise still
   gives ObjectChangedError, never mixed data.
 
-Entries are keyed by store, key and version (an ETag, a GCS generation, a
-local inode/size/mtime), so a replaced object is a miss, never stale data.
+Entries are keyed by store scope, key and version (an ETag, a GCS generation,
+a local inode/size/mtime), so a replaced object is a miss, never stale data.
+The scope is the store's kind and options, credentials included (shared
+stores), or the store instance (one passed by hand): an entry read with one
+set of credentials never answers an open made with another.
 The cache is bounded in bytes (least recently used entries go first): an
 entry costs its tail bytes plus an estimate of the parsed metadata, four
 times the reassembly section.  It is thread-safe, so one cache may serve

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
@@ -121,10 +122,11 @@ class Reader:
 
     # ---------------------------------------------------------------- open ---
     def _cache_ident(self) -> tuple[Any, ...]:
-        """Which object this is, across stores: the store's kind and endpoint, and the key."""
-        store = self.store
-        endpoint = getattr(store, "endpoint_url", None) or getattr(store, "endpoint", None)
-        return (type(store).__qualname__, getattr(store, "protocol", None), endpoint, self.key)
+        """Which object this is *for this store*: the store's scope (its kind and options,
+        credentials included, or the store instance) and the key.  Two stores with
+        different credentials never share an entry: with ``immutable=True`` a hit
+        costs no request, so it must not let one caller see what only another may."""
+        return (_cache_scope(self.store), self.key)
 
     def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
         self.meta = hit.meta
@@ -594,6 +596,22 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
     r._extra = list(available)
     return r
+
+
+_scopes = itertools.count()
+
+
+def _cache_scope(store: Any) -> Any:
+    """The metadata-cache scope of ``store``: set by the shared-store registry (kind and
+    options), else unique to this store instance for the life of the process."""
+    scope = getattr(store, "_cache_scope", None)
+    if scope is None:
+        scope = ("instance", next(_scopes))
+        try:
+            store._cache_scope = scope
+        except AttributeError:  # a store that takes no attributes: it cannot share entries
+            return ("uncached", id(store), next(_scopes))
+    return scope
 
 
 def _metadata_cache(option: Any) -> Any:

@@ -248,3 +248,30 @@ async def test_immutable_needs_a_cache(tmp_path: Path) -> None:
 
 def test_close_stores_is_exported() -> None:
     assert asyncio.iscoroutinefunction(csup_async.close_stores)
+
+
+async def test_cache_entries_are_not_shared_between_credentials(
+        range_server: RangeServer) -> None:
+    """With immutable=True a hit costs no request, so a store with other credentials must
+    not be served what another store read: each asks the server itself."""
+    range_server.put("m/d.csup", DATA)
+    url = range_server.url("m/d.csup")
+    cache = MetadataCache()
+    try:
+        for token in ("alice", "bob"):
+            assert await _ids(url, metadata_cache=cache, immutable=True,
+                              headers={"Authorization": f"Bearer {token}"}) == list(range(3000))
+        seen = [s.headers.get("Authorization") for s in range_server.seen("m/d.csup")]
+        assert seen == ["Bearer alice", "Bearer bob"]
+        # the same credentials again (the shared store, or a new loop's store with the
+        # same options) hit the cache: no request
+        await _ids(url, metadata_cache=cache, immutable=True,
+                   headers={"Authorization": "Bearer alice"})
+        assert len(range_server.seen("m/d.csup")) == 2
+        # a store passed by hand has a scope of its own
+        async with HTTPStore(headers={"Authorization": "Bearer alice"}) as store:
+            assert await _ids(url, store=store, metadata_cache=cache,
+                              immutable=True) == list(range(3000))
+        assert len(range_server.seen("m/d.csup")) == 3
+    finally:
+        await csup_async.close_stores()

@@ -122,6 +122,9 @@ async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
         entry.guard = _guard(entry)
         await anext(entry.guard)
     found = entry.stores.setdefault(ident, store)
+    # what the metadata cache may share between stores: same kind, same options
+    # (credentials included), whichever loop they belong to
+    found._cache_scope = ("shared", ident)  # type: ignore[attr-defined]
     return found, key, True
 
 
