@@ -333,3 +333,30 @@ async def test_redirect_loops_and_bad_locations_are_typed() -> None:
                 await store.read_tail(f"{base}/ftp", 10)
     finally:
         await runner.cleanup()
+
+
+async def test_fsspec_store_timeout() -> None:
+    """The fsspec store takes ``timeout=`` too (a slow sync filesystem is abandoned)."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from csup_async.stores import FsspecStore
+
+    class Slow(MemoryFileSystem):
+        protocol = "slowmem"
+
+        def cat_file(self, path: str, start: int | None = None, end: int | None = None,
+                     **kwargs: Any) -> bytes:
+            time.sleep(1.5)
+            return super().cat_file(path, start=start, end=end, **kwargs)
+
+    fs = Slow()
+    fs.pipe_file("/bkt/slow.bin", DATA)
+    store = FsspecStore(fs, timeout=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(StoreTimeoutError, match=r"0\.3 s timeout"):
+        await store.read_range("/bkt/slow.bin", 0, 10)
+    assert time.monotonic() - t0 < 1.2
+    assert (await FsspecStore(fs).read_range("/bkt/slow.bin", 0, 10)) == DATA[:10]
+    with pytest.raises(CsupError):
+        FsspecStore(fs, timeout=0)
+    fs.rm_file("/bkt/slow.bin")  # memory filesystems share one namespace
