@@ -11,6 +11,8 @@ of the wide table:
 * ``warm``: one process, ``async with csup_async.open(url)`` per scan with no
   store passed, against the same with one store passed by hand (both after a
   first untimed scan), median of ``--runs``.
+* ``metadata cache`` (this tree only): a warm open alone, without a cache, with
+  ``metadata_cache=`` (tail read, no parse) and with ``immutable=True`` too.
 
 ``--tree DIR`` runs the csup-async of another checkout (``PYTHONPATH=DIR``)
 in the same run, for before/after ratios.  ``--data DIR`` is a directory
@@ -102,6 +104,34 @@ asyncio.run(main())
 CPU: dict[str, list[float]] = {}  # label -> CPU seconds (user + system) of each process
 
 
+_CSUP_CACHE = """
+import asyncio, json, statistics, sys, time
+import csup_async
+
+url, opts, runs = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+cache = csup_async.MetadataCache()
+
+async def opened(**extra):
+    async with csup_async.open(url, **opts, **extra) as r:
+        return r.open_stats.requests
+
+async def main():
+    await opened(); await opened(metadata_cache=cache)  # warm: pool, imports, the cache
+    times, reqs = {}, {}
+    variants = {"open, no cache": {}, "metadata_cache": {"metadata_cache": cache},
+                "metadata_cache + immutable": {"metadata_cache": cache, "immutable": True}}
+    for name, extra in variants.items():
+        ts = []
+        for _ in range(runs):
+            t = time.perf_counter(); reqs[name] = await opened(**extra)
+            ts.append(time.perf_counter() - t)
+        times[name] = statistics.median(ts)
+    print(json.dumps({"open_s": times, "requests": reqs}))
+
+asyncio.run(main())
+"""
+
+
 def _wall(argv: list[str], env: dict[str, str], label: str = "") -> float:
     """Whole-process wall time; its CPU time goes to ``CPU[label]`` (steadier when the
     machine is shared: other processes stretch wall time, not CPU time)."""
@@ -188,6 +218,13 @@ def _run(sim: SimStore, args: argparse.Namespace) -> dict[str, object]:
             raise SystemExit(proc.stderr[-3000:])
         warm[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     out["warm_scan_s"] = warm
+    env = {**base_env, "PYTHONPATH": str(HERE)}
+    proc = subprocess.run([sys.executable, "-c", _CSUP_CACHE, url, json.dumps(csup_opts),
+                           str(args.runs)], env=env, capture_output=True, text=True,
+                          timeout=600, cwd="/")
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr[-3000:])
+    out["warm_open_metadata_cache"] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
