@@ -26,7 +26,7 @@ from . import parallel
 from .errors import ColumnNotFoundError, CsupError
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
-from .stores import Store, redact_url, store_for
+from .stores import Store, redact_url, shared_store
 
 DEFAULT_FILE_CONCURRENCY = 64
 _GLOB_CHARS = set("*?[")
@@ -198,12 +198,12 @@ class _DatasetOpener:
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
         reader_keys = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
-                       "max_values")
+                       "max_values", "metadata_cache", "immutable")
         store_opts = {k: v for k, v in opts.items() if k not in reader_keys}
         reader_opts = {k: v for k, v in opts.items() if k in reader_keys}
         if store is None:
-            store, _ = store_for(first or ".", **store_opts)
-            owns = True
+            store, _, shared = await shared_store(first or ".", **store_opts)
+            owns = not shared
         reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
         try:
             urls = await list_sources(self.source, store)

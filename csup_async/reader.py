@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Generator, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from .errors import ColumnNotFoundError, CsupError, FormatError, LimitError
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
-from .stores import Store, TailRead, redact_url, store_for
+from .stores import Store, TailRead, redact_url, shared_store, store_for
 from .types import RecordType
 from .values import Value
 
@@ -97,7 +98,8 @@ class Reader:
     def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
                  concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
-                 max_values: int | None = None) -> None:
+                 max_values: int | None = None, metadata_cache: Any = None,
+                 immutable: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -112,10 +114,35 @@ class Reader:
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
         self.open_stats = ScanStats()
+        self.metadata_cache = _metadata_cache(metadata_cache)
+        self.immutable = bool(immutable)
+        if self.immutable and self.metadata_cache is None:
+            raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
+                            "for the process's default)")
 
     # ---------------------------------------------------------------- open ---
+    def _cache_ident(self) -> tuple[Any, ...]:
+        """Which object this is *for this store*: the store's scope (its kind and options,
+        credentials included, or the store instance) and the key.  Two stores with
+        different credentials never share an entry: with ``immutable=True`` a hit
+        costs no request, so it must not let one caller see what only another may."""
+        return (_cache_scope(self.store), self.key)
+
+    def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
+        self.meta = hit.meta
+        self.tail = tail
+        self._extra = list(hit.extra)
+        self.open_stats.wall = time.perf_counter() - t0
+        self.open_stats.metadata_requests = self.open_stats.requests
+
     async def _load(self) -> None:
         t0 = time.perf_counter()
+        cache = self.metadata_cache
+        if cache is not None and self.immutable:
+            hit = cache.get(self._cache_ident())
+            if hit is not None:  # no request at all: the version seen before is the one now
+                self._use_cached(hit, hit.tail, t0)
+                return
         size = P.tail_prefetch_size(self.profile)
         tail = await self.store.read_tail(self.key, size)
         self.open_stats.ttfb = time.perf_counter() - t0
@@ -123,6 +150,11 @@ class Reader:
         self.open_stats.bytes_read = len(tail.data)
         self.tail = tail
         obj_size = tail.info.size
+        if cache is not None and tail.info.version is not None:
+            hit = cache.get(self._cache_ident(), tail.info.version)
+            if hit is not None and hit.meta.object_size == obj_size:
+                self._use_cached(hit, tail, t0)  # this tail read, the metadata parsed before
+                return
         try:
             trailer = find_trailer(tail.data, obj_size)
             start = trailer.data_size
@@ -152,6 +184,10 @@ class Reader:
             raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
+        if cache is not None:
+            from .metacache import CachedMetadata
+
+            cache.put(self._cache_ident(), CachedMetadata(self.meta, tail, tuple(self._extra)))
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -550,9 +586,7 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     from .stores import ObjectInfo
 
     owns = store is None
-    store_opts = {k: v for k, v in options.items()
-                  if k not in ("profile", "concurrency", "max_metadata", "max_mem_length",
-                             "max_rows", "max_values")}
+    store_opts = {k: v for k, v in options.items() if k not in _READER_OPTIONS}
     reader_opts = {k: v for k, v in options.items() if k not in store_opts}
     if store is None:
         store, url = store_for(url, **store_opts)
@@ -564,6 +598,40 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     return r
 
 
+_scopes = itertools.count()
+
+
+def _cache_scope(store: Any) -> Any:
+    """The metadata-cache scope of ``store``: set by the shared-store registry (kind and
+    options), else unique to this store instance for the life of the process."""
+    scope = getattr(store, "_cache_scope", None)
+    if scope is None:
+        scope = ("instance", next(_scopes))
+        try:
+            store._cache_scope = scope
+        except AttributeError:  # a store that takes no attributes: it cannot share entries
+            return ("uncached", id(store), next(_scopes))
+    return scope
+
+
+def _metadata_cache(option: Any) -> Any:
+    """The MetadataCache an option names: None/False none, True the process's default."""
+    if option is None or option is False:
+        return None
+    from .metacache import MetadataCache, default_cache
+
+    if option is True:
+        return default_cache()
+    if not isinstance(option, MetadataCache):
+        raise CsupError(f"metadata_cache must be a MetadataCache or True, not "
+                        f"{type(option).__name__}")
+    return option
+
+
+_READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
+                   "max_values", "metadata_cache", "immutable")
+
+
 class _Opener:
     """What ``open`` returns: awaitable, or an async context manager that closes."""
 
@@ -573,13 +641,12 @@ class _Opener:
 
     async def _open(self) -> Reader:
         store, key, owns = self.store, self.url, False
-        store_opts = {k: v for k, v in self.options.items()
-                      if k not in ("profile", "concurrency", "max_metadata", "max_mem_length",
-                             "max_rows", "max_values")}
+        store_opts = {k: v for k, v in self.options.items() if k not in _READER_OPTIONS}
         reader_opts = {k: v for k, v in self.options.items() if k not in store_opts}
         if store is None:
-            store, key = store_for(self.url, **store_opts)
-            owns = True
+            # shared per loop and options; private (owned) only when it cannot be shared
+            store, key, shared = await shared_store(self.url, **store_opts)
+            owns = not shared
         if "profile" not in reader_opts:
             reader_opts["profile"] = getattr(store, "default_profile", "local")
         r = Reader(store, key, owns_store=owns, **reader_opts)
@@ -605,9 +672,14 @@ class _Opener:
 def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
 
-    ``store`` shares one store (and its connection pool) between readers;
-    otherwise one is made from the URL and closed with the reader.  Options:
+    ``store`` is the store to read through (the caller closes it); without
+    one, the event loop's shared store for the URL's kind and these options
+    is used (made on first use, closed by ``close_stores()``, at the end of
+    ``asyncio.run`` or at exit; never by the reader).  Options:
     ``profile`` (planner profile), ``concurrency``, ``max_metadata``,
-    ``max_mem_length``, and the store's own options.
+    ``max_mem_length``, ``metadata_cache`` (a MetadataCache, or True for the
+    process's: metadata parsed before is reused for the same object version),
+    ``immutable`` (with a cache: an object opened before is not asked again),
+    and the store's own options (``timeout``, credentials, ...).
     """
     return _Opener(url, store, options)

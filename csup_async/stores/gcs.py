@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
-from ._ranged import Reply
+from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
 from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
 from .redact import redact_url
@@ -89,10 +89,13 @@ class GCSStore(AiohttpStore):
                  adc: bool | None = None, endpoint: str | None = None, limit: int = 64,
                  connect_timeout: float = 10.0, read_timeout: float = 30.0,
                  retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
-                 chunk_size: int = CHUNK_SIZE, trust_env: bool = False) -> None:
+                 chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
+                 timeout: float | None = None,
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
-                         chunk_size=chunk_size, trust_env=trust_env)
+                         chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
+                         min_throughput=min_throughput)
         emulator = os.environ.get("STORAGE_EMULATOR_HOST") if endpoint is None else None
         if emulator:
             endpoint = emulator if "://" in emulator else "http://" + emulator
