@@ -94,8 +94,9 @@ class Dataset:
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size."""
-        cols = columns.split(",") if isinstance(columns, str) else columns
-        return P.plan_files(self._entries(), cols or None, self.profile,
+        parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
+        cols = [spelling for spelling, _ in parsed] if parsed is not None else None
+        return P.plan_files(self._entries(), cols, self.profile,
                             target_task_bytes=target_task_bytes)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
@@ -113,8 +114,8 @@ class Dataset:
                     break
                 readers.append(r)
                 covered += r.num_rows if r.num_rows is not None else await r.count_rows()
-        cols = [c for c in (columns.split(",") if isinstance(columns, str) else columns or [])
-                if c]
+        parsed = P.parse_columns(columns)
+        cols = [spelling for spelling, _ in parsed] if parsed is not None else []
         if not cols:
             seen: dict[str, None] = {}
             for r in self.readers:

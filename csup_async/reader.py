@@ -29,7 +29,6 @@ from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
-from .types import RecordType
 from .values import Value
 
 DEFAULT_CONCURRENCY = 16
@@ -66,9 +65,11 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     plan: Any = None
 
-    def column(self, path: str) -> A.Array:
+    def column(self, path: str | tuple[str, ...]) -> A.Array:
+        """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
         try:
-            return self.columns[path]
+            return self.columns[P.format_path(path if isinstance(path, tuple)
+                                              else P.parse_path(path))]
         except KeyError:
             raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
 
@@ -184,21 +185,14 @@ class Reader:
             raise e.with_path(self.path) from None
         return int(ids.size)
 
-    def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
-        if isinstance(columns, str):
-            columns = [c for c in columns.split(",") if c]
-        if columns:
-            return list(dict.fromkeys(columns))
-        paths: list[str] = []
-        for t in self.meta.super_types:
-            u = t
-            while hasattr(u, "inner") and not isinstance(u, RecordType):
-                u = u.inner  # named/error
-            if isinstance(u, RecordType):
-                paths += [f.name for f in u.fields if f.name not in paths]
-            elif "" not in paths:
-                paths.append("")
-        return paths
+    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
+        """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
+        column-list parser); None or [] = every top-level column (``""`` for the
+        rows of a super type that is not a record)."""
+        parsed = P.parse_columns(columns)
+        if parsed is not None:
+            return [spelling for spelling, _ in parsed]
+        return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None) -> Any:
@@ -212,7 +206,7 @@ class Reader:
         if missing:
             raise ColumnNotFoundError(
                 f"no super type has column {', '.join(map(repr, missing))}; "
-                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.path)
+                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
         return plan
 
     # ---------------------------------------------------------------- scan ---
