@@ -11,6 +11,7 @@ the projection.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import glob as _glob
 import os
 import time
@@ -32,12 +33,25 @@ DEFAULT_FILE_CONCURRENCY = 64
 _GLOB_CHARS = set("*?[")
 
 
-async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
-    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted."""
+#: What a directory or prefix selects by default: CSUP objects by name.
+DEFAULT_MATCH = "*.csup"
+
+
+async def list_sources(source: str | Sequence[str], store: Store, *,
+                       match: str | None = DEFAULT_MATCH,
+                       skipped: list[str] | None = None) -> list[str]:
+    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted.
+
+    A directory or prefix selects the objects whose base name matches ``match``
+    (``fnmatch``; None selects all) and appends the others to ``skipped``: a
+    ``notes.txt`` beside the data is not an error.  A glob selects what it
+    matches and a named object is read as named (a non-CSUP one is then an error).
+    """
     if not isinstance(source, str):
         return list(source)
     is_glob = bool(_GLOB_CHARS & set(source))
     lister = getattr(store, "list", None)
+    listed: list[str]
     if "://" not in source or source.startswith("file://"):
         path = source[len("file://"):] if source.startswith("file://") else source
         if is_glob:
@@ -47,22 +61,27 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
         else:
             return [source]
         base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
-        return sorted(p for p in found if os.path.isfile(p)
-                      and not _hidden(os.path.relpath(p, base)))
-    if lister is None:
+        listed = sorted(p for p in found if os.path.isfile(p)
+                        and not _hidden(os.path.relpath(p, base)))
+    elif lister is None:
         if is_glob or source.endswith("/"):
             raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
         return [source]
-    if is_glob:
-        import fnmatch
-
+    elif is_glob:
         cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
         prefix = source[: source.rfind("/", 0, cut) + 1]
         return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source)
                       and not _hidden(u[len(prefix):]))
-    if source.endswith("/"):
-        return sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
-    return [source]
+    elif source.endswith("/"):
+        listed = sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
+    else:
+        return [source]
+    if is_glob or match is None:
+        return listed
+    kept = [u for u in listed if fnmatch.fnmatch(u.rstrip("/").rsplit("/", 1)[-1], match)]
+    if skipped is not None:
+        skipped += [u for u in listed if u not in set(kept)]
+    return kept
 
 
 def _hidden(relative: str) -> bool:
@@ -81,6 +100,8 @@ class Dataset:
         self._owns_store = owns_store
         self.file_concurrency = file_concurrency
         self.profile = P.get_profile(profile)
+        #: objects a directory or prefix listed but ``match`` left out (not read)
+        self.skipped: list[str] = []
 
     @property
     def files(self) -> list[str]:
@@ -206,8 +227,18 @@ class _DatasetOpener:
             store, _ = store_for(first or ".", **store_opts)
             owns = True
         reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+        match = opts.pop("match", DEFAULT_MATCH)
+        skipped: list[str] = []
         try:
-            urls = await list_sources(self.source, store)
+            urls = await list_sources(self.source, store, match=match, skipped=skipped)
+            if not urls:
+                from .errors import NotFoundError
+
+                shown = (self.source if isinstance(self.source, str)
+                         else ", ".join(self.source))
+                raise NotFoundError("no objects match" + (
+                    f" ({len(skipped)} skipped: not {match})" if skipped else ""),
+                    path=redact_url(shown))
             sem = asyncio.Semaphore(file_concurrency)
 
             async def one(url: str) -> Reader:
@@ -220,6 +251,7 @@ class _DatasetOpener:
                 await store.close()
             raise
         self.dataset = Dataset(readers, store, owns, file_concurrency, reader_opts["profile"])
+        self.dataset.skipped = skipped
         return self.dataset
 
     def __await__(self) -> Generator[Any, None, Dataset]:
@@ -238,7 +270,9 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     """Open many CSUP objects: a list of URLs, a prefix ending in ``/``, a directory or a glob.
 
     ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
-    Options: ``file_concurrency`` (files read at once, default 64), the
-    reader's options and the store's.
+    Options: ``file_concurrency`` (files read at once, default 64), ``match``
+    (which objects of a directory or prefix to read, default ``"*.csup"``; None
+    for all; the rest are listed in ``Dataset.skipped``), the reader's options
+    and the store's.  A source that selects no object raises NotFoundError here.
     """
     return _DatasetOpener(source, store, options)

@@ -113,6 +113,7 @@ class Reader:
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
         self.open_stats = ScanStats()
+        self._counted_rows: int | None = None
 
     # ---------------------------------------------------------------- open ---
     async def _load(self) -> None:
@@ -161,11 +162,15 @@ class Reader:
 
     @property
     def num_rows(self) -> int | None:
-        return self.meta.row_count
+        """Rows in the object when known: from metadata with one super type; with several
+        (IDs are varints of unknown width), once :meth:`count_rows` has read the super
+        column; None until then."""
+        n = self.meta.row_count
+        return n if n is not None else self._counted_rows
 
     async def count_rows(self) -> int:
         """Rows in the object: from metadata, or by reading only the super column."""
-        n = self.meta.row_count
+        n = self.num_rows
         if n is not None:
             return n
         buf = RangeBuffer()
@@ -183,7 +188,8 @@ class Reader:
             ids, _ = await asyncio.to_thread(self._super_ids, self._source(buf))
         except CsupError as e:
             raise e.with_path(self.path) from None
-        return int(ids.size)
+        self._counted_rows = int(ids.size)
+        return self._counted_rows
 
     def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
         """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
@@ -291,12 +297,15 @@ class Reader:
         return data
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536) -> AsyncIterator[ScanResult]:
+                           batch_rows: int = 65536, prefetch: int | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
-        Segments are fetched as the batches need them (``concurrency`` requests
-        ahead, in file order) and dropped once decoded, so memory holds about
-        one segment per column, the read window and one batch; not the result.
+        Segments are fetched as the batches need them (``prefetch`` requests
+        ahead, in file order; default ``concurrency``) and dropped once decoded,
+        so memory holds about one segment per column, the read window and one
+        batch; not the result.  ``prefetch=0`` reads only what each batch needs
+        (a caller that may stop after the first rows).
         """
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
@@ -317,7 +326,8 @@ class Reader:
             return data
 
         feed = SegmentFeed(asyncio.get_running_loop(), plan, avail, fetch,
-                           window=self.concurrency, max_mem_length=self.max_mem_length,
+                           window=self.concurrency if prefetch is None else max(prefetch, 0),
+                           max_mem_length=self.max_mem_length,
                            max_rows=self.max_rows)
         meta = self.meta
         n_types = len(meta.super_types)
