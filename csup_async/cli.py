@@ -584,8 +584,8 @@ def _cat(args: argparse.Namespace) -> int:
             # smaller batches than scan's: every column of the row is printed, and each
             # batch's text (and the next batch decoding meanwhile) is held at once
             it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS)
-            async with contextlib.aclosing(it):
-                async for batch in _one_ahead(it):
+            async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
+                async for batch in ahead:
                     arr = batch.columns[""]
                     out.write(await asyncio.to_thread(J.value_lines, arr) if fast else "".join(
                         J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
@@ -677,6 +677,8 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any
 async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, stats: Any
                         ) -> AsyncIterator[tuple[dict[str, Any], int]]:
     """One file's batches: (columns, rows), at most ``left`` rows in all."""
+    if left is not None and left <= BATCH_ROWS:
+        _plan_per_segment(r)
     plan = await r.plan(paths)
     last = None
     if left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES:
@@ -689,8 +691,8 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
         # a limit within one batch may stop early: fetch only what each batch needs
         ahead = 0 if left is not None and left <= BATCH_ROWS else None
         it = r.iter_batches(paths, batch_rows=rows, prefetch=ahead)
-        async with contextlib.aclosing(it):
-            async for batch in _one_ahead(it):
+        async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
+            async for batch in ahead:
                 last = batch.stats
                 got, n = batch.columns, batch.num_rows
                 if left is not None and n >= left:
@@ -717,6 +719,29 @@ CLI_NUMBA_MIN_BYTES = 1 << 30
 def _numba_for(nbytes: int) -> None:
     if nbytes < CLI_NUMBA_MIN_BYTES:
         os.environ.setdefault("CSUP_ASYNC_NUMBA", "0")
+
+
+def _plan_per_segment(r: Any) -> None:
+    """Plan this reader's reads in requests of at most one segment's size, merging no
+    gaps, so a read that stops after its first rows fetches little beyond the segments
+    they lie in (a merged request would drag in other columns' later segments).
+
+    Adjacent small segments may still share a request (up to the largest segment's
+    size); no segment is split."""
+    import dataclasses
+
+    import planner as P
+
+    cap = max((s.length for c in r.meta.columns for s in _segments(c)), default=1) or 1
+    r.profile = dataclasses.replace(P.get_profile(r.profile), max_gap=0, max_request=cap,
+                                    split_size=cap, min_part=0)
+
+
+def _segments(col: Any) -> Any:
+    from .meta import iter_segmaps
+
+    for segmap in iter_segmaps(col):
+        yield from segmap
 
 
 async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:

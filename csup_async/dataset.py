@@ -216,6 +216,7 @@ class _DatasetOpener:
     async def _open(self) -> Dataset:
         opts = dict(self.options)
         file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
+        match = opts.pop("match", DEFAULT_MATCH)
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
@@ -227,7 +228,6 @@ class _DatasetOpener:
             store, _ = store_for(first or ".", **store_opts)
             owns = True
         reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
-        match = opts.pop("match", DEFAULT_MATCH)
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)

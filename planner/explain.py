@@ -133,7 +133,7 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
 def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     p = mp.profile
     n_tasks = len(mp.tasks)
-    size = (f" of {human(mp.bytes_to_read / n_tasks)} on average (target "
+    size = (f" of {human(mp.bytes_needed / n_tasks)} on average (target "
             f"{human(mp.target_task_bytes)})" if n_tasks else "")
     out = [
         f"multi-file plan (profile {p.name}): {_count(len(mp.files), 'file')} to read, "
