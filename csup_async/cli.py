@@ -669,7 +669,9 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any
                 left -= n
             continue
         async for got, n in _file_batches(r, present, rows, left, stats):
-            yield {c: got[c] if c in got else A.null_array(NULL, n) for c in cols}
+            # [null] beside [string] and the like print as the one type, as to_arrow gives
+            yield {c: A.fold_nulls(got[c]) if c in got else A.null_array(NULL, n)
+                   for c in cols}
             if left is not None:
                 left -= n
 
