@@ -766,7 +766,6 @@ async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 def _scan(args: argparse.Namespace) -> int:
     from . import jsonout as J
-    from .errors import ColumnNotFoundError
     from .reader import ScanStats
 
     source = _Source(args)
@@ -783,8 +782,7 @@ def _scan(args: argparse.Namespace) -> int:
         plan = await src.plan(cols)
         _numba_for(plan.bytes_needed)
         if getattr(plan, "missing_paths", ()):
-            raise ColumnNotFoundError(f"no file has column "
-                                      f"{', '.join(map(repr, plan.missing_paths))}")
+            raise src.missing_error(plan.missing_paths)
         if args.explain:
             text = plan.explain()
             if args.limit is not None:

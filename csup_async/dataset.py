@@ -144,8 +144,7 @@ class Dataset:
             cols = list(seen)
         plan = await self.plan(cols)
         if plan.missing_paths:
-            raise ColumnNotFoundError(f"no file has column "
-                                      f"{', '.join(map(repr, plan.missing_paths))}")
+            raise self.missing_error(plan.missing_paths)
         if readers is not self.readers:  # the files a limit needs (columns may be absent)
             plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
@@ -183,6 +182,12 @@ class Dataset:
         stats.wall = time.perf_counter() - t0
         stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
         return ScanResult(columns_out, int(sum(counts)), stats, plan)
+
+    def missing_error(self, missing: Sequence[str]) -> ColumnNotFoundError:
+        """The error for paths no file has, listing the paths the files do have."""
+        types = [t for r in self.readers for t in r.meta.super_types]
+        return ColumnNotFoundError(f"no file has column {', '.join(map(repr, missing))}; "
+                                   f"columns: {P.describe_paths(types)}")
 
     async def close(self) -> None:
         await asyncio.gather(*(r.close() for r in self.readers), return_exceptions=True)

@@ -304,3 +304,12 @@ async def test_open_dataset_selects_and_refuses_at_open(tmp_path):
         await csup_async.open_dataset(str(tmp_path / "nomatch" / "*.csup"))
     with pytest.raises(NotFoundError, match="no objects match"):
         await csup_async.open_dataset(str(tmp_path / "ds"), match="*.parquet")
+
+
+def test_dataset_missing_column_lists_full_paths(tmp_path, capsys):
+    d = tmp_path / "ds"
+    d.mkdir()
+    csup_async.write(str(d / "one.csup"), [{"a": {"b": 1}}])
+    csup_async.write(str(d / "two.csup"), [{"c.d": 2}])
+    code, _, err = run(["scan", d, "-c", "zz"], capsys)
+    assert code == EXIT_NOT_FOUND and err.rstrip().endswith("columns: a.b, `c.d`")
