@@ -583,11 +583,12 @@ def _cat(args: argparse.Namespace) -> int:
         for r in readers:
             # smaller batches than scan's: every column of the row is printed, and each
             # batch's text (and the next batch decoding meanwhile) is held at once
-            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS)
+            _plan_per_segment(r)
+            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH)
             async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
                 async for batch in ahead:
                     arr = batch.columns[""]
-                    out.write(await asyncio.to_thread(J.value_lines, arr) if fast else "".join(
+                    out.write(await _render(J.value_lines, arr) if fast else "".join(
                         J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
                     out.flush()
 
@@ -618,6 +619,22 @@ def _plan(args: argparse.Namespace) -> int:
 
 BATCH_ROWS = 65536
 CAT_BATCH_ROWS = 16384
+#: Segment-sized requests read ahead of the batch being decoded when streaming: enough
+#: to keep a remote store busy, few enough that memory stays near one segment a column.
+STREAM_PREFETCH = 4
+_RENDER: Any = None
+
+
+async def _render(fn: Callable[[Any], bytes], batch: Any) -> bytes:
+    """``fn(batch)`` in the one output thread: Arrow's kernels release the GIL, so the
+    next batch decodes meanwhile; one thread, as Arrow's allocator keeps memory per
+    thread and a pool of them would each keep a batch's worth."""
+    global _RENDER
+    if _RENDER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _RENDER = ThreadPoolExecutor(1, thread_name_prefix="csup-cli-render")
+    return await asyncio.get_running_loop().run_in_executor(_RENDER, fn, batch)
 
 
 def _column_list(src: Any, columns: str | None) -> list[str]:
@@ -679,11 +696,12 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any
 async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, stats: Any
                         ) -> AsyncIterator[tuple[dict[str, Any], int]]:
     """One file's batches: (columns, rows), at most ``left`` rows in all."""
-    if left is not None and left <= BATCH_ROWS:
-        _plan_per_segment(r)
     plan = await r.plan(paths)
     last = None
-    if left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES:
+    whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
+    if not whole:
+        _plan_per_segment(r)
+    if whole:
         res = await r.scan(paths)
         last = res.stats
         for lo in range(0, res.num_rows, rows):
@@ -691,7 +709,7 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
             yield {c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo
     else:
         # a limit within one batch may stop early: fetch only what each batch needs
-        ahead = 0 if left is not None and left <= BATCH_ROWS else None
+        ahead = 0 if left is not None and left <= BATCH_ROWS else STREAM_PREFETCH
         it = r.iter_batches(paths, batch_rows=rows, prefetch=ahead)
         async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
             async for batch in ahead:
@@ -725,8 +743,10 @@ def _numba_for(nbytes: int) -> None:
 
 def _plan_per_segment(r: Any) -> None:
     """Plan this reader's reads in requests of at most one segment's size, merging no
-    gaps, so a read that stops after its first rows fetches little beyond the segments
-    they lie in (a merged request would drag in other columns' later segments).
+    gaps, for reading in batches: a read that stops after its first rows fetches
+    little beyond the segments they lie in, and the read-ahead window (``concurrency``
+    requests) holds that many segments, not that many merged tens of megabytes that
+    stay until their last segment is decoded.
 
     Adjacent small segments may still share a request (up to the largest segment's
     size); no segment is split."""
@@ -805,8 +825,7 @@ def _scan(args: argparse.Namespace) -> int:
                     if render is None:
                         _print_table(batch)
                         continue
-                    # Arrow's kernels release the GIL: the next batch decodes meanwhile
-                    out.write(await asyncio.to_thread(render, batch))
+                    out.write(await _render(render, batch))
                     out.flush()
         stats.wall = time.perf_counter() - t0
         if source.dataset is not None:
