@@ -313,3 +313,16 @@ def test_dataset_missing_column_lists_full_paths(tmp_path, capsys):
     csup_async.write(str(d / "two.csup"), [{"c.d": 2}])
     code, _, err = run(["scan", d, "-c", "zz"], capsys)
     assert code == EXIT_NOT_FOUND and err.rstrip().endswith("columns: a.b, `c.d`")
+
+
+def test_without_pyarrow_the_text_is_the_same(tmp_path, capsys, monkeypatch):
+    p = tmp_path / "g.csup"
+    run(["convert", DATA / "github1.zng", p], capsys)
+    cols = "number,title,user.login,created_at,labels"
+    fast = [run(["scan", p, "-c", cols, "--format", f], capsys)[1] for f in ("json", "csv")]
+    fast_cat = run(["cat", p], capsys)[1]
+    monkeypatch.setattr(J, "have_pyarrow", lambda: False)
+    slow = [run(["scan", p, "-c", cols, "--format", f], capsys)[1] for f in ("json", "csv")]
+    assert lines(fast[0]) == lines(slow[0]) and fast[0] == slow[0]
+    assert list(csv.reader(io.StringIO(fast[1]))) == list(csv.reader(io.StringIO(slow[1])))
+    assert run(["cat", p], capsys)[1] == fast_cat
