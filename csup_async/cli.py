@@ -709,8 +709,8 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
             yield {c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo
     else:
         # a limit within one batch may stop early: fetch only what each batch needs
-        ahead = 0 if left is not None and left <= BATCH_ROWS else STREAM_PREFETCH
-        it = r.iter_batches(paths, batch_rows=rows, prefetch=ahead)
+        prefetch = 0 if left is not None and left <= BATCH_ROWS else STREAM_PREFETCH
+        it = r.iter_batches(paths, batch_rows=rows, prefetch=prefetch)
         async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
             async for batch in ahead:
                 last = batch.stats

@@ -281,7 +281,7 @@ def test_directory_selects_csup_files_and_names_the_skipped(tmp_path, capsys):
     csup_async.write(str(d / "one.csup"), [{"a": 1}])
     (d / "notes.txt").write_text("not data")
     for cmd in (["scan", d, "--format", "json"], ["cat", d], ["inspect", d], ["plan", d]):
-        code, text, err = run(cmd, capsys)
+        code, _, err = run(cmd, capsys)
         assert code == 0, err
         assert "skipped 1 object(s) not matching '*.csup'" in err and "notes.txt" in err
     code, _, err = run(["scan", d / "notes.txt"], capsys)  # named explicitly: an error
