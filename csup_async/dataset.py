@@ -236,14 +236,12 @@ class _DatasetOpener:
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)
-            if not urls:
+            if not urls and isinstance(self.source, str):  # a list is taken as given
                 from .errors import NotFoundError
 
-                shown = (self.source if isinstance(self.source, str)
-                         else ", ".join(self.source))
                 raise NotFoundError("no objects match" + (
                     f" ({len(skipped)} skipped: not {match})" if skipped else ""),
-                    path=redact_url(shown))
+                    path=redact_url(self.source))
             sem = asyncio.Semaphore(file_concurrency)
 
             async def one(url: str) -> Reader:
@@ -278,6 +276,7 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     Options: ``file_concurrency`` (files read at once, default 64), ``match``
     (which objects of a directory or prefix to read, default ``"*.csup"``; None
     for all; the rest are listed in ``Dataset.skipped``), the reader's options
-    and the store's.  A source that selects no object raises NotFoundError here.
+    and the store's.  A prefix, directory or glob that selects no object raises
+    NotFoundError here (an explicit list, even empty, is taken as given).
     """
     return _DatasetOpener(source, store, options)
