@@ -619,6 +619,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 BATCH_ROWS = 65536
 CAT_BATCH_ROWS = 16384
+TABLE_ROWS = 1000
 #: Segment-sized requests read ahead of the batch being decoded when streaming: enough
 #: to keep a remote store busy, few enough that memory stays near one segment a column.
 STREAM_PREFETCH = 4
@@ -656,8 +657,8 @@ def _column_list(src: Any, columns: str | None) -> list[str]:
 WHOLE_SCAN_BYTES = 64 << 20
 
 
-async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any
-                   ) -> AsyncIterator[dict[str, Any]]:
+async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
+                   batch_rows: int = BATCH_ROWS) -> AsyncIterator[dict[str, Any]]:
     """Columns of ``cols`` in batches of rows, file by file, stopping once ``limit`` rows are
     out (the batch readers are closed then, so nothing further is fetched).
 
@@ -671,7 +672,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any
 
     readers = src.readers if hasattr(src, "readers") else [src]
     left = limit
-    rows = min(BATCH_ROWS, left) if left is not None else BATCH_ROWS
+    rows = min(batch_rows, left) if left is not None else batch_rows
     for r in readers:
         if left is not None and left <= 0:
             return
@@ -820,7 +821,11 @@ def _scan(args: argparse.Namespace) -> int:
                 source.store.on_bytes = lambda n: bar.advance(task, n)
             render = {"json": J.json_lines if fast else _slow_json,
                       "csv": J.csv_lines if fast else _slow_csv}.get(fmt)
-            async with contextlib.aclosing(_batches(src, cols, args.limit, stats)) as it:
+            # a table is for reading on a terminal: one of a few rows at a time appears
+            # at once, where rich would lay out tens of thousands of rows first
+            rows = TABLE_ROWS if render is None else BATCH_ROWS
+            async with contextlib.aclosing(_batches(src, cols, args.limit, stats,
+                                                    rows)) as it:
                 async for batch in it:
                     if render is None:
                         _print_table(batch)
