@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+import planner as P
+
 from . import arrays as A
 from . import decode as D
 from .errors import CsupError, FormatError
@@ -465,8 +467,11 @@ def _flat_fields(reader: Any, paths: list[str]) -> list[tuple[str, PrimitiveType
         return None
     out = []
     for p in paths:
-        f = t.field(p)
-        fc = col.field(p)
+        comps = P.parse_path(p)  # a canonical path: `a.b` is the field "a.b", a.b is nested
+        if len(comps) != 1:
+            return None
+        f = t.field(comps[0])
+        fc = col.field(comps[0])
         if (f is None or fc is None or not isinstance(f.type, PrimitiveType)
                 or f.type.name not in _FAST
                 or not (fc.column is None or isinstance(fc.column, PrimitiveColumn))):

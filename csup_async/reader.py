@@ -30,7 +30,6 @@ from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, shared_store, store_for
-from .types import RecordType
 from .values import Value
 
 DEFAULT_CONCURRENCY = 16
@@ -67,9 +66,11 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     plan: Any = None
 
-    def column(self, path: str) -> A.Array:
+    def column(self, path: str | tuple[str, ...]) -> A.Array:
+        """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
         try:
-            return self.columns[path]
+            return self.columns[P.format_path(path if isinstance(path, tuple)
+                                              else P.parse_path(path))]
         except KeyError:
             raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
 
@@ -119,6 +120,7 @@ class Reader:
         if self.immutable and self.metadata_cache is None:
             raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
                             "for the process's default)")
+        self._counted_rows: int | None = None
 
     # ---------------------------------------------------------------- open ---
     def _cache_ident(self) -> tuple[Any, ...]:
@@ -196,11 +198,15 @@ class Reader:
 
     @property
     def num_rows(self) -> int | None:
-        return self.meta.row_count
+        """Rows in the object when known: from metadata with one super type; with several
+        (IDs are varints of unknown width), once :meth:`count_rows` has read the super
+        column; None until then."""
+        n = self.meta.row_count
+        return n if n is not None else self._counted_rows
 
     async def count_rows(self) -> int:
         """Rows in the object: from metadata, or by reading only the super column."""
-        n = self.meta.row_count
+        n = self.num_rows
         if n is not None:
             return n
         buf = RangeBuffer()
@@ -218,23 +224,17 @@ class Reader:
             ids, _ = await asyncio.to_thread(self._super_ids, self._source(buf))
         except CsupError as e:
             raise e.with_path(self.path) from None
-        return int(ids.size)
+        self._counted_rows = int(ids.size)
+        return self._counted_rows
 
-    def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
-        if isinstance(columns, str):
-            columns = [c for c in columns.split(",") if c]
-        if columns:
-            return list(dict.fromkeys(columns))
-        paths: list[str] = []
-        for t in self.meta.super_types:
-            u = t
-            while hasattr(u, "inner") and not isinstance(u, RecordType):
-                u = u.inner  # named/error
-            if isinstance(u, RecordType):
-                paths += [f.name for f in u.fields if f.name not in paths]
-            elif "" not in paths:
-                paths.append("")
-        return paths
+    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
+        """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
+        column-list parser); None or [] = every top-level column (``""`` for the
+        rows of a super type that is not a record)."""
+        parsed = P.parse_columns(columns)
+        if parsed is not None:
+            return [spelling for spelling, _ in parsed]
+        return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None) -> Any:
@@ -248,7 +248,7 @@ class Reader:
         if missing:
             raise ColumnNotFoundError(
                 f"no super type has column {', '.join(map(repr, missing))}; "
-                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.path)
+                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
         return plan
 
     # ---------------------------------------------------------------- scan ---
@@ -333,12 +333,15 @@ class Reader:
         return data
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536) -> AsyncIterator[ScanResult]:
+                           batch_rows: int = 65536, prefetch: int | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
-        Segments are fetched as the batches need them (``concurrency`` requests
-        ahead, in file order) and dropped once decoded, so memory holds about
-        one segment per column, the read window and one batch; not the result.
+        Segments are fetched as the batches need them (``prefetch`` requests
+        ahead, in file order; default ``concurrency``) and dropped once decoded,
+        so memory holds about one segment per column, the read window and one
+        batch; not the result.  ``prefetch=0`` reads only what each batch needs
+        (a caller that may stop after the first rows).
         """
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
@@ -359,7 +362,8 @@ class Reader:
             return data
 
         feed = SegmentFeed(asyncio.get_running_loop(), plan, avail, fetch,
-                           window=self.concurrency, max_mem_length=self.max_mem_length,
+                           window=self.concurrency if prefetch is None else max(prefetch, 0),
+                           max_mem_length=self.max_mem_length,
                            max_rows=self.max_rows)
         meta = self.meta
         n_types = len(meta.super_types)
