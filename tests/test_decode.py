@@ -1,8 +1,10 @@
-"""Tests of the vectorised column decoders against a tiny reference encoder/scanner.
+"""Tests of the column decoders against a tiny reference encoder/scanner.
 
-Streams shorter than ``decode.scan._SERIAL_BELOW`` take the serial path; the
-"big" tests build longer ones so that the lockstep lanes, their fallbacks and
-their restarts are exercised too.
+Every test runs twice: with the C kernels (when built) and with the numpy
+implementation.  For numpy, streams shorter than ``decode.scan._SERIAL_BELOW``
+take the serial path; the "big" tests build longer ones so that the lockstep
+lanes, their fallbacks and their restarts are exercised too.  Tests of the
+lanes themselves (``numpy_only``) run once.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from csup_async import decode as D
+from csup_async.decode import kernels as K
 from csup_async.decode import scan as S
 from csup_async.errors import (
     CsupError,
@@ -33,9 +36,19 @@ from csup_async.types import PRIMITIVE_BY_NAME
 BIG = S._SERIAL_BELOW  # streams at least this long use the lanes
 
 
-@pytest.fixture(autouse=True)
-def strict_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Surface bugs in the speculative path instead of its silent serial fallback."""
+NATIVE = K._K
+
+
+@pytest.fixture(autouse=True, params=["native", "numpy"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run each test with the C kernels and with numpy; numpy's speculative path
+    is strict, to surface its bugs instead of its silent serial fallback."""
+    if request.param == "native":
+        if NATIVE is None:
+            pytest.skip("the C kernels are not built (or CSUP_ASYNC_NATIVE=0)")
+        if request.node.get_closest_marker("numpy_only"):
+            pytest.skip("a test of the numpy scanner")
+    monkeypatch.setattr(K, "_K", NATIVE if request.param == "native" else None)
     monkeypatch.setattr(S, "_STRICT", True)
 
 # ------------------------------------------------------- reference codec ---
@@ -692,6 +705,7 @@ def count_serial(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+@pytest.mark.numpy_only
 def test_lanes_do_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """The serial scanner is the fallback: on ordinary data it must see almost nothing."""
     seen = count_serial(monkeypatch)
@@ -714,6 +728,7 @@ def test_lanes_do_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
+@pytest.mark.numpy_only
 @pytest.mark.parametrize("chunk", [BIG, 3 * BIG + 7, 10 * BIG])
 def test_chunked_lanes(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     monkeypatch.setattr(S, "_CHUNK", chunk)
@@ -731,6 +746,7 @@ def test_chunked_lanes(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     assert seen[0] < 100
 
 
+@pytest.mark.numpy_only
 def test_errors_found_without_a_serial_rescan(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = count_serial(monkeypatch)
     rng = random.Random(3)

@@ -310,8 +310,9 @@ def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
         text, _ = codecs.utf_8_decode(memoryview(data), "strict", True)
     except UnicodeDecodeError as e:
         i = max(int(np.searchsorted(offsets, e.start, side="right")) - 1, 0)
+        start = int(offsets[i]) if offsets.size else 0
         raise FormatError(f"string value {i} is not valid UTF-8 ({e.reason} at byte "
-                          f"{e.start - int(offsets[i])} of the value)") from None
+                          f"{e.start - start} of the value)") from None
     if offsets.size > 1 and len(text) != data.size:  # not all ASCII
         first = offsets[:-1]
         nonempty = offsets[1:] > first
