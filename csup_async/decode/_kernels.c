@@ -386,6 +386,53 @@ done:
 
 /* ------------------------------------------------------------- floats --- */
 
+/* The float loop for one width (a constant after inlining, so each copy is one
+ * load and one store).  Returns the number of values or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t
+floats_loop(const u8 *b, Py_ssize_t n, u8 *out, u8 *valid, Py_ssize_t cap,
+            const Py_ssize_t width, Py_ssize_t *nulls_out)
+{
+    const u8 code = (u8)(width + 1);
+    Py_ssize_t i = 0, nulls = 0, p = 0;
+    uint64_t t;
+    while (p < n) {
+        if (i >= cap)
+            return -1;
+        u8 c = b[p];
+        if (c == code && n - p > width) { /* the common case: a value, in bounds */
+            memcpy(out + width * i, b + p + 1, (size_t)width);
+            p += width + 1;
+            MARK_VALID(valid, i, nulls);
+            i++;
+            continue;
+        }
+        if (c == 0) {
+            MARK_NULL(valid, i, nulls);
+            memset(out + width * i, 0, (size_t)width);
+            p++;
+            i++;
+            continue;
+        }
+        /* a multi-byte tag (an overlong encoding of `code` is still a value) */
+        if (c < 0x80 || !read_long_tag(b, n, &p, &t))
+            return -1;
+        if (t == 0) {
+            MARK_NULL(valid, i, nulls);
+            memset(out + width * i, 0, (size_t)width);
+            i++;
+            continue;
+        }
+        if (t != code || width > n - p)
+            return -1;
+        memcpy(out + width * i, b + p, (size_t)width);
+        p += width;
+        MARK_VALID(valid, i, nulls);
+        i++;
+    }
+    *nulls_out = nulls;
+    return i;
+}
+
 /* floats(stream, out[cap * width], valid u8[cap], width) -> (n, nulls) or None.
  * Every value is exactly `width` bytes (copied as they are: NaN payloads kept),
  * nulls are zero. */
@@ -409,46 +456,15 @@ k_floats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t cap = v.out[0].len / width;
     if (v.out[1].len < cap)
         cap = v.out[1].len;
-    const u8 code = (u8)(width + 1);
-    Py_ssize_t i = 0, nulls = 0;
+    Py_ssize_t i, nulls = 0;
 
     Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t p = 0;
-    uint64_t t;
-    if (width == 8) {
-        /* the common case, no nulls: tag 9 and 8 bytes, all in bounds */
-        while (i < cap && n - p >= 9 && b[p] == 9 && nulls == 0) {
-            memcpy(out + 8 * i, b + p + 1, 8);
-            p += 9;
-            i++;
-        }
-    }
-    while (p < n) {
-        if (i >= cap)
-            goto bad;
-        t = b[p];
-        if (t < 0x80) {
-            p++;
-        } else if (!read_long_tag(b, n, &p, &t)) {
-            goto bad;
-        }
-        if (t == 0) {
-            MARK_NULL(valid, i, nulls);
-            memset(out + width * i, 0, (size_t)width);
-            i++;
-            continue;
-        }
-        if (t != code || (Py_ssize_t)width > n - p)
-            goto bad;
-        memcpy(out + width * i, b + p, (size_t)width);
-        p += width;
-        MARK_VALID(valid, i, nulls);
-        i++;
-    }
-    goto done;
-bad:
-    i = -1;
-done:
+    if (width == 8)
+        i = floats_loop(b, n, out, valid, cap, 8, &nulls);
+    else if (width == 4)
+        i = floats_loop(b, n, out, valid, cap, 4, &nulls);
+    else
+        i = floats_loop(b, n, out, valid, cap, 2, &nulls);
     Py_END_ALLOW_THREADS
     release(&v);
     return counts(i, nulls);
@@ -505,9 +521,36 @@ done:
 
 /* ---------------------------------------------------------- varbinary --- */
 
+/* For a value of `len` <= 16 bytes read as two words: the bytes of each word
+ * that belong to it. */
+static const uint64_t LOW_MASK16[17] = {
+    0, 0xFFull, 0xFFFFull, 0xFFFFFFull, 0xFFFFFFFFull, 0xFFFFFFFFFFull,
+    0xFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull,
+    ~0ull, ~0ull, ~0ull,
+};
+static const uint64_t HIGH_MASK16[17] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFFull, 0xFFFFull, 0xFFFFFFull, 0xFFFFFFFFull,
+    0xFFFFFFFFFFull, 0xFFFFFFFFFFFFull, 0xFFFFFFFFFFFFFFull, ~0ull,
+};
+
+/* Whether any of the `len` bytes at p has its top bit set. */
+static inline uint64_t
+high_bits(const u8 *p, Py_ssize_t len)
+{
+    uint64_t acc = 0;
+    Py_ssize_t k = 0;
+    for (; k + 8 <= len; k += 8)
+        acc |= load64(p + k);
+    for (; k < len; k++)
+        acc |= p[k];
+    return acc & 0x8080808080808080ull;
+}
+
 /* varbinary(stream, offsets i64[cap + 1], data u8[dcap], valid u8[cap])
- * -> (n, nulls, data bytes) or None: bodies copied compactly into data,
- * offsets[0] = 0 and offsets[i + 1] the end of value i. */
+ * -> (n, nulls, data bytes, ascii) or None: bodies copied compactly into data,
+ * offsets[0] = 0 and offsets[i + 1] the end of value i.  `ascii` says that no
+ * byte of any value has its top bit set (then the values are valid UTF-8
+ * without a further pass): checked on the bytes while they are in registers. */
 static PyObject *
 k_varbinary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -524,6 +567,7 @@ k_varbinary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (v.out[2].len < cap)
         cap = v.out[2].len;
     Py_ssize_t i = 0, nulls = 0, d = 0;
+    uint64_t high = 0;
     if (cap < 0) {
         release(&v);
         Py_RETURN_NONE;
@@ -550,9 +594,14 @@ k_varbinary(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto bad;
             if (len <= 16 && n - p >= 16 && dcap - d >= 16) {
                 /* short values: one fixed-size copy, no call */
-                memcpy(data + d, b + p, 16);
+                uint64_t w0 = load64(b + p), w1 = load64(b + p + 8);
+                memcpy(data + d, &w0, 8);
+                memcpy(data + d + 8, &w1, 8);
+                /* table lookups, not a branch: lengths vary at random */
+                high |= (w0 & LOW_MASK16[len]) | (w1 & HIGH_MASK16[len]);
             } else {
                 memcpy(data + d, b + p, (size_t)len);
+                high |= high_bits(b + p, (Py_ssize_t)len);
             }
             p += (Py_ssize_t)len;
             d += (Py_ssize_t)len;
@@ -568,7 +617,8 @@ done:
     release(&v);
     if (i < 0)
         Py_RETURN_NONE;
-    return Py_BuildValue("(nnn)", i, nulls, d);
+    return Py_BuildValue("(nnnO)", i, nulls, d,
+                         (high & 0x8080808080808080ull) ? Py_False : Py_True);
 }
 
 /* --------------------------------------------------------------- utf8 --- */
@@ -788,7 +838,7 @@ static PyMethodDef methods[] = {
     {"bools", (PyCFunction)(void (*)(void))k_bools, METH_FASTCALL,
      "bools(stream, out, valid) -> (n, nulls) or None"},
     {"varbinary", (PyCFunction)(void (*)(void))k_varbinary, METH_FASTCALL,
-     "varbinary(stream, offsets, data, valid) -> (n, nulls, data bytes) or None"},
+     "varbinary(stream, offsets, data, valid) -> (n, nulls, data bytes, ascii) or None"},
     {"utf8", (PyCFunction)(void (*)(void))k_utf8, METH_FASTCALL,
      "utf8(data, offsets) -> True if every value is well-formed UTF-8"},
     {"runs_sum", (PyCFunction)(void (*)(void))k_runs_sum, METH_FASTCALL,

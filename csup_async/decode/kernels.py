@@ -134,19 +134,31 @@ def decode_varbinary(stream: Buffer, count: int | None = None) -> tuple[
 
     Strings are not checked here: :func:`validate_utf8` does it in one pass.
     """
-    if _K is not None:
-        m = _values(stream, count)
-        if m is not None:
-            # n values take n tag bytes at least: the data is at most the rest
-            offsets = np.empty(m + 1, np.int64)
-            data = np.empty(memoryview(stream).nbytes - m, np.uint8)
-            valid = np.empty(m, np.bool_)
-            got = _K.varbinary(stream, offsets, data, valid)
-            if got is not None and got[0] == m:
-                if got[2] != data.size:  # multi-byte tags
-                    data = data[: got[2]].copy()
-                return offsets, data, (valid if got[1] else None)
-    return ref.decode_varbinary(stream, count)
+    got = _varbinary(stream, count)
+    if got is None:
+        return ref.decode_varbinary(stream, count)
+    return got[:3]
+
+
+def _varbinary(stream: Buffer, count: int | None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray | None, bool] | None:
+    """decode_varbinary's C path, plus whether every byte was ASCII (then the values
+    are valid UTF-8 as they are); None where the reference has to decide."""
+    if _K is None:
+        return None
+    m = _values(stream, count)
+    if m is None:
+        return None
+    # n values take n tag bytes at least: the data is at most the rest
+    offsets = np.empty(m + 1, np.int64)
+    data = np.empty(memoryview(stream).nbytes - m, np.uint8)
+    valid = np.empty(m, np.bool_)
+    got = _K.varbinary(stream, offsets, data, valid)
+    if got is None or got[0] != m:
+        return None
+    if got[2] != data.size:  # multi-byte tags
+        data = data[: got[2]].copy()
+    return offsets, data, (valid if got[1] else None), got[3]
 
 
 def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
@@ -227,8 +239,13 @@ def decode_primitive(ptype: object, stream: Buffer, count: int | None = None) ->
         v, ok = decode_bools(stream, count)
         return Decoded(v, ok)
     if name in ("string", "bytes"):
-        offsets, data, ok = decode_varbinary(stream, count)
-        if name == "string":
+        got = _varbinary(stream, count)
+        if got is None:
+            offsets, data, ok = ref.decode_varbinary(stream, count)
+            ascii_only = False
+        else:
+            offsets, data, ok, ascii_only = got
+        if name == "string" and not ascii_only:
             validate_utf8(offsets, data)
         return Decoded(data, ok, offsets)
     return ref.decode_primitive(ptype, stream, count)  # type: ignore[arg-type]
