@@ -42,7 +42,6 @@ setup(
             "csup_async.decode._kernels",
             sources=["csup_async/decode/_kernels.c"],
             extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-            optional=True,
         )
     ],
     cmdclass={"build_ext": OptionalBuildExt},
