@@ -31,7 +31,7 @@ from csup_async import bsup
 from csup_async import decode as D
 from csup_async.decode import columns as ref_columns
 from csup_async.decode import kernels as K
-from csup_async.errors import CsupError
+from csup_async.errors import CsupError, FormatError
 from csup_async.types import PRIMITIVE_BY_NAME
 from tests.strategies import primitive_values
 
@@ -448,3 +448,22 @@ def test_threads_decode_at_once() -> None:
     for th in threads:
         th.join()
     assert all(r == want for r in results)
+
+
+@needs_native
+def test_strings_non_ascii_byte_found_at_any_position() -> None:
+    """The kernel's ASCII shortcut must see a high byte wherever it sits in a value
+    (short values are read as two words, long ones byte by byte)."""
+    t = PRIMITIVE_BY_NAME["string"]
+    for size in (*range(1, 34), 100):
+        for at in range(size):
+            body = bytearray(b"a" * size)
+            body[at] = 0xFF
+            stream = encode("bytes", [b"xy", bytes(body), b"z" * 20])
+            with pytest.raises(FormatError, match="string value 1 is not valid UTF-8"):
+                D.decode_primitive(t, stream, 3)
+            body[at] = 0xC3  # a valid "é" needs its continuation byte next
+            if at + 1 < size:
+                body[at + 1] = 0xA9
+                got = D.decode_primitive(t, encode("bytes", [bytes(body)]), 1)
+                assert got.values.tobytes() == bytes(body)
