@@ -1,6 +1,10 @@
-"""Column decoders: from a primitive column stream (or its compressed segment) to
-numpy arrays, and the helpers that turn presence runs and lengths into masks
-and offsets."""
+"""Column decoders in numpy: from a primitive column stream (or its compressed
+segment) to numpy arrays, and the helpers that turn presence runs and lengths
+into masks and offsets.
+
+These are the fallback where the C kernels are not built, and the reference
+everywhere: the public functions (:mod:`.kernels`) call them whenever a kernel
+refuses an input, so every error message comes from here."""
 
 from __future__ import annotations
 
