@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,24 +49,55 @@ def native_available() -> bool:
     return _K is not None
 
 
-def _values(stream: Buffer, count: int | None) -> int | None:
-    """How many values to allocate for: ``count``, or the stream's own count when it
-    is None; None sends the call to the reference (a bad count or stream, an
-    object that is not a buffer)."""
-    if count is None:
-        assert _K is not None
-        try:
-            return _K.count(stream)
-        except TypeError:
-            return None
-    if not isinstance(count, (int, np.integer)) or count < 0:
-        return None
+#: Without a count, streams up to this size are decoded into arrays sized for the most
+#: values they could hold (one per byte; the untouched pages cost nothing) and then
+#: trimmed; larger ones are counted first (a second walk) to bound the allocation.
+OVERALLOCATE_BELOW = 64 << 20
+
+
+class _Size(NamedTuple):
+    cap: int  # values to allocate for
+    exact: bool  # the stream must hold exactly ``cap`` values (else at most)
+    nbytes: int
+
+
+def _size(stream: Buffer, count: int | None) -> _Size | None:
+    """How many values to allocate for; None sends the call to the reference (a bad
+    count or stream, an object that is not a buffer)."""
     try:
         nbytes = memoryview(stream).nbytes
     except TypeError:
         return None
+    if count is None:
+        if nbytes <= OVERALLOCATE_BELOW:
+            return _Size(nbytes, False, nbytes)
+        assert _K is not None
+        m = _K.count(stream)
+        return None if m is None else _Size(m, True, nbytes)
+    if not isinstance(count, (int, np.integer)) or count < 0:
+        return None
     count = int(count)
-    return count if count <= nbytes else None  # every value takes a byte at least
+    # every value takes a byte at least
+    return _Size(count, True, nbytes) if count <= nbytes else None
+
+
+def _got(size: _Size, n: int | None) -> bool:
+    return n is not None and (n == size.cap or (not size.exact and 0 <= n <= size.cap))
+
+
+def _trim(a: np.ndarray, n: int) -> np.ndarray:
+    """``a[:n]``, giving the rest of its memory back (it owns it: fresh from np.empty)."""
+    if a.size != n:
+        a.resize(n, refcheck=False)
+    return a
+
+
+def _values_and_validity(size: _Size, got: tuple[int, int] | None, out: np.ndarray,
+                         valid: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+    if got is None or not _got(size, got[0]):
+        return None
+    n, nulls = got
+    return _trim(out, n), (_trim(valid, n) if nulls else None)
 
 
 def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
@@ -79,24 +111,26 @@ def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
     or a signed value outside a narrow type's range, is a FormatError.
     """
     if _K is not None and bits in (8, 16, 32, 64):
-        m = _values(stream, count)
-        if m is not None:
-            out = np.empty(m, np.int64 if signed else np.uint64)
-            valid = np.empty(m, np.bool_)
-            got = _K.ints(stream, out, valid, bits // 8, bool(signed))
-            if got is not None and got[0] == m:
-                return out, (valid if got[1] else None)
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.int64 if signed else np.uint64)
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(
+                size, _K.ints(stream, out, valid, bits // 8, bool(signed)), out, valid)
+            if res is not None:
+                return res
     return ref.decode_ints(stream, count, signed=signed, bits=bits)
 
 
 def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
     """int32 values of a lengths, union-tag, super-ID or presence stream (no nulls)."""
     if _K is not None:
-        m = _values(stream, count)
-        if m is not None:
-            out = np.empty(m, np.int32)
-            if _K.int32s(stream, out) == m:
-                return out
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.int32)
+            n = _K.int32s(stream, out)
+            if _got(size, n):
+                return _trim(out, n)
     return ref.decode_int32s(stream, count)
 
 
@@ -104,13 +138,13 @@ def decode_floats(stream: Buffer, count: int | None = None, *,
                   width: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
     if _K is not None and width in _FLOAT_DTYPES:
-        m = _values(stream, count)
-        if m is not None:
-            out = np.empty(m, _FLOAT_DTYPES[width])
-            valid = np.empty(m, np.bool_)
-            got = _K.floats(stream, out, valid, width)
-            if got is not None and got[0] == m:
-                return out, (valid if got[1] else None)
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, _FLOAT_DTYPES[width])
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(size, _K.floats(stream, out, valid, width), out, valid)
+            if res is not None:
+                return res
     return ref.decode_floats(stream, count, width=width)
 
 
@@ -118,13 +152,13 @@ def decode_bools(stream: Buffer, count: int | None = None) -> tuple[np.ndarray,
                                                                     np.ndarray | None]:
     """(bool values, validity or None); a body other than one byte 0 or 1 is an error."""
     if _K is not None:
-        m = _values(stream, count)
-        if m is not None:
-            out = np.empty(m, np.bool_)
-            valid = np.empty(m, np.bool_)
-            got = _K.bools(stream, out, valid)
-            if got is not None and got[0] == m:
-                return out, (valid if got[1] else None)
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.bool_)
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(size, _K.bools(stream, out, valid), out, valid)
+            if res is not None:
+                return res
     return ref.decode_bools(stream, count)
 
 
@@ -146,19 +180,19 @@ def _varbinary(stream: Buffer, count: int | None) -> tuple[
     are valid UTF-8 as they are); None where the reference has to decide."""
     if _K is None:
         return None
-    m = _values(stream, count)
-    if m is None:
+    size = _size(stream, count)
+    if size is None:
         return None
+    offsets = np.empty(size.cap + 1, np.int64)
     # n values take n tag bytes at least: the data is at most the rest
-    offsets = np.empty(m + 1, np.int64)
-    data = np.empty(memoryview(stream).nbytes - m, np.uint8)
-    valid = np.empty(m, np.bool_)
+    data = np.empty(size.nbytes - size.cap if size.exact else size.nbytes, np.uint8)
+    valid = np.empty(size.cap, np.bool_)
     got = _K.varbinary(stream, offsets, data, valid)
-    if got is None or got[0] != m:
+    if got is None or not _got(size, got[0]):
         return None
-    if got[2] != data.size:  # multi-byte tags
-        data = data[: got[2]].copy()
-    return offsets, data, (valid if got[1] else None), got[3]
+    n, nulls, nbytes, ascii_only = got
+    return (_trim(offsets, n + 1), _trim(data, nbytes), _trim(valid, n) if nulls else None,
+            ascii_only)
 
 
 def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
@@ -179,12 +213,13 @@ def scan_tags(stream: Buffer, count: int | None = None) -> tuple[np.ndarray, np.
     the last; without, it must end exactly after a whole value.
     """
     if _K is not None:
-        m = _values(stream, count)
-        if m is not None:
-            starts = np.empty(m, np.int64)
-            lengths = np.empty(m, np.int64)
-            if _K.scan(stream, starts, lengths) == m:
-                return starts, lengths
+        size = _size(stream, count)
+        if size is not None:
+            starts = np.empty(size.cap, np.int64)
+            lengths = np.empty(size.cap, np.int64)
+            n = _K.scan(stream, starts, lengths)
+            if _got(size, n):
+                return _trim(starts, n), _trim(lengths, n)
     return _ref_scan_tags(stream, count)
 
 
