@@ -403,6 +403,7 @@ def test_float_bits_kept(width: int) -> None:
 
 
 @needs_native
+@settings(deadline=None)
 @given(st.lists(st.binary(max_size=12) | st.text(max_size=6).map(str.encode), max_size=12),
        st.lists(st.integers(-3, 40), max_size=14))
 def test_utf8_agrees(values: list[bytes], offsets: list[int]) -> None:
@@ -429,6 +430,7 @@ def test_utf8_edges(text: str) -> None:
 
 
 @needs_native
+@settings(deadline=None)
 @given(st.lists(st.integers(-2, 40), max_size=20), st.integers(-1, 3),
        st.sampled_from([np.int32, np.int64]))
 def test_presence_and_lengths_agree(runs: list[int], extra: int, dtype: Any) -> None:

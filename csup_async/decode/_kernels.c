@@ -33,6 +33,12 @@
 
 typedef unsigned char u8;
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 /* The uvarint at *pp (first byte already known to be >= 0x80).  Up to 9 bytes
  * (63 bits) are accepted; a longer or cut-off tag returns 0 (the reference
  * handles those). */
@@ -388,7 +394,7 @@ done:
 
 /* The float loop for one width (a constant after inlining, so each copy is one
  * load and one store).  Returns the number of values or -1. */
-static inline __attribute__((always_inline)) Py_ssize_t
+static ALWAYS_INLINE Py_ssize_t
 floats_loop(const u8 *b, Py_ssize_t n, u8 *out, u8 *valid, Py_ssize_t cap,
             const Py_ssize_t width, Py_ssize_t *nulls_out)
 {
