@@ -38,6 +38,8 @@ _LAZY = {
     "open_dataset": "csup_async.dataset",
     "Dataset": "csup_async.dataset",
     "ScanResult": "csup_async.reader",
+    "open_lake": "csup_async.lake",
+    "LakeError": "csup_async.lake",
 }
 
 __all__ = [

@@ -1,0 +1,203 @@
+"""A pool at a branch or commit: its live objects, scans in key order, and loads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import arrays as A
+from ..errors import CsupError
+from ..reader import ScanResult, ScanStats
+from ..types import NULL, Type, underlying
+from ..values import unify
+from . import ksuid as K
+from .commits import DataObject, PoolState
+from .keys import KeyRange
+from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group
+
+if TYPE_CHECKING:
+    from .lake import Lake, PoolConfig
+
+__all__ = ["Pool", "FilterArg"]
+
+#: What ``filter=`` takes until issue #16's expressions: a KeyRange, ``(lo, hi)``
+#: (inclusive, either None), or comparisons of the pool key ``[("ts", ">=", x), ...]``.
+FilterArg = KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]] | None
+
+
+class Pool:
+    """Pool ``config`` at ``commit`` (reached from ``branch``, or named directly)."""
+
+    def __init__(self, lake: Lake, config: PoolConfig, branch: str | None, commit: bytes,
+                 state: PoolState, journal_id: int | None) -> None:
+        self.lake = lake
+        self.config = config
+        self.branch = branch
+        self.commit = commit
+        self.state = state
+        self.journal_id = journal_id
+
+    def __repr__(self) -> str:
+        at = self.branch or K.to_str(self.commit)
+        return (f"Pool({self.config.name}@{at}, key={self.config.key_name} "
+                f"{self.config.order}, {len(self.state.objects)} objects)")
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def commit_id(self) -> str:
+        return K.to_str(self.commit)
+
+    @property
+    def objects(self) -> list[DataObject]:
+        """Live data objects in Zed's listing order (by key span)."""
+        from .scan import ordered
+
+        return ordered(list(self.state.objects.values()), self.config.order)
+
+    def has_vector(self, o: DataObject) -> bool:
+        return o.id in self.state.vectors
+
+    def key_range(self, filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
+                  ) -> KeyRange:
+        """The key range a ``filter``/``key_range`` argument means (see FilterArg)."""
+        r = KeyRange()
+        for f in (filter, key_range):
+            if f is None:
+                continue
+            if isinstance(f, KeyRange):
+                r2 = f
+            elif isinstance(f, tuple) and len(f) == 2 and not _is_comparison(f):
+                r2 = KeyRange.between(*f)
+            elif isinstance(f, (list, tuple)):
+                comps = [f] if _is_comparison(f) else list(f)
+                r2 = KeyRange.from_comparisons(self.config.key_name, comps)
+            else:
+                raise CsupError(f"filter must be a KeyRange, (lo, hi) or a list of "
+                                f"(key, op, value) comparisons, not {type(f).__name__}")
+            r = r.narrow(r2.lo, r2.hi, r2.lo_inclusive, r2.hi_inclusive)
+        return r
+
+    async def plan(self, filter: FilterArg = None, *, key_range: tuple[Any, Any] | None = None,
+                   gap: int = DEFAULT_GAP) -> ScanPlan:
+        """Which objects a scan reads and which byte ranges of each (metadata only)."""
+        kr = self.key_range(filter, key_range)
+        return await plan_scan(self.lake.io, self.config.id_str,
+                               list(self.state.objects.values()), self.config.order, kr,
+                               gap=gap)
+
+    async def explain(self, filter: FilterArg = None, *,
+                      key_range: tuple[Any, Any] | None = None) -> dict[str, Any]:
+        plan = await self.plan(filter, key_range=key_range)
+        d = plan.describe()
+        d = {"pool": self.config.name, "branch": self.branch, "commit": self.commit_id,
+             "key": self.config.key_name, **d}
+        return d
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
+                           ) -> AsyncIterator[ScanResult]:
+        """One ScanResult per group of overlapping objects, in pool-key order."""
+        plan = await self.plan(filter, key_range=key_range)
+        cols = _columns(columns)
+        io = self.lake.io
+        for g in plan.groups:
+            r0, b0 = io.requests, io.bytes_read
+            t0 = time.perf_counter()
+            rows = await read_group(io, self.config.id_str, g, self.config.key,
+                                    plan.key_range, self.config.order)
+            stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
+                              bytes_needed=sum(r.bytes for r in g),
+                              wall=time.perf_counter() - t0)
+            yield _result(rows, cols, stats, plan)
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
+                   ) -> ScanResult:
+        """All rows (in the key range) in pool-key order; ``columns`` None: every field."""
+        t0 = time.perf_counter()
+        io = self.lake.io
+        r0, b0 = io.requests, io.bytes_read
+        plan = await self.plan(filter, key_range=key_range)
+        rows: list[Row] = []
+        import asyncio
+
+        parts = await asyncio.gather(*(read_group(io, self.config.id_str, g, self.config.key,
+                                                  plan.key_range, self.config.order)
+                                       for g in plan.groups))
+        for p in parts:
+            rows += p
+        stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
+                          bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
+        return _result(rows, _columns(columns), stats, plan)
+
+    async def count_rows(self, filter: FilterArg = None, *,
+                         key_range: tuple[Any, Any] | None = None) -> int:
+        """Rows in the pool (from commit metadata alone when there is no filter)."""
+        kr = self.key_range(filter, key_range)
+        if kr.unbounded:
+            return sum(o.count for o in self.state.objects.values())
+        res = await self.scan([self.config.key_name], filter=kr)
+        return res.num_rows
+
+    async def load(self, data: Any, *, message: str = "", author: str = "",
+                   csup: bool = False) -> str:
+        """Commit ``data`` (rows as dicts or typed Values) to this pool's branch; returns
+        the new commit ID.  See ``csup_async.lake.load``."""
+        from .load import load
+
+        if self.branch is None:
+            raise CsupError("load needs a branch, not a commit: open the pool as "
+                            "'name@branch'")
+        return await load(self.lake, self.config, self.branch, data, message=message,
+                          author=author, csup=csup)
+
+
+def _is_comparison(f: Any) -> bool:
+    return (isinstance(f, tuple) and len(f) == 3 and isinstance(f[0], str)
+            and isinstance(f[1], str) and f[1] in ("==", "=", "<", "<=", ">", ">="))
+
+
+def _columns(columns: Sequence[str] | str | None) -> list[str] | None:
+    if columns is None:
+        return None
+    cols = columns.split(",") if isinstance(columns, str) else list(columns)
+    return [c for c in cols if c] or None
+
+
+def _get(v: Any, t: Type, path: list[str]) -> tuple[Any, Type]:
+    for name in path:
+        u = underlying(t)
+        f = u.field(name) if hasattr(u, "field") else None
+        if f is None or not isinstance(v, dict):
+            return None, NULL
+        t, v = f.type, v.get(name)
+    return v, t
+
+
+def _result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
+            plan: ScanPlan) -> ScanResult:
+    if columns is None:
+        seen: dict[str, None] = {}
+        for _, t, _v in rows:
+            u = underlying(t)
+            for f in getattr(u, "fields", ()):
+                seen.setdefault(f.name, None)
+        columns = list(seen)
+    out: dict[str, A.Array] = {}
+    for c in columns:
+        path = c.split(".")
+        vals: list[Any] = []
+        types: list[Type] = []
+        tseen: set[Type] = set()
+        for _, t, v in rows:
+            x, xt = _get(v, t, path)
+            vals.append(x)
+            if x is not None and xt not in tseen:
+                tseen.add(xt)
+                types.append(xt)
+        out[c] = A.from_pylist(unify(types), vals)
+    return ScanResult(out, len(rows), stats, plan)
