@@ -304,9 +304,9 @@ def test_journal_snapshot_and_commit_snapshot_are_used(tmp_path: Path) -> None:
 def test_head_lagging_behind_the_journal_is_followed(tmp_path: Path) -> None:
     b = LakeBuilder(tmp_path / "lake")
     p = b.create_pool("logs")
-    c1, _ = b.load(p, "main", rows(0, 10, "a"), ROW)
-    c2, o2 = b.load(p, "main", rows(10, 20, "b"), ROW, write_head=False)
-    c3, o3 = b.load(p, "main", rows(20, 30, "c"), ROW, write_head=False)
+    b.load(p, "main", rows(0, 10, "a"), ROW)
+    b.load(p, "main", rows(10, 20, "b"), ROW, write_head=False)
+    c3, _ = b.load(p, "main", rows(20, 30, "c"), ROW, write_head=False)
 
     async def go() -> Any:
         async with csup_async.open_lake(str(b.root)) as lake:
@@ -349,11 +349,11 @@ def test_bad_lake_version(tmp_path: Path) -> None:
 
 
 def test_missing_and_torn_journal_entries(tmp_path: Path) -> None:
-    b, p, c, o = broken(tmp_path)
+    b, p, _, _ = broken(tmp_path)
     entry = b.root / p.dir / "branches" / "2.zng"
     good = entry.read_bytes()
     entry.write_bytes(good[:-3])
-    with pytest.raises(LakeError, match="torn|not a valid ZNG") as e:
+    with pytest.raises(LakeError, match=r"torn|not a valid ZNG") as e:
         open_pool(b.root)
     assert e.value.path.endswith("branches/2.zng")
     entry.unlink()

@@ -70,7 +70,7 @@ def compare(a: Value | None, b: Value | None) -> int:
         sa, sb = str(a.type), str(b.type)
         return (sa > sb) - (sa < sb)
     x, y = _scalar(a.type, a.value), _scalar(b.type, b.value)
-    if isinstance(x, float) and math.isnan(x) or isinstance(y, float) and math.isnan(y):
+    if (isinstance(x, float) and math.isnan(x)) or (isinstance(y, float) and math.isnan(y)):
         return 0
     try:
         return (x > y) - (x < y)

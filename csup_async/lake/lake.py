@@ -14,7 +14,6 @@ from typing import Any
 
 from ..errors import CsupError, NotFoundError
 from ..stores import Store, store_for
-from ..values import Value
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import PoolState, state_at

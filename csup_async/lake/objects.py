@@ -197,8 +197,9 @@ async def _s3_put(store: Any, key: str, data: bytes, if_absent: bool, path: str)
 
 
 async def _gcs_put(store: Any, key: str, data: bytes, if_absent: bool, path: str) -> bool:
-    import aiohttp
     from urllib.parse import quote
+
+    import aiohttp
 
     from ..stores.gcs import split_gcs_key
 

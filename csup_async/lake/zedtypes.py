@@ -69,7 +69,8 @@ def data_object_t(min_t: Type, max_t: Type) -> NamedType:
 
 
 def add_t(min_t: Type, max_t: Type) -> NamedType:
-    return NamedType("commits.Add", rec(("commit", KSUID_T), ("object", data_object_t(min_t, max_t))))
+    return NamedType("commits.Add", rec(("commit", KSUID_T),
+                                        ("object", data_object_t(min_t, max_t))))
 
 
 def id_action_t(kind: str) -> NamedType:
@@ -99,7 +100,7 @@ def fields_of(t: Type) -> dict[str, Type] | None:
 class Record:
     """One decoded record: its type's name, field values (plain Python), field types."""
 
-    __slots__ = ("name", "values", "types")
+    __slots__ = ("name", "types", "values")
 
     def __init__(self, name: str | None, values: dict[str, Any], types: dict[str, Type]) -> None:
         self.name, self.values, self.types = name, values, types

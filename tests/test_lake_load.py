@@ -1,0 +1,223 @@
+"""Committing to Zed lakes: pool.load round trips, its on-disk form, concurrent loaders."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import csup_async
+from csup_async import bsup
+from csup_async.lake import ksuid as K
+from csup_async.lake.objects import LakeIO
+from csup_async.types import NamedType, RecordType, underlying
+from tests.lake_builder import NIL, LakeBuilder, ksuid_str
+from tests.test_lake import publish
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def values(buf: bytes) -> list[tuple[Any, Any]]:
+    return [(t, bsup.decode_value(t, b)) for t, b in bsup.iter_raw_values(buf)]
+
+
+def shape(t: Any) -> Any:
+    """A type as (name, [(field, shape)]) to compare with the notes."""
+    name = t.name if isinstance(t, NamedType) else None
+    u = underlying(t)
+    if isinstance(u, RecordType):
+        return (name, [(f.name, shape(f.type)) for f in u.fields])
+    return name or str(u)
+
+
+@pytest.fixture(params=["local", "s3", "gcs"])
+def fresh_lake(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    b = LakeBuilder(tmp_path / "lake")
+    b.create_pool("logs", stride=32)
+    b.create_pool("rev", order="desc", stride=32)
+    return publish(request, b, f"load-{request.param}-{tmp_path.name}")
+
+
+def test_load_round_trip(fresh_lake: tuple[str, dict[str, Any]]) -> None:
+    url, opts = fresh_lake
+    batch1 = [{"ts": (i * 7919) % 500, "msg": f"a{i}"} for i in range(300)]
+    batch2 = [{"ts": 400 + i, "msg": f"b{i}"} for i in range(200)]
+
+    async def go() -> Any:
+        async with csup_async.open_lake(url, **opts) as lake:
+            pool = await lake.pool("logs@main")
+            c1 = await pool.load(batch1, message="first", author="tester")
+            c2 = await pool.load(batch2)
+            after = await lake.pool("logs")
+            res = await after.scan()
+            part = await after.scan(["ts", "msg"], key_range=(420, 430))
+            plan = await after.plan(key_range=(420, 430))
+            first = await lake.pool("logs", at=c1)
+            rev = await lake.pool("rev@main")
+            await rev.load(batch1)
+            rev_rows = (await (await lake.pool("rev")).scan(["ts"])).to_pylist()
+            return c2, after, res, part, plan, first, rev_rows
+
+    c2, after, res, part, plan, first, rev_rows = run(go())
+    assert after.commit_id == c2 and len(after.objects) == 2
+    assert len(first.objects) == 1 and first.objects[0].count == 300
+    assert first.objects[0].id in {o.id for o in after.objects}
+    got = [(r["ts"], r["msg"]) for r in res.to_pylist()]
+    assert sorted(got) == sorted((r["ts"], r["msg"]) for r in batch1 + batch2)
+    assert [t for t, _ in got] == sorted(t for t, _ in got)
+    want = sorted((r["ts"], r["msg"]) for r in batch1 + batch2 if 420 <= r["ts"] <= 430)
+    assert sorted((r["ts"], r["msg"]) for r in part.to_pylist()) == want
+    assert all(r.ranges is not None and r.bytes < r.object.size for r in plan.reads)
+    assert [r["ts"] for r in rev_rows] == sorted((r["ts"] for r in batch1), reverse=True)
+
+
+def test_loaded_objects_match_the_layout(tmp_path: Path) -> None:
+    """What pool.load writes, field by field, as LAKE-NOTES.md describes it."""
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs", stride=40)
+    d = b.create_pool("rev", order="desc", stride=40)
+    rows = [{"ts": np.datetime64(1_700_000_000_000_000_000 + i * 1000, "ns"), "n": i}
+            for i in range(200)]
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            c = await (await lake.pool("logs")).load(rows, message="m", author="a")
+            cd = await (await lake.pool("rev")).load(rows)
+            return c, cd
+
+    c, cd = run(go())
+    root = b.root
+    bdir = root / p.dir / "branches"
+    assert (bdir / "HEAD").read_bytes() == b"2" and (bdir / "TAIL").read_bytes() == b"1 0"
+    [(jt, jv)] = values((bdir / "2.zng").read_bytes())
+    assert shape(jt) == ("journal.Update", [("entry", ("branches.Config", [
+        ("ts", "time"), ("name", "string"), ("commit", "ksuid.KSUID")]))])
+    assert jv["entry"]["name"] == "main" and K.to_str(jv["entry"]["commit"]) == c
+    commit = (root / p.dir / "commits" / f"{c}.zng").read_bytes()
+    assert commit[-1] == 0xFF
+    (ct, cv), (at, av) = values(commit)
+    assert shape(ct) == ("commits.Commit", [
+        ("id", "ksuid.KSUID"), ("parent", "ksuid.KSUID"), ("retries", "uint8"),
+        ("author", "string"), ("date", "time"), ("message", "string"), ("meta", "null")])
+    assert (K.to_str(cv["id"]), cv["parent"], cv["retries"], cv["author"], cv["message"]) == (
+        c, NIL, 0, "a", "m")
+    assert shape(at) == ("commits.Add", [("commit", "ksuid.KSUID"), ("object", ("data.Object", [
+        ("id", "ksuid.KSUID"), ("min", "time"), ("max", "time"), ("count", "uint64"),
+        ("size", "int64")]))])
+    obj = av["object"]
+    assert av["commit"] == cv["id"] and obj["count"] == 200
+    assert obj["min"] == rows[0]["ts"] and obj["max"] == rows[-1]["ts"]
+    data = (root / p.dir / "data" / f"{ksuid_str(obj['id'])}.zng").read_bytes()
+    assert len(data) == obj["size"] and data[-1] == 0xFF
+    seek = values((root / p.dir / "data" / f"{ksuid_str(obj['id'])}-seek.zng").read_bytes())
+    assert shape(seek[0][0]) == (None, [("min", "time"), ("max", "time"), ("val_off", "uint64"),
+                                        ("val_cnt", "uint64"), ("offset", "uint64"),
+                                        ("length", "uint64")])
+    assert len(seek) > 2  # 40-byte stride over 8-byte keys: a chunk per 5 rows
+    pos = off = 0
+    for _, e in seek:  # entries tile the object; each is a standalone stream of val_cnt rows
+        assert (e["offset"], e["val_off"]) == (pos, off)
+        chunk = data[e["offset"]:e["offset"] + e["length"]]
+        got = [v["ts"] for _, v in values(chunk)]
+        assert chunk[-1] == 0xFF and len(got) == e["val_cnt"]
+        assert got[0] == e["min"] and got[-1] == e["max"] and e["min"] <= e["max"]
+        pos, off = pos + e["length"], off + e["val_cnt"]
+    assert (pos, off) == (len(data), 200)
+    # desc: rows stored descending, min <= max in the object and in each seek entry
+    _, (_, dav) = values((root / d.dir / "commits" / f"{cd}.zng").read_bytes())
+    dobj = dav["object"]
+    assert dobj["min"] == rows[0]["ts"] and dobj["max"] == rows[-1]["ts"]
+    dseek = values((root / d.dir / "data" / f"{ksuid_str(dobj['id'])}-seek.zng").read_bytes())
+    assert dseek[0][1]["max"] == rows[-1]["ts"] and all(
+        e["min"] <= e["max"] for _, e in dseek)
+
+
+def test_journal_snapshot_written_after_ten_entries(tmp_path: Path) -> None:
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs")
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            for i in range(11):
+                await (await lake.pool("logs")).load([{"ts": i, "x": "y"}])
+            return await lake.pool("logs"), await lake.pool("logs", at=11)
+
+    pool, at11 = run(go())
+    # entry 1 adds main, loads are 2..12: 11 is the first entry more than 10 past none
+    snap = values((b.root / p.dir / "branches" / "snap.zng").read_bytes())
+    assert snap[0][1] == 11 and str(snap[0][0]) == "uint64"
+    assert snap[1][1]["name"] == "main" and K.to_str(snap[1][1]["commit"]) == at11.commit_id
+    assert len(pool.objects) == 11 and pool.journal_id == 12
+
+
+@pytest.fixture(params=["local", "s3"])
+def race_lake(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    b = LakeBuilder(tmp_path / "lake")
+    b.create_pool("logs")
+    return publish(request, b, f"race-{request.param}-{tmp_path.name}")
+
+
+def test_concurrent_loaders_never_lose_a_commit(race_lake: tuple[str, dict[str, Any]]) -> None:
+    """Eight writers, each with its own lake handle and store, load at once: every
+    commit is on main afterwards, in one parent chain (GCS: see test below)."""
+    url, opts = race_lake
+    n = 8
+
+    async def writer(i: int) -> str:
+        async with csup_async.open_lake(url, **opts) as lake:
+            pool = await lake.pool("logs")
+            return await pool.load([{"ts": i, "who": f"w{i}"}], author=f"w{i}")
+
+    async def go() -> Any:
+        commits = await asyncio.gather(*(writer(i) for i in range(n)))
+        async with csup_async.open_lake(url, **opts) as lake:
+            pool = await lake.pool("logs")
+            res = await pool.scan(["who"])
+            return commits, pool, res
+
+    commits, pool, res = run(go())
+    assert sorted(r["who"] for r in res.to_pylist()) == sorted(f"w{i}" for i in range(n))
+    assert len(pool.objects) == n and pool.commit_id in commits
+    assert pool.journal_id == n + 1  # main's Add, then one Update per load
+
+
+def test_put_if_absent(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    async def check(io: LakeIO) -> list[bool]:
+        return [await io.put_if_absent("x/1.zng", b"a"), await io.put_if_absent("x/1.zng", b"b")]
+
+    from csup_async.stores import LocalStore
+
+    assert run(check(LakeIO(LocalStore(), str(tmp_path)))) == [True, False]
+    assert (tmp_path / "x" / "1.zng").read_bytes() == b"a"
+    s3 = request.getfixturevalue("moto_s3")
+
+    async def on_s3() -> list[bool]:
+        from csup_async.stores import S3Store
+
+        async with S3Store(**s3.store_options()) as store:
+            return await check(LakeIO(store, f"{s3.BUCKET}/pia-{tmp_path.name}"))
+
+    assert run(on_s3()) == [True, False]
+
+
+def test_load_writes_a_csup_copy(tmp_path: Path) -> None:
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs")
+    rows = [{"ts": 50 - i, "s": f"v{i}"} for i in range(50)]
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            await (await lake.pool("logs")).load(rows, csup=True)
+            pool = await lake.pool("logs")
+            o = pool.objects[0]
+            r = await csup_async.open(str(b.root / p.dir / "data" / f"{o.name}.csup"))
+            async with r:
+                return (await r.scan(["ts", "s"])).to_pylist()
+
+    got = run(go())
+    assert got == sorted(rows, key=lambda r: r["ts"])
