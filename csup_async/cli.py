@@ -111,6 +111,9 @@ def _parser() -> argparse.ArgumentParser:
                            help="print the plan first (to stderr with json/csv)")
             c.add_argument("--stats", action="store_true",
                            help="requests, bytes read vs needed, time (to stderr)")
+    from .lake.cli import add_parser as add_lake_parser
+
+    add_lake_parser(sub, common, store)
     return p
 
 
@@ -574,6 +577,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect, "scan": _scan,
             "plan": _plan}
+
+
+def _lake(args: argparse.Namespace) -> int:
+    from .lake.cli import run
+
+    return run(args)
+
+
+COMMANDS["lake"] = _lake
 
 if __name__ == "__main__":
     sys.exit(main())
