@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +218,37 @@ def test_load_writes_a_csup_copy(tmp_path: Path) -> None:
             o = pool.objects[0]
             r = await csup_async.open(str(b.root / p.dir / "data" / f"{o.name}.csup"))
             async with r:
-                return (await r.scan(["ts", "s"])).to_pylist()
+                direct = (await r.scan(["ts", "s"])).to_pylist()
+            more = [{"ts": 25 + i, "s": f"w{i}", "wide": os.urandom(500).hex()}
+                    for i in range(30)]
+            await pool.load(more, csup=True)
+            pool = await lake.pool("logs")
+            via_csup = await pool.scan(["s"], csup=True)
+            via_zng = await pool.scan(["s"], csup=False)
+            auto = await pool.scan(["s", "wide"])
+            return direct, via_csup, via_zng, auto, await pool.has_csup()
 
-    got = run(go())
-    assert got == sorted(rows, key=lambda r: r["ts"])
+    direct, via_csup, via_zng, auto, has = run(go())
+    assert direct == sorted(rows, key=lambda r: r["ts"])
+    assert has and via_csup.to_pylist() == via_zng.to_pylist() == [
+        {"s": r["s"]} for r in auto.to_pylist()]
+    assert sum(r["wide"] is not None for r in auto.to_pylist()) == 30
+    # small objects: "auto" keeps to the .zng objects (cached, immutable, from via_zng)
+    assert auto.stats.requests == 0
+
+
+def test_csup_copy_of_a_large_object_reads_only_the_projection(tmp_path: Path) -> None:
+    b = LakeBuilder(tmp_path / "lake")
+    b.create_pool("logs")
+    rows = [{"ts": i, "s": f"v{i}", "wide": os.urandom(400).hex()} for i in range(2000)]
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            await (await lake.pool("logs")).load(rows, csup=True)
+            pool = await lake.pool("logs")
+            return (await pool.scan(["s"]), await pool.scan(["s"], csup=False),
+                    pool.objects[0].size)
+
+    auto, zng, size = run(go())
+    assert size > 1 << 20 and auto.to_pylist() == zng.to_pylist()
+    assert zng.stats.bytes_read == size and auto.stats.bytes_read < size / 4

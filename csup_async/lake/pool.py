@@ -37,6 +37,37 @@ class Pool:
         self.commit = commit
         self.state = state
         self.journal_id = journal_id
+        self._csup_present: bool | None = None
+
+    async def has_csup(self) -> bool:
+        """Whether this pool's objects have ``.csup`` copies (probed once, on one object:
+        a loader writes them for all of its objects or none)."""
+        if self._csup_present is None:
+            from ..errors import NotFoundError
+
+            objs = self.objects
+            if not objs:
+                return False
+            io = self.lake.io
+            try:
+                await io.store.info(io.key(f"{self.config.id_str}/data/{objs[0].name}.csup"))
+                self._csup_present = True
+            except NotFoundError:
+                self._csup_present = False
+            io.requests += 1
+        return self._csup_present
+
+    async def _use_csup(self, csup: bool | None, cols: list[str] | None) -> bool | None:
+        """True (use copies), None (auto: large objects), False (never)."""
+        from .scan import CSUP_MIN_OBJECT, csup_usable
+
+        if csup is False or not csup_usable(cols):
+            return False
+        if csup:
+            return True
+        if not any(o.size >= CSUP_MIN_OBJECT for o in self.state.objects.values()):
+            return False
+        return None if await self.has_csup() else False
 
     def __repr__(self) -> str:
         at = self.branch or K.to_str(self.commit)
@@ -98,41 +129,51 @@ class Pool:
         return d
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
-                           ) -> AsyncIterator[ScanResult]:
+                           filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
+                           csup: bool | None = None) -> AsyncIterator[ScanResult]:
         """One ScanResult per group of overlapping objects, in pool-key order."""
         plan = await self.plan(filter, key_range=key_range)
         cols = _columns(columns)
+        use_csup = await self._use_csup(csup, cols)
         io = self.lake.io
         for g in plan.groups:
             r0, b0 = io.requests, io.bytes_read
             t0 = time.perf_counter()
             rows = await read_group(io, self.config.id_str, g, self.config.key,
-                                    plan.key_range, self.config.order)
+                                    plan.key_range, self.config.order, cols, use_csup)
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
             yield _result(rows, cols, stats, plan)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
-                   filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
-                   ) -> ScanResult:
-        """All rows (in the key range) in pool-key order; ``columns`` None: every field."""
+                   filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
+                   csup: bool | None = None) -> ScanResult:
+        """All rows (in the key range) in pool-key order; ``columns`` None: every field.
+
+        ``csup``: True reads whole objects from their ``.csup`` copies (only the
+        columns asked for, top-level fields); None (default) does so for objects of
+        1 MiB or more when the pool has copies; False never.  Objects narrowed by
+        the seek index are read as ``.zng`` ranges either way (a CSUP object has no
+        seek index)."""
+        import asyncio
+
         t0 = time.perf_counter()
         io = self.lake.io
         r0, b0 = io.requests, io.bytes_read
         plan = await self.plan(filter, key_range=key_range)
+        cols = _columns(columns)
+        use_csup = await self._use_csup(csup, cols)
         rows: list[Row] = []
-        import asyncio
-
         parts = await asyncio.gather(*(read_group(io, self.config.id_str, g, self.config.key,
-                                                  plan.key_range, self.config.order)
+                                                  plan.key_range, self.config.order, cols,
+                                                  use_csup)
                                        for g in plan.groups))
         for p in parts:
             rows += p
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
-        return _result(rows, _columns(columns), stats, plan)
+        return _result(rows, cols, stats, plan)
 
     async def count_rows(self, filter: FilterArg = None, *,
                          key_range: tuple[Any, Any] | None = None) -> int:

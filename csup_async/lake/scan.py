@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,8 +173,64 @@ def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRan
     return out
 
 
+def csup_usable(columns: list[str] | None) -> bool:
+    """A columnar copy serves top-level projections (nested paths stay with .zng)."""
+    return bool(columns) and all("." not in c for c in columns or ())
+
+
+async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
+                           key_range: KeyRange, columns: list[str]) -> list[Row] | None:
+    """The object's rows from ``<o>.csup`` (only ``columns`` and the key), or None if
+    there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise)."""
+    from ..dataset import _absent
+    from ..errors import NotFoundError
+    from ..reader import open as open_reader
+    from ..types import Field, RecordType
+    from ..values import Value
+
+    rel = f"{pool_dir}/data/{r.object.name}.csup"
+    try:
+        reader = await open_reader(io.key(rel), store=io.store)
+    except NotFoundError:
+        return None
+    key_name = ".".join(key)
+    async with reader:
+        want = [c for c in dict.fromkeys([key_name, *columns]) if c not in _absent(reader, c)]
+        res = await reader.scan(want) if want else None
+        io.requests += reader.open_stats.requests + (res.stats.requests if res else 0)
+        io.bytes_read += len(reader.tail.data) + (res.stats.bytes_read if res else 0)
+    if res is None:
+        return [(None, RecordType(()), {}) for _ in range(r.object.count)]
+    arrays = {c: res.columns[c] for c in want}
+    rt = RecordType(tuple(Field(c, a.type) for c, a in arrays.items()))
+    lists = {c: a.to_pylist() for c, a in arrays.items()}
+    kt = arrays[key_name].type if key_name in arrays else None
+    out: list[Row] = []
+    keep_all = key_range.unbounded
+    for i in range(res.num_rows):
+        row = {c: lists[c][i] for c in lists}
+        kv = row.get(key_name) if kt is not None else None
+        k = Value(kt, kv) if kv is not None and kt is not None else None
+        if keep_all or key_range.contains(k):
+            out.append((k, rt, row))
+    return out
+
+
+#: Below this a whole ``.zng`` is one small GET: a columnar copy saves nothing
+#: (its tail read alone is about as large), so "auto" keeps the ``.zng``.
+CSUP_MIN_OBJECT = 1 << 20
+
+
 async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
-                      key_range: KeyRange) -> list[Row]:
+                      key_range: KeyRange, columns: list[str] | None = None,
+                      csup: bool | None = False) -> list[Row]:
+    """``csup``: True reads a ``.csup`` copy when there is one, None ("auto") only for
+    objects of CSUP_MIN_OBJECT bytes or more, False never."""
+    wanted = csup is True or (csup is None and r.object.size >= CSUP_MIN_OBJECT)
+    if wanted and r.ranges is None and csup_usable(columns):
+        rows = await read_object_csup(io, pool_dir, r, key, key_range, columns or [])
+        if rows is not None:
+            return rows
     rel = f"{pool_dir}/data/{r.object.name}.zng"
     path = io.display(rel)
     if r.ranges is None:
@@ -201,15 +256,13 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
 
 
 async def read_group(io: LakeIO, pool_dir: str, reads: list[ObjectRead], key: tuple[str, ...],
-                     key_range: KeyRange, order: str) -> list[Row]:
+                     key_range: KeyRange, order: str, columns: list[str] | None = None,
+                     csup: bool | None = False) -> list[Row]:
     """The rows of a group of overlapping objects, merged in key order."""
-    parts = await asyncio.gather(*(read_object(io, pool_dir, r, key, key_range)
+    parts = await asyncio.gather(*(read_object(io, pool_dir, r, key, key_range, columns, csup)
                                    for r in reads))
     if len(parts) == 1:
         return parts[0]
     return list(heapq.merge(*parts, key=lambda row: sort_key(row[0]),
                             reverse=order == "desc"))
 
-
-def iter_merged(parts: list[list[Row]], order: str) -> Iterator[Row]:
-    return heapq.merge(*parts, key=lambda row: sort_key(row[0]), reverse=order == "desc")
