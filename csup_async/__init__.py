@@ -39,6 +39,7 @@ _LAZY = {
     "Dataset": "csup_async.dataset",
     "ScanResult": "csup_async.reader",
     "open_lake": "csup_async.lake",
+    "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
 }
 

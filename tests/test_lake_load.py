@@ -294,3 +294,41 @@ def test_gcs_put_if_absent_sends_the_precondition() -> None:
     assert run(go()) == [True, False, True]
     assert objects == {"lake/p/branches/2.zng": b"a", "lake/p/branches/HEAD": b"2"}
     assert [q.get("ifGenerationMatch") for q in seen] == ["0", "0", None]
+
+
+@pytest.fixture(params=["local", "s3", "gcs"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    if request.param == "local":
+        return str(tmp_path / "new"), {}
+    if request.param == "s3":
+        s3 = request.getfixturevalue("moto_s3")
+        return f"s3://{s3.BUCKET}/new-{tmp_path.name}", s3.store_options()
+    gcs = request.getfixturevalue("gcs_emulator")
+    return f"gs://{gcs.BUCKET}/new-{tmp_path.name}", {"endpoint": gcs.endpoint}
+
+
+def test_create_lake_pool_and_branch(empty_url: tuple[str, dict[str, Any]]) -> None:
+    url, opts = empty_url
+
+    async def go() -> Any:
+        await csup_async.create_lake(url, **opts)
+        with pytest.raises(csup_async.LakeError, match="already exists"):
+            await csup_async.create_lake(url, **opts)
+        async with csup_async.open_lake(url, **opts) as lake:
+            assert lake.pools == []
+            cfg = await lake.create_pool("logs", key="ts", order="asc", seek_stride=100)
+            await lake.create_pool("other")
+            with pytest.raises(csup_async.LakeError, match="pool 'logs' already exists"):
+                await lake.create_pool("logs")
+            await (await lake.pool("logs")).load([{"ts": i, "v": "x"} for i in range(10)])
+            await lake.create_branch("logs", "dev")
+            await (await lake.pool("logs@dev")).load([{"ts": 99, "v": "dev"}])
+        async with csup_async.open_lake(url, **opts) as lake:  # a fresh reader sees it all
+            pools = [(p.name, p.key, p.order, p.seek_stride) for p in lake.pools]
+            main = await (await lake.pool("logs")).count_rows()
+            dev = await (await lake.pool("logs@dev")).count_rows()
+            return cfg, pools, main, dev
+
+    cfg, pools, main, dev = run(go())
+    assert pools == [("logs", ("ts",), "asc", 100), ("other", ("ts",), "desc", 65536)]
+    assert cfg.name == "logs" and (main, dev) == (10, 11)

@@ -10,10 +10,11 @@ snap.zng replay), ``commits`` (commit objects, state at a commit), ``keys``
 ``scan`` (plan and merge), ``pool`` and ``lake`` (the API), ``load`` (commits).
 """
 
+from .create import create_lake
 from .errors import LakeConflictError, LakeError
 from .keys import KeyRange
 from .lake import BranchConfig, Lake, PoolConfig, open_lake
 from .pool import Pool
 
 __all__ = ["BranchConfig", "KeyRange", "Lake", "LakeConflictError", "LakeError", "Pool",
-           "PoolConfig", "open_lake"]
+           "PoolConfig", "create_lake", "open_lake"]

@@ -159,6 +159,27 @@ class Lake:
         return Pool(self, cfg, branch if branch_cfg is not None else None, commit, state,
                     journal_id)
 
+    async def refresh(self) -> None:
+        """Re-read the pools journal (after pools were created or renamed)."""
+        self.journal = await read_journal(self.io, "pools")
+        path = self.io.display("pools")
+        self.pools = sorted((pool_config(r, path) for r in self.journal.entries.values()),
+                            key=lambda p: p.name)
+
+    async def create_pool(self, name: str, *, key: str = "ts", order: str = "desc",
+                          seek_stride: int = 65536, threshold: int = 500 * 1024 * 1024
+                          ) -> PoolConfig:
+        """Add a pool (as ``zed create``: default key ``ts``, descending) with ``main``."""
+        from .create import create_pool
+
+        return await create_pool(self, name, key=key, order=order, seek_stride=seek_stride,
+                                 threshold=threshold)
+
+    async def create_branch(self, pool: str, name: str, *, from_branch: str = "main") -> None:
+        from .create import create_branch
+
+        await create_branch(self, pool, name, from_branch=from_branch)
+
     async def close(self) -> None:
         if self._owns_store:
             await self.io.store.close()
