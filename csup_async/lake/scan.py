@@ -20,8 +20,9 @@ from ..errors import CsupError
 from ..types import Type
 from .commits import DataObject
 from .errors import LakeError
-from .keys import KeyRange, compare, key_of, sort_key
+from .keys import KeyRange, compare, sort_key
 from .objects import LakeIO
+from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
 
 __all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "Row"]
@@ -162,10 +163,14 @@ def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRan
     """Rows of one or more whole ZNG streams, keeping those whose key is in range."""
     out: list[Row] = []
     keep_all = key_range.unbounded
+    by_id: dict[int, Any] = {}  # types of one stream are the same objects: skip hashing
     try:
         for t, body in bsup.iter_raw_values(buf):
-            v = bsup.decode_value(t, body)
-            k = key_of(v, t, key)
+            fns = by_id.get(id(t))
+            if fns is None:
+                fns = by_id[id(t)] = (decoder_for(t), key_getter(t, key))
+            v = fns[0](body)
+            k = fns[1](v)
             if keep_all or key_range.contains(k):
                 out.append((k, t, v))
     except CsupError as e:
