@@ -406,3 +406,22 @@ def test_ksuid_text_round_trip() -> None:
         assert len(s) == 27 and K.parse(s) == k and ksuid_str(k) == s
     assert K.to_str(NIL) == "0" * 27
     assert K.to_str(b"\xff" * 20) == "aWgEPTl1tmebfsQzFP4bxwgy80V"  # segmentio/ksuid's Max
+
+
+def test_iter_batches_and_count_rows_with_a_filter(scenario: Scenario) -> None:
+    s = scenario
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(s.b.root)) as lake:
+            pool = await lake.pool("logs")
+            batches = [b async for b in pool.iter_batches(["ts"])]
+            whole = await pool.scan(["ts"])
+            n_range = await pool.count_rows(filter=[("ts", ">", 2090), ("ts", "<=", 2100)])
+            n_eq = await pool.count_rows(filter=("ts", "==", 2095))
+            return batches, whole, n_range, n_eq
+
+    batches, whole, n_range, n_eq = run(go())
+    # one batch per group of overlapping objects: E, C, then F+G merged
+    assert [b.num_rows for b in batches] == [110, 100, 200]
+    assert [r for b in batches for r in b.to_pylist()] == whole.to_pylist()
+    assert (n_range, n_eq) == (9 + 10, 2)  # f2091..f2099 and g2091..g2100; f2095, g2095

@@ -9,7 +9,6 @@ entry after HEAD is probed in the same round and followed while it exists.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +17,7 @@ from ..types import UINT64
 from ..values import Value
 from . import zedtypes as Z
 from .errors import LakeError
-from .objects import LakeIO
+from .objects import LakeIO, gather_all
 
 __all__ = ["JournalState", "read_journal", "parse_id_file"]
 
@@ -57,15 +56,9 @@ async def _id_file(io: LakeIO, rel: str, parts: int) -> list[int]:
 
 async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalState:
     """Replay the journal in ``dir`` to ``at`` (default: its real end)."""
-    head_t = asyncio.ensure_future(_id_file(io, f"{dir}/HEAD", 1))
-    tail_t = asyncio.ensure_future(_id_file(io, f"{dir}/TAIL", 2))
-    snap_t = asyncio.ensure_future(io.get_or_none(f"{dir}/snap.zng"))
-    try:
-        (head,), tail_ids, snap = await asyncio.gather(head_t, tail_t, snap_t)
-    except BaseException:
-        for t in (head_t, tail_t, snap_t):
-            t.cancel()
-        raise
+    (head,), tail_ids, snap = await gather_all([
+        _id_file(io, f"{dir}/HEAD", 1), _id_file(io, f"{dir}/TAIL", 2),
+        io.get_or_none(f"{dir}/snap.zng")])
     tail = tail_ids[0]
     state = JournalState(dir, 0, head, tail)
     start = tail
@@ -103,8 +96,7 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
 
 async def _fetch(io: LakeIO, dir: str, ids: list[int]) -> dict[int, Any]:
     """Entries by ID (None where absent), all requested at once."""
-    res = await asyncio.gather(*(io.get_or_none(f"{dir}/{i}.zng", immutable=True)
-                                 for i in ids))
+    res = await gather_all([io.get_or_none(f"{dir}/{i}.zng", immutable=True) for i in ids])
     return dict(zip(ids, res, strict=True))
 
 

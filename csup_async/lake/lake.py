@@ -7,7 +7,6 @@ resolves the branch's commit to its live data objects.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from . import zedtypes as Z
 from .commits import PoolState, state_at
 from .errors import LakeError
 from .journal import JournalState, read_journal
-from .objects import DEFAULT_CONCURRENCY, LakeIO
+from .objects import DEFAULT_CONCURRENCY, LakeIO, gather_all
 
 __all__ = ["open_lake", "Lake", "PoolConfig", "BranchConfig", "LAKE_VERSION", "LAKE_MAGIC"]
 
@@ -237,7 +236,7 @@ class _LakeOpener:
             _, root = store_for(self.url.rstrip("/"))
         io = LakeIO(store, root, concurrency=concurrency)
         try:
-            _, pools = await asyncio.gather(_read_magic(io), read_journal(io, "pools", self.at))
+            _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
         except BaseException:
             if owns:
                 await store.close()

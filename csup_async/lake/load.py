@@ -34,6 +34,7 @@ from .commits import commit_rel
 from .errors import LakeConflictError, LakeError
 from .journal import read_journal
 from .keys import key_of, sort_key
+from .objects import gather_all
 
 if TYPE_CHECKING:
     from .lake import Lake, PoolConfig
@@ -161,7 +162,7 @@ async def load(lake: Lake, cfg: PoolConfig, branch: str, data: Any, *, message: 
         if csup:
             writes.append(io.put(f"{pool_dir}/data/{name}.csup",
                                  await asyncio.to_thread(_csup_bytes, part)))
-    await asyncio.gather(*writes)
+    await gather_all(writes)
     if not message:
         message = f"loaded {len(objects)} data object{'s' if len(objects) != 1 else ''}\n"
     bdir = f"{pool_dir}/branches"

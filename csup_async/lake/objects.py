@@ -23,7 +23,7 @@ from ..errors import CsupError, NotFoundError, StoreError
 from ..stores import LocalStore, Store, redact_url
 from .errors import LakeError
 
-__all__ = ["LakeIO", "WHOLE"]
+__all__ = ["LakeIO", "WHOLE", "gather_all"]
 
 WHOLE = 1 << 62  # a suffix length beyond any object: read_tail returns all of it
 DEFAULT_CACHE_BYTES = 256 << 20
@@ -143,6 +143,14 @@ class LakeIO:
                 raise StoreError(f"cannot write: {e.strerror or e}", path=path) from None
         raise LakeError(f"writing to a lake on the {name} store is not supported "
                         "(local, s3 and gcs are)", path=path)
+
+
+async def gather_all(coros: list[Any]) -> list[Any]:
+    """All results in order; on the first failure the rest are cancelled and awaited, so
+    no request outlives the call (the readers' own helper)."""
+    from ..reader import _gather_or_cancel
+
+    return await _gather_or_cancel(list(coros))
 
 
 def _local(key: str) -> str:

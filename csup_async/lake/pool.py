@@ -156,7 +156,7 @@ class Pool:
         1 MiB or more when the pool has copies; False never.  Objects narrowed by
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
         seek index)."""
-        import asyncio
+        from .objects import gather_all
 
         t0 = time.perf_counter()
         io = self.lake.io
@@ -165,10 +165,9 @@ class Pool:
         cols = _columns(columns)
         use_csup = await self._use_csup(csup, cols)
         rows: list[Row] = []
-        parts = await asyncio.gather(*(read_group(io, self.config.id_str, g, self.config.key,
-                                                  plan.key_range, self.config.order, cols,
-                                                  use_csup)
-                                       for g in plan.groups))
+        parts = await gather_all([read_group(io, self.config.id_str, g, self.config.key,
+                                             plan.key_range, self.config.order, cols, use_csup)
+                                  for g in plan.groups])
         for p in parts:
             rows += p
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,

@@ -21,7 +21,7 @@ from ..types import Type
 from .commits import DataObject
 from .errors import LakeError
 from .keys import KeyRange, compare, sort_key
-from .objects import LakeIO
+from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
 
@@ -146,7 +146,7 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
     if key_range.unbounded or not use_seek_index:
         plan.reads = [ObjectRead(o) for o in kept]
     else:
-        indexes = await asyncio.gather(*(seek_index(io, pool_dir, o) for o in kept))
+        indexes = await gather_all([seek_index(io, pool_dir, o) for o in kept])
         for o, entries in zip(kept, indexes, strict=True):
             runs = ranges_for(entries, key_range)
             if not runs:
@@ -248,8 +248,7 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
         bufs = [buf]
     else:
         try:
-            bufs = list(await asyncio.gather(*(io.get_range(rel, off, n)
-                                               for off, n in r.ranges)))
+            bufs = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
         except CsupError as e:
             if "no such" in e.message or type(e).__name__ == "NotFoundError":
                 raise LakeError(f"data object {r.object.name} is missing", path=path) from None
@@ -264,8 +263,8 @@ async def read_group(io: LakeIO, pool_dir: str, reads: list[ObjectRead], key: tu
                      key_range: KeyRange, order: str, columns: list[str] | None = None,
                      csup: bool | None = False) -> list[Row]:
     """The rows of a group of overlapping objects, merged in key order."""
-    parts = await asyncio.gather(*(read_object(io, pool_dir, r, key, key_range, columns, csup)
-                                   for r in reads))
+    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup)
+                              for r in reads])
     if len(parts) == 1:
         return parts[0]
     return list(heapq.merge(*parts, key=lambda row: sort_key(row[0]),

@@ -28,6 +28,7 @@ from ..errors import CsupError
 from ..spark.options import Settings
 from ..types import underlying
 from .keys import KeyRange, as_value
+from .objects import gather_all
 from .scan import ObjectRead, ScanPlan, read_group, seek_index
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]
@@ -80,7 +81,7 @@ def lake_schema(settings: Settings) -> T.StructType:
                 return await read_group(io, pdir, [ObjectRead(o, rng)], pool.config.key,
                                         KeyRange(), pool.config.order)
 
-            parts = await asyncio.gather(*(first_chunk(o) for o in picked))
+            parts = await gather_all([first_chunk(o) for o in picked])
             return [t for p in parts for _, t, _ in p]
         finally:
             await lake.close()
