@@ -332,3 +332,29 @@ def test_create_lake_pool_and_branch(empty_url: tuple[str, dict[str, Any]]) -> N
     cfg, pools, main, dev = run(go())
     assert pools == [("logs", ("ts",), "asc", 100), ("other", ("ts",), "desc", 65536)]
     assert cfg.name == "logs" and (main, dev) == (10, 11)
+
+
+def test_time_keys_and_mixed_columns_read_back_exactly(tmp_path: Path) -> None:
+    import datetime as dt
+
+    b = LakeBuilder(tmp_path / "lake")
+    b.create_pool("t")
+    t0 = np.datetime64("2026-01-02T03:04:05.123456789", "ns")
+    rows = [{"ts": t0 + np.timedelta64(i, "s"), "x": (t0 if i % 2 else f"s{i}"),
+             "d": np.timedelta64(i, "ms")} for i in range(20)]
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            await (await lake.pool("t")).load(rows)
+            pool = await lake.pool("t")
+            whole = await pool.scan()
+            lo = dt.datetime(2026, 1, 2, 3, 4, 10, tzinfo=dt.UTC)
+            part = await pool.scan(["ts"], filter=[("ts", ">=", lo),
+                                                   ("ts", "<", t0 + np.timedelta64(8, "s"))])
+            return whole, part, await pool.explain(key_range=(t0, t0))
+
+    whole, part, explain = run(go())
+    assert whole.to_pylist() == sorted(rows, key=lambda r: r["ts"])
+    assert [r["ts"] for r in part.to_pylist()] == [t0 + np.timedelta64(i, "s")
+                                                  for i in range(5, 8)]
+    assert explain["kept"][0]["span"][0] == "2026-01-02T03:04:05.123456789"

@@ -99,3 +99,16 @@ def test_pool_by_id_and_commit(spark: Any, lake: Any) -> None:
     df = (spark.read.format("csup").option("pool", f"{pool_id}@main")
           .option("at", ksuid_str(first_commit)).load(str(b.root)))
     assert df.count() == 100
+
+
+def test_read_pool_from_s3(spark: Any, lake: Any, moto_s3: Any) -> None:
+    b, objs = lake
+    prefix = f"spark-{objs[0].name}"
+    b.upload(moto_s3.put, prefix)
+    o = moto_s3.store_options()
+    df = (spark.read.format("csup").option("pool", "logs@main")
+          .option("endpoint", o["endpoint_url"]).option("region", o["region"])
+          .option("accessKeyId", o["access_key_id"])
+          .option("secretAccessKey", o["secret_access_key"])
+          .option("where", "ts>=95;ts<=104").load(f"s3://{moto_s3.BUCKET}/{prefix}"))
+    assert sorted(r.ts for r in df.collect()) == list(range(95, 105))

@@ -145,6 +145,7 @@ def _read_input(path: str) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from ..cli import _options
     from ..jsonout import dumps
+    from .keys import display
     from .lake import open_lake
 
     store_opts, _ = _options(args, args.url)
@@ -161,8 +162,7 @@ def run(args: argparse.Namespace) -> int:
                 for b in await lake.branches(pool.name):
                     print(f"branch {b.name} commit {_k(b.commit)}")
                 for o in pool.objects:
-                    mn = None if o.min is None else o.min.value
-                    mx = None if o.max is None else o.max.value
+                    mn, mx = display(o.min), display(o.max)
                     vec = " +columnar" if pool.has_vector(o) else ""
                     print(f"{o.name} {o.count} rows {o.size} bytes "
                           f"key [{mn}, {mx}]{vec}")

@@ -17,6 +17,7 @@ from ..values import Value
 from . import ksuid as K
 from . import zedtypes as Z
 from .errors import LakeConflictError, LakeError
+from .keys import norm
 from .objects import LakeIO
 
 __all__ = ["DataObject", "CommitInfo", "CommitObject", "PoolState", "state_at",
@@ -93,8 +94,7 @@ def data_object(r: Z.Record, path: str) -> DataObject:
     mn, mx = r.value("min", path), r.value("max", path)
     count = r.get("count", path, int)
     size = r.get("size", path, int)
-    return DataObject(r.ksuid("id", path), mn if mn.value is not None else None,
-                      mx if mx.value is not None else None, count, size)
+    return DataObject(r.ksuid("id", path), norm(mn), norm(mx), count, size)
 
 
 def _action(r: Z.Record, path: str) -> tuple[str, object] | None:

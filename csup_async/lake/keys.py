@@ -18,7 +18,7 @@ import datetime as _dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cmp_to_key
+from functools import cached_property, cmp_to_key
 from typing import Any
 
 import numpy as np
@@ -82,17 +82,44 @@ def compare(a: Value | None, b: Value | None) -> int:
 sort_key = cmp_to_key(compare)
 
 
+def norm(v: Value | None) -> Value | None:
+    """A key with times and durations as int nanoseconds (how scans carry them), so
+    comparing two keys never converts numpy scalars."""
+    if v is None or v.value is None:
+        return None
+    x = v.value
+    if isinstance(x, (np.datetime64, np.timedelta64, _dt.datetime)):
+        return Value(v.type, _scalar(v.type, x))
+    return v
+
+
+def display(v: Value | None) -> Any:
+    """A key as people read it (times as ISO strings)."""
+    if v is None or v.value is None:
+        return None
+    u = underlying(v.type)
+    if isinstance(u, PrimitiveType) and u.name == "time" and isinstance(v.value, int):
+        return str(np.datetime64(v.value, "ns"))
+    if isinstance(v.value, np.datetime64):
+        return str(v.value)
+    if isinstance(v.value, bytes):
+        return v.value.hex()
+    return v.value
+
+
 def as_value(v: Any) -> Value | None:
     """A bound given as a plain Python value (or a Value) as a typed Value."""
-    if v is None or isinstance(v, Value):
-        return v
+    if v is None:
+        return None
+    if isinstance(v, Value):
+        return norm(v)
     if isinstance(v, _dt.datetime):
         from ..types import TIME
 
-        return Value(TIME, np.datetime64(v.astimezone(_dt.UTC).replace(tzinfo=None)
-                                         if v.tzinfo else v, "ns"))
+        return norm(Value(TIME, np.datetime64(v.astimezone(_dt.UTC).replace(tzinfo=None)
+                                              if v.tzinfo else v, "ns")))
     try:
-        return Value(infer_type(v), v)
+        return norm(Value(infer_type(v), v))
     except CsupError as e:
         raise CsupError(f"cannot compare the pool key with {v!r}: {e.message}") from None
 
@@ -183,9 +210,29 @@ class KeyRange:
     def contains(self, k: Value | None) -> bool:
         if k is None or k.value is None:
             return self.unbounded  # a null key matches no comparison
+        fast = self._fast
+        if fast is not None and _family(k.type) == fast[0] and type(k.value) is int:
+            x = k.value
+            lo, hi = fast[1], fast[2]
+            if lo is not None and (x < lo or (x == lo and not self.lo_inclusive)):
+                return False
+            return not (hi is not None and (x > hi or (x == hi and not self.hi_inclusive)))
         return not self.prunes(k, k)
 
+    @cached_property
+    def _fast(self) -> tuple[str, int | None, int | None] | None:
+        """(family, lo, hi) when both bounds are ints of one family: the per-row check
+        is then two int comparisons."""
+        fams = {_family(b.type) for b in (self.lo, self.hi) if b is not None}
+        vals = [b.value for b in (self.lo, self.hi) if b is not None]
+        if len(fams) != 1 or not all(type(x) is int for x in vals):
+            return None
+        return (fams.pop(), None if self.lo is None else self.lo.value,
+                None if self.hi is None else self.hi.value)
+
     def __str__(self) -> str:
-        lo = "" if self.lo is None else f"{self.lo.value!r} {'<=' if self.lo_inclusive else '<'} "
-        hi = "" if self.hi is None else f" {'<=' if self.hi_inclusive else '<'} {self.hi.value!r}"
+        lo_op = "<=" if self.lo_inclusive else "<"
+        hi_op = "<=" if self.hi_inclusive else "<"
+        lo = "" if self.lo is None else f"{display(self.lo)!r} {lo_op} "
+        hi = "" if self.hi is None else f" {hi_op} {display(self.hi)!r}"
         return f"{lo}key{hi}"

@@ -6,10 +6,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .. import arrays as A
 from ..errors import CsupError
 from ..reader import ScanResult, ScanStats
-from ..types import NULL, Type, underlying
+from ..types import DURATION, NULL, TIME, PrimitiveType, RecordType, Type, underlying
 from ..values import unify
 from . import ksuid as K
 from .commits import DataObject, PoolState
@@ -218,26 +220,72 @@ def _get(v: Any, t: Type, path: list[str]) -> tuple[Any, Type]:
     return v, t
 
 
+_MISSING = object()
+_NS_KINDS = ("time", "duration")
+
+
+def _column(rows: list[Row], c: str) -> A.Array:
+    """One column of the rows: values by field (types looked up once per row type, by
+    identity), then an array; times decoded as int nanoseconds go straight into one."""
+    path = c.split(".")
+    name = path[0]
+    single = len(path) == 1
+    field_types: dict[int, Any] = {}
+    vals: list[Any] = []
+    vtypes: list[Type] = []
+    types: list[Type] = []
+    seen: set[int] = set()
+    for _, t, v in rows:
+        if single:
+            ft = field_types.get(id(t), _MISSING)
+            if ft is _MISSING:
+                u = underlying(t)
+                f = u.field(name) if isinstance(u, RecordType) else None
+                ft = field_types[id(t)] = None if f is None else f.type
+            x = v.get(name) if ft is not None and isinstance(v, dict) else None
+            xt = ft if ft is not None else NULL
+        else:
+            x, xt = _get(v, t, path)
+        vals.append(x)
+        vtypes.append(xt)
+        if x is not None and id(xt) not in seen:
+            seen.add(id(xt))
+            if xt not in types:
+                types.append(xt)
+    ut = unify(types)
+    p = underlying(ut)
+    if isinstance(p, PrimitiveType) and p.name in _NS_KINDS:
+        validity = np.fromiter((x is not None for x in vals), bool, count=len(vals))
+        ns = np.array([0 if x is None else x if type(x) is int else _ns(x) for x in vals],
+                      np.int64)
+        return A.PrimitiveArray(ut, ns, validity)
+    if any(underlying(xt) in (TIME, DURATION) for xt in types):  # unions holding times
+        vals = [np.datetime64(x, "ns") if type(x) is int and underlying(xt) == TIME else
+                np.timedelta64(x, "ns") if type(x) is int and underlying(xt) == DURATION
+                else x for x, xt in zip(vals, vtypes, strict=True)]
+    return A.from_pylist(ut, vals)
+
+
+def _ns(x: Any) -> int:
+    if isinstance(x, np.datetime64):
+        return int(x.astype("datetime64[ns]").astype(np.int64))
+    if isinstance(x, np.timedelta64):
+        return int(x.astype("timedelta64[ns]").astype(np.int64))
+    return int(x)
+
+
 def _result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
-            plan: ScanPlan) -> ScanResult:
+            plan: ScanPlan | None) -> ScanResult:
     if columns is None:
         seen: dict[str, None] = {}
+        ids: set[int] = set()
         for _, t, _v in rows:
+            if id(t) in ids:
+                continue
+            ids.add(id(t))
             u = underlying(t)
             for f in getattr(u, "fields", ()):
                 seen.setdefault(f.name, None)
         columns = list(seen)
-    out: dict[str, A.Array] = {}
-    for c in columns:
-        path = c.split(".")
-        vals: list[Any] = []
-        types: list[Type] = []
-        tseen: set[Type] = set()
-        for _, t, v in rows:
-            x, xt = _get(v, t, path)
-            vals.append(x)
-            if x is not None and xt not in tseen:
-                tseen.add(xt)
-                types.append(xt)
-        out[c] = A.from_pylist(unify(types), vals)
+    out = {c: _column(rows, c) for c in columns}
     return ScanResult(out, len(rows), stats, plan)

@@ -3,18 +3,17 @@
 ``bsup.decode_value`` walks the type for every value; a pool's rows are
 records of a few types, so a decoder specialised per type (fields split
 once, each primitive field decoded by a function picked ahead of time)
-decodes them several times faster.  The primitive functions are bsup's own
-(``decode_int``, ``decode_uint``, ``decode_primitive``), so the codec's fixes
-reach this path too.  Anything but primitive fields goes through
-``decode_value``.
+decodes them several times faster.  Times and durations of top-level fields
+come out as int nanoseconds (the scan turns them into time arrays).  The
+primitive functions are bsup's own (``decode_int``, ``decode_uint``,
+``decode_primitive``), so the codec's fixes reach this path too.  Anything
+but primitive fields goes through ``decode_value``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from .. import bsup
 from ..errors import FormatError
@@ -47,12 +46,14 @@ def _primitive(t: PrimitiveType) -> Decoder:
                 raise FormatError(f"{name} value of {len(b)} bytes")
             return int.from_bytes(b, "little")
         return unsigned
-    if name == "time":
-        def time_(b: Any) -> Any:
+    if name in ("time", "duration"):
+        # kept as int nanoseconds: cheap to compare and to put in an array (see
+        # keys.norm and pool._column); never handed to users in this form
+        def ns(b: Any) -> int:
             if len(b) > 8:
-                raise FormatError(f"time value of {len(b)} bytes")
-            return np.datetime64(dint(b), "ns")
-        return time_
+                raise FormatError(f"{name} value of {len(b)} bytes")
+            return dint(b)
+        return ns
     if name == "string":
         def string(b: Any) -> str:
             try:

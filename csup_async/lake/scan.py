@@ -20,7 +20,7 @@ from ..errors import CsupError
 from ..types import Type
 from .commits import DataObject
 from .errors import LakeError
-from .keys import KeyRange, compare, sort_key
+from .keys import KeyRange, compare, display, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
@@ -63,8 +63,7 @@ class ScanPlan:
 
     def describe(self) -> dict[str, Any]:
         def span(o: DataObject) -> list[Any]:
-            return [None if o.min is None else _plain(o.min.value),
-                    None if o.max is None else _plain(o.max.value)]
+            return [display(o.min), display(o.max)]
 
         return {
             "order": self.order,
@@ -82,16 +81,6 @@ class ScanPlan:
             "groups": len(self.groups),
             "bytes_to_read": self.bytes_to_read,
         }
-
-
-def _plain(v: Any) -> Any:
-    import numpy as np
-
-    if isinstance(v, np.datetime64):
-        return str(v)
-    if isinstance(v, bytes):
-        return v.hex()
-    return v
 
 
 def ordered(objects: list[DataObject], order: str) -> list[DataObject]:

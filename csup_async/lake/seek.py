@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..values import Value
 from . import zedtypes as Z
 from .errors import LakeError
-from .keys import KeyRange
+from .keys import KeyRange, norm
 
 __all__ = ["SeekEntry", "parse_seek_index", "ranges_for", "coalesce"]
 
@@ -39,7 +39,7 @@ def parse_seek_index(buf: bytes, path: str, object_size: int | None = None) -> l
         if not isinstance(r, Z.Record):
             raise LakeError("seek index holds a non-record value", path=path)
         mn, mx = r.value("min", path), r.value("max", path)
-        e = SeekEntry(mn if mn.value is not None else None, mx if mx.value is not None else None,
+        e = SeekEntry(norm(mn), norm(mx),
                       r.get("val_off", path, int), r.get("val_cnt", path, int),
                       r.get("offset", path, int), r.get("length", path, int))
         if e.offset != pos:
