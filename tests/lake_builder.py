@@ -277,6 +277,14 @@ class LakeBuilder:
         self.set_branch(p, "main", NIL, new=True)
         return p
 
+    def rename_pool(self, p: PoolInfo, new: str) -> int:
+        """One pools-journal entry: Delete(old name), Add(config under the new name)."""
+        old = p.name
+        p.name = new
+        return self._journal_append("pools", zng(
+            (("named", "journal.Delete", rec(("entry_key", "string"))), {"entry_key": old}),
+            (("named", "journal.Add", rec(("entry", POOL))), {"entry": self.pool_config(p)})))
+
     @staticmethod
     def pool_config(p: PoolInfo) -> dict[str, Any]:
         return {"ts": 1_700_000_000_000_000_000, "name": p.name, "id": p.id,

@@ -425,3 +425,24 @@ def test_iter_batches_and_count_rows_with_a_filter(scenario: Scenario) -> None:
     assert [b.num_rows for b in batches] == [110, 100, 200]
     assert [r for b in batches for r in b.to_pylist()] == whole.to_pylist()
     assert (n_range, n_eq) == (9 + 10, 2)  # f2091..f2099 and g2091..g2100; f2095, g2095
+
+
+def test_pool_rename_and_pools_journal_time_travel(tmp_path: Path) -> None:
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs")  # pools entry 1
+    b.load(p, "main", rows(0, 5, "a"), ROW)
+    b.create_pool("other")  # 2
+    b.rename_pool(p, "events")  # 3: Delete(logs) + Add(events)
+
+    async def go() -> Any:
+        async with csup_async.open_lake(str(b.root)) as now:
+            names_now = [q.name for q in now.pools]
+            n = await (await now.pool("events")).count_rows()
+            with pytest.raises(LakeError, match="no pool 'logs'"):
+                await now.pool("logs")
+        async with csup_async.open_lake(str(b.root), at=1) as then:
+            names_then = [q.name for q in then.pools]
+        return names_now, n, names_then
+
+    names_now, n, names_then = run(go())
+    assert names_now == ["events", "other"] and n == 5 and names_then == ["logs"]
