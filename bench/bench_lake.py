@@ -187,13 +187,18 @@ def key_range(objects: int) -> tuple[Any, Any, list[int]]:
 
 def query_case(opts: dict[str, Any], lo: Any, hi: Any) -> Callable[[], Any]:
     import csup_async
+    from csup_async.stores import S3Store
 
     async def go() -> Any:
-        async with csup_async.open_lake(URL, **opts) as lake:
-            pool = await lake.pool("logs@main")
-            t0 = time.perf_counter()
-            res = await pool.scan(["ts", "host", "status"], key_range=(lo, hi))
-            return time.perf_counter() - t0, res
+        async with S3Store(**opts) as s3:
+            w = Waves(s3)
+            async with csup_async.open_lake(URL, store=w) as lake:
+                pool = await lake.pool("logs@main")
+                w.rounds = 0
+                t0 = time.perf_counter()
+                res = await pool.scan(["ts", "host", "status"], key_range=(lo, hi))
+                res.stats.metadata_requests = w.rounds  # (carried out: round trips)
+                return time.perf_counter() - t0, res
 
     return lambda: asyncio.run(go())
 
@@ -284,23 +289,31 @@ def main() -> None:
         lo, hi, touched = key_range(args.objects)
         chunk_bytes, seek_bytes = matching_chunk_bytes(lake, info["pool_dir"], lo, hi)
         mark = netsim.log_mark(sim.log)
-        med, best, (t_q, res) = timed(query_case(opts, lo, hi), args.repeat)
+        case = query_case(opts, lo, hi)
+        case()  # warm-up
+        q_runs = [case() for _ in range(args.repeat)]
+        med = statistics.median(t for t, _ in q_runs)
+        best = min(t for t, _ in q_runs)
+        t_q, res = q_runs[-1]
         c = netsim.log_count(sim.log, mark)
         runs = args.repeat + 1
         # the query alone: requests/bytes of a run minus what resolving costs
         floor = prof.floor(chunk_bytes + seek_bytes, round_trips=2, connections=16)
         q_bytes = res.stats.bytes_read
         ratio = q_bytes / chunk_bytes
-        rows.append((f"key range over 1% of objects ({len(touched)}), 3 columns",
+        rows.append((f"key-range query over 1% of the objects ({len(touched)}), 3 columns, "
+                     "on a resolved pool",
                      f"{med:.3f} s", f"{best:.3f} s",
-                     f"{res.num_rows:,} rows; query: {res.stats.requests} requests, "
+                     f"{res.num_rows:,} rows; {res.stats.requests} requests in "
+                     f"{res.stats.metadata_requests} round trips, "
                      f"{q_bytes:,} bytes (seek indexes: {seek_bytes:,}) = {ratio:.2f} x the "
-                     f"{chunk_bytes:,} bytes of matching chunks (target <= 1.2); last run "
-                     f"{t_q:.3f} s = {t_q / floor:.1f} x the floor {floor:.3f} s (target <= 2)"))
+                     f"{chunk_bytes:,} bytes of matching chunks (target <= 1.2); median "
+                     f"{med / floor:.1f} x the floor {floor:.3f} s (target <= 2)"))
         results["query"] = {"median_s": med, "best_s": best, "rows": res.num_rows,
                             "query_s": t_q, "floor_s": floor, "bytes_read": q_bytes,
                             "chunk_bytes": chunk_bytes, "seek_bytes": seek_bytes,
                             "requests": res.stats.requests,
+                            "round_trips": res.stats.metadata_requests,
                             "server_requests_per_run": c.requests // runs}
         # peer
         mark = netsim.log_mark(sim.log)
@@ -309,7 +322,7 @@ def main() -> None:
         rows.append(("peer: pyarrow.dataset, same rows as 1,000 Parquet files, same filter",
                      f"{pmed:.3f} s", f"{pbest:.3f} s",
                      f"{table.num_rows:,} rows; {c.requests // runs:,} requests, "
-                     f"{c.bytes // runs:,} bytes per run; lake query + resolve is "
+                     f"{c.bytes // runs:,} bytes per run; the lake (resolve + query) is "
                      f"{pmed / (med + results['resolve']['median_s']):.1f} x faster"))
         results["peer_pyarrow"] = {"median_s": pmed, "best_s": pbest, "rows": table.num_rows,
                                    "requests": c.requests // runs, "bytes": c.bytes // runs}
