@@ -51,6 +51,11 @@ def _scalar(t: Type, v: Any) -> Any:
     return v
 
 
+def family(t: Type) -> str:
+    """Which values compare with which: all numbers together, else the type itself."""
+    return _family(t)
+
+
 def _family(t: Type) -> str:
     u = underlying(t)
     if isinstance(u, PrimitiveType):

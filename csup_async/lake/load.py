@@ -33,7 +33,7 @@ from . import zedtypes as Z
 from .commits import commit_rel
 from .errors import LakeConflictError, LakeError
 from .journal import read_journal
-from .keys import key_of, sort_key
+from .keys import family, key_of, norm, sort_key
 from .objects import gather_all
 
 if TYPE_CHECKING:
@@ -116,8 +116,16 @@ def encode_object(rows: list[tuple[Type, Any, bytes | None, Value | None]], orde
 
 def _sorted_rows(cfg: PoolConfig, rows: list[tuple[Type, Any]]
                  ) -> list[tuple[Type, Any, bytes | None, Value | None]]:
-    enc = [(t, v, bsup.encode_value(t, v), key_of(v, t, cfg.key)) for t, v in rows]
-    enc.sort(key=lambda r: (sort_key(r[3]), r[2] or b""), reverse=cfg.order == "desc")
+    enc = [(t, v, bsup.encode_value(t, v), norm(key_of(v, t, cfg.key))) for t, v in rows]
+    desc = cfg.order == "desc"
+    families = {family(r[3].type) for r in enc if r[3] is not None}
+    kinds = {type(r[3].value) for r in enc if r[3] is not None}
+    if len(families) == 1 and len(kinds) == 1 and kinds <= {int, float, str, bytes}:
+        # one family of plain scalars (the usual case): a native sort key, nulls last
+        enc.sort(key=lambda r: (0, r[3].value, r[2] or b"") if r[3] is not None
+                 else (1, 0, r[2] or b""), reverse=desc)
+    else:
+        enc.sort(key=lambda r: (sort_key(r[3]), r[2] or b""), reverse=desc)
     return enc
 
 
