@@ -446,3 +446,36 @@ def test_pool_rename_and_pools_journal_time_travel(tmp_path: Path) -> None:
 
     names_now, n, names_then = run(go())
     assert names_now == ["events", "other"] and n == 5 and names_then == ["logs"]
+
+
+def test_s3_denials_mean_absent_only_for_probes(range_server: Any) -> None:
+    """S3 answers 403 (not 404) for a missing key to credentials without ListBucket: a
+    probe (snap.zng, the entry after HEAD, a commit's .snap.zng) then means absent, but a
+    denied entry the state needs is an error, never silently missing data."""
+    from csup_async import AccessDeniedError
+    from tests.servers import Fault
+
+    b = LakeBuilder(range_server.root / "bkt" / "lake")
+    p = b.create_pool("logs")
+    c1, _ = b.load(p, "main", rows(0, 5, "a"), ROW)
+    c2, _ = b.load(p, "main", rows(5, 9, "b"), ROW)
+    bdir = f"bkt/lake/{p.dir}/branches"
+    probes = ["bkt/lake/pools/snap.zng", "bkt/lake/pools/2.zng", f"{bdir}/snap.zng",
+              f"{bdir}/4.zng", *(f"bkt/lake/{p.dir}/commits/{ksuid_str(c)}.snap.zng"
+                                 for c in (c1, c2))]
+    for name in probes:
+        range_server.inject(name, Fault.error(403))
+    opts = {"endpoint_url": range_server.endpoint, "region": "us-east-1",
+            "access_key_id": "k", "secret_access_key": "s"}
+
+    async def go(fail: str | None = None) -> Any:
+        if fail:
+            range_server.inject(fail, Fault.error(403))
+        async with csup_async.open_lake("s3://bkt/lake", **opts) as lake:
+            return await (await lake.pool("logs")).count_rows()
+
+    assert run(go()) == 9
+    assert {s.name for s in range_server.seen()} >= set(probes)
+    with pytest.raises(AccessDeniedError) as e:
+        run(go(f"{bdir}/3.zng"))
+    assert "branches/3.zng" in str(e.value)

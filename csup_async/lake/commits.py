@@ -186,7 +186,7 @@ async def state_at(io: LakeIO, pool_dir: str, commit: bytes,
             raise LakeError(f"more than {MAX_WALK} commits", path=io.display(pool_dir))
         seen.add(at)
         srel = snap_rel(pool_dir, at)
-        snap_t = asyncio.ensure_future(io.get_or_none(srel, immutable=True))
+        snap_t = asyncio.ensure_future(io.get_or_none(srel, immutable=True, probe=True))
         obj_t = asyncio.ensure_future(get_commit(io, pool_dir, at))
         try:
             snap = await snap_t

@@ -58,7 +58,7 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
     """Replay the journal in ``dir`` to ``at`` (default: its real end)."""
     (head,), tail_ids, snap = await gather_all([
         _id_file(io, f"{dir}/HEAD", 1), _id_file(io, f"{dir}/TAIL", 2),
-        io.get_or_none(f"{dir}/snap.zng")])
+        io.get_or_none(f"{dir}/snap.zng", probe=True)])
     tail = tail_ids[0]
     state = JournalState(dir, 0, head, tail)
     start = tail
@@ -71,13 +71,13 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
     stop = head if at is None else at  # an ``at`` past HEAD: the entries decide
     ids = list(range(start, stop + 1))
     probe = at is None
-    bodies = await _fetch(io, dir, ids + ([stop + 1] if probe else []))
+    bodies = await _fetch(io, dir, ids, stop + 1 if probe else None)
     end = stop
     if probe:
         # HEAD lagged: follow the entries that exist past it
         while bodies.get(end + 1) is not None:
             end += 1
-            nxt = await io.get_or_none(f"{dir}/{end + 1}.zng", immutable=True)
+            nxt = await io.get_or_none(f"{dir}/{end + 1}.zng", immutable=True, probe=True)
             if nxt is not None:
                 bodies[end + 1] = nxt
     for i in range(start, end + 1):
@@ -94,10 +94,13 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
     return state
 
 
-async def _fetch(io: LakeIO, dir: str, ids: list[int]) -> dict[int, Any]:
-    """Entries by ID (None where absent), all requested at once."""
-    res = await gather_all([io.get_or_none(f"{dir}/{i}.zng", immutable=True) for i in ids])
-    return dict(zip(ids, res, strict=True))
+async def _fetch(io: LakeIO, dir: str, ids: list[int], probe: int | None) -> dict[int, Any]:
+    """Entries by ID (None where absent), all requested at once with the ``probe`` entry
+    (the one after HEAD, usually absent)."""
+    want = ids + ([probe] if probe is not None else [])
+    res = await gather_all([io.get_or_none(f"{dir}/{i}.zng", immutable=True, probe=i == probe)
+                            for i in want])
+    return dict(zip(want, res, strict=True))
 
 
 def _read_snapshot(buf: bytes, path: str) -> tuple[int, dict[str, Z.Record]]:

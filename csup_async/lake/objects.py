@@ -19,7 +19,7 @@ import tempfile
 from collections import OrderedDict
 from typing import Any
 
-from ..errors import CsupError, NotFoundError, StoreError
+from ..errors import AccessDeniedError, CsupError, NotFoundError, StoreError
 from ..stores import LocalStore, Store, redact_url
 from .errors import LakeError
 
@@ -71,11 +71,19 @@ class LakeIO:
             self._remember(rel, data)
         return data
 
-    async def get_or_none(self, rel: str, *, immutable: bool = False) -> bytes | None:
+    async def get_or_none(self, rel: str, *, immutable: bool = False,
+                          probe: bool = False) -> bytes | None:
+        """The object, or None if absent.  ``probe``: an object that is usually absent
+        (a snapshot, the entry after HEAD): S3 answers 403 rather than 404 for a missing
+        key to credentials without ListBucket, so a denial means absent too."""
         try:
             return await self.get(rel, immutable=immutable)
         except NotFoundError:
             return None
+        except AccessDeniedError:
+            if probe:
+                return None
+            raise
 
     async def get_range(self, rel: str, offset: int, length: int) -> bytes:
         ck = f"{rel}#{offset}+{length}"

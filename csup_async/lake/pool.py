@@ -45,7 +45,7 @@ class Pool:
         """Whether this pool's objects have ``.csup`` copies (probed once, on one object:
         a loader writes them for all of its objects or none)."""
         if self._csup_present is None:
-            from ..errors import NotFoundError
+            from ..errors import AccessDeniedError, NotFoundError
 
             objs = self.objects
             if not objs:
@@ -54,7 +54,7 @@ class Pool:
             try:
                 await io.store.info(io.key(f"{self.config.id_str}/data/{objs[0].name}.csup"))
                 self._csup_present = True
-            except NotFoundError:
+            except (NotFoundError, AccessDeniedError):  # (S3 without ListBucket: 403)
                 self._csup_present = False
             io.requests += 1
         return self._csup_present
