@@ -101,3 +101,14 @@ def test_bad_lake_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, _, err = run(["lake", "ls", tmp_path], capsys)
     assert code != 0 and "lake.zng" in err and "not a Zed lake" in err
     assert "Traceback" not in err
+
+
+def test_time_travel_flag(lake: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    b, o1, o2 = lake
+    # branch journal: 1 adds main, 2 loads o1, 3 loads o2
+    code, out, err = run(["lake", "ls", b.root, "--pool", "logs", "--at", "2"], capsys)
+    assert code == 0, err
+    assert o1.name in out and o2.name not in out
+    code, out, _ = run(["lake", "scan", b.root, "--pool", "logs", "--at", "2", "-c", "ts",
+                        "--where", "ts>=500"], capsys)
+    assert code == 0 and out == ""
