@@ -64,9 +64,11 @@ def _primitive(t: PrimitiveType) -> Decoder:
     return lambda b: bsup.decode_primitive(t, b)
 
 
-def decoder_for(t: Type) -> Decoder:
-    """body (or None) -> the plain Python value of type ``t``."""
-    d = _CACHE.get(t)
+def decoder_for(t: Type, fields: frozenset[str] | None = None) -> Decoder:
+    """body (or None) -> the plain Python value of type ``t``; for a record, only the
+    top-level ``fields`` named (all when None): the others are split off, not decoded."""
+    ck = (t, fields)
+    d = _CACHE.get(ck)
     if d is not None:
         return d
     u = t
@@ -82,6 +84,7 @@ def decoder_for(t: Type) -> Decoder:
         types = [f.type for f in u.fields]
         n = len(names)
         split = bsup.split_tagged
+        keep = [fields is None or name in fields for name in names]
 
         def record(body: Any) -> Any:
             if body is None:
@@ -90,7 +93,9 @@ def decoder_for(t: Type) -> Decoder:
             if len(parts) != n:
                 raise FormatError(f"record value has {len(parts)} fields, its type {n}")
             out = {}
-            for name, dec, ft, p in zip(names, decs, types, parts, strict=True):
+            for name, dec, ft, p, k in zip(names, decs, types, parts, keep, strict=True):
+                if not k:
+                    continue
                 if p is None:
                     out[name] = None
                 elif dec is not None:
@@ -105,7 +110,7 @@ def decoder_for(t: Type) -> Decoder:
         d = generic
     if len(_CACHE) > 4096:
         _CACHE.clear()
-    _CACHE[t] = d
+    _CACHE[ck] = d
     return d
 
 

@@ -148,8 +148,11 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
 
 
 def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRange,
-                path: str) -> list[Row]:
-    """Rows of one or more whole ZNG streams, keeping those whose key is in range."""
+                path: str, fields: frozenset[str] | None = None) -> list[Row]:
+    """Rows of one or more whole ZNG streams, keeping those whose key is in range;
+    with ``fields``, only those top-level fields (and the key) are decoded."""
+    if fields is not None:
+        fields = fields | {key[0]}
     out: list[Row] = []
     keep_all = key_range.unbounded
     by_id: dict[int, Any] = {}  # types of one stream are the same objects: skip hashing
@@ -157,7 +160,7 @@ def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRan
         for t, body in bsup.iter_raw_values(buf):
             fns = by_id.get(id(t))
             if fns is None:
-                fns = by_id[id(t)] = (decoder_for(t), key_getter(t, key))
+                fns = by_id[id(t)] = (decoder_for(t, fields), key_getter(t, key))
             v = fns[0](body)
             k = fns[1](v)
             if keep_all or key_range.contains(k):
@@ -225,6 +228,7 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
         rows = await read_object_csup(io, pool_dir, r, key, key_range, columns or [])
         if rows is not None:
             return rows
+    fields = None if columns is None else frozenset(c.split(".")[0] for c in columns)
     rel = f"{pool_dir}/data/{r.object.name}.zng"
     path = io.display(rel)
     if r.ranges is None:
@@ -244,7 +248,7 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
             raise
     rows: list[Row] = []
     for b in bufs:
-        rows += await asyncio.to_thread(decode_rows, b, key, key_range, path)
+        rows += await asyncio.to_thread(decode_rows, b, key, key_range, path, fields)
     return rows
 
 

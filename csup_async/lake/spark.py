@@ -214,7 +214,7 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     try:
         for g in part.groups:
             rows = loop.run_until_complete(read_group(io, part.pool_dir, list(g), part.key,
-                                                      part.key_range, part.order))
+                                                      part.key_range, part.order, names))
             res = _result(rows, names, ScanStats(), None)  # type: ignore[arg-type]
             yield from _batches(res.columns, res.num_rows, columns, arrow_schema,
                                 settings.batch_rows)
