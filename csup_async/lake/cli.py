@@ -34,7 +34,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
                ) -> None:
     lake = sub.add_parser("lake", help="Zed lakes: list pools, scan, explain, load",
                           parents=[common])
-    cmds = lake.add_subparsers(dest="lake_command", required=True)
+    cmds = lake.add_subparsers(dest="lake_command", required=True,
+                               help="ls, scan, explain or load")
     for name, helptext in (("ls", "list pools, or a pool's branches and objects"),
                            ("scan", "print a pool's rows in key order (JSON lines)"),
                            ("explain", "objects kept and pruned, byte ranges to read"),
@@ -58,8 +59,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
             c.add_argument("--json", action="store_true", help="the plan as JSON")
         if name == "load":
             c.add_argument("input", help="an NDJSON file or a BSUP/ZNG file")
-            c.add_argument("-m", "--message", default="")
-            c.add_argument("--author", default="")
+            c.add_argument("-m", "--message", default="", help="the commit's message")
+            c.add_argument("--author", default="", help="the commit's author")
             c.add_argument("--csup", action="store_true", help="also write a .csup copy")
 
 
