@@ -431,7 +431,7 @@ def _convert(args: argparse.Namespace) -> int:
     label = f"converting {os.path.basename(args.input.rstrip('/')) or args.input}"
     values = _progress(_values(args), label, args)
     if out_kind == "csup":
-        from .writer import write
+        from .writing import write
 
         opts: dict[str, Any] = {}
         if args.segment_thresh:
