@@ -33,6 +33,7 @@ import numpy as np
 from .batch import Arr, Batch, Node, Prim, Rec, Slot
 from .errors import CsupError
 from .tagenc import (
+    Encoded,
     encode_constant,
     encode_fixed,
     encode_ints,
@@ -59,7 +60,7 @@ from .writer import Writer
 __all__ = ["write_rows", "CHUNK_ROWS"]
 
 #: Rows typed and shredded at once.
-CHUNK_ROWS = 1 << 15
+CHUNK_ROWS = 1 << 13
 #: Below this many rows a chunk that cannot be shredded goes value by value.
 _SMALLEST = 256
 #: Nesting handled here; deeper values take the per-value path (which has its limits).
@@ -106,12 +107,17 @@ class _Column:
         if depth > _MAX_DEPTH:
             raise _Unhandled("deep")
         n = len(values)
+        classes = list(map(type, values))
         try:
-            codes = np.fromiter(map(_KIND.__getitem__, map(type, values)), np.int8, n)
+            if n and classes.count(classes[0]) == n:  # one class: the usual column
+                codes = np.full(n, _KIND[classes[0]], np.int8)
+                present = codes[:1]
+            else:
+                codes = np.fromiter(map(_KIND.__getitem__, classes), np.int8, n)
+                present = np.flatnonzero(np.bincount(codes, minlength=len(_PRIM_TYPE) + 2))
         except KeyError:
             raise _Unhandled("class") from None
         self.codes = codes
-        present = np.flatnonzero(np.bincount(codes, minlength=len(_PRIM_TYPE) + 2))
         self.parts: dict[int, _Part] = {}
         self.kind_pos = np.zeros(n, np.int64)  # position of each value within its kind
         self.types: list[Type] = []
@@ -185,10 +191,7 @@ class _Fixed(_Part):
             elif kind == _BOOL:
                 self.values = np.array(values, dtype=np.bool_).astype(np.uint8)
             else:
-                units = {v.dtype for v in values}
-                if len(units) != 1:
-                    raise _Unhandled("units")
-                self.values = numpy_ns(np.array(values, dtype=units.pop()))
+                self.values = numpy_ns(_exact_array(values, kind))
         except (OverflowError, TypeError, ValueError, CsupError):
             raise _Unhandled("values") from None
 
@@ -201,6 +204,30 @@ class _Fixed(_Part):
         return Prim(encode_ints(v))
 
 
+def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
+    """numpy datetime64/timedelta64 scalars as one array, or _Unhandled when numpy
+    would have wrapped one: ``np.array`` takes the finest unit of the values and
+    converts coarser ones silently, so the result is checked against the same
+    values converted to seconds (which cannot wrap in any realistic range)."""
+    arr = np.array(values)
+    unit, count = np.datetime_data(arr.dtype)
+    if arr.dtype.kind not in "Mm" or count != 1:
+        raise _Unhandled("dtype")
+    per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}.get(unit)
+    if per_second is None:  # minutes, hours, days, ...: conversions among them are exact
+        if unit in ("ps", "fs", "as", "generic"):
+            raise _Unhandled("unit")
+        return arr
+    if per_second == 1:
+        return arr
+    secs = np.array(values, dtype=arr.dtype.str[:3] + "[s]").view(np.int64)
+    raw = arr.view(np.int64)
+    nat = raw == np.iinfo(np.int64).min
+    if not np.array_equal(np.where(nat, 0, raw // per_second), np.where(nat, 0, secs)):
+        raise _Unhandled("units")
+    return arr
+
+
 class _Nulls(_Part):
     def __init__(self, n: int) -> None:
         self.types = [NULL]
@@ -211,31 +238,51 @@ class _Nulls(_Part):
 
 
 class _VarBinary(_Part):
-    """Strings (as UTF-8) and bytes: one buffer and the offsets into it."""
+    """Strings (as UTF-8) and bytes, tag-encoded once for the whole column.
+
+    Short ASCII strings (the usual column) are joined with a NUL before each,
+    encoded once, and each NUL replaced by its string's tag (``length + 1``,
+    one byte under 127): no Python call per string.
+    """
 
     def __init__(self, kind: int, values: list[Any] | tuple[Any, ...]) -> None:
+        n = len(values)
         self.types = [_PRIM_TYPE[kind]]
-        self.ids = np.zeros(len(values), np.int64)
-        if kind == _STR:
+        self.ids = np.zeros(n, np.int64)
+        enc = self._short_ascii(values) if kind == _STR else None
+        if enc is None:
             try:
-                blobs = [s.encode("utf-8") for s in values]
+                blobs = list(map(str.encode, values)) if kind == _STR else values
             except UnicodeEncodeError:
                 raise _Unhandled("surrogate") from None
-        else:
-            blobs = values
-        lengths = np.fromiter(map(len, blobs), np.int64, len(blobs))
-        self.offsets = np.zeros(len(blobs) + 1, np.int64)
-        np.cumsum(lengths, out=self.offsets[1:])
-        self.data = np.frombuffer(b"".join(blobs), np.uint8)
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(np.fromiter(map(len, blobs), np.int64, n), out=offsets[1:])
+            enc = encode_varbinary(offsets, np.frombuffer(b"".join(blobs), np.uint8))
+        self.enc = enc
+
+    @staticmethod
+    def _short_ascii(values: list[Any] | tuple[Any, ...]) -> Encoded | None:
+        text = "\x00" + "\x00".join(values)
+        if not text.isascii() or text.count("\x00") != len(values):
+            return None
+        data = np.frombuffer(text.encode("ascii"), np.uint8).copy()
+        tags = np.flatnonzero(data == 0)
+        ends = np.empty(tags.size, np.int64)
+        ends[:-1] = tags[1:]
+        ends[-1:] = data.size
+        tag = ends - tags  # length + 1
+        if tag.size and int(tag.max()) >= 0x80:
+            return None
+        data[tags] = tag.astype(np.uint8)
+        return Encoded(data, ends)
 
     def node(self, pos: np.ndarray, t: Type) -> Node:
-        if pos.size == self.offsets.size - 1:
-            return Prim(encode_varbinary(self.offsets, self.data))
-        starts = self.offsets[pos]
-        lengths = self.offsets[pos + 1] - starts
-        offsets = np.zeros(pos.size + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return Prim(encode_varbinary(offsets, self.data[_gather_ranges(starts, lengths)]))
+        if pos.size == len(self.enc):
+            return Prim(self.enc)
+        ends = self.enc.ends
+        starts = np.concatenate(([0], ends[:-1]))[pos]
+        sizes = ends[pos] - starts
+        return Prim(Encoded(self.enc.data[_gather_ranges(starts, sizes)], np.cumsum(sizes)))
 
 
 class _Records(_Part):
@@ -244,8 +291,13 @@ class _Records(_Part):
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
         n = len(values)
         shapes: dict[tuple[str, ...], int] = {}
-        shape_ids = np.fromiter((shapes.setdefault(tuple(d), len(shapes)) for d in values),
-                                np.int64, n)
+        keys_of = list(map(tuple, values))
+        if keys_of.count(keys_of[0]) == n:  # one shape: the usual input
+            shapes[keys_of[0]] = 0
+            shape_ids = np.zeros(n, np.int64)
+        else:
+            shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
+                                    np.int64, n)
         self.group_pos = np.zeros(n, np.int64)
         self.groups: dict[tuple[str, ...], list[_Column]] = {}
         index: dict[Type, int] = {}
@@ -261,13 +313,7 @@ class _Records(_Part):
                 members = np.flatnonzero(shape_ids == g)
                 self.group_pos[members] = np.arange(members.size, dtype=np.int64)
                 rows = [values[i] for i in members.tolist()]
-            if not keys:
-                cols: list[_Column] = []
-            elif len(keys) == 1:
-                cols = [_Column([d[keys[0]] for d in rows], depth + 1)]
-            else:
-                cols = [_Column(c, depth + 1)
-                        for c in zip(*map(itemgetter(*keys), rows), strict=True)]
+            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1) for k in keys]
             self.groups[keys] = cols
             local = self._row_types(keys, cols, len(rows), index)
             if members is None:
@@ -283,13 +329,34 @@ class _Records(_Part):
         if not cols or all(len(c.types) == 1 for c in cols):
             t = RecordType(tuple(Field(k, c.types[0]) for k, c in zip(keys, cols, strict=True)))
             return np.full(n, index.setdefault(t, len(index)), np.int64)
-        stacked = np.stack([c.ids for c in cols], axis=1)
-        combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
-        local = np.array([index.setdefault(
-            RecordType(tuple(Field(k, c.types[i]) for k, c, i in zip(keys, cols, combo.tolist(),
-                                                                    strict=True))), len(index))
-            for combo in combos], np.int64)
-        return local[inverse.reshape(-1)]
+        # one int per row from the fields' type indexes (mixed radix over the columns
+        # with several types), then a dense table or a sort to number the combinations
+        varied = [c for c in cols if len(c.types) > 1]
+        key = np.zeros(n, np.int64)
+        span = 1
+        for c in varied:
+            if span * len(c.types) >= 1 << 62:
+                raise _Unhandled("too many shapes")
+            key += c.ids * span
+            span *= len(c.types)
+        if span <= max(4 * n, 1 << 16):
+            seen = np.zeros(span, bool)
+            seen[key] = True
+            combos = np.flatnonzero(seen)
+            number = np.zeros(span, np.int64)
+            number[combos] = np.arange(combos.size)
+            inverse = number[key]
+        else:
+            combos, inverse = np.unique(key, return_inverse=True)
+        local = []
+        for combo in combos.tolist():
+            picks = {}
+            for c in varied:
+                combo, picks[id(c)] = divmod(combo, len(c.types))
+            t = RecordType(tuple(Field(k, c.types[picks.get(id(c), 0)])
+                                 for k, c in zip(keys, cols, strict=True)))
+            local.append(index.setdefault(t, len(index)))
+        return np.array(local, np.int64)[inverse.reshape(-1)]
 
     def node(self, pos: np.ndarray, t: Type) -> Node:
         assert isinstance(t, RecordType)

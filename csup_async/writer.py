@@ -51,7 +51,7 @@ from .meta import (
     Segment,
     UnionColumn,
 )
-from .tagenc import Encoded, encode_ints
+from .tagenc import Encoded, encode_constant, encode_ints
 from .types import (
     ArrayType,
     EnumType,
@@ -636,7 +636,10 @@ class Writer:
             sids[i] = self.super_id(batch.types[i])
         for i in order:
             self._builders[sids[i]].extend_slot(batch.slots[i])
-        self._super.extend(encode_ints(sids[batch.row_types]))
+        if len(batch.types) == 1:
+            self._super.extend(encode_constant(encode_int(int(sids[0])), batch.rows))
+        else:
+            self._super.extend(encode_ints(sids[batch.row_types]))
         self.rows += batch.rows
 
     def add_rows(self, n: int, encode: Callable[[int, int], Batch]) -> None:
