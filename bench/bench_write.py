@@ -33,13 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import csup_async  # noqa: E402
-from csup_async.arrow_input import arrow_values  # noqa: E402
-from csup_async.demo import sample_rows  # noqa: E402
-from csup_async.writer import Writer  # noqa: E402
+import csup_async
+from csup_async.arrow_input import arrow_values
+from csup_async.demo import sample_rows
+from csup_async.writer import Writer
 
 
 def flat_rows(n: int, seed: int = 1) -> list[dict[str, Any]]:

@@ -108,7 +108,7 @@ def _prim_values(arr: Any, name: str) -> Encoded:
             try:
                 arr.validate(full=True)  # invalid UTF-8 would make an unreadable file
             except pa.ArrowInvalid as e:
-                raise EncodeError(f"string column: {e}") from None
+                raise EncodeError(f"a string column holds invalid UTF-8: {e}") from None
         target = pa.large_string() if name == "string" else pa.large_binary()
         if arr.type != target:
             arr = arr.cast(target)

@@ -597,6 +597,8 @@ class Writer:
             t, v = value.type, value.value
         else:
             t, v = infer_type(value), value
+        if t not in self._super_ids:
+            check_type(t, f"super type {_short(t)}")  # before its values, for a clear error
         self.write_body(t, encode_value(t, v))
 
     def super_id(self, t: Type) -> int:
