@@ -51,8 +51,10 @@ from .meta import (
     Segment,
     UnionColumn,
 )
+from .segstats import segmap_type, segment_stats
 from .tagenc import Encoded, encode_constant, encode_ints
 from .types import (
+    INT32,
     ArrayType,
     EnumType,
     ErrorType,
@@ -85,17 +87,27 @@ class Stream:
     (:meth:`append`) or many at once (:meth:`extend`).
     """
 
-    __slots__ = ("buf", "pending", "segments", "w")
+    __slots__ = ("buf", "count", "ends", "int_ends", "pending", "segments", "stat_type", "w")
 
-    def __init__(self, w: Writer) -> None:
+    def __init__(self, w: Writer, stat_type: Type | None = None) -> None:
         self.w = w
+        # the values' type, for segment statistics (None: none kept)
+        self.stat_type = stat_type if w.statistics else None
         self.buf = bytearray()
-        self.pending: list[tuple[bytes, int, int]] = []  # (stored bytes, mem_length, format)
+        self.count = 0  # values in buf
+        # where each value in buf ends (for statistics): arrays, then single ints
+        self.ends: list[np.ndarray] = []
+        self.int_ends: list[int] = []
+        # (stored bytes, mem_length, format, statistics or None)
+        self.pending: list[tuple[bytes, int, int, dict[str, Any] | None]] = []
         self.segments: list[Segment] = []
 
     def append(self, body: bytes | memoryview | None) -> None:
         before = len(self.buf)
         append_tagged(self.buf, body)
+        self.count += 1
+        if self.stat_type is not None:
+            self.int_ends.append(len(self.buf))
         self.w._buffered += len(self.buf) - before
         if len(self.buf) >= self.w.segment_thresh:
             self.cut()
@@ -109,16 +121,28 @@ class Stream:
         total = int(ends[-1]) if ends.size else 0
         mv = memoryview(values.data)
         thresh = self.w.segment_thresh
+        track = self.stat_type is not None
+        if track and self.int_ends:
+            self.ends.append(np.array(self.int_ends, np.int64))
+            self.int_ends.clear()
         pos = 0
+        first = 0  # index of the first value not yet in buf
         while pos < total:
             need = thresh - len(self.buf)
             i = int(np.searchsorted(ends, pos + need, side="left"))
             if i >= ends.size:
+                if track:
+                    self.ends.append(ends[first:] - (pos - len(self.buf)))
                 self.buf += mv[pos:total]
+                self.count += ends.size - first
                 self.w._buffered += total - pos
                 return
             cut = int(ends[i])
+            if track:
+                self.ends.append(ends[first: i + 1] - (pos - len(self.buf)))
             self.buf += mv[pos:cut]
+            self.count += i + 1 - first
+            first = i + 1
             self.w._buffered += cut - pos
             self.cut()
             pos = cut
@@ -134,12 +158,25 @@ class Stream:
             if len(c) < len(raw):
                 stored, fmt = c, COMPRESSION_LZ4
         self.w._buffered += len(stored) - len(raw)
-        self.pending.append((stored, len(raw), fmt))
+        stats = None
+        if self.stat_type is not None:
+            if self.int_ends:
+                self.ends.append(np.array(self.int_ends, np.int64))
+            ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
+            self.ends, self.int_ends = [], []
+            if self.w.statistics:
+                stats = segment_stats(self.stat_type, raw, stored, ends)
+        self.count = 0
+        self.pending.append((stored, len(raw), fmt, stats))
 
     def flush(self) -> None:
         self.cut()
-        for stored, mem, fmt in self.pending:
-            self.segments.append(Segment(self.w._offset, len(stored), mem, fmt))
+        for stored, mem, fmt, stats in self.pending:
+            seg = Segment(self.w._offset, len(stored), mem, fmt)
+            self.segments.append(seg)
+            if stats is not None:
+                assert self.stat_type is not None
+                self.w._stats[seg] = (self.stat_type, stats)
             self.w._emit(stored)
             self.w._buffered -= len(stored)
         self.pending.clear()
@@ -148,6 +185,8 @@ class Stream:
         """Drop what is buffered (runs that turn out not to be needed)."""
         self.w._buffered -= len(self.buf) + sum(len(p[0]) for p in self.pending)
         self.buf = bytearray()
+        self.count = 0
+        self.ends, self.int_ends = [], []
         self.pending.clear()
 
     @property
@@ -161,7 +200,7 @@ class Runs:
     __slots__ = ("count", "present", "run", "state", "stream")
 
     def __init__(self, w: Writer) -> None:
-        self.stream = Stream(w)
+        self.stream = Stream(w, INT32)
         self.state = True
         self.run = 0
         self.count = 0
@@ -327,7 +366,7 @@ class _Builder:
 class _PrimitiveBuilder(_Builder):
     def __init__(self, w: Writer, t: Type) -> None:
         super().__init__(w, t)
-        self.stream = Stream(w)
+        self.stream = Stream(w, t)
 
     def append(self, body: memoryview | bytes) -> None:
         self.stream.append(body)
@@ -402,7 +441,7 @@ class _RecordBuilder(_Builder):
 class _ArrayBuilder(_Builder):
     def __init__(self, w: Writer, t: ArrayType | SetType) -> None:
         super().__init__(w, t)
-        self.lengths = Stream(w)
+        self.lengths = Stream(w, INT32)
         self.values = builder_for(w, t.elem)
 
     def append(self, body: memoryview | bytes) -> None:
@@ -431,7 +470,7 @@ class _ArrayBuilder(_Builder):
 class _MapBuilder(_Builder):
     def __init__(self, w: Writer, t: MapType) -> None:
         super().__init__(w, t)
-        self.lengths = Stream(w)
+        self.lengths = Stream(w, INT32)
         self.keys = builder_for(w, t.key)
         self.values = builder_for(w, t.value)
 
@@ -464,7 +503,7 @@ class _MapBuilder(_Builder):
 class _UnionBuilder(_Builder):
     def __init__(self, w: Writer, t: UnionType) -> None:
         super().__init__(w, t)
-        self.tags = Stream(w)
+        self.tags = Stream(w, INT32)
         self.members = [builder_for(w, m) for m in t.types]
 
     def append(self, body: memoryview | bytes) -> None:
@@ -566,13 +605,16 @@ class Writer:
     """
 
     def __init__(self, out: BinaryIO, *, segment_thresh: int = DEFAULT_SEGMENT_THRESH,
-                 skew_thresh: int = DEFAULT_SKEW_THRESH, compress: bool = True) -> None:
+                 skew_thresh: int = DEFAULT_SKEW_THRESH, compress: bool = True,
+                 statistics: bool = True) -> None:
         if segment_thresh <= 0 or skew_thresh <= 0:
             raise EncodeError("segment_thresh and skew_thresh must be positive")
         self.out = out
         self.segment_thresh = segment_thresh
         self.skew_thresh = skew_thresh
         self.compress = compress
+        self.statistics = statistics
+        self._stats: dict[Segment, tuple[Type, dict[str, Any]]] = {}
         self._offset = 0
         self._buffered = 0
         self._super_ids: dict[Type, int] = {}
@@ -692,7 +734,7 @@ class Writer:
             enc.write_body(t, None)
         enc.write(SEGMAP_TYPE, segmap_value(tuple(self._super.segments)))
         for col in columns:
-            ct, cv = column_value(col)
+            ct, cv = column_value(col, self._segmap_value)
             enc.write(ct, cv)
         enc.end_stream()
         self._check_readable(reassembly, data_size)
@@ -708,6 +750,18 @@ class Writer:
         self._emit(bytes(trailer))
         self._closed = True
         self.columns: list[AnyColumn | None] = columns
+
+    def _segmap_value(self, segmap: tuple[Segment, ...]) -> tuple[Type, Any]:
+        """A segmap's (type, value), with each segment's statistics when it has them
+        (CSUP-DECISIONS, "Segment statistics and checksums")."""
+        plain = segmap_value(segmap)
+        stats = [self._stats.get(seg) for seg in segmap]
+        if not segmap or any(s is None for s in stats):
+            return SEGMAP_TYPE, plain
+        t = stats[0][0]  # type: ignore[index]
+        for el, st in zip(plain, stats, strict=True):
+            el.update(st[1])  # type: ignore[index]
+        return segmap_type(SEGMAP_TYPE.elem, t), plain
 
     def _check_readable(self, reassembly: bytearray, data_size: int) -> None:
         """EncodeError unless this reader can parse the metadata just made (a deep or
