@@ -63,6 +63,8 @@ __all__ = ["write_rows", "CHUNK_ROWS"]
 CHUNK_ROWS = 1 << 13
 #: Below this many rows a chunk that cannot be shredded goes value by value.
 _SMALLEST = 256
+#: Distinct key tuples of the dicts of one column in a chunk handled here.
+_MAX_SHAPES = 64
 #: Nesting handled here; deeper values take the per-value path (which has its limits).
 _MAX_DEPTH = 32
 
@@ -298,6 +300,8 @@ class _Records(_Part):
         else:
             shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
                                     np.int64, n)
+            if len(shapes) > _MAX_SHAPES:  # rows of many shapes: cheaper one by one
+                raise _Unhandled("shapes")
         self.group_pos = np.zeros(n, np.int64)
         self.groups: dict[tuple[str, ...], list[_Column]] = {}
         index: dict[Type, int] = {}
