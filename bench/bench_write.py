@@ -5,7 +5,8 @@ prints a markdown table.  Rows:
 
 - *flat Python dicts*: ``csup_async.write(path, rows)`` against
   ``pyarrow.Table.from_pylist(rows)`` + ``pyarrow.parquet.write_table`` of the
-  same list (target: CSUP at least 0.5x pyarrow's rows/s).
+  same list (target: CSUP at least 0.5x pyarrow's rows/s), with the writer's
+  defaults (segment statistics on) and without statistics.
 - *demo events*: the CLI demo's 100,000 events (nested user, nulls, lists of
   strings, several super types), the same two ways.
 - *flat / nested Arrow*: a table of flat columns and one of nested columns
@@ -108,16 +109,18 @@ def main() -> None:
     out = ["| input | rows | CSUP s | pyarrow + Parquet s | CSUP / pyarrow rows/s | "
            "before (per value) s | speed-up |", "|---|---:|---:|---:|---:|---:|---:|"]
 
-    def rows_case(name: str, rows: list[Any]) -> None:
+    def rows_case(name: str, rows: list[Any], **opts: Any) -> None:
         n = len(rows)
-        ours = timed(lambda: csup_async.write(csup_path, rows), args.runs)
+        ours = timed(lambda: csup_async.write(csup_path, rows, **opts), args.runs)
         peer = timed(lambda: pq.write_table(pa.Table.from_pylist(rows), pq_path), args.runs)
         k = min(n, args.before_rows)
         before = timed(lambda: per_value(rows[:k], csup_path)) * n / k
         out.append(f"| {name} | {n:,} | {ours:.2f} | {peer:.2f} | {peer / ours:.2f}x | "
                    f"{before:.1f} | {before / ours:.0f}x |")
 
-    rows_case("flat Python dicts (6 fields)", flat_rows(args.rows))
+    flat = flat_rows(args.rows)
+    rows_case("flat Python dicts (6 fields)", flat)
+    rows_case("flat Python dicts, statistics=False", flat, statistics=False)
     rows_case("demo events (nested, nulls, lists)", sample_rows(args.demo_rows))
 
     out += ["", "| Arrow input | rows | Arrow MB | CSUP s | MB/s | Parquet s | "

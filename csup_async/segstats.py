@@ -69,12 +69,24 @@ def segment_stats(t: Type, raw: bytes, stored: bytes, ends: np.ndarray) -> dict[
     tags = buf[starts]
     if count and int(tags.max()) < 0x80:  # one-byte tags: the bodies are where they seem
         valid = tags != 0
-        out["nulls"] = int(count - np.count_nonzero(valid))
+        nulls = count - int(np.count_nonzero(valid))
+        out["nulls"] = nulls
+        at = starts + 1 if nulls == 0 else starts[valid] + 1
+        lengths = (tags if nulls == 0 else tags[valid]).astype(np.int64) - 1
         if name in _VARINTS:
-            _int_bounds(out, name, buf, starts[valid] + 1, tags[valid].astype(np.int64) - 1)
+            _int_bounds(out, name, buf, at, lengths)
+            return out
+        width = _FIXED.get(name or "")
+        if width is not None and (lengths == width).all():
+            if nulls == 0:  # a constant stride: a view
+                body = buf.reshape(count, width + 1)[:, 1:]
+            else:
+                body = np.lib.stride_tricks.sliding_window_view(buf, width)[at]
+            kind = "bool" if name == "bool" else f"<f{width}"
+            values = np.ascontiguousarray(body).view(kind).reshape(-1)
+            _bounds(out, name or "", values, None, None)
             return out
         if name in ("string", "bytes"):
-            lengths = tags[valid].astype(np.int64) - 1
             keep = np.ones(buf.size, bool)
             keep[starts] = False
             offsets = np.zeros(lengths.size + 1, np.int64)
@@ -96,6 +108,7 @@ def segment_stats(t: Type, raw: bytes, stored: bytes, ends: np.ndarray) -> dict[
     return out
 
 
+_FIXED = {"float16": 2, "float32": 4, "float64": 8, "bool": 1}
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], np.uint64)
 _VARINTS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
             "duration"}
