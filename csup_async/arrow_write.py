@@ -222,13 +222,12 @@ def write_arrow(out: BinaryIO, data: Any, **options: Any) -> int:
     if rtype is None:
         raise EncodeError("the vectorised writer takes tables of primitive, struct and "
                           "list columns")
-    w = Writer(out, **options)
-    for batch in batches:
-        for start in range(0, batch.num_rows, BATCH_ROWS):
-            part = batch.slice(start, BATCH_ROWS)
-            w.add_rows(part.num_rows,
-                       lambda a, b, part=part: _batch_of(part.slice(a, b - a), rtype))
-    w.close()
+    with Writer(out, **options) as w:
+        for batch in batches:
+            for start in range(0, batch.num_rows, BATCH_ROWS):
+                part = batch.slice(start, BATCH_ROWS)
+                w.add_rows(part.num_rows,
+                           lambda a, b, part=part: _batch_of(part.slice(a, b - a), rtype))
     return w.rows
 
 
@@ -311,11 +310,10 @@ def write_columns(out: BinaryIO, columns: Mapping[str, Any], **options: Any) -> 
             fields.append((True if valid is None else valid, Prim(enc)))
         return Batch([rtype], np.zeros(b - a, np.int64), [Slot(b - a, None, Rec(tuple(fields)))])
 
-    w = Writer(out, **options)
-    for s in range(0, total, BATCH_ROWS):
-        e = min(total, s + BATCH_ROWS)
-        w.add_rows(e - s, lambda a, b, s=s: encode(s + a, s + b))
-    w.close()
+    with Writer(out, **options) as w:
+        for s in range(0, total, BATCH_ROWS):
+            e = min(total, s + BATCH_ROWS)
+            w.add_rows(e - s, lambda a, b, s=s: encode(s + a, s + b))
     return w.rows
 
 

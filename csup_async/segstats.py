@@ -77,6 +77,8 @@ def segment_stats(t: Type, raw: bytes, stored: bytes, ends: np.ndarray) -> dict[
             _int_bounds(out, name, buf, at, lengths)
             return out
         width = _FIXED.get(name or "")
+        if width is not None and at.size == 0:
+            return out  # every value null: no bounds
         if width is not None and (lengths == width).all():
             if nulls == 0:  # a constant stride: a view
                 body = buf.reshape(count, width + 1)[:, 1:]

@@ -18,6 +18,7 @@ A file under the skew threshold has every column in one run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import lz4.block
@@ -98,8 +99,8 @@ class Stream:
         # where each value in buf ends (for statistics): arrays, then single ints
         self.ends: list[np.ndarray] = []
         self.int_ends: list[int] = []
-        # (stored bytes, mem_length, format, statistics or None)
-        self.pending: list[tuple[bytes, int, int, dict[str, Any] | None]] = []
+        # (stored bytes, mem_length, format, statistics being computed or None)
+        self.pending: list[tuple[bytes, int, int, Future[dict[str, Any]] | None]] = []
         self.segments: list[Segment] = []
 
     def append(self, body: bytes | memoryview | None) -> None:
@@ -165,7 +166,7 @@ class Stream:
             ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
             self.ends, self.int_ends = [], []
             if self.w.statistics:
-                stats = segment_stats(self.stat_type, raw, stored, ends)
+                stats = self.w._compute(segment_stats, self.stat_type, raw, stored, ends)
         self.count = 0
         self.pending.append((stored, len(raw), fmt, stats))
 
@@ -176,7 +177,7 @@ class Stream:
             self.segments.append(seg)
             if stats is not None:
                 assert self.stat_type is not None
-                self.w._stats[seg] = (self.stat_type, stats)
+                self.w._stats[seg] = (self.stat_type, stats.result())
             self.w._emit(stored)
             self.w._buffered -= len(stored)
         self.pending.clear()
@@ -615,6 +616,7 @@ class Writer:
         self.compress = compress
         self.statistics = statistics
         self._stats: dict[Segment, tuple[Type, dict[str, Any]]] = {}
+        self._helper: ThreadPoolExecutor | None = None
         self._offset = 0
         self._buffered = 0
         self._super_ids: dict[Type, int] = {}
@@ -719,9 +721,27 @@ class Writer:
                 s.flush()
         self._super.flush()
 
+    def _compute(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
+        that releases the GIL, so they overlap the shredding of the next rows."""
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
+        return self._helper.submit(fn, *args)
+
+    def _stop_helper(self) -> None:
+        if self._helper is not None:
+            self._helper.shutdown(wait=True, cancel_futures=True)
+            self._helper = None
+
     def close(self) -> None:
         if self._closed:
             return
+        try:
+            self._finish()
+        finally:
+            self._stop_helper()
+
+    def _finish(self) -> None:
         for b in self._builders:
             for r in b.runs():
                 r.finalize()
@@ -787,3 +807,5 @@ class Writer:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
+        else:
+            self._stop_helper()

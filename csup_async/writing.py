@@ -81,17 +81,15 @@ def _row_writer(data: Any) -> Callable[..., int]:
 def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
     from .pyrows import write_rows
 
-    w = Writer(f, **options)
-    write_rows(w, rows)
-    w.close()
+    with Writer(f, **options) as w:
+        write_rows(w, rows)
     return w.rows
 
 
 def _write_each(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
-    w = Writer(f, **options)
-    for v in rows:
-        w.write(v)
-    w.close()
+    with Writer(f, **options) as w:
+        for v in rows:
+            w.write(v)
     return w.rows
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ def _refused(tmp_path: Path, data: Any, match: str) -> None:
     with pytest.raises(EncodeError, match=match):
         csup_async.write(dest, data)
     assert list(tmp_path.iterdir()) == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("csup-writer")]
 
 
 async def _rows(path: Path) -> list[Any]:
@@ -171,8 +173,6 @@ def test_two_writers_to_one_path_leave_one_whole_file(tmp_path: Path) -> None:
 
 
 def test_threads_writing_one_path_each_use_their_own_temporary(tmp_path: Path) -> None:
-    import threading
-
     dest = str(tmp_path / "same.csup")
     errors: list[BaseException] = []
 
