@@ -29,7 +29,7 @@ __version__ = "0.2.0"
 _LAZY = {
     "open": "csup_async.reader",
     "Reader": "csup_async.reader",
-    "write": "csup_async.writer",
+    "write": "csup_async.writing",
     "Writer": "csup_async.writer",
     "Value": "csup_async.values",
     "UnionValue": "csup_async.values",

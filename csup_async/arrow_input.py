@@ -8,10 +8,11 @@ Arrow type with no exact super counterpart (decimals, 32-bit times of day,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import CsupError, UnsupportedTypeError
+from .errors import CsupError, EncodeError, UnsupportedTypeError
 from .types import (
     NULL,
     PRIMITIVE_BY_NAME,
@@ -56,6 +57,10 @@ def super_type(pa_type: Any) -> Type:
     if t.is_list(pa_type) or t.is_large_list(pa_type) or t.is_fixed_size_list(pa_type):
         return ArrayType(super_type(pa_type.value_type))
     if t.is_struct(pa_type):
+        names = [pa_type.field(i).name for i in range(pa_type.num_fields)]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise EncodeError(f"Arrow struct {pa_type} has the field name {dup!r} twice")
         return RecordType(tuple(Field(pa_type.field(i).name, super_type(pa_type.field(i).type))
                                 for i in range(pa_type.num_fields)))
     if t.is_map(pa_type):
@@ -65,40 +70,54 @@ def super_type(pa_type: Any) -> Type:
     raise UnsupportedTypeError(f"Arrow type {pa_type} has no exact super type")
 
 
-def _ns_type(pa_type: Any) -> Any:
-    """The Arrow type to cast to so times and durations come out as int64 ns."""
+def _ns_type(pa_type: Any, final: bool) -> Any:
+    """The Arrow type to cast to so times and durations come out as nanoseconds:
+    timestamp/duration ``ns`` (the unit change, checked for overflow), or with
+    ``final`` their int64 storage."""
     pa = _pa()
     t = pa.types
-    if t.is_timestamp(pa_type) or t.is_date(pa_type) or t.is_duration(pa_type):
-        return pa.int64()
+    if t.is_timestamp(pa_type) or t.is_date(pa_type):
+        return pa.int64() if final else pa.timestamp("ns", getattr(pa_type, "tz", None))
+    if t.is_duration(pa_type):
+        return pa.int64() if final else pa.duration("ns")
     if t.is_list(pa_type) or t.is_large_list(pa_type) or t.is_fixed_size_list(pa_type):
-        return pa.list_(_ns_type(pa_type.value_type))
+        inner = pa.field(pa_type.value_field.name, _ns_type(pa_type.value_type, final))
+        if t.is_fixed_size_list(pa_type):
+            return pa.list_(inner, pa_type.list_size)
+        return pa.large_list(inner) if t.is_large_list(pa_type) else pa.list_(inner)
     if t.is_struct(pa_type):
-        return pa.struct([pa.field(f.name, _ns_type(f.type)) for f in pa_type])
+        return pa.struct([pa.field(f.name, _ns_type(f.type, final)) for f in pa_type])
     if t.is_map(pa_type):
-        return pa.map_(_ns_type(pa_type.key_type), _ns_type(pa_type.item_type))
+        return pa.map_(_ns_type(pa_type.key_type, final), _ns_type(pa_type.item_type, final))
     if t.is_dictionary(pa_type):
-        return _ns_type(pa_type.value_type)
+        return _ns_type(pa_type.value_type, final)
     return pa_type
 
 
-def _to_ns(arr: Any) -> Any:
-    """Cast every time-like column to int64 nanoseconds (dates to midnight UTC)."""
+@contextlib.contextmanager
+def arrow_error() -> Iterator[None]:
+    """Arrow's refusals while converting input (a time beyond the ns range, invalid
+    UTF-8) as EncodeError: the writer never finishes a file it cannot read back."""
     pa = _pa()
-    t = pa.types
+    try:
+        yield
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as e:
+        raise EncodeError(f"Arrow input: {e}") from None
+
+
+def to_ns(arr: Any) -> Any:
+    """Every time-like value as int64 nanoseconds (dates at midnight UTC), nested ones
+    too; EncodeError when a value does not fit in int64 nanoseconds."""
     typ = arr.type
-    if t.is_date(typ):
-        arr = arr.cast(pa.timestamp("ns"))
+    if hasattr(arr, "dictionary_decode") and _pa().types.is_dictionary(typ):
+        arr = arr.dictionary_decode()
         typ = arr.type
-    if t.is_timestamp(typ):
-        return arr.cast(pa.timestamp("ns", tz=typ.tz)).cast(pa.int64())
-    if t.is_duration(typ):
-        return arr.cast(pa.duration("ns")).cast(pa.int64())
-    if t.is_dictionary(typ):
-        return _to_ns(arr.dictionary_decode() if hasattr(arr, "dictionary_decode")
-                      else arr.cast(typ.value_type))
-    target = _ns_type(typ)
-    return arr if target == typ else arr.cast(target)
+    with arrow_error():
+        mid = _ns_type(typ, final=False)
+        if mid != typ:
+            arr = arr.cast(mid)
+        final = _ns_type(typ, final=True)
+        return arr if final == arr.type else arr.cast(final)
 
 
 def arrow_values(data: Any) -> Iterator[Value]:
@@ -116,11 +135,25 @@ def arrow_values(data: Any) -> Iterator[Value]:
     for batch in batches:
         if rtype is None:
             schema = schema or batch.schema
-            rtype = RecordType(tuple(Field(f.name, super_type(f.type)) for f in schema))
-        cols = [_to_ns(c).to_pylist() for c in batch.columns]
+            rtype = super_type(pa.struct(list(schema)))
+            assert isinstance(rtype, RecordType)
+        cols = [_column_values(c) for c in batch.columns]
         names = [f.name for f in rtype.fields]
         for row in zip(*cols, strict=True):
             yield Value(rtype, _fix_maps(dict(zip(names, row, strict=True))))
+
+
+def _column_values(col: Any) -> list[Any]:
+    """A column as Python values; EncodeError for what Arrow cannot convert (a string
+    column holding invalid UTF-8)."""
+    col = to_ns(col)
+    with arrow_error():
+        if _pa().types.is_string(col.type) or _pa().types.is_large_string(col.type):
+            col.validate(full=True)
+        try:
+            return col.to_pylist()
+        except UnicodeDecodeError as e:
+            raise EncodeError(f"Arrow input: string column is not valid UTF-8: {e}") from None
 
 
 def _fix_maps(v: Any) -> Any:

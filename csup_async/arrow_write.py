@@ -1,39 +1,47 @@
-"""Vectorised CSUP encoding of flat Arrow tables and numpy columns.
+"""Arrow tables and numpy columns shredded into batches, a whole column at a time.
 
-The regular writer shreds one BSUP body at a time, which is exact for every
-type but costs microseconds per value: a million-row, 24-column table takes
-minutes.  For the common case (a table whose columns are all primitive) the
-column streams can be produced directly with numpy: ints sign-and-magnitude and cut to
-their byte length, floats as a constant tag plus their bytes, strings as a
-uvarint ``length + 1`` tag plus their bytes, nulls as presence runs computed
-from the validity bitmap.
+Writing value by value costs microseconds per value (a million-row, 24-column
+table took minutes).  Arrow already holds each column as buffers: validity
+bitmaps, offsets, values.  This module turns them into :class:`Batch` nodes
+with numpy (:mod:`csup_async.tagenc`): ints sign and magnitude cut to their
+byte length, floats a constant tag plus their bytes, strings a uvarint
+``length + 1`` tag plus their bytes, structs as presence masks and their
+fields, lists as lengths and their elements.  The writer core puts batches into
+the same streams as the per-value path (:meth:`Writer.add_rows`), so the bytes
+are the same.
 
-The bytes are fed into the regular writer's own builders (``_RecordBuilder``,
-``_Runs``, ``_Stream``), so segment cutting, LZ4-when-smaller, skew flushes,
-layout and metadata are the regular writer's code, not a copy of it; only the
-per-value loop is replaced.  A skew flush is checked per batch instead of per
-row, so a flush may come up to one batch later; the values read back are the
-same as through the Python path.  Types this module does not handle (nested,
-decimals, ...) make :func:`fast_writer` return None, and the caller takes the
-regular path.
+Types with no columnar encoding here (maps: BSUP sorts their entries by key
+bytes) make :func:`fast_writer` return None, and the caller goes value by
+value (:func:`csup_async.arrow_input.arrow_values`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from .errors import EncodeError
-from .types import PRIMITIVE_BY_NAME, Field, PrimitiveType, RecordType
-from .writer import Writer, _RecordBuilder, _Runs, _Stream
+from .arrow_input import arrow_error, super_type, to_ns
+from .batch import Arr, Batch, Node, Prim, Rec, Slot
+from .errors import CsupError, EncodeError
+from .tagenc import (
+    Encoded,
+    encode_constant,
+    encode_fixed,
+    encode_ints,
+    encode_uints,
+    encode_varbinary,
+    with_nulls,
+)
+from .types import NULL, ArrayType, PrimitiveType, RecordType, SetType, Type
+from .values import numpy_ns
+from .writer import Writer
 
-__all__ = ["fast_writer", "write_arrow", "write_columns", "BATCH_ROWS"]
+__all__ = ["fast_writer", "write_arrow", "write_columns", "BATCH_ROWS", "encode_primitives"]
 
 #: Rows encoded at once: large enough that numpy's per-call cost vanishes, small
-#: enough that a skew flush comes soon after the threshold is crossed.
+#: enough that a batch's arrays stay a few MiB.
 BATCH_ROWS = 1 << 16
 
 _INTS = {"int8", "int16", "int32", "int64", "time", "duration"}
@@ -43,254 +51,125 @@ _VARBIN = {"string", "bytes"}
 SUPPORTED = _INTS | _UINTS | set(_FLOATS) | _VARBIN | {"bool", "null"}
 
 
-@dataclass(slots=True)
-class _Col:
-    """One column of one batch, reduced to numpy: the non-null values only.
-
-    ``values``: ints as int64/uint64, floats as their dtype, bools as uint8,
-    ``None`` for strings/bytes (then ``offsets`` (n+1, int64) and ``data``
-    (uint8) hold them).  ``valid``: the validity mask over all rows, or None
-    when no value is null.
-    """
-
-    valid: np.ndarray | None
-    values: np.ndarray | None = None
-    offsets: np.ndarray | None = None
-    data: np.ndarray | None = None
-
-
-# ------------------------------------------------------------- encoders ---
-
-def _int_bytes(u: np.ndarray) -> np.ndarray:
-    """Bytes each uint64 needs with high zero bytes dropped (0 for zero)."""
-    n = np.zeros(u.size, np.int64)
-    for j in range(8):
-        n += u >= (np.uint64(1) << np.uint64(8 * j)) if j else u > 0
-    return n
-
-
-def encode_uints(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tag-encoded uint64s: (stream bytes, end offset of each value).
-
-    Each value is laid out as a 9-byte row (tag, 8 little-endian bytes) and a
-    row-major boolean mask keeps the tag and the value's significant bytes:
-    one gather for the whole column.
-    """
-    u = np.ascontiguousarray(u, dtype="<u8")
-    nb = _int_bytes(u)
-    rows = np.empty((u.size, 9), np.uint8)
-    rows[:, 0] = nb + 1
-    rows[:, 1:] = u.view(np.uint8).reshape(-1, 8)
-    keep = np.arange(9) <= nb[:, None]
-    return rows[keep], np.cumsum(nb + 1)
-
-
-def encode_ints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tag-encoded signed ints: sign and magnitude (``|v| << 1 | sign``, Zed's
-    ``EncodeCountedVarint``; int64's minimum wraps to 1), then as uints."""
-    v = np.asarray(v, dtype=np.int64)
-    sign = (v >> 63).view(np.uint64)  # all ones where negative
-    magnitude = (v.view(np.uint64) ^ sign) - sign  # |v|, 2**63 for the minimum
-    return encode_uints((magnitude << np.uint64(1)) | (sign & np.uint64(1)))
-
-
-def encode_fixed(v: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tag-encoded fixed-width bodies (floats, bools): a constant tag per value."""
-    raw = np.ascontiguousarray(v).view(np.uint8).reshape(-1, width)
-    rows = np.empty((raw.shape[0], width + 1), np.uint8)
-    rows[:, 0] = width + 1
-    rows[:, 1:] = raw
-    return rows.reshape(-1), np.arange(1, raw.shape[0] + 1, dtype=np.int64) * (width + 1)
-
-
-def encode_varbinary(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tag-encoded strings/bytes: uvarint(length + 1), then the bytes."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    lengths = np.diff(offsets)
-    code = (lengths + 1).astype(np.uint64)
-    tb = np.ones(lengths.size, np.int64)
-    for j in range(1, 10):
-        tb += code >= (np.uint64(1) << np.uint64(7 * j))
-    sizes = tb + lengths
-    ends = np.cumsum(sizes)
-    total = int(ends[-1]) if ends.size else 0
-    out = np.empty(total, np.uint8)
-    starts = ends - sizes
-    body = np.ones(total, bool)
-    if (tb == 1).all():
-        out[starts] = code.astype(np.uint8)
-        body[starts] = False
-    else:
-        for j in range(int(tb.max())):
-            sel = tb > j
-            b = (code[sel] >> np.uint64(7 * j)) & np.uint64(0x7F)
-            more = tb[sel] > j + 1
-            out[starts[sel] + j] = (b | np.where(more, np.uint64(0x80), np.uint64(0))
-                                    ).astype(np.uint8)
-            body[starts[sel] + j] = False
-    out[body] = data[offsets[0]: offsets[-1]] if offsets.size else data[:0]
-    return out, ends
-
-
-def encode_runs(runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Presence run lengths, tag-encoded as ints (the int32 streams of the format)."""
-    return encode_ints(runs)
-
-
-def _encode(name: str, col: _Col) -> tuple[np.ndarray, np.ndarray]:
+def encode_primitives(name: str, values: np.ndarray | None = None,
+                      offsets: np.ndarray | None = None,
+                      data: np.ndarray | None = None) -> Encoded:
+    """Non-null values of primitive ``name`` tag-encoded: ``values`` (ints as int64 or
+    uint64, floats in their width, bools) or, for strings/bytes, ``offsets`` + ``data``."""
     if name in _INTS:
-        assert col.values is not None
-        return encode_ints(col.values)
+        assert values is not None
+        return encode_ints(values)
     if name in _UINTS:
-        assert col.values is not None
-        return encode_uints(col.values)
+        assert values is not None
+        return encode_uints(values)
     if name in _FLOATS:
-        assert col.values is not None
-        return encode_fixed(col.values, _FLOATS[name])
+        assert values is not None
+        return encode_fixed(np.asarray(values, dtype=f"<f{_FLOATS[name]}"), _FLOATS[name])
     if name == "bool":
-        assert col.values is not None
-        return encode_fixed(col.values.astype(np.uint8), 1)
-    assert col.offsets is not None and col.data is not None
-    return encode_varbinary(col.offsets, col.data)
-
-
-# --------------------------------------------------- into the builders ---
-
-def _feed(stream: _Stream, data: np.ndarray, ends: np.ndarray) -> None:
-    """Append tag-encoded values to a writer stream, cutting segments exactly where
-    the per-value path would: after the value that brings the buffer to the threshold."""
-    w = stream.w
-    thresh = w.segment_thresh
-    pos = 0
-    total = int(ends[-1]) if ends.size else 0
-    mv = memoryview(data)
-    while pos < total:
-        need = thresh - len(stream.buf)
-        i = int(np.searchsorted(ends, pos + need, side="left"))
-        if i >= ends.size:
-            stream.buf += mv[pos:total]
-            w._buffered += total - pos
-            return
-        cut = int(ends[i])
-        stream.buf += mv[pos:cut]
-        w._buffered += cut - pos
-        stream.cut()
-        pos = cut
-
-
-def _mark(runs: _Runs, valid: np.ndarray | None, n: int) -> int:
-    """Bulk ``_Runs.mark`` for ``n`` rows; returns how many are present."""
-    if valid is None or valid.all():
-        present = n
-        if runs.state:
-            runs.run += n
-        else:  # the current absent run ends here
-            _feed(runs.stream, *encode_runs(np.array([runs.run])))
-            runs.state, runs.run = True, n
-        runs.count += n
-        runs.present += n
-        return present
-    present = int(valid.sum())
-    change = np.flatnonzero(valid[1:] != valid[:-1]) + 1
-    bounds = np.concatenate(([0], change, [n]))
-    lengths = np.diff(bounds)
-    first = bool(valid[0])
-    if first == runs.state:
-        lengths[0] += runs.run
-        emitted = lengths[:-1]
-    else:
-        emitted = np.concatenate(([runs.run], lengths[:-1]))
-    if emitted.size:
-        _feed(runs.stream, *encode_runs(emitted))
-    runs.run = int(lengths[-1])
-    runs.state = bool(valid[-1])
-    runs.count += n
-    runs.present += present
-    return present
-
-
-class _Batches:
-    """Feeds batches of flat columns into one Writer under one record super type."""
-
-    def __init__(self, w: Writer, names: list[str], kinds: list[str]) -> None:
-        self.w = w
-        self.kinds = kinds
-        rtype = RecordType(tuple(Field(n, PRIMITIVE_BY_NAME[k])
-                                 for n, k in zip(names, kinds, strict=True)))
-        self.builder = _RecordBuilder(w, rtype)
-        w._super_ids[rtype] = 0
-        w._super_types.append(rtype)
-        w._builders.append(self.builder)
-
-    def add(self, cols: list[_Col], n: int) -> None:
-        if n == 0:
-            return
-        b = self.builder
-        for (_name, runs, child), kind, col in zip(b.fields, self.kinds, cols, strict=True):
-            valid = col.valid
-            if kind == "null":
-                valid = np.zeros(n, bool)
-            present = _mark(runs, valid, n)
-            if present:
-                child.count += present
-                _feed(child.stream, *_encode(kind, col))
-        b.count += n
-        _feed(self.w._super, np.ones(n, np.uint8), np.arange(1, n + 1, dtype=np.int64))
-        self.w.rows += n
-        if self.w._buffered > self.w.skew_thresh:
-            self.w.flush()
+        assert values is not None
+        return encode_fixed(np.asarray(values, dtype=bool).astype(np.uint8), 1)
+    assert offsets is not None and data is not None
+    return encode_varbinary(offsets, data)
 
 
 # ---------------------------------------------------------------- Arrow ---
 
-def _arrow_kind(pa_type: Any) -> str | None:
-    from .arrow_input import super_type
+def _columnar(t: Type) -> bool:
+    """Whether values of ``t`` (from Arrow) have a columnar encoding here."""
+    if isinstance(t, PrimitiveType):
+        return t.name in SUPPORTED
+    if isinstance(t, RecordType):
+        return all(_columnar(f.type) for f in t.fields)
+    if isinstance(t, (ArrayType, SetType)):
+        return _columnar(t.elem)
+    return False
 
+
+def _arrow_type(pa_type: Any) -> Type | None:
     try:
         t = super_type(pa_type)
-    except Exception:
+    except CsupError:
         return None
-    if isinstance(t, PrimitiveType) and t.name in SUPPORTED:
-        return t.name
-    return None
+    return t if _columnar(t) else None
 
 
-def _arrow_col(arr: Any, kind: str) -> _Col:
+def _validity(arr: Any) -> np.ndarray | None:
+    if arr.null_count == 0:
+        return None
+    return np.asarray(arr.is_valid())
+
+
+def _prim_values(arr: Any, name: str) -> Encoded:
+    """The non-null values of a primitive Arrow array (no nulls left in it)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from .arrow_input import _to_ns
-
-    if kind == "null":
-        return _Col(None)
-    arr = _to_ns(arr)
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    valid = None
-    if arr.null_count:
-        valid = np.asarray(arr.is_valid())
-        arr = pc.drop_null(arr)
-    if kind in _VARBIN:
-        t = arr.type
-        target = pa.large_string() if kind == "string" else pa.large_binary()
-        if t != target:
+    if name in _VARBIN:
+        if name == "string":
+            try:
+                arr.validate(full=True)  # invalid UTF-8 would make an unreadable file
+            except pa.ArrowInvalid as e:
+                raise EncodeError(f"a string column holds invalid UTF-8: {e}") from None
+        target = pa.large_string() if name == "string" else pa.large_binary()
+        if arr.type != target:
             arr = arr.cast(target)
         _, offs, data = arr.buffers()
+        if data is None or len(arr) == 0:
+            return encode_varbinary(np.zeros(len(arr) + 1, np.int64), np.zeros(0, np.uint8))
         offsets = np.frombuffer(offs, np.int64)[arr.offset: arr.offset + len(arr) + 1]
-        if data is None:
-            return _Col(valid, offsets=np.zeros(len(arr) + 1, np.int64),
-                        data=np.zeros(0, np.uint8))
-        return _Col(valid, offsets=offsets, data=np.frombuffer(data, np.uint8))
-    if kind == "bool":
-        return _Col(valid, values=np.asarray(arr.to_numpy(zero_copy_only=False), bool))
+        return encode_varbinary(offsets, np.frombuffer(data, np.uint8))
     values = arr.to_numpy(zero_copy_only=False)
-    if kind in _FLOATS:
-        values = np.asarray(values, dtype=f"<f{_FLOATS[kind]}")
-    elif kind in _UINTS:
+    if name in _UINTS:
         values = np.asarray(values, dtype=np.uint64)
-    else:
+    elif name in _INTS:
         values = np.asarray(values, dtype=np.int64)
-    return _Col(valid, values=values)
+    return encode_primitives(name, values)
+
+
+def _drop_nulls(arr: Any, valid: np.ndarray | None) -> Any:
+    if valid is None:
+        return arr
+    import pyarrow as pa
+
+    return arr.filter(pa.array(valid))
+
+
+def _slot(arr: Any, t: Type) -> Slot:
+    """Values where no presence column covers nulls (rows, elements)."""
+    n = len(arr)
+    valid = _validity(arr)
+    if isinstance(t, PrimitiveType):
+        if t == NULL:
+            return Slot(n, None, Prim(encode_constant(None, n)))
+        dense = _prim_values(_drop_nulls(arr, valid), t.name)
+        return Slot(n, valid, Prim(with_nulls(dense, valid)))
+    present = n if valid is None else int(np.count_nonzero(valid))
+    return Slot(n, valid, _node(_drop_nulls(arr, valid), t) if present else None)
+
+
+def _node(arr: Any, t: Type) -> Node:
+    """Non-null values of type ``t`` (arr holds no null at its own level)."""
+    import pyarrow as pa
+
+    if isinstance(t, PrimitiveType):
+        return Prim(_prim_values(arr, t.name))
+    if isinstance(t, RecordType):
+        fields: list[tuple[Any, Node | None]] = []
+        for i, f in enumerate(t.fields):
+            if f.type == NULL:
+                fields.append((False, None))
+                continue
+            child = arr.field(i)
+            valid = _validity(child)
+            present = len(child) if valid is None else int(np.count_nonzero(valid))
+            node = _node(_drop_nulls(child, valid), f.type) if present else None
+            fields.append((True if valid is None else valid, node))
+        return Rec(tuple(fields))
+    assert isinstance(t, (ArrayType, SetType))
+    if pa.types.is_fixed_size_list(arr.type):
+        lengths = np.full(len(arr), arr.type.list_size, np.int64)
+    else:
+        lengths = np.diff(np.asarray(arr.offsets, dtype=np.int64))
+    return Arr(encode_ints(lengths), _slot(arr.flatten(), t.elem))
 
 
 def _arrow_batches(data: Any) -> tuple[Any, Iterator[Any]]:
@@ -313,43 +192,42 @@ def _is_arrow(data: Any) -> bool:
     return isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader))
 
 
+def _record_type(schema: Any) -> RecordType | None:
+    import pyarrow as pa
+
+    t = _arrow_type(pa.struct(list(schema)))
+    return t if isinstance(t, RecordType) else None
+
+
+def _batch_of(part: Any, rtype: RecordType) -> Batch:
+    """One record batch as one super type's rows."""
+    import pyarrow as pa
+
+    with arrow_error():
+        cols = [to_ns(c) for c in part.columns]
+        struct = pa.StructArray.from_arrays(cols, fields=[
+            pa.field(f.name, c.type) for f, c in zip(part.schema, cols, strict=True)])
+    n = part.num_rows
+    return Batch([rtype], np.zeros(n, np.int64), [Slot(n, None, _node(struct, rtype))])
+
+
 def write_arrow(out: BinaryIO, data: Any, **options: Any) -> int:
-    """Write a flat Arrow Table / RecordBatch / RecordBatchReader; return the rows.
+    """Write an Arrow Table / RecordBatch / RecordBatchReader; return the rows.
 
     Raises EncodeError for a schema with a type this path does not handle
     (check with :func:`fast_writer` first to fall back instead).
     """
     schema, batches = _arrow_batches(data)
-    kinds = [_arrow_kind(f.type) for f in schema]
-    if any(k is None for k in kinds):
-        raise EncodeError("the vectorised writer takes flat tables of primitive columns")
-    kinds_ = [k for k in kinds if k is not None]
-
-    def encoded() -> Iterator[tuple[list[_Col], int]]:
+    rtype = _record_type(schema)
+    if rtype is None:
+        raise EncodeError("the vectorised writer takes tables of primitive, struct and "
+                          "list columns")
+    with Writer(out, **options) as w:
         for batch in batches:
-            for part in _split(batch):
-                yield ([_arrow_col(c, k) for c, k in zip(part.columns, kinds_, strict=True)],
-                       part.num_rows)
-
-    return _run(out, [f.name for f in schema], kinds_, encoded(), **options)
-
-
-def _split(batch: Any) -> Iterator[Any]:
-    for start in range(0, batch.num_rows, BATCH_ROWS):
-        yield batch.slice(start, BATCH_ROWS)
-
-
-def _run(out: BinaryIO, names: list[str], kinds: list[str],
-         batches: Iterable[tuple[list[_Col], int]], **options: Any) -> int:
-    w = Writer(out, **options)
-    feeder: _Batches | None = None
-    for cols, n in batches:
-        if n == 0:
-            continue
-        if feeder is None:  # zero rows write no super type, as the regular path does
-            feeder = _Batches(w, names, kinds)
-        feeder.add(cols, n)
-    w.close()
+            for start in range(0, batch.num_rows, BATCH_ROWS):
+                part = batch.slice(start, BATCH_ROWS)
+                w.add_rows(part.num_rows,
+                           lambda a, b, part=part: _batch_of(part.slice(a, b - a), rtype))
     return w.rows
 
 
@@ -372,7 +250,7 @@ def _numpy_kind(a: np.ndarray) -> str | None:
     return None
 
 
-def _numpy_col(a: np.ndarray, kind: str) -> _Col:
+def _numpy_slot(a: np.ndarray, kind: str, name: str) -> tuple[np.ndarray | None, Encoded]:
     valid = None
     if isinstance(a, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(a)
@@ -381,61 +259,74 @@ def _numpy_col(a: np.ndarray, kind: str) -> _Col:
             valid = ~mask
             data = data[valid]
         a = data
-    if kind == "time":
-        a = a.astype("datetime64[ns]").view(np.int64)
-    elif kind == "duration":
-        a = a.astype("timedelta64[ns]").view(np.int64)
+    if kind in ("time", "duration"):
+        v = numpy_ns(a, f"column {name!r}")
     elif kind in _UINTS:
-        a = a.astype(np.uint64)
+        v = a.astype(np.uint64)
     elif kind in _INTS:
-        a = a.astype(np.int64)
-    return _Col(valid, values=a)
+        v = a.astype(np.int64)
+    else:
+        v = a
+    return valid, encode_primitives(kind, v)
 
 
-def write_columns(out: BinaryIO, columns: Mapping[str, np.ndarray], **options: Any) -> int:
-    """Write equal-length numpy arrays (masked arrays for nulls) as one record per row.
+def write_columns(out: BinaryIO, columns: Mapping[str, Any], **options: Any) -> int:
+    """Write equal-length 1-d numpy arrays (masked arrays for nulls) as one record per row.
 
     dtypes: bool, (u)int8-64, float16/32/64, datetime64 (time), timedelta64
-    (duration); strings go through Arrow.
+    (duration); anything else (complex, objects, strings) is an EncodeError
+    naming the column: pass rows, or an Arrow table, for those.
     """
+    from .types import PRIMITIVE_BY_NAME, Field
+
     names = list(columns)
     arrays = [columns[n] for n in names]
     kinds = []
     for n, a in zip(names, arrays, strict=True):
-        k = _numpy_kind(np.asarray(a))
-        if k is None or np.ndim(a) != 1:
-            raise EncodeError(f"column {n!r}: numpy dtype {np.asarray(a).dtype} of shape "
-                              f"{np.shape(a)} has no vectorised encoding")
+        if not isinstance(n, str):
+            raise EncodeError(f"column name {n!r} is not a str")
+        if not isinstance(a, np.ndarray):
+            raise EncodeError(f"column {n!r}: a mapping is written as columns, each a 1-d "
+                              f"numpy array, not {type(a).__name__} (pass a list of rows "
+                              "for row values)")
+        k = _numpy_kind(a)
+        if k is None or a.ndim != 1:
+            what = ("complex numbers have no super type" if a.dtype.kind == "c"
+                    else "it has no columnar encoding")
+            raise EncodeError(f"column {n!r}: numpy dtype {a.dtype} of shape {a.shape}: "
+                              f"{what}")
         kinds.append(k)
-    rows = {len(a) for a in arrays}
-    if len(rows) > 1:
-        raise EncodeError(f"columns have different lengths {sorted(rows)}")
-    total = rows.pop() if rows else 0
+    lengths = {len(a) for a in arrays}
+    if len(lengths) > 1:
+        raise EncodeError(f"columns have different lengths {sorted(lengths)}")
+    total = lengths.pop() if lengths else 0
+    rtype = RecordType(tuple(Field(n, PRIMITIVE_BY_NAME[k])
+                             for n, k in zip(names, kinds, strict=True)))
 
-    def batches() -> Iterator[tuple[list[_Col], int]]:
+    def encode(a: int, b: int) -> Batch:
+        fields: list[tuple[Any, Node | None]] = []
+        for arr, k, name in zip(arrays, kinds, names, strict=True):
+            valid, enc = _numpy_slot(arr[a:b], k, name)
+            fields.append((True if valid is None else valid, Prim(enc)))
+        return Batch([rtype], np.zeros(b - a, np.int64), [Slot(b - a, None, Rec(tuple(fields)))])
+
+    with Writer(out, **options) as w:
         for s in range(0, total, BATCH_ROWS):
-            yield ([_numpy_col(a[s: s + BATCH_ROWS], k) for a, k in zip(arrays, kinds,
-                                                                         strict=True)],
-                   min(BATCH_ROWS, total - s))
-
-    return _run(out, names, kinds, batches(), **options)
+            e = min(total, s + BATCH_ROWS)
+            w.add_rows(e - s, lambda a, b, s=s: encode(s + a, s + b))
+    return w.rows
 
 
 # ------------------------------------------------------------- routing ---
 
 def fast_writer(data: Any) -> Callable[..., int] | None:
-    """``fn(out, **options) -> rows`` when ``data`` can take the vectorised path, else None.
-
-    Arrow input qualifies when every column is a primitive this module
-    encodes (dictionary-encoded ones included); a mapping qualifies when every
-    value is a 1-d numpy array of a supported dtype.
-    """
+    """``fn(out, **options) -> rows`` when ``data`` is Arrow input with a columnar
+    encoding here (primitive, struct and list columns, dictionary-encoded ones
+    included) or a mapping of columns, else None."""
     if _is_arrow(data):
-        if all(_arrow_kind(f.type) is not None for f in data.schema):
+        if _record_type(data.schema) is not None:
             return lambda out, **options: write_arrow(out, data, **options)
         return None
-    if isinstance(data, Mapping) and data and all(
-            isinstance(a, np.ndarray) and a.ndim == 1 and _numpy_kind(a) is not None
-            for a in data.values()) and all(isinstance(k, str) for k in data):
+    if isinstance(data, Mapping):
         return lambda out, **options: write_columns(out, data, **options)
     return None

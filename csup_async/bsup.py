@@ -51,7 +51,7 @@ from .types import (
     Type,
     UnionType,
 )
-from .values import UnionValue, Value
+from .values import UnionValue, Value, numpy_ns
 
 UNION_TAG_SIGNED = True
 
@@ -214,7 +214,10 @@ def encode_type_value(t: Type) -> bytes:
 
 
 def _counted(s: str) -> bytes:
-    b = s.encode("utf-8")
+    try:
+        b = s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise EncodeError(f"name {s!r} is not valid Unicode: {e.reason}") from None
     return uvarint(len(b)) + b
 
 
@@ -385,8 +388,18 @@ def type_limits(t: Type) -> tuple[int, int]:
     return walk(t, 1)
 
 
+def _check_names(names: list[str], what: str) -> None:
+    """EncodeError for a name UTF-8 cannot hold (a lone surrogate from a bad decode)."""
+    for name in names:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"{what} {name!r} is not valid Unicode: {e.reason}") from None
+
+
 def check_type(t: Type, what: str = "type") -> None:
-    """EncodeError unless a reader of this library can read ``t`` back (depth, size)."""
+    """EncodeError unless a reader of this library can read ``t`` back: depth, size,
+    field names unique in each record, every name and symbol valid UTF-8."""
     depth, size = type_limits(t)
     if depth > MAX_DEPTH:
         raise EncodeError(f"{what} is nested deeper than {MAX_DEPTH} levels, more than a "
@@ -394,6 +407,36 @@ def check_type(t: Type, what: str = "type") -> None:
     if size > MAX_TYPE_SIZE:
         raise EncodeError(f"{what} has more than {MAX_TYPE_SIZE} nodes, more than a reader "
                           "accepts")
+    _check_names_in(t, set())
+
+
+def _check_names_in(t: Type, seen: set[int]) -> None:
+    if id(t) in seen:
+        return
+    seen.add(id(t))
+    if isinstance(t, RecordType):
+        names = [f.name for f in t.fields]
+        _check_names(names, "field name")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise EncodeError(f"record type has the field name {dup!r} twice")
+        kids: list[Type] = [f.type for f in t.fields]
+    elif isinstance(t, (ArrayType, SetType)):
+        kids = [t.elem]
+    elif isinstance(t, (ErrorType, NamedType)):
+        if isinstance(t, NamedType):
+            _check_names([t.name], "type name")
+        kids = [t.inner]
+    elif isinstance(t, MapType):
+        kids = [t.key, t.value]
+    elif isinstance(t, UnionType):
+        kids = list(t.types)
+    else:
+        if isinstance(t, EnumType):
+            _check_names(list(t.symbols), "enum symbol")
+        kids = []
+    for k in kids:
+        _check_names_in(k, seen)
 
 
 def _check_count(n: int, remaining: int) -> None:
@@ -631,7 +674,7 @@ def _as_int(name: str, v: Any) -> int:
     if name == "time":
         if isinstance(v, np.datetime64):
             # NaT is int64's minimum, itself a valid time: it round-trips exactly
-            return int(v.astype("datetime64[ns]").astype(np.int64))
+            return int(numpy_ns(np.array(v), "time")[()])
         if isinstance(v, _dt.datetime):
             if v.tzinfo is None:
                 v = v.replace(tzinfo=_dt.UTC)
@@ -639,7 +682,7 @@ def _as_int(name: str, v: Any) -> int:
             return (d.days * 86400 + d.seconds) * 1_000_000_000 + d.microseconds * 1000
     if name == "duration":
         if isinstance(v, np.timedelta64):
-            return int(v.astype("timedelta64[ns]").astype(np.int64))
+            return int(numpy_ns(np.array(v), "duration")[()])
         if isinstance(v, _dt.timedelta):
             return (v.days * 86400 + v.seconds) * 1_000_000_000 + v.microseconds * 1000
     raise EncodeError(f"{name} cannot hold a {type(v).__name__}")

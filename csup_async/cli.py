@@ -539,7 +539,7 @@ def _convert(args: argparse.Namespace) -> int:
     label = f"converting {os.path.basename(first.rstrip('/')) or first}"
     values = _progress(_values(args), label, args)
     if out_kind == "csup":
-        from .writer import write
+        from .writing import write
 
         opts: dict[str, Any] = {}
         if args.segment_thresh:

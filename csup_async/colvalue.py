@@ -7,6 +7,7 @@ its named type, which the plain mapping would erase.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .bsup import (
@@ -69,31 +70,41 @@ def segmap_value(segmap: Segmap) -> list[dict[str, int]]:
              "compression_format": s.compression} for s in segmap]
 
 
-def column_value(col: AnyColumn | None) -> tuple[Type, Any]:
-    """(BSUP type, typed Python value) of a column for the reassembly section."""
+def _plain_segmap(segmap: Segmap) -> tuple[Type, Any]:
+    return SEGMAP_TYPE, segmap_value(segmap)
+
+
+def column_value(col: AnyColumn | None,
+                 segmap: Callable[[Segmap], tuple[Type, Any]] = _plain_segmap
+                 ) -> tuple[Type, Any]:
+    """(BSUP type, typed Python value) of a column for the reassembly section;
+    ``segmap`` gives each segmap's (type, value) (the writer's adds statistics)."""
     if col is None:
         return NULL, None
     if isinstance(col, PrimitiveColumn):
-        return SEGMAP_TYPE, segmap_value(col.segmap)
+        return segmap(col.segmap)
     if isinstance(col, RecordColumn):
         fields, value = [], {}
         for f in col.fields:
-            ct, cv = column_value(f.column)
-            ft = RecordType((Field("column", ct), Field("presence", SEGMAP_TYPE)))
+            ct, cv = column_value(f.column, segmap)
+            pt, pv = segmap(f.presence)
+            ft = RecordType((Field("column", ct), Field("presence", pt)))
             fields.append(Field(f.name, ft))
-            value[f.name] = {"column": cv, "presence": segmap_value(f.presence)}
+            value[f.name] = {"column": cv, "presence": pv}
         return RecordType(tuple(fields)), value
     if isinstance(col, ArrayColumn):
-        vt, vv = column_value(col.values)
-        t = RecordType((Field("values", vt), Field("lengths", SEGMAP_TYPE)))
-        return t, {"values": vv, "lengths": segmap_value(col.lengths)}
+        vt, vv = column_value(col.values, segmap)
+        lt, lv = segmap(col.lengths)
+        t = RecordType((Field("values", vt), Field("lengths", lt)))
+        return t, {"values": vv, "lengths": lv}
     if isinstance(col, MapColumn):
-        kt, kv = column_value(col.keys)
-        vt, vv = column_value(col.values)
-        t = RecordType((Field("key", kt), Field("value", vt), Field("lengths", SEGMAP_TYPE)))
-        return t, {"key": kv, "value": vv, "lengths": segmap_value(col.lengths)}
+        kt, kv = column_value(col.keys, segmap)
+        vt, vv = column_value(col.values, segmap)
+        lt, lv = segmap(col.lengths)
+        t = RecordType((Field("key", kt), Field("value", vt), Field("lengths", lt)))
+        return t, {"key": kv, "value": vv, "lengths": lv}
     if isinstance(col, UnionColumn):
-        parts = [column_value(c) for c in col.columns]
+        parts = [column_value(c, segmap) for c in col.columns]
         distinct: list[Type] = []
         for pt, _ in parts:
             if pt != NULL and pt not in distinct:
@@ -105,13 +116,14 @@ def column_value(col: AnyColumn | None) -> tuple[Type, Any]:
             elem = UnionType(tuple(distinct))
             values = [None if pt == NULL else UnionValue(distinct.index(pt), pt, pv)
                       for pt, pv in parts]
-        t = RecordType((Field("columns", ArrayType(elem)), Field("tags", SEGMAP_TYPE)))
-        return t, {"columns": values, "tags": segmap_value(col.tags)}
+        tt, tv = segmap(col.tags)
+        t = RecordType((Field("columns", ArrayType(elem)), Field("tags", tt)))
+        return t, {"columns": values, "tags": tv}
     if isinstance(col, NullsColumn):
-        vt, vv = column_value(col.values)
-        t = NamedType(NULLS_TYPE_NAME, RecordType((Field("values", vt),
-                                                   Field("presence", SEGMAP_TYPE))))
-        return t, {"values": vv, "presence": segmap_value(col.presence)}
+        vt, vv = column_value(col.values, segmap)
+        pt, pv = segmap(col.presence)
+        t = NamedType(NULLS_TYPE_NAME, RecordType((Field("values", vt), Field("presence", pt))))
+        return t, {"values": vv, "presence": pv}
     raise TypeError(f"not a column: {col!r}")
 
 

@@ -180,8 +180,47 @@ def unify(types: list[Type]) -> Type:
     return UnionType(tuple(seen))
 
 
+_NS_PER_UNIT = {"W": 7 * 86_400 * 10**9, "D": 86_400 * 10**9, "h": 3_600 * 10**9,
+                "m": 60 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1, "generic": 1}
+_NAT = np.iinfo(np.int64).min
+
+
+def numpy_ns(a: np.ndarray, what: str = "value") -> np.ndarray:
+    """datetime64/timedelta64 values of any unit as int64 nanoseconds (NaT stays int64's
+    minimum, as it reads back); EncodeError for a value int64 nanoseconds cannot hold
+    (before 1677 or after 2262 as a time, about 292 years as a duration), where
+    numpy's own ``astype`` would wrap it silently."""
+    a = np.asarray(a)
+    unit = np.datetime_data(a.dtype)[0]
+    if unit in ("Y", "M"):
+        if a.dtype.kind == "m":
+            raise EncodeError(f"{what}: a duration in {unit!r} units has no fixed length")
+        a = a.astype("datetime64[D]")  # calendar units first, to days (exact)
+        unit = "D"
+    raw = a.view(np.int64)
+    factor = _NS_PER_UNIT.get(unit)
+    if factor is None:  # finer than ns: exact only when whole nanoseconds
+        out = a.astype(a.dtype.str[:3] + "[ns]").view(np.int64)
+        back = out.astype(a.dtype)
+        if not np.array_equal(back.view(np.int64), raw):
+            raise EncodeError(f"{what}: a {unit} value is not a whole number of nanoseconds")
+        return out
+    if factor == 1:
+        return raw.astype(np.int64, copy=False)
+    nat = raw == _NAT
+    limit = np.iinfo(np.int64).max // factor
+    ok = nat | ((raw <= limit) & (raw >= -limit))
+    if not ok.all():
+        bad = a.reshape(-1)[int(np.flatnonzero(~ok.reshape(-1))[0])]
+        kind = "time" if a.dtype.kind == "M" else "duration"
+        raise EncodeError(f"{what}: {bad} is outside the {kind} range (int64 nanoseconds"
+                          f"{', years 1678-2261' if kind == 'time' else ''})")
+    with np.errstate(over="ignore"):  # NaT's product wraps; np.where drops it
+        return np.where(nat, _NAT, raw * np.int64(factor))
+
+
 def is_nan(x: Any) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-__all__ += ["strip_unions", "is_nan", "TYPE", "STRING", "IP", "NET"]
+__all__ += ["strip_unions", "is_nan", "numpy_ns", "TYPE", "STRING", "IP", "NET"]

@@ -1,21 +1,30 @@
-"""The CSUP writer: shred values into column streams, lay segments out, write metadata.
+"""The CSUP writer core: shred values into column streams, lay segments out, write metadata.
 
-Values are shredded from their BSUP bodies, so every input (Python values,
-BSUP files, Arrow) goes through one exact path: what BSUP can say, CSUP
-stores.  Memory is bounded by ``skew_thresh``: when the buffered column data
-exceeds it, every column is flushed to the data section, column by column, so
-each column's segments of one flush are contiguous (one range for the
-planner).  A file under the skew threshold has every column in one run.
+Values arrive one at a time as BSUP bodies (:meth:`Writer.write_body`, the
+exact path for every type: what BSUP can say, CSUP stores) or many at a time
+already shredded into columns (:meth:`Writer.add_rows` with a
+:class:`~csup_async.batch.Batch`, built by :mod:`csup_async.shred` from Arrow,
+numpy or plain Python rows).  Both feed the same builders, so the segment
+cut rule, the skew flush, layout and metadata exist once and both paths write
+the same bytes.  This module imports no input adapter; :func:`csup_async.write`
+(:mod:`csup_async.writing`) chooses one.
+
+Memory is bounded by ``skew_thresh``: when the buffered column data exceeds it,
+every column is flushed to the data section, column by column, so each
+column's segments of one flush are contiguous (one range for the planner).
+A file under the skew threshold has every column in one run.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import lz4.block
+import numpy as np
 
+from .batch import Arr, Batch, ErrNode, MapNode, Node, Presence, Prim, Rec, Slot, UnionNode
 from .bsup import (
     LZ4_MAX_RATIO,
     UNION_TAG_SIGNED,
@@ -43,7 +52,10 @@ from .meta import (
     Segment,
     UnionColumn,
 )
+from .segstats import segmap_type, segment_stats
+from .tagenc import Encoded, encode_constant, encode_ints
 from .types import (
+    INT32,
     ArrayType,
     EnumType,
     ErrorType,
@@ -57,34 +69,84 @@ from .types import (
 )
 from .values import Value, infer_type
 
-__all__ = ["write", "Writer", "DEFAULT_SEGMENT_THRESH", "DEFAULT_SKEW_THRESH"]
+__all__ = ["Writer", "Stream", "Runs", "DEFAULT_SEGMENT_THRESH", "DEFAULT_SKEW_THRESH",
+           "SKEW_CHECK_ROWS"]
 
 DEFAULT_SEGMENT_THRESH = 4 << 20
 DEFAULT_SKEW_THRESH = 64 << 20
+#: The skew threshold is checked after every this many rows, by every input path.
+SKEW_CHECK_ROWS = 64
 MAGIC = "super columnar"
 VERSION = 1
 
 
-class _Stream:
-    """One column stream: a buffer of tag-encoded values cut into segments."""
+class Stream:
+    """One column stream: tag-encoded values cut into segments.
 
-    __slots__ = ("buf", "pending", "segments", "w")
+    The cut rule lives here only: a segment ends after the value that brings
+    the buffer to ``segment_thresh``, whether values come one at a time
+    (:meth:`append`) or many at once (:meth:`extend`).
+    """
 
-    def __init__(self, w: Writer) -> None:
+    __slots__ = ("buf", "count", "ends", "int_ends", "pending", "segments", "stat_type", "w")
+
+    def __init__(self, w: Writer, stat_type: Type | None = None) -> None:
         self.w = w
+        # the values' type, for segment statistics (None: none kept)
+        self.stat_type = stat_type if w.statistics else None
         self.buf = bytearray()
-        self.pending: list[tuple[bytes, int, int]] = []  # (stored bytes, mem_length, format)
+        self.count = 0  # values in buf
+        # where each value in buf ends (for statistics): arrays, then single ints
+        self.ends: list[np.ndarray] = []
+        self.int_ends: list[int] = []
+        # (stored bytes, mem_length, format, statistics being computed or None)
+        self.pending: list[tuple[bytes, int, int, Future[dict[str, Any]] | None]] = []
         self.segments: list[Segment] = []
 
     def append(self, body: bytes | memoryview | None) -> None:
         before = len(self.buf)
         append_tagged(self.buf, body)
+        self.count += 1
+        if self.stat_type is not None:
+            self.int_ends.append(len(self.buf))
         self.w._buffered += len(self.buf) - before
         if len(self.buf) >= self.w.segment_thresh:
             self.cut()
 
     def append_int(self, v: int) -> None:
         self.append(encode_int(v))
+
+    def extend(self, values: Encoded) -> None:
+        """Append many tag-encoded values, cutting exactly where :meth:`append` would."""
+        ends = values.ends
+        total = int(ends[-1]) if ends.size else 0
+        mv = memoryview(values.data)
+        thresh = self.w.segment_thresh
+        track = self.stat_type is not None
+        if track and self.int_ends:
+            self.ends.append(np.array(self.int_ends, np.int64))
+            self.int_ends.clear()
+        pos = 0
+        first = 0  # index of the first value not yet in buf
+        while pos < total:
+            need = thresh - len(self.buf)
+            i = int(np.searchsorted(ends, pos + need, side="left"))
+            if i >= ends.size:
+                if track:
+                    self.ends.append(ends[first:] - (pos - len(self.buf)))
+                self.buf += mv[pos:total]
+                self.count += ends.size - first
+                self.w._buffered += total - pos
+                return
+            cut = int(ends[i])
+            if track:
+                self.ends.append(ends[first: i + 1] - (pos - len(self.buf)))
+            self.buf += mv[pos:cut]
+            self.count += i + 1 - first
+            first = i + 1
+            self.w._buffered += cut - pos
+            self.cut()
+            pos = cut
 
     def cut(self) -> None:
         if not self.buf:
@@ -97,14 +159,35 @@ class _Stream:
             if len(c) < len(raw):
                 stored, fmt = c, COMPRESSION_LZ4
         self.w._buffered += len(stored) - len(raw)
-        self.pending.append((stored, len(raw), fmt))
+        stats = None
+        if self.stat_type is not None:
+            if self.int_ends:
+                self.ends.append(np.array(self.int_ends, np.int64))
+            ends = np.concatenate(self.ends) if self.ends else np.zeros(0, np.int64)
+            self.ends, self.int_ends = [], []
+            if self.w.statistics:
+                stats = self.w._compute(segment_stats, self.stat_type, raw, stored, ends)
+        self.count = 0
+        self.pending.append((stored, len(raw), fmt, stats))
 
     def flush(self) -> None:
         self.cut()
-        for stored, mem, fmt in self.pending:
-            self.segments.append(Segment(self.w._offset, len(stored), mem, fmt))
+        for stored, mem, fmt, stats in self.pending:
+            seg = Segment(self.w._offset, len(stored), mem, fmt)
+            self.segments.append(seg)
+            if stats is not None:
+                assert self.stat_type is not None
+                self.w._stats[seg] = (self.stat_type, stats.result())
             self.w._emit(stored)
             self.w._buffered -= len(stored)
+        self.pending.clear()
+
+    def discard(self) -> None:
+        """Drop what is buffered (runs that turn out not to be needed)."""
+        self.w._buffered -= len(self.buf) + sum(len(p[0]) for p in self.pending)
+        self.buf = bytearray()
+        self.count = 0
+        self.ends, self.int_ends = [], []
         self.pending.clear()
 
     @property
@@ -112,13 +195,13 @@ class _Stream:
         return not self.buf and not self.pending and not self.segments
 
 
-class _Runs:
-    """Presence runs (present, absent, present, ...) emitted only once a null appears."""
+class Runs:
+    """Presence runs (present, absent, present, ...), kept only once a null appears."""
 
     __slots__ = ("count", "present", "run", "state", "stream")
 
     def __init__(self, w: Writer) -> None:
-        self.stream = _Stream(w)
+        self.stream = Stream(w, INT32)
         self.state = True
         self.run = 0
         self.count = 0
@@ -134,6 +217,44 @@ class _Runs:
         self.state = present
         self.run = 1
 
+    def extend(self, presence: Presence, n: int) -> int:
+        """``mark`` for ``n`` values at once (True: all present, False: none, or a
+        mask); returns how many are present."""
+        if n == 0:
+            return 0
+        if isinstance(presence, (bool, np.bool_)):
+            uniform: bool | None = bool(presence)
+        elif presence.all():
+            uniform = True
+        elif not presence.any():
+            uniform = False
+        else:
+            uniform = None
+        if uniform is not None:
+            if uniform == self.state:
+                self.run += n
+            else:
+                self.stream.append_int(self.run)
+                self.state, self.run = uniform, n
+            present = n if uniform else 0
+        else:
+            assert isinstance(presence, np.ndarray)
+            present = int(np.count_nonzero(presence))
+            change = np.flatnonzero(presence[1:] != presence[:-1]) + 1
+            lengths = np.diff(np.concatenate(([0], change, [n])))
+            if bool(presence[0]) == self.state:
+                lengths[0] += self.run
+                emitted = lengths[:-1]
+            else:
+                emitted = np.concatenate(([self.run], lengths[:-1]))
+            if emitted.size:
+                self.stream.extend(encode_ints(emitted))
+            self.run = int(lengths[-1])
+            self.state = bool(presence[-1])
+        self.count += n
+        self.present += present
+        return present
+
     @property
     def has_nulls(self) -> bool:
         return self.present != self.count
@@ -143,10 +264,7 @@ class _Runs:
         if self.has_nulls and self.present:
             self.stream.append_int(self.run)
         elif not self.stream.segments:  # all null or no null: the runs are not written
-            self.stream.w._buffered -= len(self.stream.buf) + sum(
-                len(p[0]) for p in self.stream.pending)
-            self.stream.buf = bytearray()
-            self.stream.pending.clear()
+            self.stream.discard()
 
     def finish(self) -> tuple[Segment, ...]:
         if not self.has_nulls or self.present == 0:
@@ -154,50 +272,84 @@ class _Runs:
         self.stream.flush()
         return tuple(self.stream.segments)
 
-    def streams(self) -> list[_Stream]:
+    def streams(self) -> list[Stream]:
         return [self.stream]
 
 
 class _Builder:
-    """Shreds the BSUP bodies of one type into its column streams."""
+    """Shreds the values of one type into its column streams.
+
+    Values arrive either where a presence column covers nulls (record fields:
+    :meth:`append` / :meth:`extend`, never null) or where none does (rows,
+    elements, members: :meth:`append_uncovered` / :meth:`extend_slot`, where a
+    null of a complex type gets this builder's own presence runs).
+    """
 
     def __init__(self, w: Writer, t: Type) -> None:
         self.w = w
         self.t = t
-        self.nulls: _Runs | None = None  # for null complex values no presence covers
+        self.nulls: Runs | None = None  # for null complex values no presence covers
+        self.count = 0  # non-null values so far
 
-    def append(self, body: memoryview | bytes | None) -> None:
+    def append(self, body: memoryview | bytes) -> None:
         raise NotImplementedError
 
-    def append_null_uncovered(self) -> None:
-        if self.nulls is None:
-            self.nulls = _Runs(self.w)
-            for _ in range(self.count):
-                self.nulls.mark(True)
-        self.nulls.mark(False)
+    def extend(self, node: Node | None, n: int) -> None:
+        """``n`` non-null values at once (the bulk :meth:`append`)."""
+        raise NotImplementedError
+
+    def append_covered(self, body: memoryview | bytes) -> None:
+        self.count += 1
+        if self.nulls is not None:
+            self.nulls.mark(True)
+        self.append(body)
+
+    def extend_covered(self, node: Node | None, n: int) -> None:
+        if n == 0:
+            return
+        self.count += n
+        if self.nulls is not None:
+            self.nulls.extend(True, n)
+        self.extend(node, n)
 
     def append_uncovered(self, body: memoryview | bytes | None) -> None:
         """Append where no presence column covers a null (top level, elements, members)."""
         if body is None:
-            self.append_null_uncovered()
+            self._start_nulls()
+            assert self.nulls is not None
+            self.nulls.mark(False)
             return
-        if self.nulls is not None:
-            self.nulls.mark(True)
-        self.count += 1
-        self.append(body)
+        self.append_covered(body)
 
-    count = 0
+    def extend_slot(self, slot: Slot) -> None:
+        """Many values where no presence column covers a null (the bulk
+        :meth:`append_uncovered`)."""
+        valid = slot.valid
+        if valid is None or valid.all():
+            self.extend_covered(slot.node, slot.n)
+            return
+        self._start_nulls()
+        assert self.nulls is not None
+        present = self.nulls.extend(valid, slot.n)
+        self.count += present
+        if present:
+            self.extend(slot.node, present)
 
-    def streams(self) -> list[_Stream]:
+    def _start_nulls(self) -> None:
+        if self.nulls is None:
+            self.nulls = Runs(self.w)
+            self.nulls.extend(True, self.count)
+
+    def streams(self) -> list[Stream]:
         """Streams in layout order (presence before the values it places)."""
         own = self.nulls.streams() if self.nulls else []
         return own + self.own_streams()
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         """Every presence-run builder under this one (to finalize before the last flush)."""
         return [self.nulls] if self.nulls else []
 
-    def own_streams(self) -> list[_Stream]:
+    def own_streams(self) -> list[Stream]:
         raise NotImplementedError
 
     def column(self) -> AnyColumn | None:
@@ -215,16 +367,25 @@ class _Builder:
 class _PrimitiveBuilder(_Builder):
     def __init__(self, w: Writer, t: Type) -> None:
         super().__init__(w, t)
-        self.stream = _Stream(w)
+        self.stream = Stream(w, t)
 
-    def append(self, body: memoryview | bytes | None) -> None:
+    def append(self, body: memoryview | bytes) -> None:
         self.stream.append(body)
+
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, Prim)
+        self.stream.extend(node.values)
 
     def append_uncovered(self, body: memoryview | bytes | None) -> None:
         self.count += 1
         self.stream.append(body)  # primitive nulls are in-band
 
-    def own_streams(self) -> list[_Stream]:
+    def extend_slot(self, slot: Slot) -> None:
+        self.count += slot.n
+        if slot.n:
+            self.extend(slot.node, slot.n)  # nulls in band, in the node's values
+
+    def own_streams(self) -> list[Stream]:
         return [self.stream]
 
     def inner_column(self) -> AnyColumn | None:
@@ -235,10 +396,9 @@ class _PrimitiveBuilder(_Builder):
 class _RecordBuilder(_Builder):
     def __init__(self, w: Writer, t: RecordType) -> None:
         super().__init__(w, t)
-        self.fields = [(f.name, _Runs(w), builder_for(w, f.type)) for f in t.fields]
+        self.fields = [(f.name, Runs(w), builder_for(w, f.type)) for f in t.fields]
 
-    def append(self, body: memoryview | bytes | None) -> None:
-        assert body is not None
+    def append(self, body: memoryview | bytes) -> None:
         it = iter_tagged(body, 0, len(body))
         for _name, runs, child in self.fields:
             try:
@@ -247,20 +407,25 @@ class _RecordBuilder(_Builder):
                 raise FormatError("record value has too few fields") from None
             runs.mark(v is not None)
             if v is not None:
-                child.count += 1
-                if child.nulls is not None:
-                    child.nulls.mark(True)
-                child.append(v)
+                child.append_covered(v)
         if next(it, None) is not None:
             raise FormatError("record value has too many fields")
 
-    def own_streams(self) -> list[_Stream]:
-        out: list[_Stream] = []
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, Rec) and len(node.fields) == len(self.fields)
+        for (_name, runs, child), (presence, cnode) in zip(self.fields, node.fields,
+                                                           strict=True):
+            present = runs.extend(presence, n)
+            if present:
+                child.extend_covered(cnode, present)
+
+    def own_streams(self) -> list[Stream]:
+        out: list[Stream] = []
         for _, runs, child in self.fields:
             out += runs.streams() + child.streams()
         return out
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         out = super().runs()
         for _, runs, child in self.fields:
             out += [runs, *child.runs()]
@@ -277,21 +442,25 @@ class _RecordBuilder(_Builder):
 class _ArrayBuilder(_Builder):
     def __init__(self, w: Writer, t: ArrayType | SetType) -> None:
         super().__init__(w, t)
-        self.lengths = _Stream(w)
+        self.lengths = Stream(w, INT32)
         self.values = builder_for(w, t.elem)
 
-    def append(self, body: memoryview | bytes | None) -> None:
-        assert body is not None
+    def append(self, body: memoryview | bytes) -> None:
         n = 0
         for el in iter_tagged(body, 0, len(body)):
             self.values.append_uncovered(el)
             n += 1
         self.lengths.append_int(n)
 
-    def own_streams(self) -> list[_Stream]:
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, Arr)
+        self.values.extend_slot(node.elems)
+        self.lengths.extend(node.lengths)
+
+    def own_streams(self) -> list[Stream]:
         return [self.lengths, *self.values.streams()]
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         return super().runs() + self.values.runs()
 
     def inner_column(self) -> AnyColumn | None:
@@ -302,12 +471,11 @@ class _ArrayBuilder(_Builder):
 class _MapBuilder(_Builder):
     def __init__(self, w: Writer, t: MapType) -> None:
         super().__init__(w, t)
-        self.lengths = _Stream(w)
+        self.lengths = Stream(w, INT32)
         self.keys = builder_for(w, t.key)
         self.values = builder_for(w, t.value)
 
-    def append(self, body: memoryview | bytes | None) -> None:
-        assert body is not None
+    def append(self, body: memoryview | bytes) -> None:
         items = list(iter_tagged(body, 0, len(body)))
         if len(items) % 2:
             raise FormatError("map value has a key without a value")
@@ -316,10 +484,16 @@ class _MapBuilder(_Builder):
             self.values.append_uncovered(v)
         self.lengths.append_int(len(items) // 2)
 
-    def own_streams(self) -> list[_Stream]:
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, MapNode)
+        self.keys.extend_slot(node.keys)
+        self.values.extend_slot(node.values)
+        self.lengths.extend(node.lengths)
+
+    def own_streams(self) -> list[Stream]:
         return [self.lengths, *self.keys.streams(), *self.values.streams()]
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         return super().runs() + self.keys.runs() + self.values.runs()
 
     def inner_column(self) -> AnyColumn | None:
@@ -330,11 +504,10 @@ class _MapBuilder(_Builder):
 class _UnionBuilder(_Builder):
     def __init__(self, w: Writer, t: UnionType) -> None:
         super().__init__(w, t)
-        self.tags = _Stream(w)
+        self.tags = Stream(w, INT32)
         self.members = [builder_for(w, m) for m in t.types]
 
-    def append(self, body: memoryview | bytes | None) -> None:
-        assert body is not None
+    def append(self, body: memoryview | bytes) -> None:
         parts = list(iter_tagged(body, 0, len(body)))
         if len(parts) != 2 or parts[0] is None:
             raise FormatError("union value is not a tag and a value")
@@ -344,13 +517,20 @@ class _UnionBuilder(_Builder):
         self.tags.append_int(idx)
         self.members[idx].append_uncovered(parts[1])
 
-    def own_streams(self) -> list[_Stream]:
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, UnionNode) and len(node.members) == len(self.members)
+        self.tags.extend(node.tags)
+        for member, slot in zip(self.members, node.members, strict=True):
+            if slot is not None and slot.n:
+                member.extend_slot(slot)
+
+    def own_streams(self) -> list[Stream]:
         out = [self.tags]
         for m in self.members:
             out += m.streams()
         return out
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         out = super().runs()
         for m in self.members:
             out += m.runs()
@@ -369,17 +549,20 @@ class _ErrorBuilder(_Builder):
         super().__init__(w, t)
         self.inner = builder_for(w, t.inner)
 
-    def append(self, body: memoryview | bytes | None) -> None:
-        assert body is not None
+    def append(self, body: memoryview | bytes) -> None:
         parts = list(iter_tagged(body, 0, len(body)))
         if len(parts) != 1:
             raise FormatError("error value does not hold exactly one element")
         self.inner.append_uncovered(parts[0])
 
-    def own_streams(self) -> list[_Stream]:
+    def extend(self, node: Node | None, n: int) -> None:
+        assert isinstance(node, ErrNode)
+        self.inner.extend_slot(node.inner)
+
+    def own_streams(self) -> list[Stream]:
         return self.inner.streams()
 
-    def runs(self) -> list[_Runs]:
+    def runs(self) -> list[Runs]:
         return super().runs() + self.inner.runs()
 
     def inner_column(self) -> AnyColumn | None:
@@ -410,29 +593,43 @@ def builder_for(w: Writer, t: Type) -> _Builder:
 
 
 class Writer:
-    """Incremental CSUP writer to a binary file object (see :func:`write`).
+    """Incremental CSUP writer to a binary file object (see :func:`csup_async.write`).
 
     Use as a context manager, or call :meth:`close`; the file is only valid
     once closed.  The destination is written strictly sequentially, so any
     stream that accepts ``write`` works (a socket, an upload buffer).
+
+    Values come one at a time (:meth:`write`, :meth:`write_body`) or as
+    shredded batches (:meth:`write_batch`, :meth:`add_rows`); both give the
+    same bytes.  Buffered column data is flushed once it exceeds
+    ``skew_thresh``, checked every :data:`SKEW_CHECK_ROWS` rows.
     """
 
     def __init__(self, out: BinaryIO, *, segment_thresh: int = DEFAULT_SEGMENT_THRESH,
-                 skew_thresh: int = DEFAULT_SKEW_THRESH, compress: bool = True) -> None:
+                 skew_thresh: int = DEFAULT_SKEW_THRESH, compress: bool = True,
+                 statistics: bool = True) -> None:
         if segment_thresh <= 0 or skew_thresh <= 0:
             raise EncodeError("segment_thresh and skew_thresh must be positive")
         self.out = out
         self.segment_thresh = segment_thresh
         self.skew_thresh = skew_thresh
         self.compress = compress
+        self.statistics = statistics
+        self._stats: dict[Segment, tuple[Type, dict[str, Any]]] = {}
+        self._helper: ThreadPoolExecutor | None = None
         self._offset = 0
         self._buffered = 0
         self._super_ids: dict[Type, int] = {}
         self._super_types: list[Type] = []
         self._builders: list[_Builder] = []
-        self._super = _Stream(self)
+        self._super = Stream(self)
         self._closed = False
         self.rows = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of column data held in memory, not yet written out."""
+        return self._buffered
 
     def _emit(self, b: bytes) -> None:
         self.out.write(b)
@@ -444,23 +641,77 @@ class Writer:
             t, v = value.type, value.value
         else:
             t, v = infer_type(value), value
+        if t not in self._super_ids:
+            check_type(t, f"super type {_short(t)}")  # before its values, for a clear error
         self.write_body(t, encode_value(t, v))
+
+    def super_id(self, t: Type) -> int:
+        """The super type ID of ``t``, adding it (and its columns) when new."""
+        sid = self._super_ids.get(t)
+        if sid is None:
+            check_type(t, f"super type {_short(t)}")  # a reader must be able to read it
+            builder = builder_for(self, t)
+            sid = len(self._super_types)
+            self._super_ids[t] = sid
+            self._super_types.append(t)
+            self._builders.append(builder)
+        return sid
 
     def write_body(self, t: Type, body: bytes | memoryview | None) -> None:
         """Write one value given as its BSUP body (the exact path every input takes)."""
         if self._closed:
             raise CsupError("writer is closed")
-        sid = self._super_ids.get(t)
-        if sid is None:
-            check_type(t, f"super type {_short(t)}")  # a reader must be able to read it
-            sid = len(self._super_types)
-            self._super_ids[t] = sid
-            self._super_types.append(t)
-            self._builders.append(builder_for(self, t))
+        sid = self.super_id(t)
         self._builders[sid].append_uncovered(body)
         self._super.append_int(sid)
         self.rows += 1
-        if self._buffered > self.skew_thresh:
+        self._check_skew()
+
+    def write_batch(self, batch: Batch) -> None:
+        """Write shredded rows (see :mod:`csup_async.batch`): the same bytes as
+        :meth:`write_body` of each row.  The skew threshold is not checked here:
+        :meth:`add_rows` checks it where per-row writing would."""
+        if self._closed:
+            raise CsupError("writer is closed")
+        if batch.rows == 0:
+            return
+        _, first = np.unique(batch.row_types, return_index=True)
+        order = np.argsort(first, kind="stable")  # super IDs in order of first appearance
+        sids = np.zeros(len(batch.types), np.int64)
+        for i in order:
+            sids[i] = self.super_id(batch.types[i])
+        for i in order:
+            self._builders[sids[i]].extend_slot(batch.slots[i])
+        if len(batch.types) == 1:
+            self._super.extend(encode_constant(encode_int(int(sids[0])), batch.rows))
+        else:
+            self._super.extend(encode_ints(sids[batch.row_types]))
+        self.rows += batch.rows
+
+    def add_rows(self, n: int, encode: Callable[[int, int], Batch]) -> None:
+        """Write ``n`` rows that ``encode(a, b)`` shreds into a :class:`Batch` for rows
+        ``a`` to ``b``, checking the skew threshold exactly where per-row writing would.
+
+        A batch whose bytes fit under the threshold cannot cross it at any check
+        inside, so it goes whole; otherwise it is split (``encode`` is called again
+        for the parts) down to the rows between two checks.
+        """
+        a = 0
+        while a < n:
+            b = n
+            while True:
+                batch = encode(a, b)
+                to_check = SKEW_CHECK_ROWS - self.rows % SKEW_CHECK_ROWS
+                if batch.nbytes <= self.skew_thresh - self._buffered or b - a <= to_check:
+                    break
+                steps = ((b - a) // 2 - to_check) // SKEW_CHECK_ROWS
+                b = a + to_check + max(steps, 0) * SKEW_CHECK_ROWS
+            self.write_batch(batch)
+            self._check_skew()
+            a = b
+
+    def _check_skew(self) -> None:
+        if self.rows % SKEW_CHECK_ROWS == 0 and self._buffered > self.skew_thresh:
             self.flush()
 
     def flush(self) -> None:
@@ -470,9 +721,27 @@ class Writer:
                 s.flush()
         self._super.flush()
 
+    def _compute(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
+        that releases the GIL, so they overlap the shredding of the next rows."""
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
+        return self._helper.submit(fn, *args)
+
+    def _stop_helper(self) -> None:
+        if self._helper is not None:
+            self._helper.shutdown(wait=True, cancel_futures=True)
+            self._helper = None
+
     def close(self) -> None:
         if self._closed:
             return
+        try:
+            self._finish()
+        finally:
+            self._stop_helper()
+
+    def _finish(self) -> None:
         for b in self._builders:
             for r in b.runs():
                 r.finalize()
@@ -485,7 +754,7 @@ class Writer:
             enc.write_body(t, None)
         enc.write(SEGMAP_TYPE, segmap_value(tuple(self._super.segments)))
         for col in columns:
-            ct, cv = column_value(col)
+            ct, cv = column_value(col, self._segmap_value)
             enc.write(ct, cv)
         enc.end_stream()
         self._check_readable(reassembly, data_size)
@@ -501,6 +770,18 @@ class Writer:
         self._emit(bytes(trailer))
         self._closed = True
         self.columns: list[AnyColumn | None] = columns
+
+    def _segmap_value(self, segmap: tuple[Segment, ...]) -> tuple[Type, Any]:
+        """A segmap's (type, value), with each segment's statistics when it has them
+        (CSUP-DECISIONS, "Segment statistics and checksums")."""
+        plain = segmap_value(segmap)
+        stats = [self._stats.get(seg) for seg in segmap]
+        if not segmap or any(s is None for s in stats):
+            return SEGMAP_TYPE, plain
+        t = stats[0][0]  # type: ignore[index]
+        for el, st in zip(plain, stats, strict=True):
+            el.update(st[1])  # type: ignore[index]
+        return segmap_type(SEGMAP_TYPE.elem, t), plain
 
     def _check_readable(self, reassembly: bytearray, data_size: int) -> None:
         """EncodeError unless this reader can parse the metadata just made (a deep or
@@ -526,87 +807,5 @@ class Writer:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
-
-
-def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, **options: Any) -> int:
-    """Write ``data`` as one CSUP file at ``dest``; return the number of rows.
-
-    ``data``: an iterable of Python values or ``Value``s, or a pyarrow
-    Table / RecordBatch / RecordBatchReader, or a mapping of column names to
-    1-d numpy arrays (masked arrays for nulls).  ``dest``: a path (written to
-    a temporary name and renamed into place, so no partial file is ever
-    visible) or a binary file object.  Options: ``segment_thresh``,
-    ``skew_thresh``, ``compress``.
-
-    Flat Arrow tables and numpy columns take the vectorised encoder
-    (:mod:`csup_async.arrow_write`), which writes the same values hundreds of
-    times faster; anything else is shredded value by value.
-    """
-    from .arrow_input import ArrowValues
-
-    if isinstance(data, ArrowValues):  # rows of a Parquet file: encode its batches whole
-        data = _batch_reader(data.source)
-    write_to = _fast_writer(data) or _value_writer(data)
-    if isinstance(dest, (str, os.PathLike)):
-        path = os.fspath(dest)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        try:
-            with open(tmp, "wb") as f:
-                n = write_to(f, **options)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return n
-    return write_to(dest, **options)
-
-
-def _value_writer(data: Any) -> Callable[..., int]:
-    """Value-by-value writing of any input (the exact path for every type)."""
-    rows = _arrow_rows(data)
-    return lambda f, **options: _write_all(f, rows, options)
-
-
-def _fast_writer(data: Any) -> Callable[..., int] | None:
-    """The vectorised writer for flat Arrow/numpy input, or None."""
-    is_arrow = type(data).__module__.startswith("pyarrow")
-    is_columns = isinstance(data, dict) and any(
-        type(v).__module__.startswith("numpy") for v in data.values())
-    if not (is_arrow or is_columns):
-        return None
-    from .arrow_write import fast_writer
-
-    return fast_writer(data)
-
-
-def _batch_reader(source: Any) -> Any:
-    """An iterator of record batches as a RecordBatchReader (its schema from the first)."""
-    if type(source).__module__.startswith("pyarrow"):
-        return source
-    import itertools
-
-    import pyarrow as pa
-
-    it = iter(source)
-    first = next(it, None)
-    if first is None:
-        return pa.table({})
-    return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], it))
-
-
-def _write_all(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
-    w = Writer(f, **options)
-    for v in rows:
-        w.write(v)
-    w.close()
-    return w.rows
-
-
-def _arrow_rows(data: Any) -> Iterable[Any]:
-    mod = type(data).__module__
-    if mod.startswith("pyarrow"):
-        from .arrow_input import arrow_values
-
-        return arrow_values(data)
-    return data
+        else:
+            self._stop_helper()

@@ -14,7 +14,7 @@ import pytest
 
 import planner as P
 
-writer = pytest.importorskip("csup_async.writer")
+writer = pytest.importorskip("csup_async.writing")
 fmt = pytest.importorskip("csup_async.format")
 lz4_block = pytest.importorskip("lz4.block")
 

@@ -38,7 +38,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from .. import writer as W
+from .. import writing as W
 from ..errors import CsupError, UnsupportedTypeError
 from .listing import is_hidden
 from .options import Settings

@@ -1,0 +1,476 @@
+"""Plain Python rows shredded into batches, a column at a time.
+
+Inferring a type and encoding a BSUP body per row costs ~100 µs for a small
+nested dict; most rows of a real input share a handful of shapes.  This module
+types a whole chunk of rows at once, with the same rules as
+:func:`csup_async.values.infer_type` (see the README, "Python values"):
+
+- values are sorted by their exact Python class (``bool``, ``int``, ``float``,
+  ``str``, ``bytes``, ``dict``, ``list``/``tuple``, ``None``, numpy
+  ``datetime64``/``timedelta64``/``int64``/``float64``/``bool_``);
+- dicts are grouped by their key tuple and each key's values become a column,
+  recursively; lists are flattened into one column of elements;
+- each value's type is then an index into the column's types, a record's type
+  the tuple of its fields' type indexes, a list's the one type of its
+  non-null elements;
+
+and encodes each column with numpy (:mod:`csup_async.tagenc`).  Anything
+outside that (a union inside a list, a map, a set, an int beyond int64, a
+``datetime``, an ``ipaddress``, a ``Value``, a class the table does not name,
+a value the encoder would refuse) makes the chunk fall back, in smaller and
+smaller pieces, to the per-value path, which decides exactly as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from .batch import Arr, Batch, Node, Prim, Rec, Slot
+from .errors import CsupError
+from .tagenc import (
+    Encoded,
+    encode_constant,
+    encode_fixed,
+    encode_ints,
+    encode_varbinary,
+    with_nulls,
+)
+from .types import (
+    BOOL,
+    BYTES,
+    DURATION,
+    FLOAT64,
+    INT64,
+    NULL,
+    STRING,
+    TIME,
+    ArrayType,
+    Field,
+    RecordType,
+    Type,
+)
+from .values import numpy_ns
+from .writer import Writer
+
+__all__ = ["write_rows", "CHUNK_ROWS"]
+
+#: Rows typed and shredded at once.
+CHUNK_ROWS = 1 << 13
+#: Below this many rows a chunk that cannot be shredded goes value by value.
+_SMALLEST = 256
+#: Distinct key tuples of the dicts of one column in a chunk handled here.
+_MAX_SHAPES = 64
+#: Nesting handled here; deeper values take the per-value path (which has its limits).
+_MAX_DEPTH = 32
+
+_NONE, _BOOL, _INT, _FLOAT, _STR, _BYTES, _DICT, _LIST, _TIME, _DUR = range(10)
+_KIND: dict[type, int] = {
+    type(None): _NONE, bool: _BOOL, np.bool_: _BOOL, int: _INT, np.int64: _INT,
+    float: _FLOAT, np.float64: _FLOAT, str: _STR, bytes: _BYTES, dict: _DICT,
+    list: _LIST, tuple: _LIST, np.datetime64: _TIME, np.timedelta64: _DUR,
+}
+_PRIM_TYPE = {_NONE: NULL, _BOOL: BOOL, _INT: INT64, _FLOAT: FLOAT64, _STR: STRING,
+              _BYTES: BYTES, _TIME: TIME, _DUR: DURATION}
+
+
+class _Unhandled(Exception):
+    """This chunk needs the per-value path."""
+
+
+def _kind_of_type(t: Type) -> int:
+    if isinstance(t, RecordType):
+        return _DICT
+    if isinstance(t, ArrayType):
+        return _LIST
+    for k, pt in _PRIM_TYPE.items():
+        if pt == t:
+            return k
+    raise _Unhandled(t)
+
+
+def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + n)`` for each (s, n)."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
+
+
+class _Column:
+    """Values of one position (rows, a field, list elements), typed and shredded."""
+
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise _Unhandled("deep")
+        n = len(values)
+        classes = list(map(type, values))
+        try:
+            if n and classes.count(classes[0]) == n:  # one class: the usual column
+                codes = np.full(n, _KIND[classes[0]], np.int8)
+                present = codes[:1]
+            else:
+                codes = np.fromiter(map(_KIND.__getitem__, classes), np.int8, n)
+                present = np.flatnonzero(np.bincount(codes, minlength=len(_PRIM_TYPE) + 2))
+        except KeyError:
+            raise _Unhandled("class") from None
+        self.codes = codes
+        self.parts: dict[int, _Part] = {}
+        self.kind_pos = np.zeros(n, np.int64)  # position of each value within its kind
+        self.types: list[Type] = []
+        index: dict[Type, int] = {}
+        self.ids = np.zeros(n, np.int64)
+        for k in present.tolist():
+            if len(present) == 1:
+                sel = None
+                sub = values
+                self.kind_pos = np.arange(n, dtype=np.int64)
+            else:
+                sel = np.flatnonzero(codes == k)
+                self.kind_pos[sel] = np.arange(sel.size, dtype=np.int64)
+                sub = [values[i] for i in sel.tolist()]
+            part = _make_part(k, sub, depth)
+            self.parts[k] = part
+            local = np.array([index.setdefault(t, len(index)) for t in part.types], np.int64)
+            if sel is None:
+                self.ids = local[part.ids]
+            else:
+                self.ids[sel] = local[part.ids]
+        self.types = list(index)
+
+    def node(self, sel: np.ndarray, t: Type) -> Node:
+        """Values at ``sel`` (positions, ascending), every one non-null of type ``t``."""
+        k = _kind_of_type(t)
+        return self.parts[k].node(self.kind_pos[sel], t)
+
+    def slot(self, sel: np.ndarray, t: Type) -> Slot:
+        """Values at ``sel``, each null or of type ``t`` (no presence covers them)."""
+        n = sel.size
+        if t == NULL:
+            return Slot(n, None, Prim(encode_constant(None, n)))
+        codes = self.codes[sel]
+        valid = codes != _NONE
+        all_valid = bool(valid.all())
+        dense = sel if all_valid else sel[valid]
+        if isinstance(t, (RecordType, ArrayType)):
+            node = self.node(dense, t) if dense.size else None
+            return Slot(n, None if all_valid else valid, node)
+        if not dense.size:
+            return Slot(n, valid, Prim(encode_constant(None, n)))
+        node = self.node(dense, t)
+        assert isinstance(node, Prim)
+        return Slot(n, None if all_valid else valid,
+                    Prim(with_nulls(node.values, None if all_valid else valid)))
+
+
+class _Part:
+    """The values of one kind in a column: ``types`` and each value's ``ids``."""
+
+    types: list[Type]
+    ids: np.ndarray
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        raise NotImplementedError
+
+
+class _Fixed(_Part):
+    """Ints, floats, bools, times, durations: a numpy array of their values."""
+
+    def __init__(self, kind: int, values: list[Any] | tuple[Any, ...]) -> None:
+        self.kind = kind
+        self.types = [_PRIM_TYPE[kind]]
+        self.ids = np.zeros(len(values), np.int64)
+        try:
+            if kind == _INT:
+                self.values = np.array(values, dtype=np.int64)
+            elif kind == _FLOAT:
+                self.values = np.array(values, dtype=np.float64)
+            elif kind == _BOOL:
+                self.values = np.array(values, dtype=np.bool_).astype(np.uint8)
+            else:
+                self.values = numpy_ns(_exact_array(values, kind))
+        except (OverflowError, TypeError, ValueError, CsupError):
+            raise _Unhandled("values") from None
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        v = self.values if pos.size == self.values.size else self.values[pos]
+        if self.kind == _FLOAT:
+            return Prim(encode_fixed(v, 8))
+        if self.kind == _BOOL:
+            return Prim(encode_fixed(v, 1))
+        return Prim(encode_ints(v))
+
+
+def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
+    """numpy datetime64/timedelta64 scalars as one array, or _Unhandled when numpy
+    would have wrapped one: ``np.array`` takes the finest unit of the values and
+    converts coarser ones silently, so the result is checked against the same
+    values converted to seconds (which cannot wrap in any realistic range)."""
+    arr = np.array(values)
+    unit, count = np.datetime_data(arr.dtype)
+    if arr.dtype.kind not in "Mm" or count != 1:
+        raise _Unhandled("dtype")
+    per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}.get(unit)
+    if per_second is None:  # minutes, hours, days, ...: conversions among them are exact
+        if unit in ("ps", "fs", "as", "generic"):
+            raise _Unhandled("unit")
+        return arr
+    if per_second == 1:
+        return arr
+    secs = np.array(values, dtype=arr.dtype.str[:3] + "[s]").view(np.int64)
+    raw = arr.view(np.int64)
+    nat = raw == np.iinfo(np.int64).min
+    if not np.array_equal(np.where(nat, 0, raw // per_second), np.where(nat, 0, secs)):
+        raise _Unhandled("units")
+    return arr
+
+
+class _Nulls(_Part):
+    def __init__(self, n: int) -> None:
+        self.types = [NULL]
+        self.ids = np.zeros(n, np.int64)
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        return Prim(encode_constant(None, pos.size))
+
+
+class _VarBinary(_Part):
+    """Strings (as UTF-8) and bytes, tag-encoded once for the whole column.
+
+    Short ASCII strings (the usual column) are joined with a NUL before each,
+    encoded once, and each NUL replaced by its string's tag (``length + 1``,
+    one byte under 127): no Python call per string.
+    """
+
+    def __init__(self, kind: int, values: list[Any] | tuple[Any, ...]) -> None:
+        n = len(values)
+        self.types = [_PRIM_TYPE[kind]]
+        self.ids = np.zeros(n, np.int64)
+        enc = self._short_ascii(values) if kind == _STR else None
+        if enc is None:
+            try:
+                blobs = list(map(str.encode, values)) if kind == _STR else values
+            except UnicodeEncodeError:
+                raise _Unhandled("surrogate") from None
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(np.fromiter(map(len, blobs), np.int64, n), out=offsets[1:])
+            enc = encode_varbinary(offsets, np.frombuffer(b"".join(blobs), np.uint8))
+        self.enc = enc
+
+    @staticmethod
+    def _short_ascii(values: list[Any] | tuple[Any, ...]) -> Encoded | None:
+        text = "\x00" + "\x00".join(values)
+        if not text.isascii() or text.count("\x00") != len(values):
+            return None
+        data = np.frombuffer(text.encode("ascii"), np.uint8).copy()
+        tags = np.flatnonzero(data == 0)
+        ends = np.empty(tags.size, np.int64)
+        ends[:-1] = tags[1:]
+        ends[-1:] = data.size
+        tag = ends - tags  # length + 1
+        if tag.size and int(tag.max()) >= 0x80:
+            return None
+        data[tags] = tag.astype(np.uint8)
+        return Encoded(data, ends)
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        if pos.size == len(self.enc):
+            return Prim(self.enc)
+        ends = self.enc.ends
+        starts = np.concatenate(([0], ends[:-1]))[pos]
+        sizes = ends[pos] - starts
+        return Prim(Encoded(self.enc.data[_gather_ranges(starts, sizes)], np.cumsum(sizes)))
+
+
+class _Records(_Part):
+    """Dicts with string keys, grouped by their key tuple; each key a column."""
+
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+        n = len(values)
+        shapes: dict[tuple[str, ...], int] = {}
+        keys_of = list(map(tuple, values))
+        if keys_of.count(keys_of[0]) == n:  # one shape: the usual input
+            shapes[keys_of[0]] = 0
+            shape_ids = np.zeros(n, np.int64)
+        else:
+            shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
+                                    np.int64, n)
+            if len(shapes) > _MAX_SHAPES:  # rows of many shapes: cheaper one by one
+                raise _Unhandled("shapes")
+        self.group_pos = np.zeros(n, np.int64)
+        self.groups: dict[tuple[str, ...], list[_Column]] = {}
+        index: dict[Type, int] = {}
+        self.ids = np.zeros(n, np.int64)
+        for keys, g in shapes.items():
+            if not all(isinstance(k, str) for k in keys):
+                raise _Unhandled("map")
+            if len(shapes) == 1:
+                rows = values
+                members = None
+                self.group_pos = np.arange(n, dtype=np.int64)
+            else:
+                members = np.flatnonzero(shape_ids == g)
+                self.group_pos[members] = np.arange(members.size, dtype=np.int64)
+                rows = [values[i] for i in members.tolist()]
+            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1) for k in keys]
+            self.groups[keys] = cols
+            local = self._row_types(keys, cols, len(rows), index)
+            if members is None:
+                self.ids = local
+            else:
+                self.ids[members] = local
+        self.types = list(index)
+
+    @staticmethod
+    def _row_types(keys: tuple[str, ...], cols: list[_Column], n: int,
+                   index: dict[Type, int]) -> np.ndarray:
+        """Each row's record type (as an index into ``index``)."""
+        if not cols or all(len(c.types) == 1 for c in cols):
+            t = RecordType(tuple(Field(k, c.types[0]) for k, c in zip(keys, cols, strict=True)))
+            return np.full(n, index.setdefault(t, len(index)), np.int64)
+        # one int per row from the fields' type indexes (mixed radix over the columns
+        # with several types), then a dense table or a sort to number the combinations
+        varied = [c for c in cols if len(c.types) > 1]
+        key = np.zeros(n, np.int64)
+        span = 1
+        for c in varied:
+            if span * len(c.types) >= 1 << 62:
+                raise _Unhandled("too many shapes")
+            key += c.ids * span
+            span *= len(c.types)
+        if span <= max(4 * n, 1 << 16):
+            seen = np.zeros(span, bool)
+            seen[key] = True
+            combos = np.flatnonzero(seen)
+            number = np.zeros(span, np.int64)
+            number[combos] = np.arange(combos.size)
+            inverse = number[key]
+        else:
+            combos, inverse = np.unique(key, return_inverse=True)
+        local = []
+        for combo in combos.tolist():
+            picks = {}
+            for c in varied:
+                combo, picks[id(c)] = divmod(combo, len(c.types))
+            t = RecordType(tuple(Field(k, c.types[picks.get(id(c), 0)])
+                                 for k, c in zip(keys, cols, strict=True)))
+            local.append(index.setdefault(t, len(index)))
+        return np.array(local, np.int64)[inverse.reshape(-1)]
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        assert isinstance(t, RecordType)
+        cols = self.groups[tuple(f.name for f in t.fields)]
+        gpos = self.group_pos[pos]
+        fields: list[tuple[bool, Node | None]] = []
+        for f, col in zip(t.fields, cols, strict=True):
+            if f.type == NULL:
+                fields.append((False, None))
+            else:
+                fields.append((True, col.node(gpos, f.type)))
+        return Rec(tuple(fields))
+
+
+class _Lists(_Part):
+    """Lists and tuples: their lengths and one column of all their elements."""
+
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+        n = len(values)
+        self.lengths = np.fromiter(map(len, values), np.int64, n)
+        self.starts = np.zeros(n, np.int64)
+        if n:
+            np.cumsum(self.lengths[:-1], out=self.starts[1:])
+        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1)
+        # a list's type: array of its one non-null element type (null when none)
+        null_ids = [i for i, t in enumerate(self.elems.types) if t == NULL]
+        eids = self.elems.ids.copy()
+        nonnull = np.ones(eids.size, bool)
+        for i in null_ids:
+            nonnull &= eids != i
+        owner = np.repeat(np.arange(n, dtype=np.int64), self.lengths)[nonnull]
+        eids = eids[nonnull]
+        first = np.full(n, -1, np.int64)
+        first[owner[::-1]] = eids[::-1]  # the last write wins: each list's first type
+        if (first[owner] != eids).any():
+            raise _Unhandled("union")  # mixed element types: a union, per value
+        elem_t = np.where(first >= 0, first, len(self.elems.types))
+        elem_types = [*self.elems.types, NULL]
+        index: dict[Type, int] = {}
+        local = np.array([index.setdefault(ArrayType(t), len(index)) for t in elem_types],
+                         np.int64)
+        self.ids = local[elem_t]
+        self.types = list(index)
+
+    def node(self, pos: np.ndarray, t: Type) -> Node:
+        assert isinstance(t, ArrayType)
+        lengths = self.lengths[pos]
+        elems = _gather_ranges(self.starts[pos], lengths)
+        return Arr(encode_ints(lengths), self.elems.slot(elems, t.elem))
+
+
+def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int) -> _Part:
+    if kind == _NONE:
+        return _Nulls(len(values))
+    if kind in (_STR, _BYTES):
+        return _VarBinary(kind, values)
+    if kind == _DICT:
+        return _Records(values, depth)
+    if kind == _LIST:
+        return _Lists(values, depth)
+    return _Fixed(kind, values)
+
+
+class _Chunk:
+    """Rows typed and shredded once; :meth:`batch` gives any range of them."""
+
+    def __init__(self, rows: list[Any]) -> None:
+        self.col = _Column(rows, 0)
+        ids = self.col.ids
+        self.order = np.argsort(ids, kind="stable")
+        self.bounds = np.concatenate(([0], np.cumsum(np.bincount(ids,
+                                                                 minlength=len(self.col.types)))))
+
+    def batch(self, a: int, b: int) -> Batch:
+        ids = self.col.ids[a:b]
+        types: list[Type] = []
+        slots: list[Slot] = []
+        remap = np.full(len(self.col.types), -1, np.int64)
+        for ti, t in enumerate(self.col.types):
+            members = self.order[self.bounds[ti]: self.bounds[ti + 1]]
+            lo, hi = np.searchsorted(members, [a, b])
+            members = members[lo:hi]
+            if members.size == 0:
+                continue
+            remap[ti] = len(types)
+            types.append(t)
+            slots.append(self.col.slot(members, t))
+        return Batch(types, remap[ids], slots)
+
+
+def _write_chunk(w: Writer, rows: list[Any]) -> None:
+    try:
+        chunk = _Chunk(rows)
+    except (_Unhandled, RecursionError):
+        if len(rows) <= _SMALLEST:
+            for r in rows:
+                w.write(r)
+            return
+        step = max(_SMALLEST, len(rows) // 8)
+        for s in range(0, len(rows), step):
+            _write_chunk(w, rows[s: s + step])
+        return
+    w.add_rows(len(rows), chunk.batch)
+
+
+def write_rows(w: Writer, rows: Iterable[Any]) -> None:
+    """Write Python values (rows) through ``w``: the same bytes as ``w.write`` of each."""
+    it: Iterator[Any] = iter(rows)
+    while True:
+        chunk = list(itertools.islice(it, CHUNK_ROWS))
+        if not chunk:
+            return
+        _write_chunk(w, chunk)
