@@ -175,41 +175,64 @@ def parse_segmap(vtype: Type, body: Any, what: str | _What = "segmap") -> Segmap
     vtype, body = _resolve(vtype, body)
     if body is None:
         return ()
-    if _is_segmap_type(vtype):
-        rows = _segment_rows(body)
+    extra = _segmap_extra_fields(vtype)
+    if extra is not None:
+        rows = _segment_rows(body, extra)
         if rows is not None:
             return _segments(rows, what)
     return _parse_segmap_generic(vtype, body, what)
 
 
-# Types already compared with SEGMAP_TYPE, by id (the type is kept, so its id stays
-# its own): metadata types are shared between files (bsup's typedef memo), and a
-# structural comparison per segmap would cost more than decoding it.
-_SEGMAP_LIKE: dict[int, tuple[Type, bool]] = {}
+# Types already classified, by id (the type is kept, so its id stays its own):
+# metadata types are shared between files (bsup's typedef memo), and a structural
+# comparison per segmap would cost more than decoding it.
+_SEGMAP_LIKE: dict[int, tuple[Type, int | None]] = {}
 
 
-def _is_segmap_type(t: Type) -> bool:
+def _segmap_extra_fields(t: Type) -> int | None:
+    """How many fields follow the four of SEGMENT_TYPE in ``t``'s elements (0 for
+    SEGMAP_TYPE itself; the segment statistics add six), or None when ``t`` is not
+    an array of records that starts with exactly those four."""
     if t is SEGMAP_TYPE:
-        return True
+        return 0
     known = _SEGMAP_LIKE.get(id(t))
     if known is not None and known[0] is t:
         return known[1]
-    same = t == SEGMAP_TYPE
+    extra = None
+    if isinstance(t, ArrayType) and isinstance(t.elem, RecordType):
+        base = SEGMENT_TYPE.fields
+        fields = t.elem.fields
+        if len(fields) >= len(base) and fields[:len(base)] == base:
+            extra = len(fields) - len(base)
     if len(_SEGMAP_LIKE) >= 1024:
         _SEGMAP_LIKE.clear()
-    _SEGMAP_LIKE[id(t)] = (t, same)
-    return same
+    _SEGMAP_LIKE[id(t)] = (t, extra)
+    return extra
 
 
-def _segment_rows(body: Any) -> list[tuple[int, int, int, int]] | None:
-    """The segments of a SEGMAP_TYPE body in its usual shape, or None for anything else.
+def _uvarint(b: bytes, pos: int, n: int) -> tuple[int, int]:
+    """A uvarint tag at ``pos`` and the position after it; (-1, pos) when cut or over-long."""
+    v = shift = 0
+    while pos < n and shift < 63:
+        c = b[pos]
+        pos += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return v, pos
+        shift += 7
+    return -1, pos
 
-    The usual shape: every element and field non-null, one-byte tags, integers
-    within their widths (uint64, uint32, uint32, uint8).  That is every segmap a
-    writer produces, decoded here without the generic decoder's per-value
-    dispatch (metadata parsing is most of a driver's CPU per file).  For
-    anything else the caller uses the generic decoder, so what is rejected,
-    and how, is unchanged.
+
+def _segment_rows(body: Any, extra: int = 0) -> list[tuple[int, int, int, int]] | None:
+    """The segments of a segmap body in its usual shape, or None for anything else.
+
+    The usual shape: every element and its four segment fields non-null, those
+    fields' tags one byte, integers within their widths (uint64, uint32, uint32,
+    uint8), followed by ``extra`` fields of any kind (the segment statistics),
+    which are skipped by their tags here.  That is every segmap a writer produces,
+    decoded here without the generic decoder's per-value dispatch (metadata parsing
+    is most of a driver's CPU per file).  For anything else the caller uses the
+    generic decoder, so what is rejected, and how, is unchanged.
     """
     b = bytes(body)
     n = len(b)
@@ -218,10 +241,13 @@ def _segment_rows(body: Any) -> list[tuple[int, int, int, int]] | None:
     frm = int.from_bytes
     while pos < n:
         tag = b[pos]
-        end = pos + tag  # the element's body is b[pos + 1 : end]
-        if tag == 0 or tag >= 0x80 or end > n:
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _uvarint(b, pos, n)
+        end = pos + tag - 1  # the element's body is b[pos:end]
+        if tag <= 0 or end > n:
             return None
-        pos += 1
         vals = []
         for limit in (9, 5, 5, 2):  # 1 + the widest body of uint64, uint32, uint32, uint8
             if pos >= end:
@@ -231,19 +257,62 @@ def _segment_rows(body: Any) -> list[tuple[int, int, int, int]] | None:
                 return None
             vals.append(frm(b[pos + 1 : pos + t], "little"))
             pos += t
+        for _ in range(extra):
+            if pos >= end:
+                return None
+            t = b[pos]
+            if t < 0x80:
+                pos += 1
+            else:
+                t, pos = _uvarint(b, pos, n)
+                if t < 0:
+                    return None
+            if t:
+                pos += t - 1
+            if pos > end:
+                return None
         if pos != end:
             return None
         out.append((vals[0], vals[1], vals[2], vals[3]))
     return out
 
 
+_SEGMENT_FIELDS = frozenset(("offset", "length", "mem_length", "compression_format"))
+
+
+def _segment_elements(vtype: Type, body: Any, what: str | _What) -> list[Any]:
+    """The elements of a segmap as dicts of the four segment fields (those present).
+
+    Other fields (the segment statistics, or any a later writer adds) are split off
+    by their tags and not decoded: a reader that does not use them neither pays for
+    nor judges them (the statistics are checked where they are used), so this and
+    the fast path agree on every body."""
+    t = underlying(vtype)
+    elem = underlying(t.elem) if isinstance(t, ArrayType) else None
+    if not isinstance(elem, RecordType):
+        value = decode_value(vtype, body)
+        if not isinstance(value, list):
+            raise FormatError(f"{what} is not an array")
+        return value
+    out: list[Any] = []
+    for part in split_tagged(body):
+        if part is None:
+            out.append(None)
+            continue
+        fields = split_tagged(part)
+        if len(fields) != len(elem.fields):
+            raise FormatError(f"{what} element has {len(fields)} fields, its type "
+                              f"{len(elem.fields)}")
+        out.append({f.name: (None if b is None else decode_value(f.type, b))
+                    for f, b in zip(elem.fields, fields, strict=True)
+                    if f.name in _SEGMENT_FIELDS})
+    return out
+
+
 def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
     """Any segmap value, through the generic decoder (the reference for the fast path)."""
-    value = decode_value(vtype, body)
-    if not isinstance(value, list):
-        raise FormatError(f"{what} is not an array")
     out = []
-    for el in value:
+    for el in _segment_elements(vtype, body, what):
         if not isinstance(el, dict):
             raise FormatError(f"{what} element is not a record")
         try:

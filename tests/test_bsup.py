@@ -286,3 +286,47 @@ def test_typedef_memo_defines_what_parsing_does(ts, data):
     reference = _outcome(parse, False)
     assert _outcome(parse, True) == reference  # a miss (or a hit from an earlier example)
     assert _outcome(parse, True) == reference  # a hit
+
+
+_STATS_TYPES = st.sampled_from(["int64", "string", "float64", "bool"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_seg_ints, max_size=5), _STATS_TYPES, st.data())
+def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
+    """Segmaps with the statistics fields (count, nulls, min, max, nan, crc32; elements
+    longer than a one-byte tag when bounds are long strings): the fast path decodes the
+    segments and refuses exactly what the generic decoder refuses."""
+    from csup_async import colvalue
+    from csup_async.segstats import segmap_type
+    from csup_async.types import PRIMITIVE_BY_NAME
+
+    ptype = PRIMITIVE_BY_NAME[tname]
+    vtype = segmap_type(colvalue.SEGMENT_TYPE, ptype)
+    bound = {"int64": st.integers(-(2**63), 2**63 - 1), "string": st.text(max_size=80),
+             "float64": st.floats(allow_nan=False), "bool": st.booleans()}[tname]
+    values = []
+    for r in rows:
+        v = _segment_value(r)
+        v.update(count=data.draw(st.integers(0, 2**32 - 1)),
+                 nulls=data.draw(st.integers(0, 2**32 - 1)),
+                 min=data.draw(st.one_of(st.none(), bound)),
+                 max=data.draw(st.one_of(st.none(), bound)),
+                 nan=data.draw(st.booleans()), crc32=data.draw(st.integers(0, 2**32 - 1)))
+        values.append(v)
+    body = bytearray(bsup.encode_value(vtype, values))
+    assert colvalue._segmap_extra_fields(vtype) == 6
+    assert colvalue._segment_rows(memoryview(body), 6) == list(rows)
+    if body and data.draw(st.booleans()):
+        how = data.draw(st.sampled_from(["flip", "cut", "grow"]))
+        i = data.draw(st.integers(0, len(body) - 1))
+        if how == "flip":
+            body[i] = data.draw(st.integers(0, 255))
+        elif how == "cut":
+            del body[i:]
+        else:
+            body[i:i] = data.draw(st.binary(min_size=1, max_size=3))
+    mv = memoryview(bytes(body))
+    fast = _outcome(colvalue.parse_segmap, vtype, mv, "segmap")
+    slow = _outcome(colvalue._parse_segmap_generic, vtype, mv, "segmap")
+    assert fast == slow
