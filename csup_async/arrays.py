@@ -1103,16 +1103,16 @@ def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:
     for i, p in enumerate(parts):
         if p is not None and len(p) != int(counts[i]):
             raise FormatError(f"super type {i} has {len(p)} values for {int(counts[i])} rows")
-    distinct: list[Type] = []
-    for p in parts:
-        if p is not None and p.type != NULL and p.type not in distinct:
-            distinct.append(p.type)
-    if not distinct:
-        return NullArray(n)
-    member = np.full(k, -1, np.int64)  # which distinct type each part contributes to
+    # which distinct type each part contributes to (a dict: files with thousands of
+    # super types must not cost a comparison per pair)
+    index: dict[Type, int] = {}
+    member = np.full(k, -1, np.int64)
     for i, p in enumerate(parts):
         if p is not None and p.type != NULL:
-            member[i] = distinct.index(p.type)
+            member[i] = index.setdefault(p.type, len(index))
+    distinct = list(index)
+    if not distinct:
+        return NullArray(n)
     if len(distinct) == 1:
         for i in range(k):
             if member[i] == 0 and int(counts[i]) == n:

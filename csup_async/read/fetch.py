@@ -16,10 +16,10 @@ way, with their own errors.  The source
 * drops a request's buffer once every job needing it has taken its bytes;
 * enforces ``max_mem_length`` (in :func:`decode.decompress_segment`) in one place.
 
-State changes happen on the event loop only; a consumer thread waits on a
-job's :class:`concurrent.futures.Future`.  :meth:`SegmentSource.close` cancels
+State changes happen on the event loop only; a consumer thread waits for a
+job on the source's condition variable.  :meth:`SegmentSource.close` cancels
 the fetches (and waits for them, so no task keeps a pooled connection) and
-cancels every job's future, so a consumer thread blocked on one wakes up.
+fails every job not yet done, so a consumer thread waiting for one wakes up.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import bisect
 import concurrent.futures
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,6 +79,7 @@ class Target:
 
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_BATCH_BYTES = 1 << 20  # segments handed to one pool task until they hold this much
 
 
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -89,39 +91,35 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _POOL
 
 
-_TAKEN: concurrent.futures.Future[Any] = concurrent.futures.Future()
-_TAKEN.set_result(None)
-
-
 class Job:
-    """One consumer's read of one segment: its decoded values arrive in ``future``."""
+    """One consumer's read of one segment: its decoded values, once ``done``."""
 
-    __slots__ = ("decode", "future", "reqs", "seg", "sent", "wanted")
+    __slots__ = ("decode", "done", "error", "reqs", "seg", "sent", "source", "value",
+                 "wanted")
 
-    def __init__(self, seg: Segment, decode: Decoder) -> None:
+    def __init__(self, source: SegmentSource, seg: Segment, decode: Decoder) -> None:
+        self.source = source
         self.seg = seg
         self.decode = decode
-        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.reqs: tuple[int, ...] = ()
         self.wanted = False
         self.sent = False
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
 
     def take(self) -> Any:
         """The decoded segment (blocking); the job lets go of it, so memory follows the
         consumer.  Raises the job's error, or CancelledError once the source is closed."""
-        fut = self.future
-        out = fut.result()
-        self.future = _TAKEN
+        if not self.done:
+            cond = self.source.cond
+            with cond:
+                while not self.done:
+                    cond.wait()
+        if self.error is not None:
+            raise self.error
+        out, self.value = self.value, None
         return out
-
-
-def _settle(fut: concurrent.futures.Future[Any], value: Any = None,
-            exc: BaseException | None = None) -> None:
-    with contextlib.suppress(concurrent.futures.InvalidStateError):
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(value)
 
 
 class SegmentSource:
@@ -160,15 +158,18 @@ class SegmentSource:
         self.closed = False
         self.t0 = time.perf_counter()
         self.pool = decode_pool()
+        self.cond = threading.Condition()
+        self.batch: list[tuple[Job, Any]] = []  # dispatched jobs not yet handed to the pool
+        self.batch_bytes = 0
 
     # ------------------------------------------------------------ jobs ---
     def job(self, seg: Segment, decode: Decoder) -> Job:
         """Register one read of ``seg`` (call before :meth:`start`)."""
-        job = Job(seg, decode)
+        job = Job(self, seg, decode)
         self.jobs.append(job)
         if seg.length == 0:  # no bytes: decoded at once (an LZ4 claim is still checked)
             job.sent = True
-            self._work(job, b"")
+            self._work([(job, b"")])
             return job
         i = bisect.bisect_right(self.starts, seg.offset) - 1
         i = max(i, 0)
@@ -192,7 +193,11 @@ class SegmentSource:
             if not job.reqs and not job.sent:
                 # in the bytes already held, or nowhere: either way, settled now
                 job.sent = True
-                self._dispatch_now(job)
+                try:
+                    self._queue(job, self._raw(job))
+                except CsupError as e:
+                    self._settle(job, error=e)
+        self._flush()
         if self.eager:
             for job in self.jobs:
                 job.wanted = True
@@ -202,7 +207,7 @@ class SegmentSource:
 
     def want(self, jobs: Sequence[Job]) -> None:
         """A consumer will take these jobs next (from any thread)."""
-        if any(not j.wanted for j in jobs) and not self.closed:
+        if not self.closed and any(not j.wanted for j in jobs):
             with contextlib.suppress(RuntimeError):  # the loop is closed: so is the source
                 self.loop.call_soon_threadsafe(self._want, jobs)
 
@@ -227,6 +232,7 @@ class SegmentSource:
             if self.state[k] == 0 and self.pending[k]:
                 self._fetch(k)
             k += 1
+        self._flush()
 
     # ----------------------------------------------------------- bytes ---
     def _pieces(self, job: Job) -> list[tuple[int, np.ndarray]]:
@@ -271,32 +277,45 @@ class SegmentSource:
             raise FormatError(f"segment at offset {seg.offset} is in no planned request")
         return out
 
-    def _dispatch_now(self, job: Job) -> None:
-        try:
-            raw = self._raw(job)
-        except CsupError as e:
-            _settle(job.future, exc=e)
-            return
-        self.pool.submit(self._work, job, raw)
-
     def _dispatch(self, job: Job) -> None:
         job.sent = True
         raw = self._raw(job)
         for k in job.reqs:
             self.pending[k] -= 1
             self._release(k)
-        self.pool.submit(self._work, job, raw)
+        self._queue(job, raw)
 
-    def _work(self, job: Job, raw: Any) -> None:
-        if self.closed or job.future.done():
-            return
-        try:
-            data = D.decompress_segment(raw, job.seg, max_mem_length=self.limit)
-            out = job.decode(data)
-        except BaseException as e:  # the consumer gets it, whatever it is
-            _settle(job.future, exc=e)
-        else:
-            _settle(job.future, out)
+    def _queue(self, job: Job, raw: Any) -> None:
+        """Hand the job to the pool, small ones together (a pool task costs ~50 us)."""
+        self.batch.append((job, raw))
+        self.batch_bytes += job.seg.mem_length
+        if self.batch_bytes >= _BATCH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.batch:
+            self.pool.submit(self._work, self.batch)
+            self.batch, self.batch_bytes = [], 0
+
+    def _work(self, jobs: list[tuple[Job, Any]]) -> None:
+        for job, raw in jobs:
+            if self.closed:
+                return
+            if job.done:
+                continue
+            try:
+                data = D.decompress_segment(raw, job.seg, max_mem_length=self.limit)
+                out = job.decode(data)
+            except BaseException as e:  # the consumer gets it, whatever it is
+                self._settle(job, error=e)
+            else:
+                self._settle(job, out)
+
+    def _settle(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
+        with self.cond:
+            if not job.done:
+                job.value, job.error, job.done = value, error, True
+                self.cond.notify_all()
 
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
@@ -313,6 +332,7 @@ class SegmentSource:
             if job.wanted and self._ready(job):
                 self._dispatch(job)
         self.ptr[k] = i
+        self._flush()
 
     # ----------------------------------------------------------- fetch ---
     def _fetch(self, k: int) -> None:
@@ -358,14 +378,14 @@ class SegmentSource:
         for job in self.by_req[k]:  # jobs spanning into requests that finished earlier
             if job.wanted and not job.sent and self._ready(job):
                 self._dispatch(job)
+        self._flush()
         self._release(k)
 
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
         for job in self.jobs:
-            if not job.future.done():
-                _settle(job.future, exc=e)
+            self._settle(job, error=e)
         for task in list(self.tasks):
             if task is not asyncio.current_task():
                 task.cancel()
@@ -379,5 +399,5 @@ class SegmentSource:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         for job in self.jobs:
-            job.future.cancel()
+            self._settle(job, error=concurrent.futures.CancelledError())
         self.bufs.clear()
