@@ -46,7 +46,6 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import CsupError, LimitError, bsup, errors
-from csup_async.read import options as read_options
 from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
 from csup_async.format import find_trailer, parse_reassembly
 from csup_async.meta import (
@@ -61,6 +60,7 @@ from csup_async.meta import (
     Segment,
     UnionColumn,
 )
+from csup_async.read import options as read_options
 from csup_async.types import (
     INT64,
     STRING,
