@@ -134,9 +134,10 @@ class Stream:
         i = self.next_index
         if i >= len(self.jobs):
             return None
-        self.source.want([j for j in self.jobs[i: i + 1 + self.ahead] if j is not None])
         job = self.jobs[i]
         assert job is not None
+        self.source.want(job, [j for j in self.jobs[i + 1: i + 1 + self.ahead]
+                               if j is not None])
         self.jobs[i] = None
         self.next_index = i + 1
         return job.take()

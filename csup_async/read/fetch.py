@@ -80,6 +80,23 @@ class Target:
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _BATCH_BYTES = 1 << 20  # segments handed to one pool task until they hold this much
+#: Batches: requests are cut into pieces of this size, fetched a window ahead of at most
+#: WINDOW_BYTES (or concurrency / 2 pieces), and segments are decoded ahead of their
+#: consumer while those hold at most AHEAD_BYTES (stored size); so iter_batches holds about
+#: one decoded segment per stream plus these, whatever the file size.
+PIECE_BYTES = 2 << 20
+WINDOW_BYTES = 16 << 20
+AHEAD_BYTES = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    offset: int
+    length: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
 
 
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -94,7 +111,7 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
 class Job:
     """One consumer's read of one segment: its decoded values, once ``done``."""
 
-    __slots__ = ("decode", "done", "error", "reqs", "seg", "sent", "source", "value",
+    __slots__ = ("ahead", "decode", "done", "error", "reqs", "seg", "sent", "source", "value",
                  "wanted")
 
     def __init__(self, source: SegmentSource, seg: Segment, decode: Decoder) -> None:
@@ -103,6 +120,7 @@ class Job:
         self.decode = decode
         self.reqs: tuple[int, ...] = ()
         self.wanted = False
+        self.ahead = False  # wanted ahead of its consumer (counted in source.ahead)
         self.sent = False
         self.done = False
         self.value: Any = None
@@ -116,6 +134,7 @@ class Job:
             with cond:
                 while not self.done:
                     cond.wait()
+        self.source.taken(self)
         if self.error is not None:
             raise self.error
         out, self.value = self.value, None
@@ -139,7 +158,11 @@ class SegmentSource:
         self.stats = stats
         self.eager = eager
         self.window = options.concurrency
-        self.reqs = [r for r in plan.requests if not r.served]
+        reqs: list[Any] = [r for r in plan.requests if not r.served]
+        if not eager:  # batches: pieces small enough that the window bounds memory
+            reqs = [_Range(off, min(PIECE_BYTES, r.end - off))
+                    for r in reqs for off in range(r.offset, r.end, PIECE_BYTES)]
+        self.reqs = reqs
         self.starts = [r.offset for r in self.reqs]
         self.avail = [(int(off), np.frombuffer(data, np.uint8))
                       for off, data in target.available if len(data)]
@@ -150,7 +173,9 @@ class SegmentSource:
         self.by_req: list[list[Job]] = [[] for _ in range(n)]
         self.ptr = [0] * n
         self.pending = [0] * n  # jobs needing the request that have not taken their bytes
-        self.held = 0  # requests started and not released (the batch window)
+        self.held = 0  # bytes of requests started and not released (the batch window)
+        self.window = max(WINDOW_BYTES, options.concurrency * PIECE_BYTES // 2)
+        self.ahead = 0  # bytes of segments decoded ahead of their consumer (batches)
         self.jobs: list[Job] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self.sem = asyncio.Semaphore(options.concurrency)
@@ -205,16 +230,29 @@ class SegmentSource:
                 if self.pending[k]:
                     self._fetch(k)
 
-    def want(self, jobs: Sequence[Job]) -> None:
-        """A consumer will take these jobs next (from any thread)."""
-        if not self.closed and any(not j.wanted for j in jobs):
+    def want(self, job: Job, ahead: Sequence[Job] = ()) -> None:
+        """A consumer takes ``job`` now and ``ahead`` later (from any thread): ``ahead`` is
+        decoded early while the segments so decoded stay under ``AHEAD_BYTES``."""
+        if not self.closed and (not job.wanted or any(not j.wanted for j in ahead)):
             with contextlib.suppress(RuntimeError):  # the loop is closed: so is the source
-                self.loop.call_soon_threadsafe(self._want, jobs)
+                self.loop.call_soon_threadsafe(self._want, job, ahead)
 
-    def _want(self, jobs: Sequence[Job]) -> None:
+    def taken(self, job: Job) -> None:
+        if job.ahead:
+            with self.cond:
+                self.ahead -= job.seg.mem_length
+
+    def _want(self, first: Job, ahead: Sequence[Job]) -> None:
         if self.closed:
             return
         last = -1
+        jobs = [first]
+        for job in ahead:
+            if not job.wanted and self.ahead + job.seg.mem_length <= AHEAD_BYTES:
+                with self.cond:
+                    self.ahead += job.seg.mem_length
+                job.ahead = True
+                jobs.append(job)
         for job in jobs:
             if job.wanted:
                 continue
@@ -320,7 +358,7 @@ class SegmentSource:
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
             del self.bufs[k]
-            self.held -= 1
+            self.held -= self.reqs[k].length
 
     def _advance(self, k: int) -> None:
         """Request ``k`` has more bytes: dispatch the wanted jobs they complete."""
@@ -337,7 +375,7 @@ class SegmentSource:
     # ----------------------------------------------------------- fetch ---
     def _fetch(self, k: int) -> None:
         self.state[k] = 1
-        self.held += 1
+        self.held += self.reqs[k].length
         self.bufs[k] = np.empty(self.reqs[k].length, np.uint8)
         task = self.loop.create_task(self._run(k))
         self.tasks.add(task)
