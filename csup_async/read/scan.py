@@ -95,8 +95,10 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
+        # each row's position within its super type: once for all the columns
+        ranks = A.group_ranks(ids, self.n_types) if self.n_types > 1 else None
         cols = {p: A.combine([c.take(k) if c is not None else None
-                              for c, k in zip(cs, counts, strict=True)], ids)
+                              for c, k in zip(cs, counts, strict=True)], ids, ranks=ranks)
                 for p, cs in self.cursors.items()}
         return cols, ids
 
