@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,8 +78,7 @@ CAPS: dict[str, Any] = {"max_metadata": 1 << 20, "max_mem_length": 4 << 20,
 SMALL_BATCH, LARGE_BATCH = 3, 65536
 WHOLE = ("rows", "values", "scan", "batches:small", "batches:large", "dataset")
 # the families whose values claim 2**31 elements or runs: run in a capped child process
-HEAVY = {"presence", "lengths", "sizes"}
-ADDRESS_SPACE = 3 << 30
+ADDRESS_SPACE = 3 << 30  # the fuzz child's RLIMIT_AS
 
 
 def _examples() -> int:
@@ -140,10 +140,6 @@ SEEDS = seeds()
 
 
 # --------------------------------------------------------------- reading ---
-class Escaped(Exception):
-    """What a read raised that is not a CsupError (reported, not raised, by the runner)."""
-
-
 def _outcome(e: BaseException) -> dict[str, Any]:
     if isinstance(e, CsupError):
         return {"error": type(e).__name__, "message": str(e)[:300]}
@@ -252,13 +248,17 @@ async def read_every_way(path: Path) -> dict[str, Any]:
 
 
 def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) -> list[str]:
-    """The rule's violations (empty when the case passes)."""
+    """The rule's violations (empty when the case passes).
+
+    ``intact``: the seed's columns, which a projection that succeeds while the whole
+    reads fail must give; None when the rows themselves changed (a super column with an
+    ID too many or moved: a projection cannot see that the columns it does not read
+    disagree with it)."""
     problems = []
     for key, v in got.items():
         if isinstance(v, dict) and "escaped" in v:
             problems.append(f"{key} raised {v['escaped']}")
-        elif isinstance(v, dict) and "error" in v and key not in ("count", "dataset") \
-                and str(path) not in v["message"]:
+        elif isinstance(v, dict) and "error" in v and str(path) not in v["message"]:
             problems.append(f"{key}: the {v['error']} does not name the file")
     if "open" in got or problems:
         return problems
@@ -291,10 +291,15 @@ def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) 
             continue
         if not failed and one != got["scan"].get(p):
             problems.append(f"scan([{p!r}]) differs from scan()'s column {p!r}")
-        elif failed and not limited and (intact is None or one != intact.get(p)):
+        elif failed and not limited and intact is not None and one != intact.get(p):
             problems.append(f"scan([{p!r}]) read column {p!r} as data the seed does not "
                             f"hold while {', '.join(failed)} raised")
     return problems
+
+
+def _moves_rows(label: str) -> bool:
+    """Whether the case edits the super column (labels name the stream they change)."""
+    return ":super:" in label or ":super[" in label
 
 
 def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | None
@@ -309,11 +314,14 @@ def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | 
     finally:
         faulthandler.cancel_dump_traceback_later()
     wall = time.perf_counter() - t0
-    problems = judge(got, path, intact)
+    problems = judge(got, path, None if _moves_rows(label) else intact)
+    escapes = [f"{k} raised {v['escaped']}" for k, v in got.items()
+               if isinstance(v, dict) and "escaped" in v]
     if wall > CASE_WALL:
         problems.append(f"took {wall:.1f} s")
+        escapes.append(f"took {wall:.1f} s")
     whole_failed = [k for k in WHOLE if _failed(got.get(k, {"error": "open"}))]
-    return {"case": label, "problems": problems, "wall": round(wall, 3),
+    return {"case": label, "problems": problems, "escapes": escapes, "wall": round(wall, 3),
             "refused": bool(whole_failed)}
 
 
@@ -331,9 +339,11 @@ def cases(family: str, n: int | None) -> list[tuple[str, str, bytes]]:
     return out
 
 
-def run_family(family: str, tmp: Path, n: int | None) -> list[dict[str, Any]]:
+def run_family(family: str, tmp: Path, n: int | None) -> Iterator[dict[str, Any]]:
     intact = {name: _intact(tmp, data) for name, data in SEEDS.items()}
-    return [run_case(tmp, label, data, intact[seed]) for seed, label, data in cases(family, n)]
+    for seed, label, data in cases(family, n):
+        print(json.dumps({"start": label}), flush=True)  # names the case if the child dies
+        yield {"family": family, **run_case(tmp, label, data, intact[seed])}
 
 
 def _intact(tmp: Path, data: bytes) -> dict[str, list[str]]:
@@ -348,37 +358,57 @@ def _limits() -> None:
     assemble.DEFAULT_MAX_VALUES = CAPS["max_values"]
 
 
-def _child(family: str, tmp: str, n: str) -> None:
-    """In a child process with a capped address space: one JSON line per case."""
+def _child(families: str, tmp: str, n: str) -> None:
+    """In a child process with a capped address space: one JSON line per case, then the
+    process's peak resident memory."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     _limits()
-    for o in run_family(family, Path(tmp), int(n) if n != "all" else None):
-        print(json.dumps(o), flush=True)
+    for family in families.split(","):
+        for o in run_family(family, Path(tmp), int(n) if n != "all" else None):
+            print(json.dumps(o), flush=True)
+    print(json.dumps({"peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
-def family_outcomes(family: str, tmp: Path, n: int | None) -> list[dict[str, Any]]:
-    if family not in HEAVY:
-        return run_family(family, tmp, n)
-    proc = subprocess.run([sys.executable, "-m", "tests.test_fuzz_semantic", "child", family,
-                           str(tmp), "all" if n is None else str(n)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{family}: child process died\n{proc.stderr[-3000:]}"
-    return [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+def family_outcomes(families: list[str], tmp: Path, n: int | None
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """Run the families' cases in one child process (RLIMIT_AS: a case that tries to
+    allocate gigabytes gets MemoryError, reported as an escape, not the machine's memory)."""
+    proc = subprocess.run([sys.executable, "-m", "tests.test_fuzz_semantic", "child",
+                           ",".join(families), str(tmp), "all" if n is None else str(n)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    started = [o["start"] for o in lines if "start" in o]
+    assert proc.returncode == 0, (f"the fuzz child died in case {started[-1:]}\n"
+                                  f"{proc.stderr[-3000:]}")
+    out: dict[str, list[dict[str, Any]]] = {f: [] for f in families}
+    for o in lines:
+        if "family" in o:
+            out[o["family"]].append(o)
+        elif "peak_rss_kib" in o:
+            STATS["peak_rss_mib"] = max(STATS["peak_rss_mib"], o["peak_rss_kib"] / 1024)
+    return out
 
 
-STATS: dict[str, Any] = {"cases": 0, "refused": 0, "slowest": (0.0, "")}
+STATS: dict[str, Any] = {"cases": 0, "refused": 0, "slowest": (0.0, ""), "peak_rss_mib": 0.0}
 
 
-def _check(family: str, outcomes: list[dict[str, Any]]) -> None:
+def _check(family: str, outcomes: list[dict[str, Any]], only_escapes: bool = False) -> None:
+    """The rule over a family's cases (``only_escapes``: just its first clause: nothing but
+    CsupError comes out, no case too slow)."""
     assert outcomes, f"{family}: no cases"
+    if not only_escapes:
+        for o in outcomes:
+            STATS["cases"] += 1
+            STATS["refused"] += o["refused"]
+            if o["wall"] > STATS["slowest"][0]:
+                STATS["slowest"] = (o["wall"], o["case"])
+    bad = []
     for o in outcomes:
-        STATS["cases"] += 1
-        STATS["refused"] += o["refused"]
-        if o["wall"] > STATS["slowest"][0]:
-            STATS["slowest"] = (o["wall"], o["case"])
-    bad = [f"{o['case']}: {'; '.join(o['problems'])}" for o in outcomes if o["problems"]]
+        problems = o["escapes"] if only_escapes else o["problems"]
+        if problems:
+            bad.append(f"{o['case']}: {'; '.join(problems)}")
     assert not bad, f"{len(bad)} of {len(outcomes)} {family} cases broke the rule:\n" + \
         "\n".join(bad[:40])
 
@@ -399,8 +429,20 @@ TODAY_FAILS: dict[str, str] = {
 }
 
 
+# Families where some read lets a non-CsupError escape on the code of 0.2.0.
+TODAY_ESCAPES: dict[str, str] = {
+    "shared": "ValueError from scan when a presence column points at a value segment (item 7)",
+}
+
+
 def _family_param(f: str) -> Any:
     marks = [pytest.mark.xfail(strict=False, reason=TODAY_FAILS[f])] if f in TODAY_FAILS else []
+    return pytest.param(f, marks=marks, id=f)
+
+
+def _escape_param(f: str) -> Any:
+    marks = [pytest.mark.xfail(strict=False, reason=TODAY_ESCAPES[f])] \
+        if f in TODAY_ESCAPES else []
     return pytest.param(f, marks=marks, id=f)
 
 
@@ -422,9 +464,24 @@ def test_seeds_read_back_exactly(tmp_path: Path, seed: str) -> None:
     assert len(file_meta(SEEDS[seed]).super_types) >= 1
 
 
+@pytest.fixture(scope="module")
+def ci_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """Every family's sampled cases, run once (in one child process) for the tests below."""
+    return family_outcomes(list(M.FAMILIES), tmp_path_factory.mktemp("semantic"), _examples())
+
+
 @pytest.mark.parametrize("family", [_family_param(f) for f in M.FAMILIES])
-def test_semantic_mutations(tmp_path: Path, family: str) -> None:
-    _check(family, family_outcomes(family, tmp_path, _examples()))
+def test_semantic_mutations(ci_outcomes: dict[str, list[dict[str, Any]]], family: str) -> None:
+    """The whole rule: the reads agree or all refuse, projections match, errors are ours."""
+    _check(family, ci_outcomes[family])
+
+
+@pytest.mark.parametrize("family", [_escape_param(f) for f in M.FAMILIES])
+def test_semantic_mutations_raise_only_csup_errors(
+        ci_outcomes: dict[str, list[dict[str, Any]]], family: str) -> None:
+    """Its first clause alone (guarding the families whose whole rule still fails): no
+    exception but a CsupError, from any read, and no case anywhere near the watchdog."""
+    _check(family, ci_outcomes[family], only_escapes=True)
 
 
 @pytest.mark.slow
@@ -436,7 +493,7 @@ def test_semantic_mutations_at_scale(request: pytest.FixtureRequest, tmp_path: P
             not os.environ.get("CSUP_FUZZ_EXAMPLES"):
         pytest.skip("on demand: -m slow or CSUP_FUZZ_EXAMPLES=N")
     n = int(os.environ["CSUP_FUZZ_EXAMPLES"]) if os.environ.get("CSUP_FUZZ_EXAMPLES") else None
-    _check(family, family_outcomes(family, tmp_path, n))
+    _check(family, family_outcomes([family], tmp_path, n)[family])
 
 
 # ------------------------------------------- issue 14: the reproductions ---
@@ -690,7 +747,8 @@ def test_fuzz_semantic_summary(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         wall, label = STATS["slowest"]
         print(f"\nsemantic fuzz: {STATS['cases']} cases ({STATS['refused']} refused by "
-              f"every whole read), slowest {wall * 1000:.0f} ms ({label})")
+              f"every whole read), slowest {wall * 1000:.0f} ms ({label}), fuzz child's "
+              f"peak RSS {STATS['peak_rss_mib']:.0f} MiB")
 
 
 if __name__ == "__main__" and len(sys.argv) > 4 and sys.argv[1] == "child":
