@@ -118,8 +118,8 @@ def _wide_row(i: int) -> Value:
 
 def seeds() -> dict[str, bytes]:
     return {
-        # the shape: {a: i*10}, six rows, one segment
-        "ints": _csup([{"a": i * 10, "b": f"b{i}"} for i in range(6)]),
+        # the shape: {a: i*10} (and a string, another int), six rows, one segment
+        "ints": _csup([{"a": i * 10, "b": f"b{i}", "c": i} for i in range(6)]),
         # every kind of column, nulls at every level, several segments a column, raw
         "wide": _csup([_wide_row(i) for i in range(30)], segment_thresh=24, compress=False),
         # the same, LZ4 segments (long repetitive strings compress)
@@ -334,7 +334,9 @@ def cases(family: str, n: int | None) -> list[tuple[str, str, bytes]]:
         rng = random.Random(f"{family}/{name}")
         made = list(M.FAMILIES[family](model, rng))
         if n is not None and len(made) > n:
-            made = random.Random(f"pick/{family}/{name}").sample(made, n)
+            keep = min(M.FIRST, n)
+            made = made[:keep] + random.Random(f"pick/{family}/{name}").sample(
+                made[keep:], n - keep)
         out += [(name, f"{name}:{label}", m.encode()) for label, m in made]
     return out
 
