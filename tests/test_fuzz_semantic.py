@@ -137,6 +137,11 @@ def seeds() -> dict[str, bytes]:
 
 
 SEEDS = seeds()
+# only in the run at scale (a case reads each of its ~50 paths: about a second a case)
+SCALE_SEEDS = {
+    "many-types": _csup([{f"f{i % 24}": i, "g": [i] if i % 3 else None} if i % 7 else f"s{i}"
+                         for i in range(96)], segment_thresh=16),
+}
 
 
 # --------------------------------------------------------------- reading ---
@@ -325,10 +330,14 @@ def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | 
 
 
 # ----------------------------------------------------------- the families ---
-def cases(family: str, n: int | None) -> list[tuple[str, str, bytes]]:
+def _seeds(scale: bool) -> dict[str, bytes]:
+    return {**SEEDS, **SCALE_SEEDS} if scale else SEEDS
+
+
+def cases(family: str, n: int | None, scale: bool = False) -> list[tuple[str, str, bytes]]:
     """(seed, label, bytes): n sampled (seeded) per seed, or all when n is None."""
     out = []
-    for name, data in SEEDS.items():
+    for name, data in _seeds(scale).items():
         model = decode(data)
         rng = random.Random(f"{family}/{name}")
         made = list(M.FAMILIES[family](model, rng))
@@ -340,9 +349,10 @@ def cases(family: str, n: int | None) -> list[tuple[str, str, bytes]]:
     return out
 
 
-def run_family(family: str, tmp: Path, n: int | None) -> Iterator[dict[str, Any]]:
-    intact = {name: _intact(tmp, data) for name, data in SEEDS.items()}
-    for seed, label, data in cases(family, n):
+def run_family(family: str, tmp: Path, n: int | None, scale: bool = False
+               ) -> Iterator[dict[str, Any]]:
+    intact = {name: _intact(tmp, data) for name, data in _seeds(scale).items()}
+    for seed, label, data in cases(family, n, scale):
         print(json.dumps({"start": label}), flush=True)  # names the case if the child dies
         yield {"family": family, **run_case(tmp, label, data, intact[seed])}
 
@@ -359,7 +369,7 @@ def _limits() -> None:
     assemble.DEFAULT_MAX_VALUES = CAPS["max_values"]
 
 
-def _child(families: str, tmp: str, n: str) -> None:
+def _child(families: str, tmp: str, n: str, scale: str) -> None:
     """In a child process with a capped address space: one JSON line per case, then the
     process's peak resident memory."""
     import resource
@@ -367,17 +377,19 @@ def _child(families: str, tmp: str, n: str) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     _limits()
     for family in families.split(","):
-        for o in run_family(family, Path(tmp), int(n) if n != "all" else None):
+        for o in run_family(family, Path(tmp), int(n) if n != "all" else None,
+                            scale == "scale"):
             print(json.dumps(o), flush=True)
     print(json.dumps({"peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
-def family_outcomes(families: list[str], tmp: Path, n: int | None
+def family_outcomes(families: list[str], tmp: Path, n: int | None, scale: bool = False
                     ) -> dict[str, list[dict[str, Any]]]:
     """Run the families' cases in one child process (RLIMIT_AS: a case that tries to
     allocate gigabytes gets MemoryError, reported as an escape, not the machine's memory)."""
     proc = subprocess.run([sys.executable, "-m", "tests.test_fuzz_semantic", "child",
-                           ",".join(families), str(tmp), "all" if n is None else str(n)],
+                           ",".join(families), str(tmp), "all" if n is None else str(n),
+                           "scale" if scale else "ci"],
                           cwd=ROOT, capture_output=True, text=True, timeout=3600)
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
     started = [o["start"] for o in lines if "start" in o]
@@ -453,16 +465,16 @@ def _caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(assemble, "DEFAULT_MAX_VALUES", CAPS["max_values"])
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
+@pytest.mark.parametrize("seed", sorted(_seeds(True)))
 def test_seeds_read_back_exactly(tmp_path: Path, seed: str) -> None:
     """The seeds are sound, and decoding then re-encoding one changes nothing read."""
     p = tmp_path / "s.csup"
-    for data in (SEEDS[seed], encode(decode(SEEDS[seed]))):
+    for data in (_seeds(True)[seed], encode(decode(_seeds(True)[seed]))):
         p.write_bytes(data)
         got = asyncio.run(read_every_way(p))
         assert judge(got, p, None) == []
         assert not [k for k in WHOLE if _failed(got[k])], got
-    assert len(file_meta(SEEDS[seed]).super_types) >= 1
+    assert len(file_meta(_seeds(True)[seed]).super_types) >= 1
 
 
 @pytest.fixture(scope="module")
@@ -494,7 +506,7 @@ def test_semantic_mutations_at_scale(request: pytest.FixtureRequest, tmp_path: P
             not os.environ.get("CSUP_FUZZ_EXAMPLES"):
         pytest.skip("on demand: -m slow or CSUP_FUZZ_EXAMPLES=N")
     n = int(os.environ["CSUP_FUZZ_EXAMPLES"]) if os.environ.get("CSUP_FUZZ_EXAMPLES") else None
-    _check(family, family_outcomes([family], tmp_path, n)[family])
+    _check(family, family_outcomes([family], tmp_path, n, scale=True)[family])
 
 
 # ------------------------------------------- issue 14: the reproductions ---
@@ -782,7 +794,7 @@ def replay(family: str, label: str, out: str | None = None) -> None:
 
     _limits()
     seed, want = label.split(":", 1)
-    model = decode(SEEDS[seed])
+    model = decode(_seeds(True)[seed])
     found = next((m for lb, m in M.FAMILIES[family](model, random.Random(f"{family}/{seed}"))
                   if lb == want), None)
     if found is None:
@@ -797,12 +809,12 @@ def replay(family: str, label: str, out: str | None = None) -> None:
         for key, v in got.items():
             print(f"{key}: {str(v)[:300]}")
         print("problems:", judge(got, p, None if _moves_rows(label) else _intact(
-            Path(tmp), SEEDS[seed])) or "none")
+            Path(tmp), _seeds(True)[seed])) or "none")
 
 
 if __name__ == "__main__" and len(sys.argv) > 3 and sys.argv[1] == "case":
     replay(*sys.argv[2:5])
-if __name__ == "__main__" and len(sys.argv) > 4 and sys.argv[1] == "child":
-    _child(sys.argv[2], sys.argv[3], sys.argv[4])
+if __name__ == "__main__" and len(sys.argv) > 5 and sys.argv[1] == "child":
+    _child(*sys.argv[2:6])
 if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[1] == "timed":
     _timed_child(sys.argv[2])
