@@ -51,7 +51,7 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async import CsupError, assemble, bsup
+from csup_async import CsupError, bsup
 from csup_async.meta import FieldColumn, RecordColumn
 from csup_async.types import (
     FLOAT64,
@@ -364,18 +364,12 @@ def _intact(tmp: Path, data: bytes) -> dict[str, list[str]]:
     return got["scan"]
 
 
-def _limits() -> None:
-    assemble.DEFAULT_MAX_ROWS = CAPS["max_rows"]
-    assemble.DEFAULT_MAX_VALUES = CAPS["max_values"]
-
-
 def _child(families: str, tmp: str, n: str, scale: str) -> None:
     """In a child process with a capped address space: one JSON line per case, then the
     process's peak resident memory."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-    _limits()
     for family in families.split(","):
         for o in run_family(family, Path(tmp), int(n) if n != "all" else None,
                             scale == "scale"):
@@ -457,12 +451,6 @@ def _escape_param(f: str) -> Any:
     marks = [pytest.mark.xfail(strict=False, reason=TODAY_ESCAPES[f])] \
         if f in TODAY_ESCAPES else []
     return pytest.param(f, marks=marks, id=f)
-
-
-@pytest.fixture(autouse=True)
-def _caps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(assemble, "DEFAULT_MAX_ROWS", CAPS["max_rows"])
-    monkeypatch.setattr(assemble, "DEFAULT_MAX_VALUES", CAPS["max_values"])
 
 
 @pytest.mark.parametrize("seed", sorted(_seeds(True)))
@@ -792,7 +780,6 @@ def replay(family: str, label: str, out: str | None = None) -> None:
     (with a third argument, the file is also written there)."""
     import tempfile
 
-    _limits()
     seed, want = label.split(":", 1)
     model = decode(_seeds(True)[seed])
     found = next((m for lb, m in M.FAMILIES[family](model, random.Random(f"{family}/{seed}"))
