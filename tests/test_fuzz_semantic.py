@@ -420,26 +420,13 @@ def _check(family: str, outcomes: list[dict[str, Any]], only_escapes: bool = Fal
         "\n".join(bad[:40])
 
 
-# Families that break the rule on the code of 0.2.0 (issue 14); the pipeline
-# rewrite of the read side is to flip them.
-TODAY_FAILS: dict[str, str] = {
-    "count": "iter_batches reads a column with a value too many or too few (item 1)",
-    "presence": "iter_batches accepts presence runs that sum too high or low (item 1)",
-    "lengths": "iter_batches accepts lengths that leave element values over (item 1)",
-    "tags": "iter_batches accepts union tags that leave member values over (item 1)",
-    "super": "iter_batches accepts a short super column (item 1)",
-    "data": "iter_batches accepts a stream with a value too many (item 1)",
-    "shared": "ValueError from scan when a presence column points at a value segment; "
-              "iter_batches accepts shared segments the other reads refuse (items 1, 7)",
-    "segments": "iter_batches accepts a repeated segment (item 1)",
-    "types": "a super type with duplicate field names is read (item 2)",
-}
+# Families that break the rule (none since the one read pipeline: csup_async/read);
+# a family listed here runs as an expected failure, with its reason.
+TODAY_FAILS: dict[str, str] = {}
 
 
-# Families where some read lets a non-CsupError escape on the code of 0.2.0.
-TODAY_ESCAPES: dict[str, str] = {
-    "shared": "ValueError from scan when a presence column points at a value segment (item 7)",
-}
+# Families where some read lets a non-CsupError escape (none since the pipeline).
+TODAY_ESCAPES: dict[str, str] = {}
 
 
 def _family_param(f: str) -> Any:
@@ -547,8 +534,6 @@ ITEM1 = {"value-10-twice": _ten_twice, "super-column-short": _short_super_column
          "presence-sums-too-high": _presence_too_high}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 1: iter_batches does not check that a "
-                   "column ran out of values")
 @pytest.mark.parametrize("shape", list(ITEM1))
 async def test_issue14_item1_iter_batches_refuses_extra_values(tmp_path: Path,
                                                               shape: str) -> None:
@@ -570,8 +555,6 @@ def _duplicate_names_file() -> bytes:
     return encode(replace(model, types=(dup,), columns=cols))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 2: a record type with a duplicate field "
-                   "name is read (scan decodes the int64 column as strings)")
 async def test_issue14_item2_duplicate_field_names_are_refused(tmp_path: Path) -> None:
     p = _file(tmp_path, "dup", _duplicate_names_file())
     try:
@@ -618,8 +601,6 @@ def _ints_share_a_segment() -> bytes:
     return FM.put(laid, refs[1], FM.get(laid, refs[0])).encode()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 7: scan's fast path keys segments by "
-                   "value: ValueError escapes from a presence column on a value segment")
 async def test_issue14_item7_presence_on_another_columns_segment(tmp_path: Path) -> None:
     got = await _whole_reads(_file(tmp_path, "pres", _presence_on_values()))
     for read, res in got.items():
@@ -629,8 +610,6 @@ async def test_issue14_item7_presence_on_another_columns_segment(tmp_path: Path)
             await r.scan(["a"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 7: two int columns on one segment read "
-                   "with read_rows, but scan says the column holds 0 values")
 async def test_issue14_item7_two_int_columns_share_a_segment(tmp_path: Path) -> None:
     """Either every read gives y = x (both columns hold those bytes), or every read refuses."""
     got = await _whole_reads(_file(tmp_path, "share", _ints_share_a_segment()))
