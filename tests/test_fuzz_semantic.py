@@ -729,16 +729,12 @@ def item13_walls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str
     return timed_reads({"types": _file(tmp, "types", _many_super_types()), "runs": runs})
 
 
-@pytest.mark.xfail(strict=False, reason="issue 14 item 13: scan and iter_batches take time "
-                   "columns x super types (iter_batches(100) over 20 s, scan about 17 s)")
 def test_issue14_item13_thousands_of_super_types(item13_walls: dict[str, Any]) -> None:
     walls = item13_walls["types"]
     slow = {k: v for k, v in walls.items() if v > SLOW_READ}
     assert not slow, f"2,000 super types: {slow} (all: {walls})"
 
 
-@pytest.mark.xfail(strict=False, reason="issue 14 item 13: iter_batches takes one Python "
-                   "step per presence run (4M zero-length runs: over 20 s)")
 def test_issue14_item13_millions_of_zero_length_runs(item13_walls: dict[str, Any]) -> None:
     walls = item13_walls["runs"]
     slow = {k: v for k, v in walls.items() if v > SLOW_READ}

@@ -34,7 +34,7 @@ import planner as P
 from .. import arrays as A
 from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
-from ..types import ErrorType, NamedType, RecordType
+from ..types import NULL, ErrorType, NamedType, RecordType
 from .columns import Build, Cursor, Int32Cursor, cursor_for, path_cursor
 from .fetch import PlanLike, SegmentSource, Target
 from .options import ReadOptions
@@ -61,21 +61,23 @@ class _Read:
                              f"max_rows={options.limits.max_rows}")
         self.ids = (Int32Cursor(b, meta.super_column, "the super column")
                     if self.n_types > 1 else None)
-        self.cursors: dict[str | None, list[Cursor | None]] = {}
+        # per output column, the super types that have it and their cursors (a path
+        # is walked only where it can be: work follows the metadata, not types x paths)
+        self.cursors: dict[str | None, list[tuple[int, Cursor]]] = {}
         if ids_only:
             pass
         elif paths is None:
-            self.cursors[None] = [cursor_for(b, t, c)
-                                  for t, c in zip(types, meta.columns, strict=True)]
+            self.cursors[None] = [(sid, cursor_for(b, t, c)) for sid, (t, c)
+                                  in enumerate(zip(types, meta.columns, strict=True))]
         else:
             having = _types_by_field(types)
             for p in paths:
                 comps = P.parse_path(p)
                 sids = range(self.n_types) if not comps else having.get(comps[0], ())
-                row: list[Cursor | None] = [None] * self.n_types
-                for sid in sids:
-                    row[sid] = path_cursor(b, types[sid], meta.columns[sid], comps)
-                self.cursors[p] = row
+                row = [(sid, path_cursor(b, types[sid], meta.columns[sid], comps))
+                       for sid in sids]
+                self.cursors[p] = [(sid, c) for sid, c in row if c is not None]
+        self.nulls: dict[tuple[int, int], A.Array] = {}
         self.source.start()
 
     # ------------------------------------------------ in the read's thread ---
@@ -95,30 +97,49 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
-        # each row's position within its super type: once for all the columns
-        ranks = A.group_ranks(ids, self.n_types) if self.n_types > 1 else None
-        cols = {p: A.combine([c.take(k) if c is not None else None
-                              for c, k in zip(cs, counts, strict=True)], ids, ranks=ranks)
-                for p, cs in self.cursors.items()}
-        return cols, ids
+        ranks: list[np.ndarray] = []  # each row's position within its super type, once
+        return {p: self._column(cs, ids, counts, ranks) for p, cs in self.cursors.items()}, ids
+
+    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int],
+                ranks: list[np.ndarray]) -> A.Array:
+        """One column of the batch: the values of the super types that have it, in row
+        order (nulls in the rows of the others)."""
+        n = int(ids.size)
+        if len(cs) == 1 and self.n_types > 1:  # one type has the path: a mask, no gather
+            sid, c = cs[0]
+            if not counts[sid]:  # not in this batch: all null (arrays are read-only: shared)
+                key = (id(c), n)
+                got = self.nulls.get(key)
+                if got is None:
+                    empty = c.take(0)
+                    got = self.nulls[key] = (A.NullArray(n) if empty.type == NULL
+                                             else A.null_array(empty.type, n))
+                return got
+            part = c.take(counts[sid])
+            return A.NullArray(n) if part.type == NULL else part.expand(ids == sid)
+        parts: list[A.Array | None] = [None] * self.n_types
+        for sid, c in cs:
+            parts[sid] = c.take(counts[sid])
+        if self.n_types > 1 and not ranks:
+            ranks.append(A.group_ranks(ids, self.n_types))
+        return A.combine(parts, ids, ranks=ranks[0] if ranks else None)
 
     def finish(self) -> None:
         """FormatError unless every stream read has been used up exactly."""
         if self.ids is not None:
             self.ids.finish()
         for cs in self.cursors.values():
-            for c in cs:
-                if c is not None:
-                    c.finish()
+            for _, c in cs:
+                c.finish()
 
     def whole(self) -> tuple[dict[str | None, A.Array], np.ndarray]:
         """Every row at once, then the end-of-data checks."""
         rows = self.remaining if self.ids is None else 1 << 62
         got = self.batch(rows) if rows else None
         if got is None:
-            got = ({p: A.combine([c.take(0) if c is not None else None for c in cs],
-                                 np.zeros(0, np.int32)) for p, cs in self.cursors.items()},
-                   np.zeros(0, np.int32))
+            ids = np.zeros(0, np.int32)
+            got = ({p: self._column(cs, ids, [0] * self.n_types, [])
+                    for p, cs in self.cursors.items()}, ids)
         self.finish()
         return got
 
