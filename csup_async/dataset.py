@@ -23,7 +23,7 @@ import planner as P
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
-from .read.options import split_options
+from .read.options import column_list, split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
 from .stores import Store, redact_url, store_for
@@ -94,8 +94,7 @@ class Dataset:
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size."""
-        cols = columns.split(",") if isinstance(columns, str) else columns
-        return P.plan_files(self._entries(), cols or None, self.profile,
+        return P.plan_files(self._entries(), column_list(columns) or None, self.profile,
                             target_task_bytes=target_task_bytes)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
@@ -113,8 +112,7 @@ class Dataset:
                     break
                 readers.append(r)
                 covered += r.num_rows if r.num_rows is not None else await r.count_rows()
-        cols = [c for c in (columns.split(",") if isinstance(columns, str) else columns or [])
-                if c]
+        cols = column_list(columns)
         if not cols:
             seen: dict[str, None] = {}
             for r in self.readers:

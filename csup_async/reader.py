@@ -27,7 +27,13 @@ from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
 from .read.fetch import Target
-from .read.options import DEFAULT_CONCURRENCY, Limits, ReadOptions, split_options
+from .read.options import (
+    DEFAULT_CONCURRENCY,
+    Limits,
+    ReadOptions,
+    column_list,
+    split_options,
+)
 from .read.result import ScanResult, ScanStats
 from .stores import Store, TailRead, redact_url, store_for
 from .types import RecordType
@@ -120,10 +126,9 @@ class Reader:
         return await R.count_rows(self._target(), self.meta, plan, self.read_options)
 
     def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
-        if isinstance(columns, str):
-            columns = [c for c in columns.split(",") if c]
-        if columns:
-            return list(dict.fromkeys(columns))
+        asked = column_list(columns)
+        if asked:
+            return asked
         paths: list[str] = []
         for t in self.meta.super_types:
             u = t
