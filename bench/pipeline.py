@@ -88,6 +88,14 @@ async def _scan(path: Path, cols: list[str] | None) -> int:
         return res.stats.bytes_needed
 
 
+async def _decompressed(path: Path) -> int:
+    """Bytes a scan of every column decodes (segments' decompressed sizes)."""
+    import csup_async
+
+    async with csup_async.open(str(path)) as r:
+        return sum(s.mem_length for s in (await r.plan()).segments)
+
+
 async def _batches(path: Path, cols: list[str] | None, rows: int) -> int:
     import csup_async
 
@@ -98,8 +106,11 @@ async def _batches(path: Path, cols: list[str] | None, rows: int) -> int:
     return n
 
 
+# Peak RSS is the child's VmHWM: ru_maxrss would carry the parent's peak across exec.
+_HWM = ("int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
+        " * 1024")
 _MEM = """
-import asyncio, resource, sys, tracemalloc
+import asyncio, sys, tracemalloc
 sys.path.insert(0, {root!r})
 import csup_async
 async def main():
@@ -113,21 +124,26 @@ async def main():
             async for b in r.iter_batches(batch_rows=50_000):
                 n += b.num_rows
     return n
-tracemalloc.start()
+if {trace!r}:
+    tracemalloc.start()
 n = asyncio.run(main())
 peak = tracemalloc.get_traced_memory()[1]
-print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, peak)
+print(n, {hwm}, peak)
 """
 
 
 def _memory(path: Path, mode: str) -> dict[str, float]:
-    code = _MEM.format(root=str(BENCH.parent), path=str(path), mode=mode)
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                         text=True).stdout.split()
+    def child(trace: bool) -> list[str]:
+        code = _MEM.format(root=str(BENCH.parent), path=str(path), mode=mode, hwm=_HWM,
+                           trace=trace)
+        return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                              text=True).stdout.split()
+
+    out = child(False)  # the RSS run: tracemalloc's own tables would count
+    out[2] = child(True)[2]
     base = subprocess.run([sys.executable, "-c",
-                           f"import sys, resource; sys.path.insert(0, {str(BENCH.parent)!r}); "
-                           "import csup_async, numpy, lz4.block; "
-                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)"],
+                           f"import sys; sys.path.insert(0, {str(BENCH.parent)!r}); "
+                           f"import csup_async, numpy, lz4.block; print({_HWM})"],
                           check=True, capture_output=True, text=True).stdout.split()
     return {"rows": int(out[0]), "peak_rss_mb": int(out[1]) / 2**20,
             "import_rss_mb": int(base[0]) / 2**20, "traced_peak_mb": int(out[2]) / 2**20}
@@ -137,8 +153,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--memory-only", action="store_true")
     args = ap.parse_args()
     ensure()
+    if args.memory_only:
+        print(json.dumps({"iter_batches_wide_50k": _memory(WIDE, "batches"),
+                          "scan_wide": _memory(WIDE, "scan")}, indent=2))
+        return
     import pyarrow.parquet as pq
 
     runs = args.runs
@@ -159,6 +180,11 @@ def main() -> None:
     per_byte = {k: res["scan_s"][k] / nbytes[k] * 1e9 for k in nbytes}
     res["scan_ns_per_byte"] = per_byte
     res["mixed_over_wide_per_byte"] = per_byte["mixed"] / per_byte["wide"]
+    mem = {"wide": run(_decompressed(WIDE)), "mixed": run(_decompressed(MIXED))}
+    per_mem = {k: res["scan_s"][k] / mem[k] * 1e9 for k in mem}
+    res["decompressed_bytes"] = mem
+    res["scan_ns_per_decompressed_byte"] = per_mem
+    res["mixed_over_wide_per_decompressed_byte"] = per_mem["mixed"] / per_mem["wide"]
     res["batches_over_scan_throughput"] = {"wide": t_wide / t_wide_b, "mixed": t_mixed / t_mixed_b}
     local: dict[str, Any] = {}
     for label, cols in (("2 cols", ["i3", "s1"]), ("all 24", wide_all)):
