@@ -331,6 +331,9 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
                 cfields[j] = FieldColumn(name, cfields[j].column, cfields[j].presence)
                 yield (f"type{ti}:dup-name-{name}@{j}", _retyped(
                     model, ti, RecordType(tuple(fields)), RecordColumn(tuple(cfields))))
+            # the column tree's fields in another order than the type's
+            yield (f"type{ti}:column-fields-swapped", _retyped(
+                model, ti, t, RecordColumn((col.fields[1], col.fields[0], *col.fields[2:]))))
             # field names renamed only in the column tree
             cfields = list(col.fields)
             cfields[0] = FieldColumn(cfields[0].name + "_", cfields[0].column,
@@ -349,6 +352,13 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
         for depth in (3, 98, 99, 100, 101, 300):
             yield (f"type{ti}:named-x{depth}", replace(
                 model, types=_tuple_at(model.types, ti, _named(t, depth, f"t{ti}_"))))
+    for ref in streams(model):
+        if ref.kind == "tags":  # a union column's members in another order than its type's
+            node = StreamRef(ref.path[:-1], "union", None, ref.top)
+            union = get(model, node)
+            if len(union.columns) > 1:
+                yield (f"{node.name}:members-swapped",
+                       put(model, node, replace(union, columns=union.columns[::-1])))
     if len(model.types) > 1:
         # one name for every super type: a named type redefined in one stream
         yield ("all-types-named-same", replace(

@@ -25,7 +25,7 @@ and 65536 rows a batch, and a dataset scan of the one file.  The rule:
 - no hang (a watchdog), bounded memory (the families that make huge claims
   run in a child process with RLIMIT_AS), each case well under a few seconds.
 
-Size: ``CSUP_FUZZ_EXAMPLES`` (default 12) cases per family and seed in CI,
+Size: ``CSUP_FUZZ_EXAMPLES`` (default 10) cases per family and seed in CI,
 sampled with a fixed seed from every mutation the family can make;
 ``pytest -m slow tests/test_fuzz_semantic.py`` runs every mutation of every
 family (or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed).
@@ -34,8 +34,10 @@ family (or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import faulthandler
 import io
+import ipaddress
 import json
 import os
 import random
@@ -56,13 +58,16 @@ from csup_async.meta import FieldColumn, RecordColumn
 from csup_async.types import (
     FLOAT64,
     INT64,
+    PRIMITIVE_BY_NAME,
     STRING,
     ArrayType,
     EnumType,
+    ErrorType,
     Field,
     MapType,
     NamedType,
     RecordType,
+    SetType,
     UnionType,
 )
 from csup_async.values import UnionValue, Value
@@ -82,7 +87,7 @@ ADDRESS_SPACE = 3 << 30  # the fuzz child's RLIMIT_AS
 
 
 def _examples() -> int:
-    return int(os.environ.get("CSUP_FUZZ_EXAMPLES") or 12)
+    return int(os.environ.get("CSUP_FUZZ_EXAMPLES") or 10)
 
 
 # ----------------------------------------------------------------- seeds ---
@@ -116,6 +121,27 @@ def _wide_row(i: int) -> Value:
     })
 
 
+PRIMS = RecordType((
+    *(Field(n, PRIMITIVE_BY_NAME[n]) for n in [
+        "uint8", "int16", "uint64", "float32", "float16", "bool", "bytes", "ip", "net", "time",
+        "duration", "int128", "type"]),
+    Field("st", SetType(INT64)), Field("er", ErrorType(STRING)),
+))
+
+
+def _prims_row(i: int) -> Value:
+    return Value(PRIMS, {
+        "uint8": i % 256, "int16": -i * 300, "uint64": (1 << 63) + i, "float32": i / 2,
+        "float16": None if i % 4 == 1 else 0.5 * i, "bool": [True, False, None][i % 3],
+        "bytes": bytes(range(i % 7)),
+        "ip": ipaddress.ip_address(f"10.0.0.{i}" if i % 2 else "::1"),
+        "net": ipaddress.ip_network(f"10.{i}.0.0/16"),
+        "time": dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+        "duration": dt.timedelta(microseconds=i * 1001), "int128": -(1 << 100) + i,
+        "type": INT64 if i % 2 else STRING, "st": [i, i + 1] if i % 3 else None, "er": f"e{i}",
+    })
+
+
 def seeds() -> dict[str, bytes]:
     return {
         # the shape: {a: i*10} (and a string, another int), six rows, one segment
@@ -128,6 +154,9 @@ def seeds() -> dict[str, bytes]:
         "multi": _csup([{"a": 1, "b": "x"}, 5, {"a": 2, "b": "y"}, None, "t", [1, 2],
                         {"a": 3, "b": None}, {"c": [{"d": 1}, {"d": None}]}, 7.5,
                         {"a": 4, "b": "z"}] * 3, segment_thresh=16),
+        # every primitive kind with a different body (fixed, varint, 16-byte, type values),
+        # sets and errors
+        "prims": _csup([_prims_row(i) for i in range(20)], segment_thresh=24),
         # arrays of records holding arrays, maps of arrays
         "nested": _csup([{"rs": [{"k": j, "v": [j] * (j % 3)} for j in range(i % 4)],
                           "mp": {f"k{j}": [j, None] for j in range(i % 3)}}
