@@ -26,6 +26,7 @@ the label names the stream and the change, so a failing case says what it was
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -58,6 +59,7 @@ from tests.fuzz_model import (
     ints,
     is_int_type,
     layout,
+    map_streams,
     put,
     streams,
     values,
@@ -316,6 +318,45 @@ def sizes(model: Model, rng: random.Random) -> Iterator[Case]:
                                             mem_length=s.length)))
 
 
+# --------------------------------------------------------------- resegment ---
+def resegment(model: Model, rng: random.Random) -> Iterator[Case]:
+    """Valid files holding exactly the seed's rows: streams cut into other segments (one
+    value each, random cuts, all in one), LZ4 or raw per segment at random, the data
+    section in another order.  Every read must give the seed's rows."""
+    def recut(how: str) -> Model:
+        def one(stream: Any) -> Any:
+            vals = values(stream)
+            if not vals:
+                return stream
+            if how == "one-each":
+                cuts = list(range(1, len(vals)))
+            elif how == "all-in-one":
+                cuts = []
+            else:
+                cuts = sorted(rng.sample(range(1, len(vals)), min(len(vals) - 1, 3))) \
+                    if len(vals) > 1 else []
+            bounds = [0, *cuts, len(vals)]
+            return tuple(Seg(tuple(vals[a:b]), how != "all-in-one" and rng.random() < 0.5)
+                         for a, b in itertools.pairwise(bounds))
+        return replace(model, super_column=one(model.super_column),
+                       columns=tuple(map_streams(c, one) for c in model.columns))
+
+    for how in ("one-each", "random-cuts", "all-in-one"):
+        yield f"resegment:{how}", recut(how)
+        yield f"resegment:{how}:shuffled", layout(recut(how), shuffle=rng)
+    yield "layout:shuffled", layout(model, shuffle=rng)
+    yield "layout:all-lz4", _all_lz4(model, True)
+    yield "layout:all-raw", _all_lz4(model, False)
+
+
+def _all_lz4(model: Model, lz4: bool) -> Model:
+    def one(stream: Any) -> Any:
+        return tuple(replace(s, lz4=lz4) for s in stream)
+
+    return replace(model, super_column=one(model.super_column),
+                   columns=tuple(map_streams(c, one) for c in model.columns))
+
+
 # ------------------------------------------------------------------ types ---
 def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
     for ti, t in enumerate(model.types):
@@ -394,5 +435,7 @@ def _retyped(model: Model, ti: int, t: Type, col: Any) -> Model:
 FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
     "super": super_ids, "data": data, "shared": shared, "segments": segments,
-    "sizes": sizes, "types": type_changes,
+    "sizes": sizes, "types": type_changes, "resegment": resegment,
 }
+# Families whose files are valid and hold the seed's rows: every read must give them.
+SAME_ROWS = {"resegment"}

@@ -335,8 +335,8 @@ def _moves_rows(label: str) -> bool:
     return ":super:" in label or ":super[" in label
 
 
-def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | None
-             ) -> dict[str, Any]:
+def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | None,
+             same_rows: bool = False) -> dict[str, Any]:
     """One case under the watchdog: its violations and wall time."""
     path = tmp / "case.csup"
     path.write_bytes(data)
@@ -348,6 +348,13 @@ def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | 
         faulthandler.cancel_dump_traceback_later()
     wall = time.perf_counter() - t0
     problems = judge(got, path, None if _moves_rows(label) else intact)
+    if same_rows:  # a valid file holding the seed's rows: every read gives them
+        refused = [k for k in WHOLE if _failed(got.get(k, got.get("open")))]
+        if refused:
+            problems.append(f"a valid file was refused by {', '.join(refused)}: "
+                            f"{got.get(refused[0], got.get('open'))}")
+        elif got["scan"] != intact:
+            problems.append("read rows that differ from the seed's")
     escapes = [f"{k} raised {v['escaped']}" for k, v in got.items()
                if isinstance(v, dict) and "escaped" in v]
     if wall > CASE_WALL:
@@ -383,7 +390,8 @@ def run_family(family: str, tmp: Path, n: int | None, scale: bool = False
     intact = {name: _intact(tmp, data) for name, data in _seeds(scale).items()}
     for seed, label, data in cases(family, n, scale):
         print(json.dumps({"start": label}), flush=True)  # names the case if the child dies
-        yield {"family": family, **run_case(tmp, label, data, intact[seed])}
+        yield {"family": family, **run_case(tmp, label, data, intact[seed],
+                                            family in M.SAME_ROWS)}
 
 
 def _intact(tmp: Path, data: bytes) -> dict[str, list[str]]:
