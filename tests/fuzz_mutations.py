@@ -21,7 +21,13 @@ the label names the stream and the change, so a failing case says what it was
 - ``segments``: a stream's segments reversed, swapped, one repeated, one dropped;
 - ``sizes``: mem_length one more/less, doubled; the LZ4 flag flipped either way;
 - ``types``: duplicate field names, a field retyped, super types wrapped in
-  deep named types, one name for two different types.
+  deep named types, one name for two different types, column fields or union
+  members in another order than their type's;
+- ``resegment`` (valid, the seed's rows): streams re-cut into other segments,
+  LZ4 or raw at random, the data section shuffled;
+- ``valid`` (valid, other rows): adjacent rows of two super types swapped, an
+  array element moved to the next array, adjacent union values swapped, a
+  present value made null.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from csup_async.meta import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
     FieldColumn,
+    PrimitiveColumn,
     RecordColumn,
     Segment,
 )
@@ -357,6 +364,62 @@ def _all_lz4(model: Model, lz4: bool) -> Model:
                    columns=tuple(map_streams(c, one) for c in model.columns))
 
 
+# ------------------------------------------------------------ valid edits ---
+def valid_edits(model: Model, rng: random.Random) -> Iterator[Case]:
+    """Valid files with other rows: two adjacent rows of different super types swapped,
+    an element moved from one array to the next, two adjacent union values of different
+    members swapped, a present field value made null (its value removed).  Every read
+    must succeed, and agree."""
+    for ref in streams(model):
+        stream = get(model, ref)
+        if ref.kind in ("super", "tags"):
+            ids = ints(stream)
+            swaps = [k for k in range(len(ids) - 1) if ids[k] != ids[k + 1]]
+            for k in sorted({*swaps[:1], *rng.sample(swaps, min(len(swaps), 2))}):
+                yield _ints_case(model, ref, f"swap[{k}]",
+                                 [*ids[:k], ids[k + 1], ids[k], *ids[k + 2:]])
+        elif ref.kind == "lengths":
+            lens = ints(stream)
+            moves = [k for k in range(len(lens) - 1) if (lens[k + 1] or 0) > 0]
+            for k in sorted({*moves[:1], *rng.sample(moves, min(len(moves), 2))}):
+                moved = _at(lens, k, (lens[k] or 0) + 1)
+                yield _ints_case(model, ref, f"element-moved[{k}]",
+                                 _at(moved, k + 1, (lens[k + 1] or 0) - 1))
+        elif ref.kind == "presence":
+            yield from _made_null(model, ref, rng)
+
+
+def _made_null(model: Model, ref: StreamRef, rng: random.Random) -> Iterator[Case]:
+    """A present value of a primitive field made null: its runs and values rewritten."""
+    field = StreamRef(ref.path[:-1], "field", None, ref.top)
+    fc = get(model, field)
+    if not isinstance(fc.column, PrimitiveColumn):
+        return
+    vals = values(fc.column.segmap)
+    runs = [r or 0 for r in ints(fc.presence)] or [len(vals)]
+    present: list[bool] = []
+    for i, r in enumerate(runs):
+        present += [i % 2 == 0] * r
+    where = [i for i, p in enumerate(present) if p]
+    if len(where) < 2:
+        return
+    for j in {where[0], rng.choice(where)}:
+        rank = sum(present[:j])
+        present[j] = False
+        new_runs, state, n = [], True, 0
+        for p in present:
+            if p == state:
+                n += 1
+            else:
+                new_runs.append(n)
+                state, n = p, 1
+        new_runs.append(n)
+        present[j] = True
+        col = PrimitiveColumn(with_values(fc.column.segmap, vals[:rank] + vals[rank + 1:]))
+        new = replace(fc, column=col, presence=with_ints(fc.presence or (Seg(()),), new_runs))
+        yield f"{field.name}:row[{j}]-made-null", put(model, field, new)
+
+
 # ------------------------------------------------------------------ types ---
 def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
     for ti, t in enumerate(model.types):
@@ -435,7 +498,9 @@ def _retyped(model: Model, ti: int, t: Type, col: Any) -> Model:
 FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
     "super": super_ids, "data": data, "shared": shared, "segments": segments,
-    "sizes": sizes, "types": type_changes, "resegment": resegment,
+    "sizes": sizes, "types": type_changes, "resegment": resegment, "valid": valid_edits,
 }
+# Families whose files are valid: every read must succeed.
+VALID = {"resegment", "valid"}
 # Families whose files are valid and hold the seed's rows: every read must give them.
 SAME_ROWS = {"resegment"}
