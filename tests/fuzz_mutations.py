@@ -50,12 +50,14 @@ from csup_async.meta import (
 from csup_async.types import (
     FLOAT64,
     INT64,
+    PRIMITIVE_BY_NAME,
     STRING,
     Field,
     NamedType,
     PrimitiveType,
     RecordType,
     Type,
+    UnionType,
 )
 from tests.fuzz_model import (
     Laid,
@@ -162,8 +164,7 @@ def tags(model: Model, rng: random.Random) -> Iterator[Case]:
     for ref in streams(model):
         if ref.kind != "tags":
             continue
-        union = _union_at(model, ref)
-        n = len(union.types) if union is not None else 2
+        n = len(ref.type.types) if isinstance(ref.type, UnionType) else 2
         tg = ints(get(model, ref))
         for k in _picks(len(tg), rng):
             yield _ints_case(model, ref, f"tag[{k}]={n}", _at(tg, k, n))
@@ -171,12 +172,6 @@ def tags(model: Model, rng: random.Random) -> Iterator[Case]:
             yield _ints_case(model, ref, f"tag[{k}]=other", _at(tg, k, ((tg[k] or 0) + 1) % n))
             yield _ints_case(model, ref, f"tag[{k}]=2^31-1", _at(tg, k, (1 << 31) - 1))
             yield _ints_case(model, ref, f"tag[{k}]=null", _at(tg, k, None))
-
-
-def _union_at(model: Model, ref: StreamRef) -> Any:
-    from csup_async.types import UnionType
-
-    return ref.type if isinstance(ref.type, UnionType) else None
 
 
 # ------------------------------------------------------------------ super ---
@@ -425,7 +420,7 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
     for ti, t in enumerate(model.types):
         col = model.columns[ti]
         if isinstance(t, RecordType) and isinstance(col, RecordColumn) and len(t.fields) > 1:
-            for i, j in [(0, 1), (1, 0), (0, len(t.fields) - 1)]:
+            for i, j in sorted({(0, 1), (1, 0), (0, len(t.fields) - 1)}):
                 if i == j:
                     continue
                 name = t.fields[i].name
@@ -470,8 +465,7 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
 
 
 def _retypes(t: PrimitiveType) -> list[Type]:
-    from csup_async.types import PRIMITIVE_BY_NAME
-
+    """Other types for a field's values (its bytes then read as them)."""
     if t.name == "string":
         return [INT64, PRIMITIVE_BY_NAME["bytes"], FLOAT64]
     if t.name.startswith("int"):
