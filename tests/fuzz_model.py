@@ -14,6 +14,7 @@ repeated, wrong sizes, wrong compression flag).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -259,11 +260,12 @@ def decode(data: bytes) -> Model:
                  tuple(map_streams(c, stream) for c in meta.columns))
 
 
-def layout(model: Model) -> Laid:
-    """Every segment written back to back (in tree order), segmaps exact."""
-    body = bytearray()
+def layout(model: Model, shuffle: random.Random | None = None) -> Laid:
+    """Every segment written back to back, segmaps exact: in tree order, or (``shuffle``)
+    in a random order of the data section (still each segment whole)."""
+    blobs: list[tuple[bytes, int, int]] = []  # (stored bytes, mem_length, compression)
 
-    def place(stream: Stream) -> tuple[Segment, ...]:
+    def collect(stream: Stream) -> tuple[int, ...]:
         out = []
         for seg in stream:
             raw = seg.stored()
@@ -272,15 +274,28 @@ def layout(model: Model) -> Laid:
             stored, fmt = raw, COMPRESSION_NONE
             if seg.lz4:
                 stored, fmt = lz4.block.compress(raw, store_size=False), COMPRESSION_LZ4
-            out.append(Segment(len(body), len(stored), len(raw), fmt))
-            body.extend(stored)
+            out.append(len(blobs))
+            blobs.append((stored, len(raw), fmt))
         return tuple(out)
 
-    sc = place(model.super_column)
-    cols = tuple(map_streams(c, place) for c in model.columns)
+    sc = collect(model.super_column)
+    cols = tuple(map_streams(c, collect) for c in model.columns)
+    order = list(range(len(blobs)))
+    if shuffle is not None:
+        shuffle.shuffle(order)
+    body, at = bytearray(), {}
+    for i in order:
+        stored, mem, fmt = blobs[i]
+        at[i] = Segment(len(body), len(stored), mem, fmt)
+        body.extend(stored)
     if not body:
         body.append(0)  # a data section is never empty
-    return Laid(bytes(body), model.types, sc, cols)
+
+    def place(ids: tuple[int, ...]) -> tuple[Segment, ...]:
+        return tuple(at[i] for i in ids)
+
+    return Laid(bytes(body), model.types, place(sc),
+                tuple(map_streams(c, place) for c in cols))
 
 
 def encode(model: Model) -> bytes:

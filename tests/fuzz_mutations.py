@@ -21,11 +21,18 @@ the label names the stream and the change, so a failing case says what it was
 - ``segments``: a stream's segments reversed, swapped, one repeated, one dropped;
 - ``sizes``: mem_length one more/less, doubled; the LZ4 flag flipped either way;
 - ``types``: duplicate field names, a field retyped, super types wrapped in
-  deep named types, one name for two different types.
+  deep named types, one name for two different types, column fields or union
+  members in another order than their type's;
+- ``resegment`` (valid, the seed's rows): streams re-cut into other segments,
+  LZ4 or raw at random, the data section shuffled;
+- ``valid`` (valid, other rows): adjacent rows of two super types swapped, an
+  array element moved to the next array, adjacent union values swapped, a
+  present value made null.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -36,18 +43,21 @@ from csup_async.meta import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
     FieldColumn,
+    PrimitiveColumn,
     RecordColumn,
     Segment,
 )
 from csup_async.types import (
     FLOAT64,
     INT64,
+    PRIMITIVE_BY_NAME,
     STRING,
     Field,
     NamedType,
     PrimitiveType,
     RecordType,
     Type,
+    UnionType,
 )
 from tests.fuzz_model import (
     Laid,
@@ -58,6 +68,7 @@ from tests.fuzz_model import (
     ints,
     is_int_type,
     layout,
+    map_streams,
     put,
     streams,
     values,
@@ -153,8 +164,7 @@ def tags(model: Model, rng: random.Random) -> Iterator[Case]:
     for ref in streams(model):
         if ref.kind != "tags":
             continue
-        union = _union_at(model, ref)
-        n = len(union.types) if union is not None else 2
+        n = len(ref.type.types) if isinstance(ref.type, UnionType) else 2
         tg = ints(get(model, ref))
         for k in _picks(len(tg), rng):
             yield _ints_case(model, ref, f"tag[{k}]={n}", _at(tg, k, n))
@@ -162,12 +172,6 @@ def tags(model: Model, rng: random.Random) -> Iterator[Case]:
             yield _ints_case(model, ref, f"tag[{k}]=other", _at(tg, k, ((tg[k] or 0) + 1) % n))
             yield _ints_case(model, ref, f"tag[{k}]=2^31-1", _at(tg, k, (1 << 31) - 1))
             yield _ints_case(model, ref, f"tag[{k}]=null", _at(tg, k, None))
-
-
-def _union_at(model: Model, ref: StreamRef) -> Any:
-    from csup_async.types import UnionType
-
-    return ref.type if isinstance(ref.type, UnionType) else None
 
 
 # ------------------------------------------------------------------ super ---
@@ -316,12 +320,107 @@ def sizes(model: Model, rng: random.Random) -> Iterator[Case]:
                                             mem_length=s.length)))
 
 
+# --------------------------------------------------------------- resegment ---
+def resegment(model: Model, rng: random.Random) -> Iterator[Case]:
+    """Valid files holding exactly the seed's rows: streams cut into other segments (one
+    value each, random cuts, all in one), LZ4 or raw per segment at random, the data
+    section in another order.  Every read must give the seed's rows."""
+    def recut(how: str) -> Model:
+        def one(stream: Any) -> Any:
+            vals = values(stream)
+            if not vals:
+                return stream
+            if how == "one-each":
+                cuts = list(range(1, len(vals)))
+            elif how == "all-in-one":
+                cuts = []
+            else:
+                cuts = sorted(rng.sample(range(1, len(vals)), min(len(vals) - 1, 3))) \
+                    if len(vals) > 1 else []
+            bounds = [0, *cuts, len(vals)]
+            return tuple(Seg(tuple(vals[a:b]), how != "all-in-one" and rng.random() < 0.5)
+                         for a, b in itertools.pairwise(bounds))
+        return replace(model, super_column=one(model.super_column),
+                       columns=tuple(map_streams(c, one) for c in model.columns))
+
+    for how in ("one-each", "random-cuts", "all-in-one"):
+        yield f"resegment:{how}", recut(how)
+        yield f"resegment:{how}:shuffled", layout(recut(how), shuffle=rng)
+    yield "layout:shuffled", layout(model, shuffle=rng)
+    yield "layout:all-lz4", _all_lz4(model, True)
+    yield "layout:all-raw", _all_lz4(model, False)
+
+
+def _all_lz4(model: Model, lz4: bool) -> Model:
+    def one(stream: Any) -> Any:
+        return tuple(replace(s, lz4=lz4) for s in stream)
+
+    return replace(model, super_column=one(model.super_column),
+                   columns=tuple(map_streams(c, one) for c in model.columns))
+
+
+# ------------------------------------------------------------ valid edits ---
+def valid_edits(model: Model, rng: random.Random) -> Iterator[Case]:
+    """Valid files with other rows: two adjacent rows of different super types swapped,
+    an element moved from one array to the next, two adjacent union values of different
+    members swapped, a present field value made null (its value removed).  Every read
+    must succeed, and agree."""
+    for ref in streams(model):
+        stream = get(model, ref)
+        if ref.kind in ("super", "tags"):
+            ids = ints(stream)
+            swaps = [k for k in range(len(ids) - 1) if ids[k] != ids[k + 1]]
+            for k in sorted({*swaps[:1], *rng.sample(swaps, min(len(swaps), 2))}):
+                yield _ints_case(model, ref, f"swap[{k}]",
+                                 [*ids[:k], ids[k + 1], ids[k], *ids[k + 2:]])
+        elif ref.kind == "lengths":
+            lens = ints(stream)
+            moves = [k for k in range(len(lens) - 1) if (lens[k + 1] or 0) > 0]
+            for k in sorted({*moves[:1], *rng.sample(moves, min(len(moves), 2))}):
+                moved = _at(lens, k, (lens[k] or 0) + 1)
+                yield _ints_case(model, ref, f"element-moved[{k}]",
+                                 _at(moved, k + 1, (lens[k + 1] or 0) - 1))
+        elif ref.kind == "presence":
+            yield from _made_null(model, ref, rng)
+
+
+def _made_null(model: Model, ref: StreamRef, rng: random.Random) -> Iterator[Case]:
+    """A present value of a primitive field made null: its runs and values rewritten."""
+    field = StreamRef(ref.path[:-1], "field", None, ref.top)
+    fc = get(model, field)
+    if not isinstance(fc.column, PrimitiveColumn):
+        return
+    vals = values(fc.column.segmap)
+    runs = [r or 0 for r in ints(fc.presence)] or [len(vals)]
+    present: list[bool] = []
+    for i, r in enumerate(runs):
+        present += [i % 2 == 0] * r
+    where = [i for i, p in enumerate(present) if p]
+    if len(where) < 2:
+        return
+    for j in {where[0], rng.choice(where)}:
+        rank = sum(present[:j])
+        present[j] = False
+        new_runs, state, n = [], True, 0
+        for p in present:
+            if p == state:
+                n += 1
+            else:
+                new_runs.append(n)
+                state, n = p, 1
+        new_runs.append(n)
+        present[j] = True
+        col = PrimitiveColumn(with_values(fc.column.segmap, vals[:rank] + vals[rank + 1:]))
+        new = replace(fc, column=col, presence=with_ints(fc.presence or (Seg(()),), new_runs))
+        yield f"{field.name}:row[{j}]-made-null", put(model, field, new)
+
+
 # ------------------------------------------------------------------ types ---
 def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
     for ti, t in enumerate(model.types):
         col = model.columns[ti]
         if isinstance(t, RecordType) and isinstance(col, RecordColumn) and len(t.fields) > 1:
-            for i, j in [(0, 1), (1, 0), (0, len(t.fields) - 1)]:
+            for i, j in sorted({(0, 1), (1, 0), (0, len(t.fields) - 1)}):
                 if i == j:
                     continue
                 name = t.fields[i].name
@@ -331,6 +430,9 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
                 cfields[j] = FieldColumn(name, cfields[j].column, cfields[j].presence)
                 yield (f"type{ti}:dup-name-{name}@{j}", _retyped(
                     model, ti, RecordType(tuple(fields)), RecordColumn(tuple(cfields))))
+            # the column tree's fields in another order than the type's
+            yield (f"type{ti}:column-fields-swapped", _retyped(
+                model, ti, t, RecordColumn((col.fields[1], col.fields[0], *col.fields[2:]))))
             # field names renamed only in the column tree
             cfields = list(col.fields)
             cfields[0] = FieldColumn(cfields[0].name + "_", cfields[0].column,
@@ -349,6 +451,13 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
         for depth in (3, 98, 99, 100, 101, 300):
             yield (f"type{ti}:named-x{depth}", replace(
                 model, types=_tuple_at(model.types, ti, _named(t, depth, f"t{ti}_"))))
+    for ref in streams(model):
+        if ref.kind == "tags":  # a union column's members in another order than its type's
+            node = StreamRef(ref.path[:-1], "union", None, ref.top)
+            union = get(model, node)
+            if len(union.columns) > 1:
+                yield (f"{node.name}:members-swapped",
+                       put(model, node, replace(union, columns=union.columns[::-1])))
     if len(model.types) > 1:
         # one name for every super type: a named type redefined in one stream
         yield ("all-types-named-same", replace(
@@ -356,8 +465,7 @@ def type_changes(model: Model, rng: random.Random) -> Iterator[Case]:
 
 
 def _retypes(t: PrimitiveType) -> list[Type]:
-    from csup_async.types import PRIMITIVE_BY_NAME
-
+    """Other types for a field's values (its bytes then read as them)."""
     if t.name == "string":
         return [INT64, PRIMITIVE_BY_NAME["bytes"], FLOAT64]
     if t.name.startswith("int"):
@@ -384,5 +492,9 @@ def _retyped(model: Model, ti: int, t: Type, col: Any) -> Model:
 FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
     "super": super_ids, "data": data, "shared": shared, "segments": segments,
-    "sizes": sizes, "types": type_changes,
+    "sizes": sizes, "types": type_changes, "resegment": resegment, "valid": valid_edits,
 }
+# Families whose files are valid: every read must succeed.
+VALID = {"resegment", "valid"}
+# Families whose files are valid and hold the seed's rows: every read must give them.
+SAME_ROWS = {"resegment"}

@@ -7,11 +7,12 @@ raw segments).  Each is decoded to its reassembly and stream values
 (tests/fuzz_model.py), changed semantically (tests/fuzz_mutations.py: value
 counts, presence runs, lengths, union tags, super IDs, stored bytes, shared,
 reordered or repeated segments, size and compression lies, duplicate names,
-deep named types) and re-encoded with exact segmaps and a valid trailer.
+deep named types; and valid edits: re-segmented streams, moved rows and elements)
+and re-encoded with exact segmaps and a valid trailer.
 
 Every case is read every way a user can: open, count_rows, read_rows,
-read_values, scan() of all, scan of each top-level path, iter_batches with 3
-and 65536 rows a batch, and a dataset scan of the one file.  The rule:
+read_values, scan() of all, scan of each top-level path, iter_batches with
+1 to 7 (fixed per case) and 65536 rows a batch, and a dataset scan of the one file.  The rule:
 
 - nothing but a ``CsupError`` subclass comes out (an error naming the file);
 - the whole-file reads (read_rows, read_values, scan, both iter_batches, the
@@ -22,10 +23,12 @@ and 65536 rows a batch, and a dataset scan of the one file.  The rule:
   whole reads fail, a projection that succeeds gives the seed's own column
   (it did not read the corruption) and never different data;
 - count_rows, where the reads succeed, is their row count;
+- a valid file (families ``resegment`` and ``valid``) is read by every read, and
+  a re-segmented one gives the seed's rows;
 - no hang (a watchdog), bounded memory (the families that make huge claims
   run in a child process with RLIMIT_AS), each case well under a few seconds.
 
-Size: ``CSUP_FUZZ_EXAMPLES`` (default 12) cases per family and seed in CI,
+Size: ``CSUP_FUZZ_EXAMPLES`` (default 10) cases per family and seed in CI,
 sampled with a fixed seed from every mutation the family can make;
 ``pytest -m slow tests/test_fuzz_semantic.py`` runs every mutation of every
 family (or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed).
@@ -34,8 +37,10 @@ family (or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import faulthandler
 import io
+import ipaddress
 import json
 import os
 import random
@@ -43,6 +48,7 @@ import subprocess
 import sys
 import time
 import traceback
+import zlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -56,13 +62,16 @@ from csup_async.meta import FieldColumn, RecordColumn
 from csup_async.types import (
     FLOAT64,
     INT64,
+    PRIMITIVE_BY_NAME,
     STRING,
     ArrayType,
     EnumType,
+    ErrorType,
     Field,
     MapType,
     NamedType,
     RecordType,
+    SetType,
     UnionType,
 )
 from csup_async.values import UnionValue, Value
@@ -82,7 +91,7 @@ ADDRESS_SPACE = 3 << 30  # the fuzz child's RLIMIT_AS
 
 
 def _examples() -> int:
-    return int(os.environ.get("CSUP_FUZZ_EXAMPLES") or 12)
+    return int(os.environ.get("CSUP_FUZZ_EXAMPLES") or 10)
 
 
 # ----------------------------------------------------------------- seeds ---
@@ -116,6 +125,27 @@ def _wide_row(i: int) -> Value:
     })
 
 
+PRIMS = RecordType((
+    *(Field(n, PRIMITIVE_BY_NAME[n]) for n in [
+        "uint8", "int16", "uint64", "float32", "float16", "bool", "bytes", "ip", "net", "time",
+        "duration", "int128", "type"]),
+    Field("st", SetType(INT64)), Field("er", ErrorType(STRING)),
+))
+
+
+def _prims_row(i: int) -> Value:
+    return Value(PRIMS, {
+        "uint8": i % 256, "int16": -i * 300, "uint64": (1 << 63) + i, "float32": i / 2,
+        "float16": None if i % 4 == 1 else 0.5 * i, "bool": [True, False, None][i % 3],
+        "bytes": bytes(range(i % 7)),
+        "ip": ipaddress.ip_address(f"10.0.0.{i}" if i % 2 else "::1"),
+        "net": ipaddress.ip_network(f"10.{i}.0.0/16"),
+        "time": dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+        "duration": dt.timedelta(microseconds=i * 1001), "int128": -(1 << 100) + i,
+        "type": INT64 if i % 2 else STRING, "st": [i, i + 1] if i % 3 else None, "er": f"e{i}",
+    })
+
+
 def seeds() -> dict[str, bytes]:
     return {
         # the issue's shape: {a: i*10} (and a string, another int), six rows, one segment
@@ -128,6 +158,9 @@ def seeds() -> dict[str, bytes]:
         "multi": _csup([{"a": 1, "b": "x"}, 5, {"a": 2, "b": "y"}, None, "t", [1, 2],
                         {"a": 3, "b": None}, {"c": [{"d": 1}, {"d": None}]}, 7.5,
                         {"a": 4, "b": "z"}] * 3, segment_thresh=16),
+        # every primitive kind with a different body (fixed, varint, 16-byte, type values),
+        # sets and errors
+        "prims": _csup([_prims_row(i) for i in range(20)], segment_thresh=24),
         # arrays of records holding arrays, maps of arrays
         "nested": _csup([{"rs": [{"k": j, "v": [j] * (j % 3)} for j in range(i % 4)],
                           "mp": {f"k{j}": [j, None] for j in range(i % 3)}}
@@ -217,7 +250,7 @@ def _duplicate_names(types: Any) -> str:
     return ""
 
 
-async def read_every_way(path: Path) -> dict[str, Any]:
+async def read_every_way(path: Path, small_batch: int = SMALL_BATCH) -> dict[str, Any]:
     """What each read of the file gave: a summary, or {"error"/"escaped": ...}."""
     got: dict[str, Any] = {}
     try:
@@ -245,7 +278,7 @@ async def read_every_way(path: Path) -> dict[str, Any]:
         for p in paths:
             one = await _try(r.scan([p]))
             got[f"scan:{p}"] = one if _failed(one) else _scan_cols(one).get(p)
-        got["batches:small"] = await _try(_batches(r, SMALL_BATCH))
+        got["batches:small"] = await _try(_batches(r, small_batch))
         got["batches:large"] = await _try(_batches(r, LARGE_BATCH))
     got["dataset"] = await _try(_dataset(path))
     return got
@@ -301,24 +334,36 @@ def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) 
     return problems
 
 
+def _small_batch(label: str) -> int:
+    """The small batch size for a case: 1 to 7 rows, fixed by its label."""
+    return 1 + zlib.crc32(label.encode()) % 7
+
+
 def _moves_rows(label: str) -> bool:
     """Whether the case edits the super column (labels name the stream they change)."""
     return ":super:" in label or ":super[" in label
 
 
-def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | None
-             ) -> dict[str, Any]:
+def run_case(tmp: Path, label: str, data: bytes, intact: dict[str, list[str]] | None,
+             valid: bool = False, same_rows: bool = False) -> dict[str, Any]:
     """One case under the watchdog: its violations and wall time."""
     path = tmp / "case.csup"
     path.write_bytes(data)
     faulthandler.dump_traceback_later(CASE_TIMEOUT, exit=True)
     t0 = time.perf_counter()
     try:
-        got = asyncio.run(read_every_way(path))
+        got = asyncio.run(read_every_way(path, _small_batch(label)))
     finally:
         faulthandler.cancel_dump_traceback_later()
     wall = time.perf_counter() - t0
     problems = judge(got, path, None if _moves_rows(label) else intact)
+    if valid:  # a valid file: every read succeeds
+        refused = [k for k in WHOLE if _failed(got.get(k, got.get("open")))]
+        if refused:
+            problems.append(f"a valid file was refused by {', '.join(refused)}: "
+                            f"{got.get(refused[0], got.get('open'))}")
+        elif same_rows and got["scan"] != intact:
+            problems.append("read rows that differ from the seed's")
     escapes = [f"{k} raised {v['escaped']}" for k, v in got.items()
                if isinstance(v, dict) and "escaped" in v]
     if wall > CASE_WALL:
@@ -354,7 +399,8 @@ def run_family(family: str, tmp: Path, n: int | None, scale: bool = False
     intact = {name: _intact(tmp, data) for name, data in _seeds(scale).items()}
     for seed, label, data in cases(family, n, scale):
         print(json.dumps({"start": label}), flush=True)  # names the case if the child dies
-        yield {"family": family, **run_case(tmp, label, data, intact[seed])}
+        yield {"family": family, **run_case(tmp, label, data, intact[seed],
+                                            family in M.VALID, family in M.SAME_ROWS)}
 
 
 def _intact(tmp: Path, data: bytes) -> dict[str, list[str]]:
@@ -767,7 +813,7 @@ def replay(family: str, label: str, out: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         p = Path(tmp) / "case.csup"
         p.write_bytes(data)
-        got = asyncio.run(read_every_way(p))
+        got = asyncio.run(read_every_way(p, _small_batch(label)))
         for key, v in got.items():
             print(f"{key}: {str(v)[:300]}")
         print("problems:", judge(got, p, None if _moves_rows(label) else _intact(
