@@ -1,16 +1,22 @@
-"""Throughput of the column decoders, next to pyarrow reading the same data from Parquet.
+"""Throughput of the column decoders (C kernels and numpy), next to pyarrow reading the
+same data from in-memory Parquet, in one run.
 
-Run ``python bench/bench_decode.py [--rows N] [--runs R]``; prints a markdown table.
-MB/s counts the bytes of the CSUP column stream (for pyarrow too, so the rows
-compare like for like); both sides run on one core (pyarrow with
-``use_threads=False``) and report the median of R runs.
+Run ``python bench/bench_decode.py [--rows N] [--runs R]``; prints a markdown table
+and the import time of the C extension.  MB/s counts the bytes of the CSUP column
+stream (for pyarrow too, so the rows compare like for like); every decoder runs on
+one core (pyarrow with ``use_threads=False``) and reports the best of R runs (the
+machines this runs on are shared: the best run is the one least disturbed; the
+median is printed alongside).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from csup_async import decode as D
+from csup_async.decode import kernels
 from csup_async.types import PRIMITIVE_BY_NAME
 
 
@@ -80,20 +87,38 @@ def string_stream(lengths: np.ndarray, chars: np.ndarray) -> bytes:
     return tag_stream(lengths, fill)
 
 
-def timed(fn: Callable[[], object], runs: int) -> float:
+def timed(fn: Callable[[], object], runs: int) -> tuple[float, float]:
+    """(best, median) seconds of ``runs`` calls after one warm-up call."""
     fn()
     times = []
     for _ in range(runs):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return min(times), statistics.median(times)
+
+
+def import_ms(module: str, runs: int = 7) -> float:
+    """The best self+children time ``python -X importtime`` reports for ``module``, in ms
+    (its parents are imported first, so only the module itself is counted)."""
+    parent = module.rsplit(".", 1)[0]
+    best = float("inf")
+    for _ in range(runs):
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {parent}; import {module}"],
+            capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}).stderr
+        for line in err.splitlines():
+            m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|\s+(\S+)$", line)
+            if m and m.group(2) == module:
+                best = min(best, int(m.group(1)) / 1e3)
+    return best
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=9)
     args = ap.parse_args()
     n, runs = args.rows, args.runs
     rng = np.random.default_rng(42)
@@ -106,6 +131,8 @@ def main() -> None:
                              np.uint8)
     slens = np.where(valid, rng.integers(2, 19, n), -1)  # ~10 characters
     chars = alphabet[rng.integers(0, alphabet.size, int(np.maximum(slens, 0).sum()))]
+    llens = np.where(valid, rng.integers(50, 120, n), -1)  # ~85 characters, 1-byte tags
+    lchars = alphabet[rng.integers(0, alphabet.size, int(np.maximum(llens, 0).sum()))]
     all_valid = np.ones(n, bool)
 
     p = PRIMITIVE_BY_NAME
@@ -121,54 +148,78 @@ def main() -> None:
          "floats_null"),
         ("string, ~10 chars, 5% null", string_stream(slens, chars), p["string"], chars, valid,
          "strings"),
+        ("string, ~85 chars, 5% null", string_stream(llens, lchars), p["string"], lchars,
+         valid, "long_strings"),
         ("bool, no nulls", fixed_stream(bools.astype(np.uint8), all_valid), p["bool"], bools,
          all_valid, "bools"),
         ("bool, 5% null", fixed_stream(bools.astype(np.uint8), valid), p["bool"], bools, valid,
          "bools_null"),
     ]
-    for label, stream, ptype, want, ok, _ in cases:  # a fast wrong answer is no answer
-        dec = D.decode_primitive(ptype, stream, n)
-        got = dec.values if dec.offsets is not None else dec.values[ok]
-        assert np.array_equal(got, want if dec.offsets is not None else want[ok]), label
-        assert (dec.validity is None) == bool(ok.all()), label
+    native = kernels._K
+    impls = [("C", native), ("numpy", None)] if native is not None else [("numpy", None)]
+    for _, k in impls:
+        kernels._K = k
+        for label, stream, ptype, want, ok, _ in cases:  # a fast wrong answer is no answer
+            dec = D.decode_primitive(ptype, stream, n)
+            got = dec.values if dec.offsets is not None else dec.values[ok]
+            assert np.array_equal(got, want if dec.offsets is not None else want[ok]), label
+            assert (dec.validity is None) == bool(ok.all()), label
 
     # Ours first: once pyarrow has run in the process, glibc hands our freed temporaries
     # back to the OS and every call page-faults them in again (several ms per call).
-    ours = {key: timed(lambda s=stream, t=ptype: D.decode_primitive(t, s, n), runs)
-            for _, stream, ptype, _, _, key in cases}
-    theirs = parquet_times(n, runs, valid, small, large, floats, bools, slens, chars)
+    times: dict[str, dict[str, tuple[float, float]]] = {}
+    for name, k in impls:
+        kernels._K = k
+        times[name] = {key: timed(lambda s=stream, t=ptype: D.decode_primitive(t, s, n), runs)
+                       for _, stream, ptype, _, _, key in cases}
+    kernels._K = native
+    times["pyarrow"] = parquet_times(n, runs, valid, small, large, floats, bools, slens, chars,
+                                     llens, lchars)
 
-    print(f"{n:,} values per column, median of {runs} runs, one core.\n")
-    print("| column | stream MB | csup-async ms | MB/s | M values/s "
-          "| pyarrow Parquet ms | MB/s | M values/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    names = [name for name in ("C", "numpy", "pyarrow") if name in times]
+    print(f"{n:,} values per column, best (median) of {runs} runs, one core; MB/s of the "
+          "CSUP stream.\n")
+    print("| column | stream MB | " + " | ".join(f"{x} ms | {x} MB/s" for x in names)
+          + (" | C / pyarrow |" if "C" in times and times["pyarrow"] else " |"))
+    print("|---|---:|" + "---:|---:|" * len(names) + ("---:|" if "C" in times else ""))
     for label, stream, _, _, _, key in cases:
         mb = len(stream) / 1e6
         row = f"| {label} | {mb:.1f} |"
-        for t in (ours[key], theirs.get(key)):
-            row += " - | - | - |" if t is None else \
-                f" {t * 1e3:.1f} | {mb / t:.0f} | {n / t / 1e6:.1f} |"
+        for x in names:
+            best, med = times[x].get(key, (None, None))
+            row += " - | - |" if best is None else \
+                f" {best * 1e3:.1f} ({med * 1e3:.1f}) | {mb / best:,.0f} |"
+        if "C" in times and times["pyarrow"].get(key):
+            row += f" {times['pyarrow'][key][0] / times['C'][key][0]:.1f}x |"
         print(row)
+    if native is not None:
+        print(f"\nimport csup_async.decode._kernels: {import_ms('csup_async.decode._kernels'):.2f}"
+              " ms (python -X importtime, best of 7, its package already imported)")
 
 
 def parquet_times(n: int, runs: int, valid: np.ndarray, small: np.ndarray,
                   large: np.ndarray, floats: np.ndarray, bools: np.ndarray,
-                  slens: np.ndarray, chars: np.ndarray) -> dict[str, float]:
+                  slens: np.ndarray, chars: np.ndarray, llens: np.ndarray,
+                  lchars: np.ndarray) -> dict[str, tuple[float, float]]:
     """pyarrow reading each column from an in-memory Parquet file (default writer options)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         return {}
-    offs = np.zeros(n + 1, np.int64)
-    np.cumsum(np.maximum(slens, 0), out=offs[1:])
-    strings = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(offs), pa.py_buffer(chars.tobytes()),
-        pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())).cast(pa.string())
+
+    def strings(lens: np.ndarray, data: np.ndarray) -> pa.Array:
+        offs = np.zeros(n + 1, np.int64)
+        np.cumsum(np.maximum(lens, 0), out=offs[1:])
+        return pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(offs), pa.py_buffer(data.tobytes()),
+            pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())).cast(pa.string())
+
     columns = {
         "small": pa.array(small, mask=~valid), "large": pa.array(large, mask=~valid),
         "floats": pa.array(floats), "floats_null": pa.array(floats, mask=~valid),
-        "strings": strings, "bools": pa.array(bools),
+        "strings": strings(slens, chars), "long_strings": strings(llens, lchars),
+        "bools": pa.array(bools),
         "bools_null": pa.array(bools, mask=~valid),
     }
     out = {}
@@ -178,6 +229,7 @@ def parquet_times(n: int, runs: int, valid: np.ndarray, small: np.ndarray,
         blob = sink.getvalue()
         out[name] = timed(lambda b=blob: pq.read_table(io.BytesIO(b), use_threads=False), runs)
     return out
+
 
 if __name__ == "__main__":
     main()

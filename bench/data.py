@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent / ".data" / "v1"
+ROOT = Path(__file__).resolve().parent / ".data" / "v2"  # v2: signed ints as Zed writes them
 BUCKET = "bench"
 WIDE_ROWS = 1_000_000
 MANY_FILES = 500

@@ -38,6 +38,8 @@ _LAZY = {
     "open_dataset": "csup_async.dataset",
     "Dataset": "csup_async.dataset",
     "ScanResult": "csup_async.reader",
+    "close_stores": "csup_async.stores",
+    "MetadataCache": "csup_async.metacache",
 }
 
 __all__ = [

@@ -47,9 +47,12 @@ def _store_flags() -> argparse.ArgumentParser:
     """Store options as flags; credentials come from the environment (never from argv)."""
     s = argparse.ArgumentParser(add_help=False)
     g = s.add_argument_group("store options (also from AWS_*, GOOGLE_*, STORAGE_EMULATOR_HOST)")
-    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000)")
+    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), "
+                   "or a GCS JSON-API endpoint for gs:// URLs")
     g.add_argument("--region", help="S3 region")
     g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
+    g.add_argument("--request-payer", action="store_true",
+                   help="S3: pay for the requests to a requester-pays bucket")
     g.add_argument("--concurrency", type=int, default=None, help="requests in flight per file")
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
@@ -66,55 +69,118 @@ def _common_flags(p: argparse.ArgumentParser, default: Any) -> argparse.Argument
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("csup-async")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _common_flags(argparse.ArgumentParser(
         prog="csup-async", description="Read and write Super Columnar (CSUP) files.",
         epilog="URL: one object, or a prefix/directory, a glob or several URLs (a dataset)."),
         None)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
     store = _store_flags()
     urls = {"nargs": "+", "metavar": "URL",
             "help": "an object, or many: a prefix or directory, a glob, several URLs"}
 
-    c = sub.add_parser("convert", parents=[common, store],
-                       help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet")
-    c.add_argument("input", help="a file, or CSUP objects (URL, prefix or glob)")
+    c = sub.add_parser(
+        "convert", parents=[common, store],
+        help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet",
+        description="Convert a file (BSUP/ZNG, JSON/NDJSON, Parquet, CSUP) or CSUP objects to "
+                    "a .csup or .bsup file.",
+        epilog="What changes on the way: JSON integers become int64 (uint64 above its range), "
+               "other numbers float64; Parquet/Arrow timestamps of any unit become time (ns, "
+               "UTC) and date32/date64 become time at midnight UTC; decimals and times of day "
+               "are refused. Several inputs must all be CSUP (read as one dataset).")
+    c.add_argument("input", nargs="+",
+                   help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
     c.add_argument("output", help="a .csup or .bsup file")
-    c.add_argument("--segment-thresh", type=int, default=None)
-    c.add_argument("--skew-thresh", type=int, default=None)
-    c.add_argument("--no-compress", action="store_true")
+    c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
+                   help="cut a column's segment once it holds this many bytes "
+                        "(CSUP output; default 4 MiB)")
+    c.add_argument("--skew-thresh", type=int, default=None, metavar="BYTES",
+                   help="flush every column once the buffered data reaches this many bytes, "
+                        "bounding memory (CSUP output; default 64 MiB)")
+    c.add_argument("--no-compress", action="store_true",
+                   help="store segments uncompressed (default: LZ4 where it saves space)")
 
     c = sub.add_parser("demo", help="sample data -> local S3 server -> planned scan",
                        parents=[common])
-    c.add_argument("--rows", type=int, default=100_000)
+    c.add_argument("--rows", type=int, default=100_000,
+                   help="rows of sample data to write (default 100000)")
 
     c = sub.add_parser("cat", parents=[common, store],
                        help="print every value as deterministic JSON lines")
-    c.add_argument("input", help="a file, or CSUP objects (URL, prefix or glob)")
+    c.add_argument("input", nargs="+",
+                   help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
+    c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
 
     c = sub.add_parser("inspect", help="trailer, sections, super types and column tree",
                        parents=[common, store])
     c.add_argument("url", **urls)
+    c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
 
     for name, helptext in (("scan", "read a projection of columns"),
                            ("plan", "show the reads a projection needs")):
         c = sub.add_parser(name, help=helptext, parents=[common, store])
         c.add_argument("url", **urls)
-        c.add_argument("-c", "--columns", default=None, help="comma-separated dotted paths")
+        c.add_argument("-c", "--columns", default=None, metavar="PATHS", help=_COLUMNS_HELP)
         c.add_argument("--profile", default=None, help="planner profile: s3, gcs, http, local")
+        c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
         if name == "scan":
             c.add_argument("--format", choices=("table", "json", "csv"), default=None,
                            help="default: table on a terminal, JSON lines when piped")
-            c.add_argument("--limit", type=int, default=None, help="print the first N rows")
+            c.add_argument("--limit", type=int, default=None, metavar="N",
+                           help="print the first N rows (N >= 0) and read only what they need")
             c.add_argument("--explain", action="store_true",
                            help="print the plan first (to stderr with json/csv)")
             c.add_argument("--stats", action="store_true",
                            help="requests, bytes read vs needed, time (to stderr)")
+        else:
+            c.add_argument("--explain", action="store_true",
+                           help="accepted for symmetry with scan: plan always explains")
     return p
 
 
+_COLUMNS_HELP = ("comma-separated column paths: a.b is field b of record a; backquote a name "
+                 "holding a dot, comma, backquote or outer spaces (`a.b`, `x``y`); spaces "
+                 "around names are ignored. Default: every top-level column")
+_MATCH_HELP = ("which objects of a directory or prefix are read (default '*.csup'; '*' for "
+               "all); others are skipped and named on stderr. Globs and named objects are "
+               "read as given")
+
+
+class UsageError(CsupError):
+    """A command line that makes no sense (exit code 2)."""
+
+
+def _check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse what argparse cannot: an empty column list, a negative limit, bad paths."""
+    from planner import InvalidPathError, parse_columns
+
+    if getattr(args, "columns", None) is not None:
+        if not args.columns.strip():
+            p.error("-c/--columns needs at least one column (leave it out for every column)")
+        try:
+            parse_columns(args.columns)
+        except InvalidPathError as e:
+            p.error(str(e))
+    if getattr(args, "limit", None) is not None and args.limit < 0:
+        p.error(f"--limit must be 0 or more, not {args.limit}")
+
+
 def _exit_code(e: CsupError) -> int:
+    from planner import InvalidPathError
+
+    if isinstance(e, (UsageError, InvalidPathError)):
+        return EXIT_USAGE
     if isinstance(e, (NotFoundError, ColumnNotFoundError)):
         return EXIT_NOT_FOUND
     if isinstance(e, (FormatError, UnsupportedTypeError, EncodeError)):
@@ -125,7 +191,9 @@ def _exit_code(e: CsupError) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _check(parser, args)
     try:
         return COMMANDS[args.command](args) or 0
     except CsupError as e:
@@ -260,10 +328,15 @@ def _options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[s
     store: dict[str, Any] = {}
     s3 = url.startswith(("s3://", "s3a://"))
     remote = "://" in url and not url.startswith("file://")
+    gcs = url.startswith(("gs://", "gcs://"))
     if s3 and getattr(args, "endpoint_url", None):
         store["endpoint_url"] = args.endpoint_url
+    if gcs and getattr(args, "endpoint_url", None):
+        store["endpoint"] = args.endpoint_url
     if s3 and getattr(args, "region", None):
         store["region"] = args.region
+    if s3 and getattr(args, "request_payer", False):
+        store["request_payer"] = True
     if remote and getattr(args, "anonymous", False) and (
             s3 or url.startswith(("gs://", "gcs://"))):
         store["anonymous"] = True
@@ -297,6 +370,11 @@ class _Source:
         self.store = _Metered(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
+        from .dataset import DEFAULT_MATCH
+
+        raw = getattr(args, "match", None)
+        self.match: str | None = None if raw == "*" else (raw or DEFAULT_MATCH)
+        self.skipped: list[str] = []
 
     @property
     def label(self) -> str:
@@ -317,13 +395,22 @@ class _Source:
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
                 if "://" not in one or not hasattr(self.store._store, "list"):
                     raise
-                found = await list_sources(one.rstrip("/") + "/", self.store)
-                if not found:
+                found = await list_sources(one.rstrip("/") + "/", self.store,
+                                           match=self.match, skipped=self.skipped)
+                if not found and not self.skipped:
                     raise
         else:
             found = []
             for url in self.urls:
-                found += await list_sources(url, self.store)
+                found += await list_sources(url, self.store, match=self.match,
+                                            skipped=self.skipped)
+        if self.skipped:
+            from .stores import redact_url
+
+            names = ", ".join(redact_url(u) for u in self.skipped[:5])
+            more = f" and {len(self.skipped) - 5} more" if len(self.skipped) > 5 else ""
+            print(f"csup-async: skipped {len(self.skipped)} object(s) not matching "
+                  f"{self.match!r}: {names}{more}", file=sys.stderr)
         if not found:
             raise NotFoundError("no objects match", path=self.label)
         return await self._open_dataset(found)
@@ -414,21 +501,39 @@ def _csup_values(args: argparse.Namespace) -> Iterator[Any]:
             runner.run(source.close())
 
 
+def _is_csup_input(args: argparse.Namespace) -> bool:
+    """Whether the inputs are CSUP objects (read as one source) or one file of another format."""
+    inputs = _urls(args)
+    kinds = [_is_csup_source(u) for u in inputs]
+    if all(kinds):
+        return True
+    if len(inputs) > 1:
+        raise UsageError("several inputs must all be CSUP objects (read as one dataset); "
+                         "convert other formats one file at a time")
+    return False
+
+
 def _values(args: argparse.Namespace) -> Any:
     """Values of the input: CSUP through a store (any URL, prefix, glob), others from a file."""
-    if _is_csup_source(args.input):
+    if _is_csup_input(args):
         return _csup_values(args)
     from .inputs import read_values
 
-    return read_values(args.input)
+    return read_values(_urls(args)[0])
 
 
 # --------------------------------------------------------------- commands ---
 def _convert(args: argparse.Namespace) -> int:
     from .inputs import kind_of
 
-    out_kind = kind_of(args.output)
-    label = f"converting {os.path.basename(args.input.rstrip('/')) or args.input}"
+    try:
+        out_kind = kind_of(args.output)
+    except CsupError:
+        out_kind = None
+    if out_kind not in ("csup", "bsup"):
+        raise UsageError("the output must be a .csup or .bsup file", path=args.output)
+    first = args.input[0]
+    label = f"converting {os.path.basename(first.rstrip('/')) or first}"
     values = _progress(_values(args), label, args)
     if out_kind == "csup":
         from .writer import write
@@ -441,10 +546,8 @@ def _convert(args: argparse.Namespace) -> int:
         if args.no_compress:
             opts["compress"] = False
         n = write(args.output, values, **opts)
-    elif out_kind == "bsup":
-        n = _write_bsup(args.output, values)
     else:
-        raise CsupError("output must be .csup or .bsup", path=args.output)
+        n = _write_bsup(args.output, values)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
 
@@ -471,13 +574,33 @@ def _write_bsup(path: str, values: Any) -> int:
 
 
 def _cat(args: argparse.Namespace) -> int:
-    from .jsonout import dumps
+    """Every value as a JSON line; CSUP objects stream in batches of rows, vectorised."""
+    from . import jsonout as J
     from .values import Value
 
-    out = sys.stdout
-    for v in _values(args):
-        out.write(dumps(v.to_python() if isinstance(v, Value) else v))
-        out.write("\n")
+    out = sys.stdout.buffer
+    if not _is_csup_input(args):
+        for v in _values(args):
+            out.write((J.dumps(v.to_python() if isinstance(v, Value) else v) + "\n").encode())
+        return 0
+    fast = J.have_pyarrow()
+
+    async def run(src: Any) -> None:
+        readers = src.readers if hasattr(src, "readers") else [src]
+        _numba_for(sum(r.meta.object_size for r in readers))
+        for r in readers:
+            # smaller batches than scan's: every column of the row is printed, and each
+            # batch's text (and the next batch decoding meanwhile) is held at once
+            _plan_per_segment(r)
+            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH)
+            async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
+                async for batch in ahead:
+                    arr = batch.columns[""]
+                    out.write(await _render(J.value_lines, arr) if fast else "".join(
+                        J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
+                    out.flush()
+
+    asyncio.run(_Source(args).run(run))
     return 0
 
 
@@ -487,7 +610,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
     async def run(src: Any) -> str:
         readers = src.readers if hasattr(src, "readers") else [src]
-        return "\n\n".join(describe_file(r.meta, r.path) for r in readers)
+        return "\n\n".join([describe_file(r.meta, r.path, await r.count_rows())
+                             for r in readers])
 
     print(asyncio.run(_Source(args).run(run)))
     return 0
@@ -501,59 +625,275 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+BATCH_ROWS = 65536
+CAT_BATCH_ROWS = 16384
+TABLE_ROWS = 1000
+#: Segment-sized requests read ahead of the batch being decoded when streaming: enough
+#: to keep a remote store busy, few enough that memory stays near one segment a column.
+STREAM_PREFETCH = 4
+_RENDER: Any = None
+
+
+async def _render(fn: Callable[[Any], bytes], batch: Any) -> bytes:
+    """``fn(batch)`` in the one output thread: Arrow's kernels release the GIL, so the
+    next batch decodes meanwhile; one thread, as Arrow's allocator keeps memory per
+    thread and a pool of them would each keep a batch's worth."""
+    global _RENDER
+    if _RENDER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _RENDER = ThreadPoolExecutor(1, thread_name_prefix="csup-cli-render")
+    return await asyncio.get_running_loop().run_in_executor(_RENDER, fn, batch)
+
+
+def _column_list(src: Any, columns: str | None) -> list[str]:
+    """The canonical paths to print: the ones asked for, or every file's top-level columns."""
+    import planner as P
+
+    parsed = P.parse_columns(columns)
+    if parsed is not None:
+        return [spelling for spelling, _ in parsed]
+    readers = src.readers if hasattr(src, "readers") else [src]
+    seen: dict[str, None] = {}
+    for r in readers:
+        seen.update(dict.fromkeys(r._paths(None)))
+    return list(seen)
+
+
+#: Projections of a file that decode to at most this many bytes are read whole with the
+#: parallel decoder (faster), then printed in batches; larger ones stream batch by batch.
+WHOLE_SCAN_BYTES = 64 << 20
+
+
+async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
+                   batch_rows: int = BATCH_ROWS) -> AsyncIterator[dict[str, Any]]:
+    """Columns of ``cols`` in batches of rows, file by file, stopping once ``limit`` rows are
+    out (the batch readers are closed then, so nothing further is fetched).
+
+    Memory holds one batch and what decoding it needs, or a whole projection
+    when it decodes to at most ``WHOLE_SCAN_BYTES``.  ``stats`` accumulates
+    what every file's reads cost.
+    """
+    from . import arrays as A
+    from .dataset import _absent
+    from .types import NULL
+
+    readers = src.readers if hasattr(src, "readers") else [src]
+    left = limit
+    rows = min(batch_rows, left) if left is not None else batch_rows
+    for r in readers:
+        if left is not None and left <= 0:
+            return
+        present = [c for c in cols if c not in _absent(r, c)]
+        if not present:  # nothing of this file is printed but its row count, as nulls
+            n = r.num_rows if r.num_rows is not None else await r.count_rows()
+            n = n if left is None else min(n, left)
+            for lo in range(0, n, rows):
+                k = min(rows, n - lo)
+                yield {c: A.null_array(NULL, k) for c in cols}
+            if left is not None:
+                left -= n
+            continue
+        async for got, n in _file_batches(r, present, rows, left, stats):
+            # [null] beside [string] and the like print as the one type, as to_arrow gives
+            yield {c: A.fold_nulls(got[c]) if c in got else A.null_array(NULL, n)
+                   for c in cols}
+            if left is not None:
+                left -= n
+
+
+async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, stats: Any
+                        ) -> AsyncIterator[tuple[dict[str, Any], int]]:
+    """One file's batches: (columns, rows), at most ``left`` rows in all."""
+    plan = await r.plan(paths)
+    last = None
+    whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
+    if not whole:
+        _plan_per_segment(r)
+    if whole:
+        res = await r.scan(paths)
+        last = res.stats
+        for lo in range(0, res.num_rows, rows):
+            hi = min(lo + rows, res.num_rows)
+            yield {c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo
+    else:
+        # a limit within one batch may stop early: fetch only what each batch needs
+        prefetch = 0 if left is not None and left <= BATCH_ROWS else STREAM_PREFETCH
+        it = r.iter_batches(paths, batch_rows=rows, prefetch=prefetch)
+        async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
+            async for batch in ahead:
+                last = batch.stats
+                got, n = batch.columns, batch.num_rows
+                if left is not None and n >= left:
+                    yield {c: a.slice(0, left) for c, a in got.items()}, left
+                    break
+                yield got, n
+                if left is not None:
+                    left -= n
+    if last is not None:
+        stats.requests += last.requests
+        stats.bytes_read += last.bytes_read
+        stats.bytes_needed += last.bytes_needed
+        if stats.ttfb is None:
+            stats.ttfb = last.ttfb
+
+
+#: Below this many bytes to read, a CLI process decodes with numpy only: importing numba
+#: and loading its kernels costs a cold process ~0.5-3 s of CPU (holding the GIL in
+#: its loader thread), more than it saves on smaller reads.  ``CSUP_ASYNC_NUMBA=1``
+#: in the environment keeps it on.
+CLI_NUMBA_MIN_BYTES = 1 << 30
+
+
+def _numba_for(nbytes: int) -> None:
+    if nbytes < CLI_NUMBA_MIN_BYTES:
+        os.environ.setdefault("CSUP_ASYNC_NUMBA", "0")
+
+
+def _plan_per_segment(r: Any) -> None:
+    """Plan this reader's reads in requests of at most one segment's size, merging no
+    gaps, for reading in batches: a read that stops after its first rows fetches
+    little beyond the segments they lie in, and the read-ahead window (``concurrency``
+    requests) holds that many segments, not that many merged tens of megabytes that
+    stay until their last segment is decoded.
+
+    Adjacent small segments may still share a request (up to the largest segment's
+    size); no segment is split."""
+    import dataclasses
+
+    import planner as P
+
+    cap = max((s.length for c in r.meta.columns for s in _segments(c)), default=1) or 1
+    r.profile = dataclasses.replace(P.get_profile(r.profile), max_gap=0, max_request=cap,
+                                    split_size=cap, min_part=0)
+
+
+def _segments(col: Any) -> Any:
+    from .meta import iter_segmaps
+
+    for segmap in iter_segmaps(col):
+        yield from segmap
+
+
+async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``it``'s items, decoding the next while the caller prints this one (in a thread)."""
+    nxt: asyncio.Future[Any] = asyncio.ensure_future(it.__anext__())
+    try:
+        while True:
+            try:
+                item = await nxt
+            except StopAsyncIteration:
+                return
+            nxt = asyncio.ensure_future(it.__anext__())
+            yield item
+    finally:
+        if not nxt.done():
+            nxt.cancel()
+        with contextlib.suppress(BaseException):
+            await nxt
+
+
 def _scan(args: argparse.Namespace) -> int:
-    from .jsonout import dumps, json_value
+    from . import jsonout as J
+    from .reader import ScanStats
 
     source = _Source(args)
+    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+    out = sys.stdout.buffer
+    stats = ScanStats()
+    fast = J.have_pyarrow()
 
-    async def run(src: Any) -> tuple[Any, Any]:
-        plan = await src.plan(args.columns)
-        files = len(getattr(plan, "files", ())) or 1
+    async def run(src: Any) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        cols = _column_list(src, args.columns)
+        plan = await src.plan(cols)
+        _numba_for(plan.bytes_needed)
+        if getattr(plan, "missing_paths", ()):
+            raise src.missing_error(plan.missing_paths)
+        if args.explain:
+            text = plan.explain()
+            if args.limit is not None:
+                rows = f"{args.limit:,} row" + ("" if args.limit == 1 else "s")
+                text += (f"\n--limit {args.limit}: reading stops after the first {rows}, "
+                         "so fewer requests may be made (--stats counts those made)")
+            print(text, file=sys.stderr if fmt in ("json", "csv") else sys.stdout, flush=True)
+        if fmt == "csv":
+            out.write(J.csv_header(cols))
         with _bar(args) as bar:
             if bar is not None:
+                files = len(getattr(plan, "files", ())) or 1
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
                 task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
-            if source.dataset is not None and args.limit is not None:
-                result = await src.scan(args.columns, limit=args.limit)  # reads only enough files
-            else:
-                result = await src.scan(args.columns)
-            if bar is not None:
-                bar.update(task, completed=plan.bytes_to_read)
-        return result, plan if args.explain else None
+            render = {"json": J.json_lines if fast else _slow_json,
+                      "csv": J.csv_lines if fast else _slow_csv}.get(fmt)
+            # a table is for reading on a terminal: one of a few rows at a time appears
+            # at once, where rich would lay out tens of thousands of rows first
+            rows = TABLE_ROWS if render is None else BATCH_ROWS
+            async with contextlib.aclosing(_batches(src, cols, args.limit, stats,
+                                                    rows)) as it:
+                async for batch in it:
+                    if render is None:
+                        _print_table(batch)
+                        continue
+                    out.write(await _render(render, batch))
+                    out.flush()
+        stats.wall = time.perf_counter() - t0
+        if source.dataset is not None:
+            stats.metadata_requests = sum(r.open_stats.requests for r in src.readers)
 
-    result, plan = asyncio.run(source.run(run))
-    if plan is not None:
-        print(plan.explain(), file=sys.stderr if args.format in ("json", "csv") else sys.stdout)
-    rows = result.to_pylist()
-    if args.limit is not None:
-        rows = rows[: args.limit]
-    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
-    if fmt == "json":
-        for row in rows:
-            sys.stdout.write(dumps(row) + "\n")
-    elif fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        w.writerow(list(result.columns))
-        for row in rows:
-            w.writerow([_cell(json_value(v)) for v in row.values()])
-        sys.stdout.write(buf.getvalue())
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(*result.columns.keys(), show_lines=False)
-        for row in rows:
-            table.add_row(*(_cell(json_value(v)) for v in row.values()))
-        Console().print(table)
+    asyncio.run(source.run(run))
     if args.stats:
-        sys.stdout.flush()  # rows before stats when both go to one terminal or file
         extra = (f", {len(source.dataset.files):,} objects, "
-                 f"{result.stats.metadata_requests} metadata requests"
+                 f"{stats.metadata_requests} metadata requests"
                  if source.dataset is not None else "")
-        print(f"stats: {result.stats}{extra}", file=sys.stderr)
+        print(f"stats: {stats}{extra}", file=sys.stderr)
     return 0
+
+
+def _slow_json(batch: dict[str, Any]) -> bytes:
+    """JSON lines without pyarrow: a Python object per value (slow, same text)."""
+    from .jsonout import dumps
+
+    cols = {c: a.to_pylist() for c, a in batch.items()}
+    n = len(next(iter(batch.values()))) if batch else 0
+    return "".join(dumps({c: v[i] for c, v in cols.items()}) + "\n"
+                   for i in range(n)).encode()
+
+
+def _slow_csv(batch: dict[str, Any]) -> bytes:
+    from .jsonout import json_value
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cols = [[_cell(json_value(v)) for v in a.to_pylist()] for a in batch.values()]
+    for row in zip(*cols, strict=True):
+        w.writerow(row)
+    return buf.getvalue().encode()
+
+
+def _print_table(batch: dict[str, Any]) -> None:
+    """A rich table of one batch: null shows as a dim ``null``, the empty string as ``""``."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from .jsonout import json_value
+
+    def cell(v: Any) -> Text:
+        if v is None:
+            return Text("null", style="dim italic")
+        if v == "":
+            return Text('""', style="dim")
+        return Text(_cell(json_value(v)))
+
+    table = Table(*batch.keys(), show_lines=False)
+    cols = [a.to_pylist() for a in batch.values()]
+    for row in zip(*cols, strict=True):
+        table.add_row(*(cell(v) for v in row))
+    Console().print(table)
 
 
 def _cell(v: Any) -> str:

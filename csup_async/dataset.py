@@ -11,6 +11,7 @@ the projection.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import glob as _glob
 import os
 import time
@@ -23,21 +24,34 @@ import planner as P
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
-from .read.options import column_list, split_options
+from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
-from .stores import Store, redact_url, store_for
+from .stores import Store, redact_url, shared_store
 
 DEFAULT_FILE_CONCURRENCY = 64
 _GLOB_CHARS = set("*?[")
 
 
-async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
-    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted."""
+#: What a directory or prefix selects by default: CSUP objects by name.
+DEFAULT_MATCH = "*.csup"
+
+
+async def list_sources(source: str | Sequence[str], store: Store, *,
+                       match: str | None = DEFAULT_MATCH,
+                       skipped: list[str] | None = None) -> list[str]:
+    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted.
+
+    A directory or prefix selects the objects whose base name matches ``match``
+    (``fnmatch``; None selects all) and appends the others to ``skipped``: a
+    ``notes.txt`` beside the data is not an error.  A glob selects what it
+    matches and a named object is read as named (a non-CSUP one is then an error).
+    """
     if not isinstance(source, str):
         return list(source)
     is_glob = bool(_GLOB_CHARS & set(source))
     lister = getattr(store, "list", None)
+    listed: list[str]
     if "://" not in source or source.startswith("file://"):
         path = source[len("file://"):] if source.startswith("file://") else source
         if is_glob:
@@ -47,22 +61,27 @@ async def list_sources(source: str | Sequence[str], store: Store) -> list[str]:
         else:
             return [source]
         base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
-        return sorted(p for p in found if os.path.isfile(p)
-                      and not _hidden(os.path.relpath(p, base)))
-    if lister is None:
+        listed = sorted(p for p in found if os.path.isfile(p)
+                        and not _hidden(os.path.relpath(p, base)))
+    elif lister is None:
         if is_glob or source.endswith("/"):
             raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
         return [source]
-    if is_glob:
-        import fnmatch
-
+    elif is_glob:
         cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
         prefix = source[: source.rfind("/", 0, cut) + 1]
         return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source)
                       and not _hidden(u[len(prefix):]))
-    if source.endswith("/"):
-        return sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
-    return [source]
+    elif source.endswith("/"):
+        listed = sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
+    else:
+        return [source]
+    if is_glob or match is None:
+        return listed
+    kept = [u for u in listed if fnmatch.fnmatch(u.rstrip("/").rsplit("/", 1)[-1], match)]
+    if skipped is not None:
+        skipped += [u for u in listed if u not in set(kept)]
+    return kept
 
 
 def _hidden(relative: str) -> bool:
@@ -81,6 +100,8 @@ class Dataset:
         self._owns_store = owns_store
         self.file_concurrency = file_concurrency
         self.profile = P.get_profile(profile)
+        #: objects a directory or prefix listed but ``match`` left out (not read)
+        self.skipped: list[str] = []
 
     @property
     def files(self) -> list[str]:
@@ -94,7 +115,9 @@ class Dataset:
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size."""
-        return P.plan_files(self._entries(), column_list(columns) or None, self.profile,
+        parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
+        cols = [spelling for spelling, _ in parsed] if parsed is not None else None
+        return P.plan_files(self._entries(), cols, self.profile,
                             target_task_bytes=target_task_bytes)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
@@ -112,7 +135,8 @@ class Dataset:
                     break
                 readers.append(r)
                 covered += r.num_rows if r.num_rows is not None else await r.count_rows()
-        cols = column_list(columns)
+        parsed = P.parse_columns(columns)
+        cols = [spelling for spelling, _ in parsed] if parsed is not None else []
         if not cols:
             seen: dict[str, None] = {}
             for r in self.readers:
@@ -120,8 +144,7 @@ class Dataset:
             cols = list(seen)
         plan = await self.plan(cols)
         if plan.missing_paths:
-            raise ColumnNotFoundError(f"no file has column "
-                                      f"{', '.join(map(repr, plan.missing_paths))}")
+            raise self.missing_error(plan.missing_paths)
         if readers is not self.readers:  # the files a limit needs (columns may be absent)
             plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
@@ -157,6 +180,12 @@ class Dataset:
         stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
         return ScanResult(columns_out, int(sum(counts)), stats, plan)
 
+    def missing_error(self, missing: Sequence[str]) -> ColumnNotFoundError:
+        """The error for paths no file has, listing the paths the files do have."""
+        types = [t for r in self.readers for t in r.meta.super_types]
+        return ColumnNotFoundError(f"no file has column {', '.join(map(repr, missing))}; "
+                                   f"columns: {P.describe_paths(types)}")
+
     async def close(self) -> None:
         await asyncio.gather(*(r.close() for r in self.readers), return_exceptions=True)
         if self._owns_store:
@@ -189,16 +218,24 @@ class _DatasetOpener:
     async def _open(self) -> Dataset:
         opts = dict(self.options)
         file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
+        match = opts.pop("match", DEFAULT_MATCH)
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
         reader_opts, store_opts = split_options(opts)
         if store is None:
-            store, _ = store_for(first or ".", **store_opts)
-            owns = True
+            store, _, shared = await shared_store(first or ".", **store_opts)
+            owns = not shared
         reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+        skipped: list[str] = []
         try:
-            urls = await list_sources(self.source, store)
+            urls = await list_sources(self.source, store, match=match, skipped=skipped)
+            if not urls and isinstance(self.source, str):  # a list is taken as given
+                from .errors import NotFoundError
+
+                raise NotFoundError("no objects match" + (
+                    f" ({len(skipped)} skipped: not {match})" if skipped else ""),
+                    path=redact_url(self.source))
             sem = asyncio.Semaphore(file_concurrency)
 
             async def one(url: str) -> Reader:
@@ -211,6 +248,7 @@ class _DatasetOpener:
                 await store.close()
             raise
         self.dataset = Dataset(readers, store, owns, file_concurrency, reader_opts["profile"])
+        self.dataset.skipped = skipped
         return self.dataset
 
     def __await__(self) -> Generator[Any, None, Dataset]:
@@ -229,7 +267,10 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     """Open many CSUP objects: a list of URLs, a prefix ending in ``/``, a directory or a glob.
 
     ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
-    Options: ``file_concurrency`` (files read at once, default 64), the
-    reader's options and the store's.
+    Options: ``file_concurrency`` (files read at once, default 64), ``match``
+    (which objects of a directory or prefix to read, default ``"*.csup"``; None
+    for all; the rest are listed in ``Dataset.skipped``), the reader's options
+    and the store's.  A prefix, directory or glob that selects no object raises
+    NotFoundError here (an explicit list, even empty, is taken as given).
     """
     return _DatasetOpener(source, store, options)

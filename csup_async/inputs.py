@@ -26,21 +26,48 @@ def kind_of(path: str) -> str:
                     f"{', '.join(BSUP_EXT + JSON_EXT + PARQUET_EXT + CSUP_EXT)})", path=path)
 
 
+class _IntRange:
+    """A ``parse_int`` hook noting the first integer outside int64/uint64 (the writer's
+    widest inferred ints), so the error can name the line it is on."""
+
+    def __init__(self) -> None:
+        self.big: str | None = None
+
+    def __call__(self, s: str) -> int:
+        v = int(s)
+        if self.big is None and not -(1 << 63) <= v < (1 << 64):
+            self.big = s
+        return v
+
+    def check(self, path: str, line: int) -> None:
+        if self.big is not None:
+            shown = self.big if len(self.big) <= 40 else self.big[:37] + "..."
+            raise FormatError(f"line {line}: integer {shown} does not fit int64 or uint64; "
+                              "quote it in the JSON to keep it as a string, or write it "
+                              "with a decimal point to read it as a float", path=path)
+
+
 def read_json(path: str) -> Iterator[Any]:
     """A JSON array (one row per element), one JSON value, or JSON lines."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
+    ints = _IntRange()
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=ints)
     except json.JSONDecodeError:
         doc = None
         for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
+                ints = _IntRange()
                 try:
-                    yield json.loads(line)
+                    value = json.loads(line, parse_int=ints)
                 except json.JSONDecodeError as e:
                     raise FormatError(f"line {i}: invalid JSON: {e.msg}", path=path) from None
+                ints.check(path, i)
+                yield value
         return
+    if ints.big is not None:
+        ints.check(path, text.count("\n", 0, max(text.find(ints.big), 0)) + 1)
     if isinstance(doc, list) and not path.lower().endswith((".ndjson", ".jsonl")):
         yield from doc
     else:

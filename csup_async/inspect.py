@@ -63,16 +63,20 @@ def describe_schema(meta: FileMeta) -> str:
     return "\n".join(out)
 
 
-def describe_file(meta: FileMeta, path: str) -> str:
+def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
+    """The layout of a file; ``rows`` is its row count when the caller counted it (files
+    with several super types: the super column was read, see ``Reader.count_rows``)."""
     t = meta.trailer
-    rows = meta.row_count
+    counted = meta.row_count is None and rows is not None
+    rows = meta.row_count if meta.row_count is not None else rows
     lines = [
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
         f"trailer: magic={t.magic!r} type={t.type!r} version={t.version} ({t.size} bytes)",
         f"sections: data {t.data_size:,} bytes, reassembly {t.reassembly_size:,} bytes",
         f"thresholds: segment {t.segment_thresh:,}, skew {t.skew_thresh:,}",
-        f"rows: {rows:,}" if rows is not None else "rows: (see super column)",
+        (f"rows: {rows:,}" + (" (counted from the super column)" if counted else ""))
+        if rows is not None else "rows: unknown (read the super column: count_rows())",
         f"super types: {len(meta.super_types)}",
         _seg("super column", meta.super_column),
         describe_schema(meta),

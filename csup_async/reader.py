@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator, Generator, Sequence
 from typing import Any
@@ -31,12 +32,10 @@ from .read.options import (
     DEFAULT_CONCURRENCY,
     Limits,
     ReadOptions,
-    column_list,
     split_options,
 )
 from .read.result import ScanResult, ScanStats
-from .stores import Store, TailRead, redact_url, store_for
-from .types import RecordType
+from .stores import Store, TailRead, redact_url, shared_store, store_for
 from .values import Value
 
 __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "open", "reader_from_meta"]
@@ -51,7 +50,8 @@ class Reader:
     def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
                  concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
-                 max_values: int | None = None, timeout: float | None = None) -> None:
+                 max_values: int | None = None, timeout: float | None = None,
+                 metadata_cache: Any = None, immutable: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -67,10 +67,36 @@ class Reader:
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
         self.open_stats = ScanStats()
+        self.metadata_cache = _metadata_cache(metadata_cache)
+        self.immutable = bool(immutable)
+        if self.immutable and self.metadata_cache is None:
+            raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
+                            "for the process's default)")
+        self._counted_rows: int | None = None
 
     # ---------------------------------------------------------------- open ---
+    def _cache_ident(self) -> tuple[Any, ...]:
+        """Which object this is *for this store*: the store's scope (its kind and options,
+        credentials included, or the store instance) and the key.  Two stores with
+        different credentials never share an entry: with ``immutable=True`` a hit
+        costs no request, so it must not let one caller see what only another may."""
+        return (_cache_scope(self.store), self.key)
+
+    def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
+        self.meta = hit.meta
+        self.tail = tail
+        self._extra = list(hit.extra)
+        self.open_stats.wall = time.perf_counter() - t0
+        self.open_stats.metadata_requests = self.open_stats.requests
+
     async def _load(self) -> None:
         t0 = time.perf_counter()
+        cache = self.metadata_cache
+        if cache is not None and self.immutable:
+            hit = cache.get(self._cache_ident())
+            if hit is not None:  # no request at all: the version seen before is the one now
+                self._use_cached(hit, hit.tail, t0)
+                return
         size = P.tail_prefetch_size(self.profile)
         tail = await self.store.read_tail(self.key, size)
         self.open_stats.ttfb = time.perf_counter() - t0
@@ -78,6 +104,11 @@ class Reader:
         self.open_stats.bytes_read = len(tail.data)
         self.tail = tail
         obj_size = tail.info.size
+        if cache is not None and tail.info.version is not None:
+            hit = cache.get(self._cache_ident(), tail.info.version)
+            if hit is not None and hit.meta.object_size == obj_size:
+                self._use_cached(hit, tail, t0)  # this tail read, the metadata parsed before
+                return
         try:
             trailer = find_trailer(tail.data, obj_size)
             start = trailer.data_size
@@ -107,6 +138,10 @@ class Reader:
             raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
+        if cache is not None:
+            from .metacache import CachedMetadata
+
+            cache.put(self._cache_ident(), CachedMetadata(self.meta, tail, tuple(self._extra)))
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -115,30 +150,30 @@ class Reader:
 
     @property
     def num_rows(self) -> int | None:
-        return self.meta.row_count
+        """Rows in the object when known: from metadata with one super type; with several
+        (IDs are varints of unknown width), once :meth:`count_rows` has read the super
+        column; None until then."""
+        n = self.meta.row_count
+        return n if n is not None else self._counted_rows
 
     async def count_rows(self) -> int:
         """Rows in the object: from metadata, or by reading only the super column."""
-        n = self.meta.row_count
+        n = self.num_rows
         if n is not None:
             return n
         plan = plan_ranges(list(self.meta.super_column), self.profile, self._available())
-        return await R.count_rows(self._target(), self.meta, plan, self.read_options)
+        self._counted_rows = await R.count_rows(self._target(), self.meta, plan,
+                                                self.read_options)
+        return self._counted_rows
 
-    def _paths(self, columns: Sequence[str] | str | None) -> list[str]:
-        asked = column_list(columns)
-        if asked:
-            return asked
-        paths: list[str] = []
-        for t in self.meta.super_types:
-            u = t
-            while hasattr(u, "inner") and not isinstance(u, RecordType):
-                u = u.inner  # named/error
-            if isinstance(u, RecordType):
-                paths += [f.name for f in u.fields if f.name not in paths]
-            elif "" not in paths:
-                paths.append("")
-        return paths
+    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
+        """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
+        column-list parser); None or [] = every top-level column (``""`` for the
+        rows of a super type that is not a record)."""
+        parsed = P.parse_columns(columns)
+        if parsed is not None:
+            return [spelling for spelling, _ in parsed]
+        return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None) -> Any:
@@ -152,7 +187,7 @@ class Reader:
         if missing:
             raise ColumnNotFoundError(
                 f"no super type has column {', '.join(map(repr, missing))}; "
-                f"columns: {', '.join(self._paths(None)) or '(none)'}", path=self.path)
+                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
         return plan
 
     # ---------------------------------------------------------------- scan ---
@@ -187,18 +222,21 @@ class Reader:
                                     self.read_options)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536) -> AsyncIterator[ScanResult]:
+                           batch_rows: int = 65536, prefetch: int | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
-        Segments are fetched as the batches need them (``concurrency`` requests
-        ahead, in file order) and dropped once decoded, so memory holds about
-        one segment per column, the read window and one batch; not the result.
+        The plan is fetched in 2 MiB pieces as the batches need them, ``prefetch``
+        pieces ahead in file order (default: a 16 MiB window), and dropped once
+        decoded, so memory holds about one decoded segment per column, the window
+        and one batch; not the result.  ``prefetch=0`` reads only what each batch
+        needs and decodes nothing ahead (a caller that may stop after the first rows).
         """
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         paths = self._paths(columns)
         batches = R.iter_batches(self._target(), self.meta, self._plan(paths), paths,
-                                 self.read_options, batch_rows)
+                                 self.read_options, batch_rows, prefetch=prefetch)
         async with contextlib.aclosing(batches):
             async for batch in batches:
                 yield batch
@@ -287,6 +325,36 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     return r
 
 
+_scopes = itertools.count()
+
+
+def _cache_scope(store: Any) -> Any:
+    """The metadata-cache scope of ``store``: set by the shared-store registry (kind and
+    options), else unique to this store instance for the life of the process."""
+    scope = getattr(store, "_cache_scope", None)
+    if scope is None:
+        scope = ("instance", next(_scopes))
+        try:
+            store._cache_scope = scope
+        except AttributeError:  # a store that takes no attributes: it cannot share entries
+            return ("uncached", id(store), next(_scopes))
+    return scope
+
+
+def _metadata_cache(option: Any) -> Any:
+    """The MetadataCache an option names: None/False none, True the process's default."""
+    if option is None or option is False:
+        return None
+    from .metacache import MetadataCache, default_cache
+
+    if option is True:
+        return default_cache()
+    if not isinstance(option, MetadataCache):
+        raise CsupError(f"metadata_cache must be a MetadataCache or True, not "
+                        f"{type(option).__name__}")
+    return option
+
+
 class _Opener:
     """What ``open`` returns: awaitable, or an async context manager that closes."""
 
@@ -298,8 +366,9 @@ class _Opener:
         store, key, owns = self.store, self.url, False
         reader_opts, store_opts = split_options(self.options)
         if store is None:
-            store, key = store_for(self.url, **store_opts)
-            owns = True
+            # shared per loop and options; private (owned) only when it cannot be shared
+            store, key, shared = await shared_store(self.url, **store_opts)
+            owns = not shared
         if "profile" not in reader_opts:
             reader_opts["profile"] = getattr(store, "default_profile", "local")
         r = Reader(store, key, owns_store=owns, **reader_opts)
@@ -325,11 +394,17 @@ class _Opener:
 def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
 
-    ``store`` shares one store (and its connection pool) between readers;
-    otherwise one is made from the URL and closed with the reader.  Options:
+    ``store`` is the store to read through (the caller closes it); without
+    one, the event loop's shared store for the URL's kind and these options
+    is used (made on first use, closed by ``close_stores()``, at the end of
+    ``asyncio.run`` or at exit; never by the reader).  Options:
     ``profile`` (planner profile), ``concurrency``, ``max_metadata``,
-    ``max_mem_length``, ``max_rows``, ``max_values``, ``timeout`` (seconds any one
-    scan, ``iter_batches``, ``read_rows`` or ``count_rows`` may take in all;
-    StoreTimeoutError past it), and the store's own options.
+    ``max_mem_length``, ``max_rows``, ``max_values``, ``metadata_cache`` (a
+    MetadataCache, or True for the process's: metadata parsed before is reused
+    for the same object version), ``immutable`` (with a cache: an object opened
+    before is not asked again), ``timeout`` (seconds: the whole of any one scan,
+    ``iter_batches``, ``read_rows`` or ``count_rows``, StoreTimeoutError past it;
+    given to the store too, where it bounds each store operation), and the
+    store's own options (credentials, ...).
     """
     return _Opener(url, store, options)

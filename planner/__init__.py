@@ -9,12 +9,15 @@ nothing heavier than the standard library and ``csup_async.meta``/``types``
 * :func:`plan_scan` - both, for one file -> :class:`ScanPlan` (``.explain()``)
 * :func:`tail_prefetch_size`, :func:`metadata_followup` - the metadata reads
 * :func:`plan_files` - many files -> pruned files and tasks (:class:`MultiPlan`)
+* :mod:`.filters` - row filters as data (:func:`col`, :func:`parse_filter`) and what
+  segment statistics prove about them (:func:`zone_truth`)
 """
 
 from __future__ import annotations
 
 from .coalescing import Piece, Request, coalesce
 from .errors import InvalidPathError, InvalidRangeError, ProfileError
+from .filters import ColumnStats, FilterError, Truth, col, parse_filter, zone_truth
 from .metadata import metadata_followup, tail_prefetch_size
 from .multi import (
     ALL_NULL,
@@ -27,15 +30,25 @@ from .multi import (
     TaskFile,
     plan_files,
 )
-from .paths import format_path, parse_path
+from .paths import format_path, parse_columns, parse_path
 from .plan import ScanPlan, plan_scan
 from .profiles import PROFILES, Profile, get_profile
-from .projection import ROLES, Resolution, StreamRef, resolve_paths
+from .projection import (
+    ROLES,
+    Resolution,
+    StreamRef,
+    all_paths,
+    describe_paths,
+    resolve_paths,
+    top_level_paths,
+)
 
 __all__ = [
-    "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "FileScan",
+    "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "ColumnStats",
+    "FileScan", "FilterError", "Truth", "col", "parse_filter", "zone_truth",
     "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
     "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
-    "coalesce", "format_path", "get_profile", "metadata_followup", "parse_path", "plan_files",
-    "plan_scan", "resolve_paths", "tail_prefetch_size",
+    "all_paths", "coalesce", "describe_paths", "format_path", "get_profile",
+    "metadata_followup", "parse_columns", "parse_path", "plan_files", "plan_scan",
+    "resolve_paths", "tail_prefetch_size", "top_level_paths",
 ]

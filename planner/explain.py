@@ -61,6 +61,11 @@ def _request_line(i: int, r: Request) -> str:
             f"{n:,} segment{'' if n == 1 else 's'}{tail}")
 
 
+def _count(n: int, what: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def _more(shown: int, total: int, what: str, detail: str = "") -> list[str]:
     if total <= shown:
         return []
@@ -127,10 +132,12 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
 
 def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     p = mp.profile
+    n_tasks = len(mp.tasks)
+    size = (f" of {human(mp.bytes_needed / n_tasks)} on average (target "
+            f"{human(mp.target_task_bytes)})" if n_tasks else "")
     out = [
-        f"multi-file plan (profile {p.name}): {len(mp.files):,} files to read, "
-        f"{len(mp.pruned):,} pruned, {len(mp.tasks):,} tasks of about "
-        f"{human(mp.target_task_bytes)}",
+        f"multi-file plan (profile {p.name}): {_count(len(mp.files), 'file')} to read, "
+        f"{len(mp.pruned):,} pruned, {_count(n_tasks, 'task')}{size}",
         "columns: " + ("all" if mp.columns is None
                        else ", ".join(c or '""' for c in mp.columns)),
     ]

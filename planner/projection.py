@@ -46,7 +46,7 @@ from csup_async.meta import (
 )
 from csup_async.types import ErrorType, NamedType, RecordType, Type
 
-from .paths import parse_path, quote_component
+from .paths import Columns, format_path, parse_columns, quote_component
 
 VALUES = "values"
 PRESENCE = "presence"
@@ -100,27 +100,62 @@ _MISSING, _NULL, _FOUND = 0, 1, 2
 _StreamKey = tuple[str, str, int]
 
 
-def normalize_columns(columns: Iterable[str] | str | None
-                      ) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    """Requested paths as ``(spelling, components)``, deduplicated; None means every column.
-
-    A lone string is one path (not an iterable of one-letter paths).
-    """
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        columns = (columns,)
-    seen: set[tuple[str, ...]] = set()
-    out: list[tuple[str, tuple[str, ...]]] = []
-    for p in columns:
-        comps = parse_path(p)
-        if comps not in seen:
-            seen.add(comps)
-            out.append((p, comps))
-    return tuple(out) if out else None
+def normalize_columns(columns: Iterable[str | tuple[str, ...]] | str | None
+                      ) -> Columns | None:
+    """Requested paths as ``(canonical spelling, components)``: :func:`paths.parse_columns`,
+    the one column-list parser (kept under this name for the planner's callers)."""
+    return parse_columns(columns)
 
 
-def resolve_paths(meta: FileMeta, columns: Iterable[str] | str | None = None) -> Resolution:
+def top_level_paths(types: Iterable[Type]) -> list[str]:
+    """The default column list: each top-level field once (canonical spelling), and
+    ``""`` (the whole value) once if some super type is not a record."""
+    out: dict[str, None] = {}
+    for t in types:
+        u = _bare(t)
+        if isinstance(u, RecordType):
+            out.update(dict.fromkeys(format_path((f.name,)) for f in u.fields))
+        else:
+            out[""] = None
+    return list(out)
+
+
+def all_paths(types: Iterable[Type]) -> list[str]:
+    """Every path a projection can name, records descended (canonical spellings)."""
+    out: dict[str, None] = {}
+
+    def walk(t: Type, prefix: tuple[str, ...]) -> None:
+        u = _bare(t)
+        if not isinstance(u, RecordType):
+            out[format_path(prefix)] = None
+            return
+        if not u.fields and prefix:
+            out[format_path(prefix)] = None
+        for f in u.fields:
+            walk(f.type, (*prefix, f.name))
+
+    for t in types:
+        walk(t, ())
+    return list(out)
+
+
+def describe_paths(types: Iterable[Type], limit: int = 40) -> str:
+    """The paths a file has, for an error message: comma-separated, capped at ``limit``."""
+    paths = ['""' if p == "" else p for p in all_paths(types)]
+    if not paths:
+        return "(none)"
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return ", ".join(paths[:limit]) + more
+
+
+def _bare(t: Type) -> Type:
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    return t
+
+
+def resolve_paths(meta: FileMeta,
+                  columns: Iterable[str | tuple[str, ...]] | str | None = None) -> Resolution:
     """The streams each super type needs for ``columns`` (see the module rules)."""
     return resolve_parsed(meta, normalize_columns(columns))
 

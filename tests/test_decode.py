@@ -1,8 +1,10 @@
-"""Tests of the vectorised column decoders against a tiny reference encoder/scanner.
+"""Tests of the column decoders against a tiny reference encoder/scanner.
 
-Streams shorter than ``decode.scan._SERIAL_BELOW`` take the serial path; the
-"big" tests build longer ones so that the lockstep lanes, their fallbacks and
-their restarts are exercised too.
+Every test runs twice: with the C kernels (when built) and with the numpy
+implementation.  For numpy, streams shorter than ``decode.scan._SERIAL_BELOW``
+take the serial path; the "big" tests build longer ones so that the lockstep
+lanes, their fallbacks and their restarts are exercised too.  Tests of the
+lanes themselves (``numpy_only``) run once.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from csup_async import decode as D
+from csup_async.decode import kernels as K
 from csup_async.decode import scan as S
 from csup_async.errors import (
     CsupError,
@@ -33,9 +36,19 @@ from csup_async.types import PRIMITIVE_BY_NAME
 BIG = S._SERIAL_BELOW  # streams at least this long use the lanes
 
 
-@pytest.fixture(autouse=True)
-def strict_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Surface bugs in the speculative path instead of its silent serial fallback."""
+NATIVE = K._K
+
+
+@pytest.fixture(autouse=True, params=["native", "numpy"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run each test with the C kernels and with numpy; numpy's speculative path
+    is strict, to surface its bugs instead of its silent serial fallback."""
+    if request.param == "native":
+        if NATIVE is None:
+            pytest.skip("the C kernels are not built (or CSUP_ASYNC_NATIVE=0)")
+        if request.node.get_closest_marker("numpy_only"):
+            pytest.skip("a test of the numpy scanner")
+    monkeypatch.setattr(K, "_K", NATIVE if request.param == "native" else None)
     monkeypatch.setattr(S, "_STRICT", True)
 
 # ------------------------------------------------------- reference codec ---
@@ -147,6 +160,7 @@ def check_ints(values: list[int | None], signed: bool, bits: int, data: bytes) -
 
 @pytest.mark.parametrize("signed", [True, False])
 @pytest.mark.parametrize("bits", [8, 16, 32, 64])
+@settings(deadline=None)  # timing varies on shared machines
 @given(data=st.data())
 def test_ints_round_trip(signed: bool, bits: int, data: st.DataObject) -> None:
     values = data.draw(int_values(signed, bits))
@@ -200,6 +214,7 @@ def test_unsupported_int_width() -> None:
 
 
 @pytest.mark.parametrize("width", [2, 4, 8])
+@settings(deadline=None)  # timing varies on shared machines
 @given(data=st.data())
 def test_floats_round_trip(width: int, data: st.DataObject) -> None:
     fl = st.floats(width=16 * (width // 2) if width < 8 else 64, allow_nan=True)
@@ -238,6 +253,7 @@ def test_float_fast_path_is_exact_and_checked() -> None:
 # ----------------------------------------------------------------- bools ---
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.lists(st.none() | st.booleans(), max_size=80))
 def test_bools_round_trip(values: list[bool | None]) -> None:
     got, validity = D.decode_bools(enc_bools(values), len(values))
@@ -263,6 +279,7 @@ texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
 long_texts = st.text(min_size=120, max_size=400)
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.lists(st.none() | texts | long_texts, max_size=30))
 def test_strings_round_trip(values: list[str | None]) -> None:
     raw = [None if v is None else v.encode() for v in values]
@@ -275,6 +292,7 @@ def test_strings_round_trip(values: list[str | None]) -> None:
     assert (dec.validity is None) == all(v is not None for v in values)
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.lists(st.none() | st.binary(max_size=300), max_size=30))
 def test_bytes_round_trip(values: list[bytes | None]) -> None:
     offsets, data, validity = D.decode_varbinary(enc_bin(values), len(values))
@@ -317,6 +335,7 @@ def test_utf8_validation() -> None:
 # -------------------------------------------------------------- int32s ---
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=60))
 def test_int32s_round_trip(values: list[int]) -> None:
     got = D.decode_int32s(enc_ints(values, True), len(values))
@@ -338,6 +357,7 @@ def test_int32s_reject_nulls_and_wide_values() -> None:
 # ------------------------------------------------- scanning and structure ---
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.binary(max_size=64))
 def test_scan_matches_reference_on_any_bytes(data: bytes) -> None:
     assert_scan_matches(data)
@@ -395,6 +415,7 @@ def test_presence_to_validity() -> None:
         D.presence_to_validity(np.array([2, -1, 6], np.int32), 7)
 
 
+@settings(deadline=None)  # timing varies on shared machines
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(0, 70))
 def test_presence_round_trip(runs: list[int], extra: int) -> None:
     total = sum(runs)
@@ -459,7 +480,7 @@ def test_decompress_segment_rejects() -> None:
         D.decompress_segment(b"abcd", seg(b"abcd", 5, 0))
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.integers(0, 5000))
 def test_decompress_garbage_only_format_errors(raw: bytes, mem: int) -> None:
     try:
@@ -634,7 +655,7 @@ DECODERS = [
 ]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200), st.integers(0, len(DECODERS) - 1))
 def test_fuzz_small(data: bytes, which: int) -> None:
     with contextlib.suppress(CsupError):  # anything else fails the test
@@ -692,6 +713,7 @@ def count_serial(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return seen
 
 
+@pytest.mark.numpy_only
 def test_lanes_do_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """The serial scanner is the fallback: on ordinary data it must see almost nothing."""
     seen = count_serial(monkeypatch)
@@ -714,6 +736,7 @@ def test_lanes_do_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
+@pytest.mark.numpy_only
 @pytest.mark.parametrize("chunk", [BIG, 3 * BIG + 7, 10 * BIG])
 def test_chunked_lanes(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     monkeypatch.setattr(S, "_CHUNK", chunk)
@@ -731,6 +754,7 @@ def test_chunked_lanes(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     assert seen[0] < 100
 
 
+@pytest.mark.numpy_only
 def test_errors_found_without_a_serial_rescan(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = count_serial(monkeypatch)
     rng = random.Random(3)

@@ -167,8 +167,20 @@ CLEAN_PEAKS: dict[tuple[str, str], int] = {}  # (backend, mode) -> peak without 
 
 
 async def _assert_clean(proxy: FaultProxy | None, since: int | None = None) -> None:
-    """No task, no connection left behind (with ``since``: none opened after that mark)."""
+    """No task, no connection left behind (with ``since``: none opened after that mark).
+
+    Readers opened without a store share the loop's store: its pool may keep idle
+    connections, but none may still be checked out; closing the shared stores
+    must then leave nothing open.
+    """
     assert asyncio.all_tasks() == {asyncio.current_task()}, asyncio.all_tasks()
+    from csup_async.stores import shared
+
+    entry = shared._registry.get(asyncio.get_running_loop())
+    for store in list(entry.stores.values()) if entry else ():
+        connector = getattr(store, "connector", None)
+        assert connector is None or not connector._acquired, "a connection still in use"
+    await csup_async.close_stores()
     if proxy is not None:
         ok = await asyncio.to_thread(proxy.wait_idle, 5.0, since)
         assert ok, (f"{proxy.open_connections} client / {proxy.upstream_connections} "

@@ -253,22 +253,3 @@ def test_bad_batch_rows(tmp_path: Path) -> None:
 
     asyncio.run(go())
 
-
-def test_columns_are_parsed_one_way(tmp_path: Path) -> None:
-    """A column list means the same to a reader and a dataset: "a," is ["a"]."""
-    from csup_async.read.options import column_list
-
-    assert column_list("a,,b,a") == ["a", "b"]
-    assert column_list(["a", "", "a"]) == ["a", ""]
-    assert column_list(None) == column_list([]) == column_list("") == []
-    path = str(tmp_path / "c.csup")
-    csup_async.write(path, [{"a": 1, "b": 2}])
-
-    async def go() -> None:
-        async with csup_async.open(path) as r:
-            assert (await r.plan("a,")).columns == ("a",)
-        async with csup_async.open_dataset([path]) as ds:
-            assert (await ds.plan("a,")).columns == ("a",)
-            assert (await ds.scan("a,")).to_pylist() == [{"a": 1}]
-
-    asyncio.run(go())

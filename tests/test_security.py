@@ -389,3 +389,113 @@ async def test_reader_caps_are_options(tmp_path: Path) -> None:
     assert options.DEFAULT_MAX_ROWS == 1 << 28 and options.DEFAULT_MAX_VALUES == 1 << 30
     assert (bsup.MAX_FRAME, bsup.MAX_DEPTH, bsup.MAX_TYPES, bsup.MAX_TYPE_SIZE) == (
         1 << 30, 100, 1 << 18, 1 << 16)
+
+
+# ------------------------------------------ issue 19: Google's own credentials ---
+@pytest.fixture(scope="module")
+def google_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.google_local import GoogleLocal
+
+    server = GoogleLocal(tmp_path_factory.mktemp("google-sec")).start()
+    yield server
+    server.stop()
+
+
+ADC_SCENARIOS = ["ok", "404", "revoked-token", "refused-grant"]
+
+
+@pytest.mark.parametrize("source", ["service-account", "external-account"])
+@pytest.mark.parametrize("scenario", ADC_SCENARIOS)
+async def test_adc_secrets_never_shown(google_local: Any, monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture, tmp_path: Path,
+                                       source: str, scenario: str) -> None:
+    """A service-account key and an external account's subject token, used through
+    Application Default Credentials: the key, the subject token and every token minted
+    stay out of errors, reprs, every DEBUG log record and the pickled store."""
+    import pickle
+
+    from tests.google_local import SUBJECT_TOKEN
+
+    g = google_local
+    g.reset()
+    caplog.set_level(logging.DEBUG)
+    for name in ("GOOGLE_OAUTH_ACCESS_TOKEN", "STORAGE_EMULATOR_HOST", "HTTPS_PROXY",
+                 "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "gcloud").mkdir()
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    creds = (g.service_account_file(tmp_path / "sa.json") if source == "service-account"
+             else g.external_account_file(tmp_path / "wif.json"))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    url = g.put("bkt/sec/data.csup", DATA)
+    if scenario == "404":
+        url = url.replace("data.csup", "missing.csup")
+    if scenario == "refused-grant":
+        g.revoked_grants = True
+    texts: list[str] = []
+    store = GCSStore(endpoint=g.https, verify_ssl=False, retry=FAST)
+    try:
+        async with csup_async.open(url, store=store, profile=SMALL_TAIL) as r:
+            texts += [repr(r), repr(r.store), str(r.store)]
+            if scenario == "revoked-token":
+                g.revoke_tokens()
+            res = await r.scan()
+            texts += [repr(res), str(res.stats)]
+        assert scenario == "ok", scenario
+    except CsupError as e:
+        assert scenario != "ok", e
+        texts.append(_error_texts(e))
+    finally:
+        await store.close()
+    texts.append(repr(store))
+    blob = pickle.dumps(store)
+    secrets = [*g.tokens(), g.key_id, g.key_pem.splitlines()[1], SUBJECT_TOKEN]
+    for i, text in enumerate(texts):
+        for s in secrets:
+            assert s not in text, f"{source}/{scenario} text {i} shows a secret: {text[:500]}"
+    for rec in caplog.records:
+        msg = rec.getMessage()
+        for s in secrets:
+            assert s not in msg, f"{source}/{scenario} log {rec.name}: {msg[:500]}"
+    for s in secrets:
+        assert s.encode() not in blob, f"{source}/{scenario}: the pickled store holds a secret"
+    if scenario == "ok":
+        assert g.tokens() and caplog.records  # tokens were minted, logs were looked at
+
+
+def test_gcloud_user_credentials_never_shown(google_local: Any, tmp_path: Path) -> None:
+    """An authorized user's client secret and refresh token (gcloud's file), through the
+    CLI with --debug, succeeding and refused: stdout and stderr stay clean."""
+    from tests.google_local import CLIENT_SECRET, REFRESH_TOKEN, ConnectProxy
+
+    g = google_local
+    g.reset()
+    gcloud = tmp_path / "gcloud"
+    gcloud.mkdir()
+    g.authorized_user_file(gcloud / "application_default_credentials.json")
+    g.put("bkt/sec/user.csup", DATA)
+    proxy = ConnectProxy(tmp_path, g.http_port).start()
+    env = {**_env(), "CLOUDSDK_CONFIG": str(gcloud), "HTTPS_PROXY": proxy.url,
+           "REQUESTS_CA_BUNDLE": str(proxy.cert), "NO_GCE_CHECK": "true",
+           "PYTHONPATH": str(ROOT)}
+    env.pop("NO_PROXY", None)
+    env.pop("no_proxy", None)
+    runs = []
+    try:
+        for refuse in (False, True):
+            g.revoked_grants = refuse
+            runs.append(subprocess.run(
+                [sys.executable, "-m", "csup_async.cli", "--debug", "scan",
+                 "gs://bkt/sec/user.csup", "--endpoint-url", g.https, "--no-verify-ssl",
+                 "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                timeout=120))
+    finally:
+        proxy.stop()
+    ok, refused = runs
+    assert ok.returncode == 0, ok.stderr
+    assert refused.returncode != 0 and "invalid_grant" in refused.stderr
+    assert "Traceback" in refused.stderr
+    for run in runs:
+        for s in [CLIENT_SECRET, REFRESH_TOKEN, *g.tokens()]:
+            assert s not in run.stdout + run.stderr

@@ -418,7 +418,7 @@ async def test_connection_refused_is_retried_then_typed(unused_tcp_port: int) ->
 
 async def test_s3_direct_gets_are_signed_exactly_as_the_client_signs(
         range_server: RangeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The direct GET path (path-style endpoints) sends what the full aiobotocore client
+    """The signed requests send what the full aiobotocore client
     sends, header for header and signature for signature (same clock), for a suffix read
     and a pinned ranged read of a key that needs escaping, with a session token."""
     import datetime
@@ -444,9 +444,10 @@ async def test_s3_direct_gets_are_signed_exactly_as_the_client_signs(
                        access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY,
                        session_token="session-token", retry=FAST) as store:
         direct = await both(store)
-        assert store._fast is not None  # the direct path served those
-        store._fast = None  # the full client from here on
+        assert store._client_obj is None  # the signed requests served those: no client
+        store._use_client = True  # the full aiobotocore client from here on
         full = await both(store)
+        assert store._client_obj is not None
     assert direct == full
     assert direct[1]["if-match"] and direct[0]["authorization"].startswith("AWS4-HMAC-SHA256")
 
@@ -460,8 +461,7 @@ async def test_s3_direct_gets_map_errors_like_the_client(range_server: RangeServ
                            access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY,
                            retry=FAST) as store:
             await store.read_tail("s3://bkt/e.bin", 10)
-            if not direct:
-                store._fast = None
+            store._use_client = not direct
             got = []
             for call in (lambda: store.read_tail("s3://bkt/missing.bin", 10),
                          lambda: store.read_range("s3://bkt/e.bin", 0, 10, '"stale"')):

@@ -210,24 +210,51 @@ def test_a_store_belongs_to_one_loop_at_a_time() -> None:
     asyncio.run(use_and_close())  # once closed, a store may move to another loop
 
 
-async def test_s3_direct_gets_only_for_path_style_endpoints(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """AWS itself (virtual-hosted buckets, endpoint rules, region redirects) and unusual
-    endpoint URLs keep the full aiobotocore path; a plain path-style endpoint gets the
-    direct signed GETs."""
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+@pytest.mark.parametrize(("bucket", "key", "options", "expected"), [
+    # AWS: virtual-hosted by default, in the bucket's region
+    ("logs", "a/b.csup", {"region": "eu-west-3"},
+     "https://logs.s3.eu-west-3.amazonaws.com/a/b.csup"),
+    ("logs", "a b+c~d%e", {"region": "us-east-1"},
+     "https://logs.s3.us-east-1.amazonaws.com/a%20b%2Bc~d%25e"),
+    ("logs", "k", {"region": "cn-north-1"}, "https://logs.s3.cn-north-1.amazonaws.com.cn/k"),
+    # names that are not one DNS label fall back to path-style
+    ("my.dotted.bucket", "k", {"region": "us-west-2"},
+     "https://s3.us-west-2.amazonaws.com/my.dotted.bucket/k"),
+    ("Upper_Case", "k", {"region": "us-west-2"},
+     "https://s3.us-west-2.amazonaws.com/Upper_Case/k"),
+    ("logs", "k", {"region": "us-west-2", "path_style": True},
+     "https://s3.us-west-2.amazonaws.com/logs/k"),
+    # an endpoint: path-style by default, virtual-hosted when asked, base path kept
+    ("logs", "k", {"endpoint": "http://127.0.0.1:9000", "path_style": True},
+     "http://127.0.0.1:9000/logs/k"),
+    ("logs", "k", {"endpoint": "https://minio.example:9000/s3/", "path_style": True},
+     "https://minio.example:9000/s3/logs/k"),
+    ("logs", "k/x", {"endpoint": "https://r2.example", "path_style": False},
+     "https://logs.r2.example/k/x"),
+    # the bucket itself, for listing
+    ("logs", None, {"region": "eu-west-1"}, "https://logs.s3.eu-west-1.amazonaws.com/"),
+    ("logs", None, {"endpoint": "http://127.0.0.1:9", "path_style": True},
+     "http://127.0.0.1:9/logs"),
+])
+def test_s3_object_urls(bucket: str, key: str | None, options: dict[str, object],
+                        expected: str) -> None:
+    from csup_async.stores.s3 import object_url
+
+    options = {"region": "us-east-1", "endpoint": None, "path_style": False, **options}
+    assert object_url(bucket, key, **options) == expected  # type: ignore[arg-type]
+
+
+async def test_s3_reads_sign_without_building_a_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Explicit keys and a region: nothing of botocore's session or aiobotocore is needed;
+    FIPS/dual-stack settings, ARNs and directory buckets keep the full client."""
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_USE_FIPS_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
-    keys = {"access_key_id": "AKIDX", "secret_access_key": "not-shown"}
-    cases = [({}, False), ({"path_style": True}, False),
-             ({"endpoint_url": "https://s3.eu-west-1.amazonaws.com"}, False),
-             ({"endpoint_url": "http://127.0.0.1:9", "path_style": False}, False),
-             ({"endpoint_url": "http://127.0.0.1:9"}, True),
-             ({"endpoint_url": "http://127.0.0.1:9", "anonymous": True}, True)]
-    for options, direct in cases:
-        store = S3Store(region="us-east-1", **keys, **options)  # type: ignore[arg-type]
-        try:
-            await store._client()  # no request: the client is made, nothing is sent
-            assert (store._fast is not None) == direct, options
-            assert "not-shown" not in repr(store._fast)
-        finally:
-            await store.close()
+    store = S3Store(region="us-east-1", access_key_id="AKIDX", secret_access_key="not-shown")
+    assert not store._needs_client("logs")
+    assert store._needs_client("arn:aws:s3:us-east-1:123:accesspoint/ap")
+    assert store._needs_client("data--use1-az4--x-s3")
+    await store._prepare("s3://logs/k")
+    assert store._creds is not None and store._client_obj is None
+    assert "not-shown" not in repr(store)
+    monkeypatch.setenv("AWS_USE_FIPS_ENDPOINT", "true")
+    assert S3Store(region="us-east-1", anonymous=True)._needs_client("logs")

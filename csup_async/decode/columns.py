@@ -1,6 +1,10 @@
-"""Column decoders: from a primitive column stream (or its compressed segment) to
-numpy arrays, and the helpers that turn presence runs and lengths into masks
-and offsets."""
+"""Column decoders in numpy: from a primitive column stream (or its compressed
+segment) to numpy arrays, and the helpers that turn presence runs and lengths
+into masks and offsets.
+
+These are the fallback where the C kernels are not built, and the reference
+everywhere: the public functions (:mod:`.kernels`) call them whenever a kernel
+refuses an input, so every error message comes from here."""
 
 from __future__ import annotations
 
@@ -310,8 +314,9 @@ def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
         text, _ = codecs.utf_8_decode(memoryview(data), "strict", True)
     except UnicodeDecodeError as e:
         i = max(int(np.searchsorted(offsets, e.start, side="right")) - 1, 0)
+        start = int(offsets[i]) if offsets.size else 0
         raise FormatError(f"string value {i} is not valid UTF-8 ({e.reason} at byte "
-                          f"{e.start - int(offsets[i])} of the value)") from None
+                          f"{e.start - start} of the value)") from None
     if offsets.size > 1 and len(text) != data.size:  # not all ASCII
         first = offsets[:-1]
         nonempty = offsets[1:] > first

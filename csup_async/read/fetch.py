@@ -150,7 +150,7 @@ class SegmentSource:
     """
 
     def __init__(self, target: Target, plan: PlanLike, options: ReadOptions,
-                 stats: ScanStats, *, eager: bool) -> None:
+                 stats: ScanStats, *, eager: bool, prefetch: int | None = None) -> None:
         self.loop = asyncio.get_running_loop()
         self.target = target
         self.options = options
@@ -174,7 +174,8 @@ class SegmentSource:
         self.ptr = [0] * n
         self.pending = [0] * n  # jobs needing the request that have not taken their bytes
         self.held = 0  # bytes of requests started and not released (the batch window)
-        self.window = max(WINDOW_BYTES, options.concurrency * PIECE_BYTES // 2)
+        self.window = (max(WINDOW_BYTES, options.concurrency * PIECE_BYTES // 2)
+                       if prefetch is None else max(prefetch, 0) * PIECE_BYTES)
         self.ahead = 0  # bytes of segments decoded ahead of their consumer (batches)
         self.jobs: list[Job] = []
         self.tasks: set[asyncio.Task[None]] = set()

@@ -8,7 +8,6 @@ reader is made), so a process can lower them for every reader at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,24 +28,14 @@ DEFAULT_MAX_METADATA = 16 << 20
 
 #: The option names that belong to the reader; every other option goes to the store.
 READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
-                  "max_values", "timeout")
-
-
-def column_list(columns: Sequence[str] | str | None) -> list[str]:
-    """The projected paths of a ``columns`` argument, parsed one way for every entry point.
-
-    A string is a comma-separated list (empty parts dropped: ``"a,"`` is ``["a"]``);
-    a sequence is taken as given (``""`` there is the whole value of a non-record
-    super type); duplicates are dropped, order kept; ``[]`` means "every column".
-    """
-    if isinstance(columns, str):
-        columns = [c for c in columns.split(",") if c]
-    return list(dict.fromkeys(columns or ()))
+                  "max_values", "metadata_cache", "immutable")
+#: Options both take: ``timeout`` bounds a whole read and each store operation in it.
+SHARED_OPTIONS = ("timeout",)
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(reader options, store options) of one bag of keyword options."""
-    reader = {k: v for k, v in options.items() if k in READER_OPTIONS}
+    reader = {k: v for k, v in options.items() if k in READER_OPTIONS or k in SHARED_OPTIONS}
     store = {k: v for k, v in options.items() if k not in READER_OPTIONS}
     return reader, store
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import planner as P
+
 from .. import arrays as A
 from ..errors import ColumnNotFoundError, CsupError
 
@@ -37,9 +39,11 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     plan: Any = None
 
-    def column(self, path: str) -> A.Array:
+    def column(self, path: str | tuple[str, ...]) -> A.Array:
+        """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
         try:
-            return self.columns[path]
+            return self.columns[P.format_path(path if isinstance(path, tuple)
+                                              else P.parse_path(path))]
         except KeyError:
             raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
 

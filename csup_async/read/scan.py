@@ -47,12 +47,14 @@ class _Read:
     """One read's source and cursor tree (built on the event loop, without reading)."""
 
     def __init__(self, target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
-                 paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False) -> None:
+                 paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
+                 prefetch: int | None = None) -> None:
         self.meta = meta
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
-        self.source = SegmentSource(target, plan, options, self.stats, eager=eager)
-        b = Build(self.source, options.limits, ahead=0 if eager else 1)
+        self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
+                                    prefetch=prefetch)
+        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1)
         types = meta.super_types
         self.n_types = len(types)
         self.remaining = meta.row_count if self.n_types == 1 else None
@@ -225,9 +227,11 @@ async def _close(read: _Read, worker: _Thread) -> None:
 
 
 def _start(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
-           paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False) -> _Read:
+           paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
+           prefetch: int | None = None) -> _Read:
     try:
-        return _Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only)
+        return _Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
+                     prefetch=prefetch)
     except CsupError as e:
         raise e.with_path(target.path) from None
 
@@ -269,13 +273,15 @@ async def count_rows(target: Target, meta: FileMeta, plan: PlanLike, options: Re
 
 
 async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Sequence[str],
-                       options: ReadOptions, batch_rows: int) -> AsyncIterator[ScanResult]:
-    """The columns at ``paths`` in batches of ``batch_rows`` rows, with bounded memory."""
+                       options: ReadOptions, batch_rows: int, *, prefetch: int | None = None
+                       ) -> AsyncIterator[ScanResult]:
+    """The columns at ``paths`` in batches of ``batch_rows`` rows, with bounded memory
+    (``prefetch``: pieces fetched ahead; 0 for none, and no segment decoded ahead)."""
     if batch_rows < 1:
         raise CsupError("batch_rows must be at least 1")
     t0 = time.perf_counter()
     deadline = _deadline(options)
-    read = _start(target, meta, plan, options, paths, eager=False)
+    read = _start(target, meta, plan, options, paths, eager=False, prefetch=prefetch)
     worker = _Thread()
     try:
         while True:

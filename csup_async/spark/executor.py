@@ -1,8 +1,11 @@
 """The executor's half of a read: run the driver's plans, yield Arrow record batches.
 
-One event loop and one store per partition, both closed when the partition
-ends (also when Spark stops early, e.g. for ``limit``): nothing live crosses
-a pickle, and no connection outlives its task.  Files are read
+One event loop per worker thread, kept across partitions, and the loop's
+shared store (``stores.shared``): a reused Python worker keeps its
+connections from one partition to the next instead of a new pool and TLS
+handshakes per task.  Nothing live crosses a pickle; a partition's own
+tasks are cancelled and awaited when it ends (also when Spark stops early,
+e.g. for ``limit``), and the shared stores are closed at exit.  Files are read
 ``fileConcurrency`` at a time and come out in partition order; the loop runs
 the reads still in flight while the generator waits for the next one, so the
 network stays busy while earlier files are converted.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,12 +26,21 @@ from pyspark.sql.types import StructType
 from .. import arrays as A
 from ..errors import CsupError
 from ..reader import reader_from_meta
-from ..stores import Store, store_for
+from ..stores import Store, shared_store
 from .convert import conform
 from .options import Settings
 from .planning import CsupPartition, FilePart
 
 _Result = tuple[dict[str, A.Array], int]
+_thread = threading.local()
+
+
+def _worker_loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop, made once and kept for the partitions that follow."""
+    loop = getattr(_thread, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _thread.loop = asyncio.new_event_loop()
+    return loop
 
 
 async def _read_file(fp: FilePart, paths: list[str], store: Store,
@@ -50,8 +63,9 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     paths = list(dict.fromkeys(p for _, p in part.columns))
     first = part.files[0].url
-    store, _ = store_for(first, **settings.store_options(first))
-    loop = asyncio.new_event_loop()
+    loop = _worker_loop()
+    store, _, shared = loop.run_until_complete(
+        shared_store(first, **settings.store_options(first)))
     pending: collections.deque[asyncio.Task[_Result]] = collections.deque()
     files = iter(part.files)
     reader_opts = settings.reader_options()
@@ -73,8 +87,8 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
             t.cancel()
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(store.close())
-        loop.close()
+        if not shared:
+            loop.run_until_complete(store.close())
 
 
 def _batches(cols: dict[str, A.Array], n: int, columns: tuple[tuple[str, str], ...],

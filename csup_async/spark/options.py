@@ -10,6 +10,11 @@ Option names are camelCase on purpose: Spark's redaction
 (``spark.redaction.regex``: secret, password, token, access key) then hides
 ``secretAccessKey``, ``sessionToken`` and ``accessKeyId`` wherever Spark shows
 options.  snake_case aliases are accepted too.
+
+Credentials an executor can find itself are never options: each executor's
+store resolves AWS's chain or Google's Application Default Credentials
+(``GOOGLE_APPLICATION_CREDENTIALS``, the metadata server) on its own, so no
+token crosses a pickle; only secrets a user passes as options travel, hidden.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ _STORE_OPTIONS: dict[str, tuple[str, str]] = {
     "sessiontoken": ("session_token", "str"),
     "awsprofile": ("aws_profile", "str"),
     "anonymous": ("anonymous", "bool"),
+    "adc": ("adc", "bool"),
+    "requestpayer": ("request_payer", "bool"),
     "pathstyle": ("path_style", "bool"),
     "token": ("token", "str"),
     "headers": ("headers", "json"),

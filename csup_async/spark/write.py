@@ -124,6 +124,9 @@ class CsupWriter(DataSourceArrowWriter):
                         "or string before writing CSUP") from None
             if rows == 0:
                 return CsupCommitMessage(partition, attempt, None, 0, 0)
+            # mkstemp makes 0600; a moved or uploaded local file keeps its mode, so give it
+            # what open() gives csup_async.write and convert: 0666 less the umask
+            os.chmod(spool, 0o666 & ~_umask())
             size = os.path.getsize(spool)
             await sink.put_file(spool, staged)
             return CsupCommitMessage(partition, attempt, staged, rows, size)
@@ -181,3 +184,15 @@ def writer_for(options: Any, overwrite: bool) -> CsupWriter:
     if len(settings.paths) != 1:
         raise CsupError("save(path) takes one destination (a directory or prefix)")
     return CsupWriter(settings.paths[0], settings, overwrite)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask sets it: racy with threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022

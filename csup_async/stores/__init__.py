@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHUNK_SIZE", "DEFAULT_RETRY", "NO_RETRY", "FsspecStore", "GCSStore", "HTTPStore",
            "LocalStore", "ObjectInfo", "RetryPolicy", "S3Store", "Store", "TailRead",
-           "redact_text", "redact_url", "store_for"]
+           "close_stores", "redact_text", "redact_url", "shared_store", "store_for"]
 
 _LAZY = {"S3Store": ".s3", "GCSStore": ".gcs", "HTTPStore": ".http",
          "FsspecStore": ".fsspec_store"}
@@ -33,6 +33,20 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
+    """The shared store of this event loop for ``url`` and ``options`` (see stores.shared)."""
+    from .shared import shared_store as _shared_store
+
+    return await _shared_store(url, **options)
+
+
+async def close_stores() -> None:
+    """Close the shared stores of the running event loop."""
+    from .shared import close_stores as _close_stores
+
+    await _close_stores()
 
 
 def store_for(url: str, **options: Any) -> tuple[Store, str]:

@@ -20,13 +20,22 @@ import aiohttp
 import yarl
 
 from ..errors import CsupError, StoreError, StoreTimeoutError
-from ._ranged import RangedStore, Reply, status_error
+from ._ranged import DEFAULT_MIN_THROUGHPUT, RangedStore, Reply, status_error
 from .base import CHUNK_SIZE
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 
 _USER_AGENT = "csup-async"
 _ERROR_BODY_LIMIT = 4096
+_JSON_BODY_LIMIT = 16 << 20  # a metadata or listing page; more is refused, not buffered
+_MAX_REDIRECTS = 10
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# What a request keeps when a redirect leaves its origin: what the protocol needs, nothing else.
+_KEPT_ACROSS_ORIGINS = frozenset({"range", "if-match", "if-unmodified-since", "accept-encoding"})
+
+
+def _origin(url: yarl.URL) -> tuple[str, str, int | None]:
+    return url.scheme.lower(), (url.host or "").lower(), url.port
 
 
 def to_url(url: str) -> yarl.URL:
@@ -60,11 +69,16 @@ def error_detail(body: bytes) -> str:
 
 
 def common_options(limit: int, connect_timeout: float, read_timeout: float,
-                   chunk_size: int) -> None:
+                   chunk_size: int, timeout: float | None = None,
+                   min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
     if limit < 1:
         raise CsupError(f"limit must be at least 1, not {limit}")
     if connect_timeout <= 0 or read_timeout <= 0:
         raise CsupError("connect_timeout and read_timeout must be positive")
+    if timeout is not None and not timeout > 0:
+        raise CsupError(f"timeout must be positive (or None), not {timeout}")
+    if not min_throughput > 0:
+        raise CsupError(f"min_throughput must be positive, not {min_throughput}")
     if chunk_size < 1:
         raise CsupError(f"chunk_size must be positive, not {chunk_size}")
 
@@ -72,11 +86,21 @@ def common_options(limit: int, connect_timeout: float, read_timeout: float,
 class AiohttpStore(RangedStore):
     """A RangedStore that sends its requests with aiohttp."""
 
+    #: Whether redirects are followed (S3 signs for one host: it handles its own).
+    follow_redirects = True
+    #: Whether Content-Encoding only describes the stored bytes (S3 object metadata)
+    #: rather than an encoding the server applied to this response.
+    encoding_is_metadata = False
+
     def __init__(self, *, limit: int = 64, connect_timeout: float = 10.0,
                  read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
                  verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
-                 trust_env: bool = False) -> None:
-        common_options(limit, connect_timeout, read_timeout, chunk_size)
+                 trust_env: bool = False, timeout: float | None = None,
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
+        common_options(limit, connect_timeout, read_timeout, chunk_size, timeout,
+                       min_throughput)
+        self.timeout = timeout
+        self.min_throughput = min_throughput
         if not isinstance(retry, RetryPolicy):
             raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         self.limit = limit
@@ -122,12 +146,41 @@ class AiohttpStore(RangedStore):
         if s is not None and not s.closed:
             await s.close()
 
-    async def _get(self, url: yarl.URL, headers: Mapping[str, str],
-                   path: str) -> aiohttp.ClientResponse:
-        """One GET; error statuses become typed errors (Retryable when transient)."""
+    async def _send(self, method: str, url: yarl.URL, headers: Mapping[str, str],
+                    path: str) -> aiohttp.ClientResponse:
+        """One request, redirects followed here (not by aiohttp), any status returned.
+
+        A redirect to another origin (scheme, host or port) carries only the
+        protocol headers (Range, preconditions): every header a user or a
+        credential supplied -- Authorization, an API key, a cookie -- stays
+        with the origin it was meant for.  aiohttp alone drops Authorization only.
+        """
         session = self._session()
+        origin = _origin(url)
+        sent = dict(headers)
+        for _ in range(_MAX_REDIRECTS + 1):
+            resp = await self._send_once(session, method, url, sent, path)
+            if resp.status not in _REDIRECTS or not self.follow_redirects:
+                return resp
+            location = resp.headers.get("Location")
+            resp.close()
+            if not location:
+                raise StoreError(f"HTTP {resp.status} redirect without a Location", path=path)
+            try:
+                url = url.join(to_url(location))
+            except ValueError:
+                raise StoreError("a redirect to an invalid URL", path=path) from None
+            if url.scheme not in ("http", "https") or not url.host:
+                raise StoreError(f"a redirect to a {url.scheme or 'relative'}: URL was refused",
+                                 path=path)
+            if _origin(url) != origin:
+                sent = {k: v for k, v in sent.items() if k.lower() in _KEPT_ACROSS_ORIGINS}
+        raise StoreError(f"more than {_MAX_REDIRECTS} redirects", path=path)
+
+    async def _send_once(self, session: aiohttp.ClientSession, method: str, url: yarl.URL,
+                         headers: Mapping[str, str], path: str) -> aiohttp.ClientResponse:
         try:
-            resp = await session.get(url, headers=headers, allow_redirects=True)
+            return await session.request(method, url, headers=headers, allow_redirects=False)
         except TimeoutError:
             raise Retryable(StoreTimeoutError(
                 f"no response within {self.read_timeout:g} s (read_timeout)", path=path)
@@ -141,23 +194,36 @@ class AiohttpStore(RangedStore):
             raise StoreError(f"invalid URL: {describe(e)}", path=path) from None
         except aiohttp.ClientError as e:
             raise StoreError(f"request failed: {describe(e)}", path=path) from None
+
+    async def _get(self, url: yarl.URL, headers: Mapping[str, str],
+                   path: str) -> aiohttp.ClientResponse:
+        """One GET; error statuses become typed errors (Retryable when transient)."""
+        return await self._checked(await self._send("GET", url, headers, path), path)
+
+    async def _checked(self, resp: aiohttp.ClientResponse, path: str) -> aiohttp.ClientResponse:
+        """``resp`` if it is a 200 or 206 whose bytes are the object's; else its typed error."""
         if resp.status in (200, 206):
             enc = resp.headers.get("Content-Encoding", "identity").strip().lower()
-            if enc not in ("identity", ""):
+            if enc not in ("identity", "") and not self.encoding_is_metadata:
                 resp.close()
                 raise StoreError(f"the server compressed the response (Content-Encoding: "
-                                 f"{enc}); byte ranges need the identity encoding", path=path)
+                                 f"{enc[:40]}); byte ranges need the identity encoding",
+                                 path=path)
             return resp
         try:
-            detail = ""
+            body = b""
             if resp.status >= 400:
                 with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                    detail = error_detail(await resp.content.read(_ERROR_BODY_LIMIT))
-            raise status_error(resp.status, path, detail=detail or (resp.reason or ""),
-                               retry_after=resp.headers.get("Retry-After"),
-                               content_range=resp.headers.get("Content-Range"))
+                    body = await resp.content.read(_ERROR_BODY_LIMIT)
+            raise self._status_error(resp, body, path)
         finally:
             resp.close()
+
+    def _status_error(self, resp: aiohttp.ClientResponse, body: bytes, path: str) -> StoreError:
+        """The typed error for a response that is neither 200 nor 206."""
+        return status_error(resp.status, path, detail=error_detail(body) or (resp.reason or ""),
+                            retry_after=resp.headers.get("Retry-After"),
+                            content_range=resp.headers.get("Content-Range"))
 
     def _reply(self, resp: aiohttp.ClientResponse, path: str) -> Reply:
         def release() -> None:
@@ -185,7 +251,10 @@ class AiohttpStore(RangedStore):
                         path: str) -> dict[str, Any]:
         resp = await self._get(url, headers, path)
         try:
-            body = await resp.read()
+            body = await resp.content.read(_JSON_BODY_LIMIT + 1)
+            if len(body) > _JSON_BODY_LIMIT:
+                raise StoreError(f"a metadata response longer than {_JSON_BODY_LIMIT} bytes "
+                                 "was refused", path=path)
         except TimeoutError:
             raise Retryable(StoreTimeoutError(
                 f"the response stalled for {self.read_timeout:g} s (read_timeout)", path=path)

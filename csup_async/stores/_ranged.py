@@ -11,17 +11,23 @@ and an object replaced between requests.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import ObjectChangedError, StoreError, TruncatedError
+from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
 
 __all__ = ["RangedStore", "Reply", "Unsatisfiable", "parse_content_range", "status_error"]
+
+
+DEFAULT_MIN_THROUGHPUT = 64 * 1024
+DEFAULT_MAX_WHOLE_BODY = 64 << 20
 
 
 @dataclass(slots=True)
@@ -37,8 +43,7 @@ class Reply:
         return self.headers.get(name)
 
     def content_length(self) -> int | None:
-        v = self.headers.get("content-length")
-        return int(v) if v is not None and v.strip().isdigit() else None
+        return parse_length(self.headers.get("content-length"))
 
 
 class Unsatisfiable(StoreError):
@@ -49,7 +54,20 @@ class Unsatisfiable(StoreError):
         self.total = total
 
 
-_CONTENT_RANGE = re.compile(r"\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IGNORECASE)
+# At most 19 ASCII digits a number: every real size fits in an int64, and a longer
+# run of digits would make int() raise (Python's digit limit) or cost quadratic time.
+_NUMBER = r"([0-9]{1,19})"
+_CONTENT_RANGE = re.compile(rf"\s*bytes\s+(?:{_NUMBER}-{_NUMBER}|\*)/(?:{_NUMBER}|\*)\s*$",
+                            re.IGNORECASE | re.ASCII)
+_LENGTH = re.compile(rf"\s*{_NUMBER}\s*$", re.ASCII)
+
+
+def parse_length(value: str | None) -> int | None:
+    """A Content-Length-like header as an int; None if absent or not a plain number."""
+    if value is None:
+        return None
+    m = _LENGTH.match(value)
+    return int(m.group(1)) if m else None
 
 
 def parse_content_range(value: str | None) -> tuple[int | None, int | None, int | None] | None:
@@ -62,7 +80,7 @@ def parse_content_range(value: str | None) -> tuple[int | None, int | None, int 
         return None
     start = int(m.group(1)) if m.group(1) is not None else None
     end = int(m.group(2)) if m.group(2) is not None else None
-    total = int(m.group(3)) if m.group(3) != "*" else None
+    total = int(m.group(3)) if m.group(3) is not None else None
     # An inverted range (end < start) is returned as is: it matches no request,
     # but its total still tells the caller the object's size.
     return start, end, total
@@ -99,6 +117,15 @@ class RangedStore(StoreBase):
 
     retry: RetryPolicy = DEFAULT_RETRY
     chunk_size: int = CHUNK_SIZE
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    #: The slowest body accepted, in bytes a second, averaged over the request.
+    min_throughput: float = DEFAULT_MIN_THROUGHPUT
+    #: Seconds one operation (a tail read, a ranged read, a stream) may take, retries included.
+    timeout: float | None = None
+    #: The most a whole-object body may be when a server ignores Range (a tail read then
+    #: needs the whole object): past it the read is refused, never downloaded.
+    max_whole_body: int = DEFAULT_MAX_WHOLE_BODY
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -129,40 +156,112 @@ class RangedStore(StoreBase):
         raise NotImplementedError
 
     # -------------------------------------------------------------- shared ---
+    def _op_deadline(self) -> float | None:
+        """When the whole operation (retries included) must be over: ``timeout`` from now."""
+        if self.timeout is None:
+            return None
+        return asyncio.get_running_loop().time() + self.timeout
+
+    def _request_deadline(self, length: int | None, op_deadline: float | None) -> float:
+        """When one request must have delivered its whole body.
+
+        Silence is caught by ``read_timeout``; this also ends a body that keeps
+        trickling (a byte now and then resets a silence timer forever): the
+        time to connect and for a first byte, plus the body at ``min_throughput``.
+        """
+        n = self.max_whole_body if length is None else length
+        budget = self.connect_timeout + self.read_timeout + n / self.min_throughput
+        deadline = asyncio.get_running_loop().time() + budget
+        return deadline if op_deadline is None else min(deadline, op_deadline)
+
+    async def _open_until(self, key: str, range_: str | None, pin: str | None,
+                          deadline: float, path: str) -> Reply:
+        """``_open`` with a deadline on the response and on every read of its body."""
+        try:
+            async with asyncio.timeout_at(deadline):
+                reply = await self._open(key, range_, pin)
+        except TimeoutError:
+            raise Retryable(self._late(path)) from None
+        reply.body = self._timed(reply.body, deadline, path)
+        return reply
+
+    def _late(self, path: str) -> StoreTimeoutError:
+        what = (f"the {self.timeout:g} s timeout" if self.timeout is not None else
+                "its deadline (connect_timeout + read_timeout + size / min_throughput)")
+        return StoreTimeoutError(f"the request did not finish within {what}", path=path)
+
+    async def _timed(self, body: AsyncGenerator[bytes, None], deadline: float,
+                     path: str) -> AsyncGenerator[bytes, None]:
+        # The timeout wraps each read only, never a yield: the consumer's own
+        # awaits between chunks must not be cancelled by it.
+        async with aclosing(body) as chunks:
+            while True:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise Retryable(self._late(path)) from None
+                yield chunk
+
+    async def _within(self, coro: Any, op_deadline: float | None, path: str) -> Any:
+        if op_deadline is None:
+            return await coro
+        try:
+            async with asyncio.timeout_at(op_deadline):
+                return await coro
+        except TimeoutError:
+            raise self._late(path) from None
+
     async def info(self, key: str) -> ObjectInfo:
-        attempts = self.retry.start(self._display(key))
-        while True:
-            try:
-                return await self._info_once(key)
-            except Retryable as e:
-                await attempts.failed(e)
+        path = self._display(key)
+        op = self._op_deadline()
+
+        async def attempt() -> ObjectInfo:
+            attempts = self.retry.start(path)
+            while True:
+                try:
+                    return await self._info_once(key)
+                except Retryable as e:
+                    await attempts.failed(e)
+
+        return await self._within(attempt(), op, path)
 
     async def read_tail(self, key: str, length: int) -> TailRead:
         path = self._display(key)
         check_range(0, length, path)
         if length == 0:
             return TailRead(b"", await self.info(key))
-        attempts = self.retry.start(path)
-        while True:
-            try:
-                return await self._tail_once(key, length, path)
-            except Retryable as e:
-                await attempts.failed(e)
+        op = self._op_deadline()
 
-    async def _tail_once(self, key: str, n: int, path: str) -> TailRead:
+        async def attempt() -> TailRead:
+            attempts = self.retry.start(path)
+            while True:
+                try:
+                    return await self._tail_once(key, length, path, op)
+                except Retryable as e:
+                    await attempts.failed(e)
+
+        return await self._within(attempt(), op, path)
+
+    async def _tail_once(self, key: str, n: int, path: str,
+                         op: float | None = None) -> TailRead:
+        deadline = self._request_deadline(n, op)
         try:
-            reply = await self._open(key, f"bytes=-{n}", None)
+            reply = await self._open_until(key, f"bytes=-{n}", None, deadline, path)
         except Unsatisfiable:
             # An empty object, or a server that refuses a suffix longer than the
             # object: either way the object is smaller than n, so read it whole.
-            reply = await self._open(key, None, None)
+            reply = await self._open_until(key, None, None, self._request_deadline(None, op),
+                                           path)
         try:
             if reply.status == 206:
                 cr = parse_content_range(reply.header("content-range"))
                 if cr is None or cr[0] is None or cr[1] is None:
                     raise Retryable(StoreError(
                         f"a suffix request got an unusable Content-Range "
-                        f"{reply.header('content-range')!r}", path=path))
+                        f"{_shown(reply.header('content-range'))}", path=path))
                 start, end, total = cr
                 if total is None:
                     raise StoreError("the server did not report the object's size "
@@ -171,7 +270,7 @@ class RangedStore(StoreBase):
                 if end != total - 1 or end - start + 1 != want:
                     raise Retryable(StoreError(
                         f"asked for the last {n} bytes, got Content-Range "
-                        f"{reply.header('content-range')!r}", path=path))
+                        f"{_shown(reply.header('content-range'))}", path=path))
                 data = await _gather(self._chunks(reply, 0, want, path, strict=True), want)
             else:  # 200: the server ignored the Range header and sent everything
                 data, total = await self._last_bytes(reply, n, path)
@@ -188,16 +287,29 @@ class RangedStore(StoreBase):
         return TailRead(bytes(data), ObjectInfo(total, version))
 
     async def _last_bytes(self, reply: Reply, n: int, path: str) -> tuple[bytearray, int]:
-        """The last ``n`` bytes of a whole-object body, and its length (memory: ~2n)."""
+        """The last ``n`` bytes of a whole-object body, and its length (memory: ~2n).
+
+        The body is read only up to ``max_whole_body``: a server that ignores
+        Range on a large (or endless) object is refused, not downloaded.
+        """
+        announced = reply.content_length()
+        limit = self.max_whole_body
+        if announced is not None and announced > limit:
+            raise StoreError(f"the server ignored the Range header and would send the whole "
+                             f"{announced}-byte object; refused above {limit} bytes "
+                             "(max_whole_body)", path=path)
         keep = bytearray()
         total = 0
         async with aclosing(reply.body) as body:
             async for chunk in body:
                 total += len(chunk)
+                if total > limit:
+                    raise StoreError(f"the server ignored the Range header and sent more "
+                                     f"than {limit} bytes (max_whole_body); refused",
+                                     path=path)
                 keep += chunk
                 if len(keep) > 2 * n:
                     del keep[:-n]
-        announced = reply.content_length()
         if announced is not None and announced != total:
             raise Retryable(StoreError(f"short response: the body ended after {total} of "
                                        f"its {announced} bytes", path=path))
@@ -240,10 +352,13 @@ class RangedStore(StoreBase):
                       path: str) -> AsyncGenerator[bytes, None]:
         end = offset + length
         pos = offset
-        attempts = self.retry.start(path)
+        op = self._op_deadline()
+        attempts = self.retry.start(path, deadline=op)
         while pos < end:
             try:
-                reply = await self._open(key, f"bytes={pos}-{end - 1}", pin)
+                deadline = self._request_deadline(end - pos, op)
+                reply = await self._open_until(key, f"bytes={pos}-{end - 1}", pin, deadline,
+                                               path)
                 try:
                     skip, total = self._check_reply(reply, pos, end, pin, path)
                     chunks = self._chunks(reply, skip, end - pos, path,
@@ -252,12 +367,14 @@ class RangedStore(StoreBase):
                         # Later tries (a resumed body) must read this same version.
                         pin = self._version_of(reply, total)
                     elif self._pin_matches(pin, reply, total) is None:
-                        # The response does not name its version: hold every byte
-                        # until a metadata request confirms it, then hand it over.
+                        # The response does not show its version (a proxy that drops
+                        # ETag and ignores If-Match): hold every byte until a metadata
+                        # request confirms it, and refuse if nothing can.
                         data = await _gather(chunks, end - pos)
-                        info = await self._lookup(key)
-                        if info is not None and info.version != pin:
-                            raise _changed(path, info.version, pin)
+                        info = await self._within(self._lookup(key), deadline, path)
+                        if info is None or info.version != pin:
+                            raise _changed(path, info.version if info else None, pin,
+                                           unproven=info is None)
                         for i in range(0, len(data), self.chunk_size):
                             piece = bytes(data[i:i + self.chunk_size])
                             pos += len(piece)
@@ -282,7 +399,7 @@ class RangedStore(StoreBase):
             if cr is None or cr[0] is None:
                 raise Retryable(StoreError(
                     f"asked for bytes {pos}-{end - 1}, got an unusable Content-Range "
-                    f"{reply.header('content-range')!r}", path=path))
+                    f"{_shown(reply.header('content-range'))}", path=path))
             start, last, total = cr
             skip = 0
         else:  # 200: the whole object; the range is cut out of it below
@@ -298,7 +415,7 @@ class RangedStore(StoreBase):
         if start != pos or last != end - 1:
             raise Retryable(StoreError(
                 f"asked for bytes {pos}-{end - 1}, got Content-Range "
-                f"{reply.header('content-range')!r}", path=path))
+                f"{_shown(reply.header('content-range'))}", path=path))
         announced = reply.content_length()
         if reply.status == 206 and announced is not None and announced != end - pos:
             raise Retryable(StoreError(
@@ -315,10 +432,19 @@ class RangedStore(StoreBase):
         return TruncatedError(f"bytes {pos}-{end - 1} lie beyond the end of {of}", path=path)
 
 
-def _changed(path: str, now: str | None, pin: str | None) -> ObjectChangedError:
+def _changed(path: str, now: str | None, pin: str | None, *,
+             unproven: bool = False) -> ObjectChangedError:
+    if unproven:
+        return ObjectChangedError(f"a response did not name its version and the store has no "
+                                  f"other way to check it is still {pin}; refused", path=path)
     found = f", found {now}" if now else ""
     return ObjectChangedError(f"the object was replaced since its metadata was read "
                               f"(expected version {pin}{found})", path=path)
+
+
+def _shown(value: str | None) -> str:
+    """A header value for an error message, cut short (a hostile one may be huge)."""
+    return repr(value if value is None or len(value) <= 80 else value[:80] + "...")
 
 
 async def _gather(chunks: AsyncGenerator[bytes, None], want: int) -> bytearray:

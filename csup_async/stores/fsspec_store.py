@@ -55,14 +55,16 @@ class FsspecStore(StoreBase):
     """Reads through an fsspec filesystem: pass ``fs``, or ``protocol`` and ``storage_options``.
 
     Other options: ``retry`` (a RetryPolicy; only timeouts and connection
-    errors are retried, plus a tail read that raced a writer), ``chunk_size``.
+    errors are retried, plus a tail read that raced a writer), ``chunk_size``,
+    ``timeout`` (seconds for one operation, retries included).
     """
 
     name = "fsspec"
 
     def __init__(self, fs: Any = None, *, protocol: str | None = None,
                  storage_options: Mapping[str, Any] | None = None,
-                 retry: RetryPolicy = DEFAULT_RETRY, chunk_size: int = CHUNK_SIZE) -> None:
+                 retry: RetryPolicy = DEFAULT_RETRY, chunk_size: int = CHUNK_SIZE,
+                 timeout: float | None = None) -> None:
         if fs is None:
             if protocol is None:
                 raise CsupError("FsspecStore needs a filesystem (fs=) or a protocol")
@@ -82,6 +84,9 @@ class FsspecStore(StoreBase):
             raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
         if chunk_size < 1:
             raise CsupError(f"chunk_size must be positive, not {chunk_size}")
+        if timeout is not None and not timeout > 0:
+            raise CsupError(f"timeout must be positive (or None), not {timeout}")
+        self.timeout = timeout
         self.fs = fs
         protos = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
         self.protocol = str(protocol or protos[0])
@@ -140,12 +145,24 @@ class FsspecStore(StoreBase):
         return bytes(data)
 
     async def _retrying(self, path: str, attempt: Any) -> Any:
-        attempts = self.retry.start(path)
-        while True:
-            try:
-                return await attempt()
-            except Retryable as e:
-                await attempts.failed(e)
+        """``attempt`` under the retry policy, all within ``timeout`` if one is set (a sync
+        filesystem's call in its worker thread cannot be stopped: it is abandoned)."""
+        async def tries() -> Any:
+            attempts = self.retry.start(path)
+            while True:
+                try:
+                    return await attempt()
+                except Retryable as e:
+                    await attempts.failed(e)
+
+        if self.timeout is None:
+            return await tries()
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await tries()
+        except TimeoutError:
+            raise StoreTimeoutError(f"the operation did not finish within the "
+                                    f"{self.timeout:g} s timeout", path=path) from None
 
     async def info(self, key: str) -> ObjectInfo:
         path = self._display(key)

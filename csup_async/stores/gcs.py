@@ -16,26 +16,39 @@ holds its bytes until that check passes.  The remaining gap, only on such
 servers: a tail read whose object is replaced by one *of the same size* in the
 instant between its two requests.
 
-Credentials: ``token`` (a string, or a function returning one, sync or async,
-called per request so it can refresh), else the ``GOOGLE_OAUTH_ACCESS_TOKEN``
-environment variable, else anonymous (public objects).  ``STORAGE_EMULATOR_HOST``
-(``host:port`` or a URL) sends everything to that emulator over plain HTTP,
-anonymously unless a ``token`` is passed.
+Credentials, the first that applies: ``anonymous=True`` (none); ``token`` (a
+string, or a function returning one, sync or async, called per request so it
+can refresh); with ``STORAGE_EMULATOR_HOST`` set (``host:port`` or a URL, and
+no ``endpoint`` given) everything goes to that emulator over plain HTTP,
+anonymously; the ``GOOGLE_OAUTH_ACCESS_TOKEN`` environment variable;
+Application Default Credentials (:mod:`.gcs_auth`: a key file named by
+``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's application-default login, the
+metadata server), found on first use and refreshed before they expire.  ADC
+go only over TLS (Google's endpoint or an ``https://`` one): a plain-HTTP
+``endpoint`` gets them only with ``adc=True`` (``adc=False`` never looks for
+them).  With nothing found requests go anonymously (public objects), and a
+refusal says which sources were tried.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
-from ._ranged import Reply
+from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
+from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
+
+if TYPE_CHECKING:
+    import aiohttp
+    import yarl
 
 __all__ = ["GCSStore", "TOKEN_ENV"]
 
@@ -61,35 +74,57 @@ def split_gcs_key(key: str) -> tuple[str, str]:
 class GCSStore(AiohttpStore):
     """Range reads from Google Cloud Storage (or its emulator); one store serves all buckets.
 
-    Options: ``token``, ``anonymous`` (never send a token), ``endpoint`` (default
-    https://storage.googleapis.com, or ``STORAGE_EMULATOR_HOST``), and the
-    HTTP options ``limit``, ``connect_timeout``, ``read_timeout``, ``retry``,
-    ``verify_ssl``, ``chunk_size``, ``trust_env``.
+    Options: ``token``, ``anonymous`` (never send a token), ``adc`` (Application
+    Default Credentials: None = over TLS only, True = also to a plain-HTTP
+    endpoint, False = never), ``endpoint`` (default https://storage.googleapis.com,
+    or ``STORAGE_EMULATOR_HOST``), and the HTTP options ``limit``,
+    ``connect_timeout``, ``read_timeout``, ``retry``, ``verify_ssl``,
+    ``chunk_size``, ``trust_env``.
     """
 
     name = "gcs"
     default_profile = "gcs"
 
     def __init__(self, *, token: Token | None = None, anonymous: bool = False,
-                 endpoint: str | None = None, limit: int = 64, connect_timeout: float = 10.0,
-                 read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
-                 verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
-                 trust_env: bool = False) -> None:
+                 adc: bool | None = None, endpoint: str | None = None, limit: int = 64,
+                 connect_timeout: float = 10.0, read_timeout: float = 30.0,
+                 retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
+                 chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
+                 timeout: float | None = None,
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
-                         chunk_size=chunk_size, trust_env=trust_env)
+                         chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
+                         min_throughput=min_throughput)
         emulator = os.environ.get("STORAGE_EMULATOR_HOST") if endpoint is None else None
         if emulator:
             endpoint = emulator if "://" in emulator else "http://" + emulator
         self.endpoint = (endpoint or _DEFAULT_ENDPOINT).rstrip("/")
-        if token is None and not anonymous and not emulator:
-            token = os.environ.get(TOKEN_ENV) or None
         if token is not None and not (isinstance(token, str) or callable(token)):
             raise CsupError("token must be a string or a function returning one")
-        self._token: Token | None = None if anonymous else token
+        if adc not in (None, True, False):
+            raise CsupError("adc must be True, False or None")
+        self._token: Token | None = None
+        self._adc: DefaultCredentials | None = None
+        self._tried = ""  # what was looked at, when nothing was found
+        if anonymous:
+            self._credentials = "anonymous"
+        elif token is not None:
+            self._token, self._credentials = token, "the token option"
+        elif emulator and not adc:
+            self._credentials = "anonymous (STORAGE_EMULATOR_HOST)"
+        elif os.environ.get(TOKEN_ENV):
+            self._token, self._credentials = os.environ[TOKEN_ENV], TOKEN_ENV
+        elif adc or (adc is None and self.endpoint.lower().startswith("https://")):
+            self._adc, self._credentials = shared_credentials(), "application-default"
+        else:
+            self._credentials = "anonymous"
+            self._tried = (f"{TOKEN_ENV} is not set, and Application Default Credentials "
+                           "go only to https:// endpoints (pass adc=True)")
 
     def __repr__(self) -> str:
-        auth = "anonymous" if self._token is None else "token=<hidden>"
+        auth = ("token=<hidden>" if self._token is not None else
+                repr(self._adc) if self._adc is not None else self._credentials)
         return f"GCSStore(endpoint={redact_url(self.endpoint)!r}, {auth}, limit={self.limit})"
 
     def _display(self, key: str) -> str:
@@ -99,8 +134,21 @@ class GCSStore(AiohttpStore):
             return redact_url(key)
         return f"gs://{bucket}/{name}"
 
+    @property
+    def credential_source(self) -> str:
+        """Where this store's credentials come from (never the credentials themselves)."""
+        adc = self._adc
+        if adc is None:
+            return self._credentials
+        if adc.found is None:
+            return "Application Default Credentials (not looked for yet)"
+        return adc.source or "anonymous"
+
     async def _headers(self, path: str) -> dict[str, str]:
         headers = {"Accept-Encoding": "identity"}
+        if self._adc is not None:
+            headers.update(await self._adc.headers(path))
+            return headers
         token = self._token
         if token is not None:
             try:
@@ -114,6 +162,26 @@ class GCSStore(AiohttpStore):
                 raise AccessDeniedError("the GCS token provider returned no token", path=path)
             headers["Authorization"] = f"Bearer {value}"
         return headers
+
+    def _denied(self, e: AccessDeniedError) -> AccessDeniedError:
+        """``e`` saying which credentials were refused, or which sources found none."""
+        adc = self._adc
+        if adc is not None and adc.found is False:
+            why = f"no credentials found (tried {SOURCES_TRIED}); the request went anonymously"
+        elif self._tried:
+            why = f"no credentials sent: {self._tried}"
+        else:
+            why = f"credentials: {self.credential_source}"
+            if (self._token is not None or adc is not None) and "HTTP 401" in e.message:
+                why += "; an expired or revoked token is not retried"
+        return AccessDeniedError(f"{e.message} ({why})", path=e.path)
+
+    async def _get(self, url: yarl.URL, headers: Mapping[str, str],
+                   path: str) -> aiohttp.ClientResponse:
+        try:
+            return await super()._get(url, headers, path)
+        except AccessDeniedError as e:
+            raise self._denied(e) from None
 
     def _object_path(self, key: str) -> str:
         bucket, name = split_gcs_key(key)

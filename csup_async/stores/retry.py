@@ -70,8 +70,9 @@ class RetryPolicy:
         if min(self.base_delay, self.max_delay) < 0 or self.total_timeout <= 0:
             raise CsupError("RetryPolicy delays must be >= 0 and total_timeout > 0")
 
-    def start(self, path: str | None) -> Attempts:
-        return Attempts(self, path)
+    def start(self, path: str | None, *, deadline: float | None = None) -> Attempts:
+        """The retry state of one operation; ``deadline`` (event-loop time) ends it sooner."""
+        return Attempts(self, path, deadline)
 
 
 DEFAULT_RETRY = RetryPolicy()
@@ -81,9 +82,11 @@ NO_RETRY = RetryPolicy(attempts=1)
 class Attempts:
     """The retry state of one operation."""
 
-    def __init__(self, policy: RetryPolicy, path: str | None) -> None:
+    def __init__(self, policy: RetryPolicy, path: str | None,
+                 deadline: float | None = None) -> None:
         self.policy = policy
         self.path = path
+        self.deadline = deadline
         self.count = 0
         self.last_delay = 0.0  # the latest sleep, for diagnostics
         self._t0 = time.monotonic()
@@ -94,11 +97,13 @@ class Attempts:
         p = self.policy
         elapsed = time.monotonic() - self._t0
         remaining = p.total_timeout - elapsed
+        if self.deadline is not None:
+            remaining = min(remaining, self.deadline - asyncio.get_running_loop().time())
         backoff = random.uniform(0.0, min(p.max_delay, p.base_delay * 2 ** (self.count - 1)))
         delay = max(backoff, exc.retry_after or 0.0)
         if self.count >= p.attempts or delay >= remaining:
             why = "" if self.count >= p.attempts else (
-                f"; the next try would start after the {p.total_timeout:g} s retry budget")
+                "; the next try would start after the retry budget or the timeout")
             raise self._final(exc.error, elapsed, why) from None
         log.debug("retrying %s in %.3f s after: %s (try %d of %d)",
                   self.path, delay, exc.error.message, self.count, p.attempts)

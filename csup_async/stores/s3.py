@@ -1,24 +1,26 @@
-"""Amazon S3 and S3-compatible stores (MinIO, R2, moto, ...) through aiobotocore.
+"""Amazon S3 and S3-compatible stores (MinIO, R2, moto, ...): SigV4-signed aiohttp requests.
 
-aiobotocore is used rather than hand-signed aiohttp requests because it brings
-botocore's whole credential chain (environment, profiles, SSO, IMDS, web
-identity) and endpoint rules, which users of S3 expect to just work.  Its own
-retries are switched off (``total_max_attempts=1``) so that one policy, ours,
-governs every store.  The version is the ETag; reads are pinned with
-``IfMatch`` (S3 and moto answer 412 for a replaced object).  One client per
-store, created on first use inside the running loop, serves every bucket;
-``close()`` closes it.
+Building an aiobotocore client costs about 0.2 s of CPU (botocore loads the
+S3 service model and endpoint rules) plus its imports, which was the largest
+part of a cold one-shot scan.  A reader needs only GET with a Range, HEAD and
+ListObjectsV2, so those are built here and signed with botocore's own SigV4
+signer (``S3SigV4Auth``: the canonical request is exactly what a client
+would send) and botocore's credential chain (environment, profiles, SSO, web
+identity, IMDS, resolved once, in a worker thread since it may block), then
+sent through the store's one aiohttp session.  Only ``botocore.auth`` and
+``botocore.credentials`` are imported (plus ``botocore.session`` when the
+chain or the configured region is needed); aiobotocore's full client is made
+only for what needs endpoint rules this module does not write: access-point
+ARNs, S3 Express directory buckets, FIPS and dual-stack endpoints.
 
-Ranged GETs to a path-style endpoint (MinIO, R2, moto, any S3-compatible
-server: the usual case when ``endpoint_url`` is set) skip the client's
-per-call machinery -- event hooks, parameter validation, user-agent building,
-response parsing (its dateutil parse of Last-Modified alone costs ~0.1 ms) --
-which costs ~1 ms of CPU a request on the event loop and made a driver that
-opens 1,000 files CPU-bound.  They are signed with botocore's own S3 SigV4
-signer from the client's (refreshable) credentials and sent through the
-client's own aiohttp session (one connection pool, its proxy, TLS and timeout
-settings), and mapped to the same typed errors.  AWS itself (virtual-hosted
-buckets, region redirects, endpoint rules) keeps the full client path.
+Addressing: ``endpoint_url`` (or ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``)
+defaults to path-style, AWS to virtual-hosted ``https://BUCKET.s3.REGION.amazonaws.com``
+(path-style for bucket names that are not DNS labels).  A bucket in another
+region answers 301 (or 400) with ``x-amz-bucket-region``: the request is
+signed again for that region, and the region is remembered for the bucket.
+The version is the ETag; reads are pinned with ``If-Match`` (a replaced
+object gives 412).  Every request is built and signed in one place,
+:meth:`S3Store._request`.
 """
 
 from __future__ import annotations
@@ -28,20 +30,29 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import AsyncGenerator
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote_plus, urlsplit
 
 import aiohttp
 
 from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
-from ._aio import common_options, describe, error_detail
-from ._ranged import RangedStore, Reply, Unsatisfiable, parse_content_range, status_error
+from ._aio import AiohttpStore, describe, error_detail, to_url
+from ._ranged import (
+    DEFAULT_MIN_THROUGHPUT,
+    Reply,
+    Unsatisfiable,
+    parse_content_range,
+    parse_length,
+    status_error,
+)
 from .base import CHUNK_SIZE, ObjectInfo
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 
-__all__ = ["S3Store", "split_s3_key"]
+__all__ = ["S3Store", "object_url", "split_s3_key"]
+
 
 _ACCESS_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
                            "ExpiredToken", "InvalidToken", "TokenRefreshRequired",
@@ -100,20 +111,65 @@ def split_s3_key(key: str) -> tuple[str, str]:
     return bucket, name
 
 
-class S3Store(RangedStore):
-    """Range reads from S3; one store (one client, one connection pool) serves all buckets.
+_REGION = re.compile(r"[a-z0-9][a-z0-9-]{0,40}", re.ASCII)
+_DNS_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]", re.ASCII)
+_LIST_BODY_LIMIT = 16 << 20
+_TRUE = ("1", "true", "yes", "on")
 
-    Options: ``endpoint_url`` (else ``AWS_ENDPOINT_URL``/``AWS_ENDPOINT_URL_S3``
-    or AWS), ``region`` (else botocore's configuration, else us-east-1),
-    ``access_key_id``/``secret_access_key``/``session_token`` (else botocore's
-    chain), ``aws_profile``, ``anonymous`` (unsigned requests, for public
-    buckets), ``path_style`` (default: path-style when an endpoint URL is set),
-    ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
-    (30 s of silence), ``retry``, ``verify_ssl`` (True), ``chunk_size``.
+
+def object_url(bucket: str, key: str | None, *, region: str, endpoint: str | None,
+               path_style: bool, query: str = "") -> str:
+    """The URL of ``bucket/key`` (``key=None``: the bucket itself, for listing).
+
+    Keys are escaped as botocore escapes them for signing (``/`` and ``~``
+    kept), so the URL sent is the URL signed.
+    """
+    if endpoint:
+        parts = urlsplit(endpoint)
+        scheme, host, base = parts.scheme, parts.netloc, parts.path.rstrip("/")
+    else:
+        scheme, base = "https", ""
+        host = f"s3.{region}.amazonaws.com" + (".cn" if region.startswith("cn-") else "")
+    tail = "" if key is None else quote(key, safe="/~")
+    # Virtual-hosted needs a bucket that is one DNS label (dots break TLS wildcards).
+    if path_style or not _DNS_BUCKET.fullmatch(bucket) or "--" in bucket:
+        path = f"{base}/{quote(bucket, safe='')}" + ("" if key is None else f"/{tail}")
+    else:
+        host = f"{bucket}.{host}"
+        path = f"{base}/{tail}"
+    return f"{scheme}://{host}{path}" + (f"?{query}" if query else "")
+
+
+def _query(params: Mapping[str, str]) -> str:
+    """A SigV4 canonical query string (sorted, RFC 3986 escaping): sent as signed."""
+    return "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}"
+                    for k, v in sorted(params.items()))
+
+
+def _env_endpoint() -> str | None:
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+class S3Store(AiohttpStore):
+    """Range reads from S3; one store (one connection pool) serves all buckets.
+
+    Options: ``endpoint_url`` (else ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``
+    or AWS), ``region`` (else botocore's configuration, else us-east-1; a
+    bucket elsewhere is found by its redirect), ``access_key_id``/
+    ``secret_access_key``/``session_token`` (else botocore's chain),
+    ``aws_profile``, ``anonymous`` (unsigned requests, for public buckets),
+    ``path_style`` (default: path-style when an endpoint URL is set),
+    ``request_payer`` (True: this reader pays for requester-pays buckets; sent, signed,
+    on every request), ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
+    (30 s of silence), ``timeout`` (whole operation), ``min_throughput``,
+    ``retry``, ``verify_ssl`` (True), ``chunk_size``, ``trust_env`` (proxies
+    from the environment).
     """
 
     name = "s3"
     default_profile = "s3"
+    follow_redirects = False  # a signature is for one host; region redirects are ours
+    encoding_is_metadata = True  # S3 returns the stored bytes with their stored encoding
 
     def __init__(self, *, endpoint_url: str | None = None, region: str | None = None,
                  access_key_id: str | None = None, secret_access_key: str | None = None,
@@ -121,40 +177,50 @@ class S3Store(RangedStore):
                  anonymous: bool = False, path_style: bool | None = None, limit: int = 64,
                  connect_timeout: float = 10.0, read_timeout: float = 30.0,
                  retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
-                 chunk_size: int = CHUNK_SIZE) -> None:
-        common_options(limit, connect_timeout, read_timeout, chunk_size)
-        if not isinstance(retry, RetryPolicy):
-            raise CsupError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+                 chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
+                 timeout: float | None = None,
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT,
+                 request_payer: bool = False) -> None:
+        super().__init__(limit=limit, connect_timeout=connect_timeout,
+                         read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
+                         chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
+                         min_throughput=min_throughput)
         if (access_key_id is None) != (secret_access_key is None):
             raise CsupError("pass both access_key_id and secret_access_key, or neither")
+        if region is not None and not _REGION.fullmatch(region):
+            raise CsupError(f"not an AWS region name: {region!r}")
         self.endpoint_url = endpoint_url
         self.region = region
         self.anonymous = anonymous
         self.aws_profile = aws_profile
-        has_endpoint = bool(endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
-                            or os.environ.get("AWS_ENDPOINT_URL"))
-        self.path_style = has_endpoint if path_style is None else path_style
-        self.limit = limit
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.retry = retry
-        self.verify_ssl = verify_ssl
-        self.chunk_size = chunk_size
+        self.request_payer = bool(request_payer)
+        # which credentials a refusal was for (never the credentials themselves)
+        self._credential_source = ("anonymous (unsigned)" if anonymous else
+                                   "the access_key_id option" if access_key_id is not None
+                                   else "botocore's chain (not resolved yet)")
+        self._endpoint = endpoint_url or _env_endpoint()
+        self.path_style = bool(self._endpoint) if path_style is None else path_style
         self._credentials = (access_key_id, secret_access_key, session_token)
+        self._regions: dict[str, str] = {}  # bucket -> region its redirect named
+        self._default_region: str | None = region
+        self._creds: Any = None  # botocore Credentials (static or refreshable)
+        self._signers: dict[tuple[Any, str], Any] = {}
+        self._prepared = False
+        self._prepare_lock: asyncio.Lock | None = None
+        self._use_client = (os.environ.get("AWS_USE_FIPS_ENDPOINT", "").lower() in _TRUE or
+                            os.environ.get("AWS_USE_DUALSTACK_ENDPOINT", "").lower() in _TRUE)
         self._client_cm: Any = None
         self._client_obj: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock: asyncio.Lock | None = None
-        self._has_endpoint = has_endpoint
-        self._boto_session: Any = None
-        self._fast: _SignedGet | None = None
+        self._client_lock: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
         creds = ("anonymous" if self.anonymous else
                  "explicit" if self._credentials[0] is not None else "default chain")
         endpoint = redact_url(self.endpoint_url) if self.endpoint_url else None
+        payer = ", request_payer=True" if self.request_payer else ""
         return (f"S3Store(endpoint_url={endpoint!r}, region={self.region!r}, "
-                f"credentials={creds}, path_style={self.path_style}, limit={self.limit})")
+                f"credentials={creds}, path_style={self.path_style}, limit={self.limit}"
+                f"{payer})")
 
     def _display(self, key: str) -> str:
         try:
@@ -163,51 +229,233 @@ class S3Store(RangedStore):
             return redact_url(key)
         return f"s3://{bucket}/{name}"
 
-    # ------------------------------------------------------------- client ---
+    def _needs_client(self, bucket: str) -> bool:
+        """Whether only aiobotocore's endpoint rules can address ``bucket``."""
+        return self._use_client or ":" in bucket or bucket.endswith("--x-s3")
+
+    # -------------------------------------------------------- credentials ---
+    async def _prepare(self, path: str) -> None:
+        """Resolve the region and credentials once (the chain may block: in a thread)."""
+        if self._prepared:
+            return
+        if self._prepare_lock is None:
+            self._prepare_lock = asyncio.Lock()
+        async with self._prepare_lock:
+            if self._prepared:
+                return
+            key_id, secret, token = self._credentials
+            explicit = key_id is not None or self.anonymous
+            if explicit and self.region is not None:
+                if not self.anonymous:
+                    from botocore.credentials import Credentials
+
+                    self._creds = Credentials(key_id, secret, token)
+            else:
+                region, creds = await asyncio.to_thread(self._from_botocore, not explicit, path)
+                self._default_region = self.region or region or "us-east-1"
+                if not explicit:
+                    self._creds = creds
+                elif not self.anonymous:
+                    from botocore.credentials import Credentials
+
+                    self._creds = Credentials(key_id, secret, token)
+            self._prepared = True
+
+    def _from_botocore(self, want_credentials: bool, path: str) -> tuple[str | None, Any]:
+        """The configured region and (if wanted) the credential chain's credentials."""
+        import botocore.exceptions
+        import botocore.session
+
+        try:
+            session = botocore.session.Session(profile=self.aws_profile)
+            region = session.get_config_variable("region")
+            creds = session.get_credentials() if want_credentials else None
+        except botocore.exceptions.BotoCoreError as e:
+            raise AccessDeniedError(f"cannot load the AWS configuration: {describe(e)}",
+                                    path=path) from None
+        if want_credentials and creds is None:
+            self._credential_source = "none found in botocore's chain"
+            raise AccessDeniedError(self._no_credentials_message(), path=path)
+        if want_credentials:  # which link of the chain: env, sso, assume-role, iam-role...
+            self._credential_source = f"botocore's chain ({getattr(creds, 'method', '?')})"
+        return region, creds
+
+    def _no_credentials_message(self) -> str:
+        return ("no usable AWS credentials (none in the environment, the shared config "
+                "and credentials files, SSO, web identity or instance metadata); pass "
+                "anonymous=True for public buckets")
+
+    async def _signer(self, region: str, path: str) -> Any:
+        creds = self._creds
+        try:
+            if getattr(creds, "refresh_needed", None) is not None and creds.refresh_needed():
+                frozen = await asyncio.to_thread(creds.get_frozen_credentials)
+            else:
+                frozen = creds.get_frozen_credentials()
+        except Exception as e:  # a refresh that failed; its message may hold a secret
+            raise AccessDeniedError(f"refreshing the AWS credentials failed "
+                                    f"({type(e).__name__})", path=path) from None
+        if frozen.access_key is None or frozen.secret_key is None:
+            raise AccessDeniedError(self._no_credentials_message(), path=path)
+        signer = self._signers.get((frozen, region))
+        if signer is None:
+            from botocore.auth import S3SigV4Auth
+
+            if len(self._signers) > 64:
+                self._signers.clear()
+            signer = self._signers[(frozen, region)] = S3SigV4Auth(frozen, "s3", region)
+        return signer
+
+    # ----------------------------------------------------------- requests ---
+    async def _request(self, method: str, bucket: str, name: str | None,
+                       headers: Mapping[str, str], path: str,
+                       query: str = "") -> aiohttp.ClientResponse:
+        """Build, sign and send one request; follow a region redirect once.
+
+        Every S3 request goes through here: its URL, headers and signature are
+        made in this one place.
+        """
+        await self._prepare(path)
+        for _ in range(2):
+            region = self._regions.get(bucket) or self._default_region or "us-east-1"
+            url = object_url(bucket, name, region=region, endpoint=self._endpoint,
+                             path_style=self.path_style, query=query)
+            sent = dict(headers)
+            if self.request_payer:
+                sent["x-amz-request-payer"] = "requester"  # signed with the rest
+            if not self.anonymous:
+                from botocore.awsrequest import AWSRequest
+
+                request = AWSRequest(method, url, headers=sent)
+                (await self._signer(region, path)).add_auth(request)
+                sent = dict(request.headers.items())
+            resp = await self._send(method, to_url(url), sent, path)
+            moved = resp.headers.get("x-amz-bucket-region", "")
+            if resp.status in (301, 307, 400) and moved != region and _REGION.fullmatch(moved):
+                resp.close()
+                self._regions[bucket] = moved
+                continue
+            return resp
+        return resp
+
+    async def _failure(self, resp: aiohttp.ClientResponse, path: str) -> StoreError:
+        """The typed error of a non-2xx response (its bounded body read), connection closed."""
+        try:
+            body = b""
+            if resp.status >= 400 and resp.request_info.method != "HEAD":
+                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                    body = await resp.content.read(4096)
+            return self._status_error(resp, body, path)
+        finally:
+            resp.close()
+
+    def _status_error(self, resp: aiohttp.ClientResponse, body: bytes, path: str) -> StoreError:
+        headers = {k.lower(): v for k, v in resp.headers.items()}
+        if 300 <= resp.status < 400:
+            where = headers.get("x-amz-bucket-region", "")
+            hint = f"; it is in {where}" if _REGION.fullmatch(where) else ""
+            return StoreError(f"HTTP {resp.status}: the bucket is not served by this endpoint "
+                              f"or region{hint} (pass region=)", path=path)
+        return self._response_error(_error_response(resp.status, headers, body), path)
+
+    async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
+        path = self._display(key)
+        bucket, name = split_s3_key(key)
+        if self._needs_client(bucket):
+            return await self._open_client(key, range_, pin)
+        headers: dict[str, str] = {}
+        if range_ is not None:
+            headers["Range"] = range_
+        if pin is not None:
+            headers["If-Match"] = pin
+        resp = await self._request("GET", bucket, name, headers, path)
+        if resp.status not in (200, 206):
+            raise await self._failure(resp, path)
+        return self._reply(await self._checked(resp, path), path)
+
+    async def _head(self, key: str) -> ObjectInfo:
+        path = self._display(key)
+        bucket, name = split_s3_key(key)
+        if self._needs_client(bucket):
+            resp = await self._call("head_object", key)
+            return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag"))
+        reply = await self._request("HEAD", bucket, name, {}, path)
+        if reply.status != 200:
+            raise await self._failure(reply, path)
+        try:
+            size = parse_length(reply.headers.get("Content-Length"))
+            if size is None:
+                raise StoreError("a HEAD response without a usable Content-Length", path=path)
+            return ObjectInfo(size, reply.headers.get("ETag"))
+        finally:
+            reply.release()
+
+    async def _info_once(self, key: str) -> ObjectInfo:
+        return await self._head(key)
+
+    async def _lookup(self, key: str) -> ObjectInfo:
+        return await self._head(key)
+
+    def _version_of(self, reply: Reply, total: int | None) -> str | None:
+        return reply.header("etag")
+
+    def _pin_matches(self, pin: str, reply: Reply, total: int | None) -> bool | None:
+        etag = reply.header("etag")
+        return None if etag is None else etag == pin
+
+    # ------------------------------------------------------------ listing ---
+    async def list(self, prefix: str) -> list[str]:
+        """``s3://bucket/key`` URLs of every object under ``prefix`` (ListObjectsV2 pages)."""
+        bucket, name = split_s3_key(prefix) if "/" in prefix.removeprefix("s3://") else (
+            prefix.removeprefix("s3://").rstrip("/"), "")
+        path = f"s3://{bucket}/{name}"
+        if self._needs_client(bucket):
+            return await self._list_client(bucket, name, path)
+        out: list[str] = []
+        token = ""
+        while True:
+            params = {"list-type": "2", "prefix": name, "encoding-type": "url"}
+            if token:
+                params["continuation-token"] = token
+            attempts = self.retry.start(path)
+            while True:
+                try:
+                    keys, token = await self._list_page(bucket, _query(params), path)
+                    break
+                except Retryable as e:
+                    await attempts.failed(e)
+            out += [f"s3://{bucket}/{k}" for k in keys if not k.endswith("/")]
+            if not token:
+                return out
+
+    async def _list_page(self, bucket: str, query: str, path: str) -> tuple[list[str], str]:
+        resp = await self._request("GET", bucket, None, {}, path, query)
+        if resp.status != 200:
+            raise await self._failure(resp, path)
+        try:
+            body = await resp.content.read(_LIST_BODY_LIMIT + 1)
+        except TimeoutError:
+            raise Retryable(StoreTimeoutError("the listing stalled", path=path)) from None
+        except (aiohttp.ClientError, OSError) as e:
+            raise Retryable(StoreError(f"the connection broke mid-body: {describe(e)}",
+                                       path=path)) from None
+        finally:
+            resp.release()
+        if len(body) > _LIST_BODY_LIMIT:
+            raise StoreError("a listing page longer than 16 MiB was refused", path=path)
+        return _parse_listing(body, path)
+
+    # ------------------------------------------- aiobotocore (rare cases) ---
     async def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client_obj is not None and self._loop is not loop:
-            raise StoreError("this s3 store's client belongs to another event loop; make "
-                             "one store per loop (or close it first)")
         if self._client_obj is None:
-            if self._lock is None or self._loop is not loop:
-                self._lock, self._loop = asyncio.Lock(), loop
-            async with self._lock:
+            if self._client_lock is None:
+                self._client_lock = asyncio.Lock()
+            async with self._client_lock:
                 if self._client_obj is None:
                     cm = self._make_client()
-                    client = await cm.__aenter__()
-                    self._fast = await self._signed_get(client)
-                    self._client_obj, self._client_cm = client, cm
+                    self._client_obj = await cm.__aenter__()
+                    self._client_cm = cm
         return self._client_obj
-
-    async def _signed_get(self, client: Any) -> _SignedGet | None:
-        """The direct GET path for this client, or None where only the full client is right.
-
-        Path-style endpoints only: their URL is ``endpoint/bucket/key`` whatever
-        the bucket, and no endpoint rule or region redirect applies.  The HTTP
-        session is the client's own (so one pool serves both paths); a client
-        that does not expose it keeps the full path.
-        """
-        http = getattr(getattr(client, "_endpoint", None), "http_session", None)
-        base = client.meta.endpoint_url
-        if not (self.path_style and self._has_endpoint and base and hasattr(http, "send")):
-            return None
-        parts = urlsplit(base)
-        host = (parts.hostname or "").lower()
-        if host == "amazonaws.com" or host.endswith((".amazonaws.com", ".amazonaws.com.cn")):
-            return None  # AWS itself: its endpoint rules and redirects stay with the client
-        if parts.query or parts.fragment or "@" in parts.netloc:
-            return None  # an unusual endpoint URL: leave its handling to botocore
-        if self.anonymous:
-            creds: Any = None
-        elif self._credentials[0] is not None:
-            from botocore.credentials import Credentials
-
-            creds = Credentials(*self._credentials)
-        else:
-            creds = await self._boto_session.get_credentials()  # the client's (cached) chain
-        return _SignedGet(http, base.rstrip("/"), client.meta.region_name, creds,
-                          self.anonymous)
 
     def _make_client(self) -> Any:
         import botocore
@@ -215,7 +463,6 @@ class S3Store(RangedStore):
         from aiobotocore.session import AioSession
 
         session = AioSession(profile=self.aws_profile)
-        self._boto_session = session
         region = self.region or session.get_config_variable("region") or "us-east-1"
         config: dict[str, Any] = {
             "connect_timeout": self.connect_timeout,
@@ -237,23 +484,53 @@ class S3Store(RangedStore):
 
     async def close(self) -> None:
         cm, self._client_cm, self._client_obj = self._client_cm, None, None
-        self._fast = None
-        self._loop = None
-        self._lock = None
-        if cm is not None:
-            await cm.__aexit__(None, None, None)
+        self._client_lock = None
+        self._prepare_lock = None
+        try:
+            if cm is not None:
+                await cm.__aexit__(None, None, None)
+        finally:
+            await super().close()
 
-    async def list(self, prefix: str) -> list[str]:
-        """``s3://bucket/key`` URLs of every object under ``prefix`` (ListObjectsV2 pages)."""
-        bucket, name = split_s3_key(prefix) if "/" in prefix.removeprefix("s3://") else (
-            prefix.removeprefix("s3://").rstrip("/"), "")
-        path = f"s3://{bucket}/{name}"
+    async def _call(self, op: str, key: str, **params: Any) -> Any:
+        path = self._display(key)
+        bucket, name = split_s3_key(key)
+        if self.request_payer:
+            params["RequestPayer"] = "requester"
+        try:
+            client = await self._client()
+            return await getattr(client, op)(Bucket=bucket, Key=name, **params)
+        except Exception as e:  # botocore, aiohttp and OS errors, mapped below
+            raise self._error(e, path) from None
+
+    async def _open_client(self, key: str, range_: str | None, pin: str | None) -> Reply:
+        params: dict[str, Any] = {}
+        if range_ is not None:
+            params["Range"] = range_
+        if pin is not None:
+            params["IfMatch"] = pin
+        resp = await self._call("get_object", key, **params)
+        meta = resp["ResponseMetadata"]
+        body = resp["Body"]
+        return Reply(int(meta["HTTPStatusCode"]), meta.get("HTTPHeaders") or {},
+                     self._client_body(body, self._display(key)), body.close)
+
+    async def _client_body(self, body: Any, path: str) -> AsyncGenerator[bytes, None]:
+        try:
+            while chunk := await body.read(self.chunk_size):
+                yield chunk
+        except Exception as e:  # mapped like request errors; CancelledError is not one
+            raise self._error(e, path) from None
+
+    async def _list_client(self, bucket: str, name: str, path: str) -> list[str]:
         out: list[str] = []
         try:
             client = await self._client()
             token: str | None = None
             while True:
                 params: dict[str, Any] = {"Bucket": bucket, "Prefix": name}
+                if self.request_payer:
+                    params["RequestPayer"] = "requester"
                 if token:
                     params["ContinuationToken"] = token
                 page = await client.list_objects_v2(**params)
@@ -267,23 +544,13 @@ class S3Store(RangedStore):
         except Exception as e:
             raise self._error(e, path) from None
 
-    # ----------------------------------------------------------- requests ---
-    async def _call(self, op: str, key: str, **params: Any) -> Any:
-        path = self._display(key)
-        bucket, name = split_s3_key(key)
-        try:
-            client = await self._client()
-            return await getattr(client, op)(Bucket=bucket, Key=name, **params)
-        except Exception as e:  # botocore, aiohttp and OS errors, mapped below
-            raise self._error(e, path) from None
-
     def _error(self, e: Exception, path: str) -> StoreError:
         from botocore import exceptions as bx
 
         if isinstance(e, StoreError):
             return e
         if isinstance(e, bx.ClientError):
-            return self._client_error(e, path)
+            return self._response_error(getattr(e, "response", None) or {}, path)
         if isinstance(e, (bx.NoCredentialsError, bx.PartialCredentialsError,
                           bx.CredentialRetrievalError)):
             return AccessDeniedError(f"no usable AWS credentials ({type(e).__name__}); pass "
@@ -297,9 +564,7 @@ class S3Store(RangedStore):
             return StoreError(f"invalid request: {describe(e)}", path=path)
         return StoreError(f"request failed: {describe(e)}", path=path)
 
-    def _client_error(self, e: Any, path: str) -> StoreError:
-        return self._response_error(getattr(e, "response", None) or {}, path)
-
+    # ----------------------------------------------------- error mapping ---
     def _response_error(self, response: dict[str, Any], path: str) -> StoreError:
         """The typed error for an S3 error response (botocore's parsed form)."""
         err = response.get("Error") or {}
@@ -311,8 +576,8 @@ class S3Store(RangedStore):
         if code == "InvalidRange" or status == 416:
             cr = parse_content_range(headers.get("content-range"))
             total = cr[2] if cr else None
-            if total is None and str(err.get("ActualObjectSize", "")).isdigit():
-                total = int(err["ActualObjectSize"])
+            if total is None:
+                total = parse_length(str(err.get("ActualObjectSize", "")))
             return Unsatisfiable(total, path)
         if code in _ACCESS_CODES:
             status = 403
@@ -322,84 +587,39 @@ class S3Store(RangedStore):
             status = 412
         elif code in _RETRY_CODES and status < 500:
             status = 503
-        return status_error(status or 500, path, detail=detail,
-                            retry_after=headers.get("retry-after"))
+        err = status_error(status or 500, path, detail=detail,
+                           retry_after=headers.get("retry-after"))
+        if isinstance(err, AccessDeniedError):  # which credentials were refused (not them)
+            err = AccessDeniedError(f"{err.message} (credentials: {self._credential_source}"
+                                    f"{'; request_payer' if self.request_payer else ''})",
+                                    path=err.path)
+        return err
 
-    async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
-        try:
-            await self._client()  # also checks the loop
-        except Exception as e:
-            raise self._error(e, self._display(key)) from None
-        if self._fast is not None:
-            return await self._open_signed(self._fast, key, range_, pin)
-        params: dict[str, Any] = {}
-        if range_ is not None:
-            params["Range"] = range_
-        if pin is not None:
-            params["IfMatch"] = pin
-        resp = await self._call("get_object", key, **params)
-        meta = resp["ResponseMetadata"]
-        body = resp["Body"]
-        return Reply(int(meta["HTTPStatusCode"]), meta.get("HTTPHeaders") or {},
-                     self._body(body, self._display(key)), body.close)
 
-    async def _open_signed(self, fast: _SignedGet, key: str, range_: str | None,
-                           pin: str | None) -> Reply:
-        """One GET through :class:`_SignedGet`, with the full path's error mapping."""
-        path = self._display(key)
-        bucket, name = split_s3_key(key)
-        headers: dict[str, str] = {}
-        if range_ is not None:
-            headers["Range"] = range_
-        if pin is not None:
-            headers["If-Match"] = pin
-        try:
-            resp = await fast.get(bucket, name, headers)
-        except Exception as e:  # botocore's mapped aiohttp errors, credential errors
-            raise self._error(e, path) from None
-        raw = resp.raw
-        status = int(resp.status_code)
-        hdrs = dict(resp.headers)  # lower-case names
-        if status in (200, 206):
-            def release() -> None:
-                if raw.content.at_eof():
-                    raw.release()  # back to the pool
-                else:
-                    raw.close()  # unread bytes in flight: the connection cannot be reused
-
-            return Reply(status, hdrs, self._raw_body(raw, path), release)
-        try:
-            body = b""
-            with contextlib.suppress(Exception):
-                body = await raw.content.read(4096)
-        finally:
-            raw.close()
-        raise self._response_error(_error_response(status, hdrs, body), path)
-
-    async def _raw_body(self, raw: Any, path: str) -> AsyncGenerator[bytes, None]:
-        try:
-            async for chunk in raw.content.iter_chunked(self.chunk_size):
-                yield chunk
-        except Exception as e:  # aiohttp/OS errors and timeouts: Retryable, as below
-            raise self._error(e, path) from None
-
-    async def _body(self, body: Any, path: str) -> AsyncGenerator[bytes, None]:
-        try:
-            while chunk := await body.read(self.chunk_size):
-                yield chunk
-        except Exception as e:  # mapped like request errors; CancelledError is not one
-            raise self._error(e, path) from None
-
-    def _version_of(self, reply: Reply, total: int | None) -> str | None:
-        return reply.header("etag")
-
-    def _pin_matches(self, pin: str, reply: Reply, total: int | None) -> bool | None:
-        etag = reply.header("etag")
-        return etag is None or etag == pin
-
-    async def _info_once(self, key: str) -> ObjectInfo:
-        resp = await self._call("head_object", key)
-        return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag"))
+def _parse_listing(body: bytes, path: str) -> tuple[list[str], str]:
+    """Keys and the continuation token of a ListObjectsV2 page."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError:
+        raise StoreError("the listing is not XML", path=path) from None
+    fields: dict[str, str] = {}
+    keys: list[str] = []
+    for el in root:
+        tag = el.tag.rsplit("}", 1)[-1]
+        if tag == "Contents":
+            for sub in el:
+                if sub.tag.rsplit("}", 1)[-1] == "Key" and sub.text:
+                    keys.append(sub.text)
+        else:
+            fields[tag] = el.text or ""
+    if fields.get("EncodingType") == "url":
+        keys = [unquote_plus(k) for k in keys]
+    token = fields.get("NextContinuationToken", "")
+    if fields.get("IsTruncated", "false").lower() != "true":
+        token = ""
+    elif not token:
+        raise StoreError("a truncated listing without a continuation token", path=path)
+    return keys, token
 
 
 _XML_FIELD = re.compile(r"<(Code|Message|ActualObjectSize)>([^<]{0,300})</\1>")
@@ -414,49 +634,3 @@ def _error_response(status: int, headers: dict[str, str], body: bytes) -> dict[s
                                                "HTTPHeaders": headers}}
 
 
-class _SignedGet:
-    """Signed S3 GETs without the client's per-call machinery (see the module docstring).
-
-    Signing is botocore's ``S3SigV4Auth``, so the canonical request is exactly
-    what the client would send; credentials are frozen per request, which is
-    free for static keys and refreshes expiring ones (SSO, IMDS, web identity)
-    as the client would.  Nothing here logs: botocore's signer logs at DEBUG,
-    through the masked loggers.
-    """
-
-    def __init__(self, http: Any, base: str, region: str, credentials: Any,
-                 anonymous: bool) -> None:
-        self.http = http
-        self.base = base
-        self.region = region
-        self.credentials = credentials
-        self.anonymous = anonymous
-        self._auth: tuple[Any, Any] | None = None  # (frozen credentials, signer)
-
-    def __repr__(self) -> str:
-        return f"_SignedGet({redact_url(self.base)!r})"
-
-    async def _signer(self) -> Any:
-        from botocore.auth import S3SigV4Auth
-        from botocore.exceptions import NoCredentialsError
-
-        if self.credentials is None:
-            raise NoCredentialsError()
-        frozen = self.credentials.get_frozen_credentials()
-        if asyncio.iscoroutine(frozen):  # aiobotocore's (refreshable) credentials
-            frozen = await frozen
-        if frozen.access_key is None or frozen.secret_key is None:
-            raise NoCredentialsError()
-        if self._auth is None or self._auth[0] != frozen:
-            self._auth = (frozen, S3SigV4Auth(frozen, "s3", self.region))
-        return self._auth[1]
-
-    async def get(self, bucket: str, key: str, headers: dict[str, str]) -> Any:
-        """Send one GET of ``bucket/key``; the response's body is not read yet."""
-        from botocore.awsrequest import AWSRequest
-
-        url = f"{self.base}/{quote(bucket, safe='')}/{quote(key, safe='/~')}"
-        request = AWSRequest("GET", url, headers=headers, stream_output=True)
-        if not self.anonymous:
-            (await self._signer()).add_auth(request)
-        return await self.http.send(request.prepare())

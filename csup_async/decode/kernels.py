@@ -1,0 +1,286 @@
+"""The public decoders: C loops when the extension is built, numpy otherwise.
+
+The serial tag walk is the hot loop of every read.  ``_kernels`` (built from
+``_kernels.c`` at install when a C compiler is present) walks it at memory
+speed, with the GIL released, so two columns decode on two cores.  Without
+it, or with ``CSUP_ASYNC_NATIVE=0`` in the environment, every function here
+is exactly its numpy reference in :mod:`.columns`.
+
+The kernels only ever answer "here are the values" or "no": on "no" (bad
+data, a count mismatch, an input they do not take, such as a non-contiguous
+buffer) the reference decodes the same bytes again and raises its exact
+error, so messages have one source and the two implementations can be
+compared on any input (tests/test_native.py does).  Arrays are allocated here
+with numpy and filled in place by the kernels, which need no numpy headers.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import NamedTuple
+
+import numpy as np
+
+from . import columns as ref
+from .columns import _FLOAT_DTYPES, _FLOAT_WIDTH, _INT_BITS, _UINT_BITS, Decoded
+from .scan import scan_tags as _ref_scan_tags
+from .tags import Buffer
+
+ENV_VAR = "CSUP_ASYNC_NATIVE"
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get(ENV_VAR, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    try:
+        from . import _kernels
+    except ImportError:
+        return None
+    return _kernels
+
+
+#: The C module, or None when the numpy decoders are in use (tests swap it).
+_K = _load()
+
+
+def native_available() -> bool:
+    """Whether the C decoders are in use (built, and not turned off by the env var)."""
+    return _K is not None
+
+
+#: Without a count, streams up to this size are decoded into arrays sized for the most
+#: values they could hold (one per byte; the untouched pages cost nothing) and then
+#: trimmed; larger ones are counted first (a second walk) to bound the allocation.
+OVERALLOCATE_BELOW = 64 << 20
+
+
+class _Size(NamedTuple):
+    cap: int  # values to allocate for
+    exact: bool  # the stream must hold exactly ``cap`` values (else at most)
+    nbytes: int
+
+
+def _size(stream: Buffer, count: int | None) -> _Size | None:
+    """How many values to allocate for; None sends the call to the reference (a bad
+    count or stream, an object that is not a buffer)."""
+    try:
+        nbytes = memoryview(stream).nbytes
+    except TypeError:
+        return None
+    if count is None:
+        if nbytes <= OVERALLOCATE_BELOW:
+            return _Size(nbytes, False, nbytes)
+        assert _K is not None
+        m = _K.count(stream)
+        return None if m is None else _Size(m, True, nbytes)
+    if not isinstance(count, (int, np.integer)) or count < 0:
+        return None
+    count = int(count)
+    # every value takes a byte at least
+    return _Size(count, True, nbytes) if count <= nbytes else None
+
+
+def _got(size: _Size, n: int | None) -> bool:
+    return n is not None and (n == size.cap or (not size.exact and 0 <= n <= size.cap))
+
+
+def _trim(a: np.ndarray, n: int) -> np.ndarray:
+    """``a[:n]``, giving the rest of its memory back (it owns it: fresh from np.empty)."""
+    if a.size != n:
+        a.resize(n, refcheck=False)
+    return a
+
+
+def _values_and_validity(size: _Size, got: tuple[int, int] | None, out: np.ndarray,
+                         valid: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+    if got is None or not _got(size, got[0]):
+        return None
+    n, nulls = got
+    return _trim(out, n), (_trim(valid, n) if nulls else None)
+
+
+def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
+                bits: int = 64) -> tuple[np.ndarray, np.ndarray | None]:
+    """(int64 or uint64 values, validity or None when no value is null); nulls hold 0.
+
+    Values are little-endian with high zero bytes dropped.  Signed ones are
+    sign-and-magnitude first (Zed's ``zcode.EncodeCountedVarint``: ``|v| << 1``
+    with the sign in bit 0, so -1 is ``03``), and ``u = 1`` ("minus zero") is
+    int64's minimum, as Zed decodes it.  A body longer than the type can need,
+    or a signed value outside a narrow type's range, is a FormatError.
+    """
+    if _K is not None and bits in (8, 16, 32, 64):
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.int64 if signed else np.uint64)
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(
+                size, _K.ints(stream, out, valid, bits // 8, bool(signed)), out, valid)
+            if res is not None:
+                return res
+    return ref.decode_ints(stream, count, signed=signed, bits=bits)
+
+
+def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
+    """int32 values of a lengths, union-tag, super-ID or presence stream (no nulls)."""
+    if _K is not None:
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.int32)
+            n = _K.int32s(stream, out)
+            if _got(size, n):
+                return _trim(out, n)
+    return ref.decode_int32s(stream, count)
+
+
+def decode_floats(stream: Buffer, count: int | None = None, *,
+                  width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
+    if _K is not None and width in _FLOAT_DTYPES:
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, _FLOAT_DTYPES[width])
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(size, _K.floats(stream, out, valid, width), out, valid)
+            if res is not None:
+                return res
+    return ref.decode_floats(stream, count, width=width)
+
+
+def decode_bools(stream: Buffer, count: int | None = None) -> tuple[np.ndarray,
+                                                                    np.ndarray | None]:
+    """(bool values, validity or None); a body other than one byte 0 or 1 is an error."""
+    if _K is not None:
+        size = _size(stream, count)
+        if size is not None:
+            out = np.empty(size.cap, np.bool_)
+            valid = np.empty(size.cap, np.bool_)
+            res = _values_and_validity(size, _K.bools(stream, out, valid), out, valid)
+            if res is not None:
+                return res
+    return ref.decode_bools(stream, count)
+
+
+def decode_varbinary(stream: Buffer, count: int | None = None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray | None]:
+    """(int64 offsets of n+1, compact uint8 data, validity or None) for strings and bytes.
+
+    Strings are not checked here: :func:`validate_utf8` does it in one pass.
+    """
+    got = _varbinary(stream, count)
+    if got is None:
+        return ref.decode_varbinary(stream, count)
+    return got[:3]
+
+
+def _varbinary(stream: Buffer, count: int | None) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray | None, bool] | None:
+    """decode_varbinary's C path, plus whether every byte was ASCII (then the values
+    are valid UTF-8 as they are); None where the reference has to decide."""
+    if _K is None:
+        return None
+    size = _size(stream, count)
+    if size is None:
+        return None
+    offsets = np.empty(size.cap + 1, np.int64)
+    # n values take n tag bytes at least: the data is at most the rest
+    data = np.empty(size.nbytes - size.cap if size.exact else size.nbytes, np.uint8)
+    valid = np.empty(size.cap, np.bool_)
+    got = _K.varbinary(stream, offsets, data, valid)
+    if got is None or not _got(size, got[0]):
+        return None
+    n, nulls, nbytes, ascii_only = got
+    return (_trim(offsets, n + 1), _trim(data, nbytes), _trim(valid, n) if nulls else None,
+            ascii_only)
+
+
+def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
+    """FormatError unless every value ``data[offsets[i]:offsets[i+1]]`` is valid UTF-8."""
+    if (_K is not None and isinstance(data, np.ndarray) and isinstance(offsets, np.ndarray)
+            and data.dtype == np.uint8 and offsets.dtype == np.int64
+            and data.ndim == 1 and offsets.ndim == 1
+            and data.flags.c_contiguous and offsets.flags.c_contiguous
+            and _K.utf8(data, offsets)):
+        return
+    ref.validate_utf8(offsets, data)
+
+
+def scan_tags(stream: Buffer, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(start offset of each value's body, its length or -1 for null), both int64.
+
+    With ``count``, the stream must hold exactly that many values and end with
+    the last; without, it must end exactly after a whole value.
+    """
+    if _K is not None:
+        size = _size(stream, count)
+        if size is not None:
+            starts = np.empty(size.cap, np.int64)
+            lengths = np.empty(size.cap, np.int64)
+            n = _K.scan(stream, starts, lengths)
+            if _got(size, n):
+                return _trim(starts, n), _trim(lengths, n)
+    return _ref_scan_tags(stream, count)
+
+
+def _plain_int32(a: object) -> bool:
+    return (isinstance(a, np.ndarray) and a.dtype == np.int32 and a.ndim == 1
+            and a.flags.c_contiguous)
+
+
+def presence_to_validity(runs: np.ndarray, total: int) -> np.ndarray:
+    """Expand presence runs (present, absent, present, ...) into a bool validity mask."""
+    if _K is not None and _plain_int32(runs) and isinstance(total, (int, np.integer)):
+        got = _K.runs_sum(runs)
+        if got is not None and got == total:  # checked before allocating ``total``
+            out = np.empty(int(total), np.bool_)
+            if _K.presence(runs, out):
+                return out
+    return ref.presence_to_validity(runs, total)
+
+
+def lengths_to_offsets(lengths: np.ndarray, *, max_total: int | None = None) -> np.ndarray:
+    """int64 offsets (n+1, starting at 0) of non-negative int32 lengths."""
+    if _K is not None and _plain_int32(lengths):
+        out = np.empty(lengths.size + 1, np.int64)
+        total = _K.offsets(lengths, out)
+        if total is not None and (max_total is None or total <= max_total):
+            return out
+    return ref.lengths_to_offsets(lengths, max_total=max_total)
+
+
+def decode_primitive(ptype: object, stream: Buffer, count: int | None = None) -> Decoded:
+    """Decode a column of a primitive type with a numpy form.
+
+    Enum columns are decoded as UINT64; types without a numpy form (128/256-bit
+    ints, ip, net, type, decimals, float128/256) are an UnsupportedTypeError,
+    for the caller's slow path.  A null-type column is all nulls: its values
+    are zero bytes and its validity all False.
+    """
+    name = getattr(ptype, "name", str(ptype))
+    if name in _INT_BITS:
+        v, ok = decode_ints(stream, count, signed=True, bits=_INT_BITS[name])
+        return Decoded(v, ok)
+    if name in _UINT_BITS:
+        v, ok = decode_ints(stream, count, signed=False, bits=_UINT_BITS[name])
+        return Decoded(v, ok)
+    if name in ("time", "duration"):
+        v, ok = decode_ints(stream, count, signed=True, bits=64)
+        return Decoded(v.view("datetime64[ns]" if name == "time" else "timedelta64[ns]"), ok)
+    if name in _FLOAT_WIDTH:
+        v, ok = decode_floats(stream, count, width=_FLOAT_WIDTH[name])
+        return Decoded(v, ok)
+    if name == "bool":
+        v, ok = decode_bools(stream, count)
+        return Decoded(v, ok)
+    if name in ("string", "bytes"):
+        got = _varbinary(stream, count)
+        if got is None:
+            offsets, data, ok = ref.decode_varbinary(stream, count)
+            ascii_only = False
+        else:
+            offsets, data, ok, ascii_only = got
+        if name == "string" and not ascii_only:
+            validate_utf8(offsets, data)
+        return Decoded(data, ok, offsets)
+    return ref.decode_primitive(ptype, stream, count)  # type: ignore[arg-type]

@@ -1,0 +1,742 @@
+"""Row filters as plain data: the expression model, its text grammar, and what
+segment statistics can prove about it.
+
+A filter is a tree of frozen dataclasses (so it pickles to Spark executors, prints,
+and compares), built in Python with :func:`col` and operators::
+
+    (col("user.id") == 7) & col("ts").ge("2024-01-01T00:00:00Z") | ~col("kind").isin(["a"])
+
+or parsed from the CLI's ``--where`` text by :func:`parse_filter` (grammar below).
+
+**Semantics** are SQL's ``WHERE``: a comparison with a null, with a field the
+row's super type does not have, or with a value of another kind than the literal
+(a string against a number, a record), is *unknown*; ``and``/``or``/``not`` follow
+three-valued (Kleene) logic, and a row is kept only when the whole filter is
+*true*.  So ``not (x = 1)`` does not keep rows where ``x`` is null.  Floats compare
+as IEEE does (NaN equals nothing and is not ordered; ``NaN != 1`` is true).
+
+**Pruning.** :func:`zone_truth` takes statistics of a *zone* (a run of rows, e.g.
+the rows of one segment) per path and answers, soundly, whether the filter is
+false for every row (skip the zone), true for every row (no need to evaluate it),
+or may be either.  It tracks which of the three row outcomes (true, false,
+unknown) each sub-expression can produce in the zone; combining sets treats
+columns as independent, which over-approximates and so never wrongly prunes.
+
+Grammar of the text form (keywords case-insensitive)::
+
+    filter    := disjunct ("or" disjunct)*
+    disjunct  := unary ("and" unary)*
+    unary     := "not" unary | "(" filter ")" | predicate
+    predicate := path op literal
+               | path ["not"] "in" "(" literal ("," literal)* ")"
+               | path "is" ["not"] "null"
+               | path "startswith" string
+    op        := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="
+    literal   := integer | float | 'string' (a quote doubled: 'it''s') | true | false
+    path      := a column path (planner.paths: dotted names, `backquoted` parts)
+
+Literals are typed when the filter is bound to a file's column types
+(:func:`bind`): a string compared with a ``time`` column is read as an RFC 3339
+timestamp (UTC when it has no offset), an integer compared with a float column
+as a float; anything else that cannot compare is a :class:`FilterError`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Union
+
+from csup_async.errors import CsupError
+
+from .paths import format_path, parse_path
+
+__all__ = [
+    "And", "Column", "ColumnStats", "Compare", "Expr", "FilterError", "IsIn", "IsNull", "Not",
+    "Or", "StartsWith", "Truth", "bind", "col", "columns_of", "matches", "parse_filter",
+    "zone_truth",
+]
+
+
+class FilterError(CsupError, ValueError):
+    """A filter that is not well formed, or that cannot apply to a file's column types."""
+
+
+# ------------------------------------------------------------ the model ---
+
+_OPS = ("==", "!=", "<", "<=", ">", ">=")
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+class _Combinable:
+    """``&``, ``|`` and ``~`` for every expression; ``and``/``or`` are refused, because
+    Python would silently evaluate them on the expressions' truthiness."""
+
+    __slots__ = ()
+
+    def __and__(self, other: Expr) -> And:
+        return And((_expr(self), _expr(other)))
+
+    def __or__(self, other: Expr) -> Or:
+        return Or((_expr(self), _expr(other)))
+
+    def __invert__(self) -> Not:
+        return Not(_expr(self))
+
+    def __bool__(self) -> bool:
+        raise FilterError("a filter has no truth value: combine filters with & | ~ "
+                          "(not 'and', 'or', 'not'), and parenthesise comparisons")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Column:
+    """A column path; comparing it with a value makes a :class:`Compare`."""
+
+    path: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"col({format_path(self.path)!r})"
+
+    # comparisons build expressions (so Column is hashed by identity, like numpy arrays)
+    def __eq__(self, value: object) -> Compare:  # type: ignore[override]
+        return Compare("==", self.path, _literal(value))
+
+    def __ne__(self, value: object) -> Compare:  # type: ignore[override]
+        return Compare("!=", self.path, _literal(value))
+
+    def __lt__(self, value: Any) -> Compare:
+        return Compare("<", self.path, _literal(value))
+
+    def __le__(self, value: Any) -> Compare:
+        return Compare("<=", self.path, _literal(value))
+
+    def __gt__(self, value: Any) -> Compare:
+        return Compare(">", self.path, _literal(value))
+
+    def __ge__(self, value: Any) -> Compare:
+        return Compare(">=", self.path, _literal(value))
+
+    __hash__ = object.__hash__
+
+    def eq(self, value: Any) -> Compare:
+        return self == value
+
+    def ne(self, value: Any) -> Compare:
+        return self != value
+
+    def lt(self, value: Any) -> Compare:
+        return self < value
+
+    def le(self, value: Any) -> Compare:
+        return self <= value
+
+    def gt(self, value: Any) -> Compare:
+        return self > value
+
+    def ge(self, value: Any) -> Compare:
+        return self >= value
+
+    def isin(self, values: Iterable[Any]) -> IsIn:
+        vals = tuple(_literal(v) for v in values)
+        return IsIn(self.path, vals)
+
+    def is_null(self) -> IsNull:
+        return IsNull(self.path, False)
+
+    def is_not_null(self) -> IsNull:
+        return IsNull(self.path, True)
+
+    def startswith(self, prefix: str | bytes) -> StartsWith:
+        if not isinstance(prefix, (str, bytes)):
+            raise FilterError(f"startswith takes a string or bytes, not {type(prefix).__name__}")
+        return StartsWith(self.path, prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(_Combinable):
+    op: str
+    path: tuple[str, ...]
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise FilterError(f"unknown comparison {self.op!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class IsIn(_Combinable):
+    path: tuple[str, ...]
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull(_Combinable):
+    path: tuple[str, ...]
+    negated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StartsWith(_Combinable):
+    path: tuple[str, ...]
+    prefix: str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class And(_Combinable):
+    parts: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or(_Combinable):
+    parts: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not(_Combinable):
+    part: Expr
+
+
+Expr = Union[Compare, IsIn, IsNull, StartsWith, And, Or, Not]  # noqa: UP007
+_LEAVES = (Compare, IsIn, IsNull, StartsWith)
+
+
+def col(path: str | tuple[str, ...] | list[str]) -> Column:
+    """The column at ``path``: a dotted path string, or its parts as a tuple/list."""
+    if isinstance(path, str):
+        return Column(parse_path(path))
+    parts = tuple(path)
+    if not all(isinstance(p, str) for p in parts):
+        raise FilterError("a column path's parts are strings")
+    return Column(parts)
+
+
+def _expr(x: Any) -> Expr:
+    if isinstance(x, (*_LEAVES, And, Or, Not)):
+        return x
+    raise FilterError(f"not a filter: {x!r} (build one from col(...) comparisons)")
+
+
+def _literal(v: Any) -> Any:
+    if v is None:
+        raise FilterError("a comparison with None is never true (SQL semantics): use "
+                          ".is_null() / .is_not_null()")
+    if isinstance(v, (Column, *_LEAVES, And, Or, Not)):
+        raise FilterError("comparing two columns is not supported; compare with a value")
+    return v
+
+
+def columns_of(expr: Expr) -> list[tuple[str, ...]]:
+    """The paths a filter reads, in first-use order, each once."""
+    seen: dict[tuple[str, ...], None] = {}
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, (And, Or)):
+            for p in e.parts:
+                walk(p)
+        elif isinstance(e, Not):
+            walk(e.part)
+        else:
+            seen.setdefault(e.path, None)
+
+    walk(_expr(expr))
+    return list(seen)
+
+
+# ------------------------------------------------------ row evaluation ---
+
+T, F, N = True, False, None  # a row's outcome: true, false, unknown
+
+
+def _and3(a: bool | None, b: bool | None) -> bool | None:
+    if a is F or b is F:
+        return F
+    if a is N or b is N:
+        return N
+    return T
+
+
+def _or3(a: bool | None, b: bool | None) -> bool | None:
+    if a is T or b is T:
+        return T
+    if a is N or b is N:
+        return N
+    return F
+
+
+def _not3(a: bool | None) -> bool | None:
+    return N if a is N else not a
+
+
+def _compare(op: str, x: Any, v: Any) -> bool:
+    if op == "==":
+        return bool(x == v)
+    if op == "!=":
+        return bool(x != v)
+    if op == "<":
+        return bool(x < v)
+    if op == "<=":
+        return bool(x <= v)
+    if op == ">":
+        return bool(x > v)
+    return bool(x >= v)
+
+
+
+
+def _kind(x: Any) -> str:
+    """Which values compare with which: numbers with numbers, strings with strings..."""
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return "bool"
+    dtype = getattr(x, "dtype", None)
+    if isinstance(x, (int, float)) or (dtype is not None and dtype.kind in "iuf"):
+        return "number"
+    if isinstance(x, str):
+        return "str"
+    if isinstance(x, (bytes, bytearray)):
+        return "bytes"
+    if dtype is not None and dtype.kind in "Mm":
+        return dtype.kind
+    return type(x).__name__
+
+
+def _lookup(row: Any, path: tuple[str, ...]) -> Any:
+    cur = row
+    for name in path:
+        if not isinstance(cur, dict) or name not in cur:
+            return None
+        cur = cur[name]
+    return cur
+
+
+def outcome(expr: Expr, row: Any) -> bool | None:
+    """The filter's three-valued outcome for one row (a dict as ``read_rows`` gives)."""
+    if isinstance(expr, And):
+        out: bool | None = T
+        for p in expr.parts:
+            out = _and3(out, outcome(p, row))
+        return out
+    if isinstance(expr, Or):
+        out = F
+        for p in expr.parts:
+            out = _or3(out, outcome(p, row))
+        return out
+    if isinstance(expr, Not):
+        return _not3(outcome(expr.part, row))
+    x = _lookup(row, expr.path)
+    if isinstance(expr, IsNull):
+        return (x is not None) if expr.negated else (x is None)
+    if x is None:
+        return N
+    # a value of another kind than the literal (a union member, a nested value) is
+    # unknown, as a null is: it neither matches nor fails to match
+    kind = _kind(x)
+    if isinstance(expr, Compare):
+        return _compare(expr.op, x, expr.value) if _kind(expr.value) == kind else N
+    if isinstance(expr, IsIn):
+        same = [v for v in expr.values if _kind(v) == kind]
+        if expr.values and not same:
+            return N
+        return any(_compare("==", x, v) for v in same)
+    if isinstance(expr, StartsWith):
+        return x.startswith(expr.prefix) if _kind(expr.prefix) == kind else N
+    raise FilterError(f"not a filter: {expr!r}")
+
+
+def matches(expr: Expr, row: Any) -> bool:
+    """Whether a row is kept: the filter is true for it (SQL ``WHERE``)."""
+    return outcome(expr, row) is T
+
+
+# ---------------------------------------------------------- statistics ---
+
+
+class Truth(Enum):
+    """What statistics prove about a zone: no row matches, every row matches, or unknown."""
+
+    FALSE = "false"
+    MAYBE = "maybe"
+    TRUE = "true"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """What is known of one path over a zone of rows.
+
+    ``count`` rows, ``nulls`` of which are null or lack the path; ``lo``/``hi`` bound
+    every non-null, non-NaN value (``lo <= v <= hi``; None when unknown, e.g. an
+    all-null or all-NaN zone, or bounds a writer left out); ``nan`` says whether any
+    value is a NaN (floats).  Bounds may be loose, never tight: pruning relies on them.
+    """
+
+    count: int
+    nulls: int = 0
+    lo: Any = None
+    hi: Any = None
+    nan: bool = False
+
+    @property
+    def values(self) -> int:
+        return self.count - self.nulls
+
+
+_ALL = frozenset((T, F, N))
+
+
+def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
+    """Which row outcomes a leaf can produce in a zone with these statistics."""
+    if s is None:
+        return _ALL
+    if s.count == 0:
+        return frozenset()
+    out: set[bool | None] = set()
+    if isinstance(e, IsNull):
+        if s.nulls:
+            out.add(F if e.negated else T)
+        if s.values:
+            out.add(T if e.negated else F)
+        return frozenset(out)
+    if s.nulls:
+        out.add(N)
+    if not s.values:
+        return frozenset(out)
+    if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
+        return _ALL
+    kind = _kind(s.lo)
+    if isinstance(e, IsIn):
+        same = tuple(v for v in e.values if _kind(v) == kind)
+        if e.values and not same:
+            return frozenset(out | {N})  # no literal of the values' kind: unknown
+        e = IsIn(e.path, same)
+    elif _kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
+        return frozenset(out | {N})
+    try:
+        if s.nan:  # NaN: false for every comparison but !=, which it makes true
+            out.add(T if isinstance(e, Compare) and e.op == "!=" else F)
+        out |= _bounded(e, s.lo, s.hi)
+    except TypeError:  # bounds that do not order with the literal: say nothing
+        return _ALL
+    return frozenset(out)
+
+
+def _bounded(e: Any, lo: Any, hi: Any) -> set[bool | None]:
+    """Outcomes of a leaf over values known to lie in ``[lo, hi]``."""
+    if isinstance(e, Compare):
+        v, op = e.value, e.op
+        if isinstance(v, float) and math.isnan(v):
+            return {T} if op == "!=" else {F}
+        exact = lo == hi
+        if op in ("==", "!="):
+            inside = lo <= v <= hi
+            can_eq = inside
+            can_ne = not (exact and lo == v)
+            res = set()
+            if can_eq:
+                res.add(T if op == "==" else F)
+            if can_ne:
+                res.add(F if op == "==" else T)
+            return res
+        # ordered: x op v is true for some x in [lo, hi] iff it is for the extreme
+        some_true = _compare(op, hi if op in (">", ">=") else lo, v)
+        all_true = _compare(op, lo if op in (">", ">=") else hi, v)
+        res = set()
+        if some_true:
+            res.add(T)
+        if not all_true:
+            res.add(F)
+        return res
+    if isinstance(e, IsIn):
+        res = set()
+        if any(lo <= v <= hi for v in e.values):
+            res.add(T)
+        if not (lo == hi and any(lo == v for v in e.values)):
+            res.add(F)
+        return res
+    if isinstance(e, StartsWith):
+        p = e.prefix
+        if not isinstance(lo, type(p)):
+            return {T, F, N}
+        # values starting with p lie in [p, p + max char); a cut bound stays a bound
+        res = set()
+        if hi >= p and not (lo > p and not lo.startswith(p)):
+            res.add(T)
+        if not (lo.startswith(p) and hi.startswith(p)):
+            res.add(F)
+        return res
+    raise FilterError(f"not a filter: {e!r}")
+
+
+def _outcomes(expr: Expr, stats: Callable[[tuple[str, ...]], ColumnStats | None]
+              ) -> frozenset[bool | None]:
+    if isinstance(expr, (And, Or)):
+        combine = _and3 if isinstance(expr, And) else _or3
+        acc: frozenset[bool | None] = frozenset((T,) if isinstance(expr, And) else (F,))
+        for p in expr.parts:
+            sub = _outcomes(p, stats)
+            acc = frozenset(combine(a, b) for a in acc for b in sub)
+        return acc
+    if isinstance(expr, Not):
+        return frozenset(_not3(a) for a in _outcomes(expr.part, stats))
+    return _leaf_outcomes(expr, stats(expr.path))
+
+
+def zone_truth(expr: Expr, stats: Mapping[tuple[str, ...], ColumnStats]
+               | Callable[[tuple[str, ...]], ColumnStats | None]) -> Truth:
+    """What the statistics of a zone prove about the filter (see the module docstring).
+
+    ``stats`` maps a path to its :class:`ColumnStats` in the zone (a path it lacks is
+    unknown).  An empty zone is :attr:`Truth.FALSE`.
+    """
+    get = stats.get if isinstance(stats, Mapping) else stats
+    got = _outcomes(_expr(expr), get)
+    if T not in got:
+        return Truth.FALSE
+    if got == {T}:
+        return Truth.TRUE
+    return Truth.MAYBE
+
+
+# -------------------------------------------------------------- binding ---
+
+def _as_time(v: Any, path: tuple[str, ...]) -> Any:
+    import numpy as np
+
+    if isinstance(v, np.datetime64):
+        return v.astype("datetime64[ns]")
+    if isinstance(v, _dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(_dt.UTC).replace(tzinfo=None)
+        return np.datetime64(v, "ns")
+    if isinstance(v, str):
+        try:
+            d = _dt.datetime.fromisoformat(v)
+        except ValueError:
+            raise FilterError(f"{v!r} is not an RFC 3339 time (column "
+                              f"{format_path(path)})") from None
+        return _as_time(d, path)
+    raise FilterError(f"column {format_path(path)} is a time: compare it with a time or "
+                      f"an RFC 3339 string, not {type(v).__name__}")
+
+
+_NUMERIC = ("int", "uint", "float")
+
+
+def _coerce(v: Any, tname: str, path: tuple[str, ...]) -> Any:
+    if tname == "time":
+        return _as_time(v, path)
+    if tname == "duration":
+        import numpy as np
+
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return np.timedelta64(int(v), "ns")
+        if isinstance(v, (np.timedelta64, _dt.timedelta)):
+            return np.timedelta64(v, "ns")
+        raise FilterError(f"column {format_path(path)} is a duration: compare it with "
+                          f"integer nanoseconds or a timedelta")
+    if tname.startswith(_NUMERIC):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise FilterError(f"column {format_path(path)} is {tname}: cannot compare it "
+                              f"with {v!r}")
+        return float(v) if tname.startswith("float") else v
+    if tname == "string":
+        if not isinstance(v, str):
+            raise FilterError(f"column {format_path(path)} is a string: cannot compare it "
+                              f"with {v!r}")
+        return v
+    if tname == "bytes":
+        if isinstance(v, str):
+            return v.encode()
+        if not isinstance(v, bytes):
+            raise FilterError(f"column {format_path(path)} is bytes: cannot compare it with "
+                              f"{v!r}")
+        return v
+    if tname == "bool":
+        if not isinstance(v, bool):
+            raise FilterError(f"column {format_path(path)} is a bool: compare it with true "
+                              f"or false, not {v!r}")
+        return v
+    return v
+
+
+def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
+    """The filter with its literals typed for the columns it compares.
+
+    ``type_names`` maps a path to its primitive type's name (``int64``, ``time``,
+    ``string``...); a path it lacks keeps its literals as they are (a field no super
+    type has is null everywhere, so it matches nothing whatever the literal).
+    """
+    def go(e: Expr) -> Expr:
+        if isinstance(e, And):
+            return And(tuple(go(p) for p in e.parts))
+        if isinstance(e, Or):
+            return Or(tuple(go(p) for p in e.parts))
+        if isinstance(e, Not):
+            return Not(go(e.part))
+        tname = type_names.get(e.path)
+        if tname is None or isinstance(e, IsNull):
+            return e
+        if isinstance(e, Compare):
+            return Compare(e.op, e.path, _coerce(e.value, tname, e.path))
+        if isinstance(e, IsIn):
+            return IsIn(e.path, tuple(_coerce(v, tname, e.path) for v in e.values))
+        if isinstance(e, StartsWith):
+            if tname not in ("string", "bytes"):
+                raise FilterError(f"startswith needs a string or bytes column; "
+                                  f"{format_path(e.path)} is {tname}")
+            return StartsWith(e.path, _coerce(e.prefix, tname, e.path))
+        raise FilterError(f"not a filter: {e!r}")
+
+    return go(_expr(expr))
+
+
+# -------------------------------------------------------------- parsing ---
+
+_TOKEN = re.compile(r"""
+    \s*(?:
+      (?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(?![\w.`])
+    | (?P<str>'(?:[^']|'')*')
+    | (?P<op>==|!=|<>|<=|>=|=|<|>)
+    | (?P<punct>[(),])
+    | (?P<path>(?:`(?:[^`]|``)*`|[A-Za-z_]\w*)(?:`(?:[^`]|``)*`|\w+|\.)*)
+    )""", re.VERBOSE)
+_KEYWORDS = {"and", "or", "not", "in", "is", "null", "true", "false", "startswith"}
+
+
+def _tokens(text: str) -> list[tuple[str, Any, int]]:
+    out: list[tuple[str, Any, int]] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        if text[pos:].strip() == "":
+            break
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            pos += len(text[pos:]) - len(text[pos:].lstrip())
+            raise FilterError(f"cannot read the filter at position {pos}: "
+                              f"{text[pos:pos + 20]!r}")
+        kind = m.lastgroup or ""
+        raw = m.group(kind)
+        at = m.start(kind)
+        if kind == "num":
+            val: Any = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            out.append(("lit", val, at))
+        elif kind == "str":
+            out.append(("lit", raw[1:-1].replace("''", "'"), at))
+        elif kind == "path" and raw.lower() in _KEYWORDS:
+            word = raw.lower()
+            if word in ("true", "false"):
+                out.append(("lit", word == "true", at))
+            else:
+                out.append(("kw", word, at))
+        elif kind == "path":
+            try:
+                out.append(("path", parse_path(raw), at))
+            except CsupError as e:
+                raise FilterError(f"filter {text!r} at position {at}: {e}") from None
+        else:
+            out.append((kind, raw, at))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self) -> tuple[str, Any, int] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def fail(self, what: str) -> FilterError:
+        tok = self.peek()
+        where = f"at position {tok[2]}" if tok else "at the end"
+        return FilterError(f"filter {self.text!r}: expected {what} {where}")
+
+    def take(self, kind: str, value: Any = None) -> Any:
+        tok = self.peek()
+        if tok is None or tok[0] != kind or (value is not None and tok[1] != value):
+            raise self.fail(repr(value) if value is not None else kind)
+        self.i += 1
+        return tok[1]
+
+    def accept(self, kind: str, value: Any) -> bool:
+        tok = self.peek()
+        if tok is not None and tok[0] == kind and tok[1] == value:
+            self.i += 1
+            return True
+        return False
+
+    def filter(self) -> Expr:
+        parts = [self.conj()]
+        while self.accept("kw", "or"):
+            parts.append(self.conj())
+        return parts[0] if len(parts) == 1 else Or(tuple(parts))
+
+    def conj(self) -> Expr:
+        parts = [self.unary()]
+        while self.accept("kw", "and"):
+            parts.append(self.unary())
+        return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+    def unary(self) -> Expr:
+        if self.accept("kw", "not"):
+            return Not(self.unary())
+        if self.accept("punct", "("):
+            e = self.filter()
+            self.take("punct", ")")
+            return e
+        return self.predicate()
+
+    def literal(self) -> Any:
+        tok = self.peek()
+        if tok is not None and tok[0] == "kw" and tok[1] == "null":
+            raise FilterError(f"filter {self.text!r}: a comparison with null is never true; "
+                              "use 'is null' / 'is not null'")
+        return self.take("lit")
+
+    def predicate(self) -> Expr:
+        tok = self.peek()
+        if tok is None or tok[0] != "path":
+            raise self.fail("a column path")
+        c = self.take("path")
+        tok = self.peek()
+        if tok is not None and tok[0] == "op":
+            self.i += 1
+            op = {"=": "==", "<>": "!="}.get(tok[1], tok[1])
+            return Compare(op, c, self.literal())
+        if self.accept("kw", "is"):
+            negated = self.accept("kw", "not")
+            self.take("kw", "null")
+            return IsNull(c, negated)
+        negated = self.accept("kw", "not")
+        if self.accept("kw", "in"):
+            self.take("punct", "(")
+            vals = [self.literal()]
+            while self.accept("punct", ","):
+                vals.append(self.literal())
+            self.take("punct", ")")
+            e: Expr = IsIn(c, tuple(vals))
+            return Not(e) if negated else e
+        if negated:
+            raise self.fail("'in'")
+        if self.accept("kw", "startswith"):
+            prefix = self.literal()
+            if not isinstance(prefix, str):
+                raise FilterError(f"filter {self.text!r}: startswith takes a quoted string")
+            return StartsWith(c, prefix)
+        raise self.fail("a comparison, 'in', 'is null' or 'startswith'")
+
+
+def parse_filter(text: str) -> Expr:
+    """The filter a ``--where`` text describes (grammar in the module docstring)."""
+    if not isinstance(text, str) or not text.strip():
+        raise FilterError("an empty filter")
+    p = _Parser(text)
+    e = p.filter()
+    if p.peek() is not None:
+        raise p.fail("'and', 'or' or the end")
+    return e
