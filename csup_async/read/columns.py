@@ -279,11 +279,16 @@ class Cursor:
     """Hands out the next ``n`` values of one node as an array."""
 
     claimed = 0
+    empty: A.Array | None = None  # take(0), kept: batches of many super types ask often
 
     def __init__(self, b: Build) -> None:
         self.b = b
 
     def take(self, n: int) -> A.Array:
+        if n == 0:
+            if self.empty is None:
+                self.empty = self._take(0)
+            return self.empty
         self.b.claim(self, n)
         return self._take(n)
 
