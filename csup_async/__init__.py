@@ -40,6 +40,9 @@ _LAZY = {
     "ScanResult": "csup_async.reader",
     "close_stores": "csup_async.stores",
     "MetadataCache": "csup_async.metacache",
+    "open_lake": "csup_async.lake",
+    "create_lake": "csup_async.lake",
+    "LakeError": "csup_async.lake",
 }
 
 __all__ = [

@@ -146,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
         else:
             c.add_argument("--explain", action="store_true",
                            help="accepted for symmetry with scan: plan always explains")
+    from .lake.cli import add_parser as add_lake_parser
+
+    add_lake_parser(sub, common, store)
     return p
 
 
@@ -914,6 +917,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect, "scan": _scan,
             "plan": _plan}
+
+
+def _lake(args: argparse.Namespace) -> int:
+    from .lake.cli import run
+
+    return run(args)
+
+
+COMMANDS["lake"] = _lake
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -216,9 +216,18 @@ def test_every_flag_has_help():
 
     parser = _parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    missing = [f"{name} {a.option_strings or a.dest}"
-               for name, sp in subs.choices.items() for a in sp._actions
-               if not a.help and not isinstance(a, argparse._HelpAction)]
+
+    def missing_in(prefix: str, sp: argparse.ArgumentParser) -> list[str]:
+        out = []
+        for a in sp._actions:
+            if isinstance(a, argparse._SubParsersAction):  # nested commands (lake ls ...)
+                for name, child in a.choices.items():
+                    out += missing_in(f"{prefix} {name}", child)
+            if not a.help and not isinstance(a, argparse._HelpAction):
+                out.append(f"{prefix} {a.option_strings or a.dest}")
+        return out
+
+    missing = [m for name, sp in subs.choices.items() for m in missing_in(name, sp)]
     assert missing == []
     convert_help = subs.choices["convert"].format_help()
     assert "date32" in convert_help and "midnight UTC" in convert_help

@@ -63,6 +63,10 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "shiptailbytes": ("ship_tail_bytes", "int"),
     "pushdown": ("pushdown", "bool"),
     "planreport": ("plan_report", "str"),
+    # Zed lake pools (csup_async.lake.spark): the path is the lake's root
+    "pool": ("pool", "str"),
+    "at": ("pool_at", "str"),
+    "where": ("pool_where", "str"),
 }
 _WRITE_OPTIONS: dict[str, tuple[str, str]] = {
     "segmentthresh": ("segment_thresh", "int"),
@@ -117,6 +121,9 @@ class Settings:
     segment_thresh: int | None = None
     skew_thresh: int | None = None
     compress: bool | None = None
+    pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.lake.spark)
+    pool_at: str | None = None  # a branch journal ID or a commit ID
+    pool_where: str | None = None  # pool-key comparisons, ";"-separated ("ts>=5;ts<9")
 
     def __repr__(self) -> str:
         shown = {k: ("<hidden>" if k in _SECRET_KEYWORDS else v) for k, v in self.store.items()}

@@ -33,6 +33,10 @@ class CsupDataSource(DataSource):
 
     def schema(self) -> StructType:
         settings = parse_options(self.options)
+        if settings.pool:
+            from ..lake.spark import lake_schema
+
+            return lake_schema(settings)
         loaded = load_sync(settings)
         if not loaded.files:
             raise CsupError("no CSUP files to infer a schema from (give a schema to read an "
@@ -41,6 +45,10 @@ class CsupDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         settings = parse_options(self.options)
+        if settings.pool:
+            from ..lake.spark import LakeFilteringReader, LakeReader
+
+            return (LakeFilteringReader if settings.pushdown else LakeReader)(schema, settings)
         cls = CsupFilteringReader if settings.pushdown else CsupReader
         return cls(schema, settings)
 

@@ -1,0 +1,201 @@
+"""``csup-async lake``: list pools and branches, scan and explain a pool, load rows.
+
+    csup-async lake ls URL                      pools: name, ID, key, order
+    csup-async lake ls URL --pool logs@main     the pool's branches and live objects
+    csup-async lake scan URL --pool logs -c ts,msg --where 'ts>=100' --where 'ts<200'
+    csup-async lake explain URL --pool logs --where 'ts==5'
+    csup-async lake load URL --pool logs@main rows.ndjson -m "message"
+
+``--where`` compares the pool key with a literal (ANDed when repeated): the
+key-range filter pools take until general filter expressions exist.  Rows
+print as JSON lines, in pool-key order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..errors import CsupError
+from ..types import TIME, PrimitiveType, underlying
+
+__all__ = ["add_parser", "run"]
+
+_WHERE = re.compile(r"^\s*([A-Za-z_$][\w.$]*)\s*(==|=|<=|>=|<|>)\s*(.+?)\s*$")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.ArgumentParser
+               ) -> None:
+    lake = sub.add_parser("lake", help="Zed lakes: list pools, scan, explain, load",
+                          parents=[common])
+    cmds = lake.add_subparsers(dest="lake_command", required=True,
+                               help="ls, scan, explain or load")
+    for name, helptext in (("ls", "list pools, or a pool's branches and objects"),
+                           ("scan", "print a pool's rows in key order (JSON lines)"),
+                           ("explain", "objects kept and pruned, byte ranges to read"),
+                           ("load", "commit rows (NDJSON or BSUP/ZNG) to a branch")):
+        c = cmds.add_parser(name, help=helptext, parents=[common, store])
+        c.add_argument("url", metavar="URL", help="the lake's root (directory, s3://, gs://)")
+        c.add_argument("--pool", required=name != "ls",
+                       help="pool[@branch or @commit] (a pool ID works too)")
+        c.add_argument("--at", default=None,
+                       help="time travel: a branch journal ID or a commit ID")
+        if name in ("scan", "explain"):
+            c.add_argument("--where", action="append", default=[],
+                           help="pool-key comparison, e.g. 'ts>=2024-01-01T00:00:00Z' "
+                                "(repeat to AND)")
+        if name == "scan":
+            c.add_argument("-c", "--columns", default=None, help="comma-separated fields")
+            c.add_argument("--limit", type=int, default=None, help="print the first N rows")
+            c.add_argument("--stats", action="store_true", help="requests and bytes (stderr)")
+            c.add_argument("--explain", action="store_true", help="the plan first (stderr)")
+        if name == "explain":
+            c.add_argument("--json", action="store_true", help="the plan as JSON")
+        if name == "load":
+            c.add_argument("input", help="an NDJSON file or a BSUP/ZNG file")
+            c.add_argument("-m", "--message", default="", help="the commit's message")
+            c.add_argument("--author", default="", help="the commit's author")
+            c.add_argument("--csup", action="store_true", help="also write a .csup copy")
+
+
+def _at(s: str | None) -> int | str | None:
+    if s is None:
+        return None
+    return int(s) if s.isdigit() else s
+
+
+def _literal(text: str, key_type: Any) -> Any:
+    """A --where literal, read as the pool key's type where that is clear."""
+    if text.startswith('"'):
+        value: Any = json.loads(text)
+    else:
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                value = text
+    u = underlying(key_type) if key_type is not None else None
+    if u == TIME:
+        if isinstance(value, str):
+            try:
+                return np.datetime64(value.rstrip("Zz"), "ns")
+            except ValueError:
+                raise CsupError(f"{text!r} is not a time (the pool key is a time)") from None
+        if isinstance(value, int):
+            return np.datetime64(value, "ns")
+    if isinstance(u, PrimitiveType) and u.name == "string" and not isinstance(value, str):
+        return text
+    return value
+
+
+def comparisons(wheres: list[str], pool: Any) -> list[tuple[str, str, Any]]:
+    key_type = next((o.min.type for o in pool.objects if o.min is not None), None)
+    out = []
+    for w in wheres:
+        m = _WHERE.match(w)
+        if m is None:
+            raise CsupError(f"--where {w!r}: expected KEY OP LITERAL, e.g. 'ts>=100'")
+        out.append((m.group(1), m.group(2), _literal(m.group(3), key_type)))
+    return out
+
+
+def explain_text(d: dict[str, Any]) -> str:
+    kept = d["kept"]
+    lines = [f"pool {d['pool']}@{d['branch'] or d['commit']} (commit {d['commit']}), "
+             f"key {d['key']} {d['order']}, filter: {d['key_range']}",
+             f"objects: {d['objects']} live, {len(d['pruned_by_min_max'])} pruned by min/max, "
+             f"{len(d['pruned_by_seek_index'])} pruned by seek index, {len(kept)} read in "
+             f"{d['groups']} merge group(s)"]
+    for k in kept:
+        ranges = ", ".join(f"{a}+{n}" for a, n in k["ranges"])
+        chunks = (f" ({k['chunks'][0]} of {k['chunks'][1]} seek chunks)"
+                  if k["chunks"] else " (whole object)")
+        lines.append(f"  read {k['id']} [{k['span'][0]}, {k['span'][1]}] {k['count']:,} rows: "
+                     f"{k['bytes']:,} of {k['size']:,} bytes at {ranges}{chunks}")
+    for name in d["pruned_by_min_max"]:
+        lines.append(f"  skip {name} (min/max)")
+    for name in d["pruned_by_seek_index"]:
+        lines.append(f"  skip {name} (seek index)")
+    lines.append(f"bytes to read: {d['bytes_to_read']:,}")
+    return "\n".join(lines)
+
+
+def _read_input(path: str) -> list[Any]:
+    with open(path, "rb") as f:
+        head = f.read(1)
+        f.seek(0)
+        data = f.read()
+    if head in (b"{", b"[", b" ", b"\n"):
+        text = data.decode("utf-8")
+        if text.lstrip().startswith("["):
+            return json.loads(text)
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    from ..bsup import read_values
+
+    return read_values(data, typed=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import _options
+    from ..jsonout import dumps
+    from .keys import display
+    from .lake import open_lake
+
+    store_opts, _ = _options(args, args.url)
+
+    async def go() -> int:
+        async with open_lake(args.url, **store_opts) as lake:
+            cmd = args.lake_command
+            if cmd == "ls" and not args.pool:
+                for p in lake.pools:
+                    print(f"{p.name} {p.id_str} key {p.key_name} order {p.order}")
+                return 0
+            pool = await lake.pool(args.pool, at=_at(args.at))
+            if cmd == "ls":
+                for b in await lake.branches(pool.name):
+                    print(f"branch {b.name} commit {_k(b.commit)}")
+                for o in pool.objects:
+                    mn, mx = display(o.min), display(o.max)
+                    vec = " +columnar" if pool.has_vector(o) else ""
+                    print(f"{o.name} {o.count} rows {o.size} bytes "
+                          f"key [{mn}, {mx}]{vec}")
+                return 0
+            if cmd == "load":
+                rows = _read_input(args.input)
+                commit = await pool.load(rows, message=args.message, author=args.author,
+                                         csup=args.csup)
+                print(f"committed {commit}")
+                return 0
+            filt = comparisons(args.where, pool)
+            if cmd == "explain":
+                d = await pool.explain(filt)
+                print(json.dumps(d, default=str) if args.json else explain_text(d))
+                return 0
+            if args.explain:
+                print(explain_text(await pool.explain(filt)), file=sys.stderr)
+            res = await pool.scan(args.columns, filter=filt)
+            rows = res.to_pylist()
+            if args.limit is not None:
+                rows = rows[: args.limit]
+            for r in rows:
+                sys.stdout.write(dumps(r) + "\n")
+            if args.stats:
+                sys.stdout.flush()
+                print(f"stats: {res.stats}", file=sys.stderr)
+            return 0
+
+    return asyncio.run(go())
+
+
+def _k(c: bytes) -> str:
+    from . import ksuid as K
+
+    return K.to_str(c)

@@ -1,0 +1,123 @@
+"""Create a lake and its pools in zed v1.7.0's layout (what ``zed init`` / ``zed create`` write).
+
+A lake is ``lake.zng`` plus an empty ``pools/`` journal; a pool is a
+``journal.Add`` of its ``pools.Config`` to ``pools/`` (put-if-absent, retried
+on a lost race like any journal commit) and a branch journal whose first
+entry adds ``main`` with a nil commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import bsup
+from ..errors import CsupError
+from ..stores import store_for
+from ..types import Type
+from . import ksuid as K
+from . import zedtypes as Z
+from .errors import LakeConflictError, LakeError
+from .journal import JournalState, read_journal
+from .objects import LakeIO
+
+if TYPE_CHECKING:
+    from .lake import Lake, PoolConfig
+
+__all__ = ["create_lake", "create_pool"]
+
+DEFAULT_SEEK_STRIDE = 64 * 1024
+DEFAULT_THRESHOLD = 500 * 1024 * 1024
+MAX_ATTEMPTS = 64
+
+
+async def _journal_init(io: LakeIO, d: str) -> None:
+    await io.put(f"{d}/HEAD", b"0")
+    await io.put(f"{d}/TAIL", b"1 0")
+
+
+async def create_lake(url: str, **options: Any) -> None:
+    """Write an empty lake at ``url`` (LakeError if one is already there)."""
+    from .lake import LAKE_MAGIC, LAKE_VERSION
+
+    store, root = store_for(url.rstrip("/") or "/", **options)
+    async with store:
+        io = LakeIO(store, root)
+        magic = bsup.encode_stream([(Z.LAKE_MAGIC, {"magic": LAKE_MAGIC,
+                                                    "version": LAKE_VERSION})])
+        exists = await io.get_or_none("lake.zng") is not None
+        if exists or not await io.put_if_absent("lake.zng", magic):
+            raise LakeError("a lake already exists here", path=io.display("lake.zng"))
+        await _journal_init(io, "pools")
+
+
+async def _append(io: LakeIO, d: str,
+                  make: Callable[[JournalState], list[tuple[Type, Any]]]) -> int:
+    """Append one entry to journal ``d`` (put-if-absent at its real end, retried);
+    ``make`` checks the replayed journal and gives the entry's records."""
+    for _ in range(MAX_ATTEMPTS):
+        journal = await read_journal(io, d)
+        body = bsup.encode_stream(make(journal))
+        nxt = journal.at + 1
+        if await io.put_if_absent(f"{d}/{nxt}.zng", body):
+            await io.put(f"{d}/HEAD", str(nxt).encode())
+            return nxt
+        await asyncio.sleep(0.005)
+    raise LakeConflictError(f"journal moved under each of {MAX_ATTEMPTS} attempts",
+                            path=io.display(d))
+
+
+async def create_pool(lake: Lake, name: str, *, key: str = "ts", order: str = "desc",
+                      seek_stride: int = DEFAULT_SEEK_STRIDE,
+                      threshold: int = DEFAULT_THRESHOLD) -> PoolConfig:
+    """Add pool ``name`` sorted by ``key`` (a dotted path) ``order`` ("asc"/"desc"; zed's
+    default is desc), with its ``main`` branch; returns its config."""
+    from .lake import pool_config
+
+    if order not in ("asc", "desc"):
+        raise CsupError(f"order must be 'asc' or 'desc', not {order!r}")
+    if not name or "@" in name or "/" in name or K.looks_like(name):
+        raise CsupError(f"{name!r} cannot name a pool (empty, '@', '/' or a KSUID)")
+    io = lake.io
+    pid = K.new()
+    now = np.datetime64("now", "ns")
+    cfg = {"ts": now, "name": name, "id": pid,
+           "layout": {"order": order, "keys": [key.split(".")]},
+           "seek_stride": seek_stride, "threshold": threshold}
+
+    def add_pool(journal: JournalState) -> list[tuple[Type, Any]]:
+        if name in journal.entries:
+            raise LakeError(f"pool {name!r} already exists", path=io.display("pools"))
+        return [(Z.journal_add(Z.POOL_CONFIG), {"entry": cfg})]
+
+    bdir = f"{K.to_str(pid)}/branches"
+    await _journal_init(io, bdir)
+    await _append(io, bdir, lambda _: [(Z.journal_add(Z.BRANCH_CONFIG), {"entry": {
+        "ts": now, "name": "main", "commit": K.NIL}})])
+    await _append(io, "pools", add_pool)
+    await lake.refresh()
+    rec = Z.Record("pools.Config", cfg, Z.fields_of(Z.POOL_CONFIG) or {})
+    return pool_config(rec, io.display("pools"))
+
+
+async def create_branch(lake: Lake, pool: str, name: str, *, from_branch: str = "main"
+                        ) -> None:
+    """Branch ``name`` at the commit ``from_branch`` points to."""
+    cfg = lake.pool_config(pool)
+    io = lake.io
+    bdir = f"{cfg.id_str}/branches"
+
+    def add_branch(journal: JournalState) -> list[tuple[Type, Any]]:
+        if name in journal.entries:
+            raise LakeError(f"branch {name!r} already exists", path=io.display(bdir))
+        src = journal.entries.get(from_branch)
+        if src is None:
+            raise LakeError(f"no branch {from_branch!r}", path=io.display(bdir))
+        return [(Z.journal_add(Z.BRANCH_CONFIG), {"entry": {
+            "ts": np.datetime64("now", "ns"), "name": name,
+            "commit": src.ksuid("commit", io.display(bdir))}})]
+
+    await _append(io, bdir, add_branch)

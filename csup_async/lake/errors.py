@@ -1,0 +1,20 @@
+"""The one error a lake raises for a lake that is not what its layout promises."""
+
+from __future__ import annotations
+
+from ..errors import CsupError
+
+__all__ = ["LakeError", "LakeConflictError"]
+
+
+class LakeError(CsupError):
+    """A lake object is missing, torn, of the wrong shape or inconsistent.
+
+    ``path`` names the object (``.../branches/7.zng``, ``.../commits/<id>.zng``),
+    so a user can look at exactly the file that is wrong.
+    """
+
+
+class LakeConflictError(LakeError):
+    """A commit could not be made: the branch moved under every attempt, or an
+    action conflicts with the state (an object added twice, deleted when absent)."""

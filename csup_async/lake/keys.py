@@ -1,0 +1,243 @@
+"""The pool key: Zed's value order (nulls last), and key ranges that prune by min/max.
+
+Zed compares two values of one type natively; numbers of different types by
+their numeric value; values of types that do not coerce by their type's
+printed name.  Null (and a missing key) sorts after everything ("nullsMax").
+A descending pool reverses the whole order, nulls included.
+
+``KeyRange`` is the minimal filter a pool scan takes until the general filter
+expressions of issue #16 exist: bounds on the pool key, each inclusive or not,
+built from comparisons (``("ts", ">=", x)``) or ``(lo, hi)``.  It prunes
+exactly as Zed's pruner does: an object (or seek-index chunk) is dropped when
+its ``[min, max]`` cannot hold a value in the range.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property, cmp_to_key
+from typing import Any
+
+import numpy as np
+
+from ..errors import CsupError
+from ..types import NamedType, PrimitiveType, Type, underlying
+from ..values import Value, infer_type
+
+__all__ = ["compare", "sort_key", "KeyRange", "key_of", "as_value"]
+
+_NUMERIC = {"uint8", "uint16", "uint32", "uint64", "uint128", "uint256", "int8", "int16",
+            "int32", "int64", "int128", "int256", "float16", "float32", "float64"}
+
+
+def _scalar(t: Type, v: Any) -> Any:
+    """A Python value that orders like Zed orders values of type ``t``."""
+    if isinstance(v, np.datetime64):
+        return int(v.astype("datetime64[ns]").astype(np.int64))
+    if isinstance(v, np.timedelta64):
+        return int(v.astype("timedelta64[ns]").astype(np.int64))
+    if isinstance(v, _dt.datetime):
+        return int(np.datetime64(v.replace(tzinfo=None) if v.tzinfo else v, "ns")
+                   .astype(np.int64))
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    if isinstance(v, (list, tuple)):
+        return tuple(_scalar(t, x) for x in v)
+    if isinstance(v, dict):
+        return tuple(_scalar(t, x) for x in v.values())
+    return v
+
+
+def family(t: Type) -> str:
+    """Which values compare with which: all numbers together, else the type itself."""
+    return _family(t)
+
+
+def _family(t: Type) -> str:
+    u = underlying(t)
+    if isinstance(u, PrimitiveType):
+        return "number" if u.name in _NUMERIC else u.name
+    return str(u)
+
+
+def compare(a: Value | None, b: Value | None) -> int:
+    """Zed's ``compare(a, b, nullsMax=True)`` for the values a pool key holds."""
+    an = a is None or a.value is None
+    bn = b is None or b.value is None
+    if an or bn:
+        return 0 if an and bn else (1 if an else -1)
+    assert a is not None and b is not None
+    fa, fb = _family(a.type), _family(b.type)
+    if fa != fb:
+        sa, sb = str(a.type), str(b.type)
+        return (sa > sb) - (sa < sb)
+    x, y = _scalar(a.type, a.value), _scalar(b.type, b.value)
+    if (isinstance(x, float) and math.isnan(x)) or (isinstance(y, float) and math.isnan(y)):
+        return 0
+    try:
+        return (x > y) - (x < y)
+    except TypeError:
+        sa, sb = repr(x), repr(y)
+        return (sa > sb) - (sa < sb)
+
+
+sort_key = cmp_to_key(compare)
+
+
+def norm(v: Value | None) -> Value | None:
+    """A key with times and durations as int nanoseconds (how scans carry them), so
+    comparing two keys never converts numpy scalars."""
+    if v is None or v.value is None:
+        return None
+    x = v.value
+    if isinstance(x, (np.datetime64, np.timedelta64, _dt.datetime)):
+        return Value(v.type, _scalar(v.type, x))
+    return v
+
+
+def display(v: Value | None) -> Any:
+    """A key as people read it (times as ISO strings)."""
+    if v is None or v.value is None:
+        return None
+    u = underlying(v.type)
+    if isinstance(u, PrimitiveType) and u.name == "time" and isinstance(v.value, int):
+        return str(np.datetime64(v.value, "ns"))
+    if isinstance(v.value, np.datetime64):
+        return str(v.value)
+    if isinstance(v.value, bytes):
+        return v.value.hex()
+    return v.value
+
+
+def as_value(v: Any) -> Value | None:
+    """A bound given as a plain Python value (or a Value) as a typed Value."""
+    if v is None:
+        return None
+    if isinstance(v, Value):
+        return norm(v)
+    if isinstance(v, _dt.datetime):
+        from ..types import TIME
+
+        return norm(Value(TIME, np.datetime64(v.astimezone(_dt.UTC).replace(tzinfo=None)
+                                              if v.tzinfo else v, "ns")))
+    try:
+        return norm(Value(infer_type(v), v))
+    except CsupError as e:
+        raise CsupError(f"cannot compare the pool key with {v!r}: {e.message}") from None
+
+
+def key_of(row: Any, row_type: Type, path: Sequence[str]) -> Value | None:
+    """The pool key of a record (None when missing or null, as Zed treats both)."""
+    t, v = row_type, row
+    for name in path:
+        u = underlying(t)
+        f = u.field(name) if hasattr(u, "field") else None
+        if f is None or not isinstance(v, dict) or v.get(name) is None:
+            return None
+        t, v = f.type, v[name]
+    while isinstance(t, NamedType):
+        t = t.inner
+    return Value(t, v)
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """``lo (<|<=) key (<|<=) hi``; either side None for unbounded."""
+
+    lo: Value | None = None
+    hi: Value | None = None
+    lo_inclusive: bool = True
+    hi_inclusive: bool = True
+
+    @classmethod
+    def between(cls, lo: Any = None, hi: Any = None) -> KeyRange:
+        return cls(as_value(lo), as_value(hi))
+
+    @classmethod
+    def from_comparisons(cls, key: str, comparisons: Iterable[tuple[str, str, Any]]
+                         ) -> KeyRange:
+        """AND of comparisons of the pool key with literals: ``("ts", ">=", x)``."""
+        r = cls()
+        for field_name, op, lit in comparisons:
+            if field_name != key:
+                raise CsupError(f"a pool filter can only compare the pool key {key!r} "
+                                f"(until general filters land), not {field_name!r}")
+            v = as_value(lit)
+            if v is None:
+                raise CsupError("a pool key comparison needs a non-null literal")
+            if op in (">", ">="):
+                r = r.narrow(lo=v, lo_inclusive=op == ">=")
+            elif op in ("<", "<="):
+                r = r.narrow(hi=v, hi_inclusive=op == "<=")
+            elif op in ("==", "="):
+                r = r.narrow(lo=v, hi=v)
+            else:
+                raise CsupError(f"unsupported pool key comparison {op!r} "
+                                "(use ==, <, <=, >, >=)")
+        return r
+
+    def narrow(self, lo: Value | None = None, hi: Value | None = None,
+               lo_inclusive: bool = True, hi_inclusive: bool = True) -> KeyRange:
+        nlo, nloi = self.lo, self.lo_inclusive
+        if lo is not None:
+            c = compare(lo, nlo) if nlo is not None else 1
+            if nlo is None or c > 0 or (c == 0 and not lo_inclusive):
+                nlo, nloi = lo, lo_inclusive
+        nhi, nhii = self.hi, self.hi_inclusive
+        if hi is not None:
+            c = compare(hi, nhi) if nhi is not None else -1
+            if nhi is None or c < 0 or (c == 0 and not hi_inclusive):
+                nhi, nhii = hi, hi_inclusive
+        return KeyRange(nlo, nhi, nloi, nhii)
+
+    @property
+    def unbounded(self) -> bool:
+        return self.lo is None and self.hi is None
+
+    def prunes(self, mn: Value | None, mx: Value | None) -> bool:
+        """Whether no key in ``[mn, mx]`` can be in this range (Zed's pruner rules).
+
+        Null keys sort last, so ``mx`` null means the span runs to the end.
+        """
+        if self.lo is not None:
+            c = compare(self.lo, mx)
+            if c > 0 or (c == 0 and not self.lo_inclusive):
+                return True
+        if self.hi is not None:
+            c = compare(self.hi, mn)
+            if c < 0 or (c == 0 and not self.hi_inclusive):
+                return True
+        return False
+
+    def contains(self, k: Value | None) -> bool:
+        if k is None or k.value is None:
+            return self.unbounded  # a null key matches no comparison
+        fast = self._fast
+        if fast is not None and _family(k.type) == fast[0] and type(k.value) is int:
+            x = k.value
+            lo, hi = fast[1], fast[2]
+            if lo is not None and (x < lo or (x == lo and not self.lo_inclusive)):
+                return False
+            return not (hi is not None and (x > hi or (x == hi and not self.hi_inclusive)))
+        return not self.prunes(k, k)
+
+    @cached_property
+    def _fast(self) -> tuple[str, int | None, int | None] | None:
+        """(family, lo, hi) when both bounds are ints of one family: the per-row check
+        is then two int comparisons."""
+        fams = {_family(b.type) for b in (self.lo, self.hi) if b is not None}
+        vals = [b.value for b in (self.lo, self.hi) if b is not None]
+        if len(fams) != 1 or not all(type(x) is int for x in vals):
+            return None
+        return (fams.pop(), None if self.lo is None else self.lo.value,
+                None if self.hi is None else self.hi.value)
+
+    def __str__(self) -> str:
+        lo_op = "<=" if self.lo_inclusive else "<"
+        hi_op = "<=" if self.hi_inclusive else "<"
+        lo = "" if self.lo is None else f"{display(self.lo)!r} {lo_op} "
+        hi = "" if self.hi is None else f" {hi_op} {display(self.hi)!r}"
+        return f"{lo}key{hi}"

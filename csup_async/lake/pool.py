@@ -1,0 +1,291 @@
+"""A pool at a branch or commit: its live objects, scans in key order, and loads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import arrays as A
+from ..errors import CsupError
+from ..reader import ScanResult, ScanStats
+from ..types import DURATION, NULL, TIME, PrimitiveType, RecordType, Type, underlying
+from ..values import unify
+from . import ksuid as K
+from .commits import DataObject, PoolState
+from .keys import KeyRange
+from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group
+
+if TYPE_CHECKING:
+    from .lake import Lake, PoolConfig
+
+__all__ = ["Pool", "FilterArg"]
+
+#: What ``filter=`` takes until issue #16's expressions: a KeyRange, ``(lo, hi)``
+#: (inclusive, either None), or comparisons of the pool key ``[("ts", ">=", x), ...]``.
+FilterArg = KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]] | None
+
+
+class Pool:
+    """Pool ``config`` at ``commit`` (reached from ``branch``, or named directly)."""
+
+    def __init__(self, lake: Lake, config: PoolConfig, branch: str | None, commit: bytes,
+                 state: PoolState, journal_id: int | None) -> None:
+        self.lake = lake
+        self.config = config
+        self.branch = branch
+        self.commit = commit
+        self.state = state
+        self.journal_id = journal_id
+        self._csup_present: bool | None = None
+
+    async def has_csup(self) -> bool:
+        """Whether this pool's objects have ``.csup`` copies (probed once, on one object:
+        a loader writes them for all of its objects or none)."""
+        if self._csup_present is None:
+            from ..errors import AccessDeniedError, NotFoundError
+
+            objs = self.objects
+            if not objs:
+                return False
+            io = self.lake.io
+            try:
+                await io.store.info(io.key(f"{self.config.id_str}/data/{objs[0].name}.csup"))
+                self._csup_present = True
+            except (NotFoundError, AccessDeniedError):  # (S3 without ListBucket: 403)
+                self._csup_present = False
+            io.requests += 1
+        return self._csup_present
+
+    async def _use_csup(self, csup: bool | None, cols: list[str] | None) -> bool | None:
+        """True (use copies), None (auto: large objects), False (never)."""
+        from .scan import CSUP_MIN_OBJECT, csup_usable
+
+        if csup is False or not csup_usable(cols):
+            return False
+        if csup:
+            return True
+        if not any(o.size >= CSUP_MIN_OBJECT for o in self.state.objects.values()):
+            return False
+        return None if await self.has_csup() else False
+
+    def __repr__(self) -> str:
+        at = self.branch or K.to_str(self.commit)
+        return (f"Pool({self.config.name}@{at}, key={self.config.key_name} "
+                f"{self.config.order}, {len(self.state.objects)} objects)")
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def commit_id(self) -> str:
+        return K.to_str(self.commit)
+
+    @property
+    def objects(self) -> list[DataObject]:
+        """Live data objects in Zed's listing order (by key span)."""
+        from .scan import ordered
+
+        return ordered(list(self.state.objects.values()), self.config.order)
+
+    def has_vector(self, o: DataObject) -> bool:
+        return o.id in self.state.vectors
+
+    def key_range(self, filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
+                  ) -> KeyRange:
+        """The key range a ``filter``/``key_range`` argument means (see FilterArg)."""
+        r = KeyRange()
+        for f in (filter, key_range):
+            if f is None:
+                continue
+            if isinstance(f, KeyRange):
+                r2 = f
+            elif isinstance(f, tuple) and len(f) == 2 and not _is_comparison(f):
+                r2 = KeyRange.between(*f)
+            elif isinstance(f, (list, tuple)):
+                comps = [f] if _is_comparison(f) else list(f)
+                r2 = KeyRange.from_comparisons(self.config.key_name, comps)
+            else:
+                raise CsupError(f"filter must be a KeyRange, (lo, hi) or a list of "
+                                f"(key, op, value) comparisons, not {type(f).__name__}")
+            r = r.narrow(r2.lo, r2.hi, r2.lo_inclusive, r2.hi_inclusive)
+        return r
+
+    async def plan(self, filter: FilterArg = None, *, key_range: tuple[Any, Any] | None = None,
+                   gap: int = DEFAULT_GAP) -> ScanPlan:
+        """Which objects a scan reads and which byte ranges of each (metadata only)."""
+        kr = self.key_range(filter, key_range)
+        return await plan_scan(self.lake.io, self.config.id_str,
+                               list(self.state.objects.values()), self.config.order, kr,
+                               gap=gap)
+
+    async def explain(self, filter: FilterArg = None, *,
+                      key_range: tuple[Any, Any] | None = None) -> dict[str, Any]:
+        plan = await self.plan(filter, key_range=key_range)
+        d = plan.describe()
+        d = {"pool": self.config.name, "branch": self.branch, "commit": self.commit_id,
+             "key": self.config.key_name, **d}
+        return d
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
+                           csup: bool | None = None) -> AsyncIterator[ScanResult]:
+        """One ScanResult per group of overlapping objects, in pool-key order."""
+        plan = await self.plan(filter, key_range=key_range)
+        cols = _columns(columns)
+        use_csup = await self._use_csup(csup, cols)
+        io = self.lake.io
+        for g in plan.groups:
+            r0, b0 = io.requests, io.bytes_read
+            t0 = time.perf_counter()
+            rows = await read_group(io, self.config.id_str, g, self.config.key,
+                                    plan.key_range, self.config.order, cols, use_csup)
+            stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
+                              bytes_needed=sum(r.bytes for r in g),
+                              wall=time.perf_counter() - t0)
+            yield _result(rows, cols, stats, plan)
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
+                   csup: bool | None = None) -> ScanResult:
+        """All rows (in the key range) in pool-key order; ``columns`` None: every field.
+
+        ``csup``: True reads whole objects from their ``.csup`` copies (only the
+        columns asked for, top-level fields); None (default) does so for objects of
+        1 MiB or more when the pool has copies; False never.  Objects narrowed by
+        the seek index are read as ``.zng`` ranges either way (a CSUP object has no
+        seek index)."""
+        from .objects import gather_all
+
+        t0 = time.perf_counter()
+        io = self.lake.io
+        r0, b0 = io.requests, io.bytes_read
+        plan = await self.plan(filter, key_range=key_range)
+        cols = _columns(columns)
+        use_csup = await self._use_csup(csup, cols)
+        rows: list[Row] = []
+        parts = await gather_all([read_group(io, self.config.id_str, g, self.config.key,
+                                             plan.key_range, self.config.order, cols, use_csup)
+                                  for g in plan.groups])
+        for p in parts:
+            rows += p
+        stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
+                          bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
+        return _result(rows, cols, stats, plan)
+
+    async def count_rows(self, filter: FilterArg = None, *,
+                         key_range: tuple[Any, Any] | None = None) -> int:
+        """Rows in the pool (from commit metadata alone when there is no filter)."""
+        kr = self.key_range(filter, key_range)
+        if kr.unbounded:
+            return sum(o.count for o in self.state.objects.values())
+        res = await self.scan([self.config.key_name], filter=kr)
+        return res.num_rows
+
+    async def load(self, data: Any, *, message: str = "", author: str = "",
+                   csup: bool = False) -> str:
+        """Commit ``data`` (rows as dicts or typed Values) to this pool's branch; returns
+        the new commit ID.  See ``csup_async.lake.load``."""
+        from .load import load
+
+        if self.branch is None:
+            raise CsupError("load needs a branch, not a commit: open the pool as "
+                            "'name@branch'")
+        return await load(self.lake, self.config, self.branch, data, message=message,
+                          author=author, csup=csup)
+
+
+def _is_comparison(f: Any) -> bool:
+    return (isinstance(f, tuple) and len(f) == 3 and isinstance(f[0], str)
+            and isinstance(f[1], str) and f[1] in ("==", "=", "<", "<=", ">", ">="))
+
+
+def _columns(columns: Sequence[str] | str | None) -> list[str] | None:
+    if columns is None:
+        return None
+    cols = columns.split(",") if isinstance(columns, str) else list(columns)
+    return [c for c in cols if c] or None
+
+
+def _get(v: Any, t: Type, path: list[str]) -> tuple[Any, Type]:
+    for name in path:
+        u = underlying(t)
+        f = u.field(name) if hasattr(u, "field") else None
+        if f is None or not isinstance(v, dict):
+            return None, NULL
+        t, v = f.type, v.get(name)
+    return v, t
+
+
+_MISSING = object()
+_NS_KINDS = ("time", "duration")
+
+
+def _column(rows: list[Row], c: str) -> A.Array:
+    """One column of the rows: values by field (types looked up once per row type, by
+    identity), then an array; times decoded as int nanoseconds go straight into one."""
+    path = c.split(".")
+    name = path[0]
+    single = len(path) == 1
+    field_types: dict[int, Any] = {}
+    vals: list[Any] = []
+    vtypes: list[Type] = []
+    types: list[Type] = []
+    seen: set[int] = set()
+    for _, t, v in rows:
+        if single:
+            ft = field_types.get(id(t), _MISSING)
+            if ft is _MISSING:
+                u = underlying(t)
+                f = u.field(name) if isinstance(u, RecordType) else None
+                ft = field_types[id(t)] = None if f is None else f.type
+            x = v.get(name) if ft is not None and isinstance(v, dict) else None
+            xt = ft if ft is not None else NULL
+        else:
+            x, xt = _get(v, t, path)
+        vals.append(x)
+        vtypes.append(xt)
+        if x is not None and id(xt) not in seen:
+            seen.add(id(xt))
+            if xt not in types:
+                types.append(xt)
+    ut = unify(types)
+    p = underlying(ut)
+    if isinstance(p, PrimitiveType) and p.name in _NS_KINDS:
+        validity = np.fromiter((x is not None for x in vals), bool, count=len(vals))
+        ns = np.array([0 if x is None else x if type(x) is int else _ns(x) for x in vals],
+                      np.int64)
+        return A.PrimitiveArray(ut, ns, validity)
+    if any(underlying(xt) in (TIME, DURATION) for xt in types):  # unions holding times
+        vals = [np.datetime64(x, "ns") if type(x) is int and underlying(xt) == TIME else
+                np.timedelta64(x, "ns") if type(x) is int and underlying(xt) == DURATION
+                else x for x, xt in zip(vals, vtypes, strict=True)]
+    return A.from_pylist(ut, vals)
+
+
+def _ns(x: Any) -> int:
+    if isinstance(x, np.datetime64):
+        return int(x.astype("datetime64[ns]").astype(np.int64))
+    if isinstance(x, np.timedelta64):
+        return int(x.astype("timedelta64[ns]").astype(np.int64))
+    return int(x)
+
+
+def _result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
+            plan: ScanPlan | None) -> ScanResult:
+    if columns is None:
+        seen: dict[str, None] = {}
+        ids: set[int] = set()
+        for _, t, _v in rows:
+            if id(t) in ids:
+                continue
+            ids.add(id(t))
+            u = underlying(t)
+            for f in getattr(u, "fields", ()):
+                seen.setdefault(f.name, None)
+        columns = list(seen)
+    out = {c: _column(rows, c) for c in columns}
+    return ScanResult(out, len(rows), stats, plan)

@@ -1,0 +1,265 @@
+"""Plan and read a pool scan: prune objects, narrow them with seek indexes, merge in key order.
+
+Planning is metadata only: ``data.Object`` min/max drop objects a key range
+cannot touch, then the seek index of each remaining object (one small GET
+each, all at once, cached) narrows it to byte ranges of whole ZNG streams.
+Reading fetches those ranges concurrently, decodes them off the event loop,
+keeps the rows in the key range, and merges objects whose key spans overlap
+so rows come out in pool-key order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import bsup
+from ..errors import CsupError
+from ..types import Type
+from .commits import DataObject
+from .errors import LakeError
+from .keys import KeyRange, compare, display, sort_key
+from .objects import LakeIO, gather_all
+from .rowdecode import decoder_for, key_getter
+from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
+
+__all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "Row"]
+
+#: Ranges of one object closer than this are read as one (a request costs more).
+DEFAULT_GAP = 64 << 10
+
+Row = tuple[Any, Type, Any]  # (key Value or None, record type, record value)
+
+
+@dataclass
+class ObjectRead:
+    """One kept object and what to read of it (``ranges`` None: all of it)."""
+
+    object: DataObject
+    ranges: list[tuple[int, int]] | None = None
+    seek_entries: int = 0
+    chunks_kept: int = 0
+
+    @property
+    def bytes(self) -> int:
+        return self.object.size if self.ranges is None else sum(n for _, n in self.ranges)
+
+
+@dataclass
+class ScanPlan:
+    key_range: KeyRange
+    order: str
+    total: int = 0
+    reads: list[ObjectRead] = field(default_factory=list)
+    pruned_by_range: list[DataObject] = field(default_factory=list)
+    pruned_by_seek: list[DataObject] = field(default_factory=list)
+    groups: list[list[ObjectRead]] = field(default_factory=list)
+
+    @property
+    def bytes_to_read(self) -> int:
+        return sum(r.bytes for r in self.reads)
+
+    def describe(self) -> dict[str, Any]:
+        def span(o: DataObject) -> list[Any]:
+            return [display(o.min), display(o.max)]
+
+        return {
+            "order": self.order,
+            "key_range": str(self.key_range),
+            "objects": self.total,
+            "kept": [{"id": r.object.name, "span": span(r.object), "size": r.object.size,
+                      "count": r.object.count,
+                      "ranges": ([[0, r.object.size]] if r.ranges is None
+                                 else [list(x) for x in r.ranges]),
+                      "bytes": r.bytes,
+                      "chunks": [r.chunks_kept, r.seek_entries] if r.ranges is not None
+                      else None} for r in self.reads],
+            "pruned_by_min_max": [o.name for o in self.pruned_by_range],
+            "pruned_by_seek_index": [o.name for o in self.pruned_by_seek],
+            "groups": len(self.groups),
+            "bytes_to_read": self.bytes_to_read,
+        }
+
+
+def ordered(objects: list[DataObject], order: str) -> list[DataObject]:
+    """Zed's listing order: by (min, max) ascending, or by (max, min) descending."""
+    if order == "desc":
+        return sorted(objects, key=lambda o: (sort_key(o.max), sort_key(o.min), o.id),
+                      reverse=True)
+    return sorted(objects, key=lambda o: (sort_key(o.min), sort_key(o.max), o.id))
+
+
+def _overlaps(a_min: Any, a_max: Any, b_min: Any, b_max: Any) -> bool:
+    return compare(a_min, b_max) <= 0 and compare(b_min, a_max) <= 0
+
+
+def group(reads: list[ObjectRead], order: str) -> list[list[ObjectRead]]:
+    """Runs of objects whose key spans overlap (transitively): each is merged."""
+    groups: list[list[ObjectRead]] = []
+    lo = hi = None
+    for r in reads:
+        o = r.object
+        if groups and _overlaps(o.min, o.max, lo, hi):
+            groups[-1].append(r)
+            if compare(o.min, lo) < 0:
+                lo = o.min
+            if compare(o.max, hi) > 0:
+                hi = o.max
+        else:
+            groups.append([r])
+            lo, hi = o.min, o.max
+    return groups
+
+
+async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry]:
+    rel = f"{pool_dir}/data/{o.name}-seek.zng"
+    buf = await io.get_or_none(rel, immutable=True)
+    if buf is None:
+        raise LakeError(f"the seek index of data object {o.name} is missing",
+                        path=io.display(rel))
+    return parse_seek_index(buf, io.display(rel), o.size)
+
+
+async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order: str,
+                    key_range: KeyRange, *, gap: int = DEFAULT_GAP,
+                    use_seek_index: bool = True) -> ScanPlan:
+    plan = ScanPlan(key_range, order, total=len(objects))
+    kept: list[DataObject] = []
+    for o in ordered(objects, order):
+        if key_range.prunes(o.min, o.max):
+            plan.pruned_by_range.append(o)
+        else:
+            kept.append(o)
+    if key_range.unbounded or not use_seek_index:
+        plan.reads = [ObjectRead(o) for o in kept]
+    else:
+        indexes = await gather_all([seek_index(io, pool_dir, o) for o in kept])
+        for o, entries in zip(kept, indexes, strict=True):
+            runs = ranges_for(entries, key_range)
+            if not runs:
+                plan.pruned_by_seek.append(o)
+                continue
+            kept_chunks = sum(1 for e in entries if not key_range.prunes(e.min, e.max))
+            plan.reads.append(ObjectRead(o, coalesce(runs, gap), len(entries), kept_chunks))
+    plan.groups = group(plan.reads, order)
+    return plan
+
+
+def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRange,
+                path: str, fields: frozenset[str] | None = None) -> list[Row]:
+    """Rows of one or more whole ZNG streams, keeping those whose key is in range;
+    with ``fields``, only those top-level fields (and the key) are decoded."""
+    if fields is not None:
+        fields = fields | {key[0]}
+    out: list[Row] = []
+    keep_all = key_range.unbounded
+    by_id: dict[int, Any] = {}  # types of one stream are the same objects: skip hashing
+    try:
+        for t, body in bsup.iter_raw_values(buf):
+            fns = by_id.get(id(t))
+            if fns is None:
+                fns = by_id[id(t)] = (decoder_for(t, fields), key_getter(t, key))
+            v = fns[0](body)
+            k = fns[1](v)
+            if keep_all or key_range.contains(k):
+                out.append((k, t, v))
+    except CsupError as e:
+        raise LakeError(f"data object is not valid ZNG: {e.message}", path=path) from None
+    return out
+
+
+def csup_usable(columns: list[str] | None) -> bool:
+    """A columnar copy serves top-level projections (nested paths stay with .zng)."""
+    return bool(columns) and all("." not in c for c in columns or ())
+
+
+async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
+                           key_range: KeyRange, columns: list[str]) -> list[Row] | None:
+    """The object's rows from ``<o>.csup`` (only ``columns`` and the key), or None if
+    there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise)."""
+    from ..dataset import _absent
+    from ..errors import NotFoundError
+    from ..reader import open as open_reader
+    from ..types import Field, RecordType
+    from ..values import Value
+
+    rel = f"{pool_dir}/data/{r.object.name}.csup"
+    try:
+        reader = await open_reader(io.key(rel), store=io.store)
+    except NotFoundError:
+        return None
+    key_name = ".".join(key)
+    async with reader:
+        want = [c for c in dict.fromkeys([key_name, *columns]) if c not in _absent(reader, c)]
+        res = await reader.scan(want) if want else None
+        io.requests += reader.open_stats.requests + (res.stats.requests if res else 0)
+        io.bytes_read += len(reader.tail.data) + (res.stats.bytes_read if res else 0)
+    if res is None:
+        return [(None, RecordType(()), {}) for _ in range(r.object.count)]
+    arrays = {c: res.columns[c] for c in want}
+    rt = RecordType(tuple(Field(c, a.type) for c, a in arrays.items()))
+    lists = {c: a.to_pylist() for c, a in arrays.items()}
+    kt = arrays[key_name].type if key_name in arrays else None
+    out: list[Row] = []
+    keep_all = key_range.unbounded
+    for i in range(res.num_rows):
+        row = {c: lists[c][i] for c in lists}
+        kv = row.get(key_name) if kt is not None else None
+        k = Value(kt, kv) if kv is not None and kt is not None else None
+        if keep_all or key_range.contains(k):
+            out.append((k, rt, row))
+    return out
+
+
+#: Below this a whole ``.zng`` is one small GET: a columnar copy saves nothing
+#: (its tail read alone is about as large), so "auto" keeps the ``.zng``.
+CSUP_MIN_OBJECT = 1 << 20
+
+
+async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
+                      key_range: KeyRange, columns: list[str] | None = None,
+                      csup: bool | None = False) -> list[Row]:
+    """``csup``: True reads a ``.csup`` copy when there is one, None ("auto") only for
+    objects of CSUP_MIN_OBJECT bytes or more, False never."""
+    wanted = csup is True or (csup is None and r.object.size >= CSUP_MIN_OBJECT)
+    if wanted and r.ranges is None and csup_usable(columns):
+        rows = await read_object_csup(io, pool_dir, r, key, key_range, columns or [])
+        if rows is not None:
+            return rows
+    fields = None if columns is None else frozenset(c.split(".")[0] for c in columns)
+    rel = f"{pool_dir}/data/{r.object.name}.zng"
+    path = io.display(rel)
+    if r.ranges is None:
+        buf = await io.get_or_none(rel, immutable=True)
+        if buf is None:
+            raise LakeError(f"data object {r.object.name} is missing", path=path)
+        if len(buf) != r.object.size:
+            raise LakeError(f"data object is {len(buf)} bytes, its commit says "
+                            f"{r.object.size}", path=path)
+        bufs = [buf]
+    else:
+        try:
+            bufs = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
+        except CsupError as e:
+            if "no such" in e.message or type(e).__name__ == "NotFoundError":
+                raise LakeError(f"data object {r.object.name} is missing", path=path) from None
+            raise
+    rows: list[Row] = []
+    for b in bufs:
+        rows += await asyncio.to_thread(decode_rows, b, key, key_range, path, fields)
+    return rows
+
+
+async def read_group(io: LakeIO, pool_dir: str, reads: list[ObjectRead], key: tuple[str, ...],
+                     key_range: KeyRange, order: str, columns: list[str] | None = None,
+                     csup: bool | None = False) -> list[Row]:
+    """The rows of a group of overlapping objects, merged in key order."""
+    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup)
+                              for r in reads])
+    if len(parts) == 1:
+        return parts[0]
+    return list(heapq.merge(*parts, key=lambda row: sort_key(row[0]),
+                            reverse=order == "desc"))
+

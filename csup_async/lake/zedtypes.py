@@ -1,0 +1,170 @@
+"""The Zed (v1.7.0) types of lake metadata, and reading records of them by field name.
+
+Zed marshals Go structs with package-qualified type names (``pools.Config``,
+``commits.Add``); a KSUID is ``bytes`` named ``ksuid.KSUID``.  Readers here go
+by field names, never by type IDs or names, so an unnamed or reordered record
+still reads; writers emit exactly the names and field order Zed does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .. import bsup
+from ..errors import CsupError
+from ..types import (
+    BYTES,
+    INT64,
+    NULL,
+    STRING,
+    TIME,
+    UINT8,
+    UINT64,
+    ArrayType,
+    Field,
+    NamedType,
+    RecordType,
+    Type,
+    underlying,
+)
+from ..values import Value
+from .errors import LakeError
+
+KSUID_T = NamedType("ksuid.KSUID", BYTES)
+
+
+def rec(*fields: tuple[str, Type]) -> RecordType:
+    return RecordType(tuple(Field(n, t) for n, t in fields))
+
+
+LAKE_MAGIC = NamedType("lake.LakeMagic", rec(("magic", STRING), ("version", INT64)))
+LAYOUT = NamedType("order.Layout", rec(
+    ("order", NamedType("order.Which", STRING)),
+    ("keys", NamedType("field.List", ArrayType(NamedType("field.Path", ArrayType(STRING)))))))
+POOL_CONFIG = NamedType("pools.Config", rec(
+    ("ts", TIME), ("name", STRING), ("id", KSUID_T), ("layout", LAYOUT),
+    ("seek_stride", INT64), ("threshold", INT64)))
+BRANCH_CONFIG = NamedType("branches.Config", rec(
+    ("ts", TIME), ("name", STRING), ("commit", KSUID_T)))
+
+
+def journal_add(entry_t: Type, kind: str = "Add") -> NamedType:
+    """``journal.Add`` / ``journal.Update`` around an entry type."""
+    return NamedType(f"journal.{kind}", rec(("entry", entry_t)))
+
+
+JOURNAL_DELETE = NamedType("journal.Delete", rec(("entry_key", STRING)))
+
+
+def commit_t(meta_t: Type = NULL) -> NamedType:
+    return NamedType("commits.Commit", rec(
+        ("id", KSUID_T), ("parent", KSUID_T), ("retries", UINT8), ("author", STRING),
+        ("date", TIME), ("message", STRING), ("meta", meta_t)))
+
+
+def data_object_t(min_t: Type, max_t: Type) -> NamedType:
+    return NamedType("data.Object", rec(
+        ("id", KSUID_T), ("min", min_t), ("max", max_t), ("count", UINT64), ("size", INT64)))
+
+
+def add_t(min_t: Type, max_t: Type) -> NamedType:
+    return NamedType("commits.Add", rec(("commit", KSUID_T),
+                                        ("object", data_object_t(min_t, max_t))))
+
+
+def id_action_t(kind: str) -> NamedType:
+    """``commits.Delete``, ``commits.AddVector``, ``commits.DeleteVector``."""
+    return NamedType(f"commits.{kind}", rec(("commit", KSUID_T), ("id", KSUID_T)))
+
+
+def seek_entry_t(min_t: Type, max_t: Type) -> RecordType:
+    """Zed writes seek entries unnamed."""
+    return rec(("min", min_t), ("max", max_t), ("val_off", UINT64), ("val_cnt", UINT64),
+               ("offset", UINT64), ("length", UINT64))
+
+
+# ----------------------------------------------------------------- reading ---
+
+def type_name(t: Type) -> str | None:
+    return t.name if isinstance(t, NamedType) else None
+
+
+def fields_of(t: Type) -> dict[str, Type] | None:
+    u = underlying(t)
+    if not isinstance(u, RecordType):
+        return None
+    return {f.name: f.type for f in u.fields}
+
+
+class Record:
+    """One decoded record: its type's name, field values (plain Python), field types."""
+
+    __slots__ = ("name", "types", "values")
+
+    def __init__(self, name: str | None, values: dict[str, Any], types: dict[str, Type]) -> None:
+        self.name, self.values, self.types = name, values, types
+
+    def get(self, field: str, path: str, kind: type | tuple[type, ...] | None = None) -> Any:
+        if field not in self.values:
+            raise LakeError(f"{self.name or 'record'} has no field {field!r}", path=path)
+        v = self.values[field]
+        if kind is not None and not isinstance(v, kind):
+            raise LakeError(f"{self.name or 'record'} field {field!r} is "
+                            f"{type(v).__name__}, not {_kind_name(kind)}", path=path)
+        return v
+
+    def ksuid(self, field: str, path: str) -> bytes:
+        v = self.get(field, path, bytes)
+        if len(v) != 20:
+            raise LakeError(f"{self.name or 'record'} field {field!r} is {len(v)} bytes, not "
+                            "a 20-byte KSUID", path=path)
+        return v
+
+    def value(self, field: str, path: str) -> Value:
+        """A field with its type (min/max keys, whose type follows the data)."""
+        self.get(field, path)
+        return Value(self.types[field], self.values[field])
+
+    def sub(self, field: str, path: str) -> Record:
+        t = self.types.get(field)
+        fs = fields_of(t) if t is not None else None
+        v = self.get(field, path, dict)
+        if fs is None:
+            raise LakeError(f"field {field!r} is not a record", path=path)
+        return Record(type_name(t), v, fs)  # type: ignore[arg-type]
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    if isinstance(kind, tuple):
+        return " or ".join(k.__name__ for k in kind)
+    return kind.__name__
+
+
+def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]:
+    """Every value of a ZNG object: records as Record, anything else as a typed Value.
+
+    A decoding failure (a torn object, LZ4 garbage, a stream cut short) is a
+    LakeError naming the object.
+    """
+    try:
+        for t, body in bsup.iter_raw_values(buf):
+            fs = fields_of(t)
+            v = bsup.decode_value(t, body)
+            if fs is None or v is None:
+                yield Value(t, v)
+            else:
+                yield Record(type_name(t), v, fs)
+    except LakeError:
+        raise
+    except CsupError as e:
+        raise LakeError(f"not a valid ZNG object: {e.message}", path=path) from None
+
+
+def ends_with_eos(buf: bytes | memoryview) -> bool:
+    return len(buf) > 0 and buf[-1] == 0xFF
+
+
+def encode(values: list[tuple[Type, Any]]) -> bytes:
+    """One ZNG stream, LZ4 where it shrinks (as zed writes), ended with 0xff."""
+    return bsup.encode_stream(values)
