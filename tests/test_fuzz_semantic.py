@@ -170,7 +170,9 @@ def seeds() -> dict[str, bytes]:
 
 
 SEEDS = seeds()
-# only in the run at scale (a case reads each of its ~50 paths: about a second a case)
+# only in the run at scale, SCALE_SEED_CASES a family (a case reads each of its ~50 paths:
+# about a second a case)
+SCALE_SEED_CASES = 60
 SCALE_SEEDS = {
     "many-types": _csup([{f"f{i % 24}": i, "g": [i] if i % 3 else None} if i % 7 else f"s{i}"
                          for i in range(96)], segment_thresh=16),
@@ -386,10 +388,11 @@ def cases(family: str, n: int | None, scale: bool = False) -> list[tuple[str, st
         model = decode(data)
         rng = random.Random(f"{family}/{name}")
         made = list(M.FAMILIES[family](model, rng))
-        if n is not None and len(made) > n:
-            keep = min(M.FIRST, n)
+        most = n if name not in SCALE_SEEDS else min(n or SCALE_SEED_CASES, SCALE_SEED_CASES)
+        if most is not None and len(made) > most:
+            keep = min(M.FIRST, most)
             made = made[:keep] + random.Random(f"pick/{family}/{name}").sample(
-                made[keep:], n - keep)
+                made[keep:], most - keep)
         out += [(name, f"{name}:{label}", m.encode()) for label, m in made]
     return out
 
