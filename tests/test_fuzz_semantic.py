@@ -31,7 +31,10 @@ read_values, scan() of all, scan of each top-level path, iter_batches with
 Size: ``CSUP_FUZZ_EXAMPLES`` (default 10) cases per family and seed in CI,
 sampled with a fixed seed from every mutation the family can make;
 ``pytest -m slow tests/test_fuzz_semantic.py`` runs every mutation of every
-family (or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed).
+family (about 12,500 cases; or ``CSUP_FUZZ_EXAMPLES=N`` per family and seed) and
+60 a family on a seed of 25 super types: about half an hour on a busy 2-core
+machine.  One case again, by its label:
+``python -m tests.test_fuzz_semantic case FAMILY 'SEED:STREAM:MUTATION' [out.csup]``.
 """
 
 from __future__ import annotations
@@ -538,7 +541,8 @@ def test_semantic_mutations_raise_only_csup_errors(
 @pytest.mark.parametrize("family", list(M.FAMILIES))
 def test_semantic_mutations_at_scale(request: pytest.FixtureRequest, tmp_path: Path,
                                      family: str) -> None:
-    """Every mutation of every family: ``pytest -m slow tests/test_fuzz_semantic.py``."""
+    """Every mutation of every family (the scale seed sampled): ``pytest -m slow
+    tests/test_fuzz_semantic.py``."""
     if "slow" not in (request.config.getoption("markexpr") or "") and \
             not os.environ.get("CSUP_FUZZ_EXAMPLES"):
         pytest.skip("on demand: -m slow or CSUP_FUZZ_EXAMPLES=N")
