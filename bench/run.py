@@ -149,7 +149,6 @@ def decode_throughput(runs: int) -> list[dict[str, Any]]:
 
     import csup_async
     from csup_async import decode as D
-    from csup_async import parallel
 
     path = str(data.ROOT / "root" / data.BUCKET / data.wide_key("csup"))
     raw = Path(path).read_bytes()
@@ -161,7 +160,6 @@ def decode_throughput(runs: int) -> list[dict[str, Any]]:
     m = asyncio.run(meta())
     rtype, rcol = m.super_types[0], m.columns[0]
     table = pq.read_table(str(data.ROOT / "root" / data.BUCKET / data.wide_key("parquet")))
-    parallel.numba_available()
 
     def timed(fn: Any) -> float:
         fn()
@@ -179,16 +177,13 @@ def decode_throughput(runs: int) -> list[dict[str, Any]]:
         stream = b"".join(bytes(D.decompress_segment(raw[s.offset:s.end], s)) for s in segs)
         mb = len(stream) / 1e6
         t_np = timed(lambda p=ptype, s=stream: D.decode_primitive(p, s))
-        t_nb = timed(lambda p=ptype, s=stream: parallel.decode_primitive(p, s))
         sink = io.BytesIO()
         pq.write_table(table.select([name]), sink)
         blob = sink.getvalue()
         t_pa = timed(lambda b=blob: pq.read_table(io.BytesIO(b), use_threads=False))
-        rows.append({"column": f"{name} ({ptype})", "stream_mb": mb, "numpy_mbs": mb / t_np,
-                     "numba_mbs": mb / t_nb, "pyarrow_mbs": mb / t_pa,
-                     "mvalues_numba": data.WIDE_ROWS / t_nb / 1e6})
-        log(f"  decode {name}: numpy {mb / t_np:.0f} MB/s, numba {mb / t_nb:.0f} MB/s, "
-            f"pyarrow Parquet {mb / t_pa:.0f} MB/s")
+        rows.append({"column": f"{name} ({ptype})", "stream_mb": mb, "decode_mbs": mb / t_np,
+                     "pyarrow_mbs": mb / t_pa, "mvalues": data.WIDE_ROWS / t_np / 1e6})
+        log(f"  decode {name}: {mb / t_np:.0f} MB/s, pyarrow Parquet {mb / t_pa:.0f} MB/s")
     return rows
 
 
@@ -206,7 +201,7 @@ def cold_start(runs: int) -> dict[str, Any]:
              f"    async with csup_async.open({small!r}) as r:\n"
              "        await r.scan(['i3', 's1'])\n"
              "asyncio.run(m())\n"
-             "print(json.dumps(sorted(k for k in ('numba', 'pyarrow', 'polars', 'aiobotocore')"
+             "print(json.dumps(sorted(k for k in ('pyarrow', 'polars', 'aiobotocore')"
              " if k in sys.modules)))\n")
     got = subprocess.run([sys.executable, "-c", "import json\n" + probe], check=True,
                          capture_output=True, text=True)
@@ -219,8 +214,7 @@ def cold_start(runs: int) -> dict[str, Any]:
 
 def one_time_costs(store: netsim.SimStore) -> dict[str, Any]:
     """Costs a long-lived process pays once and the medians above exclude: opening
-    with a fresh S3Store (its aiobotocore client) instead of a kept one, and
-    loading the numba loops (import + cached first dispatch, cold process)."""
+    with a fresh S3Store (its aiobotocore client) instead of a kept one."""
     import csup_async
     from csup_async.stores import S3Store
 
@@ -243,17 +237,8 @@ def one_time_costs(store: netsim.SimStore) -> dict[str, Any]:
         return statistics.median(fresh[1:]), statistics.median(kept[1:])
 
     fresh, kept = asyncio.run(go())
-    code = ("import time; t = time.perf_counter(); from csup_async import parallel; "
-            "ok = parallel.numba_available(wait=True); print(ok, time.perf_counter() - t)")
-    loads = []
-    for _ in range(3):
-        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True).stdout.split()
-        loads.append(float(got[1]))
-    res = {"open_fresh_store_s": fresh, "open_kept_store_s": kept,
-           "numba_load_s": statistics.median(loads), "numba": got[0] == "True"}
-    log(f"  open at s3: {fresh:.3f} s with a fresh S3Store, {kept:.3f} s with a kept one; "
-        f"numba load {res['numba_load_s']:.2f} s (cold process)")
+    res = {"open_fresh_store_s": fresh, "open_kept_store_s": kept}
+    log(f"  open at s3: {fresh:.3f} s with a fresh S3Store, {kept:.3f} s with a kept one")
     return res
 
 
@@ -333,12 +318,11 @@ def report(res: dict[str, Any]) -> str:
         out += ["## Decode throughput per core (whole column streams of the wide file)", "",
                 "MB/s of CSUP stream bytes; pyarrow decodes the same column from an in-memory "
                 "Parquet file, one thread.", "",
-                "| column | stream MB | decode.py (numpy) | parallel.py (numba) | M values/s "
-                "(numba) | pyarrow Parquet |", "|---|---:|---:|---:|---:|---:|"]
+                "| column | stream MB | csup_async.decode | M values/s | pyarrow Parquet |",
+                "|---|---:|---:|---:|---:|"]
         for d in res["decode"]:
-            out.append(f"| {d['column']} | {d['stream_mb']:.1f} | {d['numpy_mbs']:.0f} | "
-                       f"{d['numba_mbs']:.0f} | {d['mvalues_numba']:.0f} | "
-                       f"{d['pyarrow_mbs']:.0f} |")
+            out.append(f"| {d['column']} | {d['stream_mb']:.1f} | {d['decode_mbs']:.0f} | "
+                       f"{d['mvalues']:.0f} | {d['pyarrow_mbs']:.0f} |")
         out.append("")
     if res.get("cold"):
         c = res["cold"]
@@ -350,10 +334,7 @@ def report(res: dict[str, Any]) -> str:
         out += ["## One-time costs (excluded from the medians above)", "",
                 f"Opening the wide file at s3 with a fresh `S3Store`: {o['open_fresh_store_s']:.3f}"
                 f" s, with a kept one: {o['open_kept_store_s']:.3f} s (the csup-async rows keep "
-                f"one store per worker, as DuckDB keeps its connection). Loading the numba "
-                f"loops in a cold process (import + cached first dispatch; in the background, "
-                f"triggered by the first stream of 1 MiB or more): {o['numba_load_s']:.2f} s.",
-                ""]
+                f"one store per worker, as DuckDB keeps its connection).", ""]
     if res.get("writer"):
         w = res["writer"]
         out += ["## Writer (1M x 24)", "", f"Vectorised (`arrow_write`): {w['fast_s']:.1f} s; "

@@ -37,12 +37,6 @@ def run_task(fn: Any, task: dict[str, Any], runs: int, log: Path) -> dict[str, A
     rows, ncols = fn(endpoint, keys, columns)
     warm = time.perf_counter() - t
     count = netsim.log_count(log, mark)
-    if task.get("reader", "") == "csup-async":
-        # steady state of a long-lived process: the warm-up started numba's background
-        # load; the timed runs measure the loops, the one-time load is reported apart
-        from csup_async import parallel
-
-        parallel.numba_available(wait=True)
     times = [warm]
     if warm < SLOW:
         n = max(1, min(runs, int(BUDGET / warm)))

@@ -246,6 +246,9 @@ def _group_ranks(keys: np.ndarray, nkeys: int) -> np.ndarray:
     return ranks
 
 
+group_ranks = _group_ranks
+
+
 def _key_hashable(t: Type) -> bool:
     """Whether every value of ``t`` maps to a hashable Python value (decides map → dict)."""
     p = _phys(t)
@@ -1085,13 +1088,15 @@ def concat(arrays: Iterable[Array], type: Type | None = None) -> Array:
     return cls._concat(t, arrs)
 
 
-def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:
+def combine(parts: Sequence[Array | None], super_ids: Any, *,
+            ranks: np.ndarray | None = None) -> Array:
     """Rows in file order from per-super-type parts: row r is the next value of part super_ids[r].
 
     Parts of one type give an array of that type; several types give a
     ``UnionArray`` over them in part order (a part's null values stay typed
     nulls of its member).  Rows of a None part, and of a part of type null when
-    other types exist, are null.
+    other types exist, are null.  ``ranks``: :func:`group_ranks` of the IDs, when the
+    caller combines several columns of the same rows (computed here otherwise).
     """
     sid = np.asarray(super_ids)
     if sid.ndim != 1 or (sid.dtype.kind not in "iu" and sid.size):
@@ -1111,23 +1116,26 @@ def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:
     for i, p in enumerate(parts):
         if p is not None and len(p) != int(counts[i]):
             raise FormatError(f"super type {i} has {len(p)} values for {int(counts[i])} rows")
-    distinct: list[Type] = []
-    for p in parts:
-        if p is not None and p.type != NULL and p.type not in distinct:
-            distinct.append(p.type)
-    if not distinct:
-        return NullArray(n)
-    member = np.full(k, -1, np.int64)  # which distinct type each part contributes to
+    # which distinct type each part contributes to (a dict: files with thousands of
+    # super types must not cost a comparison per pair)
+    index: dict[Type, int] = {}
+    member = np.full(k, -1, np.int64)
     for i, p in enumerate(parts):
         if p is not None and p.type != NULL:
-            member[i] = distinct.index(p.type)
+            member[i] = index.setdefault(p.type, len(index))
+    distinct = list(index)
+    if not distinct:
+        return NullArray(n)
     if len(distinct) == 1:
         for i in range(k):
             if member[i] == 0 and int(counts[i]) == n:
                 return parts[i]
-        return _gather(parts, sid, member == 0, _group_ranks(sid, k), distinct[0],
+        if ranks is None:
+            ranks = _group_ranks(sid, k)
+        return _gather(parts, sid, member == 0, ranks, distinct[0],
                        nulls=bool((member[sid] < 0).any()))
-    ranks = _group_ranks(sid, k)
+    if ranks is None:
+        ranks = _group_ranks(sid, k)
     tags = member[sid].astype(np.int32)
     children = []
     for j, t in enumerate(distinct):

@@ -348,10 +348,44 @@ def _segment(off: int, length: int, mem: int, comp: int, what: str | _What) -> S
     return Segment(off, length, mem, comp)
 
 
+def check_field_names(t: Type) -> None:
+    """FormatError if a record anywhere in ``t`` names two fields alike.
+
+    Such a type has no meaning (which ``i`` does ``{i:string,i:int64}.i`` name?),
+    and readers that look fields up by name would each pick a different one.
+    Types are shared DAGs (a 2**90-node type can be 90 objects), so each
+    object is visited once, without recursion.
+    """
+    seen: set[int] = set()
+    todo = [t]
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if isinstance(u, RecordType):
+            names = {f.name for f in u.fields}
+            if len(names) != len(u.fields):
+                dup = next(f.name for i, f in enumerate(u.fields)
+                           if any(g.name == f.name for g in u.fields[:i]))
+                raise FormatError(f"record type has a duplicate field name {dup!r}")
+            todo += [f.type for f in u.fields]
+        elif isinstance(u, (ArrayType, SetType)):
+            todo.append(u.elem)
+        elif isinstance(u, MapType):
+            todo += [u.key, u.value]
+        elif isinstance(u, UnionType):
+            todo += list(u.types)
+        elif isinstance(u, (NamedType, ErrorType)):
+            todo.append(u.inner)
+
+
 def parse_column(stype: Type, vtype: Type, body: Any, depth: int = 0) -> AnyColumn | None:
     """The column for values of super type ``stype`` from its reassembly value."""
     if depth > MAX_COLUMN_DEPTH:
         raise FormatError("column tree nested too deeply")
+    if depth == 0:
+        check_field_names(stype)
     vtype, body = _resolve(vtype, body)
     if body is None:
         return None

@@ -23,8 +23,8 @@ import numpy as np
 import planner as P
 
 from . import arrays as A
-from . import parallel
 from .errors import ColumnNotFoundError, CsupError
+from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
@@ -148,9 +148,6 @@ class Dataset:
         if readers is not self.readers:  # the files a limit needs (columns may be absent)
             plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
-        # each file's streams are too small to start loading the decode loops:
-        # the scan as a whole may justify them
-        parallel.prepare(plan.bytes_needed)
         sem = asyncio.Semaphore(self.file_concurrency)
         stats = ScanStats()
 
@@ -225,10 +222,7 @@ class _DatasetOpener:
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
-        reader_keys = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
-                       "max_values", "metadata_cache", "immutable")
-        store_opts = {k: v for k, v in opts.items() if k not in reader_keys}
-        reader_opts = {k: v for k, v in opts.items() if k in reader_keys}
+        reader_opts, store_opts = split_options(opts)
         if store is None:
             store, _, shared = await shared_store(first or ".", **store_opts)
             owns = not shared

@@ -169,6 +169,12 @@ def resolve_parsed(meta: FileMeta,
     found: list[tuple[str, ...]] = []
     status = [_MISSING] * len(parsed) if parsed is not None else []
     matched = False
+    # which paths start with each name: a type is walked only for the paths that can be
+    # in it, so the work follows the metadata, not super types x paths
+    by_first: dict[str, list[int]] = {}
+    rootless: list[int] = []  # paths with no component ("" the whole value)
+    for k, (_, comps) in enumerate(parsed or ()):
+        (by_first.setdefault(comps[0], []) if comps else rootless).append(k)
     for sid, t in enumerate(types):
         col = cols[sid] if sid < len(cols) else None
         out: dict[_StreamKey, StreamRef] = {}
@@ -178,7 +184,8 @@ def resolve_parsed(meta: FileMeta,
             matched = True
         else:
             hits = []
-            for k, (spelling, comps) in enumerate(parsed):
+            for k in _candidates(t, by_first, rootless):
+                spelling, comps = parsed[k]
                 st = _walk(sid, t, col, comps, out)
                 if st != _MISSING:
                     hits.append(spelling)
@@ -197,6 +204,18 @@ def resolve_parsed(meta: FileMeta,
     missing = tuple(p for p, s in zip(spellings, status, strict=True) if s == _MISSING)
     null = tuple(p for p, s in zip(spellings, status, strict=True) if s == _NULL)
     return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null)
+
+
+def _candidates(t: Type, by_first: dict[str, list[int]], rootless: list[int]) -> list[int]:
+    """Indexes (in request order) of the paths that may be in super type ``t``."""
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    if not isinstance(t, RecordType) or not by_first:
+        return rootless
+    ks = list(rootless)
+    for f in t.fields:
+        ks += by_first.get(f.name, ())
+    return sorted(set(ks))
 
 
 def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],

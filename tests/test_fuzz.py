@@ -45,7 +45,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import CsupError, LimitError, assemble, bsup, errors
+from csup_async import CsupError, LimitError, bsup, errors
 from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
 from csup_async.format import find_trailer, parse_reassembly
 from csup_async.meta import (
@@ -60,6 +60,7 @@ from csup_async.meta import (
     Segment,
     UnionColumn,
 )
+from csup_async.read import options as read_options
 from csup_async.types import (
     INT64,
     STRING,
@@ -94,8 +95,8 @@ STATS: dict[str, Any] = {"cases": 0, "slowest": (0.0, ""), "errors": {}}
 @pytest.fixture(autouse=True)
 def _caps(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the reader lets a column claim (not yet a Reader option: module defaults)."""
-    monkeypatch.setattr(assemble, "DEFAULT_MAX_ROWS", MAX_ROWS)
-    monkeypatch.setattr(assemble, "DEFAULT_MAX_VALUES", MAX_VALUES)
+    monkeypatch.setattr(read_options, "DEFAULT_MAX_ROWS", MAX_ROWS)
+    monkeypatch.setattr(read_options, "DEFAULT_MAX_VALUES", MAX_VALUES)
 
 
 # ------------------------------------------------------------- samples ---
@@ -627,8 +628,8 @@ def _crafted_child() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-    assemble.DEFAULT_MAX_ROWS = MAX_ROWS
-    assemble.DEFAULT_MAX_VALUES = MAX_VALUES
+    read_options.DEFAULT_MAX_ROWS = MAX_ROWS
+    read_options.DEFAULT_MAX_VALUES = MAX_VALUES
     tmp = Path(sys.argv[2])
     cases = crafted()
     for name, (data, _) in cases.items():

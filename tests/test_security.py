@@ -372,7 +372,8 @@ def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
 # ------------------------------------------------- what a file can claim ---
 async def test_reader_caps_are_options(tmp_path: Path) -> None:
     """max_metadata and max_mem_length are open() options, and they bind."""
-    from csup_async import assemble, bsup
+    from csup_async import bsup
+    from csup_async.read import options
 
     data = _csup([{"s": "x" * 2000} for _ in range(200)])
     p = tmp_path / "c.csup"
@@ -385,7 +386,7 @@ async def test_reader_caps_are_options(tmp_path: Path) -> None:
     async with csup_async.open(str(p)) as r:
         assert len(await r.scan()) == 200
     # the caps a file meets, documented in the README's Reliability section
-    assert assemble.DEFAULT_MAX_ROWS == 1 << 28 and assemble.DEFAULT_MAX_VALUES == 1 << 30
+    assert options.DEFAULT_MAX_ROWS == 1 << 28 and options.DEFAULT_MAX_VALUES == 1 << 30
     assert (bsup.MAX_FRAME, bsup.MAX_DEPTH, bsup.MAX_TYPES, bsup.MAX_TYPE_SIZE) == (
         1 << 30, 100, 1 << 18, 1 << 16)
 

@@ -1,0 +1,523 @@
+"""The column walker: a tree of cursors over the type tree that turns segment streams into arrays.
+
+One walker serves every read.  For each projected path (or whole rows) it
+builds, once and without reading, a cursor per node of the type tree that the
+read needs; each leaf registers one job per segment with the
+:class:`~.fetch.SegmentSource`, which decodes segments in a thread pool as
+their bytes land.  ``take(n)`` then hands out the next ``n`` values: a whole
+column is one ``take`` of every row (segments concatenated once, the flat
+leaf strategy), a batch is a ``take`` of the batch's rows (one decoded
+segment per stream held at a time).
+
+Every count the format promises is checked on every path: a stream that runs
+out is a FormatError at the ``take``; a stream with values left when the rows
+are done, or presence runs that sum too high, is a FormatError at
+:meth:`Cursor.finish`.  Presence runs become masks with vector operations
+only (cumulative ends and one ``repeat``), whatever the number of runs.  Every
+``take`` is counted against ``max_rows`` (per node, over the whole read) and
+``max_values`` (all nodes), so every path refuses the same files.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import arrays as A
+from .. import decode as D
+from ..bsup import decode_primitive as decode_one
+from ..errors import FormatError, LimitError
+from ..meta import (
+    AnyColumn,
+    ArrayColumn,
+    MapColumn,
+    NullsColumn,
+    PrimitiveColumn,
+    RecordColumn,
+    Segmap,
+    UnionColumn,
+)
+from ..types import (
+    NULL,
+    ArrayType,
+    EnumType,
+    ErrorType,
+    MapType,
+    NamedType,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+    underlying,
+)
+from .fetch import Decoder, Job, SegmentSource
+from .options import Limits
+
+_VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
+           "duration", "float16", "float32", "float64", "bool", "string", "bytes"}
+
+
+# --------------------------------------------------------------- decoders ---
+
+def decode_values(t: PrimitiveType | EnumType, stream: Any) -> A.Array:
+    """The values of one segment of a primitive column (however many it holds)."""
+    if isinstance(t, EnumType):
+        values, validity = D.decode_ints(stream, None, signed=False, bits=64)
+        if values.size and int(values[validity if validity is not None else ...].max(
+                initial=0)) >= len(t.symbols):
+            raise FormatError(f"enum position out of range for {t}")
+        return A.PrimitiveArray(t, values, validity)
+    if t == NULL:
+        starts, lengths = D.scan_tags(stream, None)
+        if (lengths != -1).any():
+            raise FormatError("a null-type column holds a non-null value")
+        return A.NullArray(len(lengths))
+    if t.name in _VECTOR:
+        dec = D.decode_primitive(t, stream)
+        if dec.offsets is not None:
+            return A.BinaryArray(t, dec.offsets, dec.values, dec.validity, utf8_checked=True)
+        return A.PrimitiveArray(t, dec.values, dec.validity)
+    # the rare kinds without a numpy dtype: one Python object per value
+    starts, lengths = D.scan_tags(stream, None)
+    mv = memoryview(stream)
+    count = len(lengths)
+    out = np.empty(count, dtype=object)
+    valid = lengths >= 0
+    for i in np.flatnonzero(valid).tolist():
+        s = int(starts[i])
+        out[i] = decode_one(t, mv[s: s + int(lengths[i])])
+    return A.PrimitiveArray(t, out, None if valid.all() else valid)
+
+
+def decode_int32s(stream: Any) -> np.ndarray:
+    return D.decode_int32s(stream, None)
+
+
+# ---------------------------------------------------------------- streams ---
+
+class Build:
+    """What building a cursor tree needs: the source, the caps, how far to decode ahead."""
+
+    def __init__(self, source: SegmentSource, limits: Limits, ahead: int) -> None:
+        self.source = source
+        self.limits = limits
+        self.ahead = ahead
+        self.claimed = 0
+
+    def claim(self, node: Cursor, n: int) -> None:
+        """Count ``n`` values a node hands out against the caps (LimitError past one)."""
+        node.claimed += n
+        if node.claimed > self.limits.max_rows:
+            raise LimitError(f"a column claims {node.claimed} values, over "
+                             f"max_rows={self.limits.max_rows}")
+        self.claimed += n
+        if self.claimed > self.limits.max_values:
+            raise LimitError(f"the columns claim more than max_values={self.limits.max_values} "
+                             "values in all")
+
+
+class Stream:
+    """The decoded segments of one column stream, in order, one job each."""
+
+    def __init__(self, b: Build, segmap: Segmap, decode: Decoder) -> None:
+        self.source = b.source
+        self.ahead = b.ahead
+        self.jobs: list[Job | None] = [b.source.job(s, decode) for s in segmap]
+        self.next_index = 0
+
+    def next(self) -> Any | None:
+        """The next segment's decoded values, or None after the last."""
+        i = self.next_index
+        if i >= len(self.jobs):
+            return None
+        job = self.jobs[i]
+        assert job is not None
+        self.source.want(job, [j for j in self.jobs[i + 1: i + 1 + self.ahead]
+                               if j is not None])
+        self.jobs[i] = None
+        self.next_index = i + 1
+        return job.take()
+
+
+class _Chunks:
+    """The undelivered values of one stream, a decoded segment at a time."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.pending: collections.deque[Any] = collections.deque()
+        self.avail = 0
+
+    def _pull(self) -> bool:
+        while True:
+            part = self.stream.next()
+            if part is None:
+                return False
+            if len(part):
+                self.pending.append(part)
+                self.avail += len(part)
+                return True
+
+    def take(self, n: int, exact: bool = True) -> list[Any]:
+        while self.avail < n:
+            if not self._pull():
+                if exact:
+                    raise FormatError(f"a column stream ended {n - self.avail} values early")
+                n = self.avail
+                break
+        out: list[Any] = []
+        need = n
+        while need:
+            head = self.pending[0]
+            if len(head) <= need:
+                out.append(self.pending.popleft())
+                need -= len(head)
+            else:
+                if isinstance(head, np.ndarray):
+                    out.append(head[:need])
+                    self.pending[0] = head[need:]
+                else:
+                    out.append(head.slice(0, need))
+                    self.pending[0] = head.slice(need, None)
+                need = 0
+        self.avail -= n
+        return out
+
+    def finish(self, what: str) -> None:
+        if self.avail or self._pull():
+            extra = self.avail
+            while self._pull():
+                extra = self.avail
+            raise FormatError(f"{what} holds {extra} more values than the rows need")
+
+
+class Int32Cursor:
+    """Lengths, union tags or super IDs."""
+
+    def __init__(self, b: Build, segmap: Segmap, what: str) -> None:
+        self.chunks = _Chunks(Stream(b, segmap, decode_int32s))
+        self.what = what
+
+    def take(self, n: int, exact: bool = True) -> np.ndarray:
+        parts = self.chunks.take(n, exact)
+        if not parts:
+            return np.zeros(0, np.int32)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def finish(self) -> None:
+        self.chunks.finish(self.what)
+
+
+class RunsCursor:
+    """Presence runs (present, absent, present, ...) as validity for the next N positions.
+
+    Runs are kept as cumulative ends, so a ``take`` is two binary searches and
+    one ``repeat`` however many runs it spans (zero-length ones included).
+    """
+
+    def __init__(self, b: Build, segmap: Segmap) -> None:
+        self.stream = Stream(b, segmap, decode_int32s)
+        self.ends = np.zeros(0, np.int64)  # cumulative ends of the runs not yet used up
+        self.first = 0  # index (in the whole stream) of the run ends[0] ends
+        self.base = 0  # position where that run starts
+        self.pos = 0  # positions handed out
+
+    def _total(self) -> int:
+        return int(self.ends[-1]) if self.ends.size else self.base
+
+    def _more(self) -> bool:
+        runs = self.stream.next()
+        if runs is None:
+            return False
+        if runs.size:
+            if int(runs.min()) < 0:
+                raise FormatError(f"presence run {int(np.argmax(runs < 0))} of a segment is "
+                                  "negative")
+            ends = np.cumsum(runs, dtype=np.int64)
+            ends += self._total()
+            self.ends = np.concatenate([self.ends, ends]) if self.ends.size else ends
+        return True
+
+    def take(self, n: int) -> np.ndarray:
+        target = self.pos + n
+        while self._total() < target:
+            if not self._more():
+                raise FormatError(f"presence runs sum to {self._total()}, expected at least "
+                                  f"{target}")
+        if n == 0:
+            return np.zeros(0, bool)
+        ends = self.ends
+        k0 = int(np.searchsorted(ends, self.pos, "right"))
+        k1 = int(np.searchsorted(ends, target, "left"))
+        stop = np.minimum(ends[k0: k1 + 1], target)
+        start = np.empty_like(stop)
+        start[0] = self.pos
+        start[1:] = ends[k0:k1]
+        present = ((np.arange(k0, k1 + 1) + self.first) & 1) == 0
+        valid = np.repeat(present, np.maximum(stop - start, 0))
+        done = int(np.searchsorted(ends, target, "right"))  # runs used up
+        if done:
+            self.base = int(ends[done - 1])
+            self.first += done
+            self.ends = ends[done:]
+        self.pos = target
+        return valid
+
+    def finish(self) -> None:
+        while self._more():
+            pass
+        if self._total() != self.pos:
+            raise FormatError(f"presence runs sum to {self._total()}, expected {self.pos}")
+
+
+# ---------------------------------------------------------------- cursors ---
+
+class Cursor:
+    """Hands out the next ``n`` values of one node as an array."""
+
+    claimed = 0
+    empty: A.Array | None = None  # take(0), kept: batches of many super types ask often
+
+    def __init__(self, b: Build) -> None:
+        self.b = b
+
+    def take(self, n: int) -> A.Array:
+        if n == 0:
+            if self.empty is None:
+                self.empty = self._take(0)
+            return self.empty
+        self.b.claim(self, n)
+        return self._take(n)
+
+    def _take(self, n: int) -> A.Array:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """FormatError if a stream below holds values the rows did not use."""
+
+
+class NullCursor(Cursor):
+    def __init__(self, b: Build, t: Type) -> None:
+        super().__init__(b)
+        self.t = t
+
+    def _take(self, n: int) -> A.Array:
+        return A.null_array(self.t, n)
+
+
+class PrimCursor(Cursor):
+    """A primitive column: whole segments decoded in the pool, joined or sliced here."""
+
+    def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
+        super().__init__(b)
+        self.t = t
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data)))
+
+    def _take(self, n: int) -> A.Array:
+        parts = self.chunks.take(n)
+        if not parts:
+            return A.null_array(self.t, 0)
+        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
+
+    def finish(self) -> None:
+        self.chunks.finish(f"a {self.t} column")
+
+
+class MaskedCursor(Cursor):
+    """Values placed by presence runs: the child holds only the present positions."""
+
+    def __init__(self, b: Build, runs: RunsCursor, child: Cursor) -> None:
+        super().__init__(b)
+        self.runs, self.child = runs, child
+
+    def _take(self, n: int) -> A.Array:
+        valid = self.runs.take(n)
+        return self.child.take(int(np.count_nonzero(valid))).expand(valid)
+
+    def finish(self) -> None:
+        self.runs.finish()
+        self.child.finish()
+
+
+class RetypedCursor(Cursor):
+    def __init__(self, b: Build, t: Type, child: Cursor) -> None:
+        super().__init__(b)
+        self.t, self.child = t, child
+
+    def _take(self, n: int) -> A.Array:
+        return self.child.take(n).with_type(self.t)
+
+    def finish(self) -> None:
+        self.child.finish()
+
+
+class RecordCursor(Cursor):
+    def __init__(self, b: Build, t: RecordType, fields: list[Cursor]) -> None:
+        super().__init__(b)
+        self.t, self.fields = t, fields
+
+    def _take(self, n: int) -> A.Array:
+        return A.StructArray(self.t, n, tuple(f.take(n) for f in self.fields))
+
+    def finish(self) -> None:
+        for f in self.fields:
+            f.finish()
+
+
+class ListCursor(Cursor):
+    """Arrays, sets and maps: lengths, then that many child values."""
+
+    def __init__(self, b: Build, t: Type, lengths: Int32Cursor, children: list[Cursor]) -> None:
+        super().__init__(b)
+        self.t, self.lengths, self.children = t, lengths, children
+
+    def _take(self, n: int) -> A.Array:
+        offsets = (D.lengths_to_offsets(self.lengths.take(n), max_total=self.b.limits.max_rows)
+                   if n else np.zeros(1, np.int64))
+        total = int(offsets[-1])
+        kids = [c.take(total) for c in self.children]
+        if isinstance(self.t, MapType):
+            return A.MapArray(self.t, offsets, kids[0], kids[1])
+        return A.ListArray(self.t, offsets, kids[0])
+
+    def finish(self) -> None:
+        self.lengths.finish()
+        for c in self.children:
+            c.finish()
+
+
+class UnionCursor(Cursor):
+    def __init__(self, b: Build, t: UnionType, tags: Int32Cursor, members: list[Cursor]) -> None:
+        super().__init__(b)
+        self.t, self.tags, self.members = t, tags, members
+
+    def _take(self, n: int) -> A.Array:
+        tags = self.tags.take(n) if n else np.zeros(0, np.int32)
+        k = len(self.members)
+        if tags.size and (int(tags.min()) < 0 or int(tags.max()) >= k):
+            raise FormatError(f"union tag out of range 0..{k - 1}")
+        counts = np.bincount(tags, minlength=k)
+        return A.UnionArray(self.t, tags.astype(np.int32, copy=False),
+                            tuple(m.take(int(c)) for m, c in zip(self.members, counts,
+                                                                  strict=True)))
+
+    def finish(self) -> None:
+        self.tags.finish()
+        for m in self.members:
+            m.finish()
+
+
+# --------------------------------------------------------------- the walk ---
+
+def cursor_for(b: Build, t: Type, col: AnyColumn | None) -> Cursor:
+    """A cursor over the values of type ``t`` stored in ``col``."""
+    if col is None:
+        return NullCursor(b, t)
+    if isinstance(col, NullsColumn):
+        inner = cursor_for(b, t, col.values)
+        return MaskedCursor(b, RunsCursor(b, col.presence), inner) if col.presence else inner
+    u = underlying(t)
+    if isinstance(u, ErrorType):
+        return RetypedCursor(b, t, cursor_for(b, u.inner, col))
+    if u is not t:
+        return RetypedCursor(b, t, cursor_for(b, u, col))
+    if isinstance(t, (PrimitiveType, EnumType)):
+        if not isinstance(col, PrimitiveColumn):
+            raise FormatError(f"column for {t} is not a primitive column")
+        return PrimCursor(b, t, col.segmap)
+    if isinstance(t, RecordType):
+        if not isinstance(col, RecordColumn) or len(col.fields) != len(t.fields):
+            raise FormatError(f"column for {t} is not a matching record column")
+        return RecordCursor(b, t, [_field(b, f.type, fc.column, fc.presence)
+                                   for f, fc in zip(t.fields, col.fields, strict=True)])
+    if isinstance(t, (ArrayType, SetType)):
+        if not isinstance(col, ArrayColumn):
+            raise FormatError(f"column for {t} is not an array column")
+        return ListCursor(b, t, Int32Cursor(b, col.lengths, "a lengths column"),
+                          [cursor_for(b, t.elem, col.values)])
+    if isinstance(t, MapType):
+        if not isinstance(col, MapColumn):
+            raise FormatError(f"column for {t} is not a map column")
+        return ListCursor(b, t, Int32Cursor(b, col.lengths, "a lengths column"),
+                          [cursor_for(b, t.key, col.keys), cursor_for(b, t.value, col.values)])
+    if isinstance(t, UnionType):
+        if not isinstance(col, UnionColumn) or len(col.columns) != len(t.types):
+            raise FormatError(f"column for {t} is not a matching union column")
+        return UnionCursor(b, t, Int32Cursor(b, col.tags, "a union tags column"),
+                           [cursor_for(b, m, c) for m, c in zip(t.types, col.columns,
+                                                                 strict=True)])
+    raise FormatError(f"cannot read values of type {t}")
+
+
+def _field(b: Build, t: Type, col: AnyColumn | None, presence: Segmap) -> Cursor:
+    if col is None:
+        return NullCursor(b, t)
+    inner = cursor_for(b, t, col)
+    return MaskedCursor(b, RunsCursor(b, presence), inner) if presence else inner
+
+
+def path_cursor(b: Build, t: Type, col: AnyColumn | None,
+                path: tuple[str, ...]) -> Cursor | None:
+    """A cursor over the values at ``path`` (record field names), None when ``t`` lacks it.
+
+    Only the streams on the way down are read: each presence (field presence,
+    nulls wrapper) on the way narrows the rows, and the target's values are
+    expanded back to every row.  A target that is all null reads nothing (the
+    planner plans no bytes for it).
+    """
+    if not path:
+        return cursor_for(b, t, col)
+    target = path_type(t, path)
+    if target is None:
+        return None
+    return _down(b, t, col, path, target)
+
+
+def _down(b: Build, t: Type, col: AnyColumn | None, path: tuple[str, ...],
+          target: Type) -> Cursor:
+    if not path:
+        return cursor_for(b, t, col)
+    if col is None:
+        return NullCursor(b, target)
+    if isinstance(col, NullsColumn):
+        inner = _down(b, t, col.values, path, target)
+        if not col.presence or isinstance(inner, NullCursor):
+            return inner  # all null: the presence need not be read
+        return MaskedCursor(b, RunsCursor(b, col.presence), inner)
+    u = t
+    while isinstance(u, (NamedType, ErrorType)):
+        u = u.inner
+    assert isinstance(u, RecordType)
+    ft = u.field(path[0])
+    assert ft is not None
+    if not isinstance(col, RecordColumn):
+        raise FormatError(f"column for {u} is not a record column")
+    fc = col.field(path[0])
+    if fc is None:
+        raise FormatError(f"record column lacks field {path[0]!r}")
+    if fc.column is None:
+        return NullCursor(b, target)
+    inner = _down(b, ft.type, fc.column, path[1:], target)
+    if isinstance(inner, NullCursor) or not fc.presence:
+        return inner
+    return MaskedCursor(b, RunsCursor(b, fc.presence), inner)
+
+
+def path_type(t: Type, path: tuple[str, ...]) -> Type | None:
+    """The type at ``path`` below ``t``, or None when there is none."""
+    for name in path:
+        while isinstance(t, (NamedType, ErrorType)):
+            t = t.inner
+        if not isinstance(t, RecordType):
+            return None
+        f = t.field(name)
+        if f is None:
+            return None
+        t = f.type
+    return t
+
+
+CursorFactory = Callable[[Build], Cursor]

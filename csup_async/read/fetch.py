@@ -1,0 +1,442 @@
+"""The segment source: a plan's requests streamed in, segments decoded as their bytes land.
+
+Every read (whole columns, batches, rows, a row count) asks this one source
+for segments.  A consumer registers a *job* per segment it will read (the
+segment and how to decode it); jobs are kept per consumer, never merged by
+value, so two columns pointing at the same bytes each decode them their own
+way, with their own errors.  The source
+
+* serves bytes the tail read already holds without a request;
+* streams the other requests under one semaphore (``concurrency``), eagerly
+  (all at once, for whole columns) or on demand with a window ahead (batches,
+  so memory stays bounded by about one segment per column plus the window);
+* the moment a wanted job's last byte has arrived, decompresses and decodes
+  it in a thread pool, off the event loop (numpy and LZ4 release the GIL, so
+  columns decode on every core while later bytes are still in flight);
+* drops a request's buffer once every job needing it has taken its bytes;
+* enforces ``max_mem_length`` (in :func:`decode.decompress_segment`) in one place.
+
+State changes happen on the event loop only; a consumer thread waits for a
+job on the source's condition variable.  :meth:`SegmentSource.close` cancels
+the fetches (and waits for them, so no task keeps a pooled connection) and
+fails every job not yet done, so a consumer thread waiting for one wakes up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import concurrent.futures
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from .. import decode as D
+from ..errors import CsupError, FormatError
+from ..meta import Segment
+from ..stores import Store
+from .options import ReadOptions
+from .result import ScanStats
+
+Decoder = Callable[[Any], Any]
+"""Decompressed segment bytes in, the segment's decoded values out (runs in the pool)."""
+
+
+class RequestLike(Protocol):
+    offset: int
+    length: int
+    served: bool
+
+    @property
+    def end(self) -> int: ...
+
+
+class PlanLike(Protocol):
+    """What the source needs of a plan (``planner.ScanPlan`` or ``planner.RangePlan``)."""
+
+    @property
+    def requests(self) -> Sequence[RequestLike]: ...
+
+    @property
+    def bytes_needed(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One object version: where to read it, and bytes of it already in hand."""
+
+    store: Store
+    key: str
+    version: str | None
+    path: str  # what errors show (redacted)
+    available: tuple[tuple[int, Any], ...] = ()  # (offset, bytes): the tail read and others
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_BATCH_BYTES = 1 << 20  # segments handed to one pool task until they hold this much
+#: Batches: requests are cut into pieces of this size, fetched a window ahead of at most
+#: WINDOW_BYTES (or concurrency / 2 pieces), and segments are decoded ahead of their
+#: consumer while those hold at most AHEAD_BYTES (stored size); so iter_batches holds about
+#: one decoded segment per stream plus these, whatever the file size.
+PIECE_BYTES = 2 << 20
+WINDOW_BYTES = 16 << 20
+AHEAD_BYTES = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    offset: int
+    length: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+
+def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's decode threads (one per core): jobs never block in them."""
+    global _POOL
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2),
+                                                      thread_name_prefix="csup-decode")
+    return _POOL
+
+
+class Job:
+    """One consumer's read of one segment: its decoded values, once ``done``."""
+
+    __slots__ = ("ahead", "decode", "done", "error", "reqs", "seg", "sent", "source", "value",
+                 "wanted")
+
+    def __init__(self, source: SegmentSource, seg: Segment, decode: Decoder) -> None:
+        self.source = source
+        self.seg = seg
+        self.decode = decode
+        self.reqs: tuple[int, ...] = ()
+        self.wanted = False
+        self.ahead = False  # wanted ahead of its consumer (counted in source.ahead)
+        self.sent = False
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def take(self) -> Any:
+        """The decoded segment (blocking); the job lets go of it, so memory follows the
+        consumer.  Raises the job's error, or CancelledError once the source is closed."""
+        if not self.done:
+            cond = self.source.cond
+            with cond:
+                while not self.done:
+                    cond.wait()
+        self.source.taken(self)
+        if self.error is not None:
+            raise self.error
+        out, self.value = self.value, None
+        return out
+
+
+class SegmentSource:
+    """Jobs in, decoded segments out; see the module docstring.
+
+    Make it, register every job (:meth:`job`, on the event loop), then
+    :meth:`start`; consumers call :meth:`want` (thread-safe) and
+    :meth:`Job.take`.  Always :meth:`close` it.
+    """
+
+    def __init__(self, target: Target, plan: PlanLike, options: ReadOptions,
+                 stats: ScanStats, *, eager: bool, prefetch: int | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.target = target
+        self.options = options
+        self.limit = options.limits.max_mem_length
+        self.stats = stats
+        self.eager = eager
+        self.window = options.concurrency
+        reqs: list[Any] = [r for r in plan.requests if not r.served]
+        if not eager:  # batches: pieces small enough that the window bounds memory
+            reqs = [_Range(off, min(PIECE_BYTES, r.end - off))
+                    for r in reqs for off in range(r.offset, r.end, PIECE_BYTES)]
+        self.reqs = reqs
+        self.starts = [r.offset for r in self.reqs]
+        self.avail = [(int(off), np.frombuffer(data, np.uint8))
+                      for off, data in target.available if len(data)]
+        n = len(self.reqs)
+        self.state = [0] * n  # 0 idle, 1 streaming, 2 complete
+        self.progress = [0] * n
+        self.bufs: dict[int, np.ndarray] = {}
+        self.by_req: list[list[Job]] = [[] for _ in range(n)]
+        self.ptr = [0] * n
+        self.pending = [0] * n  # jobs needing the request that have not taken their bytes
+        self.held = 0  # bytes of requests started and not released (the batch window)
+        self.window = (max(WINDOW_BYTES, options.concurrency * PIECE_BYTES // 2)
+                       if prefetch is None else max(prefetch, 0) * PIECE_BYTES)
+        self.ahead = 0  # bytes of segments decoded ahead of their consumer (batches)
+        self.jobs: list[Job] = []
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.sem = asyncio.Semaphore(options.concurrency)
+        self.error: BaseException | None = None
+        self.closed = False
+        self.t0 = time.perf_counter()
+        self.pool = decode_pool()
+        self.cond = threading.Condition()
+        self.batch: list[tuple[Job, Any]] = []  # dispatched jobs not yet handed to the pool
+        self.batch_bytes = 0
+
+    # ------------------------------------------------------------ jobs ---
+    def job(self, seg: Segment, decode: Decoder) -> Job:
+        """Register one read of ``seg`` (call before :meth:`start`)."""
+        job = Job(self, seg, decode)
+        self.jobs.append(job)
+        if seg.length == 0:  # no bytes: decoded at once (an LZ4 claim is still checked)
+            job.sent = True
+            self._work([(job, b"")])
+            return job
+        i = bisect.bisect_right(self.starts, seg.offset) - 1
+        i = max(i, 0)
+        reqs = []
+        while i < len(self.reqs) and self.reqs[i].offset < seg.end:
+            if self.reqs[i].end > seg.offset:
+                reqs.append(i)
+            i += 1
+        job.reqs = tuple(reqs)
+        for k in reqs:
+            self.by_req[k].append(job)
+            self.pending[k] += 1
+        return job
+
+    def start(self) -> None:
+        """Jobs are registered: serve what needs no request, and (eagerly) fetch the rest."""
+        for lst, r in zip(self.by_req, self.reqs, strict=True):
+            end = r.end
+            lst.sort(key=lambda j, end=end: min(j.seg.end, end))
+        for job in self.jobs:
+            if not job.reqs and not job.sent:
+                # in the bytes already held, or nowhere: either way, settled now
+                job.sent = True
+                try:
+                    self._queue(job, self._raw(job))
+                except CsupError as e:
+                    self._settle(job, error=e)
+        self._flush()
+        if self.eager:
+            for job in self.jobs:
+                job.wanted = True
+            for k in range(len(self.reqs)):
+                if self.pending[k]:
+                    self._fetch(k)
+
+    def want(self, job: Job, ahead: Sequence[Job] = ()) -> None:
+        """A consumer takes ``job`` now and ``ahead`` later (from any thread): ``ahead`` is
+        decoded early while the segments so decoded stay under ``AHEAD_BYTES``."""
+        if not self.closed and (not job.wanted or any(not j.wanted for j in ahead)):
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so is the source
+                self.loop.call_soon_threadsafe(self._want, job, ahead)
+
+    def taken(self, job: Job) -> None:
+        if job.ahead:
+            with self.cond:
+                self.ahead -= job.seg.mem_length
+
+    def _want(self, first: Job, ahead: Sequence[Job]) -> None:
+        if self.closed:
+            return
+        last = -1
+        jobs = [first]
+        for job in ahead:
+            if not job.wanted and self.ahead + job.seg.mem_length <= AHEAD_BYTES:
+                with self.cond:
+                    self.ahead += job.seg.mem_length
+                job.ahead = True
+                jobs.append(job)
+        for job in jobs:
+            if job.wanted:
+                continue
+            job.wanted = True
+            if self._ready(job):
+                self._dispatch(job)
+                continue
+            for k in job.reqs:
+                if self.state[k] == 0:
+                    self._fetch(k)
+                last = max(last, k)
+        # the window ahead, in file order
+        k = last + 1
+        while last >= 0 and self.held < self.window and k < len(self.reqs):
+            if self.state[k] == 0 and self.pending[k]:
+                self._fetch(k)
+            k += 1
+        self._flush()
+
+    # ----------------------------------------------------------- bytes ---
+    def _pieces(self, job: Job) -> list[tuple[int, np.ndarray]]:
+        """(offset, bytes) of what is here of the job's segment: held bytes, then requests."""
+        seg = job.seg
+        out = [(off, data) for off, data in self.avail
+               if off < seg.end and off + data.size > seg.offset]
+        for k in job.reqs:
+            buf = self.bufs.get(k)
+            if buf is not None and self.progress[k]:
+                out.append((self.reqs[k].offset, buf[: self.progress[k]]))
+        return out
+
+    def _ready(self, job: Job) -> bool:
+        if job.sent:
+            return False
+        seg = job.seg
+        reach = seg.offset
+        for off, data in sorted(self._pieces(job), key=lambda p: p[0]):
+            if off > reach:
+                break
+            reach = max(reach, off + data.size)
+            if reach >= seg.end:
+                return True
+        return reach >= seg.end
+
+    def _raw(self, job: Job) -> Any:
+        """The segment's stored bytes: a view when one piece holds them, else joined."""
+        seg = job.seg
+        pieces = self._pieces(job)
+        for off, data in pieces:
+            if off <= seg.offset and off + data.size >= seg.end:
+                return data[seg.offset - off: seg.end - off]
+        out = np.empty(seg.length, np.uint8)
+        covered = 0
+        for off, data in pieces:
+            lo, hi = max(off, seg.offset), min(off + data.size, seg.end)
+            if lo < hi:
+                out[lo - seg.offset: hi - seg.offset] = data[lo - off: hi - off]
+                covered += hi - lo
+        if covered < seg.length:
+            raise FormatError(f"segment at offset {seg.offset} is in no planned request")
+        return out
+
+    def _dispatch(self, job: Job) -> None:
+        job.sent = True
+        raw = self._raw(job)
+        for k in job.reqs:
+            self.pending[k] -= 1
+            self._release(k)
+        self._queue(job, raw)
+
+    def _queue(self, job: Job, raw: Any) -> None:
+        """Hand the job to the pool, small ones together (a pool task costs ~50 us)."""
+        self.batch.append((job, raw))
+        self.batch_bytes += job.seg.mem_length
+        if self.batch_bytes >= _BATCH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.batch:
+            self.pool.submit(self._work, self.batch)
+            self.batch, self.batch_bytes = [], 0
+
+    def _work(self, jobs: list[tuple[Job, Any]]) -> None:
+        for job, raw in jobs:
+            if self.closed:
+                return
+            if job.done:
+                continue
+            try:
+                data = D.decompress_segment(raw, job.seg, max_mem_length=self.limit)
+                out = job.decode(data)
+            except BaseException as e:  # the consumer gets it, whatever it is
+                self._settle(job, error=e)
+            else:
+                self._settle(job, out)
+
+    def _settle(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
+        with self.cond:
+            if not job.done:
+                job.value, job.error, job.done = value, error, True
+                self.cond.notify_all()
+
+    def _release(self, k: int) -> None:
+        if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
+            del self.bufs[k]
+            self.held -= self.reqs[k].length
+
+    def _advance(self, k: int) -> None:
+        """Request ``k`` has more bytes: dispatch the wanted jobs they complete."""
+        lst, r, pos = self.by_req[k], self.reqs[k], self.progress[k]
+        i = self.ptr[k]
+        while i < len(lst) and min(lst[i].seg.end, r.end) - r.offset <= pos:
+            job = lst[i]
+            i += 1
+            if job.wanted and self._ready(job):
+                self._dispatch(job)
+        self.ptr[k] = i
+        self._flush()
+
+    # ----------------------------------------------------------- fetch ---
+    def _fetch(self, k: int) -> None:
+        self.state[k] = 1
+        self.held += self.reqs[k].length
+        self.bufs[k] = np.empty(self.reqs[k].length, np.uint8)
+        task = self.loop.create_task(self._run(k))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _run(self, k: int) -> None:
+        try:
+            await self._stream(k)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:
+            self._fail(e)
+
+    async def _stream(self, k: int) -> None:
+        r, t = self.reqs[k], self.target
+        buf = self.bufs[k]
+        view = memoryview(buf)
+        pos = 0
+        async with self.sem:
+            chunks = t.store.stream_range(t.key, r.offset, r.length, t.version)
+            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                async for chunk in chunks:
+                    if self.stats.ttfb is None:
+                        self.stats.ttfb = time.perf_counter() - self.t0
+                    m = len(chunk)
+                    if pos + m > r.length:
+                        raise FormatError(f"store returned more than the {r.length}-byte "
+                                          "range")
+                    view[pos: pos + m] = chunk
+                    pos += m
+                    self.progress[k] = pos
+                    self._advance(k)
+        if pos != r.length:
+            raise FormatError(f"store returned {pos} bytes for a {r.length}-byte range")
+        self.state[k] = 2
+        self.stats.requests += 1
+        self.stats.bytes_read += r.length
+        for job in self.by_req[k]:  # jobs spanning into requests that finished earlier
+            if job.wanted and not job.sent and self._ready(job):
+                self._dispatch(job)
+        self._flush()
+        self._release(k)
+
+    def _fail(self, e: BaseException) -> None:
+        if self.error is None:
+            self.error = e
+        for job in self.jobs:
+            self._settle(job, error=e)
+        for task in list(self.tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    async def close(self) -> None:
+        """Cancel and wait for every fetch; wake every consumer still waiting."""
+        self.closed = True
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for job in self.jobs:
+            self._settle(job, error=concurrent.futures.CancelledError())
+        self.bufs.clear()

@@ -1,0 +1,72 @@
+"""The reader's own options, split once from the store's, and the caps a file meets.
+
+``open(url, **options)``, ``open_dataset`` and the Spark source all take one
+bag of keyword options: these names belong to the reader, every other one to
+the store.  The caps are module values read when a read starts (not when a
+reader is made), so a process can lower them for every reader at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CsupError
+
+#: Values any one column may claim (a count is not always backed by bytes: one
+#: 5-byte length can claim 2**31 all-null elements).
+DEFAULT_MAX_ROWS = 1 << 28
+#: Values all the columns of one read may claim together.
+DEFAULT_MAX_VALUES = 1 << 30
+#: Largest decompressed segment (a writer's default segment is 4 MiB).
+DEFAULT_MAX_MEM_LENGTH = 256 << 20
+#: Requests in flight for one read (and, for ``iter_batches``, the fetch window).
+DEFAULT_CONCURRENCY = 16
+#: Parsing metadata costs about 3 us a byte: 16 MiB bounds a hostile open to ~1 min of
+#: CPU while holding the column trees of files with hundreds of thousands of segments.
+DEFAULT_MAX_METADATA = 16 << 20
+
+#: The option names that belong to the reader; every other option goes to the store.
+READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
+                  "max_values", "metadata_cache", "immutable")
+#: Options both take: ``timeout`` bounds a whole read and each store operation in it.
+SHARED_OPTIONS = ("timeout",)
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(reader options, store options) of one bag of keyword options."""
+    reader = {k: v for k, v in options.items() if k in READER_OPTIONS or k in SHARED_OPTIONS}
+    store = {k: v for k, v in options.items() if k not in READER_OPTIONS}
+    return reader, store
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one read may make the process fetch, decompress and allocate."""
+
+    max_rows: int
+    max_values: int
+    max_mem_length: int
+
+    @classmethod
+    def of(cls, max_rows: int | None = None, max_values: int | None = None,
+           max_mem_length: int | None = None) -> Limits:
+        """Limits with the module defaults (as they are now) where None."""
+        return cls(DEFAULT_MAX_ROWS if max_rows is None else int(max_rows),
+                   DEFAULT_MAX_VALUES if max_values is None else int(max_values),
+                   DEFAULT_MAX_MEM_LENGTH if max_mem_length is None else int(max_mem_length))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How one read runs: requests in flight, its caps and its deadline (seconds or None)."""
+
+    concurrency: int
+    limits: Limits
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise CsupError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise CsupError(f"timeout must be a positive number of seconds, got {self.timeout}")

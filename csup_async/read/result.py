@@ -1,0 +1,66 @@
+"""What a read hands back: the columns in file row order, and what they cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import planner as P
+
+from .. import arrays as A
+from ..errors import ColumnNotFoundError, CsupError
+
+
+@dataclass
+class ScanStats:
+    """What one scan cost: requests and bytes at the store, and time."""
+
+    requests: int = 0
+    bytes_read: int = 0
+    bytes_needed: int = 0
+    ttfb: float | None = None  # seconds to the first response byte of the scan's first read
+    wall: float = 0.0
+    metadata_requests: int = 0
+
+    def __str__(self) -> str:
+        amp = self.bytes_read / self.bytes_needed if self.bytes_needed else 1.0
+        ttfb = f"{self.ttfb * 1000:.1f} ms" if self.ttfb is not None else "-"
+        return (f"{self.requests} requests, {self.bytes_read:,} bytes read for "
+                f"{self.bytes_needed:,} needed ({amp:.2f}x), first byte {ttfb}, "
+                f"wall {self.wall * 1000:.1f} ms")
+
+
+@dataclass
+class ScanResult:
+    """The columns a scan asked for, in file row order."""
+
+    columns: dict[str, A.Array]
+    num_rows: int
+    stats: ScanStats = field(default_factory=ScanStats)
+    plan: Any = None
+
+    def column(self, path: str | tuple[str, ...]) -> A.Array:
+        """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
+        try:
+            return self.columns[P.format_path(path if isinstance(path, tuple)
+                                              else P.parse_path(path))]
+        except KeyError:
+            raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """One dict per row keyed by the requested paths (None where null or absent)."""
+        cols = {p: a.to_pylist() for p, a in self.columns.items()}
+        return [{p: cols[p][i] for p in cols} for i in range(self.num_rows)]
+
+    def to_numpy(self) -> dict[str, Any]:
+        return {p: a.to_numpy() for p, a in self.columns.items()}
+
+    def to_arrow(self) -> Any:
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        return pa.table({p: a.to_arrow() for p, a in self.columns.items()})
+
+    def __len__(self) -> int:
+        return self.num_rows
