@@ -628,8 +628,6 @@ def test_issue14_item2_writer_refuses_duplicate_field_names(tmp_path: Path) -> N
     assert not (tmp_path / "v.csup").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 2: an Arrow struct with duplicate field "
-                   "names escapes from the writer as ValueError")
 def test_issue14_item2_writer_refuses_duplicate_arrow_fields(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     struct = pa.StructArray.from_arrays([pa.array(["x"]), pa.array([1])], names=["i", "i"])
