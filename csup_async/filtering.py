@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Mapping
 
 import numpy as np
@@ -205,6 +206,9 @@ def _by_side(op: str, above: bool, full: np.ndarray, none: np.ndarray) -> np.nda
     return full if less == above else none
 
 
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
 def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
     n = len(arr)
     want = str if tname == "string" else bytes
@@ -236,12 +240,13 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
         if e.op in ("==", "!="):
             eq = (lengths == len(b)) & _prefix_equal(arr.data, starts, lengths, b)
             return (eq if e.op == "==" else ~eq), np.zeros(n, bool)
-        # ordered: UTF-8 byte order is code point order, so compare the bytes
-        objs = np.empty(n, object)
+        # ordered: UTF-8 byte order is code point order, so compare the bytes, one by
+        # one in Python (numpy's fixed-width bytes would drop trailing NULs)
         data = arr.data.tobytes()
-        objs[:] = [data[s:s + ln] for s, ln in zip(starts.tolist(), lengths.tolist(),
-                                                   strict=True)]
-        return _cmp(e.op, objs, b).astype(bool), np.zeros(n, bool)
+        less = _ORDER[e.op]
+        got = np.fromiter((less(data[s:s + ln], b) for s, ln in
+                           zip(starts.tolist(), lengths.tolist(), strict=True)), bool, n)
+        return got, np.zeros(n, bool)
     return None
 
 

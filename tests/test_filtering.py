@@ -97,3 +97,11 @@ def test_int_columns_compare_exactly_with_floats_and_big_literals() -> None:
     for f in cases:
         got = evaluate(f, {("x",): big}, 4)
         assert got.tolist() == [matches(f, {"x": v}) for v in big.to_pylist()], f
+
+
+def test_strings_with_trailing_nuls_order_exactly() -> None:
+    arr = A.from_pylist(STRING, ["\x00", "a\x00", "a", ""])
+    for f in (col("x") <= "\x00", col("x") > "a", col("x") < "a\x00", col("x") == "a\x00",
+              col("x") >= ""):
+        got = evaluate(f, {("x",): arr}, 4)
+        assert got.tolist() == [matches(f, {"x": v}) for v in arr.to_pylist()], f

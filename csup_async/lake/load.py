@@ -143,7 +143,7 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
 
 
 def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]]) -> bytes:
-    from ..writer import write
+    from ..writing import write
 
     buf = _io.BytesIO()
     write(buf, [Value(t, v) for t, v, _, _ in rows])
