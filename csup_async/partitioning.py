@@ -50,16 +50,17 @@ def root_of(source: str) -> str:
     return path.rstrip("/") + "/"
 
 
-def partitions_of(urls: Sequence[str], root: str) -> Partitions:
-    """The partition columns of objects below ``root`` (an http(s) URL's path is unescaped
-    once first: the directory names are the escaped ones)."""
-    base = root[len("file://"):] if root.startswith("file://") else root
+def partitions_of(urls: Sequence[str], root: str | Sequence[str]) -> Partitions:
+    """The partition columns of objects below ``root`` (one root, or one per URL; an
+    http(s) URL's path is unescaped once first: the directory names are the escaped ones)."""
+    roots = [root] * len(urls) if isinstance(root, str) else list(root)
     rels = []
-    for u in urls:
+    for u, r in zip(urls, roots, strict=True):
+        base = r[len("file://"):] if r.startswith("file://") else r
         path = u[len("file://"):] if u.startswith("file://") else u
         if not path.startswith(base):
             raise PartitionError(f"{redact_url(u)} is not below the partitioned dataset's root "
-                                 f"{redact_url(root)} (give partition_base)")
+                                 f"{redact_url(r)} (give partition_base)")
         rel = path[len(base):]
         rels.append(unquote(rel) if base.startswith(("http://", "https://")) else rel)
     return infer_partitions(rels)
