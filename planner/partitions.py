@@ -186,4 +186,5 @@ def format_partition_path(row: Mapping[str, Any]) -> str:
 
 
 def _escape(s: str) -> str:
-    return quote(s, safe=" -_.,;:+@!$&'()*~")
+    # what Spark's escapePathName leaves alone among ASCII punctuation; the rest is %XX
+    return quote(s, safe=" -_.,;+@!$&()~<>|`}")

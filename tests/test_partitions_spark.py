@@ -81,3 +81,25 @@ def test_pushed_partition_filters_open_only_matching_objects(spark: Any, tmp_pat
         assert len(range_server.seen()) == len(matching) < len(names)
     finally:
         spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+
+def test_partition_by_writes_sparks_directories_and_reads_back(spark: Any,
+                                                                tmp_path: Path) -> None:
+    pq_dir, _ = _mirror(spark, tmp_path)
+    out = tmp_path / "written"
+    df = spark.createDataFrame(ROWS, "id long, name string, year int, kind string")
+    df.repartition(2).write.format("csup").option("partitionBy", "year,kind").mode("append").save(
+        str(out))
+
+    def dirs(root: Path, suffix: str) -> set[str]:
+        return {str(p.parent.relative_to(root)) for p in root.rglob(f"*{suffix}")}
+
+    assert dirs(out, ".csup") == dirs(pq_dir, ".parquet")  # the same names as Spark's
+    back = spark.read.format("csup").load(str(out))
+    assert back.columns == ["id", "name", "year", "kind"]
+    assert sorted(tuple(r) for r in back.collect()) == sorted(ROWS)
+    # the files hold no partition column: the directories do
+    plain = spark.read.format("csup").option("partitioning", "none").load(str(out))
+    assert plain.columns == ["id", "name"]
+    with pytest.raises(Exception, match="partitionBy column"):
+        df.write.format("csup").option("partitionBy", "nope").mode("overwrite").save(str(out))
