@@ -229,11 +229,16 @@ class Dataset:
                                     [spell[c] for c in part_cols])
             columns_out.update((c, got[spell[c]]) for c in part_cols)
         if residual is not None:
-            from .filtering import evaluate
+            from planner.filters import bind
 
-            keep = np.flatnonzero(evaluate(residual, {
-                (spell[c],) if c in spell else P.parse_path(c): a
-                for c, a in columns_out.items()}, int(sum(counts))))
+            from .filtering import evaluate
+            from .types import PrimitiveType
+
+            by_path = {(spell[c],) if c in spell else P.parse_path(c): a
+                       for c, a in columns_out.items()}
+            typed = bind(residual, {p: a.type.name for p, a in by_path.items()
+                                    if isinstance(a.type, PrimitiveType)})  # '2024-..' on time
+            keep = np.flatnonzero(evaluate(typed, by_path, int(sum(counts))))
             columns_out = {c: columns_out[c].take(keep) for c in wanted}
             counts = [int(keep.size)]
         else:

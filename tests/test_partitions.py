@@ -116,3 +116,27 @@ def test_pruning_is_sound_and_exact_on_partition_columns(files, expr, data_value
             assert n in kept
         if p.only_partitions(expr):  # then the file's rows all agree: exact
             assert (n in kept) == matches(expr, {"i": i, "s": s})
+
+
+def test_spark_filters_on_partition_columns_decide_files_as_spark_would() -> None:
+    ds = pytest.importorskip("pyspark.sql.datasource")
+    from csup_async.spark.partition_filters import split
+
+    p = infer_partitions(["year=2023/kind=push/a", "year=2024/kind=pull/b",
+                          f"year={HIVE_NULL}/kind=push/c"])
+    types = {c.name: c.type for c in p.columns}
+
+    def kept(*filters):
+        expr, decided, others = split(list(filters), types)
+        return p.select(expr), len(decided), len(others)
+
+    assert kept(ds.EqualTo(("year",), 2024), ds.GreaterThan(("n",), 1)) == ([1], 1, 1)
+    # NOT (year <=> 2024) is true for the null year: Spark keeps that file, and so do we
+    assert kept(ds.Not(ds.EqualNullSafe(("year",), 2024))) == ([0, 2], 1, 0)
+    assert kept(ds.EqualNullSafe(("year",), None)) == ([2], 1, 0)
+    assert kept(ds.In(("kind",), ("pull", "x"))) == ([1], 1, 0)
+    # IN with a null, or a literal of another type: not decided here, left to Spark
+    assert kept(ds.Not(ds.In(("kind",), ("pull", None)))) == ([0, 1, 2], 0, 1)
+    assert kept(ds.EqualTo(("year",), "2024")) == ([0, 1, 2], 0, 1)
+    assert kept(ds.StringStartsWith(("kind",), "pu")) == ([0, 1, 2], 1, 0)
+    assert kept(ds.IsNotNull(("year",)), ds.LessThan(("year",), 2024)) == ([0], 2, 0)

@@ -119,3 +119,18 @@ async def test_bad_partitioning_is_refused_clearly(tree: Path) -> None:
     async with csup_async.open_dataset(str(tree)) as ds:
         res = await ds.scan(["id"], filter=col("n") >= 50)
         assert sorted(res.column("id").to_pylist()) == [5, 6, 7]
+
+
+async def test_row_filters_are_typed_for_their_columns(tmp_path: Path) -> None:
+    import numpy as np
+
+    t0 = np.datetime64("2024-01-01T00:00:00", "ns")
+    root = tmp_path / "t"
+    for day in (1, 2):
+        (root / f"day={day}").mkdir(parents=True)
+        csup_async.write(str(root / f"day={day}" / "a.csup"),
+                         [{"ts": t0 + np.timedelta64(h + 24 * (day - 1), "h")} for h in range(3)])
+    async with csup_async.open_dataset(str(root), partitioning="hive") as ds:
+        res = await ds.scan(["day"], filter=parse_filter(
+            "day = 2 and ts >= '2024-01-02T01:00:00Z'"))
+        assert res.column("day").to_pylist() == [2, 2]
