@@ -21,9 +21,12 @@ from typing import Any
 import numpy as np
 
 import planner as P
+from planner.filters import Expr, columns_of
+from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
+from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
@@ -102,10 +105,32 @@ class Dataset:
         self.profile = P.get_profile(profile)
         #: objects a directory or prefix listed but ``match`` left out (not read)
         self.skipped: list[str] = []
+        #: Hive-style partition columns (``partitioning="hive"``), one row per file of ``files``
+        self.partitions: Partitions | None = None
+        self._urls = [r.key for r in readers]
+        self._by_url = {r.key: r for r in readers}
+        self._open_file: Any = None  # opens one more file (a partitioned dataset's lazy loads)
 
     @property
     def files(self) -> list[str]:
-        return [r.key for r in self.readers]
+        return list(self._urls)
+
+    async def _select(self, filter: Expr | None) -> tuple[list[Reader], list[int]]:
+        """The readers of the files a filter's partition part keeps (all without one),
+        opening them first if not yet open: a pruned file is never requested."""
+        idx = (self.partitions.select(filter) if self.partitions is not None
+               and filter is not None else list(range(len(self._urls))))
+        need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
+        if need:
+            opened = await _gather_or_cancel([self._open_file(u) for u in need])
+            self._by_url.update(zip(need, opened, strict=True))
+            self.readers = [self._by_url[u] for u in dict.fromkeys(self._urls)
+                            if u in self._by_url]
+        return [self._by_url[self._urls[i]] for i in idx], idx
+
+    def _partition_spellings(self) -> dict[str, str]:
+        names = self.partitions.names if self.partitions is not None else ()
+        return {P.format_path((n,)): n for n in names}
 
     def _entries(self, readers: list[Reader] | None = None
                  ) -> list[tuple[str, Any, tuple[int, int]]]:
@@ -113,24 +138,39 @@ class Dataset:
                 for r in (self.readers if readers is None else readers)]
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | None = None,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
-        """Which files contribute, what each must read, and tasks of about the target size."""
+        """Which files contribute, what each must read, and tasks of about the target size.
+
+        With ``filter``, files its partition part rules out are left out before any
+        is opened (partition columns themselves need no reads)."""
+        readers, _ = await self._select(filter)
         parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
-        cols = [spelling for spelling, _ in parsed] if parsed is not None else None
-        return P.plan_files(self._entries(), cols, self.profile,
+        spell = self._partition_spellings()
+        cols = ([spelling for spelling, _ in parsed if spelling not in spell]
+                if parsed is not None else None)
+        return P.plan_files(self._entries(readers), cols, self.profile,
                             target_task_bytes=target_task_bytes)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
-                   limit: int | None = None) -> ScanResult:
+                   limit: int | None = None, filter: Expr | None = None) -> ScanResult:
         """Rows of every file in file order; with ``limit``, only the first files whose
-        row counts (known from metadata) cover ``limit`` rows are read at all."""
+        row counts (known from metadata) cover ``limit`` rows are read at all.
+
+        ``filter`` (a ``planner.filters`` expression) keeps the rows it is true for:
+        files its partition part rules out are never opened, and a filter that reads
+        data columns too is then evaluated exactly on the scanned rows."""
         t0 = time.perf_counter()
-        readers = self.readers
-        if limit is not None:
-            if limit < 0:
-                raise CsupError(f"limit must be >= 0, got {limit}")
+        chosen, chosen_idx = await self._select(filter)
+        spell = self._partition_spellings()
+        residual = filter if filter is not None and not (
+            self.partitions is not None and self.partitions.only_partitions(filter)) else None
+        readers = chosen
+        if limit is not None and limit < 0:
+            raise CsupError(f"limit must be >= 0, got {limit}")
+        if limit is not None and residual is None:
             readers, covered = [], 0
-            for r in self.readers:
+            for r in chosen:
                 if covered >= limit:
                     break
                 readers.append(r)
@@ -139,13 +179,19 @@ class Dataset:
         cols = [spelling for spelling, _ in parsed] if parsed is not None else []
         if not cols:
             seen: dict[str, None] = {}
-            for r in self.readers:
+            for r in chosen:
                 seen.update(dict.fromkeys(r._paths(None)))
-            cols = list(seen)
-        plan = await self.plan(cols)
-        if plan.missing_paths:
-            raise self.missing_error(plan.missing_paths)
-        if readers is not self.readers:  # the files a limit needs (columns may be absent)
+            cols = [c for c in seen if c not in spell] + list(spell)
+        wanted = cols
+        extra = [] if residual is None else [
+            P.format_path(p) for p in columns_of(residual) if P.format_path(p) not in cols]
+        part_cols = [c for c in cols + extra if c in spell]
+        cols = [c for c in cols + extra if c not in spell]  # data columns (partitions win)
+        plan = P.plan_files(self._entries(chosen), cols, self.profile)
+        missing = [p for p in plan.missing_paths if p not in extra]  # a filter's: null
+        if missing and (chosen or self.partitions is None):  # no file left: nothing to say
+            raise self.missing_error(missing)
+        if readers is not chosen:  # the files a limit needs (columns may be absent)
             plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
         sem = asyncio.Semaphore(self.file_concurrency)
@@ -173,6 +219,27 @@ class Dataset:
         counts = [n for _, n in parts]
         ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
         columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
+        if part_cols:
+            assert self.partitions is not None
+            where = {r.key: i for r, i in zip(chosen, chosen_idx, strict=True)}
+            got = partition_columns(self.partitions, [where[r.key] for r in readers], counts,
+                                    [spell[c] for c in part_cols])
+            columns_out.update((c, got[spell[c]]) for c in part_cols)
+        if residual is not None:
+            from planner.filters import bind
+
+            from .filtering import evaluate
+            from .types import PrimitiveType
+
+            by_path = {(spell[c],) if c in spell else P.parse_path(c): a
+                       for c, a in columns_out.items()}
+            typed = bind(residual, {p: a.type.name for p, a in by_path.items()
+                                    if isinstance(a.type, PrimitiveType)})  # '2024-..' on time
+            keep = np.flatnonzero(evaluate(typed, by_path, int(sum(counts))))
+            columns_out = {c: columns_out[c].take(keep) for c in wanted}
+            counts = [int(keep.size)]
+        else:
+            columns_out = {c: columns_out[c] for c in wanted}
         if limit is not None and int(sum(counts)) > limit:
             columns_out = {c: a.slice(0, limit) for c, a in columns_out.items()}
             counts = [limit]
@@ -219,6 +286,8 @@ class _DatasetOpener:
         opts = dict(self.options)
         file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
         match = opts.pop("match", DEFAULT_MATCH)
+        partitioning = check_partitioning(opts.pop("partitioning", None))
+        partition_base = opts.pop("partition_base", None)
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
@@ -242,13 +311,25 @@ class _DatasetOpener:
                 async with sem:
                     return await open_reader(url, store=store, **reader_opts)
 
-            readers = await _gather_or_cancel([one(u) for u in urls])
+            parts = None
+            if partitioning is not None:
+                if partition_base is None and not isinstance(self.source, str):
+                    raise PartitionError("a partitioned dataset given as a list of objects "
+                                         "needs partition_base= (the root of its key=value "
+                                         "directories)")
+                parts = partitions_of(urls, partition_base or root_of(self.source))
+            # a partitioned dataset loads a file's metadata when a scan first needs it
+            readers = [] if parts is not None else await _gather_or_cancel(
+                [one(u) for u in urls])
         except BaseException:
             if owns:
                 await store.close()
             raise
         self.dataset = Dataset(readers, store, owns, file_concurrency, reader_opts["profile"])
         self.dataset.skipped = skipped
+        if parts is not None:
+            self.dataset.partitions, self.dataset._urls = parts, list(urls)
+            self.dataset._open_file = one
         return self.dataset
 
     def __await__(self) -> Generator[Any, None, Dataset]:
@@ -269,8 +350,11 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
     Options: ``file_concurrency`` (files read at once, default 64), ``match``
     (which objects of a directory or prefix to read, default ``"*.csup"``; None
-    for all; the rest are listed in ``Dataset.skipped``), the reader's options
-    and the store's.  A prefix, directory or glob that selects no object raises
+    for all; the rest are listed in ``Dataset.skipped``), ``partitioning="hive"``
+    (``key=value`` directories below the source, or below ``partition_base`` for a
+    list, become columns, and a scan's filter on them skips whole files before
+    opening them; files then load their metadata when a scan first needs them),
+    the reader's options and the store's.  A prefix, directory or glob that selects no object raises
     NotFoundError here (an explicit list, even empty, is taken as given).
     """
     return _DatasetOpener(source, store, options)

@@ -15,13 +15,16 @@ import gc
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import planner as P
+from planner.partitions import Partitions
 
 from ..dataset import list_sources, open_dataset
 from ..errors import CsupError
 from ..meta import FileMeta
+from ..partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
 from .options import Settings
 
@@ -45,6 +48,10 @@ class Loaded:
     profile: P.Profile
     metadata_requests: int
     seconds: float
+    #: Hive-style partition columns and each loaded file's values (None: not partitioned)
+    partitions: Partitions | None = None
+    #: files whose partition values ruled them out (never opened)
+    partition_pruned: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Loaded({len(self.files)} files)"
@@ -72,7 +79,13 @@ async def list_files(paths: Sequence[str], store: Store) -> list[str]:
     the object itself; a name ending in ``.csup`` is taken as an object without
     asking (a list of 1,000 objects must not cost 1,000 LIST requests).
     """
-    out: dict[str, None] = {}
+    return list(await list_rooted(paths, store))
+
+
+async def list_rooted(paths: Sequence[str], store: Store) -> dict[str, str]:
+    """:func:`list_files`, with the root each URL was listed under (partition directories
+    are read below it; a named object's root is its directory)."""
+    out: dict[str, str] = {}
     for src in paths:
         if (src.startswith(_LISTABLE) and not src.endswith(("/", ".csup"))
                 and not _GLOB & set(src) and hasattr(store, "list")):
@@ -81,12 +94,42 @@ async def list_files(paths: Sequence[str], store: Store) -> list[str]:
             base = src + "/" if under else src
         else:
             urls, base = await list_sources(src, store), src
-        out.update((u, None) for u in urls if not is_hidden(base, u))
-    return list(out)
+        root = _root(src, base, urls)
+        out.update((u, out.get(u, root)) for u in urls if not is_hidden(base, u))
+    return out
 
 
-async def load(settings: Settings) -> Loaded:
-    """List and open every file (metadata only), concurrently through one store."""
+def _root(src: str, base: str, urls: list[str]) -> str:
+    if urls == [src] and not os.path.isdir(src[7:] if src.startswith("file://") else src):
+        return src.rsplit("/", 1)[0] + "/"  # one object, named
+    return root_of(base)
+
+
+def _partitioned(settings: Settings, roots: dict[str, str], filters: Sequence[Any]
+                 ) -> tuple[list[str], Partitions | None, list[str]]:
+    """The URLs to open: the partition part of the pushed ``filters`` rules out the others
+    before any is opened; with the partitions of those kept, and the pruned URLs."""
+    urls = list(roots)
+    if settings.partitioning is None or not urls:
+        return urls, None, []
+    base = settings.base_path
+    parts = partitions_of(urls, base.rstrip("/") + "/" if base else list(roots.values()))
+    if not parts.columns:
+        return urls, None, []
+    from .partition_filters import split
+
+    expr, _, _ = split(filters, {c.name: c.type for c in parts.columns})
+    keep = parts.select(expr)
+    if len(keep) == len(urls):
+        return urls, parts, []
+    kept = set(keep)
+    sub = Partitions(parts.columns, tuple(parts.values[i] for i in keep))
+    return [urls[i] for i in keep], sub, [u for i, u in enumerate(urls) if i not in kept]
+
+
+async def load(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
+    """List and open every file (metadata only), concurrently through one store; with
+    pushed ``filters`` on partition columns, only the files whose directories match."""
     t0 = time.perf_counter()
     if not settings.paths:
         raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")
@@ -96,7 +139,8 @@ async def load(settings: Settings) -> Loaded:
     first = settings.paths[0]
     store, _ = store_for(first, **settings.store_options(first))
     try:
-        urls = await list_files(settings.paths, store)
+        urls, parts, pruned = _partitioned(settings, await list_rooted(settings.paths, store),
+                                           filters)
         async with open_dataset(urls, store=store, file_concurrency=settings.file_concurrency,
                                 **settings.reader_options()) as ds:
             files = [LoadedFile(r.key, r.meta, r.tail) for r in ds.readers]
@@ -104,10 +148,10 @@ async def load(settings: Settings) -> Loaded:
             profile = ds.profile
     finally:
         await store.close()
-    return Loaded(files, profile, reqs, time.perf_counter() - t0)
+    return Loaded(files, profile, reqs, time.perf_counter() - t0, parts, pruned)
 
 
-def load_sync(settings: Settings) -> Loaded:
+def load_sync(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
     """:func:`load` on its own event loop, with the cyclic GC paused.
 
     Loading 1,000 files' metadata allocates millions of small, acyclic objects;
@@ -117,7 +161,7 @@ def load_sync(settings: Settings) -> Loaded:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return asyncio.run(load(settings))
+        return asyncio.run(load(settings, filters))
     finally:
         if paused:
             gc.enable()

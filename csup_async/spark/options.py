@@ -63,6 +63,9 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "shiptailbytes": ("ship_tail_bytes", "int"),
     "pushdown": ("pushdown", "bool"),
     "planreport": ("plan_report", "str"),
+    # Hive-style key=value directories (planner.partitions): "hive" (default) or "none"
+    "partitioning": ("partitioning", "str"),
+    "basepath": ("base_path", "str"),
     # Zed lake pools (csup_async.lake.spark): the path is the lake's root
     "pool": ("pool", "str"),
     "at": ("pool_at", "str"),
@@ -72,6 +75,7 @@ _WRITE_OPTIONS: dict[str, tuple[str, str]] = {
     "segmentthresh": ("segment_thresh", "int"),
     "skewthresh": ("skew_thresh", "int"),
     "compress": ("compress", "bool"),
+    "partitionby": ("partition_by", "columns"),
 }
 _PATH_OPTIONS = frozenset({"path", "paths"})
 
@@ -90,6 +94,9 @@ def _parse(name: str, kind: str, raw: Any) -> Any:
             return float(raw)
         if kind == "json":
             return json.loads(raw)
+        if kind == "columns":  # "a,b" or a JSON list (what DataFrameWriter.partitionBy sends)
+            names = json.loads(raw) if raw.lstrip().startswith("[") else raw.split(",")
+            return [n.strip() for n in names if n.strip()]
     except ValueError:
         raise CsupError(f"option {name!r} must be {'JSON' if kind == 'json' else 'a number'}"
                         ) from None
@@ -124,6 +131,9 @@ class Settings:
     pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.lake.spark)
     pool_at: str | None = None  # a branch journal ID or a commit ID
     pool_where: str | None = None  # pool-key comparisons, ";"-separated ("ts>=5;ts<9")
+    partitioning: str | None = "hive"  # key=value directories become columns (None: off)
+    base_path: str | None = None  # the root of those directories (default: each path)
+    partition_by: list[str] = field(default_factory=list)  # write: key=value directories
 
     def __repr__(self) -> str:
         shown = {k: ("<hidden>" if k in _SECRET_KEYWORDS else v) for k, v in self.store.items()}
@@ -209,6 +219,10 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
             raise CsupError(f"option {attr} must be at least 1")
     if s.ship_tail_bytes < 0:
         raise CsupError("option shipTailBytes must be >= 0")
+    if not write:
+        from ..partitioning import check_partitioning
+
+        s.partitioning = check_partitioning(s.partitioning)
     if s.profile is not None:
         import planner as P
 

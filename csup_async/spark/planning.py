@@ -63,10 +63,13 @@ class CsupPartition(InputPartition):
     """Files read by one Spark task, with the columns' CSUP paths."""
 
     def __init__(self, index: int, files: tuple[FilePart, ...],
-                 columns: tuple[tuple[str, str], ...]) -> None:
+                 columns: tuple[tuple[str, str], ...],
+                 partition_values: tuple[tuple[str, Any], ...] = ()) -> None:
         self.index = index
         self.files = files
         self.columns = columns
+        #: Hive-style partition columns' values, the same for every file of the partition
+        self.partition_values = partition_values
 
     def __repr__(self) -> str:  # Spark prints partitions; keep it short and secret-free
         return f"CsupPartition(index={self.index}, files={len(self.files)})"
@@ -110,13 +113,19 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     files = loaded.files
     name_to_path = dict(columns)
     paths = list(dict.fromkeys(p for _, p in columns))
+    decided: list[Any] = []
+    if loaded.partitions is not None:  # their files were pruned before loading (listing)
+        from .partition_filters import split
+
+        _, decided, filters = split(filters, {c.name: c.type for c in loaded.partitions.columns})
     if filters:
         kept_idx, reasons, remaining = decide(filters, [f.meta for f in files], name_to_path)
     else:
         kept_idx, reasons, remaining = list(range(len(files))), [None] * len(files), []
     pruned: list[dict[str, str]] = [
-        {"file": redact_url(f.url), "reason": f"filter: {r}"}
-        for f, r in zip(files, reasons, strict=True) if r is not None]
+        {"file": redact_url(u), "reason": "partition filter"} for u in loaded.partition_pruned]
+    pruned += [{"file": redact_url(f.url), "reason": f"filter: {r}"}
+               for f, r in zip(files, reasons, strict=True) if r is not None]
     kept = [files[i] for i in kept_idx]
     by_url = {f.url: f for f in kept}
     profile = loaded.profile
@@ -154,12 +163,13 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     target = min(settings.target_partition_bytes,
                  max(floor, math.ceil(total / settings.min_partitions)))
     cols = tuple(columns)
-    partitions = [CsupPartition(i, tuple(g), cols) for i, g in enumerate(_pack(parts, target))]
+    partitions = [CsupPartition(i, tuple(g), cols, values)
+                  for i, (values, g) in enumerate(_pack_by_values(parts, target, loaded))]
     reads = [fp.plan for fp, _ in parts if fp.plan is not None]
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
         "paths": [redact_url(p) for p in settings.paths],
-        "files_listed": len(files),
+        "files_listed": len(files) + len(loaded.partition_pruned),
         "metadata_requests": loaded.metadata_requests,
         "metadata_seconds": round(loaded.seconds, 4),
         "files_pruned": len(pruned),
@@ -172,7 +182,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "bytes_to_read": sum(p.bytes_to_read for p in reads),
         "bytes_shipped": shipped,
         "columns": [n for n, _ in columns],
-        "pushed_filters": [describe(f) for f in filters],
+        "pushed_filters": [describe(f) for f in decided + list(filters)],
         "filters_for_spark": [describe(f) for f in remaining],
         "planning_seconds": round(time.perf_counter() - t0, 4),
         "pruned_files": pruned[:1000],
@@ -183,6 +193,22 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     if settings.plan_report:
         _write_report(settings.plan_report, report)
     return ReadPlan(partitions, list(remaining), report)
+
+
+def _pack_by_values(parts: list[tuple[FilePart, int]], target: int, loaded: Loaded
+                    ) -> list[tuple[tuple[tuple[str, Any], ...], list[FilePart]]]:
+    """:func:`_pack` within each run of files that share partition values, so a Spark
+    partition has one value per partition column (the executor adds them as constants)."""
+    if loaded.partitions is None:
+        return [((), g) for g in _pack(parts, target)]
+    names = loaded.partitions.names
+    by_url = {f.url: vals for f, vals in zip(loaded.files, loaded.partitions.values,
+                                             strict=True)}
+    runs: dict[tuple[Any, ...], list[tuple[FilePart, int]]] = {}
+    for fp, w in parts:
+        runs.setdefault(by_url[fp.url], []).append((fp, w))
+    return [(tuple(zip(names, vals, strict=True)), g)
+            for vals, run in runs.items() for g in _pack(run, target)]
 
 
 def _pack(parts: list[tuple[FilePart, int]], target: int) -> list[list[FilePart]]:

@@ -167,3 +167,18 @@ def column_paths(schema: T.StructType, metas: Iterable[FileMeta]) -> dict[str, s
         isinstance(t, RecordType) and t.field(WHOLE_VALUE) is not None for t in types)
     return {f.name: ("" if whole and f.name == WHOLE_VALUE else P.format_path((f.name,)))
             for f in schema.fields}
+
+
+_PARTITION_TYPES: dict[str, T.DataType] = {
+    "int64": T.LongType(), "float64": T.DoubleType(), "string": T.StringType(),
+    "null": T.StringType(),  # all null: Spark's own choice for such a partition column
+}
+
+
+def with_partitions(schema: T.StructType, columns: Iterable[tuple[str, str]]) -> T.StructType:
+    """The schema with Hive-style partition columns (name, type name) last, as Spark's file
+    sources put them; a file column of the same name yields to the partition column."""
+    cols = list(columns)
+    names = {n for n, _ in cols}
+    fields = [f for f in schema.fields if f.name not in names]
+    return T.StructType(fields + [T.StructField(n, _PARTITION_TYPES[t], True) for n, t in cols])

@@ -21,7 +21,7 @@ from ..errors import CsupError
 from .listing import Loaded, load_sync
 from .options import Settings, parse_options
 from .planning import CsupPartition, ReadPlan, plan_read
-from .schema import column_paths, infer_schema
+from .schema import column_paths, infer_schema, with_partitions
 
 
 class CsupDataSource(DataSource):
@@ -41,7 +41,11 @@ class CsupDataSource(DataSource):
         if not loaded.files:
             raise CsupError("no CSUP files to infer a schema from (give a schema to read an "
                             "empty location)")
-        return infer_schema(f.meta for f in loaded.files)
+        schema = infer_schema(f.meta for f in loaded.files)
+        if loaded.partitions is not None:
+            schema = with_partitions(schema, ((c.name, c.type)
+                                              for c in loaded.partitions.columns))
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         settings = parse_options(self.options)
@@ -77,9 +81,12 @@ class CsupReader(DataSourceReader):
 
     def _planned(self) -> ReadPlan:
         if self._plan is None:
-            loaded: Loaded = load_sync(self.settings)
+            # pushed filters on partition columns rule files out before they are opened
+            loaded: Loaded = load_sync(self.settings, self.filters)
             metas = [f.meta for f in loaded.files]
-            columns = tuple(column_paths(self.schema, metas).items())
+            names = set(loaded.partitions.names) if loaded.partitions is not None else set()
+            columns = tuple((n, p) for n, p in column_paths(self.schema, metas).items()
+                            if n not in names)
             self._plan = plan_read(loaded, columns, self.filters, self.settings)
         return self._plan
 
@@ -91,7 +98,10 @@ class CsupReader(DataSourceReader):
 
         if not isinstance(partition, CsupPartition):
             return iter(())  # Spark's placeholder when planning found no files
-        return read_partition(partition, self.schema, self.settings)
+        values = dict(getattr(partition, "partition_values", ()))
+        if not values:
+            return read_partition(partition, self.schema, self.settings)
+        return _with_constants(partition, self.schema, values, self.settings)
 
 
 class CsupFilteringReader(CsupReader):
@@ -101,3 +111,19 @@ class CsupFilteringReader(CsupReader):
         self.filters = list(filters)
         self._plan = None
         return self._planned().remaining_filters
+
+
+def _with_constants(partition: CsupPartition, schema: StructType, values: dict[str, Any],
+                    settings: Settings) -> Iterator[pa.RecordBatch]:
+    """The files' columns read as usual, and the partition columns added as constants."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from .executor import read_partition
+
+    data = StructType([f for f in schema.fields if f.name not in values])
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    for batch in read_partition(partition, data, settings):
+        n = batch.num_rows
+        cols = [batch.column(f.name) if f.name not in values
+                else pa.repeat(pa.scalar(values[f.name]), n).cast(f.type) for f in arrow]
+        yield pa.RecordBatch.from_arrays(cols, schema=arrow)

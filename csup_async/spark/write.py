@@ -54,6 +54,8 @@ class CsupCommitMessage(WriterCommitMessage):
     staged: str | None  # None: the task had no rows and wrote nothing
     rows: int
     size: int
+    #: with ``partitionBy``: (staged object, its ``k=v/`` directories, size) per file
+    files: tuple[tuple[str, str, int], ...] = ()
 
 
 def _dest(path: str) -> str:
@@ -78,8 +80,8 @@ class CsupWriter(DataSourceArrowWriter):
     def staging(self) -> str:
         return f"{self.dest}/{STAGING}/{self.job}/"
 
-    def final_name(self, partition: int) -> str:
-        return f"{self.dest}/part-{partition:05d}-{self.job}.csup"
+    def final_name(self, partition: int, directories: str = "") -> str:
+        return f"{self.dest}/{directories}part-{partition:05d}-{self.job}.csup"
 
     def _sink(self) -> Sink:
         scheme = self.dest.split("://", 1)[0].lower() if "://" in self.dest else ""
@@ -103,6 +105,8 @@ class CsupWriter(DataSourceArrowWriter):
         first = next(it, None)
         if first is None:
             return CsupCommitMessage(partition, attempt, None, 0, 0)
+        if self.settings.partition_by:
+            return asyncio.run(self._stage_partitioned(chain([first], it), partition, attempt))
         staged = f"{self.staging}part-{partition:05d}-a{attempt}.csup"
         return asyncio.run(self._stage(chain([first], it), first.schema, staged, partition,
                                        attempt))
@@ -135,6 +139,38 @@ class CsupWriter(DataSourceArrowWriter):
                 os.unlink(spool)
             await sink.close()
 
+    async def _stage_partitioned(self, batches: Iterator[pa.RecordBatch], partition: int,
+                                 attempt: int) -> CsupCommitMessage:
+        """One file per distinct value of the ``partitionBy`` columns, in ``k=v/``
+        directories as Spark's file writers name them, without those columns.  The
+        task's rows are held in memory to be split (Spark's own writer sorts instead)."""
+        from planner.partitions import format_partition_path
+
+        table = pa.Table.from_batches(list(batches))
+        keys = self.settings.partition_by
+        missing = [k for k in keys if k not in table.column_names]
+        if missing:
+            raise CsupError(f"partitionBy column(s) {', '.join(missing)} not in the data "
+                            f"(columns: {', '.join(table.column_names)})")
+        if len(set(keys)) == table.num_columns:
+            raise CsupError("partitionBy cannot use every column: no data would be left")
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, combo in enumerate(zip(*(table.column(k).to_pylist() for k in keys),
+                                      strict=True)):
+            groups.setdefault(combo, []).append(i)
+        data = table.drop_columns(list(keys))
+        files, rows, size = [], 0, 0
+        for combo, idx in groups.items():
+            sub = data.take(pa.array(idx, pa.int64()))
+            dirs = format_partition_path(dict(zip(keys, combo, strict=True)))
+            staged = f"{self.staging}{dirs}part-{partition:05d}-a{attempt}.csup"
+            m = await self._stage(iter(sub.to_batches()), sub.schema, staged, partition,
+                                  attempt)
+            if m.staged is not None:
+                files.append((m.staged, dirs, m.size))
+                rows, size = rows + m.rows, size + m.size
+        return CsupCommitMessage(partition, attempt, None, rows, size, tuple(files))
+
     # --------------------------------------------------------------- driver ---
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         asyncio.run(self._commit(messages))
@@ -145,7 +181,7 @@ class CsupWriter(DataSourceArrowWriter):
     async def _commit(self, messages: list[WriterCommitMessage | None]) -> None:
         chosen: dict[int, CsupCommitMessage] = {}
         for m in messages:
-            if isinstance(m, CsupCommitMessage) and m.staged is not None:
+            if isinstance(m, CsupCommitMessage) and (m.staged is not None or m.files):
                 chosen.setdefault(m.partition, m)
         sink = self._sink()
         try:
@@ -155,15 +191,19 @@ class CsupWriter(DataSourceArrowWriter):
                 await sink.delete(old)
             sem = asyncio.Semaphore(16)
 
-            async def move(m: CsupCommitMessage) -> None:
-                async with sem:
-                    assert m.staged is not None
-                    await sink.move(m.staged, self.final_name(m.partition), m.size)
+            moves = [(m.staged, self.final_name(m.partition), m.size) for m in chosen.values()
+                     if m.staged is not None]
+            moves += [(staged, self.final_name(m.partition, dirs), size)
+                      for m in chosen.values() for staged, dirs, size in m.files]
 
-            await asyncio.gather(*(move(m) for m in chosen.values()))
+            async def move(src: str, dst: str, size: int) -> None:
+                async with sem:
+                    await sink.move(src, dst, size)
+
+            await asyncio.gather(*(move(*mv) for mv in moves))
             await sink.delete_prefix(self.staging)
             summary = {"job": self.job, "time": time.time(),
-                       "files": [os.path.basename(self.final_name(p)) for p in sorted(chosen)],
+                       "files": sorted(dst[len(self.dest) + 1:] for _, dst, _ in moves),
                        "rows": sum(m.rows for m in chosen.values())}
             await sink.put_bytes(f"{self.dest}/_SUCCESS", json.dumps(summary).encode())
         finally:
