@@ -68,8 +68,9 @@ def csup_async_reader(endpoint: str, keys: list[str], columns: list[str]) -> tup
 
 
 def csup_async_numpy(endpoint: str, keys: list[str], columns: list[str]) -> tuple[int, int]:
-    """csup-async without numba (``CSUP_ASYNC_NUMBA=0``): what a plain install gets."""
-    os.environ["CSUP_ASYNC_NUMBA"] = "0"
+    """csup-async on its numpy decoders (``CSUP_ASYNC_NATIVE=0``): what an install on a
+    machine without a C compiler gets."""
+    os.environ["CSUP_ASYNC_NATIVE"] = "0"
     return csup_async_reader(endpoint, keys, columns)
 
 
@@ -189,6 +190,6 @@ READERS: dict[str, tuple[str, ReadFn]] = {
     "pyarrow + s3fs": ("parquet", pyarrow_s3fs),
 }
 PEERS = [n for n in READERS if not n.startswith("csup")]
-# the numpy-only variant (no numba installed, or CSUP_ASYNC_NUMBA=0) is in the default
-# set: it is what `pip install csup-async` without the `fast` extra gives
+# the numpy-only variant (no compiled decoders: CSUP_ASYNC_NATIVE=0) is in the default
+# set: it is what an install on a machine without a C compiler gives
 DEFAULT = list(READERS)

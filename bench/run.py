@@ -6,11 +6,11 @@ own (:mod:`worker`) for every projection and network profile, adds the
 decoder, writer and cold-start measurements, and writes
 ``bench/results/results.md``, ``results.json`` and PNG plots.
 
-Readers (``bench/readers.py``): csup-async (``Reader.scan``: segments decoded
-in a thread pool as they land, numba loops when installed), csup-async (numpy
-only) (the same with ``CSUP_ASYNC_NUMBA=0``, what an install without the
-``fast`` extra gets), polars, pyarrow's S3FileSystem, DuckDB httpfs, Vortex,
-and pyarrow over s3fs.
+Readers (``bench/readers.py``): csup-async (``Reader.scan``: the one read
+pipeline, segments decoded by the compiled decoders in a thread pool as they
+land), csup-async (numpy only) (the same with ``CSUP_ASYNC_NATIVE=0``, what an
+install without a C compiler gets), polars, pyarrow's S3FileSystem, DuckDB
+httpfs, Vortex, and pyarrow over s3fs.
 
 Every number is a median of several runs after a warm-up (one run for
 readers slower than 30 s); requests and bytes are counted by nginx.  The

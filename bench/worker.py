@@ -57,10 +57,10 @@ def run_task(fn: Any, task: dict[str, Any], runs: int, log: Path) -> dict[str, A
 def main() -> None:
     job = json.loads(sys.argv[1])
     _, fn = readers.READERS[job["reader"]]
-    if job.get("numba") is False:
+    if job.get("native") is False:
         import os
 
-        os.environ["CSUP_ASYNC_NUMBA"] = "0"
+        os.environ["CSUP_ASYNC_NATIVE"] = "0"
     log = Path(job["log"])
     for task in job["tasks"]:
         task["reader"] = job["reader"]
