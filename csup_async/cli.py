@@ -590,7 +590,6 @@ def _cat(args: argparse.Namespace) -> int:
 
     async def run(src: Any) -> None:
         readers = src.readers if hasattr(src, "readers") else [src]
-        _numba_for(sum(r.meta.object_size for r in readers))
         for r in readers:
             # smaller batches than scan's: every column of the row is printed, and each
             # batch's text (and the next batch decoding meanwhile) is held at once
@@ -741,18 +740,6 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
             stats.ttfb = last.ttfb
 
 
-#: Below this many bytes to read, a CLI process decodes with numpy only: importing numba
-#: and loading its kernels costs a cold process ~0.5-3 s of CPU (holding the GIL in
-#: its loader thread), more than it saves on smaller reads.  ``CSUP_ASYNC_NUMBA=1``
-#: in the environment keeps it on.
-CLI_NUMBA_MIN_BYTES = 1 << 30
-
-
-def _numba_for(nbytes: int) -> None:
-    if nbytes < CLI_NUMBA_MIN_BYTES:
-        os.environ.setdefault("CSUP_ASYNC_NUMBA", "0")
-
-
 def _plan_per_segment(r: Any) -> None:
     """Plan this reader's reads in requests of at most one segment's size, merging no
     gaps, for reading in batches: a read that stops after its first rows fetches
@@ -812,7 +799,6 @@ def _scan(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
         plan = await src.plan(cols)
-        _numba_for(plan.bytes_needed)
         if getattr(plan, "missing_paths", ()):
             raise src.missing_error(plan.missing_paths)
         if args.explain:

@@ -57,10 +57,31 @@ def test_every_fenced_block_is_accounted_for() -> None:
         ("Spark data source", "py"),  # test_readme_spark_example_runs
         ("Command line", ""),  # test_cli_synopsis_matches_the_parser
         ("Command line", "console"),  # test_readme_console_example_runs
+        ("Development", "text"),  # test_development_layout_names_real_files
     }
     assert kinds <= handled, f"README blocks no test runs: {kinds - handled}"
     assert len(_only("python")) >= 3 and len(_only("py")) == 1
     assert len(_only("console")) == 1 and len(_only("", "Command line")) == 1
+
+
+def test_development_layout_names_real_files() -> None:
+    """The layout a newcomer reads first names only files and folders that exist
+    (indented names live in the folder above them)."""
+    (block,) = _only("text", "Development")
+    parent = ""
+    named = 0
+    for line in block.body.splitlines():
+        if not line.strip() or line.startswith(" " * 8):
+            continue  # a continuation of the description
+        indented = line.startswith("  ")
+        names = line.strip().split("  ")[0]
+        if not indented:
+            parent = names if names.endswith("/") else ""
+        for name in (n.strip() for n in names.split(",")):
+            path = ROOT / (parent + name if indented else name)
+            assert path.exists(), f"README's layout names {path.relative_to(ROOT)}"
+            named += 1
+    assert named >= 15
 
 
 # ----------------------------------------------------------------- python ---
