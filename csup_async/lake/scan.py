@@ -21,7 +21,7 @@ from ..types import Type
 from .colscan import Part, decode_part
 from .commits import DataObject
 from .errors import LakeError
-from .keys import KeyRange, compare, display, sort_key
+from .keys import KeyRange, compare, display, family, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
@@ -84,8 +84,28 @@ class ScanPlan:
         }
 
 
+def _int_keys(objects: list[DataObject]) -> bool:
+    """Whether every min and max is a non-null int of one family: then Zed's order of
+    them is the ints' order, and sorting needs no comparison function."""
+    fams: set[str] = set()
+    kinds: set[int] = set()
+    for o in objects:
+        for v in (o.min, o.max):
+            if v is None or type(v.value) is not int:
+                return False
+            if id(v.type) not in kinds:
+                kinds.add(id(v.type))
+                fams.add(family(v.type))
+    return len(fams) <= 1
+
+
 def ordered(objects: list[DataObject], order: str) -> list[DataObject]:
     """Zed's listing order: by (min, max) ascending, or by (max, min) descending."""
+    if _int_keys(objects):
+        if order == "desc":
+            return sorted(objects, key=lambda o: (o.max.value, o.min.value, o.id),  # type: ignore[union-attr]
+                          reverse=True)
+        return sorted(objects, key=lambda o: (o.min.value, o.max.value, o.id))  # type: ignore[union-attr]
     if order == "desc":
         return sorted(objects, key=lambda o: (sort_key(o.max), sort_key(o.min), o.id),
                       reverse=True)
