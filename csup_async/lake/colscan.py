@@ -34,7 +34,7 @@ from ..types import NamedType, PrimitiveType, RecordType, Type
 from ..values import Value
 from .keys import KeyRange, family
 
-__all__ = ["Part", "decode_part", "FAST_KINDS"]
+__all__ = ["Part", "decode_part", "merge_parts", "FAST_KINDS"]
 
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 _UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
@@ -90,7 +90,7 @@ class Part:
     """The kept rows of one object read, column-wise.
 
     ``types[s]`` is a record type (its rows' type, as the stream defined it),
-    ``rows[s]`` the positions (in ``0..n-1``, ascending) of its rows,
+    ``rows[s]`` the positions (in ``0..n-1``) of its rows,
     ``columns[c][s]`` the segment of column ``c`` for them.
     """
 
@@ -368,3 +368,70 @@ def _decode(bufs: list[Any], key_name: str, key_range: KeyRange,
             ft = u.fields[j].type
             part.columns[c].append(_decode_field(f, j, rows, ft, _fast_kind(ft), joined))
     return part
+
+
+def _keys(part: Part) -> tuple[np.ndarray, np.ndarray, set[str]] | None:
+    """(int64 keys, null mask, key families) of a part's rows, or None unless every key
+    is a signed int, time or duration in an array."""
+    keys = np.zeros(part.n, np.int64)
+    null = np.ones(part.n, bool)
+    fams: set[str] = set()
+    segs = part.columns.get(part.key_name)  # (absent: no row type has the key)
+    for s, pos in enumerate(part.rows):
+        if segs is None:
+            break
+        seg = segs[s]
+        if seg.type is None or not pos.size:
+            continue
+        a = seg.array
+        if (a is None or not isinstance(a, A.PrimitiveArray)
+                or _fast_kind(seg.type) not in _INT_KEYS):
+            return None
+        keys[pos] = a.values.view(np.int64)
+        null[pos] = False if a.validity is None else ~a.validity
+        if seg.nonnull:
+            fams.add(family(_unnamed(seg.type)))
+    return keys, null, fams
+
+
+def merge_parts(parts: list[Part], order: str) -> Part | None:
+    """The rows of parts in pool-key order, as ``heapq.merge`` of their rows gives them
+    (ties in part order, nulls last ascending and first descending); None when a key is
+    not an int of one family or a part is not in key order (the caller merges rows)."""
+    got = [_keys(p) for p in parts]
+    if any(g is None for g in got) or not parts:
+        return None
+    fams = set().union(*(g[2] for g in got if g is not None))
+    if len(fams) > 1:
+        return None
+    keys = np.concatenate([g[0] for g in got if g is not None])
+    null = np.concatenate([g[1] for g in got if g is not None])
+    uniq, rank = np.unique(keys[~null], return_inverse=True)
+    ranks = np.full(keys.size, uniq.size, np.int64)  # null: above every value
+    ranks[~null] = rank
+    if order == "desc":
+        ranks = -ranks
+    off = 0
+    for p in parts:
+        r = ranks[off:off + p.n]
+        if r.size > 1 and (np.diff(r) < 0).any():
+            return None
+        off += p.n
+    perm = np.argsort(ranks, kind="stable")  # new position -> old
+    new_of = np.empty_like(perm)
+    new_of[perm] = np.arange(perm.size)
+    names: dict[str, None] = {}
+    for p in parts:
+        names.update(dict.fromkeys(p.columns))
+    out = Part(int(keys.size), parts[0].key_name, columns={c: [] for c in names})
+    off = 0
+    for p in parts:
+        for s, t in enumerate(p.types):
+            out.types.append(t)
+            out.rows.append(new_of[p.rows[s] + off])
+            out.nulls.append(p.nulls[s])
+            for c in names:
+                segs = p.columns.get(c)
+                out.columns[c].append(segs[s] if segs is not None else Segment(None))
+        off += p.n
+    return out

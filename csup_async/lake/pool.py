@@ -334,7 +334,7 @@ def _parts_result(parts: list[Part], columns: list[str] | None, stats: ScanStats
         for part in parts:
             for t, pos in zip(part.types, part.rows, strict=True):
                 if pos.size:
-                    firsts.append((off + int(pos[0]), t))
+                    firsts.append((off + int(pos.min()), t))
             off += part.n
         firsts.sort(key=lambda x: x[0])
         seen: dict[str, None] = {}

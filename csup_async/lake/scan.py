@@ -18,7 +18,7 @@ from typing import Any
 from .. import bsup
 from ..errors import CsupError
 from ..types import Type
-from .colscan import Part, decode_part
+from .colscan import Part, decode_part, merge_parts
 from .commits import DataObject
 from .errors import LakeError
 from .keys import KeyRange, compare, display, family, sort_key
@@ -297,6 +297,10 @@ async def read_group_parts(io: LakeIO, pool_dir: str, reads: list[ObjectRead],
                               for r in reads])
     if len(parts) == 1:
         return parts[0]
+    if all(isinstance(p, Part) for p in parts):
+        merged = merge_parts([p for p in parts if isinstance(p, Part)], order)
+        if merged is not None:
+            return merged
     rows = [p.to_rows() if isinstance(p, Part) else p for p in parts]
     return list(heapq.merge(*rows, key=lambda row: sort_key(row[0]),
                             reverse=order == "desc"))
