@@ -261,8 +261,8 @@ def _tagged(f: _Fields, j: int, rows: np.ndarray) -> np.ndarray:
     return f.data[A._range_indices(begin, size)]
 
 
-def _decode_field(f: _Fields, j: int, rows: np.ndarray, ft: Type, kind: str | None,
-                  buf: bytes) -> Segment:
+def _decode_field(f: _Fields, j: int, rows: np.ndarray, ft: Type, kind: str | None
+                  ) -> Segment:
     m = rows.size
     if kind is not None:
         stream = _tagged(f, j, rows)
@@ -283,8 +283,8 @@ def _decode_field(f: _Fields, j: int, rows: np.ndarray, ft: Type, kind: str | No
     return Segment(ft, values=vals, nonnull=sum(v is not None for v in vals))
 
 
-def _key_mask(f: _Fields, j: int | None, kt: Type | None, key_range: KeyRange,
-              buf: bytes) -> np.ndarray:
+def _key_mask(f: _Fields, j: int | None, kt: Type | None, key_range: KeyRange
+              ) -> np.ndarray:
     """Which rows of one record type have a key in range."""
     m = f.starts.shape[0]
     if key_range.unbounded:
@@ -305,7 +305,7 @@ def _key_mask(f: _Fields, j: int | None, kt: Type | None, key_range: KeyRange,
         if hi is not None:
             keep &= (x <= hi) if key_range.hi_inclusive else (x < hi)
         return keep
-    seg = _decode_field(f, j, rows, kt, _fast_kind(kt), buf)
+    seg = _decode_field(f, j, rows, kt, _fast_kind(kt))
     vals = seg.pyvalues(m)
     return np.array([x is not None and key_range.contains(Value(ku, x)) for x in vals], bool)
 
@@ -337,7 +337,7 @@ def _decode(bufs: list[Any], key_name: str, key_range: KeyRange,
         f = _fields(buf, starts[idx], lengths[idx], len(u.fields))
         kf = u.field(key_name)
         kj = None if kf is None else [x.name for x in u.fields].index(key_name)
-        mask = _key_mask(f, kj, None if kf is None else kf.type, key_range, joined)
+        mask = _key_mask(f, kj, None if kf is None else kf.type, key_range)
         keep_all[idx[mask]] = True
         per_slot.append((idx, f, mask))
     kept = np.flatnonzero(keep_all)
@@ -366,7 +366,7 @@ def _decode(bufs: list[Any], key_name: str, key_range: KeyRange,
                 part.columns[c].append(Segment(None))
                 continue
             ft = u.fields[j].type
-            part.columns[c].append(_decode_field(f, j, rows, ft, _fast_kind(ft), joined))
+            part.columns[c].append(_decode_field(f, j, rows, ft, _fast_kind(ft)))
     return part
 
 
