@@ -14,9 +14,10 @@ from ..reader import ScanResult, ScanStats
 from ..types import DURATION, NULL, TIME, PrimitiveType, RecordType, Type, underlying
 from ..values import unify
 from . import ksuid as K
+from .colscan import Part, Segment
 from .commits import DataObject, PoolState
 from .keys import KeyRange
-from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group
+from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group_parts
 
 if TYPE_CHECKING:
     from .lake import Lake, PoolConfig
@@ -141,12 +142,12 @@ class Pool:
         for g in plan.groups:
             r0, b0 = io.requests, io.bytes_read
             t0 = time.perf_counter()
-            rows = await read_group(io, self.config.id_str, g, self.config.key,
+            rows = await read_group_parts(io, self.config.id_str, g, self.config.key,
                                     plan.key_range, self.config.order, cols, use_csup)
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
-            yield _result(rows, cols, stats, plan)
+            yield _result([rows], cols, stats, plan)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
@@ -166,15 +167,12 @@ class Pool:
         plan = await self.plan(filter, key_range=key_range)
         cols = _columns(columns)
         use_csup = await self._use_csup(csup, cols)
-        rows: list[Row] = []
-        parts = await gather_all([read_group(io, self.config.id_str, g, self.config.key,
+        parts = await gather_all([read_group_parts(io, self.config.id_str, g, self.config.key,
                                              plan.key_range, self.config.order, cols, use_csup)
                                   for g in plan.groups])
-        for p in parts:
-            rows += p
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
-        return _result(rows, cols, stats, plan)
+        return _result(parts, cols, stats, plan)
 
     async def count_rows(self, filter: FilterArg = None, *,
                          key_range: tuple[Any, Any] | None = None) -> int:
@@ -233,8 +231,6 @@ def _column(rows: list[Row], c: str) -> A.Array:
     field_types: dict[int, Any] = {}
     vals: list[Any] = []
     vtypes: list[Type] = []
-    types: list[Type] = []
-    seen: set[int] = set()
     for _, t, v in rows:
         if single:
             ft = field_types.get(id(t), _MISSING)
@@ -248,6 +244,14 @@ def _column(rows: list[Row], c: str) -> A.Array:
             x, xt = _get(v, t, path)
         vals.append(x)
         vtypes.append(xt)
+    return _build_column(vals, vtypes)
+
+
+def _build_column(vals: list[Any], vtypes: list[Type]) -> A.Array:
+    """The array of a column's values (times and durations as int ns) and their types."""
+    types: list[Type] = []
+    seen: set[int] = set()
+    for x, xt in zip(vals, vtypes, strict=True):
         if x is not None and id(xt) not in seen:
             seen.add(id(xt))
             if xt not in types:
@@ -266,6 +270,41 @@ def _column(rows: list[Row], c: str) -> A.Array:
     return A.from_pylist(ut, vals)
 
 
+def _part_column(parts: list[Part], c: str, n: int) -> A.Array:
+    """One column of column-wise parts: the segments' arrays joined and put in row order
+    when they hold one type; else the values go through ``_build_column``."""
+    segs: list[tuple[np.ndarray, Segment]] = []
+    off = 0
+    for part in parts:
+        for s, pos in enumerate(part.rows):
+            if pos.size:
+                segs.append((pos + off if off else pos, part.columns[c][s]))
+        off += part.n
+    live = [sg for _, sg in segs if sg.nonnull]
+    t = live[0].type if live else None
+    if (t is not None and all(sg.type == t and sg.array is not None for sg in live)
+            and unify([t]) == t):
+        arrays = [sg.array if sg.type == t and sg.array is not None
+                  else A.null_array(t, pos.size) for pos, sg in segs]
+        arr = A.concat(arrays, t)  # type: ignore[arg-type]
+        if len(segs) == 1:
+            return arr
+        pos = np.concatenate([p for p, _ in segs])
+        if np.array_equal(pos, np.arange(n)):
+            return arr
+        order = np.empty(n, np.int64)
+        order[pos] = np.arange(n)
+        return arr.take(order)
+    vals: list[Any] = [None] * n
+    vtypes: list[Type] = [NULL] * n
+    for pos, sg in segs:
+        xt = sg.type if sg.type is not None else NULL
+        for p, x in zip(pos.tolist(), sg.pyvalues(pos.size), strict=True):
+            vals[p] = x
+            vtypes[p] = xt
+    return _build_column(vals, vtypes)
+
+
 def _ns(x: Any) -> int:
     if isinstance(x, np.datetime64):
         return int(x.astype("datetime64[ns]").astype(np.int64))
@@ -274,8 +313,41 @@ def _ns(x: Any) -> int:
     return int(x)
 
 
-def _result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
+def _result(pieces: list[list[Row] | Part], columns: list[str] | None, stats: ScanStats,
             plan: ScanPlan | None) -> ScanResult:
+    """The ScanResult of the rows of ``pieces`` (in order): column-wise parts are joined
+    as arrays; any row list among them turns them all into rows (the reference)."""
+    if all(isinstance(p, Part) for p in pieces):
+        return _parts_result([p for p in pieces if isinstance(p, Part)], columns, stats, plan)
+    rows: list[Row] = []
+    for p in pieces:
+        rows += p.to_rows() if isinstance(p, Part) else p
+    return _rows_result(rows, columns, stats, plan)
+
+
+def _parts_result(parts: list[Part], columns: list[str] | None, stats: ScanStats,
+                  plan: ScanPlan | None) -> ScanResult:
+    n = sum(p.n for p in parts)
+    if columns is None:  # every field, in the order the rows' types first show them
+        firsts: list[tuple[int, Type]] = []
+        off = 0
+        for part in parts:
+            for t, pos in zip(part.types, part.rows, strict=True):
+                if pos.size:
+                    firsts.append((off + int(pos.min()), t))
+            off += part.n
+        firsts.sort(key=lambda x: x[0])
+        seen: dict[str, None] = {}
+        for _, t in firsts:
+            for f in getattr(underlying(t), "fields", ()):
+                seen.setdefault(f.name, None)
+        columns = list(seen)
+    out = {c: _part_column(parts, c, n) for c in columns}
+    return ScanResult(out, n, stats, plan)
+
+
+def _rows_result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
+                 plan: ScanPlan | None) -> ScanResult:
     if columns is None:
         seen: dict[str, None] = {}
         ids: set[int] = set()

@@ -1,4 +1,7 @@
-"""Fast decoding of data-object rows: one decoder per record type, built once.
+"""Row-by-row decoding of data-object rows: one decoder per record type, built once.
+
+Scans decode column-wise (``colscan``); this is their reference and their
+fallback (a nested column path, a value that is not a record, bad data).
 
 ``bsup.decode_value`` walks the type for every value; a pool's rows are
 records of a few types, so a decoder specialised per type (fields split

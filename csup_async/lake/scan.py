@@ -18,14 +18,15 @@ from typing import Any
 from .. import bsup
 from ..errors import CsupError
 from ..types import Type
+from .colscan import Part, decode_part, merge_parts
 from .commits import DataObject
 from .errors import LakeError
-from .keys import KeyRange, compare, display, sort_key
+from .keys import KeyRange, compare, display, family, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
 
-__all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "Row"]
+__all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "read_group_parts", "Row"]
 
 #: Ranges of one object closer than this are read as one (a request costs more).
 DEFAULT_GAP = 64 << 10
@@ -83,8 +84,28 @@ class ScanPlan:
         }
 
 
+def _int_keys(objects: list[DataObject]) -> bool:
+    """Whether every min and max is a non-null int of one family: then Zed's order of
+    them is the ints' order, and sorting needs no comparison function."""
+    fams: set[str] = set()
+    kinds: set[int] = set()
+    for o in objects:
+        for v in (o.min, o.max):
+            if v is None or type(v.value) is not int:
+                return False
+            if id(v.type) not in kinds:
+                kinds.add(id(v.type))
+                fams.add(family(v.type))
+    return len(fams) <= 1
+
+
 def ordered(objects: list[DataObject], order: str) -> list[DataObject]:
     """Zed's listing order: by (min, max) ascending, or by (max, min) descending."""
+    if _int_keys(objects):
+        if order == "desc":
+            return sorted(objects, key=lambda o: (o.max.value, o.min.value, o.id),  # type: ignore[union-attr]
+                          reverse=True)
+        return sorted(objects, key=lambda o: (o.min.value, o.max.value, o.id))  # type: ignore[union-attr]
     if order == "desc":
         return sorted(objects, key=lambda o: (sort_key(o.max), sort_key(o.min), o.id),
                       reverse=True)
@@ -220,7 +241,7 @@ CSUP_MIN_OBJECT = 1 << 20
 
 async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
                       key_range: KeyRange, columns: list[str] | None = None,
-                      csup: bool | None = False) -> list[Row]:
+                      csup: bool | None = False) -> list[Row] | Part:
     """``csup``: True reads a ``.csup`` copy when there is one, None ("auto") only for
     objects of CSUP_MIN_OBJECT bytes or more, False never."""
     wanted = csup is True or (csup is None and r.object.size >= CSUP_MIN_OBJECT)
@@ -246,20 +267,49 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
             if "no such" in e.message or type(e).__name__ == "NotFoundError":
                 raise LakeError(f"data object {r.object.name} is missing", path=path) from None
             raise
+    return await asyncio.to_thread(_decode, bufs, key, key_range, path, fields, columns)
+
+
+#: Whether ``.zng`` ranges are decoded column-wise (``colscan``); False: row by row,
+#: the reference (tests compare the two).
+COLUMNAR = True
+
+
+def _decode(bufs: list[Any], key: tuple[str, ...], key_range: KeyRange, path: str,
+            fields: frozenset[str] | None, columns: list[str] | None) -> list[Row] | Part:
+    if COLUMNAR and (columns is None or csup_usable(columns)):
+        part = decode_part(bufs, key, key_range, fields)
+        if part is not None:
+            return part
     rows: list[Row] = []
     for b in bufs:
-        rows += await asyncio.to_thread(decode_rows, b, key, key_range, path, fields)
+        rows += decode_rows(b, key, key_range, path, fields)
     return rows
+
+
+async def read_group_parts(io: LakeIO, pool_dir: str, reads: list[ObjectRead],
+                           key: tuple[str, ...], key_range: KeyRange, order: str,
+                           columns: list[str] | None = None, csup: bool | None = False
+                           ) -> list[Row] | Part:
+    """The rows of a group of overlapping objects in key order: column-wise when the
+    group is one object read column-wise, else rows merged by key."""
+    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup)
+                              for r in reads])
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(p, Part) for p in parts):
+        merged = merge_parts([p for p in parts if isinstance(p, Part)], order)
+        if merged is not None:
+            return merged
+    rows = [p.to_rows() if isinstance(p, Part) else p for p in parts]
+    return list(heapq.merge(*rows, key=lambda row: sort_key(row[0]),
+                            reverse=order == "desc"))
 
 
 async def read_group(io: LakeIO, pool_dir: str, reads: list[ObjectRead], key: tuple[str, ...],
                      key_range: KeyRange, order: str, columns: list[str] | None = None,
                      csup: bool | None = False) -> list[Row]:
     """The rows of a group of overlapping objects, merged in key order."""
-    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup)
-                              for r in reads])
-    if len(parts) == 1:
-        return parts[0]
-    return list(heapq.merge(*parts, key=lambda row: sort_key(row[0]),
-                            reverse=order == "desc"))
+    got = await read_group_parts(io, pool_dir, reads, key, key_range, order, columns, csup)
+    return got.to_rows() if isinstance(got, Part) else got
 

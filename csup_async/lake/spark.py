@@ -29,7 +29,7 @@ from ..spark.options import Settings
 from ..types import underlying
 from .keys import KeyRange, as_value
 from .objects import gather_all
-from .scan import ObjectRead, ScanPlan, read_group, seek_index
+from .scan import ObjectRead, ScanPlan, read_group, read_group_parts, seek_index
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]
 
@@ -213,9 +213,9 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     io = LakeIO(store, root, concurrency=settings.concurrency)
     try:
         for g in part.groups:
-            rows = loop.run_until_complete(read_group(io, part.pool_dir, list(g), part.key,
-                                                      part.key_range, part.order, names))
-            res = _result(rows, names, ScanStats(), None)  # type: ignore[arg-type]
+            got = loop.run_until_complete(read_group_parts(io, part.pool_dir, list(g), part.key,
+                                                           part.key_range, part.order, names))
+            res = _result([got], names, ScanStats(), None)
             yield from _batches(res.columns, res.num_rows, columns, arrow_schema,
                                 settings.batch_rows)
     finally:
