@@ -33,14 +33,16 @@ _UNSIGNED = {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
 def _primitive(t: PrimitiveType) -> Decoder:
     name = t.name
     dint = bsup.decode_int
-    if name in _SIGNED:
-        width = _SIGNED[name]
-
-        def signed(b: Any) -> int:
-            if len(b) > width:
+    if name == "int64":
+        def int64(b: Any) -> int:
+            if len(b) > 8:
                 raise FormatError(f"{name} value of {len(b)} bytes")
             return dint(b)
-        return signed
+        return int64
+    if name in _SIGNED:
+        # narrow signed ints are sign-and-magnitude like int64 (int8's -128 is two
+        # bytes), so they are bsup's: read as int64, then range-checked
+        return lambda b: bsup.decode_primitive(t, b)
     if name in _UNSIGNED:
         width = _UNSIGNED[name]
 
