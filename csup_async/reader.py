@@ -204,16 +204,48 @@ class Reader:
         held = ((self.tail.offset, self.tail.data), *self._extra)
         return Target(self.store, self.key, self.tail.info.version, self.path, held)
 
-    async def scan(self, columns: Sequence[str] | str | None = None) -> ScanResult:
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Any = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
         each segment is decompressed and decoded in a thread pool the moment its
         bytes land, so decoding overlaps the transfer and uses every core.
+
+        ``filter`` (a ``planner.filters`` expression such as ``col("id") == 7``, or
+        its text form ``"id = 7"``) keeps the rows it is true for, in file order,
+        with SQL's semantics (a null or absent field matches nothing).  Its columns
+        are read with the projection and the filter is evaluated exactly on them;
+        no segment is skipped yet (pruning by segment statistics is to come).
         """
         paths = self._paths(columns)
-        return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
-                                    self.read_options)
+        if filter is None:
+            return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
+                                        self.read_options)
+        return await self._scan_filtered(paths, filter)
+
+    async def _scan_filtered(self, paths: list[str], filter: Any) -> ScanResult:
+        from planner.filters import bind, columns_of, parse_filter
+
+        from .filtering import evaluate
+        from .types import PrimitiveType
+
+        expr = parse_filter(filter) if isinstance(filter, str) else filter
+        wanted = paths or self._paths(None)
+        extra = [P.format_path(p) for p in columns_of(expr)]
+        extra = [p for p in dict.fromkeys(extra) if p not in wanted]
+        if extra:  # a filter column no super type has is null everywhere: not read
+            absent = set(P.plan_scan(self.meta, extra, self.profile).missing_paths)
+            extra = [p for p in extra if p not in absent]
+        read = wanted + extra
+        res = await R.scan_columns(self._target(), self.meta, self._plan(read), read,
+                                   self.read_options)
+        by_path = {P.parse_path(c): a for c, a in res.columns.items()}
+        typed = bind(expr, {p: a.type.name for p, a in by_path.items()
+                            if isinstance(a.type, PrimitiveType)})
+        keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
+        return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
+                          res.stats, res.plan)
 
     async def execute(self, plan: P.ScanPlan, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:

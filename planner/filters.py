@@ -576,8 +576,8 @@ def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
         if isinstance(e, Not):
             return Not(go(e.part))
         tname = type_names.get(e.path)
-        if tname is None or isinstance(e, IsNull):
-            return e
+        if tname in (None, "null") or isinstance(e, IsNull):
+            return e  # an all-null column matches no comparison, whatever the literal
         if isinstance(e, Compare):
             return Compare(e.op, e.path, _coerce(e.value, tname, e.path))
         if isinstance(e, IsIn):
