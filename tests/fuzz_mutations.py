@@ -16,7 +16,7 @@ the label names the stream and the change, so a failing case says what it was
 - ``data``: a segment's stored values re-tagged (a body one byte longer or
   shorter), a value changed to null, a value cut by the segment's end, a tag
   byte bumped; every segmap consistent with the new bytes;
-- ``shared``: one stream's segmap pointing at another's (a presence column at
+- ``shared-segments``: one stream's segmap pointing at another's (a presence column at
   a value column, two int columns on one segment, lengths on presence...);
 - ``segments``: a stream's segments reversed, swapped, one repeated, one dropped;
 - ``sizes``: mem_length one more/less, doubled; the LZ4 flag flipped either way;
@@ -491,7 +491,7 @@ def _retyped(model: Model, ti: int, t: Type, col: Any) -> Model:
 
 FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
-    "super": super_ids, "data": data, "shared": shared, "segments": segments,
+    "super": super_ids, "data": data, "shared-segments": shared, "segments": segments,
     "sizes": sizes, "types": type_changes, "resegment": resegment, "valid": valid_edits,
 }
 # Families whose files are valid: every read must succeed.
