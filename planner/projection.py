@@ -247,7 +247,7 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
         if fc is None or fc.column is None:
             # every value null (or a column that does not match its type, which the
             # reader reports): nothing to read below, if the type has the rest of the path
-            if not _type_has(ft.type, comps[depth + 1:]):
+            if path_type(ft.type, comps[depth + 1:]) is None:
                 return _MISSING
             _commit(sid, staged, out)
             return _NULL
@@ -262,17 +262,19 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
     return _FOUND
 
 
-def _type_has(t: Type, comps: tuple[str, ...]) -> bool:
-    for name in comps:
+def path_type(t: Type, path: tuple[str, ...]) -> Type | None:
+    """The type at ``path`` below ``t`` (through named and error types), or None when
+    there is none."""
+    for name in path:
         while isinstance(t, (NamedType, ErrorType)):
             t = t.inner
         if not isinstance(t, RecordType):
-            return False
-        ft = t.field(name)
-        if ft is None:
-            return False
-        t = ft.type
-    return True
+            return None
+        f = t.field(name)
+        if f is None:
+            return None
+        t = f.type
+    return t
 
 
 def _commit(sid: int, staged: list[tuple[str, str, Segmap]],

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from planner.projection import path_type
+
 from .. import arrays as A
 from .. import decode as D
 from ..bsup import decode_primitive as decode_one
@@ -504,20 +506,6 @@ def _down(b: Build, t: Type, col: AnyColumn | None, path: tuple[str, ...],
     if isinstance(inner, NullCursor) or not fc.presence:
         return inner
     return MaskedCursor(b, RunsCursor(b, fc.presence), inner)
-
-
-def path_type(t: Type, path: tuple[str, ...]) -> Type | None:
-    """The type at ``path`` below ``t``, or None when there is none."""
-    for name in path:
-        while isinstance(t, (NamedType, ErrorType)):
-            t = t.inner
-        if not isinstance(t, RecordType):
-            return None
-        f = t.field(name)
-        if f is None:
-            return None
-        t = f.type
-    return t
 
 
 CursorFactory = Callable[[Build], Cursor]
