@@ -8,6 +8,7 @@ its named type, which the plain mapping would erase.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .bsup import (
@@ -30,6 +31,7 @@ from .meta import (
     RecordColumn,
     Segmap,
     Segment,
+    SegmentStats,
     UnionColumn,
 )
 from .types import (
@@ -175,39 +177,61 @@ def parse_segmap(vtype: Type, body: Any, what: str | _What = "segmap") -> Segmap
     vtype, body = _resolve(vtype, body)
     if body is None:
         return ()
-    extra = _segmap_extra_fields(vtype)
-    if extra is not None:
-        rows = _segment_rows(body, extra)
+    shape = _segmap_shape(vtype)
+    if shape is not None:
+        rows = _segment_rows(body, shape)
         if rows is not None:
-            return _segments(rows, what)
+            return _segments(rows, shape, what)
     return _parse_segmap_generic(vtype, body, what)
+
+
+#: Integer types a statistic may be written in (the writer uses uint32).
+_UINT_NAMES = frozenset(("uint8", "uint16", "uint32", "uint64"))
+
+
+@dataclass(frozen=True, slots=True)
+class _SegmapShape:
+    """How a segmap's element type extends SEGMENT_TYPE: ``extra`` more fields,
+    with ``count`` and ``crc32`` (as unsigned integers) at these indexes among them."""
+
+    elem: RecordType
+    extra: int
+    count_at: int | None
+    crc32_at: int | None
 
 
 # Types already classified, by id (the type is kept, so its id stays its own):
 # metadata types are shared between files (bsup's typedef memo), and a structural
 # comparison per segmap would cost more than decoding it.
-_SEGMAP_LIKE: dict[int, tuple[Type, int | None]] = {}
+_SEGMAP_LIKE: dict[int, tuple[Type, _SegmapShape | None]] = {}
 
 
-def _segmap_extra_fields(t: Type) -> int | None:
-    """How many fields follow the four of SEGMENT_TYPE in ``t``'s elements (0 for
-    SEGMAP_TYPE itself; the segment statistics add six), or None when ``t`` is not
-    an array of records that starts with exactly those four."""
-    if t is SEGMAP_TYPE:
-        return 0
+def _uint_field_at(fields: tuple[Field, ...], name: str) -> int | None:
+    for i, f in enumerate(fields):
+        if f.name == name:
+            t = underlying(f.type)
+            return i if isinstance(t, PrimitiveType) and t.name in _UINT_NAMES else None
+    return None
+
+
+def _segmap_shape(t: Type) -> _SegmapShape | None:
+    """The shape of ``t`` as a segmap, or None when ``t`` is not an array of
+    records that starts with exactly the four fields of SEGMENT_TYPE."""
     known = _SEGMAP_LIKE.get(id(t))
     if known is not None and known[0] is t:
         return known[1]
-    extra = None
+    shape = None
     if isinstance(t, ArrayType) and isinstance(t.elem, RecordType):
         base = SEGMENT_TYPE.fields
         fields = t.elem.fields
         if len(fields) >= len(base) and fields[:len(base)] == base:
-            extra = len(fields) - len(base)
+            rest = fields[len(base):]
+            shape = _SegmapShape(t.elem, len(rest), _uint_field_at(rest, "count"),
+                                 _uint_field_at(rest, "crc32"))
     if len(_SEGMAP_LIKE) >= 1024:
         _SEGMAP_LIKE.clear()
-    _SEGMAP_LIKE[id(t)] = (t, extra)
-    return extra
+    _SEGMAP_LIKE[id(t)] = (t, shape)
+    return shape
 
 
 def _uvarint(b: bytes, pos: int, n: int) -> tuple[int, int]:
@@ -223,28 +247,35 @@ def _uvarint(b: bytes, pos: int, n: int) -> tuple[int, int]:
     return -1, pos
 
 
-def _segment_rows(body: Any, extra: int = 0) -> list[tuple[int, int, int, int]] | None:
+_Row = tuple[int, int, int, int, "int | None", "int | None", "bytes | None"]
+
+
+def _segment_rows(body: Any, shape: _SegmapShape) -> list[_Row] | None:
     """The segments of a segmap body in its usual shape, or None for anything else.
 
     The usual shape: every element and its four segment fields non-null, those
     fields' tags one byte, integers within their widths (uint64, uint32, uint32,
-    uint8), followed by ``extra`` fields of any kind (the segment statistics),
-    which are skipped by their tags here.  That is every segmap a writer produces,
-    decoded here without the generic decoder's per-value dispatch (metadata parsing
-    is most of a driver's CPU per file).  For anything else the caller uses the
-    generic decoder, so what is rejected, and how, is unchanged.
+    uint8), followed by ``shape.extra`` fields of any kind (the segment statistics),
+    which are split by their tags here: ``count`` and ``crc32`` are read (a reader
+    checks them on every segment), the rest kept as the element's bytes.  That is
+    every segmap a writer produces, decoded here without the generic decoder's
+    per-value dispatch (metadata parsing is most of a driver's CPU per file).  For
+    anything else the caller uses the generic decoder, so what is rejected, and
+    how, is unchanged.
     """
     b = bytes(body)
     n = len(b)
     pos = 0
-    out = []
+    out: list[_Row] = []
     frm = int.from_bytes
+    extra, count_at, crc_at = shape.extra, shape.count_at, shape.crc32_at
     while pos < n:
         tag = b[pos]
         if tag < 0x80:
             pos += 1
         else:
             tag, pos = _uvarint(b, pos, n)
+        start = pos
         end = pos + tag - 1  # the element's body is b[pos:end]
         if tag <= 0 or end > n:
             return None
@@ -257,7 +288,8 @@ def _segment_rows(body: Any, extra: int = 0) -> list[tuple[int, int, int, int]] 
                 return None
             vals.append(frm(b[pos + 1 : pos + t], "little"))
             pos += t
-        for _ in range(extra):
+        count = crc = None
+        for i in range(extra):
             if pos >= end:
                 return None
             t = b[pos]
@@ -268,51 +300,71 @@ def _segment_rows(body: Any, extra: int = 0) -> list[tuple[int, int, int, int]] 
                 if t < 0:
                     return None
             if t:
+                if i in (count_at, crc_at):
+                    if t > 9:
+                        return None
+                    v = frm(b[pos : pos + t - 1], "little")
+                    if i == count_at:
+                        count = v
+                    else:
+                        crc = v
                 pos += t - 1
             if pos > end:
                 return None
         if pos != end:
             return None
-        out.append((vals[0], vals[1], vals[2], vals[3]))
+        out.append((vals[0], vals[1], vals[2], vals[3], count, crc,
+                    b[start:end] if extra else None))
     return out
 
 
 _SEGMENT_FIELDS = frozenset(("offset", "length", "mem_length", "compression_format"))
+_CHECKED_STATS = frozenset(("count", "crc32"))
 
 
-def _segment_elements(vtype: Type, body: Any, what: str | _What) -> list[Any]:
-    """The elements of a segmap as dicts of the four segment fields (those present).
+def _segment_elements(vtype: Type, body: Any, what: str | _What
+                      ) -> list[tuple[dict[str, Any] | None, bytes | None]]:
+    """The elements of a segmap as dicts of the four segment fields (those present)
+    and of ``count``/``crc32`` when typed as unsigned integers, each with the
+    element's bytes when it has other fields.
 
-    Other fields (the segment statistics, or any a later writer adds) are split off
-    by their tags and not decoded: a reader that does not use them neither pays for
-    nor judges them (the statistics are checked where they are used), so this and
-    the fast path agree on every body."""
+    Other fields (the rest of the segment statistics, or any a later writer adds)
+    are split off by their tags and not decoded: a reader that does not use them
+    neither pays for nor judges them (they are judged where they are used), so
+    this and the fast path agree on every body."""
     t = underlying(vtype)
     elem = underlying(t.elem) if isinstance(t, ArrayType) else None
     if not isinstance(elem, RecordType):
         value = decode_value(vtype, body)
         if not isinstance(value, list):
             raise FormatError(f"{what} is not an array")
-        return value
-    out: list[Any] = []
+        return [(v, None) for v in value]
+    wanted = set(_SEGMENT_FIELDS)
+    for name in _CHECKED_STATS:
+        if _uint_field_at(elem.fields, name) is not None:
+            wanted.add(name)
+    has_extra = any(f.name not in _SEGMENT_FIELDS for f in elem.fields)
+    out: list[tuple[dict[str, Any] | None, bytes | None]] = []
     for part in split_tagged(body):
         if part is None:
-            out.append(None)
+            out.append((None, None))
             continue
         fields = split_tagged(part)
         if len(fields) != len(elem.fields):
             raise FormatError(f"{what} element has {len(fields)} fields, its type "
                               f"{len(elem.fields)}")
-        out.append({f.name: (None if b is None else decode_value(f.type, b))
-                    for f, b in zip(elem.fields, fields, strict=True)
-                    if f.name in _SEGMENT_FIELDS})
+        out.append(({f.name: (None if b is None else decode_value(f.type, b))
+                     for f, b in zip(elem.fields, fields, strict=True)
+                     if f.name in wanted}, bytes(part) if has_extra else None))
     return out
 
 
 def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
     """Any segmap value, through the generic decoder (the reference for the fast path)."""
     out = []
-    for el in _segment_elements(vtype, body, what):
+    t = underlying(vtype)
+    elem = underlying(t.elem) if isinstance(t, ArrayType) else None
+    for el, raw in _segment_elements(vtype, body, what):
         if not isinstance(el, dict):
             raise FormatError(f"{what} element is not a record")
         try:
@@ -323,15 +375,22 @@ def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
         comp = el.get("compression_format", 0)
         if any(not isinstance(x, int) or isinstance(x, bool) for x in (off, length, mem, comp)):
             raise FormatError(f"{what} element has a non-integer field")
-        out.append(_segment(off, length, mem, comp, what))
+        seg = _segment(off, length, mem, comp, what, el.get("count"), el.get("crc32"),
+                       None if raw is None or not isinstance(elem, RecordType) else (elem, raw))
+        out.append(seg)
     return tuple(out)
 
 
-def _segments(rows: list[tuple[int, int, int, int]], what: str | _What) -> Segmap:
-    return tuple([_segment(off, length, mem, comp, what) for off, length, mem, comp in rows])
+def _segments(rows: list[_Row], shape: _SegmapShape, what: str | _What) -> Segmap:
+    elem = shape.elem
+    return tuple([_segment(off, length, mem, comp, what, count, crc,
+                           None if raw is None else (elem, raw))
+                  for off, length, mem, comp, count, crc, raw in rows])
 
 
-def _segment(off: int, length: int, mem: int, comp: int, what: str | _What) -> Segment:
+def _segment(off: int, length: int, mem: int, comp: int, what: str | _What,
+             count: int | None = None, crc: int | None = None,
+             extra: tuple[RecordType, bytes] | None = None) -> Segment:
     """One checked segment (the same checks whichever decoder read it)."""
     if off < 0 or length < 0 or mem < 0:
         raise FormatError(f"{what} element has a negative offset or length")
@@ -345,7 +404,36 @@ def _segment(off: int, length: int, mem: int, comp: int, what: str | _What) -> S
         # is its row count, which a reader uses without decompressing anything
         raise FormatError(f"{what} has an LZ4 segment of {length} bytes that claims "
                           f"to decompress to {mem} bytes")
-    return Segment(off, length, mem, comp)
+    if crc is not None and crc > 0xFFFFFFFF:
+        raise FormatError(f"{what} has a crc32 of {crc}, more than 32 bits")
+    if count is not None and count > mem:
+        # every value takes at least one byte (its tag), so more values than
+        # decompressed bytes cannot be true
+        raise FormatError(f"{what} claims {count} values in {mem} bytes")
+    return Segment(off, length, mem, comp, count, crc, extra)
+
+
+def segment_stats(seg: Segment) -> SegmentStats:
+    """All statistics of ``seg`` (decoded now: they are kept as bytes until asked for).
+
+    A statistic whose value does not fit its meaning (a ``nulls`` above ``count``,
+    a bound of the wrong kind) is a :class:`FormatError`: pruning trusts these."""
+    if seg.extra is None:
+        return SegmentStats(count=seg.count, crc32=seg.crc32)
+    elem, raw = seg.extra
+    parts = split_tagged(raw)
+    got: dict[str, Any] = {}
+    for f, b in zip(elem.fields, parts, strict=False):
+        if f.name in ("nulls", "min", "max", "nan") and b is not None:
+            got[f.name] = decode_value(f.type, b)
+    nulls, nan = got.get("nulls"), got.get("nan")
+    if nulls is not None and (not isinstance(nulls, int) or isinstance(nulls, bool)
+                              or nulls < 0 or (seg.count is not None and nulls > seg.count)):
+        raise FormatError(f"segment at {seg.offset} has {nulls!r} nulls of {seg.count} values")
+    if nan is not None and not isinstance(nan, bool):
+        raise FormatError(f"segment at {seg.offset} has a non-boolean nan statistic")
+    return SegmentStats(count=seg.count, nulls=nulls, min=got.get("min"), max=got.get("max"),
+                        nan=nan, crc32=seg.crc32)
 
 
 def check_field_names(t: Type) -> None:

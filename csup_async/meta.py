@@ -9,7 +9,7 @@ to Spark executors and hashed for caching.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from .types import Type
 
@@ -18,13 +18,41 @@ COMPRESSION_LZ4 = 1
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentStats:
+    """A segment's statistics (CSUP-DECISIONS, "Segment statistics and checksums").
+
+    ``count`` values (in-band nulls included), ``nulls`` of them null; ``min``/``max``
+    bound the non-null, non-NaN values in the column's own Python form (None when
+    the writer left them out); ``nan`` whether a float NaN is among them.  Any field
+    a file lacks is None: a reader must treat None as "unknown", never as zero.
+    """
+
+    count: int | None = None
+    nulls: int | None = None
+    min: Any = None
+    max: Any = None
+    nan: bool | None = None
+    crc32: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
-    """A byte range of the data section holding whole tag-encoded values."""
+    """A byte range of the data section holding whole tag-encoded values.
+
+    ``count`` and ``crc32`` are the segment statistics a reader checks on every
+    read (so they are parsed with the segmap); the other statistics stay in
+    ``extra`` as the element's type and bytes until something asks for them
+    (:func:`csup_async.colvalue.segment_stats`), because planning a projection
+    needs none of them and metadata parsing is most of a driver's CPU per file.
+    """
 
     offset: int
     length: int
     mem_length: int
     compression: int = COMPRESSION_NONE
+    count: int | None = None
+    crc32: int | None = None
+    extra: tuple[Any, bytes] | None = None
 
     @property
     def end(self) -> int:

@@ -233,7 +233,10 @@ def test_segmap_fast_path_matches_the_generic_decoder(rows, data):
 
     body = bytearray(bsup.encode_value(colvalue.SEGMAP_TYPE,
                                        [_segment_value(r) for r in rows]))
-    assert colvalue._segment_rows(memoryview(body)) == list(rows)  # the fast path decodes it
+    shape = colvalue._segmap_shape(colvalue.SEGMAP_TYPE)
+    got = colvalue._segment_rows(memoryview(body), shape)  # the fast path decodes it
+    assert [g[:4] for g in got] == list(rows)
+    assert all(g[4:] == (None, None, None) for g in got)
     if body and data.draw(st.booleans()):  # corrupt a byte, cut or extend the body
         how = data.draw(st.sampled_from(["flip", "cut", "grow"]))
         i = data.draw(st.integers(0, len(body) - 1))
@@ -315,8 +318,25 @@ def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
                  nan=data.draw(st.booleans()), crc32=data.draw(st.integers(0, 2**32 - 1)))
         values.append(v)
     body = bytearray(bsup.encode_value(vtype, values))
-    assert colvalue._segmap_extra_fields(vtype) == 6
-    assert colvalue._segment_rows(memoryview(body), 6) == list(rows)
+    shape = colvalue._segmap_shape(vtype)
+    assert shape.extra == 6
+    got = colvalue._segment_rows(memoryview(body), shape)
+    assert [g[:4] for g in got] == list(rows)
+    # count and crc32 are read with the segment; the rest decode on demand
+    assert [g[4:6] for g in got] == [(v["count"], v["crc32"]) for v in values]
+    try:
+        segs = colvalue._segments(got, shape, "segmap")
+    except FormatError:  # an impossible segment (e.g. more values than bytes)
+        segs = ()
+    for seg, v in zip(segs, values, strict=False):
+        if v["nulls"] > v["count"]:
+            with pytest.raises(FormatError):
+                colvalue.segment_stats(seg)
+            continue
+        stats = colvalue.segment_stats(seg)
+        assert (stats.count, stats.nulls, stats.nan, stats.crc32) == (
+            v["count"], v["nulls"], v["nan"], v["crc32"])
+        assert stats.min == v["min"] and stats.max == v["max"]
     if body and data.draw(st.booleans()):
         how = data.draw(st.sampled_from(["flip", "cut", "grow"]))
         i = data.draw(st.integers(0, len(body) - 1))

@@ -11,6 +11,7 @@ tree and reads the same rows as one without.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import math
 import zlib
@@ -24,7 +25,9 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async.bsup import decode_value, iter_tagged, read_values
+from csup_async.colvalue import segment_stats
 from csup_async.format import find_trailer, parse_reassembly
+from csup_async.meta import PrimitiveColumn, RecordColumn, Segment
 from csup_async.segstats import MAX_BOUND_BYTES
 from csup_async.types import NULL, ArrayType, PrimitiveType, RecordType
 
@@ -135,9 +138,34 @@ def test_statistics_change_only_the_metadata(rows: list[Any], seg: int) -> None:
     ts, rs = _sections(with_stats)
     tn, rn = _sections(without)
     assert with_stats[: ts.data_size] == without[: tn.data_size]
-    assert parse_reassembly(rs, ts, len(with_stats)).columns == parse_reassembly(
-        rn, tn, len(without)).columns
+    stated = parse_reassembly(rs, ts, len(with_stats)).columns
+    assert _without_stats(stated) == parse_reassembly(rn, tn, len(without)).columns
+    counts = [s.count for s in _segments_of(stated)]
+    assert None not in counts  # every segment states its count
+    assert bool(counts) == bool(rows)
     assert not any(_segmaps(v.type, v.value) for v in read_values(rn))
+
+
+def _without_stats(tree: Any) -> Any:
+    """The column tree with each segment's statistics dropped."""
+    if isinstance(tree, Segment):
+        return Segment(tree.offset, tree.length, tree.mem_length, tree.compression)
+    if isinstance(tree, tuple):
+        return tuple(_without_stats(t) for t in tree)
+    if dataclasses.is_dataclass(tree):
+        return dataclasses.replace(tree, **{f.name: _without_stats(getattr(tree, f.name))
+                                            for f in dataclasses.fields(tree)})
+    return tree
+
+
+def _segments_of(tree: Any) -> list[Segment]:
+    if isinstance(tree, Segment):
+        return [tree]
+    if isinstance(tree, tuple):
+        return [s for t in tree for s in _segments_of(t)]
+    if dataclasses.is_dataclass(tree):
+        return [s for f in dataclasses.fields(tree) for s in _segments_of(getattr(tree, f.name))]
+    return []
 
 
 async def _read_every_way(path: Path) -> tuple[Any, ...]:
@@ -179,3 +207,30 @@ def test_arrow_and_numpy_input_get_statistics_too() -> None:
                   "l": pa.array([[1.5], [], None])})
     assert _check_file(_csup(t)) >= 5
     assert _check_file(_csup({"a": np.arange(10), "t": np.arange(10).astype("M8[s]")})) == 2
+
+
+def test_reader_metadata_holds_the_written_statistics() -> None:
+    """What the reader parses into its segments is what the writer computed: counts
+    and checksums with the segmap, the rest decoded on demand."""
+    rows = [{"n": i, "s": f"k{i:05d}", "x": i / 3} for i in range(3000)]
+    data = _csup(rows, segment_thresh=1500)
+    t, r = _sections(data)
+    tree = parse_reassembly(r, t, len(data)).columns[0]
+    assert isinstance(tree, RecordColumn)
+    cols = {f.name: f for f in tree.fields}
+    n_col = cols["n"].column
+    assert isinstance(n_col, PrimitiveColumn)
+    segs = n_col.segmap
+    assert len(segs) > 1
+    assert sum(s.count for s in segs) == len(rows)
+    lo = hi = None
+    body = data[: t.data_size]
+    for seg in segs:
+        st_ = segment_stats(seg)
+        assert st_.crc32 == zlib.crc32(body[seg.offset:seg.end])
+        assert st_.nulls == 0 and st_.min <= st_.max
+        lo = st_.min if lo is None else min(lo, st_.min)
+        hi = st_.max if hi is None else max(hi, st_.max)
+    assert (lo, hi) == (0, 2999)
+    s_stats = [segment_stats(s) for s in cols["s"].column.segmap]
+    assert s_stats[0].min == "k00000" and s_stats[-1].max == "k02999"
