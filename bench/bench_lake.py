@@ -5,7 +5,7 @@ objects disjoint in time, seek stride 1 KiB of key so about 8 chunks per
 object), committed one object per commit: the branch journal has 1,001
 entries, ``snap.zng`` at its end and a ``.snap.zng`` for the tip commit, as
 zed leaves them after a load and a query.  The lake is written by
-``tests/lake_builder.py`` (the tests' independent writer), served by nginx
+``tests/support/lake_builder.py`` (the tests' independent writer), served by nginx
 behind ``bench/netsim.py``'s proxy on the ``s3`` profile (50 ms RTT,
 100 MB/s per connection); requests and bytes are counted in nginx's log.
 
@@ -54,7 +54,7 @@ STRIDE = 1024
 
 def ensure_lake(objects: int) -> tuple[Path, Any]:
     """Build the lake (and the Parquet peer) once; returns (lake dir, pool info)."""
-    from tests.lake_builder import LakeBuilder, rec
+    from tests.support.lake_builder import LakeBuilder, rec
 
     lake = DATA / "root" / BUCKET / "lake"
     marker = DATA / f"built-{objects}.json"
@@ -85,7 +85,7 @@ def ensure_lake(objects: int) -> tuple[Path, Any]:
                        str(pq_dir / f"part-{i:04d}.parquet"))
     bdir = f"{p.dir}/branches"
     head = b.head(bdir)
-    from tests.lake_builder import BRANCH
+    from tests.support.lake_builder import BRANCH
 
     b.journal_snapshot(bdir, BRANCH, [{"ts": T0, "name": "main", "commit": c}], head)
     b.commit_snapshot(p, c)

@@ -8,7 +8,7 @@ latency percentiles (median, p99, max, and max/median: starvation would show
 there), peak memory (RSS growth, sampled every 20 ms) and that every scan
 returned exactly the rows written.  ``--json PATH`` also writes the figures.
 
-``tests/test_load.py`` runs a smaller version of ``run_load`` in CI.
+``tests/e2e/load/test_load.py`` runs a smaller version of ``run_load`` in CI.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args()
 
-    from tests import servers
+    from tests.support import servers
 
     files = make_files(args.files, args.rows)
     with tempfile.TemporaryDirectory() as tmp:

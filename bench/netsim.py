@@ -40,9 +40,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# The port helpers the test servers use (tests/net.py): one copy for both.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from net import HOST, free_port, stop_process, wait_for_port
+# The port helpers the test servers use (tests/support/net.py): one copy for both.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.net import HOST, free_port, stop_process, wait_for_port
 
 CHUNK = 128 << 10
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import servers
+from tests.support import servers
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,1 @@
+"""What tests and benchmarks share: servers, proxies, strategies, builders, paths."""
