@@ -608,7 +608,7 @@ def _cat(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     """One object's layout; for many, each object's in turn (file order)."""
-    from .inspect import describe_file
+    from .describe import describe_file
 
     async def run(src: Any) -> str:
         readers = src.readers if hasattr(src, "readers") else [src]

@@ -324,7 +324,7 @@ class Schema:
         self.super_types = meta.super_types
 
     def __str__(self) -> str:
-        from .inspect import describe_schema
+        from .describe import describe_schema
 
         return describe_schema(self.meta)
 
