@@ -289,6 +289,11 @@ class _Metered:
         self.on_tail: Callable[[], None] = lambda: None
         self.on_bytes: Callable[[int], None] = lambda n: None
 
+    @property
+    def metered(self) -> Any:
+        """The store whose reads this one counts."""
+        return self._store
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
@@ -389,6 +394,7 @@ class _Source:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
         from .dataset import list_sources
         from .reader import open as open_reader
+        from .stores.capabilities import Lister
 
         one = self.urls[0]
         if len(self.urls) == 1 and not _looks_many(one):
@@ -396,7 +402,7 @@ class _Source:
                 self.reader = await open_reader(one, store=self.store, **self.reader_opts)
                 return self.reader
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
-                if "://" not in one or not hasattr(self.store._store, "list"):
+                if "://" not in one or not isinstance(self.store.metered, Lister):
                     raise
                 found = await list_sources(one.rstrip("/") + "/", self.store,
                                            match=self.match, skipped=self.skipped)
@@ -784,6 +790,8 @@ async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 
 def _scan(args: argparse.Namespace) -> int:
+    from planner import MultiPlan
+
     from . import jsonout as J
     from .reader import ScanStats
 
@@ -799,7 +807,7 @@ def _scan(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
         plan = await src.plan(cols)
-        if getattr(plan, "missing_paths", ()):
+        if plan.missing_paths:
             raise src.missing_error(plan.missing_paths)
         if args.explain:
             text = plan.explain()
@@ -812,7 +820,7 @@ def _scan(args: argparse.Namespace) -> int:
             out.write(J.csv_header(cols))
         with _bar(args) as bar:
             if bar is not None:
-                files = len(getattr(plan, "files", ())) or 1
+                files = len(plan.files) if isinstance(plan, MultiPlan) else 1
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
                 task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)

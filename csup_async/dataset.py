@@ -31,6 +31,7 @@ from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
+from .stores.capabilities import Lister, profile_of
 
 DEFAULT_FILE_CONCURRENCY = 64
 _GLOB_CHARS = set("*?[")
@@ -53,7 +54,6 @@ async def list_sources(source: str | Sequence[str], store: Store, *,
     if not isinstance(source, str):
         return list(source)
     is_glob = bool(_GLOB_CHARS & set(source))
-    lister = getattr(store, "list", None)
     listed: list[str]
     if "://" not in source or source.startswith("file://"):
         path = source[len("file://"):] if source.startswith("file://") else source
@@ -66,17 +66,17 @@ async def list_sources(source: str | Sequence[str], store: Store, *,
         base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
         listed = sorted(p for p in found if os.path.isfile(p)
                         and not _hidden(os.path.relpath(p, base)))
-    elif lister is None:
+    elif not isinstance(store, Lister):
         if is_glob or source.endswith("/"):
             raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
         return [source]
     elif is_glob:
         cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
         prefix = source[: source.rfind("/", 0, cut) + 1]
-        return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source)
+        return sorted(u for u in await store.list(prefix) if fnmatch.fnmatchcase(u, source)
                       and not _hidden(u[len(prefix):]))
     elif source.endswith("/"):
-        listed = sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
+        listed = sorted(u for u in await store.list(source) if not _hidden(u[len(source):]))
     else:
         return [source]
     if is_glob or match is None:
@@ -295,7 +295,7 @@ class _DatasetOpener:
         if store is None:
             store, _, shared = await shared_store(first or ".", **store_opts)
             owns = not shared
-        reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+        reader_opts.setdefault("profile", profile_of(store))
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)

@@ -26,6 +26,7 @@ from ..errors import CsupError
 from ..meta import FileMeta
 from ..partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
+from ..stores.capabilities import Lister
 from .options import Settings
 
 _GLOB = set("*?[")
@@ -88,7 +89,7 @@ async def list_rooted(paths: Sequence[str], store: Store) -> dict[str, str]:
     out: dict[str, str] = {}
     for src in paths:
         if (src.startswith(_LISTABLE) and not src.endswith(("/", ".csup"))
-                and not _GLOB & set(src) and hasattr(store, "list")):
+                and not _GLOB & set(src) and isinstance(store, Lister)):
             under = await list_sources(src + "/", store)
             urls = under if under else [src]
             base = src + "/" if under else src
