@@ -9,7 +9,9 @@ refuses an input, so every error message comes from here."""
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import lz4.block
 import numpy as np
@@ -221,15 +223,15 @@ def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
     return values.astype(np.int32)
 
 
-_FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}
+FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}
 
 
 def decode_floats(stream: Buffer, count: int | None = None, *,
                   width: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
-    if width not in _FLOAT_DTYPES:
+    if width not in FLOAT_DTYPES:
         raise UnsupportedTypeError(f"float{8 * width} has no fast decoder")
-    dt = _FLOAT_DTYPES[width]
+    dt = FLOAT_DTYPES[width]
     buf = _u8(stream)
     m = _stride(buf, count, width + 1)
     if m is not None:
@@ -378,13 +380,28 @@ class Decoded:
     offsets: np.ndarray | None = None
 
 
-_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
-_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-_FLOAT_WIDTH = {"float16": 2, "float32": 4, "float64": 8}
+#: The one dispatch table of primitive types to decoders, shared by both implementations
+#: (this module's reference and the C kernels of :mod:`.kernels`): type name -> width.
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+FLOAT_WIDTH = {"float16": 2, "float32": 4, "float64": 8}
+
+Validity = np.ndarray | None
 
 
-def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
-    """Decode a column of a primitive type with a numpy form.
+class PrimitiveDecoders(NamedTuple):
+    """One implementation of the decoders :func:`decode_primitive_with` dispatches to."""
+
+    ints: Callable[..., tuple[np.ndarray, Validity]]  # (stream, count, *, signed, bits)
+    floats: Callable[..., tuple[np.ndarray, Validity]]  # (stream, count, *, width)
+    bools: Callable[[Buffer, int | None], tuple[np.ndarray, Validity]]
+    #: (stream, count, utf8) -> (offsets, data, validity), UTF-8 checked when ``utf8``
+    varbinary: Callable[[Buffer, int | None, bool], tuple[np.ndarray, np.ndarray, Validity]]
+
+
+def decode_primitive_with(impl: PrimitiveDecoders, ptype: PrimitiveType, stream: Buffer,
+                          count: int | None = None) -> Decoded:
+    """Decode a column of a primitive type with a numpy form, with ``impl``'s decoders.
 
     Enum columns are decoded as UINT64; types without a numpy form (128/256-bit
     ints, ip, net, type, decimals, float128/256) are an UnsupportedTypeError,
@@ -392,25 +409,23 @@ def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = N
     are zero bytes and its validity all False.
     """
     name = getattr(ptype, "name", str(ptype))
-    if name in _INT_BITS:
-        v, ok = decode_ints(stream, count, signed=True, bits=_INT_BITS[name])
+    if name in INT_BITS:
+        v, ok = impl.ints(stream, count, signed=True, bits=INT_BITS[name])
         return Decoded(v, ok)
-    if name in _UINT_BITS:
-        v, ok = decode_ints(stream, count, signed=False, bits=_UINT_BITS[name])
+    if name in UINT_BITS:
+        v, ok = impl.ints(stream, count, signed=False, bits=UINT_BITS[name])
         return Decoded(v, ok)
     if name in ("time", "duration"):
-        v, ok = decode_ints(stream, count, signed=True, bits=64)
+        v, ok = impl.ints(stream, count, signed=True, bits=64)
         return Decoded(v.view("datetime64[ns]" if name == "time" else "timedelta64[ns]"), ok)
-    if name in _FLOAT_WIDTH:
-        v, ok = decode_floats(stream, count, width=_FLOAT_WIDTH[name])
+    if name in FLOAT_WIDTH:
+        v, ok = impl.floats(stream, count, width=FLOAT_WIDTH[name])
         return Decoded(v, ok)
     if name == "bool":
-        v, ok = decode_bools(stream, count)
+        v, ok = impl.bools(stream, count)
         return Decoded(v, ok)
     if name in ("string", "bytes"):
-        offsets, data, ok = decode_varbinary(stream, count)
-        if name == "string":
-            validate_utf8(offsets, data)
+        offsets, data, ok = impl.varbinary(stream, count, name == "string")
         return Decoded(data, ok, offsets)
     if name == "null":  # every tag is 0, so every byte is
         buf = _u8(stream)
@@ -423,3 +438,20 @@ def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = N
             raise _count_error(count, m)
         return Decoded(np.zeros(m, np.uint8), np.zeros(m, bool) if m else None)
     raise UnsupportedTypeError(f"no vectorised decoder for type {name}")
+
+
+def _checked_varbinary(stream: Buffer, count: int | None,
+                       utf8: bool) -> tuple[np.ndarray, np.ndarray, Validity]:
+    offsets, data, ok = decode_varbinary(stream, count)
+    if utf8:
+        validate_utf8(offsets, data)
+    return offsets, data, ok
+
+
+#: The numpy decoders: the reference for the C kernels' answers and errors.
+REFERENCE = PrimitiveDecoders(decode_ints, decode_floats, decode_bools, _checked_varbinary)
+
+
+def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
+    """:func:`decode_primitive_with` the numpy reference decoders."""
+    return decode_primitive_with(REFERENCE, ptype, stream, count)
