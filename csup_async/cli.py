@@ -40,7 +40,6 @@ EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE = 1, 2, 3, 4, 5
 
 #: Options that configure readers; every other option is the store's.
 _READER_OPTIONS = ("profile", "concurrency")
-_GLOB_CHARS = frozenset("*?[")
 
 
 def _store_flags() -> argparse.ArgumentParser:
@@ -358,9 +357,11 @@ def _looks_many(url: str) -> bool:
 
     Never an ``http(s)://`` URL: HTTP cannot list, and ``?`` starts its query string.
     """
+    from .stores.listing import has_glob
+
     if url.startswith(("http://", "https://")):
         return False
-    if _GLOB_CHARS & set(url) or url.endswith("/"):
+    if has_glob(url) or url.endswith("/"):
         return True
     local = url[len("file://"):] if url.startswith("file://") else url
     return "://" not in local and os.path.isdir(local)
@@ -378,7 +379,7 @@ class _Source:
         self.store = _Metered(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
-        from .dataset import DEFAULT_MATCH
+        from .stores.listing import DEFAULT_MATCH
 
         raw = getattr(args, "match", None)
         self.match: str | None = None if raw == "*" else (raw or DEFAULT_MATCH)
@@ -392,9 +393,9 @@ class _Source:
 
     async def open(self) -> Any:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
-        from .dataset import list_sources
         from .reader import open as open_reader
         from .stores.capabilities import Lister
+        from .stores.listing import list_sources
 
         one = self.urls[0]
         if len(self.urls) == 1 and not _looks_many(one):

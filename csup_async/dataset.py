@@ -11,9 +11,6 @@ the projection.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import glob as _glob
-import os
 import time
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -31,66 +28,10 @@ from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
 from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
-from .stores.capabilities import Lister, profile_of
+from .stores.capabilities import profile_of
+from .stores.listing import DEFAULT_MATCH, list_sources
 
 DEFAULT_FILE_CONCURRENCY = 64
-_GLOB_CHARS = set("*?[")
-
-
-#: What a directory or prefix selects by default: CSUP objects by name.
-DEFAULT_MATCH = "*.csup"
-
-
-async def list_sources(source: str | Sequence[str], store: Store, *,
-                       match: str | None = DEFAULT_MATCH,
-                       skipped: list[str] | None = None) -> list[str]:
-    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted.
-
-    A directory or prefix selects the objects whose base name matches ``match``
-    (``fnmatch``; None selects all) and appends the others to ``skipped``: a
-    ``notes.txt`` beside the data is not an error.  A glob selects what it
-    matches and a named object is read as named (a non-CSUP one is then an error).
-    """
-    if not isinstance(source, str):
-        return list(source)
-    is_glob = bool(_GLOB_CHARS & set(source))
-    listed: list[str]
-    if "://" not in source or source.startswith("file://"):
-        path = source[len("file://"):] if source.startswith("file://") else source
-        if is_glob:
-            found = _glob.glob(path, recursive=True)
-        elif os.path.isdir(path):
-            found = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
-        else:
-            return [source]
-        base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
-        listed = sorted(p for p in found if os.path.isfile(p)
-                        and not _hidden(os.path.relpath(p, base)))
-    elif not isinstance(store, Lister):
-        if is_glob or source.endswith("/"):
-            raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
-        return [source]
-    elif is_glob:
-        cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
-        prefix = source[: source.rfind("/", 0, cut) + 1]
-        return sorted(u for u in await store.list(prefix) if fnmatch.fnmatchcase(u, source)
-                      and not _hidden(u[len(prefix):]))
-    elif source.endswith("/"):
-        listed = sorted(u for u in await store.list(source) if not _hidden(u[len(source):]))
-    else:
-        return [source]
-    if is_glob or match is None:
-        return listed
-    kept = [u for u in listed if fnmatch.fnmatch(u.rstrip("/").rsplit("/", 1)[-1], match)]
-    if skipped is not None:
-        skipped += [u for u in listed if u not in set(kept)]
-    return kept
-
-
-def _hidden(relative: str) -> bool:
-    """Names starting with ``_`` or ``.`` (``_SUCCESS``, staging dirs) are not data,
-    at any depth."""
-    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
 class Dataset:
