@@ -684,7 +684,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
     what every file's reads cost.
     """
     from . import arrays as A
-    from .dataset import _absent
+    from .dataset import absent_paths
     from .types import NULL
 
     readers = src.readers if hasattr(src, "readers") else [src]
@@ -693,7 +693,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
     for r in readers:
         if left is not None and left <= 0:
             return
-        present = [c for c in cols if c not in _absent(r, c)]
+        present = [c for c in cols if c not in absent_paths(r, c)]
         if not present:  # nothing of this file is printed but its row count, as nulls
             n = r.num_rows if r.num_rows is not None else await r.count_rows()
             n = n if left is None else min(n, left)
@@ -917,7 +917,7 @@ COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect
 def _lake(args: argparse.Namespace) -> int:
     from .lake.cli import run
 
-    return run(args)
+    return run(args, _options(args, args.url)[0])
 
 
 COMMANDS["lake"] = _lake

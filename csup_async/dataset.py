@@ -25,11 +25,12 @@ from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
-from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
+from .reader import Reader, ScanResult, ScanStats
 from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
 from .stores.capabilities import profile_of
 from .stores.listing import DEFAULT_MATCH, list_sources
+from .tasks import gather_or_cancel
 
 DEFAULT_FILE_CONCURRENCY = 64
 
@@ -63,7 +64,7 @@ class Dataset:
                and filter is not None else list(range(len(self._urls))))
         need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
         if need:
-            opened = await _gather_or_cancel([self._open_file(u) for u in need])
+            opened = await gather_or_cancel([self._open_file(u) for u in need])
             self._by_url.update(zip(need, opened, strict=True))
             self.readers = [self._by_url[u] for u in dict.fromkeys(self._urls)
                             if u in self._by_url]
@@ -143,7 +144,7 @@ class Dataset:
                 n = await r.count_rows()
                 return {c: A.null_array(_null_type(), n) for c in cols}, n
             async with sem:
-                paths = [c for c in cols if c not in _absent(r, c)]
+                paths = [c for c in cols if c not in absent_paths(r, c)]
                 res = await r.scan(paths) if paths else None
             n = res.num_rows if res is not None else (r.num_rows or 0)
             if res is not None:
@@ -156,7 +157,7 @@ class Dataset:
                        else A.null_array(_null_type(), n)) for c in cols}
             return out, n
 
-        parts = await _gather_or_cancel([one(r) for r in readers])
+        parts = await gather_or_cancel([one(r) for r in readers])
         counts = [n for _, n in parts]
         ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
         columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
@@ -212,7 +213,8 @@ def _null_type() -> Any:
     return NULL
 
 
-def _absent(r: Reader, path: str) -> set[str]:
+def absent_paths(r: Reader, path: str) -> set[str]:
+    """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
     res = P.resolve_paths(r.meta, [path])
     return set(res.missing_paths)
 
@@ -260,7 +262,7 @@ class _DatasetOpener:
                                          "directories)")
                 parts = partitions_of(urls, partition_base or root_of(self.source))
             # a partitioned dataset loads a file's metadata when a scan first needs it
-            readers = [] if parts is not None else await _gather_or_cancel(
+            readers = [] if parts is not None else await gather_or_cancel(
                 [one(u) for u in urls])
         except BaseException:
             if owns:

@@ -9,7 +9,6 @@ off the event loop as they land.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import time
@@ -303,18 +302,6 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-async def _gather_or_cancel(coros: list[Any]) -> list[Any]:
-    """Run all; on the first failure cancel the rest and wait for them (no task left behind)."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 class Schema:

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import AccessDeniedError, CsupError, NotFoundError, StoreError
 from ..stores import LocalStore, Store
 from ..stores.capabilities import Lister, display_of
+from ..tasks import gather_or_cancel
 from .errors import LakeError
 
 __all__ = ["LakeIO", "WHOLE", "gather_all"]
@@ -154,9 +155,7 @@ class LakeIO:
 async def gather_all(coros: list[Any]) -> list[Any]:
     """All results in order; on the first failure the rest are cancelled and awaited, so
     no request outlives the call (the readers' own helper)."""
-    from ..reader import _gather_or_cancel
-
-    return await _gather_or_cancel(list(coros))
+    return await gather_or_cancel(coros)
 
 
 def _local(key: str) -> str:
