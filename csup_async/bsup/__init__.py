@@ -9,7 +9,8 @@ One module per layer, each importing only the ones before it:
 
 - :mod:`.limits`: what a stream may claim before it is refused;
 - :mod:`.tags`: uvarints, tagged bodies, sign-and-magnitude integers, counted names;
-- :mod:`.typecodec`: type values, typedef frames (:class:`TypeContext`), type checks;
+- :mod:`.typecodec`: type values, typedefs read and written (:class:`TypeContext`,
+  :class:`TypedefEncoder`), type checks;
 - :mod:`.valuecodec`: value bodies to Python and back;
 - :mod:`.frames`: frames and whole streams (:func:`read_values`, :class:`StreamEncoder`).
 """
@@ -60,6 +61,7 @@ from .typecodec import (
     TV_SET,
     TV_UNION,
     TypeContext,
+    TypedefEncoder,
     check_type,
     decode_type_value,
     encode_type_value,
@@ -79,8 +81,8 @@ __all__ = [
     "ID_ERROR", "ID_MAP", "ID_NAMED", "ID_RECORD", "ID_SET", "ID_UNION", "LZ4_MAX_RATIO",
     "MAX_DEPTH", "MAX_FRAME", "MAX_TYPES", "MAX_TYPE_NODES", "MAX_TYPE_SIZE", "PRIMITIVES",
     "TV_ARRAY", "TV_ENUM", "TV_ERROR", "TV_MAP", "TV_NAMED_DEF", "TV_NAMED_REF", "TV_RECORD",
-    "TV_SET", "TV_UNION", "UNION_TAG_SIGNED", "StreamEncoder", "TypeContext", "append_tagged",
-    "check_count", "check_type", "counted", "decode_int", "decode_primitive",
+    "TV_SET", "TV_UNION", "UNION_TAG_SIGNED", "StreamEncoder", "TypeContext", "TypedefEncoder",
+    "append_tagged", "check_count", "check_type", "counted", "decode_int", "decode_primitive",
     "decode_type_value", "decode_uint", "decode_value", "encode_int", "encode_primitive",
     "encode_stream", "encode_type_value", "encode_uint", "encode_value", "iter_raw_values",
     "iter_tagged", "read_counted", "read_frames", "read_uvarint", "read_values",

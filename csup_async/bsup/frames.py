@@ -9,38 +9,15 @@ from typing import Any, BinaryIO
 
 import lz4.block
 
-from ..errors import EncodeError, FormatError, LimitError, TruncatedError
-from ..types import (
-    ArrayType,
-    EnumType,
-    ErrorType,
-    MapType,
-    NamedType,
-    PrimitiveType,
-    RecordType,
-    SetType,
-    Type,
-    UnionType,
-)
+from ..errors import FormatError, LimitError, TruncatedError
+from ..types import Type
 from ..values import Value
 from .limits import LZ4_MAX_RATIO, MAX_FRAME
-from .tags import append_tagged, counted, read_uvarint, uvarint
-from .typecodec import (
-    FIRST_TYPEDEF_ID,
-    ID_ARRAY,
-    ID_ENUM,
-    ID_ERROR,
-    ID_MAP,
-    ID_NAMED,
-    ID_RECORD,
-    ID_SET,
-    ID_UNION,
-    TypeContext,
-)
+from .tags import append_tagged, read_uvarint, uvarint
+from .typecodec import TypeContext, TypedefEncoder
 from .valuecodec import decode_value, encode_value
 
 FRAME_TYPES, FRAME_VALUES, FRAME_CONTROL = 0, 1, 2
-
 
 
 def read_frames(buf: bytes | memoryview, pos: int = 0, *, max_frame: int = MAX_FRAME,
@@ -154,9 +131,7 @@ class StreamEncoder:
         self.out = out
         self.compress = compress
         self.frame_size = frame_size
-        self._ids: dict[Type, int] = {}
-        self._next_id = FIRST_TYPEDEF_ID
-        self._typedefs = bytearray()
+        self._types = TypedefEncoder()
         self._values = bytearray()
 
     def _write(self, b: bytes | bytearray) -> None:
@@ -166,59 +141,16 @@ class StreamEncoder:
             self.out.write(b)
 
     def type_id(self, t: Type) -> int:
-        if isinstance(t, PrimitiveType):
-            return t.id
-        tid = self._ids.get(t)
-        if tid is not None:
-            return tid
-        td = self._typedefs
-        if isinstance(t, RecordType):
-            ids = [self.type_id(f.type) for f in t.fields]
-            td.append(ID_RECORD)
-            td += uvarint(len(t.fields))
-            for f, i in zip(t.fields, ids, strict=True):
-                td += counted(f.name)
-                td += uvarint(i)
-        elif isinstance(t, (ArrayType, SetType, ErrorType)):
-            inner = t.inner if isinstance(t, ErrorType) else t.elem
-            i = self.type_id(inner)
-            td.append({ArrayType: ID_ARRAY, SetType: ID_SET, ErrorType: ID_ERROR}[type(t)])
-            td += uvarint(i)
-        elif isinstance(t, MapType):
-            k, v = self.type_id(t.key), self.type_id(t.value)
-            td.append(ID_MAP)
-            td += uvarint(k) + uvarint(v)
-        elif isinstance(t, UnionType):
-            ids = [self.type_id(m) for m in t.types]
-            td.append(ID_UNION)
-            td += uvarint(len(ids))
-            for i in ids:
-                td += uvarint(i)
-        elif isinstance(t, EnumType):
-            td.append(ID_ENUM)
-            td += uvarint(len(t.symbols))
-            for s in t.symbols:
-                td += counted(s)
-        elif isinstance(t, NamedType):
-            i = self.type_id(t.inner)
-            td.append(ID_NAMED)
-            td += counted(t.name) + uvarint(i)
-        else:
-            raise EncodeError(f"not a type: {t!r}")
-        tid = self._next_id
-        self._next_id += 1
-        self._ids[t] = tid
-        return tid
+        return self._types.type_id(t)
 
     def write_body(self, t: Type, body: bytes | None) -> None:
         """Append one value given its BSUP body."""
-        tid = self.type_id(t)
-        if self._typedefs:
+        tid = self._types.type_id(t)
+        if self._types.pending:
             # a values frame may only use types already defined: flush values first
             if self._values:
                 self._flush_values()
-            self._emit(FRAME_TYPES, self._typedefs)
-            self._typedefs = bytearray()
+            self._emit(FRAME_TYPES, self._types.take())
         self._values += uvarint(tid)
         append_tagged(self._values, body)
         if len(self._values) >= self.frame_size:
@@ -247,12 +179,10 @@ class StreamEncoder:
     def end_stream(self) -> None:
         """Flush and write the end-of-stream marker; the next value starts a new context."""
         self._flush_values()
-        if self._typedefs:
-            self._emit(FRAME_TYPES, self._typedefs)
-            self._typedefs = bytearray()
+        if self._types.pending:
+            self._emit(FRAME_TYPES, self._types.take())
         self._write(b"\xff")
-        self._ids.clear()
-        self._next_id = FIRST_TYPEDEF_ID
+        self._types.reset()
 
 
 def encode_stream(values: Iterable[tuple[Type, Any]], *, compress: bool = True) -> bytes:

@@ -380,3 +380,74 @@ class TypeContext:
             self._depth.append(depth)
             self._size.append(size)
 
+
+class TypedefEncoder:
+    """The type IDs of one BSUP stream being written (the inverse of :class:`TypeContext`).
+
+    Each type met for the first time gets the next ID and its typedef, children
+    first, is appended to ``pending`` until the writer emits it as a types frame
+    (:meth:`take`); :meth:`reset` starts a new stream's IDs.
+    """
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+        self._ids: dict[Type, int] = {}
+        self._next_id = FIRST_TYPEDEF_ID
+
+    def type_id(self, t: Type) -> int:
+        """The ID of ``t`` in this stream; a new type's typedef (and its children's) is
+        appended to ``pending``."""
+        if isinstance(t, PrimitiveType):
+            return t.id
+        tid = self._ids.get(t)
+        if tid is not None:
+            return tid
+        td = self.pending
+        if isinstance(t, RecordType):
+            ids = [self.type_id(f.type) for f in t.fields]
+            td.append(ID_RECORD)
+            td += uvarint(len(t.fields))
+            for f, i in zip(t.fields, ids, strict=True):
+                td += counted(f.name)
+                td += uvarint(i)
+        elif isinstance(t, (ArrayType, SetType, ErrorType)):
+            inner = t.inner if isinstance(t, ErrorType) else t.elem
+            i = self.type_id(inner)
+            td.append({ArrayType: ID_ARRAY, SetType: ID_SET, ErrorType: ID_ERROR}[type(t)])
+            td += uvarint(i)
+        elif isinstance(t, MapType):
+            k, v = self.type_id(t.key), self.type_id(t.value)
+            td.append(ID_MAP)
+            td += uvarint(k) + uvarint(v)
+        elif isinstance(t, UnionType):
+            ids = [self.type_id(m) for m in t.types]
+            td.append(ID_UNION)
+            td += uvarint(len(ids))
+            for i in ids:
+                td += uvarint(i)
+        elif isinstance(t, EnumType):
+            td.append(ID_ENUM)
+            td += uvarint(len(t.symbols))
+            for s in t.symbols:
+                td += counted(s)
+        elif isinstance(t, NamedType):
+            i = self.type_id(t.inner)
+            td.append(ID_NAMED)
+            td += counted(t.name) + uvarint(i)
+        else:
+            raise EncodeError(f"not a type: {t!r}")
+        tid = self._next_id
+        self._next_id += 1
+        self._ids[t] = tid
+        return tid
+
+    def take(self) -> bytes:
+        """The pending typedefs (one types frame's payload), now no longer pending."""
+        out = bytes(self.pending)
+        self.pending = bytearray()
+        return out
+
+    def reset(self) -> None:
+        """Forget every ID: after an end-of-stream marker a stream starts afresh."""
+        self._ids.clear()
+        self._next_id = FIRST_TYPEDEF_ID
