@@ -103,14 +103,8 @@ def _values_and_validity(size: _Size, got: tuple[int, int] | None, out: np.ndarr
 
 def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
                 bits: int = 64) -> tuple[np.ndarray, np.ndarray | None]:
-    """(int64 or uint64 values, validity or None when no value is null); nulls hold 0.
-
-    Values are little-endian with high zero bytes dropped.  Signed ones are
-    sign-and-magnitude first (Zed's ``zcode.EncodeCountedVarint``: ``|v| << 1``
-    with the sign in bit 0, so -1 is ``03``), and ``u = 1`` ("minus zero") is
-    int64's minimum, as Zed decodes it.  A body longer than the type can need,
-    or a signed value outside a narrow type's range, is a FormatError.
-    """
+    """(int64 or uint64 values, validity or None when no value is null): the
+    reference's answer and errors (:func:`.columns.decode_ints`), in C."""
     if _K is not None and bits in (8, 16, 32, 64):
         size = _size(stream, count)
         if size is not None:
