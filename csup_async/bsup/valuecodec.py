@@ -15,6 +15,7 @@ import datetime as _dt
 import ipaddress
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -243,20 +244,12 @@ def encode_primitive(t: PrimitiveType, v: Any) -> bytes:
             raise EncodeError(f"bool needs a bool, not {type(v).__name__}")
         return b"\x01" if v else b"\x00"
     if name == "ip":
-        if isinstance(v, str):
-            try:
-                v = ipaddress.ip_address(v)
-            except ValueError as e:
-                raise EncodeError(str(e)) from e
+        v = _parsed(v, ipaddress.ip_address)
         if not isinstance(v, (ipaddress.IPv4Address, ipaddress.IPv6Address)):
             raise EncodeError(f"ip needs an ipaddress address, not {type(v).__name__}")
         return v.packed
     if name == "net":
-        if isinstance(v, str):
-            try:
-                v = ipaddress.ip_network(v)
-            except ValueError as e:
-                raise EncodeError(str(e)) from e
+        v = _parsed(v, ipaddress.ip_network)
         if not isinstance(v, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
             raise EncodeError(f"net needs an ipaddress network, not {type(v).__name__}")
         return v.network_address.packed + v.netmask.packed
@@ -268,6 +261,16 @@ def encode_primitive(t: PrimitiveType, v: Any) -> bytes:
     if name == "null":
         raise EncodeError("a value of type null can only be None")
     raise UnsupportedTypeError(f"type {name} has no faithful Python form and is not supported")
+
+
+def _parsed(v: Any, parse: Callable[[str], Any]) -> Any:
+    """``v`` parsed if it is text (an address or network written out), else as given."""
+    if not isinstance(v, str):
+        return v
+    try:
+        return parse(v)
+    except ValueError as e:
+        raise EncodeError(str(e)) from e
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
