@@ -40,7 +40,6 @@ EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE = 1, 2, 3, 4, 5
 
 #: Options that configure readers; every other option is the store's.
 _READER_OPTIONS = ("profile", "concurrency")
-_GLOB_CHARS = frozenset("*?[")
 
 
 def _store_flags() -> argparse.ArgumentParser:
@@ -289,6 +288,11 @@ class _Metered:
         self.on_tail: Callable[[], None] = lambda: None
         self.on_bytes: Callable[[int], None] = lambda n: None
 
+    @property
+    def metered(self) -> Any:
+        """The store whose reads this one counts."""
+        return self._store
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
@@ -353,9 +357,11 @@ def _looks_many(url: str) -> bool:
 
     Never an ``http(s)://`` URL: HTTP cannot list, and ``?`` starts its query string.
     """
+    from .stores.listing import has_glob
+
     if url.startswith(("http://", "https://")):
         return False
-    if _GLOB_CHARS & set(url) or url.endswith("/"):
+    if has_glob(url) or url.endswith("/"):
         return True
     local = url[len("file://"):] if url.startswith("file://") else url
     return "://" not in local and os.path.isdir(local)
@@ -373,7 +379,7 @@ class _Source:
         self.store = _Metered(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
-        from .dataset import DEFAULT_MATCH
+        from .stores.listing import DEFAULT_MATCH
 
         raw = getattr(args, "match", None)
         self.match: str | None = None if raw == "*" else (raw or DEFAULT_MATCH)
@@ -387,8 +393,9 @@ class _Source:
 
     async def open(self) -> Any:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
-        from .dataset import list_sources
         from .reader import open as open_reader
+        from .stores.capabilities import Lister
+        from .stores.listing import list_sources
 
         one = self.urls[0]
         if len(self.urls) == 1 and not _looks_many(one):
@@ -396,7 +403,7 @@ class _Source:
                 self.reader = await open_reader(one, store=self.store, **self.reader_opts)
                 return self.reader
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
-                if "://" not in one or not hasattr(self.store._store, "list"):
+                if "://" not in one or not isinstance(self.store.metered, Lister):
                     raise
                 found = await list_sources(one.rstrip("/") + "/", self.store,
                                            match=self.match, skipped=self.skipped)
@@ -608,7 +615,7 @@ def _cat(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     """One object's layout; for many, each object's in turn (file order)."""
-    from .inspect import describe_file
+    from .describe import describe_file
 
     async def run(src: Any) -> str:
         readers = src.readers if hasattr(src, "readers") else [src]
@@ -677,7 +684,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
     what every file's reads cost.
     """
     from . import arrays as A
-    from .dataset import _absent
+    from .dataset import absent_paths
     from .types import NULL
 
     readers = src.readers if hasattr(src, "readers") else [src]
@@ -686,7 +693,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
     for r in readers:
         if left is not None and left <= 0:
             return
-        present = [c for c in cols if c not in _absent(r, c)]
+        present = [c for c in cols if c not in absent_paths(r, c)]
         if not present:  # nothing of this file is printed but its row count, as nulls
             n = r.num_rows if r.num_rows is not None else await r.count_rows()
             n = n if left is None else min(n, left)
@@ -784,6 +791,8 @@ async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 
 def _scan(args: argparse.Namespace) -> int:
+    from planner import MultiPlan
+
     from . import jsonout as J
     from .reader import ScanStats
 
@@ -799,7 +808,7 @@ def _scan(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
         plan = await src.plan(cols)
-        if getattr(plan, "missing_paths", ()):
+        if plan.missing_paths:
             raise src.missing_error(plan.missing_paths)
         if args.explain:
             text = plan.explain()
@@ -812,7 +821,7 @@ def _scan(args: argparse.Namespace) -> int:
             out.write(J.csv_header(cols))
         with _bar(args) as bar:
             if bar is not None:
-                files = len(getattr(plan, "files", ())) or 1
+                files = len(plan.files) if isinstance(plan, MultiPlan) else 1
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
                 task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
@@ -908,7 +917,7 @@ COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect
 def _lake(args: argparse.Namespace) -> int:
     from .lake.cli import run
 
-    return run(args)
+    return run(args, _options(args, args.url)[0])
 
 
 COMMANDS["lake"] = _lake

@@ -11,9 +11,6 @@ the projection.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import glob as _glob
-import os
 import time
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -28,69 +25,14 @@ from . import arrays as A
 from .errors import ColumnNotFoundError, CsupError
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
-from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
+from .reader import Reader, ScanResult, ScanStats
 from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
+from .stores.capabilities import profile_of
+from .stores.listing import DEFAULT_MATCH, list_sources
+from .tasks import gather_or_cancel
 
 DEFAULT_FILE_CONCURRENCY = 64
-_GLOB_CHARS = set("*?[")
-
-
-#: What a directory or prefix selects by default: CSUP objects by name.
-DEFAULT_MATCH = "*.csup"
-
-
-async def list_sources(source: str | Sequence[str], store: Store, *,
-                       match: str | None = DEFAULT_MATCH,
-                       skipped: list[str] | None = None) -> list[str]:
-    """The object URLs a source names: a list as given, or a prefix/glob expanded and sorted.
-
-    A directory or prefix selects the objects whose base name matches ``match``
-    (``fnmatch``; None selects all) and appends the others to ``skipped``: a
-    ``notes.txt`` beside the data is not an error.  A glob selects what it
-    matches and a named object is read as named (a non-CSUP one is then an error).
-    """
-    if not isinstance(source, str):
-        return list(source)
-    is_glob = bool(_GLOB_CHARS & set(source))
-    lister = getattr(store, "list", None)
-    listed: list[str]
-    if "://" not in source or source.startswith("file://"):
-        path = source[len("file://"):] if source.startswith("file://") else source
-        if is_glob:
-            found = _glob.glob(path, recursive=True)
-        elif os.path.isdir(path):
-            found = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
-        else:
-            return [source]
-        base = path if not is_glob else os.path.dirname(path.split("*")[0].split("?")[0])
-        listed = sorted(p for p in found if os.path.isfile(p)
-                        and not _hidden(os.path.relpath(p, base)))
-    elif lister is None:
-        if is_glob or source.endswith("/"):
-            raise CsupError(f"store {store.name} cannot list objects", path=redact_url(source))
-        return [source]
-    elif is_glob:
-        cut = min(source.index(c) for c in _GLOB_CHARS if c in source)
-        prefix = source[: source.rfind("/", 0, cut) + 1]
-        return sorted(u for u in await lister(prefix) if fnmatch.fnmatchcase(u, source)
-                      and not _hidden(u[len(prefix):]))
-    elif source.endswith("/"):
-        listed = sorted(u for u in await lister(source) if not _hidden(u[len(source):]))
-    else:
-        return [source]
-    if is_glob or match is None:
-        return listed
-    kept = [u for u in listed if fnmatch.fnmatch(u.rstrip("/").rsplit("/", 1)[-1], match)]
-    if skipped is not None:
-        skipped += [u for u in listed if u not in set(kept)]
-    return kept
-
-
-def _hidden(relative: str) -> bool:
-    """Names starting with ``_`` or ``.`` (``_SUCCESS``, staging dirs) are not data,
-    at any depth."""
-    return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
 class Dataset:
@@ -122,7 +64,7 @@ class Dataset:
                and filter is not None else list(range(len(self._urls))))
         need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
         if need:
-            opened = await _gather_or_cancel([self._open_file(u) for u in need])
+            opened = await gather_or_cancel([self._open_file(u) for u in need])
             self._by_url.update(zip(need, opened, strict=True))
             self.readers = [self._by_url[u] for u in dict.fromkeys(self._urls)
                             if u in self._by_url]
@@ -202,7 +144,7 @@ class Dataset:
                 n = await r.count_rows()
                 return {c: A.null_array(_null_type(), n) for c in cols}, n
             async with sem:
-                paths = [c for c in cols if c not in _absent(r, c)]
+                paths = [c for c in cols if c not in absent_paths(r, c)]
                 res = await r.scan(paths) if paths else None
             n = res.num_rows if res is not None else (r.num_rows or 0)
             if res is not None:
@@ -215,7 +157,7 @@ class Dataset:
                        else A.null_array(_null_type(), n)) for c in cols}
             return out, n
 
-        parts = await _gather_or_cancel([one(r) for r in readers])
+        parts = await gather_or_cancel([one(r) for r in readers])
         counts = [n for _, n in parts]
         ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
         columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
@@ -271,7 +213,8 @@ def _null_type() -> Any:
     return NULL
 
 
-def _absent(r: Reader, path: str) -> set[str]:
+def absent_paths(r: Reader, path: str) -> set[str]:
+    """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
     res = P.resolve_paths(r.meta, [path])
     return set(res.missing_paths)
 
@@ -295,7 +238,7 @@ class _DatasetOpener:
         if store is None:
             store, _, shared = await shared_store(first or ".", **store_opts)
             owns = not shared
-        reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+        reader_opts.setdefault("profile", profile_of(store))
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)
@@ -319,7 +262,7 @@ class _DatasetOpener:
                                          "directories)")
                 parts = partitions_of(urls, partition_base or root_of(self.source))
             # a partitioned dataset loads a file's metadata when a scan first needs it
-            readers = [] if parts is not None else await _gather_or_cancel(
+            readers = [] if parts is not None else await gather_or_cancel(
                 [one(u) for u in urls])
         except BaseException:
             if owns:

@@ -31,8 +31,8 @@ from planner.filters import (
     Not,
     Or,
     StartsWith,
-    _kind,
     outcome,
+    value_kind,
 )
 
 from . import arrays as A
@@ -126,10 +126,10 @@ def _leaf_numpy(e: Expr, arr: A.Array) -> _Masks | None:
         e, IsIn) else None
     if lits is None:
         return None  # startswith on a number: the reference says unknown per row
-    column_kind = _kind(values[:1][0])
+    column_kind = value_kind(values[:1][0])
     usable = []
     for v in lits:
-        if _kind(v) != column_kind:
+        if value_kind(v) != column_kind:
             continue  # another kind: unknown for every row
         if values.dtype.kind == "f" and isinstance(v, int) and abs(v) > _EXACT_FLOAT_INT:
             return None

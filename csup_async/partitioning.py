@@ -19,6 +19,7 @@ from planner.partitions import PartitionError, Partitions, infer_partitions
 from . import arrays as A
 from . import types as T
 from .stores import redact_url
+from .stores.listing import glob_base
 
 __all__ = ["PARTITIONINGS", "check_partitioning", "partition_columns", "partitions_of",
            "root_of"]
@@ -27,7 +28,6 @@ __all__ = ["PARTITIONINGS", "check_partitioning", "partition_columns", "partitio
 PARTITIONINGS = ("hive", "none")
 
 _TYPES = {"int64": T.INT64, "float64": T.FLOAT64, "string": T.STRING, "null": T.NULL}
-_GLOB = "*?["
 
 
 def check_partitioning(value: Any) -> str | None:
@@ -42,9 +42,9 @@ def check_partitioning(value: Any) -> str | None:
 def root_of(source: str) -> str:
     """The dataset root a directory, prefix or glob names: partition directories lie below it."""
     path = source[len("file://"):] if source.startswith("file://") else source
-    cut = min((path.index(c) for c in _GLOB if c in path), default=-1)
-    if cut >= 0:
-        return path[: path.rfind("/", 0, cut) + 1]
+    base = glob_base(path)
+    if base is not None:
+        return base
     if "://" not in path and os.path.isfile(path):
         return os.path.dirname(path) + "/"
     return path.rstrip("/") + "/"

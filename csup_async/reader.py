@@ -9,7 +9,6 @@ off the event loop as they land.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import time
@@ -36,6 +35,7 @@ from .read.options import (
 )
 from .read.result import ScanResult, ScanStats
 from .stores import Store, TailRead, redact_url, shared_store, store_for
+from .stores.capabilities import profile_of
 from .values import Value
 
 __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "open", "reader_from_meta"]
@@ -176,11 +176,11 @@ class Reader:
         return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
-    async def plan(self, columns: Sequence[str] | str | None = None) -> Any:
+    async def plan(self, columns: Sequence[str] | str | None = None) -> P.ScanPlan:
         """The ScanPlan that ``scan(columns)`` will execute."""
         return self._plan(self._paths(columns))
 
-    def _plan(self, paths: list[str]) -> Any:
+    def _plan(self, paths: list[str]) -> P.ScanPlan:
         plan = P.plan_scan(self.meta, paths or None, self.profile,
                            available=(self.tail.offset, len(self.tail.data)))
         missing = [p for p in paths if p in set(plan.missing_paths)]
@@ -304,18 +304,6 @@ class Reader:
         await self.close()
 
 
-async def _gather_or_cancel(coros: list[Any]) -> list[Any]:
-    """Run all; on the first failure cancel the rest and wait for them (no task left behind)."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
 class Schema:
     """The super types and column tree of a file, printable."""
 
@@ -324,7 +312,7 @@ class Schema:
         self.super_types = meta.super_types
 
     def __str__(self) -> str:
-        from .inspect import describe_schema
+        from .describe import describe_schema
 
         return describe_schema(self.meta)
 
@@ -349,7 +337,7 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     reader_opts, store_opts = split_options(options)
     if store is None:
         store, url = store_for(url, **store_opts)
-    reader_opts.setdefault("profile", getattr(store, "default_profile", "local"))
+    reader_opts.setdefault("profile", profile_of(store))
     r = Reader(store, url, owns_store=owns, **reader_opts)
     r.meta = meta
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
@@ -402,7 +390,7 @@ class _Opener:
             store, key, shared = await shared_store(self.url, **store_opts)
             owns = not shared
         if "profile" not in reader_opts:
-            reader_opts["profile"] = getattr(store, "default_profile", "local")
+            reader_opts["profile"] = profile_of(store)
         r = Reader(store, key, owns_store=owns, **reader_opts)
         try:
             await r._load()

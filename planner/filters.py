@@ -287,7 +287,7 @@ def _compare(op: str, x: Any, v: Any) -> bool:
 
 
 
-def _kind(x: Any) -> str:
+def value_kind(x: Any) -> str:
     """Which values compare with which: numbers with numbers, strings with strings..."""
     if isinstance(x, bool) or type(x).__name__ == "bool_":
         return "bool"
@@ -333,16 +333,16 @@ def outcome(expr: Expr, row: Any) -> bool | None:
         return N
     # a value of another kind than the literal (a union member, a nested value) is
     # unknown, as a null is: it neither matches nor fails to match
-    kind = _kind(x)
+    kind = value_kind(x)
     if isinstance(expr, Compare):
-        return _compare(expr.op, x, expr.value) if _kind(expr.value) == kind else N
+        return _compare(expr.op, x, expr.value) if value_kind(expr.value) == kind else N
     if isinstance(expr, IsIn):
-        same = [v for v in expr.values if _kind(v) == kind]
+        same = [v for v in expr.values if value_kind(v) == kind]
         if expr.values and not same:
             return N
         return any(_compare("==", x, v) for v in same)
     if isinstance(expr, StartsWith):
-        return x.startswith(expr.prefix) if _kind(expr.prefix) == kind else N
+        return x.startswith(expr.prefix) if value_kind(expr.prefix) == kind else N
     raise FilterError(f"not a filter: {expr!r}")
 
 
@@ -405,13 +405,13 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
         return frozenset(out)
     if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
         return _ALL
-    kind = _kind(s.lo)
+    kind = value_kind(s.lo)
     if isinstance(e, IsIn):
-        same = tuple(v for v in e.values if _kind(v) == kind)
+        same = tuple(v for v in e.values if value_kind(v) == kind)
         if e.values and not same:
             return frozenset(out | {N})  # no literal of the values' kind: unknown
         e = IsIn(e.path, same)
-    elif _kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
+    elif value_kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
         return frozenset(out | {N})
     try:
         if s.nan:  # NaN: false for every comparison but !=, which it makes true

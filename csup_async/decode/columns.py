@@ -9,7 +9,9 @@ refuses an input, so every error message comes from here."""
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import lz4.block
 import numpy as np
@@ -17,20 +19,20 @@ import numpy as np
 from ..errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
 from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ..types import PrimitiveType
-from .scan import _SERIAL_BELOW, _scan
+from .scan import SERIAL_BELOW, scan_values
 from .tags import (
-    _ANY,
-    _BOOLS,
-    _FLOAT_PROFILES,
-    _INT32S,
-    _INT_PROFILES,
-    _SINT_PROFILES,
+    ANY_PROFILE,
+    BOOL_PROFILE,
+    FLOAT_PROFILES,
+    INT32_PROFILE,
+    INT_PROFILES,
+    SINT_PROFILES,
     Buffer,
-    _check_count,
-    _count_error,
-    _padded,
-    _Tags,
-    _u8,
+    TagIndex,
+    as_u8,
+    check_count,
+    count_error,
+    padded,
 )
 
 #: Largest decompressed segment accepted by default (256 MiB).  A segment's
@@ -118,14 +120,14 @@ def _gather_words(bpad: np.ndarray, at: np.ndarray, size: int, skip: int = 0) ->
     return view[at]
 
 
-def _codes(res: _Tags) -> tuple[np.ndarray, np.ndarray, int]:
+def _codes(res: TagIndex) -> tuple[np.ndarray, np.ndarray, int]:
     """(length + 1 of each value, 0 for null; offsets; skip from offset to body)."""
     if res.v is not None:
         return res.v, res.tags, 1
     return res.lengths + 1, res.starts, 0
 
 
-def _length_error(what: str, res: _Tags, bad: np.ndarray) -> FormatError:
+def _length_error(what: str, res: TagIndex, bad: np.ndarray) -> FormatError:
     i = _first_bad(bad)
     return FormatError(f"{what} value of {res.lengths[i]} bytes at stream offset {res.tags[i]}")
 
@@ -145,9 +147,9 @@ def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
         raise UnsupportedTypeError(f"{name} has no fast decoder")
     width = bits // 8
     most = min(width + 1, 8) if signed else width  # body bytes a value may take
-    buf = _u8(stream)
-    bpad = _padded(buf)
-    res = _scan(buf, bpad, count, (_SINT_PROFILES if signed else _INT_PROFILES)[width])
+    buf = as_u8(stream)
+    bpad = padded(buf)
+    res = scan_values(buf, bpad, count, (SINT_PROFILES if signed else INT_PROFILES)[width])
     code, at, skip = _codes(res)
     over = code > most + 1
     if over.any():
@@ -186,9 +188,9 @@ def sign_magnitude_to_int64(words: np.ndarray) -> np.ndarray:
 
 def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
     """int32 values of a lengths, union-tag, super-ID or presence stream (no nulls)."""
-    buf = _u8(stream)
-    bpad = _padded(buf)
-    res = _scan(buf, bpad, count, _INT32S)
+    buf = as_u8(stream)
+    bpad = padded(buf)
+    res = scan_values(buf, bpad, count, INT32_PROFILE)
     code, at, skip = _codes(res)
     null = code == 0
     if null.any():
@@ -221,22 +223,22 @@ def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
     return values.astype(np.int32)
 
 
-_FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}
+FLOAT_DTYPES = {2: np.dtype("<f2"), 4: np.dtype("<f4"), 8: np.dtype("<f8")}
 
 
 def decode_floats(stream: Buffer, count: int | None = None, *,
                   width: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
-    if width not in _FLOAT_DTYPES:
+    if width not in FLOAT_DTYPES:
         raise UnsupportedTypeError(f"float{8 * width} has no fast decoder")
-    dt = _FLOAT_DTYPES[width]
-    buf = _u8(stream)
+    dt = FLOAT_DTYPES[width]
+    buf = as_u8(stream)
     m = _stride(buf, count, width + 1)
     if m is not None:
         view = np.ndarray((m,), dtype=dt, buffer=buf, offset=1, strides=(width + 1,))
         return np.ascontiguousarray(view), None
-    bpad = _padded(buf)
-    res = _scan(buf, bpad, count, _FLOAT_PROFILES[width])
+    bpad = padded(buf)
+    res = scan_values(buf, bpad, count, FLOAT_PROFILES[width])
     code, at, skip = _codes(res)
     bad = (code != width + 1) & (code != 0)
     if bad.any():
@@ -251,7 +253,7 @@ def decode_floats(stream: Buffer, count: int | None = None, *,
 def decode_bools(stream: Buffer, count: int | None = None) -> tuple[np.ndarray,
                                                                     np.ndarray | None]:
     """(bool values, validity or None); a body other than one byte 0 or 1 is an error."""
-    buf = _u8(stream)
+    buf = as_u8(stream)
     m = _stride(buf, count, 2)
     if m is not None:
         body = buf[1::2]
@@ -259,8 +261,8 @@ def decode_bools(stream: Buffer, count: int | None = None) -> tuple[np.ndarray,
             i = _first_bad(body > 1)
             raise FormatError(f"bool value {body[i]} at stream offset {2 * i}")
         return body.astype(bool), None
-    bpad = _padded(buf)
-    res = _scan(buf, bpad, count, _BOOLS)
+    bpad = padded(buf)
+    res = scan_values(buf, bpad, count, BOOL_PROFILE)
     code, at, skip = _codes(res)
     bad = (code != 2) & (code != 0)
     if bad.any():
@@ -281,9 +283,9 @@ def decode_varbinary(stream: Buffer, count: int | None = None) -> tuple[
 
     Strings are not checked here: :func:`validate_utf8` does it in one pass.
     """
-    buf = _u8(stream)
-    bpad = _padded(buf) if buf.size >= _SERIAL_BELOW else None
-    res = _scan(buf, bpad, count, _ANY)
+    buf = as_u8(stream)
+    bpad = padded(buf) if buf.size >= SERIAL_BELOW else None
+    res = scan_values(buf, bpad, count, ANY_PROFILE)
     code = res.v if res.v is not None else res.lengths + 1
     offsets = np.empty(code.size + 1, np.int64)
     if res.v is not None:  # the data is the stream less one tag byte per value
@@ -378,13 +380,28 @@ class Decoded:
     offsets: np.ndarray | None = None
 
 
-_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
-_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-_FLOAT_WIDTH = {"float16": 2, "float32": 4, "float64": 8}
+#: The one dispatch table of primitive types to decoders, shared by both implementations
+#: (this module's reference and the C kernels of :mod:`.kernels`): type name -> width.
+INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+FLOAT_WIDTH = {"float16": 2, "float32": 4, "float64": 8}
+
+Validity = np.ndarray | None
 
 
-def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
-    """Decode a column of a primitive type with a numpy form.
+class PrimitiveDecoders(NamedTuple):
+    """One implementation of the decoders :func:`decode_primitive_with` dispatches to."""
+
+    ints: Callable[..., tuple[np.ndarray, Validity]]  # (stream, count, *, signed, bits)
+    floats: Callable[..., tuple[np.ndarray, Validity]]  # (stream, count, *, width)
+    bools: Callable[[Buffer, int | None], tuple[np.ndarray, Validity]]
+    #: (stream, count, utf8) -> (offsets, data, validity), UTF-8 checked when ``utf8``
+    varbinary: Callable[[Buffer, int | None, bool], tuple[np.ndarray, np.ndarray, Validity]]
+
+
+def decode_primitive_with(impl: PrimitiveDecoders, ptype: PrimitiveType, stream: Buffer,
+                          count: int | None = None) -> Decoded:
+    """Decode a column of a primitive type with a numpy form, with ``impl``'s decoders.
 
     Enum columns are decoded as UINT64; types without a numpy form (128/256-bit
     ints, ip, net, type, decimals, float128/256) are an UnsupportedTypeError,
@@ -392,34 +409,49 @@ def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = N
     are zero bytes and its validity all False.
     """
     name = getattr(ptype, "name", str(ptype))
-    if name in _INT_BITS:
-        v, ok = decode_ints(stream, count, signed=True, bits=_INT_BITS[name])
+    if name in INT_BITS:
+        v, ok = impl.ints(stream, count, signed=True, bits=INT_BITS[name])
         return Decoded(v, ok)
-    if name in _UINT_BITS:
-        v, ok = decode_ints(stream, count, signed=False, bits=_UINT_BITS[name])
+    if name in UINT_BITS:
+        v, ok = impl.ints(stream, count, signed=False, bits=UINT_BITS[name])
         return Decoded(v, ok)
     if name in ("time", "duration"):
-        v, ok = decode_ints(stream, count, signed=True, bits=64)
+        v, ok = impl.ints(stream, count, signed=True, bits=64)
         return Decoded(v.view("datetime64[ns]" if name == "time" else "timedelta64[ns]"), ok)
-    if name in _FLOAT_WIDTH:
-        v, ok = decode_floats(stream, count, width=_FLOAT_WIDTH[name])
+    if name in FLOAT_WIDTH:
+        v, ok = impl.floats(stream, count, width=FLOAT_WIDTH[name])
         return Decoded(v, ok)
     if name == "bool":
-        v, ok = decode_bools(stream, count)
+        v, ok = impl.bools(stream, count)
         return Decoded(v, ok)
     if name in ("string", "bytes"):
-        offsets, data, ok = decode_varbinary(stream, count)
-        if name == "string":
-            validate_utf8(offsets, data)
+        offsets, data, ok = impl.varbinary(stream, count, name == "string")
         return Decoded(data, ok, offsets)
     if name == "null":  # every tag is 0, so every byte is
-        buf = _u8(stream)
+        buf = as_u8(stream)
         if buf.any():
             raise FormatError(f"a null-type column holds a non-null value at stream "
                               f"offset {_first_bad(buf != 0)}")
         m = buf.size
-        _check_count(count)
+        check_count(count)
         if count is not None and count != m:
-            raise _count_error(count, m)
+            raise count_error(count, m)
         return Decoded(np.zeros(m, np.uint8), np.zeros(m, bool) if m else None)
     raise UnsupportedTypeError(f"no vectorised decoder for type {name}")
+
+
+def _checked_varbinary(stream: Buffer, count: int | None,
+                       utf8: bool) -> tuple[np.ndarray, np.ndarray, Validity]:
+    offsets, data, ok = decode_varbinary(stream, count)
+    if utf8:
+        validate_utf8(offsets, data)
+    return offsets, data, ok
+
+
+#: The numpy decoders: the reference for the C kernels' answers and errors.
+REFERENCE = PrimitiveDecoders(decode_ints, decode_floats, decode_bools, _checked_varbinary)
+
+
+def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
+    """:func:`decode_primitive_with` the numpy reference decoders."""
+    return decode_primitive_with(REFERENCE, ptype, stream, count)

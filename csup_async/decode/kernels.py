@@ -22,8 +22,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..types import PrimitiveType
 from . import columns as ref
-from .columns import _FLOAT_DTYPES, _FLOAT_WIDTH, _INT_BITS, _UINT_BITS, Decoded
+from .columns import FLOAT_DTYPES, Decoded, PrimitiveDecoders, decode_primitive_with
 from .scan import scan_tags as _ref_scan_tags
 from .tags import Buffer
 
@@ -102,14 +103,8 @@ def _values_and_validity(size: _Size, got: tuple[int, int] | None, out: np.ndarr
 
 def decode_ints(stream: Buffer, count: int | None = None, *, signed: bool,
                 bits: int = 64) -> tuple[np.ndarray, np.ndarray | None]:
-    """(int64 or uint64 values, validity or None when no value is null); nulls hold 0.
-
-    Values are little-endian with high zero bytes dropped.  Signed ones are
-    sign-and-magnitude first (Zed's ``zcode.EncodeCountedVarint``: ``|v| << 1``
-    with the sign in bit 0, so -1 is ``03``), and ``u = 1`` ("minus zero") is
-    int64's minimum, as Zed decodes it.  A body longer than the type can need,
-    or a signed value outside a narrow type's range, is a FormatError.
-    """
+    """(int64 or uint64 values, validity or None when no value is null): the
+    reference's answer and errors (:func:`.columns.decode_ints`), in C."""
     if _K is not None and bits in (8, 16, 32, 64):
         size = _size(stream, count)
         if size is not None:
@@ -137,10 +132,10 @@ def decode_int32s(stream: Buffer, count: int | None = None) -> np.ndarray:
 def decode_floats(stream: Buffer, count: int | None = None, *,
                   width: int) -> tuple[np.ndarray, np.ndarray | None]:
     """(float16/32/64 values, validity or None); every value is exactly ``width`` bytes."""
-    if _K is not None and width in _FLOAT_DTYPES:
+    if _K is not None and width in FLOAT_DTYPES:
         size = _size(stream, count)
         if size is not None:
-            out = np.empty(size.cap, _FLOAT_DTYPES[width])
+            out = np.empty(size.cap, FLOAT_DTYPES[width])
             valid = np.empty(size.cap, np.bool_)
             res = _values_and_validity(size, _K.floats(stream, out, valid, width), out, valid)
             if res is not None:
@@ -249,38 +244,25 @@ def lengths_to_offsets(lengths: np.ndarray, *, max_total: int | None = None) -> 
     return ref.lengths_to_offsets(lengths, max_total=max_total)
 
 
-def decode_primitive(ptype: object, stream: Buffer, count: int | None = None) -> Decoded:
-    """Decode a column of a primitive type with a numpy form.
+def _strings(stream: Buffer, count: int | None,
+             utf8: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Strings and bytes; an all-ASCII stream (the kernel says so) needs no UTF-8 check."""
+    got = _varbinary(stream, count)
+    if got is None:
+        offsets, data, ok = ref.decode_varbinary(stream, count)
+        ascii_only = False
+    else:
+        offsets, data, ok, ascii_only = got
+    if utf8 and not ascii_only:
+        validate_utf8(offsets, data)
+    return offsets, data, ok
 
-    Enum columns are decoded as UINT64; types without a numpy form (128/256-bit
-    ints, ip, net, type, decimals, float128/256) are an UnsupportedTypeError,
-    for the caller's slow path.  A null-type column is all nulls: its values
-    are zero bytes and its validity all False.
-    """
-    name = getattr(ptype, "name", str(ptype))
-    if name in _INT_BITS:
-        v, ok = decode_ints(stream, count, signed=True, bits=_INT_BITS[name])
-        return Decoded(v, ok)
-    if name in _UINT_BITS:
-        v, ok = decode_ints(stream, count, signed=False, bits=_UINT_BITS[name])
-        return Decoded(v, ok)
-    if name in ("time", "duration"):
-        v, ok = decode_ints(stream, count, signed=True, bits=64)
-        return Decoded(v.view("datetime64[ns]" if name == "time" else "timedelta64[ns]"), ok)
-    if name in _FLOAT_WIDTH:
-        v, ok = decode_floats(stream, count, width=_FLOAT_WIDTH[name])
-        return Decoded(v, ok)
-    if name == "bool":
-        v, ok = decode_bools(stream, count)
-        return Decoded(v, ok)
-    if name in ("string", "bytes"):
-        got = _varbinary(stream, count)
-        if got is None:
-            offsets, data, ok = ref.decode_varbinary(stream, count)
-            ascii_only = False
-        else:
-            offsets, data, ok, ascii_only = got
-        if name == "string" and not ascii_only:
-            validate_utf8(offsets, data)
-        return Decoded(data, ok, offsets)
-    return ref.decode_primitive(ptype, stream, count)  # type: ignore[arg-type]
+
+#: The C decoders (each falls back to the reference on its own), for the shared dispatch.
+NATIVE = PrimitiveDecoders(decode_ints, decode_floats, decode_bools, _strings)
+
+
+def decode_primitive(ptype: PrimitiveType, stream: Buffer, count: int | None = None) -> Decoded:
+    """Decode a column of a primitive type with a numpy form (see
+    :func:`.columns.decode_primitive_with`, the one dispatch table)."""
+    return decode_primitive_with(NATIVE, ptype, stream, count)

@@ -19,14 +19,14 @@ import contextlib
 import numpy as np
 
 from ..errors import FormatError
-from .tags import _PAD, _Profile, _serial_scan, _varints
+from .tags import PAD, TagProfile, read_varints, serial_scan
 
 _LANE_MARGIN = 8  # lockstep steps after every lane has left its region (plus a head's)
 _LANE_SYNC = 16  # a lane's first positions searched for where the previous lane meets it
 _SAMPLE = 256  # values parsed serially from a stream's head to learn its shape
 
 
-def _sample(buf: np.ndarray, count: int | None, prof: _Profile) -> tuple[float, np.ndarray]:
+def sample_tags(buf: np.ndarray, count: int | None, prof: TagProfile) -> tuple[float, np.ndarray]:
     """(bytes per value, which bytes began a tag) from the first values of the stream.
 
     Lanes start at bytes that began tags here (and whose next few steps do
@@ -35,7 +35,7 @@ def _sample(buf: np.ndarray, count: int | None, prof: _Profile) -> tuple[float, 
     head = buf[:8192].tobytes()
     out: tuple[list[int], list[int], list[int]] = ([], [], [])
     with contextlib.suppress(FormatError):  # a bad value ends the sample, which still counts
-        _serial_scan(head, 0, 0, None, out, limit=_SAMPLE)
+        serial_scan(head, 0, 0, None, out, limit=_SAMPLE)
     tags = out[0]
     likely = np.zeros(256, bool)
     if tags:
@@ -53,7 +53,7 @@ def _sample(buf: np.ndarray, count: int | None, prof: _Profile) -> tuple[float, 
     return max(avg, 1.0), likely
 
 
-def _lane_steps(bpad: np.ndarray, q: np.ndarray, prof: _Profile, cap: int,
+def _lane_steps(bpad: np.ndarray, q: np.ndarray, prof: TagProfile, cap: int,
                 n: int) -> np.ndarray:
     """How far a lane moves from each offset in ``q`` (uint8, or int64 if some tag is
     longer than a byte).
@@ -79,14 +79,14 @@ def _lane_steps(bpad: np.ndarray, q: np.ndarray, prof: _Profile, cap: int,
     if cap >= 1 << 14:  # values of 16 KiB and more are plausible: 3+ byte tags
         longer = np.flatnonzero(~two)
         if longer.size:
-            nbytes, val, good = _varints(bpad, qm[longer], n)
+            nbytes, val, good = read_varints(bpad, qm[longer], n)
             size = val - 1
             step[longer] = np.where(good & (size <= cap), nbytes + np.maximum(size, 0), 1)
     st[multi] = step
     return st
 
 
-def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float, likely: np.ndarray,
+def lane_tags(bpad: np.ndarray, n: int, prof: TagProfile, avg: float, likely: np.ndarray,
                stop: int) -> tuple[np.ndarray, int] | None:
     """Tag offsets of the values of ``bpad[:n]`` that begin before ``stop``, and the
     offset of the first value at or past ``stop`` (n at the end), by lockstep
@@ -110,13 +110,13 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float, likely: np.
     pend = p + region
     pend[-1] = stop
     # a lane's start is sought this far into its region
-    width = min(region, 16 + 2 * int(avg), _PAD)
+    width = min(region, 16 + 2 * int(avg), PAD)
     pos = _lane_starts(bpad, n, prof, likely, region, k, width, stop)
     # steps recorded past the last lane's region end: enough to cross the next head
     reach = _LANE_MARGIN + int(width / max(avg, 1.0))
     cap = int(region / max(avg, 1.0) * 1.25) + 2 * reach
     # positions, step-major (storing a row per step is cheap), as int32 when they fit
-    pdt = np.int32 if n + 2 * _PAD < 2**31 else np.int64
+    pdt = np.int32 if n + 2 * PAD < 2**31 else np.int64
     rec = np.empty((cap, k), pdt)
     s = 0
     left = -1  # steps still to record once every lane has left its region
@@ -207,7 +207,7 @@ def _lane_tags(bpad: np.ndarray, n: int, prof: _Profile, avg: float, likely: np.
     return out, last
 
 
-def _lane_starts(bpad: np.ndarray, n: int, prof: _Profile, likely: np.ndarray,
+def _lane_starts(bpad: np.ndarray, n: int, prof: TagProfile, likely: np.ndarray,
                  region: int, k: int, width: int, stop: int) -> np.ndarray:
     """Where each lane starts: the first byte of its region's head that is a likely tag
     and stays on likely tags for a few steps (lane 0 starts at 0, of course).
@@ -303,7 +303,7 @@ class _Walk:
     """Lanes whose path past their region met none of the next lane's own positions:
     find where they meet a later lane's, walking them further if need be."""
 
-    def __init__(self, bpad: np.ndarray, n: int, stop: int, prof: _Profile, region: int,
+    def __init__(self, bpad: np.ndarray, n: int, stop: int, prof: TagProfile, region: int,
                  rec: np.ndarray, owned: np.ndarray, pos: np.ndarray, pend: np.ndarray,
                  exitp: np.ndarray) -> None:
         self.bpad, self.n, self.stop, self.prof, self.region = bpad, n, stop, prof, region
@@ -327,7 +327,7 @@ class _Walk:
             rows = np.unique(np.minimum(miss[:, None] + np.arange(1, ahead + 1), k - 1))
             limit = self.pend[np.minimum(miss + ahead, k - 1)]
             limit[limit >= stop] = n + 1
-        mark = np.zeros(n + _PAD, bool)
+        mark = np.zeros(n + PAD, bool)
         sub = rec[rows]
         mark[np.where(cols < owned[rows, None], sub, n)] = True
         mark[n:] = False

@@ -5,28 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from .lanes import _lane_tags, _sample
+from .lanes import lane_tags, sample_tags
 from .tags import (
-    _ANY,
+    ANY_PROFILE,
     Buffer,
-    _check_count,
-    _count_error,
-    _padded,
-    _Profile,
-    _serial_scan,
-    _serial_tags,
-    _Tags,
-    _u8,
-    _varints,
+    TagIndex,
+    TagProfile,
+    as_u8,
+    check_count,
+    count_error,
+    padded,
+    read_varints,
+    serial_scan,
+    serial_tags,
 )
 
-_SERIAL_BELOW = 4096  # streams shorter than this are scanned serially (lanes cost ~1 ms)
+SERIAL_BELOW = 4096  # streams shorter than this are scanned serially (lanes cost ~1 ms)
 _MAX_RESTARTS = 32  # values the lanes cannot follow (very long, or errors) before going serial
 _CHUNK = 1 << 24  # bytes the lanes take at a time: bounds their memory to ~3x this
 _STRICT = False  # tests set this: let the lanes' own exceptions through instead of falling back
 
 
-def _verify(bpad: np.ndarray, n: int, tags: np.ndarray, end: int) -> tuple[_Tags, int]:
+def _verify(bpad: np.ndarray, n: int, tags: np.ndarray, end: int) -> tuple[TagIndex, int]:
     """Check speculative tag offsets against the chain rule (each value ends where
     the next begins, the last at ``end``; ``n`` is the stream's length).
 
@@ -37,7 +37,7 @@ def _verify(bpad: np.ndarray, n: int, tags: np.ndarray, end: int) -> tuple[_Tags
     is 0 or 1, and the decoders check lengths anyway.
     """
     if not tags.size or tags[0] != 0:
-        return _Tags(tags[:0], bpad[:0]), 0
+        return TagIndex(tags[:0], bpad[:0]), 0
     v = bpad[tags]
     hi = np.flatnonzero(v >= 0x80)
     if hi.size == 0:
@@ -47,7 +47,7 @@ def _verify(bpad: np.ndarray, n: int, tags: np.ndarray, end: int) -> tuple[_Tags
         lengths = v.astype(np.int64)
         lengths -= 1
         starts = tags + 1
-        nbytes, val, good = _varints(bpad, tags[hi], n)
+        nbytes, val, good = read_varints(bpad, tags[hi], n)
         lengths[hi] = np.where(good, val - 1, n + 1)
         starts[hi] = tags[hi] + nbytes
         ends = starts + np.maximum(lengths, 0)
@@ -55,28 +55,29 @@ def _verify(bpad: np.ndarray, n: int, tags: np.ndarray, end: int) -> tuple[_Tags
     if bad.any() or ends[-1] != end:
         i = int(bad.argmax()) if bad.any() else tags.size - 1
         if lengths is None:
-            return _Tags(tags[:i], v[:i]), int(tags[i])
-        return _Tags(tags[:i], None, starts[:i], lengths[:i]), int(tags[i])  # type: ignore[index]
+            return TagIndex(tags[:i], v[:i]), int(tags[i])
+        return TagIndex(tags[:i], None, starts[:i], lengths[:i]), int(tags[i])  # type: ignore[index]
     if lengths is None:
-        return _Tags(tags, v), -1
-    return _Tags(tags, None, starts, lengths), -1
+        return TagIndex(tags, v), -1
+    return TagIndex(tags, None, starts, lengths), -1
 
 
-def _scan(buf: np.ndarray, bpad: np.ndarray | None, count: int | None, prof: _Profile) -> _Tags:
+def scan_values(buf: np.ndarray, bpad: np.ndarray | None, count: int | None,
+                prof: TagProfile) -> TagIndex:
     """Every value's tag offset, body offset and length, checked against ``count``."""
-    _check_count(count)
+    check_count(count)
     n = buf.size
-    parts: list[_Tags] = []
+    parts: list[TagIndex] = []
     pos = index = 0
-    if n >= _SERIAL_BELOW and bpad is not None:
-        avg, likely = _sample(buf, count, prof)
+    if n >= SERIAL_BELOW and bpad is not None:
+        avg, likely = sample_tags(buf, count, prof)
         view = memoryview(buf)
         restarts = 0
-        while n - pos >= _SERIAL_BELOW and restarts <= _MAX_RESTARTS:
+        while n - pos >= SERIAL_BELOW and restarts <= _MAX_RESTARTS:
             sub = bpad[pos:]
             try:
                 rest = n - pos
-                found = _lane_tags(sub, rest, prof, avg, likely,
+                found = lane_tags(sub, rest, prof, avg, likely,
                                    rest if rest < 2 * _CHUNK else _CHUNK)
             except Exception:
                 if _STRICT:
@@ -93,18 +94,18 @@ def _scan(buf: np.ndarray, bpad: np.ndarray | None, count: int | None, prof: _Pr
                 continue
             # the lanes could not follow this value: take it serially (errors raise here)
             one: tuple[list[int], list[int], list[int]] = ([], [], [])
-            pos = _serial_scan(view, pos + resume, index, count, one, limit=1)
-            parts.append(_serial_tags(one))
+            pos = serial_scan(view, pos + resume, index, count, one, limit=1)
+            parts.append(serial_tags(one))
             index += 1
             restarts += 1
     if pos < n or not parts:
         tail: tuple[list[int], list[int], list[int]] = ([], [], [])
-        _serial_scan(buf.tobytes() if n - pos > 4096 else memoryview(buf), pos, index, count,
+        serial_scan(buf.tobytes() if n - pos > 4096 else memoryview(buf), pos, index, count,
                      tail)
-        parts.append(_serial_tags(tail))
+        parts.append(serial_tags(tail))
     elif count is not None and index != count:
-        raise _count_error(count, index)
-    return _Tags.join(parts)
+        raise count_error(count, index)
+    return TagIndex.join(parts)
 
 
 def scan_tags(stream: Buffer, count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +114,6 @@ def scan_tags(stream: Buffer, count: int | None = None) -> tuple[np.ndarray, np.
     With ``count``, the stream must hold exactly that many values and end with
     the last; without, it must end exactly after a whole value.
     """
-    buf = _u8(stream)
-    res = _scan(buf, _padded(buf) if buf.size >= _SERIAL_BELOW else None, count, _ANY)
+    buf = as_u8(stream)
+    res = scan_values(buf, padded(buf) if buf.size >= SERIAL_BELOW else None, count, ANY_PROFILE)
     return res.starts, res.lengths

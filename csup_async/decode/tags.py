@@ -1,5 +1,5 @@
 """Tag-level primitives shared by the scanners: type profiles, the values found in a
-stream (:class:`_Tags`), buffers, uvarints and the serial reference scanner."""
+stream (:class:`TagIndex`), buffers, uvarints and the serial reference scanner."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from ..errors import FormatError, TruncatedError
 
 Buffer = bytes | bytearray | memoryview
 
-_PAD = 1024  # zero bytes after a stream copy: gathers and lanes may run past the end
+PAD = 1024  # zero bytes after a stream copy: gathers and lanes may run past the end
 _MAX_TAG_BYTES = 10  # a uvarint of a 64-bit value
 
 
-class _Profile(NamedTuple):
+class TagProfile(NamedTuple):
     """What tags a column type allows, as lookup tables for the lockstep lanes.
 
     ``steps`` maps a tag's first byte to how far a lane moves: the value's size
@@ -31,7 +31,7 @@ class _Profile(NamedTuple):
     multibyte: bool
 
 
-def _profile(tags: np.ndarray | None) -> _Profile:
+def _profile(tags: np.ndarray | None) -> TagProfile:
     """Lookup tables for a type whose single-byte tags are ``tags`` (None: any)."""
     byte = np.arange(256)
     ok = np.zeros(256, bool)
@@ -43,20 +43,20 @@ def _profile(tags: np.ndarray | None) -> _Profile:
     if tags is None:
         steps[128:] = 0
         ok[128:] = True
-    return _Profile(steps.astype(np.uint8).tobytes(), ok, tags is None)
+    return TagProfile(steps.astype(np.uint8).tobytes(), ok, tags is None)
 
 
-_ANY = _profile(None)  # strings, bytes, and scan_tags for any type
-_INT_PROFILES = {w: _profile(np.arange(w + 2)) for w in (1, 2, 4, 8)}  # 0..w bytes, or null
+ANY_PROFILE = _profile(None)  # strings, bytes, and scan_tags for any type
+INT_PROFILES = {w: _profile(np.arange(w + 2)) for w in (1, 2, 4, 8)}  # 0..w bytes, or null
 # Signed ints are sign-and-magnitude (``|v| << 1 | sign``), so a narrow type's most
 # negative value takes one byte more than its width (int8's -128 is ``01 01``).
-_SINT_PROFILES = {w: _profile(np.arange(min(w + 1, 8) + 2)) for w in (1, 2, 4, 8)}
-_INT32S = _profile(np.arange(1, 6))  # lengths, tags, runs: never null
-_FLOAT_PROFILES = {w: _profile(np.array([0, w + 1])) for w in (2, 4, 8)}
-_BOOLS = _profile(np.array([0, 2]))
+SINT_PROFILES = {w: _profile(np.arange(min(w + 1, 8) + 2)) for w in (1, 2, 4, 8)}
+INT32_PROFILE = _profile(np.arange(1, 6))  # lengths, tags, runs: never null
+FLOAT_PROFILES = {w: _profile(np.array([0, w + 1])) for w in (2, 4, 8)}
+BOOL_PROFILE = _profile(np.array([0, 2]))
 
 
-class _Tags:
+class TagIndex:
     """The values of a stream: tag offsets and, lazily, body offsets and lengths.
 
     When every tag is one byte (nearly always) the tag bytes ``v`` say it all:
@@ -84,22 +84,22 @@ class _Tags:
             self._lengths -= 1
         return self._lengths
 
-    def shifted(self, by: int) -> _Tags:
-        return _Tags(self.tags + by, self.v, None if self._starts is None else self._starts + by,
+    def shifted(self, by: int) -> TagIndex:
+        return TagIndex(self.tags + by, self.v, None if self._starts is None else self._starts + by,
                      self._lengths)
 
     @staticmethod
-    def join(parts: list[_Tags]) -> _Tags:
+    def join(parts: list[TagIndex]) -> TagIndex:
         if len(parts) == 1:
             return parts[0]
         tags = np.concatenate([t.tags for t in parts])
         if all(t.v is not None for t in parts):
-            return _Tags(tags, np.concatenate([t.v for t in parts]))  # type: ignore[misc]
-        return _Tags(tags, None, np.concatenate([t.starts for t in parts]),
+            return TagIndex(tags, np.concatenate([t.v for t in parts]))  # type: ignore[misc]
+        return TagIndex(tags, None, np.concatenate([t.starts for t in parts]),
                      np.concatenate([t.lengths for t in parts]))
 
 
-def _u8(stream: Buffer) -> np.ndarray:
+def as_u8(stream: Buffer) -> np.ndarray:
     """A zero-copy uint8 view of any contiguous buffer (a copy only if it is not)."""
     if isinstance(stream, np.ndarray):
         return np.ascontiguousarray(stream).reshape(-1).view(np.uint8)
@@ -113,24 +113,24 @@ def _u8(stream: Buffer) -> np.ndarray:
                          dtype=np.uint8)
 
 
-def _padded(b: np.ndarray) -> np.ndarray:
+def padded(b: np.ndarray) -> np.ndarray:
     """A copy of the stream with zero padding, so that gathers may overrun the end."""
-    out = np.empty(b.size + _PAD, np.uint8)
+    out = np.empty(b.size + PAD, np.uint8)
     out[: b.size] = b
     out[b.size:] = 0
     return out
 
 
-def _check_count(count: int | None) -> None:
+def check_count(count: int | None) -> None:
     if count is not None and (not isinstance(count, (int, np.integer)) or count < 0):
         raise FormatError(f"invalid value count {count!r}")
 
 
-def _count_error(count: int, found: int) -> FormatError:
+def count_error(count: int, found: int) -> FormatError:
     return FormatError(f"expected {count} values, the stream holds {found}")
 
 
-def _serial_scan(buf: bytes | memoryview, pos: int, index: int, count: int | None,
+def serial_scan(buf: bytes | memoryview, pos: int, index: int, count: int | None,
                  out: tuple[list[int], list[int], list[int]], limit: int | None = None) -> int:
     """The reference scanner: append (tag offset, body offset, length) of each value from
     ``pos`` (value number ``index``) on; return where it stopped.
@@ -178,18 +178,18 @@ def _serial_scan(buf: bytes | memoryview, pos: int, index: int, count: int | Non
             pos += size
         index += 1
     if count is not None and index != count:
-        raise _count_error(count, index)
+        raise count_error(count, index)
     return pos
 
 
-def _serial_tags(out: tuple[list[int], list[int], list[int]]) -> _Tags:
+def serial_tags(out: tuple[list[int], list[int], list[int]]) -> TagIndex:
     tags, starts, lengths = (np.array(x, np.int64) for x in out)
     if ((starts - tags) == 1).all() and (lengths < 127).all():
-        return _Tags(tags, (lengths + 1).astype(np.uint8), starts, lengths)
-    return _Tags(tags, None, starts, lengths)
+        return TagIndex(tags, (lengths + 1).astype(np.uint8), starts, lengths)
+    return TagIndex(tags, None, starts, lengths)
 
 
-def _varints(bpad: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray,
+def read_varints(bpad: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
     """Decode the uvarint tags at offsets ``q``: (byte count, value, well-formed).
 

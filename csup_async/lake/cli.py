@@ -143,13 +143,11 @@ def _read_input(path: str) -> list[Any]:
     return read_values(data, typed=False)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..cli import _options
+def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
+    """Run a ``lake`` command; ``store_opts`` are the store flags that apply to its URL."""
     from ..jsonout import dumps
     from .keys import display
     from .lake import open_lake
-
-    store_opts, _ = _options(args, args.url)
 
     async def go() -> int:
         async with open_lake(args.url, **store_opts) as lake:

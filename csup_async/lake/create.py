@@ -20,12 +20,13 @@ from ..stores import store_for
 from ..types import Type
 from . import ksuid as K
 from . import zedtypes as Z
+from .config import LAKE_MAGIC, LAKE_VERSION, PoolConfig, pool_config
 from .errors import LakeConflictError, LakeError
 from .journal import JournalState, read_journal
 from .objects import LakeIO
 
 if TYPE_CHECKING:
-    from .lake import Lake, PoolConfig
+    from .lake import Lake
 
 __all__ = ["create_lake", "create_pool"]
 
@@ -41,8 +42,6 @@ async def _journal_init(io: LakeIO, d: str) -> None:
 
 async def create_lake(url: str, **options: Any) -> None:
     """Write an empty lake at ``url`` (LakeError if one is already there)."""
-    from .lake import LAKE_MAGIC, LAKE_VERSION
-
     store, root = store_for(url.rstrip("/") or "/", **options)
     async with store:
         io = LakeIO(store, root)
@@ -75,8 +74,6 @@ async def create_pool(lake: Lake, name: str, *, key: str = "ts", order: str = "d
                       threshold: int = DEFAULT_THRESHOLD) -> PoolConfig:
     """Add pool ``name`` sorted by ``key`` (a dotted path) ``order`` ("asc"/"desc"; zed's
     default is desc), with its ``main`` branch; returns its config."""
-    from .lake import pool_config
-
     if order not in ("asc", "desc"):
         raise CsupError(f"order must be 'asc' or 'desc', not {order!r}")
     if not name or "@" in name or "/" in name or K.looks_like(name):

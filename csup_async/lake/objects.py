@@ -20,7 +20,9 @@ from collections import OrderedDict
 from typing import Any
 
 from ..errors import AccessDeniedError, CsupError, NotFoundError, StoreError
-from ..stores import LocalStore, Store, redact_url
+from ..stores import LocalStore, Store
+from ..stores.capabilities import Lister, display_of
+from ..tasks import gather_or_cancel
 from .errors import LakeError
 
 __all__ = ["LakeIO", "WHOLE", "gather_all"]
@@ -48,9 +50,7 @@ class LakeIO:
         return f"{self.root}/{rel}"
 
     def display(self, rel: str) -> str:
-        disp = getattr(self.store, "_display", None)
-        k = self.key(rel)
-        return disp(k) if disp is not None else redact_url(k)
+        return display_of(self.store, self.key(rel))
 
     # ------------------------------------------------------------- reads ---
     async def get(self, rel: str, *, immutable: bool = False) -> bytes:
@@ -114,12 +114,11 @@ class LakeIO:
             for d, _, files in os.walk(base):
                 out += [os.path.relpath(os.path.join(d, f), _local(self.root)) for f in files]
             return sorted(out)
-        lister = getattr(self.store, "list", None)
-        if lister is None:
+        if not isinstance(self.store, Lister):
             raise LakeError(f"store {self.store.name} cannot list objects",
                             path=self.display(rel_prefix))
         scheme = {"s3": "s3://", "gcs": "gs://"}.get(self.store.name, "")
-        urls = await lister(scheme + self.key(rel_prefix))
+        urls = await self.store.list(scheme + self.key(rel_prefix))
         cut = len(scheme) + len(self.root) + 1
         return sorted(u[cut:] for u in urls)
 
@@ -156,9 +155,7 @@ class LakeIO:
 async def gather_all(coros: list[Any]) -> list[Any]:
     """All results in order; on the first failure the rest are cancelled and awaited, so
     no request outlives the call (the readers' own helper)."""
-    from ..reader import _gather_or_cancel
-
-    return await _gather_or_cancel(list(coros))
+    return await gather_or_cancel(coros)
 
 
 def _local(key: str) -> str:

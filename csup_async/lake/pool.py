@@ -147,7 +147,7 @@ class Pool:
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
-            yield _result([rows], cols, stats, plan)
+            yield scan_result([rows], cols, stats, plan)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
@@ -172,7 +172,7 @@ class Pool:
                                   for g in plan.groups])
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
-        return _result(parts, cols, stats, plan)
+        return scan_result(parts, cols, stats, plan)
 
     async def count_rows(self, filter: FilterArg = None, *,
                          key_range: tuple[Any, Any] | None = None) -> int:
@@ -313,7 +313,7 @@ def _ns(x: Any) -> int:
     return int(x)
 
 
-def _result(pieces: list[list[Row] | Part], columns: list[str] | None, stats: ScanStats,
+def scan_result(pieces: list[list[Row] | Part], columns: list[str] | None, stats: ScanStats,
             plan: ScanPlan | None) -> ScanResult:
     """The ScanResult of the rows of ``pieces`` (in order): column-wise parts are joined
     as arrays; any row list among them turns them all into rows (the reference)."""

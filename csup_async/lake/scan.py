@@ -200,7 +200,7 @@ async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[
                            key_range: KeyRange, columns: list[str]) -> list[Row] | None:
     """The object's rows from ``<o>.csup`` (only ``columns`` and the key), or None if
     there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise)."""
-    from ..dataset import _absent
+    from ..dataset import absent_paths
     from ..errors import NotFoundError
     from ..reader import open as open_reader
     from ..types import Field, RecordType
@@ -213,7 +213,7 @@ async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[
         return None
     key_name = ".".join(key)
     async with reader:
-        want = [c for c in dict.fromkeys([key_name, *columns]) if c not in _absent(reader, c)]
+        want = [c for c in dict.fromkeys([key_name, *columns]) if c not in absent_paths(reader, c)]
         res = await reader.scan(want) if want else None
         io.requests += reader.open_stats.requests + (res.stats.requests if res else 0)
         io.bytes_read += len(reader.tail.data) + (res.stats.bytes_read if res else 0)

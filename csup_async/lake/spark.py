@@ -199,10 +199,10 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from ..reader import ScanStats
-    from ..spark.executor import _batches
+    from ..spark.executor import record_batches
     from ..stores import store_for
     from .objects import LakeIO
-    from .pool import _result
+    from .pool import scan_result
 
     url = _lake_url(settings)
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
@@ -215,8 +215,8 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
         for g in part.groups:
             got = loop.run_until_complete(read_group_parts(io, part.pool_dir, list(g), part.key,
                                                            part.key_range, part.order, names))
-            res = _result([got], names, ScanStats(), None)
-            yield from _batches(res.columns, res.num_rows, columns, arrow_schema,
+            res = scan_result([got], names, ScanStats(), None)
+            yield from record_batches(res.columns, res.num_rows, columns, arrow_schema,
                                 settings.batch_rows)
     finally:
         loop.run_until_complete(store.close())

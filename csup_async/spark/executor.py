@@ -81,7 +81,7 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
         while pending:
             cols, n = loop.run_until_complete(pending.popleft())
             submit()
-            yield from _batches(cols, n, part.columns, arrow_schema, settings.batch_rows)
+            yield from record_batches(cols, n, part.columns, arrow_schema, settings.batch_rows)
     finally:
         for t in pending:
             t.cancel()
@@ -91,7 +91,7 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
             loop.run_until_complete(store.close())
 
 
-def _batches(cols: dict[str, A.Array], n: int, columns: tuple[tuple[str, str], ...],
+def record_batches(cols: dict[str, A.Array], n: int, columns: tuple[tuple[str, str], ...],
              schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
     if not columns:
         for start in range(0, n, batch_rows):

@@ -21,14 +21,16 @@ from typing import Any
 import planner as P
 from planner.partitions import Partitions
 
-from ..dataset import list_sources, open_dataset
+from ..dataset import open_dataset
 from ..errors import CsupError
 from ..meta import FileMeta
 from ..partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
+from ..stores.capabilities import Lister
+from ..stores.listing import has_glob, list_sources
+from ..stores.listing import hidden_below as is_hidden
 from .options import Settings
 
-_GLOB = set("*?[")
 _LISTABLE = ("s3://", "s3a://", "gs://", "gcs://")
 
 
@@ -57,20 +59,6 @@ class Loaded:
         return f"Loaded({len(self.files)} files)"
 
 
-def is_hidden(source: str, url: str) -> bool:
-    """Hadoop's rule: below the listed prefix, a name starting with ``_`` or ``.`` is hidden.
-
-    It hides our writer's staging objects and ``_SUCCESS`` markers from readers.
-    """
-    src = source[7:] if source.startswith("file://") else source
-    if url in (src, source):
-        return False
-    cut = min((src.index(c) for c in _GLOB if c in src), default=len(src))
-    base = src[: src.rfind("/", 0, cut) + 1] if cut < len(src) else src.rstrip("/") + "/"
-    rel = url[len(base):] if url.startswith(base) else os.path.basename(url)
-    return any(c.startswith(("_", ".")) for c in rel.split("/") if c)
-
-
 async def list_files(paths: Sequence[str], store: Store) -> list[str]:
     """Object URLs under ``paths`` (objects, prefixes, directories, globs), hidden ones left out.
 
@@ -88,7 +76,7 @@ async def list_rooted(paths: Sequence[str], store: Store) -> dict[str, str]:
     out: dict[str, str] = {}
     for src in paths:
         if (src.startswith(_LISTABLE) and not src.endswith(("/", ".csup"))
-                and not _GLOB & set(src) and hasattr(store, "list")):
+                and not has_glob(src) and isinstance(store, Lister)):
             under = await list_sources(src + "/", store)
             urls = under if under else [src]
             base = src + "/" if under else src

@@ -154,13 +154,14 @@ class Settings:
 
     def store_options(self, url: str) -> dict[str, Any]:
         """The store keywords for ``url``'s scheme; an option that does not apply is an error."""
+        from ..stores.resolve import store_class
         from ..stores.resolve import store_options as accepted_by
 
         scheme = url.split("://", 1)[0].lower() if "://" in url else ""
         opts = dict(self.store)
         if "endpoint" in opts and scheme in ("s3", "s3a"):
             opts["endpoint_url"] = opts.pop("endpoint")
-        cls = _store_class(scheme)
+        cls = store_class(scheme)
         accepted = set(accepted_by(cls))
         unknown = sorted(set(opts) - accepted)
         if unknown:
@@ -169,28 +170,6 @@ class Settings:
                             f"{', '.join(names.get(u, u) for u in unknown)} do not apply to "
                             f"{scheme or 'local'} paths")
         return opts
-
-
-def _store_class(scheme: str) -> type:
-    if scheme in ("", "file"):
-        from ..stores.local import LocalStore
-
-        return LocalStore
-    if scheme in ("s3", "s3a"):
-        from ..stores.s3 import S3Store
-
-        return S3Store
-    if scheme in ("gs", "gcs"):
-        from ..stores.gcs import GCSStore
-
-        return GCSStore
-    if scheme in ("http", "https"):
-        from ..stores.http import HTTPStore
-
-        return HTTPStore
-    from ..stores.fsspec_store import FsspecStore
-
-    return FsspecStore
 
 
 def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Settings:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..errors import CsupError, StoreError
 from ..stores import redact_url
+from ..stores.logmask import install_log_mask
 
 PART_SIZE = 64 << 20  # multipart upload part size (and the single-PUT limit we use)
 COPY_LIMIT = 5 << 30  # S3's CopyObject limit; larger objects are copied in parts
@@ -132,6 +133,7 @@ class S3Sink:
             if kw["anonymous"]:
                 config["signature_version"] = botocore.UNSIGNED
             key_id, secret, token = self._creds
+            install_log_mask(secret, token)  # botocore logs signed requests at DEBUG
             self._cm = session.create_client(
                 "s3", region_name=region, endpoint_url=kw["endpoint_url"],
                 aws_access_key_id=key_id, aws_secret_access_key=secret,

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -235,10 +235,11 @@ class AiohttpStore(RangedStore):
         return Reply(resp.status, {k.lower(): v for k, v in resp.headers.items()},
                      self._body(resp, path), release)
 
-    async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncGenerator[bytes, None]:
+    @contextlib.contextmanager
+    def _reading_body(self, path: str) -> Iterator[None]:
+        """A stall or a broken connection while a body arrives: retryable store errors."""
         try:
-            async for chunk in resp.content.iter_chunked(self.chunk_size):
-                yield chunk
+            yield
         except TimeoutError:
             raise Retryable(StoreTimeoutError(
                 f"the response stalled for {self.read_timeout:g} s (read_timeout)", path=path)
@@ -247,21 +248,20 @@ class AiohttpStore(RangedStore):
             raise Retryable(StoreError(f"the connection broke mid-body: {describe(e)}",
                                        path=path)) from None
 
+    async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncGenerator[bytes, None]:
+        with self._reading_body(path):
+            async for chunk in resp.content.iter_chunked(self.chunk_size):
+                yield chunk
+
     async def _get_json(self, url: yarl.URL, headers: Mapping[str, str],
                         path: str) -> dict[str, Any]:
         resp = await self._get(url, headers, path)
         try:
-            body = await resp.content.read(_JSON_BODY_LIMIT + 1)
+            with self._reading_body(path):
+                body = await resp.content.read(_JSON_BODY_LIMIT + 1)
             if len(body) > _JSON_BODY_LIMIT:
                 raise StoreError(f"a metadata response longer than {_JSON_BODY_LIMIT} bytes "
                                  "was refused", path=path)
-        except TimeoutError:
-            raise Retryable(StoreTimeoutError(
-                f"the response stalled for {self.read_timeout:g} s (read_timeout)", path=path)
-            ) from None
-        except (aiohttp.ClientError, OSError) as e:
-            raise Retryable(StoreError(f"the connection broke mid-body: {describe(e)}",
-                                       path=path)) from None
         finally:
             resp.release()
         try:

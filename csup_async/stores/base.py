@@ -109,8 +109,12 @@ class StoreBase:
     default_profile: str
 
     def _display(self, key: str) -> str:
-        """How errors name ``key``: a full URL, never with secrets in it."""
+        """How errors name ``key``: a full URL, never with secrets in it (stores override)."""
         return key
+
+    def display(self, key: str) -> str:
+        """How a message names ``key`` (see :class:`.capabilities.KeyNamer`)."""
+        return self._display(key)
 
     def stream_range(self, key: str, offset: int, length: int,
                      version: str | None = None) -> AsyncIterator[bytes]:

@@ -10,6 +10,7 @@ aiobotocore alone takes a noticeable part of a second to import.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +20,16 @@ from .base import Store
 from .local import LocalStore
 from .redact import redact_url
 
-__all__ = ["store_for", "store_options"]
+__all__ = ["STORE_CLASSES", "store_class", "store_for", "store_options"]
+
+#: URL scheme -> (module, class) of the store that serves it; any other scheme is fsspec's.
+STORE_CLASSES: dict[str, tuple[str, str]] = {
+    "": (".local", "LocalStore"), "file": (".local", "LocalStore"),
+    "s3": (".s3", "S3Store"), "s3a": (".s3", "S3Store"),
+    "gs": (".gcs", "GCSStore"), "gcs": (".gcs", "GCSStore"),
+    "http": (".http", "HTTPStore"), "https": (".http", "HTTPStore"),
+}
+_FSSPEC = (".fsspec_store", "FsspecStore")
 
 
 def _scheme(url: str) -> str:
@@ -29,6 +39,12 @@ def _scheme(url: str) -> str:
         return urlsplit(url).scheme.lower()
     except ValueError:
         raise CsupError("not a valid URL", path=redact_url(url)) from None
+
+
+def store_class(scheme: str) -> type:
+    """The store class for a URL scheme (lower case; "" for a plain path), imported now."""
+    module, name = STORE_CLASSES.get(scheme, _FSSPEC)
+    return getattr(importlib.import_module(module, __package__), name)  # type: ignore[no-any-return]
 
 
 def store_options(cls: type) -> list[str]:
@@ -53,19 +69,17 @@ def store_for(url: str, **options: Any) -> tuple[Store, str]:
     if scheme in ("", "file"):
         return _make(LocalStore, options, "local files"), url
     if scheme in ("s3", "s3a"):
-        from .s3 import S3Store, split_s3_key
+        from .s3 import split_s3_key
 
         bucket, key = split_s3_key(url)
-        return _make(S3Store, options, "s3:// URLs"), f"{bucket}/{key}"
+        return _make(store_class(scheme), options, "s3:// URLs"), f"{bucket}/{key}"
     if scheme in ("gs", "gcs"):
-        from .gcs import GCSStore, split_gcs_key
+        from .gcs import split_gcs_key
 
         bucket, key = split_gcs_key(url)
-        return _make(GCSStore, options, "gs:// URLs"), f"{bucket}/{key}"
-    if scheme in ("http", "https"):
-        from .http import HTTPStore
-
-        return _make(HTTPStore, options, "http(s):// URLs"), url
+        return _make(store_class(scheme), options, "gs:// URLs"), f"{bucket}/{key}"
+    if scheme in STORE_CLASSES:  # http(s): the key is the whole URL
+        return _make(store_class(scheme), options, "http(s):// URLs"), url
     import fsspec
 
     try:
@@ -76,6 +90,5 @@ def store_for(url: str, **options: Any) -> tuple[Store, str]:
     except ImportError as e:
         raise CsupError(f"the {scheme}:// scheme needs a package that is not installed: "
                         f"{e}", path=redact_url(url)) from None
-    from .fsspec_store import FsspecStore
-
-    return _make(FsspecStore, options, f"{scheme}:// URLs (fsspec)", protocol=scheme), url
+    return (_make(store_class(scheme), options, f"{scheme}:// URLs (fsspec)", protocol=scheme),
+            url)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -48,6 +47,7 @@ from ._ranged import (
     status_error,
 )
 from .base import CHUNK_SIZE, ObjectInfo
+from .logmask import install_log_mask
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 
@@ -60,43 +60,6 @@ _ACCESS_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesN
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
 _RETRY_CODES = frozenset({"RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable",
                           "RequestTimeTooSkewed", "OperationAborted", "Throttling"})
-
-
-_SECRET = re.compile(r"(Credential|Signature|X-Amz-Security-Token|X-Amz-Signature|"
-                     r"X-Amz-Credential)[=:]\s*[^,&\s'\"]+", re.I)
-
-
-_MASKED_LOGGERS = ("botocore", "aiobotocore", "urllib3", "s3transfer")
-
-
-def _install_log_mask() -> None:
-    """Mask signed-header credentials in botocore's DEBUG records as they are created.
-
-    botocore logs whole signed requests through many child loggers, and a
-    logger's filters do not see records propagated from its children, so
-    the mask sits in the record factory (chained, and only for those loggers).
-    """
-    previous = logging.getLogRecordFactory()
-    if getattr(previous, "_csup_mask", False):
-        return
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        if record.name.startswith(_MASKED_LOGGERS):
-            try:
-                text = record.getMessage()
-            except Exception:  # a record whose args do not format: leave it alone
-                return record
-            masked = _SECRET.sub(r"\1[redacted]", text)
-            if masked != text:
-                record.msg, record.args = masked, None
-        return record
-
-    factory._csup_mask = True  # type: ignore[attr-defined]
-    logging.setLogRecordFactory(factory)
-
-
-_install_log_mask()
 
 
 def split_s3_key(key: str) -> tuple[str, str]:
@@ -301,6 +264,7 @@ class S3Store(AiohttpStore):
         if signer is None:
             from botocore.auth import S3SigV4Auth
 
+            install_log_mask(frozen.secret_key, frozen.token)
             if len(self._signers) > 64:
                 self._signers.clear()
             signer = self._signers[(frozen, region)] = S3SigV4Auth(frozen, "s3", region)
@@ -477,6 +441,7 @@ class S3Store(AiohttpStore):
         if self.anonymous:
             config["signature_version"] = botocore.UNSIGNED
         key_id, secret, token = self._credentials
+        install_log_mask(secret, token)
         return session.create_client(
             "s3", region_name=region, endpoint_url=self.endpoint_url,
             aws_access_key_id=key_id, aws_secret_access_key=secret, aws_session_token=token,

@@ -723,7 +723,7 @@ def test_bsup_truncations_and_flips() -> None:
                                   "record-2^60-fields", "value-count-lie"])
 def test_bsup_bombs_are_refused(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The metadata bombs as bare BSUP streams (what ``convert x.bsup`` reads)."""
-    monkeypatch.setattr(bsup, "MAX_TYPES", 4096)  # the mechanism, not 2**18 typedefs
+    monkeypatch.setattr(bsup.typecodec, "MAX_TYPES", 4096)  # the mechanism, not 2**18 typedefs
     stream = {"frame-claims-1GiB": _stream(_frame(1, b"\x00" + bsup.uvarint(1 << 30)
                                                   + b"\x1f\x00\x01\x00", True)),
               "frame-length-2^40": b"\x10" + bsup.uvarint(1 << 36) + b"\xff",

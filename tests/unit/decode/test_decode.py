@@ -1,7 +1,7 @@
 """Tests of the column decoders against a tiny reference encoder/scanner.
 
 Every test runs twice: with the C kernels (when built) and with the numpy
-implementation.  For numpy, streams shorter than ``decode.scan._SERIAL_BELOW``
+implementation.  For numpy, streams shorter than ``decode.scan.SERIAL_BELOW``
 take the serial path; the "big" tests build longer ones so that the lockstep
 lanes, their fallbacks and their restarts are exercised too.  Tests of the
 lanes themselves (``numpy_only``) run once.
@@ -33,7 +33,7 @@ from csup_async.errors import (
 from csup_async.meta import Segment
 from csup_async.types import PRIMITIVE_BY_NAME
 
-BIG = S._SERIAL_BELOW  # streams at least this long use the lanes
+BIG = S.SERIAL_BELOW  # streams at least this long use the lanes
 
 
 NATIVE = K._K
@@ -700,7 +700,7 @@ def test_error_offsets_on_the_lanes_path() -> None:
 def count_serial(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the values the serial scanner parses (the lanes' head sample aside)."""
     seen = [0]
-    real = S._serial_scan
+    real = S.serial_scan
 
     def counting(buf, pos, index, count, out, limit=None):  # type: ignore[no-untyped-def]
         before = len(out[0])
@@ -709,7 +709,7 @@ def count_serial(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         finally:
             seen[0] += len(out[0]) - before
 
-    monkeypatch.setattr(S, "_serial_scan", counting)
+    monkeypatch.setattr(S, "serial_scan", counting)
     return seen
 
 

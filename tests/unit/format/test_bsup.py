@@ -267,11 +267,10 @@ def test_split_tagged_matches_iter_tagged(buf):
 def test_typedef_memo_defines_what_parsing_does(ts, data):
     """A memoised types frame (hit or miss, intact or corrupt) defines exactly the types,
     and raises exactly the errors, of a fresh parse, in every context state."""
-    out = bytearray()
-    enc = bsup.StreamEncoder(out, compress=False)
+    enc = bsup.TypedefEncoder()
     for t in ts:
         enc.type_id(t)
-    payload = bytearray(enc._typedefs)
+    payload = bytearray(enc.pending)
     if payload and data.draw(st.booleans()):
         payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
     frames = [bytes(payload)] * data.draw(st.integers(1, 2))  # a second frame: a new state

@@ -19,7 +19,7 @@ from csup_async import bsup
 from csup_async.lake import scan as S
 from csup_async.lake.colscan import Part, decode_part, merge_parts
 from csup_async.lake.keys import KeyRange, sort_key
-from csup_async.lake.pool import _result, _rows_result
+from csup_async.lake.pool import _rows_result, scan_result
 from csup_async.reader import ScanStats
 from csup_async.types import (
     BOOL,
@@ -177,7 +177,7 @@ def test_columnwise_decoding_equals_the_row_reference(pool: Any, kr: KeyRange,
     ref_rows, ref = reference(bufs, kr, columns)
     part = decode_part(bufs, (KEY,), kr, None if columns is None else frozenset(columns))
     assert isinstance(part, Part)  # these pools are all the fast path's to take
-    got = _result([part], columns, ScanStats(), None)
+    got = scan_result([part], columns, ScanStats(), None)
     assert got.num_rows == ref.num_rows
     assert list(got.columns) == list(ref.columns)
     for c in ref.columns:
@@ -197,7 +197,7 @@ def test_the_decoded_rows_are_the_written_ones() -> None:
     kr = KeyRange(Value(TIME, 10), Value(TIME, 89), True, False)
     part = decode_part([buf], ("ts",), kr, frozenset({"ts", "host", "n"}))
     assert isinstance(part, Part)
-    res = _result([part], ["ts", "host", "n"], ScanStats(), None)
+    res = scan_result([part], ["ts", "host", "n"], ScanStats(), None)
     assert res.num_rows == 79
     assert res.columns["ts"].to_pylist() == [np.datetime64(i, "ns") for i in range(10, 89)]
     assert res.columns["host"].to_pylist() == [None if i % 4 == 0 else f"h{i % 3}"
@@ -264,7 +264,7 @@ def test_merging_columnwise_parts_equals_merging_rows(group: Any, kr: KeyRange,
     merged = merge_parts(parts, order)  # type: ignore[arg-type]
     if merged is None:  # keys of several families, strings, ...: rows are merged instead
         return
-    got = _result([merged], columns, ScanStats(), None)
+    got = scan_result([merged], columns, ScanStats(), None)
     assert got.num_rows == ref.num_rows
     assert list(got.columns) == list(ref.columns)
     for c in ref.columns:
@@ -285,7 +285,7 @@ def test_overlapping_time_keyed_objects_merge_columnwise(order: str) -> None:
     parts = [decode_part([obj(s)], ("ts",), KeyRange(), None) for s in (0, 10, 10)]
     merged = merge_parts(parts, order)  # type: ignore[arg-type]
     assert merged is not None
-    res = _result([merged], ["ts", "n"], ScanStats(), None)
+    res = scan_result([merged], ["ts", "n"], ScanStats(), None)
     want = sorted([(k, s) for s in (0, 10, 10) for k in range(s, s + 50, 3)],
                   key=lambda x: x[0] * step)  # stable: ties keep object order
     assert res.columns["ts"].to_pylist() == [np.datetime64(k, "ns") for k, _ in want]
