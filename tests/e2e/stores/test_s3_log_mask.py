@@ -14,7 +14,7 @@ import pytest
 import csup_async
 from csup_async.stores import S3Store
 from csup_async.writing import write
-from tests import servers
+from tests.support import servers
 
 
 def test_importing_s3_leaves_the_log_record_factory_alone() -> None:

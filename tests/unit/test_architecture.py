@@ -14,7 +14,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PACKAGES = ("csup_async", "planner")
 
 #: Import circles allowed on purpose, as sorted tuples of module names (none today).
