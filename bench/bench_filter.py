@@ -1,0 +1,989 @@
+"""Filters and row selection against the peers: ``python bench/bench_filter.py [--quick]``.
+
+The benchmark of issue 16's targets.  Data: the wide table of :mod:`data`
+(1M rows x 24 columns) plus a clustered key ``ts`` (sorted int64), as CSUP
+written with our writer's defaults and as Parquet with 64k-row row groups and
+statistics (pyarrow's defaults otherwise), generated once into
+``bench/.data/filter-v1/``.  The store is the ``s3`` profile of :mod:`netsim`
+(nginx behind the delay proxy: 50 ms per round trip, 100 MB/s per connection);
+requests, bytes and request waves are counted from nginx's access log.
+
+Readers, each in a process of its own, the same filter and projection:
+csup-async (``csup_async.open(url)`` with no store passed, credentials and
+endpoint from the environment, one event loop for the process), polars
+(``scan_parquet`` + ``filter``), DuckDB (httpfs, ``WHERE``) and
+``pyarrow.dataset`` (``to_table(filter=)``).  Each case: one warm-up, then the
+median of N timed runs; requests and bytes are those of the last run.
+
+Cases (the targets of issue 16):
+
+a. ``ts`` range selecting 1 % of rows, 6 columns; bytes read against the bytes
+   of the segments that hold matching rows (:func:`holding_bytes`);
+b. point lookup ``ts == x``, all 25 columns: request waves (round trips) and time;
+c. ``i1 < 90`` (90 % of rows, a column the data is not sorted by) against the
+   unfiltered scan of the same 6 columns, per reader;
+d. ``limit=10``: round trips; ``take`` of 100 random rows: bytes read against
+   the segments holding them;
+e. checksum verification: a full local scan of every column with
+   ``verify_checksums`` on and off (no proxy);
+f. the writer's ``segment_thresh`` (256 KiB, 1 MiB, 4 MiB): metadata bytes,
+   open + plan time, and case (a) on each file.
+
+A csup-async feature that is not there yet (``rows=``, ``limit=``, ``take``,
+``verify_checksums``) is detected and reported as "not available", never
+emulated.  Results: ``bench/results/filter.md`` and ``filter.json``.
+
+Request waves: nginx logs each request's arrival (``$msec - $request_time``);
+requests that arrive within 0.6 RTT of the first request of a wave belong to
+it, a later one starts the next wave.  A request issued only after an earlier
+response arrived is at least one RTT later, so the waves count the round trips
+a reader waited for in sequence (one issued late for other reasons, such as
+CPU work, counts too: it is waited for all the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import data  # noqa: E402
+
+VERSION = "filter-v1"  # bump when the data below changes
+ROOT = HERE / ".data" / VERSION
+PREFIX = "filter"  # key prefix inside the bucket
+RESULTS = HERE / "results"
+PROFILE = "s3"
+RTT = 0.050  # netsim's s3 profile
+ROWS = data.WIDE_ROWS
+SIX = data.PROJECTIONS["6 cols"]
+ALL = [*data.COLUMNS, "ts"]
+RANGE_ROW, RANGE_ROWS = 612_345, ROWS // 100  # case a: rows [612345, 622345)
+POINT_ROW = 777_777  # case b
+TAKE_ROWS, TAKE_SEED = 100, 16
+SEGMENT_THRESHES = {"256 KiB": 256 << 10, "1 MiB": 1 << 20, "4 MiB": 4 << 20}
+DEFAULT_THRESH = "4 MiB"
+READERS = ["csup-async", "polars", "duckdb httpfs", "pyarrow.dataset"]
+PEERS = READERS[1:]
+TIMEOUT = 240.0  # seconds a worker may stay silent
+
+
+def key(name: str) -> str:
+    return f"{PREFIX}/{name}"
+
+
+def csup_name(thresh: str = DEFAULT_THRESH) -> str:
+    return "wide.csup" if thresh == DEFAULT_THRESH else f"wide-seg{thresh.replace(' ', '')}.csup"
+
+
+def local(name: str) -> Path:
+    return ROOT / "root" / data.BUCKET / key(name)
+
+
+# --------------------------------------------------------------- data ---
+
+def make_ts(n: int) -> np.ndarray:
+    """A clustered key: millisecond stamps, strictly increasing (so a row is one value)."""
+    rng = np.random.default_rng(4242)
+    return 1_700_000_000_000 + np.cumsum(rng.integers(1, 200, n))
+
+
+def ensure(log: Any = print) -> dict[str, Any]:
+    """Generate the files once; return their sizes and the cases' constants."""
+    info_path = ROOT / "info.json"
+    if info_path.exists():
+        return json.loads(info_path.read_text())
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import csup_async
+
+    t0 = time.perf_counter()
+    table = data.make_table(ROWS, seed=42)
+    ts = make_ts(ROWS)
+    table = table.append_column("ts", pa.array(ts, pa.int64()))
+    log(f"generated {ROWS:,} rows x {table.num_columns} columns in "
+        f"{time.perf_counter() - t0:.1f} s")
+    local("x").parent.mkdir(parents=True, exist_ok=True)
+    info: dict[str, Any] = {"write_s": {}, "size": {}}
+    for label, thresh in SEGMENT_THRESHES.items():
+        t = time.perf_counter()
+        opts = {} if label == DEFAULT_THRESH else {"segment_thresh": thresh}
+        csup_async.write(str(local(csup_name(label))), table, **opts)
+        info["write_s"][csup_name(label)] = time.perf_counter() - t
+    t = time.perf_counter()
+    pq.write_table(table, str(local("wide.parquet")), row_group_size=65536,
+                   write_statistics=True)
+    info["write_s"]["wide.parquet"] = time.perf_counter() - t
+    for name in info["write_s"]:
+        info["size"][name] = local(name).stat().st_size
+        log(f"  wrote {name}: {info['size'][name] / 1e6:.1f} MB in "
+            f"{info['write_s'][name]:.1f} s")
+    take = np.sort(np.random.default_rng(TAKE_SEED).choice(ROWS, TAKE_ROWS, replace=False))
+    i1 = table.column("i1").to_numpy()
+    info["constants"] = {
+        "range": [int(ts[RANGE_ROW]), int(ts[RANGE_ROW + RANGE_ROWS])],
+        "point": int(ts[POINT_ROW]),
+        "take": take.tolist(),
+        "i1_lt_90_rows": int(np.count_nonzero(i1 < 90)),
+        "i1_lt_90_i0_sum": int(np.flatnonzero(i1 < 90).sum()),
+    }
+    info_path.write_text(json.dumps(info, indent=1))
+    return info
+
+
+# ------------------------------------------- segments holding the rows ---
+
+def column_segments(path: str | Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each top-level column's value segmap and presence segmap, every segmap element
+    as the file records it (``offset``, ``length``, ... and the statistics fields
+    ``count``, ``min``, ``max`` where written), read from the file's metadata.
+
+    Parsed here from the raw reassembly values rather than the reader's metadata
+    tree, which keeps only the fields the reader uses.
+    """
+    from csup_async import bsup
+    from csup_async.format import _reassembly_values, find_trailer
+
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+        trailer = find_trailer(tail, size)
+        f.seek(trailer.data_size)
+        section = f.read(trailer.reassembly_size)
+    values = _reassembly_values(section, 1 << 30)
+    n = len(values) // 2
+    if n != 1:
+        raise ValueError(f"{path}: {n} super types; the bench's files have one")
+    tree = bsup.decode_value(*values[n + 1])
+    out = {}
+    for name, fld in tree.items():
+        out[name] = {"values": list(fld["column"] or []), "presence": list(fld["presence"] or [])}
+    return out
+
+
+def _stream(f: Any, segs: list[dict[str, Any]]) -> bytes:
+    """The decompressed column stream of ``segs`` (read from the open file ``f``)."""
+    from csup_async.decode.columns import decompress_segment
+    from csup_async.meta import Segment
+
+    parts = []
+    for s in segs:
+        f.seek(s["offset"])
+        raw = f.read(s["length"])
+        seg = Segment(s["offset"], s["length"], s.get("mem_length", s["length"]),
+                      s.get("compression_format", 0))
+        parts.append(bytes(decompress_segment(raw, seg)))
+    return b"".join(parts)
+
+
+def _presence_runs(f: Any, segs: list[dict[str, Any]]) -> np.ndarray:
+    from csup_async.decode.columns import decode_primitive
+    from csup_async.types import INT32
+
+    runs = decode_primitive(INT32, _stream(f, segs)).values
+    return np.asarray(runs, np.int64)
+
+
+def _counts(segs: list[dict[str, Any]], what: str) -> np.ndarray:
+    if any(s.get("count") is None for s in segs):
+        raise ValueError(f"{what}: a segment without a 'count' statistic (written with "
+                         f"statistics=False?): cannot map rows to segments")
+    return np.array([s["count"] for s in segs], np.int64)
+
+
+def holding_bytes(path: str | Path, columns: Sequence[str], rows: Any) -> dict[str, Any]:
+    """Stored bytes of the segments that hold the rows ``rows`` of ``columns``.
+
+    The yardstick of issue 16's first target.  For each column: the value segments
+    whose value-index range (running sum of the segments' ``count``) holds the value
+    of a selected row that is not null, and, for a column with nulls, the presence
+    segments whose runs cover a selected row.  ``rows`` are row numbers (any order,
+    repeats allowed).  Returns the total, and per column the bytes and segments.
+    """
+    rows = np.unique(np.asarray(rows, np.int64))
+    segmaps = column_segments(path)
+    per: dict[str, Any] = {}
+    with open(path, "rb") as f:
+        for name in dict.fromkeys(columns):
+            cols = segmaps[name]
+            vals, pres = cols["values"], cols["presence"]
+            picked_p: list[int] = []
+            if pres:
+                runs = _presence_runs(f, pres)
+                run_end = np.cumsum(runs)  # row after each run
+                is_present = (np.arange(runs.size) % 2) == 0
+                present = np.repeat(is_present, runs)  # one flag per row
+                if rows.size and rows[-1] >= present.size:
+                    raise ValueError(f"{name}: row {rows[-1]} past the {present.size} rows")
+                value_index = np.cumsum(present) - 1
+                vidx = value_index[rows][present[rows]]
+                # presence segment j holds runs [c_j, c_j+1); rows [start of c_j, end of last)
+                rcum = np.concatenate(([0], np.cumsum(_counts(pres, f"{name} presence"))))
+                row_start = np.concatenate(([0], run_end))
+                seg_rows = row_start[rcum]  # first row of each segment, then the end
+                hit = np.searchsorted(seg_rows, rows, side="right") - 1
+                picked_p = sorted({int(j) for j in hit if 0 <= j < len(pres)})
+            else:
+                vidx = rows
+            ends = np.cumsum(_counts(vals, name)) if vals else np.zeros(0, np.int64)
+            if vidx.size and (not ends.size or vidx[-1] >= ends[-1]):
+                raise ValueError(f"{name}: value {int(vidx[-1])} past the column's values")
+            picked_v = sorted(set(np.searchsorted(ends, vidx, side="right").tolist()))
+            nbytes = (sum(vals[j]["length"] for j in picked_v)
+                      + sum(pres[j]["length"] for j in picked_p))
+            per[name] = {"bytes": nbytes, "value_segments": picked_v,
+                         "presence_segments": picked_p,
+                         "of_segments": len(vals) + len(pres)}
+    return {"bytes": sum(p["bytes"] for p in per.values()), "columns": per}
+
+
+def metadata_bytes(path: str | Path) -> int:
+    """Bytes of the reassembly section and trailer: what an open must fetch."""
+    from csup_async.format import find_trailer
+
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - 65536))
+        trailer = find_trailer(f.read(), size)
+    return size - trailer.data_size
+
+
+# ----------------------------------------------------------- the cases ---
+
+def cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    """Every remote case; ``pred`` is a conjunction of (column, op, literal)."""
+    c = info["constants"]
+    lo, hi = c["range"]
+    rng_sum = sum(range(RANGE_ROW, RANGE_ROW + RANGE_ROWS))
+    out = [
+        {"id": "a", "label": "a: 1% by ts range, 6 cols", "kind": "filter", "columns": SIX,
+         "pred": [["ts", ">=", lo], ["ts", "<", hi]], "rows": RANGE_ROWS, "i0_sum": rng_sum},
+        {"id": "b", "label": "b: ts == x, all 25 cols", "kind": "filter", "columns": ALL,
+         "pred": [["ts", "==", c["point"]]], "rows": 1, "i0_sum": POINT_ROW},
+        {"id": "c90", "label": "c: i1 < 90 (90%), 6 cols", "kind": "filter", "columns": SIX,
+         "pred": [["i1", "<", 90]], "rows": c["i1_lt_90_rows"], "i0_sum": c["i1_lt_90_i0_sum"]},
+        {"id": "cfull", "label": "c: unfiltered, 6 cols", "kind": "scan", "columns": SIX,
+         "rows": ROWS, "i0_sum": ROWS * (ROWS - 1) // 2},
+        {"id": "dlimit", "label": "d: limit 10, 6 cols", "kind": "limit", "columns": SIX,
+         "n": 10, "rows": 10},
+        {"id": "dtake", "label": "d: take 100 rows, 6 cols", "kind": "take", "columns": SIX,
+         "indices": c["take"], "rows": TAKE_ROWS, "i0_sum": sum(c["take"])},
+    ]
+    for case in out:
+        case["key"] = key("wide.parquet")
+    return out
+
+
+def segment_cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    """Case (a) on each segment size's CSUP file, csup-async only."""
+    a = cases(info, quick)[0]
+    return [{**a, "id": f"f|{label}", "label": f"f: a on segment_thresh {label}",
+             "thresh": label, "csup_key": key(csup_name(label))}
+            for label in SEGMENT_THRESHES]
+
+
+# -------------------------------------------------------------- readers ---
+
+OPS = {"==": "__eq__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__",
+       "!=": "__ne__"}
+
+
+def csup_features() -> dict[str, bool]:
+    """What this tree's csup-async offers, by its signatures (never by version)."""
+    from csup_async.reader import Reader
+
+    scan = inspect.signature(Reader.scan).parameters
+    return {"filter": "filter" in scan, "rows": "rows" in scan, "limit": "limit" in scan,
+            "take": callable(getattr(Reader, "take", None)),
+            "plan_filter": "filter" in inspect.signature(Reader.plan).parameters}
+
+
+def _csup_filter(pred: list[list[Any]]) -> Any:
+    import csup_async
+
+    col = getattr(csup_async, "col", None)
+    if col is None:
+        from planner.filters import col
+    expr = None
+    for name, op, v in pred:
+        e = getattr(col(name), OPS[op])(v)
+        expr = e if expr is None else expr & e
+    return expr
+
+
+class Unavailable(Exception):
+    """The reader has no API for this case (yet)."""
+
+
+class CsupRunner:
+    """csup-async the way the README shows it: ``open(url)``, no store passed."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.features = csup_features()
+
+    def __call__(self, case: dict[str, Any]) -> Any:
+        return self.loop.run_until_complete(self._run(case))
+
+    async def _run(self, case: dict[str, Any]) -> Any:
+        import csup_async
+
+        url = f"s3://{data.BUCKET}/{case.get('csup_key', key('wide.csup'))}"
+        kind, cols = case["kind"], case["columns"]
+        if kind == "limit" and not self.features["limit"]:
+            raise Unavailable("Reader.scan has no limit= parameter")
+        if kind == "take" and not self.features["take"]:
+            raise Unavailable("Reader has no take()")
+        async with csup_async.open(url) as r:
+            if kind == "filter":
+                res = await r.scan(cols, filter=_csup_filter(case["pred"]))
+            elif kind == "scan":
+                res = await r.scan(cols)
+            elif kind == "limit":
+                res = await r.scan(cols, limit=case["n"])
+            else:
+                res = await r.take(case["indices"], cols)
+        return res.to_arrow()
+
+
+class PolarsRunner:
+    def __init__(self, endpoint: str) -> None:
+        from readers import BUCKET, KEY_ID, REGION, SECRET
+
+        self.opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": KEY_ID,
+                     "aws_secret_access_key": SECRET, "aws_region": REGION,
+                     "aws_allow_http": "true"}
+        self.bucket = BUCKET
+
+    def __call__(self, case: dict[str, Any]) -> Any:
+        import polars as pl
+
+        lf = pl.scan_parquet(f"s3://{self.bucket}/{case['key']}", storage_options=self.opts)
+        kind, cols = case["kind"], case["columns"]
+        if kind == "filter":
+            expr = None
+            for name, op, v in case["pred"]:
+                e = getattr(pl.col(name), OPS[op])(v)
+                expr = e if expr is None else expr & e
+            lf = lf.filter(expr).select(cols)
+        elif kind == "scan":
+            lf = lf.select(cols)
+        elif kind == "limit":
+            lf = lf.select(cols).head(case["n"])
+        else:
+            lf = (lf.with_row_index("__row").filter(pl.col("__row").is_in(case["indices"]))
+                  .select(cols))
+        return lf.collect().to_arrow()
+
+
+class DuckRunner:
+    """One connection for the process (as a service keeps it), its caches off."""
+
+    def __init__(self, endpoint: str) -> None:
+        import duckdb
+        import readers
+
+        self.con = duckdb.connect()
+        self.con.execute(f"LOAD '{readers._httpfs_path()}'")
+        host = endpoint.split("://", 1)[1]
+        for stmt in (f"SET s3_endpoint='{host}'", "SET s3_url_style='path'",
+                     "SET s3_use_ssl=false", f"SET s3_region='{readers.REGION}'",
+                     f"SET s3_access_key_id='{readers.KEY_ID}'",
+                     f"SET s3_secret_access_key='{readers.SECRET}'", "SET threads=16",
+                     "SET enable_external_file_cache=false",
+                     "SET enable_http_metadata_cache=false"):
+            self.con.execute(stmt)
+        self.bucket = readers.BUCKET
+
+    def __call__(self, case: dict[str, Any]) -> Any:
+        url = f"'s3://{self.bucket}/{case['key']}'"
+        kind = case["kind"]
+        cols = ", ".join(f'"{c}"' for c in case["columns"])
+        if kind == "filter":
+            where = " AND ".join(f'"{n}" {"=" if op == "==" else op} {v!r}'
+                                 for n, op, v in case["pred"])
+            sql = f"SELECT {cols} FROM read_parquet({url}) WHERE {where}"
+        elif kind == "scan":
+            sql = f"SELECT {cols} FROM read_parquet({url})"
+        elif kind == "limit":
+            sql = f"SELECT {cols} FROM read_parquet({url}) LIMIT {case['n']}"
+        else:
+            rows = ", ".join(map(str, case["indices"]))
+            sql = (f"SELECT {cols} FROM read_parquet({url}, file_row_number=true) "
+                   f"WHERE file_row_number IN ({rows})")
+        return self.con.execute(sql).fetch_arrow_table()
+
+
+class PyarrowRunner:
+    """``pyarrow.dataset`` over pyarrow's S3FileSystem, a fresh dataset per run."""
+
+    def __init__(self, endpoint: str) -> None:
+        import readers
+
+        self.endpoint = endpoint.split("://", 1)[1]
+        self.r = readers
+
+    def __call__(self, case: dict[str, Any]) -> Any:
+        import pyarrow.dataset as ds
+        import pyarrow.fs as pafs
+
+        r = self.r
+        fs = pafs.S3FileSystem(access_key=r.KEY_ID, secret_key=r.SECRET, region=r.REGION,
+                               endpoint_override=self.endpoint, scheme="http")
+        dset = ds.dataset(f"{r.BUCKET}/{case['key']}", format="parquet", filesystem=fs)
+        kind, cols = case["kind"], case["columns"]
+        if kind == "filter":
+            expr = None
+            for name, op, v in case["pred"]:
+                e = getattr(ds.field(name), OPS[op])(v)
+                expr = e if expr is None else expr & e
+            return dset.to_table(columns=cols, filter=expr)
+        if kind == "scan":
+            return dset.to_table(columns=cols)
+        if kind == "limit":
+            return dset.head(case["n"], columns=cols)
+        return dset.take(case["indices"], columns=cols)
+
+
+# --------------------------------------------------------- nginx's log ---
+
+def timed_log_format() -> None:
+    """Have nginx log each request's time too (appended after the fields netsim counts)."""
+    import netsim
+
+    plain = "$uri';"
+    if "$msec" not in netsim._NGINX_CONF:
+        if plain not in netsim._NGINX_CONF:
+            raise RuntimeError("netsim's nginx log format changed: cannot add request times")
+        netsim._NGINX_CONF = netsim._NGINX_CONF.replace(plain, "$uri $msec $request_time';")
+
+
+def count_log(log: Path, mark: int, settle: float = 0.05) -> dict[str, Any]:
+    """Requests, body bytes and request waves nginx logged since ``mark``."""
+    time.sleep(settle)
+    starts, requests, nbytes, heads, errors = [], 0, 0, 0, 0
+    with open(log, "rb") as f:
+        f.seek(mark)
+        for line in f:
+            parts = line.split()
+            if len(parts) < 4:
+                continue
+            requests += 1
+            heads += parts[0] == b"HEAD"
+            errors += not parts[1].startswith(b"2")
+            nbytes += int(parts[2])
+            if len(parts) >= 7:
+                starts.append(float(parts[-2]) - float(parts[-1]))
+    return {"requests": requests, "bytes": nbytes, "heads": heads, "errors": errors,
+            "waves": request_waves(starts) if len(starts) == requests else None}
+
+
+def request_waves(starts: Sequence[float], rtt: float = RTT) -> int:
+    """How many rounds of requests, by arrival time (see the module's docstring)."""
+    waves, first = 0, None
+    for s in sorted(starts):
+        if first is None or s - first >= 0.6 * rtt:
+            waves += 1
+            first = s
+    return waves
+
+
+# -------------------------------------------------------------- worker ---
+
+SLOW = 30.0
+BUDGET = 15.0  # seconds of timed runs per case, at least one run
+
+
+def _check(table: Any, case: dict[str, Any]) -> str | None:
+    """What is wrong with a reader's answer, or None."""
+    import pyarrow.compute as pc
+
+    if table.num_rows != case["rows"]:
+        return f"{table.num_rows} rows, expected {case['rows']}"
+    if list(table.column_names) != list(case["columns"]):
+        return f"columns {table.column_names}"
+    if "i0_sum" in case and pc.sum(table.column("i0")).as_py() != case["i0_sum"]:
+        return "the wrong rows (sum of the row ids differs)"
+    return None
+
+
+def run_case(fn: Any, case: dict[str, Any], runs: int, log: Path) -> dict[str, Any]:
+    import netsim
+
+    mark = netsim.log_mark(log)
+    t = time.perf_counter()
+    table = fn(case)
+    warm = time.perf_counter() - t
+    count = count_log(log, mark)
+    bad = _check(table, case)
+    if bad:
+        return {"case": case["id"], "error": f"wrong answer: {bad}"}
+    times = [warm]
+    if warm < SLOW:
+        times = []
+        for _ in range(max(1, min(runs, int(BUDGET / max(warm, 1e-3))))):
+            mark = netsim.log_mark(log)
+            t = time.perf_counter()
+            fn(case)
+            times.append(time.perf_counter() - t)
+            count = count_log(log, mark)
+    return {"case": case["id"], "median": statistics.median(times), "times": times,
+            "warm": warm, "rows": table.num_rows, **count}
+
+
+def csup_local_verify(path: str, runs: int) -> dict[str, Any]:
+    """Case (e): full local scan of every column, checksums verified and not."""
+    import csup_async
+
+    async def scan(**opts: Any) -> float:
+        t = time.perf_counter()
+        async with csup_async.open(path, **opts) as r:
+            res = await r.scan(None)
+        assert res.num_rows == ROWS
+        return time.perf_counter() - t
+
+    async def go() -> dict[str, Any]:
+        out: dict[str, Any] = {"case": "e"}
+        try:
+            await scan(verify_checksums=False)
+        except (csup_async.CsupError, TypeError) as e:
+            if "verify_checksums" not in str(e):
+                raise
+            out["unavailable"] = f"open(..., verify_checksums=) not accepted ({e})"[:200]
+        await scan()  # warm-up (page cache, thread pool)
+        plain, on, off = [], [], []
+        for _ in range(runs):
+            if "unavailable" in out:
+                plain.append(await scan())
+            else:
+                on.append(await scan(verify_checksums=True))
+                off.append(await scan(verify_checksums=False))
+        if plain:
+            out["default_s"] = statistics.median(plain)
+        else:
+            out.update(on_s=statistics.median(on), off_s=statistics.median(off),
+                       on=on, off=off)
+        return out
+
+    return asyncio.run(go())
+
+
+def csup_open_plan(url: str, pred: list[list[Any]], runs: int) -> dict[str, Any]:
+    """Case (f): open at s3 (metadata requests) and planning case (a), per file."""
+    import csup_async
+
+    feats = csup_features()
+
+    async def go() -> dict[str, Any]:
+        opens, plans = [], []
+        for _ in range(runs + 1):
+            t = time.perf_counter()
+            async with csup_async.open(url) as r:
+                t1 = time.perf_counter()
+                if feats["plan_filter"]:
+                    await r.plan(SIX, filter=_csup_filter(pred))
+                else:
+                    await r.plan([*SIX, "ts"])
+                t2 = time.perf_counter()
+                reqs = r.open_stats.requests
+            opens.append(t1 - t)
+            plans.append(t2 - t1)
+        return {"open_s": statistics.median(opens[1:]), "plan_s": statistics.median(plans[1:]),
+                "open_requests": reqs, "plan_with_filter": feats["plan_filter"]}
+
+    return asyncio.run(go())
+
+
+def worker(job: dict[str, Any]) -> None:
+    """Run one reader's cases; print one JSON line per case."""
+    name, endpoint, log = job["reader"], job["endpoint"], Path(job["log"])
+    if name == "csup-async":
+        fn: Any = CsupRunner()
+        print(json.dumps({"case": "features", **fn.features}), flush=True)
+    elif name == "polars":
+        fn = PolarsRunner(endpoint)
+    elif name == "duckdb httpfs":
+        fn = DuckRunner(endpoint)
+    else:
+        fn = PyarrowRunner(endpoint)
+    for case in job["cases"]:
+        try:
+            if case["kind"] == "verify":
+                res = csup_local_verify(case["path"], job["runs"])
+            elif case["kind"] == "open_plan":
+                res = {"case": case["id"], **csup_open_plan(case["url"], case["pred"],
+                                                           job["runs"])}
+            else:
+                res = run_case(fn, case, job["runs"], log)
+        except Unavailable as e:
+            res = {"case": case["id"], "unavailable": str(e)}
+        except Exception as e:  # reported in the results, not hidden
+            res = {"case": case["id"], "error": f"{type(e).__name__}: {e}"[:300],
+                   "trace": traceback.format_exc()[-1200:]}
+        print(json.dumps(res), flush=True)
+
+
+def run_worker(reader: str, cases_: list[dict[str, Any]], runs: int, endpoint: str,
+               log: Path) -> dict[str, dict[str, Any]]:
+    import readers
+
+    env = dict(os.environ)
+    env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": readers.KEY_ID,
+                "AWS_SECRET_ACCESS_KEY": readers.SECRET, "AWS_DEFAULT_REGION": readers.REGION,
+                "AWS_EC2_METADATA_DISABLED": "true"})
+    job = {"reader": reader, "cases": cases_, "runs": runs, "endpoint": endpoint,
+           "log": str(log)}
+    proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT + 60 * len(cases_))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+    for line in stdout.splitlines():
+        try:
+            res = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out[res["case"]] = res
+        if res["case"] != "features":
+            _print_row(reader, res)
+    for c in cases_:
+        if c["id"] not in out:
+            out[c["id"]] = {"case": c["id"], "error": f"no result (exit {proc.returncode}): "
+                            f"{stderr.strip()[-300:]}"}
+            _print_row(reader, out[c["id"]])
+    return out
+
+
+def _print_row(reader: str, r: dict[str, Any]) -> None:
+    head = f"  {reader:16} {r['case']:14}"
+    if "unavailable" in r and "median" not in r and "default_s" not in r:
+        print(f"{head} not available: {r['unavailable']}", flush=True)
+    elif "error" in r:
+        print(f"{head} ERROR {r['error'][:200]}", flush=True)
+    elif "median" in r:
+        print(f"{head} {r['median']:7.3f} s {r['requests']:5d} req "
+              f"{r['waves'] if r['waves'] is not None else '-':>3} waves "
+              f"{r['bytes'] / 1e6:8.2f} MB", flush=True)
+    else:
+        print(f"{head} " + json.dumps({k: v for k, v in r.items()
+                                       if k not in ('on', 'off', 'case')}), flush=True)
+
+
+# ----------------------------------------------------------- analysis ---
+
+def crc_estimate(path: Path, runs: int = 3) -> dict[str, Any]:
+    """zlib.crc32 over every segment's stored bytes, one thread: what verification
+    adds at most if it runs serially beside a scan (an estimate, not the feature)."""
+    segs = [s for c in column_segments(path).values() for s in (*c["values"], *c["presence"])]
+    blob = path.read_bytes()
+    mv = memoryview(blob)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        for s in segs:
+            zlib.crc32(mv[s["offset"]: s["offset"] + s["length"]])
+        times.append(time.perf_counter() - t)
+    return {"crc32_s": statistics.median(times), "bytes": sum(s["length"] for s in segs),
+            "segments": len(segs)}
+
+
+def _x(a: float | None, b: float | None) -> str:
+    return "-" if a is None or not b else f"{a / b:.2f}"
+
+
+def _mb(n: float | None) -> str:
+    return "-" if n is None else f"{n / 1e6:.2f}"
+
+
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "missed")
+
+
+def analyse(res: dict[str, Any]) -> None:
+    """Ratios to the best peer and the targets' verdicts, into ``res['targets']``."""
+    rows = res["rows"]
+
+    def get(reader: str, case: str) -> dict[str, Any]:
+        return rows.get(reader, {}).get(case, {})
+
+    for by_case in rows.values():
+        for cid, r in by_case.items():
+            if "median" not in r:
+                continue
+            peers = [get(p, cid).get("median") for p in PEERS]
+            peers = [p for p in peers if p is not None]
+            r["x_best_peer"] = r["median"] / min(peers) if peers else None
+    t: dict[str, Any] = {}
+    a, yard = get("csup-async", "a"), res["yardsticks"]["a"]["bytes"]
+    if "median" in a:
+        t["a_bytes_x_holding"] = a["bytes"] / yard
+        t["a_time_x_best_peer"] = a["x_best_peer"]
+        t["a"] = t["a_bytes_x_holding"] <= 1.3 and (a["x_best_peer"] or 9) <= 0.5
+    b = get("csup-async", "b")
+    if "median" in b:
+        t["b_waves"] = b["waves"]
+        t["b_time_x_best_peer"] = b["x_best_peer"]
+        t["b"] = (b["waves"] or 99) <= 3 and (b["x_best_peer"] or 9) <= 0.5
+    for reader in rows:
+        c90, full = get(reader, "c90"), get(reader, "cfull")
+        if "median" in c90 and "median" in full:
+            c90["x_unfiltered"] = c90["median"] / full["median"]
+    c90 = get("csup-async", "c90")
+    if "x_unfiltered" in c90:
+        t["c_x_unfiltered"] = c90["x_unfiltered"]
+        t["c"] = c90["x_unfiltered"] <= 1.15
+    lim = get("csup-async", "dlimit")
+    t["d_limit"] = (lim["waves"] or 99) <= 2 if "median" in lim else None
+    take = get("csup-async", "dtake")
+    if "median" in take:
+        t["d_take_bytes_x_holding"] = take["bytes"] / res["yardsticks"]["dtake"]["bytes"]
+    e = res.get("verify", {})
+    if "on_s" in e:
+        t["e_cost"] = e["on_s"] / e["off_s"] - 1
+        t["e"] = t["e_cost"] <= 0.05
+    res["targets"] = t
+
+
+# ------------------------------------------------------------- report ---
+
+def report(res: dict[str, Any]) -> str:
+    cfg, rows, t = res["config"], res["rows"], res["targets"]
+    feats = rows.get("csup-async", {}).get("features", {})
+    size = res["info"]["size"]
+    out = [f"# Filters and row selection (issue 16 targets), {PROFILE} profile", "",
+           f"Command: `{cfg['command']}` ({cfg['elapsed_s'] / 60:.1f} min), "
+           f"{cfg['runs']} timed runs per case after a warm-up (median; fewer when a run "
+           f"exceeds {BUDGET:.0f} s of budget). Machine: {cfg['machine']}. "
+           f"Versions: {cfg['versions']}.", "",
+           f"Data: the wide table of `bench/data.py` ({ROWS:,} rows x 24 columns) plus `ts`, "
+           f"a sorted int64 key; CSUP with the writer's defaults "
+           f"({size[csup_name()] / 1e6:.0f} MB), Parquet with 64k-row row groups and "
+           f"statistics ({size['wide.parquet'] / 1e6:.0f} MB). Store: nginx behind "
+           f"`bench/netsim.py`'s delay proxy, 50 ms per round trip, 100 MB/s per connection. "
+           f"Requests and MB are counted by nginx (last timed run); waves = rounds of "
+           f"requests in sequence, from request arrival times at nginx (a new wave when a "
+           f"request arrives 0.6 RTT or more after the current wave's first). "
+           f"csup-async: `csup_async.open(url)` with no store passed.", "",
+           "csup-async features found in this tree: "
+           + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in feats.items()
+                       if k != "case") + ".", "",
+           "| case | reader | median s | requests | waves | MB read | x best peer |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for case in res["cases"]:
+        for reader in READERS:
+            r = rows.get(reader, {}).get(case["id"], {})
+            if "median" in r:
+                out.append(f"| {case['label']} | {reader} | {r['median']:.3f} | "
+                           f"{r['requests']} | {r['waves'] if r['waves'] is not None else '-'}"
+                           f" | {_mb(r['bytes'])} | {_x(r.get('x_best_peer'), 1)} |")
+            else:
+                why = ("not available: " + r["unavailable"] if "unavailable" in r
+                       else "error: " + r.get("error", "not run"))
+                out.append(f"| {case['label']} | {reader} | {why[:90]} | | | | |")
+    ya, yt = res["yardsticks"]["a"], res["yardsticks"]["dtake"]
+    a = rows.get("csup-async", {}).get("a", {})
+    take = rows.get("csup-async", {}).get("dtake", {})
+    e_cost = "-" if "e_cost" not in t else f"{t['e_cost'] * 100:+.1f}%"
+    out += ["", "## Targets", "",
+            "| target | measured | verdict |", "|---|---|---|",
+            f"| a: bytes read <= 1.3 x bytes of the segments holding matching rows "
+            f"({_mb(ya['bytes'])} MB: {', '.join(SIX)} and the filter column ts) | "
+            f"{_mb(a.get('bytes'))} MB = {_x(a.get('bytes'), ya['bytes'])} x | "
+            f"{_verdict(None if 'median' not in a else a['bytes'] <= 1.3 * ya['bytes'])} |",
+            f"| a: time <= 0.5 x best peer | {_x(t.get('a_time_x_best_peer'), 1)} x | "
+            f"{_verdict(None if 'a' not in t else (t['a_time_x_best_peer'] or 9) <= 0.5)} |",
+            f"| b: point lookup <= 3 round trips | {t.get('b_waves', '-')} waves | "
+            f"{_verdict(None if 'b' not in t else (t['b_waves'] or 99) <= 3)} |",
+            f"| b: time <= 0.5 x best peer | {_x(t.get('b_time_x_best_peer'), 1)} x | "
+            f"{_verdict(None if 'b' not in t else (t['b_time_x_best_peer'] or 9) <= 0.5)} |",
+            f"| c: 90% filter <= 1.15 x unfiltered scan of the same columns | "
+            f"{_x(t.get('c_x_unfiltered'), 1)} x | {_verdict(t.get('c'))} |",
+            f"| d: limit=10 <= 2 round trips | "
+            f"{rows.get('csup-async', {}).get('dlimit', {}).get('waves', '-')} waves | "
+            f"{_verdict(t.get('d_limit'))} |",
+            f"| d: take of 100 rows reads only the segments holding them "
+            f"({_mb(yt['bytes'])} MB) | {_mb(take.get('bytes'))} MB = "
+            f"{_x(take.get('bytes'), yt['bytes'])} x | "
+            f"{_verdict(None if 'median' not in take else take['bytes'] <= 1.3 * yt['bytes'])}"
+            f" |",
+            f"| e: checksum verification <= 5% of a full local scan | {e_cost} | "
+            f"{_verdict(t.get('e'))} |", ""]
+    out += ["Time ratios compare with the best of polars, DuckDB and pyarrow.dataset in the "
+            "same run. The 'segments holding' yardstick (`holding_bytes`): per column, the "
+            "stored bytes of the value segments whose value-index range (running sum of the "
+            "segments' `count`) holds a selected row's value, plus, for a column with nulls, "
+            "the presence segments covering a selected row; the filter column is included "
+            "for (a) since a reader must read it to evaluate the filter exactly.", ""]
+    c_lines = ["## c: the 90% filter against the unfiltered scan, per reader", "",
+               "| reader | filtered s | unfiltered s | ratio |", "|---|---:|---:|---:|"]
+    for reader in READERS:
+        c90 = rows.get(reader, {}).get("c90", {})
+        full = rows.get(reader, {}).get("cfull", {})
+        if "x_unfiltered" in c90:
+            c_lines.append(f"| {reader} | {c90['median']:.3f} | {full['median']:.3f} | "
+                           f"{c90['x_unfiltered']:.2f} |")
+    out += [*c_lines, ""]
+    e = res.get("verify", {})
+    est = res.get("crc_estimate", {})
+    out += ["## e: checksum verification, full local scan of all 25 columns", ""]
+    if "on_s" in e:
+        out.append(f"verify on {e['on_s']:.3f} s, off {e['off_s']:.3f} s: "
+                   f"{(e['on_s'] / e['off_s'] - 1) * 100:+.1f}% (median of {len(e['on'])}, "
+                   f"alternating).")
+    elif e:
+        out.append(f"Not available: {e.get('unavailable', e.get('error', '?'))}. Full local "
+                   f"scan today (no verification): {e.get('default_s', float('nan')):.3f} s.")
+    if est and e:
+        base = e.get("off_s", e.get("default_s"))
+        out.append(f"Estimate, not the feature: zlib.crc32 over all {est['segments']} "
+                   f"segments' stored bytes ({est['bytes'] / 1e6:.0f} MB) takes "
+                   f"{est['crc32_s']:.3f} s on one thread = "
+                   f"{est['crc32_s'] / base * 100:.1f}% of that scan if it ran serially "
+                   f"(spread over the decode threads it is less).")
+    out += ["", "## f: writer segment size (segment_thresh) against statistics' usefulness",
+            "", "| segment_thresh | file MB | segments | metadata KB | open at s3 s "
+            "(requests) | plan ms | a: s | a: MB read | a: MB holding | read x holding |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for label in SEGMENT_THRESHES:
+        f = res["segments"].get(label, {})
+        run = rows.get("csup-async", {}).get(f"f|{label}", {})
+        op = f.get("open_plan", {})
+        out.append(
+            f"| {label}{' (default)' if label == DEFAULT_THRESH else ''} | "
+            f"{f.get('file_bytes', 0) / 1e6:.0f} | {f.get('segments', '-')} | "
+            f"{f.get('metadata_bytes', 0) / 1e3:.1f} | "
+            f"{op.get('open_s', float('nan')):.3f} ({op.get('open_requests', '-')}) | "
+            f"{op.get('plan_s', float('nan')) * 1e3:.1f} | "
+            f"{run.get('median', float('nan')):.3f} | {_mb(run.get('bytes'))} | "
+            f"{_mb(f.get('holding'))} | {_x(run.get('bytes'), f.get('holding'))} |")
+    planned = next((f["open_plan"].get("plan_with_filter") for f in res["segments"].values()
+                    if "open_plan" in f), False)
+    out += ["", "plan ms: `reader.plan(...)` on the open reader"
+            + (" with the filter" if planned else
+               " of the 6 columns and ts (this tree's plan takes no filter)") + ".", ""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------- main ---
+
+def _versions() -> str:
+    import duckdb
+    import polars
+    import pyarrow
+
+    import csup_async
+
+    return (f"csup-async {csup_async.__version__}, polars {polars.__version__}, "
+            f"duckdb {duckdb.__version__}, pyarrow {pyarrow.__version__}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="2 timed runs per case")
+    ap.add_argument("--runs", type=int, default=None, help="timed runs per case (default 5)")
+    ap.add_argument("--readers", default=",".join(READERS), help="comma-separated subset")
+    ap.add_argument("--out", default=str(RESULTS), help="results directory")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
+    import netsim
+
+    t_start = time.perf_counter()
+    runs = args.runs or (2 if args.quick else 5)
+    names = args.readers.split(",")
+    print("data:", flush=True)
+    info = ensure(log=lambda m: print("  " + m, flush=True))
+    all_cases = cases(info, args.quick)
+    seg_cases = segment_cases(info, args.quick)
+    print("yardsticks and metadata:", flush=True)
+    main_csup = local(csup_name())
+    c = info["constants"]
+    yard = {"a": holding_bytes(main_csup, [*SIX, "ts"],
+                               np.arange(RANGE_ROW, RANGE_ROW + RANGE_ROWS)),
+            "dtake": holding_bytes(main_csup, SIX, c["take"])}
+    segments: dict[str, Any] = {}
+    for label in SEGMENT_THRESHES:
+        p = local(csup_name(label))
+        segs = column_segments(p)
+        segments[label] = {
+            "file_bytes": p.stat().st_size, "metadata_bytes": metadata_bytes(p),
+            "segments": sum(len(s["values"]) + len(s["presence"]) for s in segs.values()),
+            "holding": holding_bytes(p, [*SIX, "ts"],
+                                     np.arange(RANGE_ROW, RANGE_ROW + RANGE_ROWS))["bytes"]}
+        print(f"  {label}: {segments[label]}", flush=True)
+    timed_log_format()
+    store = netsim.SimStore(ROOT / "root", ROOT / "nginx").start()
+    rows: dict[str, dict[str, Any]] = {}
+    verify: dict[str, Any] = {}
+    try:
+        endpoint = store.endpoint(PROFILE)
+        for name in names:
+            print(f"{name}:", flush=True)
+            mine = list(all_cases)
+            if name == "csup-async":
+                mine += [*seg_cases, {"id": "e", "kind": "verify", "path": str(main_csup)},
+                         *({"id": f"open|{label}", "kind": "open_plan",
+                            "pred": all_cases[0]["pred"],
+                            "url": f"s3://{data.BUCKET}/{key(csup_name(label))}"}
+                           for label in SEGMENT_THRESHES)]
+            rows[name] = run_worker(name, mine, runs, endpoint, store.log)
+    finally:
+        store.stop()
+    csup = rows.get("csup-async", {})
+    verify = csup.pop("e", {})
+    for label in SEGMENT_THRESHES:
+        got = csup.pop(f"open|{label}", None)
+        if got:
+            segments[label]["open_plan"] = got
+    print("crc32 estimate:", flush=True)
+    est = crc_estimate(main_csup)
+    res: dict[str, Any] = {
+        "rows": rows, "cases": [{k: v for k, v in x.items() if k != "indices"}
+                                for x in all_cases + seg_cases],
+        "yardsticks": {k: {"bytes": v["bytes"], "columns": {
+            n: {kk: vv for kk, vv in col.items() if kk == "bytes" or kk == "of_segments"}
+            | {"segments": len(col["value_segments"]) + len(col["presence_segments"])}
+            for n, col in v["columns"].items()}} for k, v in yard.items()},
+        "segments": segments, "verify": verify, "crc_estimate": est, "info": info}
+    analyse(res)
+    res["config"] = {"command": " ".join(["python", "bench/bench_filter.py", *sys.argv[1:]]),
+                     "runs": runs, "quick": args.quick,
+                     "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
+                                f"Python {platform.python_version()}, {platform.system()}",
+                     "versions": _versions(), "elapsed_s": time.perf_counter() - t_start}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "filter.json").write_text(json.dumps(res, indent=1, default=str))
+    text = report(res)
+    (out / "filter.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
