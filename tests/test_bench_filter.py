@@ -38,6 +38,24 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     return path, nulls
 
 
+def presence_rows(presence: list[dict], nulls: np.ndarray) -> list[tuple[int, int, int]]:
+    """(first row, end row, stored bytes) of each presence segment, from the null mask's
+    runs (present first) and each segment's count of runs."""
+    runs, cur, n = [], False, 0
+    for is_null in nulls:
+        if bool(is_null) != cur:
+            runs.append(n)
+            cur, n = bool(is_null), 0
+        n += 1
+    runs.append(n)
+    run_rows = np.concatenate(([0], np.cumsum(runs)))
+    out, first = [], 0
+    for s in presence:
+        out.append((int(run_rows[first]), int(run_rows[first + s["count"]]), s["length"]))
+        first += s["count"]
+    return out
+
+
 def expected(path: Path, nulls: np.ndarray, column: str, selected: np.ndarray) -> int:
     """The same bytes found from the segments' bounds (values are row numbers) and from
     the presence runs of the null mask written."""
@@ -49,21 +67,9 @@ def expected(path: Path, nulls: np.ndarray, column: str, selected: np.ndarray) -
 
     total = sum(s["length"] for s in segs["values"]
                 if any(row(s["min"]) <= r <= row(s["max"]) for r in want))
-    if segs["presence"]:
-        runs, cur, n = [], False, 0  # runs start with a present run
-        for is_null in nulls:
-            if bool(is_null) != cur:
-                runs.append(n)
-                cur, n = bool(is_null), 0
-            n += 1
-        runs.append(n)
-        run_rows = np.concatenate(([0], np.cumsum(runs)))
-        first = 0
-        for s in segs["presence"]:
-            lo, hi = run_rows[first], run_rows[first + s["count"]]
-            if any(lo <= r < hi for r in chosen):
-                total += s["length"]
-            first += s["count"]
+    for lo, hi, length in presence_rows(segs["presence"], nulls):
+        if any(lo <= r < hi for r in chosen):
+            total += length
     return total
 
 
@@ -75,12 +81,18 @@ def test_the_small_file_has_many_segments(small: tuple[Path, np.ndarray]) -> Non
 
 
 @pytest.mark.parametrize("column", ["k", "x", "s"])
-@pytest.mark.parametrize("pick", ["range", "random", "one", "nulls only"])
+@pytest.mark.parametrize("pick", ["range", "random", "one", "nulls only", "segment starts",
+                                  "presence starts"])
 def test_holding_bytes_matches_the_bounds(small: tuple[Path, np.ndarray], column: str,
                                           pick: str) -> None:
     path, nulls = small
     rng = np.random.default_rng(len(pick) + len(column))
-    selected = {"range": np.arange(7_001, 7_201),
+    segs = bench_filter.column_segments(path)
+    starts = np.array([int(str(s["min"]).split()[-1]) for c in ("k", "x", "s")
+                       for s in segs[c]["values"][1::3]])  # rows that open a segment
+    pstarts = np.array([lo for lo, _, _ in presence_rows(segs["x"]["presence"], nulls)[1::2]])
+    selected = {"segment starts": starts, "presence starts": pstarts,
+                "range": np.arange(7_001, 7_201),
                 "random": rng.choice(N, 37, replace=False),
                 "one": np.array([12_345]),
                 "nulls only": np.flatnonzero(nulls)[100:110]}[pick]
