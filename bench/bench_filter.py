@@ -342,12 +342,13 @@ def cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
 
 
 def segment_cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
-    """Cases (a) and (b) on each segment size's CSUP file, csup-async only."""
-    a, b = cases(info, quick)[:2]
+    """Cases (a), (b) and the unfiltered 6-column scan on each segment size's CSUP
+    file, csup-async only: what small segments win, and what they cost a full read."""
+    by_id = {c["id"]: c for c in cases(info, quick)}
     return [{**case, "id": f"f{case['id']}|{label}",
              "label": f"f: {case['id']} on segment_thresh {label}",
              "thresh": label, "csup_key": key(csup_name(label))}
-            for label in SEGMENT_THRESHES for case in (a, b)]
+            for label in SEGMENT_THRESHES for case in (by_id["a"], by_id["b"], by_id["cfull"])]
 
 
 def selections(info: dict[str, Any]) -> dict[str, tuple[list[str], Any]]:
@@ -988,8 +989,8 @@ def _f_table(res: dict[str, Any]) -> list[str]:
     rows = res["rows"].get("csup-async", {})
     out = ["| segment_thresh | segments | metadata KB | open at s3 s (requests) | "
            "local open ms | plan ms | a: s, MB read | a: MB holding (floor s) | "
-           "b: s, MB read | b: MB holding (floor s) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "b: s, MB read | b: MB holding (floor s) | unfiltered 6 cols: s, requests |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     nan = float("nan")
     for label in SEGMENT_THRESHES:
         f = res["segments"].get(label, {})
@@ -1004,6 +1005,8 @@ def _f_table(res: dict[str, Any]) -> list[str]:
             cells.append(f"{run.get('median', nan):.3f}, {_mb(run.get('bytes'))}"
                          if "median" in run else run.get("error", run.get("unavailable", "-")))
             cells.append(f"{_mb(held)} ({floor_s(held):.3f})" if held is not None else "-")
+        full = rows.get(f"fcfull|{label}", {})
+        cells.append(f"{full['median']:.3f}, {full['requests']}" if "median" in full else "-")
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -1094,8 +1097,9 @@ def report(res: dict[str, Any]) -> str:
         return "\n".join(out)
     out += ["", "## f: writer segment size (segment_thresh) against statistics' usefulness",
             "", *_f_table(res), "",
-            "csup-async runs of (a) and (b) on each file; 'MB holding' is the yardstick above "
-            "for that file and its floor what a reader that reads only those bytes could "
+            "csup-async runs of (a), (b) and the unfiltered scan of case (c) on each file; "
+            "'MB holding' is the yardstick above for that file and its floor what a reader "
+            "that reads only those bytes could "
             "reach. local open ms: `open()` of the local copy (metadata read and parsed, no "
             "network); plan ms: `reader.plan(...)` on the open reader"
             + (" with the filter." if planned else
