@@ -1,5 +1,8 @@
 """Filters and row selection against the peers: ``python bench/bench_filter.py [--quick]``.
 
+About 5 minutes (``--quick``: 2 rounds, about 2); ``--cases abf`` runs a subset,
+``--readers``, ``--runs`` and ``--out DIR`` as in ``bench/run.py``.
+
 The benchmark of issue 16's targets.  Data: the wide table of :mod:`data`
 (1M rows x 24 columns) plus a clustered key ``ts`` (sorted int64), as CSUP
 written with our writer's defaults and as Parquet with 64k-row row groups and
@@ -24,12 +27,16 @@ a. ``ts`` range selecting 1 % of rows, 6 columns; bytes read against the bytes
 b. point lookup ``ts == x``, all 25 columns: request waves (round trips) and time;
 c. ``i1 < 90`` (90 % of rows, a column the data is not sorted by) against the
    unfiltered scan of the same 6 columns, per reader;
-d. ``limit=10``: round trips; ``take`` of 100 random rows: bytes read against
-   the segments holding them;
+d. ``limit=10``: round trips; ``take`` of 100 random rows and ``rows=slice(a, b)``
+   of 1 %: bytes read against the segments holding them;
 e. checksum verification: a full local scan of every column with
    ``verify_checksums`` on and off (no proxy);
-f. the writer's ``segment_thresh`` (256 KiB, 1 MiB, 4 MiB): metadata bytes,
-   open + plan time, and case (a) on each file.
+f. the writer's ``segment_thresh`` (256 KiB, 1 MiB, 4 MiB and the writer's
+   default): metadata bytes, open and plan time, and cases (a), (b) and the
+   unfiltered scan of (c) on each file (csup-async only).
+
+Cached CSUP files are rewritten when the writer's sources change (a merged
+writer may cut segments or write statistics differently).
 
 A csup-async feature that is not there yet (``rows=``, ``limit=``, ``take``,
 ``verify_checksums``) is detected and reported as "not available", never
