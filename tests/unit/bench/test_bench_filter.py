@@ -18,7 +18,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import bench_filter  # noqa: E402
 
 import csup_async  # noqa: E402
