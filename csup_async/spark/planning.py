@@ -169,6 +169,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
         "paths": [redact_url(p) for p in settings.paths],
+        "planned_on": "driver",
         "files_listed": len(files) + len(loaded.partition_pruned),
         "metadata_requests": loaded.metadata_requests,
         "metadata_seconds": round(loaded.seconds, 4),
