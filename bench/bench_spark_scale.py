@@ -17,7 +17,7 @@ Cases, each against a floor or a peer in the same run:
    peak memory); driver planning's time and memory are extrapolated from the
    1,000-file run (per-file cost x 100,000).
 4. 2,000 small files (100 rows x 3 columns), ``sum(id)``, local disk: csup
-   (planned on executors, the default past 1,000 files, and on the driver)
+   (planned on executors, the default past 500 files, and on the driver)
    against Spark's own Parquet reader over the same rows.
 5. 2 of 24 columns of 1M rows in 8 files, local disk: csup against Spark's
    Parquet reader (data of bench/bench_spark.py).
@@ -55,7 +55,57 @@ SMALL = 10_000
 PARQUET_SMALL = 2_000
 YEARS, KINDS, PER_PART = (2022, 2023, 2024, 2025), ("a", "b", "c", "d", "e"), 4
 RTT = netsim.PROFILES["s3"].rtt
+SWEEP = (250, 500, 1000, 2000, 10_000)  # files: where executor planning starts to pay
 CONNECTIONS = 64  # the store's pool and fileConcurrency, both 64 by default
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_role(sim: netsim.SimStore) -> dict[str, dict[int, float]]:
+    """CPU seconds used so far per process of this process ("driver"), the JVM, Spark's
+    Python workers (planning and tasks) and the simulated store (nginx and the delay
+    proxy), read from /proc: all of them share this machine's cores."""
+    procs: dict[int, tuple[int, str, float]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        rest = stat[stat.rindex(")") + 2 :].split()
+        procs[int(d)] = (int(rest[1]), comm, (int(rest[11]) + int(rest[12])) / _TICK)
+
+    def below(roots: set[int]) -> set[int]:
+        found, todo = set(roots), list(roots)
+        while todo:
+            pid = todo.pop()
+            kids = [p for p, (pp, _, _) in procs.items() if pp == pid and p not in found]
+            found.update(kids)
+            todo += kids
+        return found
+
+    me = os.getpid()
+    store = below({p.pid for p in sim._procs})
+    mine = below({me}) - store
+    jvm = {p for p in mine if procs[p][1] == "java"}
+    workers = below(jvm) - jvm
+    def cpu(pids: set[int]) -> dict[int, float]:
+        return {p: procs[p][2] for p in pids if p in procs}
+
+    return {"driver": cpu({me}), "jvm": cpu(jvm), "spark_python": cpu(workers),
+            "store": cpu(store)}
+
+
+def cpu_delta(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]],
+              runs: int) -> dict[str, float]:
+    """CPU seconds per run and role (a process that ended in between is not counted:
+    Spark's idle Python workers exit after a minute)."""
+    return {role: round(sum(t - before[role].get(p, 0.0) for p, t in now.items()) / runs, 3)
+            for role, now in after.items()}
 
 
 def _small(i: int) -> Any:
@@ -122,36 +172,44 @@ def urls_of(keys: list[str]) -> list[str]:
 
 
 def driver_planning(sim: netsim.SimStore, keys: list[str], repeat: int) -> dict[str, Any]:
-    """Load + plan on this process, as a planning worker does below the threshold."""
+    """Load + plan on this process, as a planning worker does below the threshold; again
+    with no delay (what the CPUs alone allow), and once under tracemalloc (peak memory)."""
     from csup_async.spark import listing, planning
     from csup_async.spark.options import parse_options
 
-    settings = parse_options({"paths": json.dumps(urls_of(keys)),
-                              **s3_options(sim.endpoint("s3")),
-                              "planOnExecutorsThreshold": str(len(keys))})
+    def case(profile: str) -> Callable[[], Any]:
+        settings = parse_options({"paths": json.dumps(urls_of(keys)),
+                                  **s3_options(sim.endpoint(profile)),
+                                  "planOnExecutorsThreshold": str(len(keys))})
 
-    def run() -> Any:
-        loaded = listing.load_sync(settings)
-        return planning.plan_read(loaded, (("id", "id"),), [], settings)
+        def run() -> Any:
+            loaded = listing.load_sync(settings)
+            return planning.plan_read(loaded, (("id", "id"),), [], settings)
 
+        return run
+
+    run = case("s3")
     mark = netsim.log_mark(sim.log)
+    cpu0 = cpu_by_role(sim)
     med, best, plan = timed(run, repeat)
+    cpu = cpu_delta(cpu0, cpu_by_role(sim), repeat + 1)
     reqs = netsim.log_count(sim.log, mark).requests // (repeat + 1)
+    nodelay, _, _ = timed(case("local"), repeat)
     gc.collect()
     tracemalloc.start()
-    cpu0 = time.process_time()
     plan = run()
-    cpu = time.process_time() - cpu0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     floor = len(keys) / CONNECTIONS * RTT
     return {"files": len(keys), "median_s": med, "best_s": best, "floor_s": floor,
             "ratio": med / floor, "requests": reqs, "partitions": len(plan.partitions),
-            "driver_cpu_s": cpu, "peak_bytes": peak}
+            "no_delay_median_s": nodelay, "cpu_s": cpu, "peak_bytes": peak}
 
 
 def simulated_100k(per_file: dict[str, Any]) -> dict[str, Any]:
     """Executor planning's driver half on 100,000 URLs; driver planning extrapolated."""
+    import pickle
+
     import planner as P
     from csup_async.spark.listing import Loaded
     from csup_async.spark.options import parse_options
@@ -160,15 +218,17 @@ def simulated_100k(per_file: dict[str, Any]) -> dict[str, Any]:
     n = 100_000
     urls = [f"s3://{BUCKET}/sim/part-{i:06d}.csup" for i in range(n)]
     settings = parse_options({"paths": json.dumps(urls), "profile": "s3"})
+
+    def run() -> tuple[Any, int]:
+        loaded = Loaded([], P.get_profile("s3"), 0, 0.0, None, [], urls)
+        plan = plan_unopened(loaded, (("id", "id"),), [], settings)
+        # what the planning worker pickles for Spark
+        return plan, sum(len(pickle.dumps(p)) for p in plan.partitions)
+
+    seconds, _, (plan, shipped) = timed(run, 3)
     gc.collect()
     tracemalloc.start()
-    t0 = time.perf_counter()
-    loaded = Loaded([], P.get_profile("s3"), 0, 0.0, None, [], urls)
-    plan = plan_unopened(loaded, (("id", "id"),), [], settings)
-    import pickle
-
-    shipped = sum(len(pickle.dumps(p)) for p in plan.partitions)  # what Spark sends tasks
-    seconds = time.perf_counter() - t0
+    run()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     scale = n / per_file["files"]
@@ -176,7 +236,7 @@ def simulated_100k(per_file: dict[str, Any]) -> dict[str, Any]:
             "executor_planning_peak_bytes": peak, "partitions": len(plan.partitions),
             "pickled_partition_bytes": shipped,
             "driver_planning_extrapolated_s": per_file["median_s"] * scale,
-            "driver_planning_extrapolated_cpu_s": per_file["driver_cpu_s"] * scale,
+            "driver_planning_extrapolated_cpu_s": per_file["cpu_s"]["driver"] * scale,
             "driver_planning_extrapolated_peak_bytes": per_file["peak_bytes"] * scale,
             "floor_executors_s": n / (2 * CONNECTIONS) * RTT}
 
@@ -224,10 +284,13 @@ def spark_cases(sim: netsim.SimStore, keys: dict[str, list[str]],
             r = r.option("planOnExecutorsThreshold", str(threshold))
         return r
 
-    def served(make: Callable[[], Any]) -> tuple[float, float, int]:
+    def served(make: Callable[[], Any]) -> dict[str, Any]:
         mark = netsim.log_mark(sim.log)
+        cpu0 = cpu_by_role(sim)
         med, best, _ = timed(make, repeat)
-        return med, best, netsim.log_count(sim.log, mark).requests // (repeat + 1)
+        return {"median_s": med, "best_s": best, "cpu_s": cpu_delta(cpu0, cpu_by_role(sim),
+                                                                   repeat + 1),
+                "requests": netsim.log_count(sim.log, mark).requests // (repeat + 1)}
 
     try:
         # Spark's own cost of a query on this source: one empty-ish file, count()
@@ -235,14 +298,15 @@ def spark_cases(sim: netsim.SimStore, keys: dict[str, list[str]],
         med, best, _ = timed(lambda: csup(**s3).schema("id long").option("paths", one)
                              .load().count(), repeat)
         out["spark_job_overhead"] = {"median_s": med, "best_s": best}
-        for n in (250, 1000, 10_000):
+        local = s3_options(sim.endpoint("local"))
+        for n in SWEEP:
             paths = json.dumps(urls_of(keys["small"][:n]))
             row: dict[str, Any] = {"files": n}
-            modes = [("executors", 0)] + ([("driver", n)] if n <= 1000 else [])
-            for mode, threshold in modes:
-                med, best, reqs = served(lambda p=paths, t=threshold: csup(t, **s3)
-                                         .schema("id long").option("paths", p).load().count())
-                row[mode] = {"median_s": med, "best_s": best, "requests": reqs}
+            modes = [("executors", 0, s3)] + ([("driver", n, s3)] if n <= 2000 else []) + (
+                [("executors_no_delay", 0, local)] if n == SWEEP[-1] else [])
+            for mode, threshold, opts in modes:
+                row[mode] = served(lambda p=paths, t=threshold, o=opts: csup(t, **o)
+                                   .schema("id long").option("paths", p).load().count())
             row["floor_executors_s"] = n / (2 * CONNECTIONS) * RTT
             row["floor_driver_s"] = n / CONNECTIONS * RTT
             out[f"count_s3_{n}"] = row
@@ -257,9 +321,9 @@ def spark_cases(sim: netsim.SimStore, keys: dict[str, list[str]],
                  "csup_driver": lambda: csup(PARQUET_SMALL)
                  .schema("id long, name string, value double").load(csup_dir)}
         for name, make in cases.items():
-            med, best, got = timed(lambda m=make: m().agg(F.sum("id")).collect()[0][0], repeat)
+            got = make().agg(F.sum("id")).collect()[0][0]
             assert got == expect, (name, got, expect)
-            row[name] = {"median_s": med, "best_s": best}
+            row[name] = served(lambda m=make: m().agg(F.sum("id")).collect())
         out["sum_small_2k"] = row
 
         # 2 of 24 columns, 1M rows in 8 files, local disk
@@ -275,8 +339,7 @@ def spark_cases(sim: netsim.SimStore, keys: dict[str, list[str]],
                 "parquet": lambda: spark.read.parquet(*pq_paths).select("i3", "s1"),
                 "csup": lambda: csup().schema("i3 long, s1 string").option("paths", cs_paths)
                 .load()}.items():
-            med, best, _ = timed(lambda m=make: noop(m()), repeat)
-            row[name] = {"median_s": med, "best_s": best}
+            row[name] = served(lambda m=make: noop(m()))
         out["wide_2_of_24"] = row
 
         # partition filter on the s3 profile: which objects are opened
@@ -311,6 +374,11 @@ def bench_spark_bucket() -> Path:
     return bench_spark.DATA / "root" / bench_spark.BUCKET
 
 
+def _cpu(c: dict[str, float]) -> str:
+    return (f"CPU/run: driver {c['driver']:.2f} s, JVM {c['jvm']:.2f} s, Spark's Python "
+            f"{c['spark_python']:.2f} s, store+proxy {c['store']:.2f} s")
+
+
 def print_table(r: dict[str, Any]) -> None:
     print(f"Python {r['python']}, {r['cores']} cores; median (best) of {r['repeat']} runs "
           "after a warm-up\n")
@@ -321,41 +389,49 @@ def print_table(r: dict[str, Any]) -> None:
             d = r[key]
             print(f"| driver planning, {d['files']:,} small files, s3 profile | "
                   f"{d['median_s']:.2f} s ({d['best_s']:.2f}) | {d['floor_s']:.2f} s floor "
-                  f"(/64 conn.) | {d['ratio']:.2f} x | {d['requests']:,} requests, "
-                  f"{d['driver_cpu_s']:.2f} s driver CPU, peak "
+                  f"(/64 conn.) | {d['ratio']:.2f} x | {d['requests']:,} requests; no delay: "
+                  f"{d['no_delay_median_s']:.2f} s; {_cpu(d['cpu_s'])}; peak "
                   f"{d['peak_bytes'] / 2**20:.0f} MiB |")
     job = r["spark_job_overhead"]["median_s"]
-    for n in (250, 1000, 10_000):
+    for n in SWEEP:
         row = r[f"count_s3_{n}"]
         e = row["executors"]
         floor = row["floor_executors_s"] + job
         print(f"| count(), {n:,} files, s3, planned on executors | {e['median_s']:.2f} s "
               f"({e['best_s']:.2f}) | {floor:.2f} s floor (/2x64 conn. + {job:.2f} s job) | "
-              f"{e['median_s'] / floor:.2f} x | {e['requests']:,} requests |")
+              f"{e['median_s'] / floor:.2f} x | {e['requests']:,} requests; "
+              f"{_cpu(e['cpu_s'])} |")
+        if "executors_no_delay" in row:
+            d = row["executors_no_delay"]
+            print(f"| the same, no delay | {d['median_s']:.2f} s ({d['best_s']:.2f}) | | | "
+                  f"{_cpu(d['cpu_s'])} |")
         if "driver" in row:
             d = row["driver"]
             print(f"| count(), {n:,} files, s3, planned on the driver | {d['median_s']:.2f} s "
                   f"({d['best_s']:.2f}) | {e['median_s']:.2f} s on executors | "
-                  f"{d['median_s'] / e['median_s']:.2f} x | {d['requests']:,} requests |")
+                  f"{d['median_s'] / e['median_s']:.2f} x | {_cpu(d['cpu_s'])} |")
     s = r["simulated_100k"]
     print(f"| 100,000 files, simulated: executor planning, driver half | "
           f"{s['executor_planning_driver_s']:.2f} s | {s['driver_planning_extrapolated_s']:.0f}"
           f" s driver planning (extrapolated) | — | peak "
           f"{s['executor_planning_peak_bytes'] / 2**20:.0f} MiB vs "
-          f"{s['driver_planning_extrapolated_peak_bytes'] / 2**30:.1f} GiB; "
+          f"{s['driver_planning_extrapolated_peak_bytes'] / 2**30:.2f} GiB; "
           f"{s['partitions']} partitions, {s['pickled_partition_bytes'] / 2**20:.1f} MiB "
-          f"pickled; tasks' floor {s['floor_executors_s']:.0f} s |")
+          f"pickled; tasks' floor {s['floor_executors_s']:.0f} s on 2 cores |")
     row = r["sum_small_2k"]
     pq = row["parquet"]["median_s"]
+    print(f"| sum(id), 2,000 small files, local disk, Spark Parquet | {pq:.2f} s | | | "
+          f"{_cpu(row['parquet']['cpu_s'])} |")
     for name in ("csup_executors", "csup_driver"):
         c = row[name]
         print(f"| sum(id), 2,000 small files, local disk, {name.replace('csup_', 'planned on ')}"
               f" | {c['median_s']:.2f} s ({c['best_s']:.2f}) | {pq:.2f} s Spark Parquet | "
-              f"{c['median_s'] / pq:.2f} x | 200,000 rows, 100 per file |")
+              f"{c['median_s'] / pq:.2f} x | {_cpu(c['cpu_s'])} |")
     row = r["wide_2_of_24"]
     pq, c = row["parquet"]["median_s"], row["csup"]
     print(f"| 2 of 24 columns, 1M rows, 8 files, local disk | {c['median_s']:.2f} s "
-          f"({c['best_s']:.2f}) | {pq:.2f} s Spark Parquet | {c['median_s'] / pq:.2f} x | |")
+          f"({c['best_s']:.2f}) | {pq:.2f} s Spark Parquet | {c['median_s'] / pq:.2f} x | "
+          f"{_cpu(c['cpu_s'])}; Parquet: {_cpu(row['parquet']['cpu_s'])} |")
     row = r["partition_filter"]
     for mode in ("driver", "executors"):
         p = row[mode]

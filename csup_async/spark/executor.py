@@ -8,7 +8,11 @@ tasks are cancelled and awaited when it ends (also when Spark stops early,
 e.g. for ``limit``), and the shared stores are closed at exit.  Files are read
 ``fileConcurrency`` at a time and come out in partition order; the loop runs
 the reads still in flight while the generator waits for the next one, so the
-network stays busy while earlier files are converted.
+network stays busy while earlier files are converted.  A partition planned on
+the driver carries each file's plan (and the bytes of it the driver held); an
+unopened one (past ``planOnExecutorsThreshold``, :mod:`.scaleout`) carries URLs,
+and each file is opened, pruned and planned here.  Consecutive small files'
+rows are joined into batches of up to ``batchRows``: Spark's cost is per batch.
 """
 
 from __future__ import annotations

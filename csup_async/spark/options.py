@@ -29,7 +29,7 @@ from ..errors import CsupError
 
 MiB = 1 << 20
 #: files above which tasks plan their own files (bench/results/spark.md: the crossover)
-PLAN_ON_EXECUTORS_THRESHOLD = 1000
+PLAN_ON_EXECUTORS_THRESHOLD = 500
 
 # option (lower case) -> (store keyword, parser); "endpoint" depends on the scheme
 _STORE_OPTIONS: dict[str, tuple[str, str]] = {
