@@ -16,8 +16,11 @@ import pytest
 pytest.importorskip("pyspark")
 
 import pyarrow.parquet as pq
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import csup_async
+import planner as P
 from csup_async.errors import CsupError
 from csup_async.spark.options import parse_options
 from csup_async.spark.session import local_session
@@ -130,7 +133,6 @@ def test_partition_filter_opens_only_matching_objects_once(spark: Any, tmp_path:
 
 
 def test_unopened_files_are_packed_by_estimated_bytes() -> None:
-    import planner as P
     from csup_async.spark.listing import Loaded
     from csup_async.spark.scaleout import UnopenedPartition, file_weight, plan_unopened
 
@@ -149,3 +151,36 @@ def test_unopened_files_are_packed_by_estimated_bytes() -> None:
     assert max(sizes) - min(sizes) <= 1
     with pytest.raises(CsupError, match="planOnExecutorsThreshold"):
         parse_options({"path": "x", "planOnExecutorsThreshold": "-1"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.sampled_from([(2023, "a"), (2023, "b"), (2024, None)]),
+                       min_size=1, max_size=300),
+       min_partitions=st.integers(1, 8), target=st.integers(1, 1 << 24),
+       profile=st.sampled_from(["s3", "local", "gcs"]))
+def test_unopened_packing_keeps_every_file_once_with_its_partition_values(
+        values: list[tuple[int, str | None]], min_partitions: int, target: int,
+        profile: str) -> None:
+    from csup_async.spark.listing import Loaded
+    from csup_async.spark.scaleout import file_weight, plan_unopened
+    from planner.partitions import PartitionColumn, Partitions
+
+    urls = [f"s3://b/year={y}/kind={k}/f{i}.csup" for i, (y, k) in enumerate(values)]
+    opts = {"paths": json.dumps(urls), "profile": profile,
+            "minPartitions": str(min_partitions), "targetPartitionBytes": str(target)}
+    conf = parse_options(opts)
+    parts = Partitions((PartitionColumn("year", "int64"), PartitionColumn("kind", "string")),
+                       tuple(values))
+    prof = P.get_profile(profile)
+    plan = plan_unopened(Loaded([], prof, 0, 0.0, parts, [], urls), (("id", "id"),), [], conf)
+    got = sorted(u for p in plan.partitions for u in p.urls)
+    assert got == sorted(urls) and all(p.urls for p in plan.partitions)
+    by_url = dict(zip(urls, values, strict=True))
+    weight = file_weight(prof, conf)
+    for p in plan.partitions:
+        assert {by_url[u] for u in p.urls} == {tuple(v for _, v in p.partition_values)}
+        # no partition is more than one file over the target (or holds just one file)
+        cap = min(target, max(weight, -(-weight * len(urls) // min_partitions)))
+        assert len(p.urls) == 1 or (len(p.urls) - 1) * weight <= cap
+    runs = len(set(values))
+    assert len(plan.partitions) >= min(len(urls), runs)

@@ -97,7 +97,8 @@ def plan_unopened(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: S
     partitions: list[CsupPartition] = []
     for vals, run in runs.items():
         values = tuple(zip(names, vals, strict=True))
-        chunks = math.ceil(len(run) * weight / target)  # equal weights: equal shares
+        # equal weights: equal shares, and never an empty one (a target below one file)
+        chunks = min(len(run), math.ceil(len(run) * weight / target))
         q, extra = divmod(len(run), chunks)
         start = 0
         for k in range(chunks):
