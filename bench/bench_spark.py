@@ -177,11 +177,15 @@ def spark_cases(sim: netsim.SimStore, keys: dict[str, list[str]],
         med, best, _ = timed(noop(remote(keys["many"])), repeat)
         n = netsim.log_count(sim.log, mark).requests // (repeat + 1)
         plan = json.loads(report.read_text())
+        if plan.get("planned_on") == "executors":  # past planOnExecutorsThreshold
+            note = (f"{n:,} requests/query, all from the tasks (planned on executors, "
+                    f"{plan['partitions']} partitions)")
+        else:
+            note = (f"{n:,} requests/query, driver metadata {plan['metadata_seconds']:.2f} s, "
+                    f"{plan['requests']} executor requests, "
+                    f"{plan['bytes_shipped'] / 1e6:.1f} MB shipped with partitions")
         out.append((f"csup source, {len(keys['many']):,} small files, simulated S3 (50 ms)",
-                    med, best, f"{n:,} requests/query, driver metadata "
-                    f"{plan['metadata_seconds']:.2f} s, {plan['requests']} executor "
-                    f"requests, {plan['bytes_shipped'] / 1e6:.1f} MB shipped with "
-                    f"partitions"))
+                    med, best, note))
     finally:
         spark.stop()
     return out

@@ -8,7 +8,11 @@ tasks are cancelled and awaited when it ends (also when Spark stops early,
 e.g. for ``limit``), and the shared stores are closed at exit.  Files are read
 ``fileConcurrency`` at a time and come out in partition order; the loop runs
 the reads still in flight while the generator waits for the next one, so the
-network stays busy while earlier files are converted.
+network stays busy while earlier files are converted.  A partition planned on
+the driver carries each file's plan (and the bytes of it the driver held); an
+unopened one (past ``planOnExecutorsThreshold``, :mod:`.scaleout`) carries URLs,
+and each file is opened, pruned and planned here.  Consecutive small files'
+rows are joined into batches of up to ``batchRows``: Spark's cost is per batch.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -30,8 +34,10 @@ from ..stores import Store, shared_store
 from .convert import conform
 from .options import Settings
 from .planning import CsupPartition, FilePart
+from .scaleout import UnopenedPartition, open_and_read
 
 _Result = tuple[dict[str, A.Array], int]
+_Columns = tuple[dict[str, A.Array], int, tuple[tuple[str, str], ...]]
 _thread = threading.local()
 
 
@@ -55,33 +61,56 @@ async def _read_file(fp: FilePart, paths: list[str], store: Store,
     return res.columns, res.num_rows
 
 
+def _file_reads(part: CsupPartition, schema: StructType, store: Store,
+                reader_opts: dict[str, Any]) -> Iterator[Coroutine[Any, Any, _Columns]]:
+    """One coroutine per file of the partition, in order: run the driver's plan, or (an
+    unopened partition) open, prune, plan and read the file here."""
+    if isinstance(part, UnopenedPartition):
+        names = [f.name for f in schema.fields]
+        for url in part.urls:
+            yield open_and_read(url, names, part.filters, store, reader_opts)
+        return
+    paths = list(dict.fromkeys(p for _, p in part.columns))
+
+    async def planned(fp: FilePart) -> _Columns:
+        cols, n = await _read_file(fp, paths, store, reader_opts)
+        return cols, n, part.columns
+
+    for fp in part.files:
+        yield planned(fp)
+
+
 def read_partition(part: CsupPartition, schema: StructType, settings: Settings
                    ) -> Iterator[pa.RecordBatch]:
-    """Record batches of ``schema`` for the partition's files, in file order."""
-    if not part.files:
+    """Record batches of ``schema`` for the partition's files, in file order; the rows
+    of consecutive small files are joined into batches of up to ``batchRows`` rows
+    (Spark's cost per batch is the same for 100 rows as for 65,536)."""
+    first = part.urls[0] if isinstance(part, UnopenedPartition) and part.urls else (
+        part.files[0].url if part.files else None)
+    if first is None:
         return
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    paths = list(dict.fromkeys(p for _, p in part.columns))
-    first = part.files[0].url
     loop = _worker_loop()
     store, _, shared = loop.run_until_complete(
         shared_store(first, **settings.store_options(first)))
-    pending: collections.deque[asyncio.Task[_Result]] = collections.deque()
-    files = iter(part.files)
-    reader_opts = settings.reader_options()
+    pending: collections.deque[asyncio.Task[_Columns]] = collections.deque()
+    files = _file_reads(part, schema, store, settings.reader_options())
 
     def submit() -> None:
-        fp = next(files, None)
-        if fp is not None:
-            pending.append(loop.create_task(_read_file(fp, paths, store, reader_opts)))
+        coro = next(files, None)
+        if coro is not None:
+            pending.append(loop.create_task(coro))
 
-    try:
+    def batches() -> Iterator[pa.RecordBatch]:
         for _ in range(settings.file_concurrency):
             submit()
         while pending:
-            cols, n = loop.run_until_complete(pending.popleft())
+            cols, n, columns = loop.run_until_complete(pending.popleft())
             submit()
-            yield from record_batches(cols, n, part.columns, arrow_schema, settings.batch_rows)
+            yield from record_batches(cols, n, columns, arrow_schema, settings.batch_rows)
+
+    try:
+        yield from _joined(batches(), settings.batch_rows)
     finally:
         for t in pending:
             t.cancel()
@@ -91,12 +120,27 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
             loop.run_until_complete(store.close())
 
 
+def _joined(batches: Iterator[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Consecutive batches joined up to ``batch_rows`` rows (order kept, none split)."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for b in batches:
+        if held and rows + b.num_rows > batch_rows:
+            yield held[0] if len(held) == 1 else pa.concat_batches(held)
+            held, rows = [], 0
+        if b.num_rows:
+            held.append(b)
+            rows += b.num_rows
+    if held:
+        yield held[0] if len(held) == 1 else pa.concat_batches(held)
+
+
 def record_batches(cols: dict[str, A.Array], n: int, columns: tuple[tuple[str, str], ...],
              schema: pa.Schema, batch_rows: int) -> Iterator[pa.RecordBatch]:
     if not columns:
         for start in range(0, n, batch_rows):
             k = min(batch_rows, n - start)
-            yield pa.RecordBatch.from_struct_array(pa.array([{}] * k, pa.struct([])))
+            yield pa.RecordBatch.from_struct_array(pa.repeat(pa.scalar({}, pa.struct([])), k))
         return
     for start in range(0, n, batch_rows):
         stop = min(n, start + batch_rows)

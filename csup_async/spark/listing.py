@@ -54,6 +54,9 @@ class Loaded:
     partitions: Partitions | None = None
     #: files whose partition values ruled them out (never opened)
     partition_pruned: list[str] = field(default_factory=list)
+    #: listed files left for the executors to open (more than ``open_at_most``); when
+    #: set, ``files`` is empty and ``partitions`` describes these instead
+    unopened: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"Loaded({len(self.files)} files)"
@@ -115,9 +118,11 @@ def _partitioned(settings: Settings, roots: dict[str, str], filters: Sequence[An
     return [urls[i] for i in keep], sub, [u for i, u in enumerate(urls) if i not in kept]
 
 
-async def load(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
+async def load(settings: Settings, filters: Sequence[Any] = (),
+               open_at_most: int | None = None) -> Loaded:
     """List and open every file (metadata only), concurrently through one store; with
-    pushed ``filters`` on partition columns, only the files whose directories match."""
+    pushed ``filters`` on partition columns, only the files whose directories match.
+    More than ``open_at_most`` files are listed only (``Loaded.unopened``)."""
     t0 = time.perf_counter()
     if not settings.paths:
         raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")
@@ -129,6 +134,9 @@ async def load(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
     try:
         urls, parts, pruned = _partitioned(settings, await list_rooted(settings.paths, store),
                                            filters)
+        if open_at_most is not None and len(urls) > open_at_most:
+            return Loaded([], P.get_profile(settings.profile or store.default_profile), 0,
+                          time.perf_counter() - t0, parts, pruned, urls)
         async with open_dataset(urls, store=store, file_concurrency=settings.file_concurrency,
                                 **settings.reader_options()) as ds:
             files = [LoadedFile(r.key, r.meta, r.tail) for r in ds.readers]
@@ -139,7 +147,8 @@ async def load(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
     return Loaded(files, profile, reqs, time.perf_counter() - t0, parts, pruned)
 
 
-def load_sync(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
+def load_sync(settings: Settings, filters: Sequence[Any] = (),
+              open_at_most: int | None = None) -> Loaded:
     """:func:`load` on its own event loop, with the cyclic GC paused.
 
     Loading 1,000 files' metadata allocates millions of small, acyclic objects;
@@ -149,7 +158,7 @@ def load_sync(settings: Settings, filters: Sequence[Any] = ()) -> Loaded:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return asyncio.run(load(settings, filters))
+        return asyncio.run(load(settings, filters, open_at_most))
     finally:
         if paused:
             gc.enable()

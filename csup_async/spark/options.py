@@ -28,6 +28,8 @@ from typing import Any
 from ..errors import CsupError
 
 MiB = 1 << 20
+#: files above which tasks plan their own files (bench/results/spark.md: the crossover)
+PLAN_ON_EXECUTORS_THRESHOLD = 500
 
 # option (lower case) -> (store keyword, parser); "endpoint" depends on the scheme
 _STORE_OPTIONS: dict[str, tuple[str, str]] = {
@@ -61,6 +63,7 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "minpartitions": ("min_partitions", "int"),
     "batchrows": ("batch_rows", "int"),
     "shiptailbytes": ("ship_tail_bytes", "int"),
+    "planonexecutorsthreshold": ("plan_on_executors_threshold", "int"),
     "pushdown": ("pushdown", "bool"),
     "planreport": ("plan_report", "str"),
     # Hive-style key=value directories (planner.partitions): "hive" (default) or "none"
@@ -123,6 +126,9 @@ class Settings:
     min_partitions: int = field(default_factory=lambda: os.cpu_count() or 1)
     batch_rows: int = 65536
     ship_tail_bytes: int = 32 * MiB
+    #: more files than this (after partition pruning): tasks open and plan their own files
+    #: (spark.scaleout); measured in bench/bench_spark_scale.py
+    plan_on_executors_threshold: int = PLAN_ON_EXECUTORS_THRESHOLD
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
     plan_report: str | None = None
     segment_thresh: int | None = None
@@ -198,6 +204,8 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
             raise CsupError(f"option {attr} must be at least 1")
     if s.ship_tail_bytes < 0:
         raise CsupError("option shipTailBytes must be >= 0")
+    if s.plan_on_executors_threshold < 0:
+        raise CsupError("option planOnExecutorsThreshold must be >= 0")
     if not write:
         from ..partitioning import check_partitioning
 

@@ -169,6 +169,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
         "paths": [redact_url(p) for p in settings.paths],
+        "planned_on": "driver",
         "files_listed": len(files) + len(loaded.partition_pruned),
         "metadata_requests": loaded.metadata_requests,
         "metadata_seconds": round(loaded.seconds, 4),
@@ -191,7 +192,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
              len(files), len(pruned), len(partitions), report["requests"],
              report["bytes_to_read"])
     if settings.plan_report:
-        _write_report(settings.plan_report, report)
+        write_report(settings.plan_report, report)
     return ReadPlan(partitions, list(remaining), report)
 
 
@@ -228,7 +229,7 @@ def _pack(parts: list[tuple[FilePart, int]], target: int) -> list[list[FilePart]
     return groups
 
 
-def _write_report(path: str, report: dict[str, Any]) -> None:
+def write_report(path: str, report: dict[str, Any]) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w") as f:
         json.dump(report, f, indent=1)

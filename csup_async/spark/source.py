@@ -21,6 +21,7 @@ from ..errors import CsupError
 from .listing import Loaded, load_sync
 from .options import Settings, parse_options
 from .planning import CsupPartition, ReadPlan, plan_read
+from .scaleout import plan_unopened
 from .schema import column_paths, infer_schema, with_partitions
 
 
@@ -82,12 +83,15 @@ class CsupReader(DataSourceReader):
     def _planned(self) -> ReadPlan:
         if self._plan is None:
             # pushed filters on partition columns rule files out before they are opened
-            loaded: Loaded = load_sync(self.settings, self.filters)
+            # more files than the threshold are listed only: tasks open them (scaleout)
+            loaded: Loaded = load_sync(self.settings, self.filters,
+                                       self.settings.plan_on_executors_threshold)
             metas = [f.meta for f in loaded.files]
             names = set(loaded.partitions.names) if loaded.partitions is not None else set()
             columns = tuple((n, p) for n, p in column_paths(self.schema, metas).items()
                             if n not in names)
-            self._plan = plan_read(loaded, columns, self.filters, self.settings)
+            plan = plan_unopened if loaded.unopened else plan_read
+            self._plan = plan(loaded, columns, self.filters, self.settings)
         return self._plan
 
     def partitions(self) -> Sequence[InputPartition]:
