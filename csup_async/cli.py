@@ -189,10 +189,14 @@ def _check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(str(e))
     if getattr(args, "limit", None) is not None and args.limit < 0:
         p.error(f"--limit must be 0 or more, not {args.limit}")
-    if getattr(args, "where", None) is not None:
+    if getattr(args, "where", None) is not None and args.command in ("scan", "cat", "plan"):
         from planner.filters import FilterError, parse_filter
 
-        if getattr(args, "command", None) == "cat" and not _is_csup_input(args):
+        try:
+            csup = args.command != "cat" or _is_csup_input(args)
+        except CsupError as e:
+            p.error(str(e))
+        if not csup:
             p.error("--where reads CSUP objects only (convert the file first)")
         try:
             args.where = parse_filter(args.where)
