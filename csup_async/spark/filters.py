@@ -282,5 +282,6 @@ def describe(f: Any) -> str:
     if kind == "IsNotNull":
         return f"{col} IS NOT NULL"
     if kind in ops:
-        return f"{col} {ops[kind]} {f.value!r}"
+        v = f.value
+        return f"{col} {ops[kind]} {v.isoformat() if isinstance(v, _dt.datetime) else v!r}"
     return kind
