@@ -723,7 +723,12 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
             return
         present = [c for c in cols if c not in _absent(r, c)]
         if not present and where is not None:  # the matching rows' count, as nulls
-            async for _, n in _file_batches(r, r._paths(None), rows, left, stats, where):
+            from planner import format_path
+            from planner.filters import columns_of
+
+            needed = [p for p in dict.fromkeys(format_path(c) for c in columns_of(where))
+                      if p not in _absent(r, p)] or r._paths(None)
+            async for _, n in _file_batches(r, needed, rows, left, stats, where):
                 yield {c: A.null_array(NULL, n) for c in cols}
                 if left is not None:
                     left -= n

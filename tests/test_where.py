@@ -128,3 +128,13 @@ def test_help_documents_the_grammar(capsys: Any) -> None:
         main(["scan", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--where FILTER" in out and "startswith" in out and "is [not] null" in out
+
+
+def test_where_on_a_file_without_the_projected_column(tmp_path: Path, capsys: Any) -> None:
+    """A file lacking the projected column still gives its matching rows, as nulls."""
+    csup_async.write(str(tmp_path / "a.csup"), [{"x": i, "ts": i} for i in range(5)])
+    csup_async.write(str(tmp_path / "b.csup"), [{"ts": i} for i in range(5, 10)])
+    code, out, _ = run(["scan", tmp_path, "-c", "x", "--format", "json", "--where",
+                        "ts >= 3 and ts != 8"], capsys)
+    assert code == 0
+    assert [json.loads(line)["x"] for line in out.splitlines()] == [3, 4] + [None] * 4
