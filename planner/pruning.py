@@ -33,7 +33,7 @@ from csup_async.meta import (
     Segment,
     SegmentStats,
 )
-from csup_async.types import NamedType, PrimitiveType, RecordType, Type
+from csup_async.types import ErrorType, NamedType, PrimitiveType, RecordType, Type, UnionType
 
 from .filters import ColumnStats, Expr, FilterError, Truth, bind, columns_of, zone_truth
 
@@ -97,10 +97,9 @@ def _at(t: Type, col: AnyColumn | None, path: tuple[str, ...]
 
 
 def _opaque(t: Type) -> bool:
-    """Types whose values a field lookup could still reach (unions): unknown, not null."""
-    from csup_async.types import UnionType
-
-    return isinstance(t, UnionType)
+    """Types whose values a field lookup could still reach (a union's record member, an
+    error's record): unknown, not null."""
+    return isinstance(t, (UnionType, ErrorType))
 
 
 def _unwrap(t: Type, col: AnyColumn | None, clean: bool

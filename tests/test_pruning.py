@@ -192,3 +192,26 @@ async def test_a_filter_that_does_not_fit_the_types_prunes_nothing(tmp_path: Pat
     p.write_bytes(_write([{"id": 1}]))
     async with csup_async.open(str(p)) as r:
         assert file_truth(r.meta, F.parse_filter(text), segment_stats) is F.Truth.MAYBE
+
+
+async def test_fields_reached_through_errors_unions_and_names_are_not_pruned(
+        tmp_path: Path) -> None:
+    """A scan finds ``x`` inside error(record) values (and through named types), so
+    statistics must not call such a file null for ``x``; a union member's field is not
+    reached by a scan today, and statistics say nothing about it either."""
+    from csup_async import types as T
+    from csup_async.values import Value
+
+    rec = T.RecordType((T.Field("x", T.INT64),))
+    cases = {"error": [Value(T.ErrorType(rec), {"x": 5}), Value(T.ErrorType(rec), {"x": 6})],
+             "named": [Value(T.NamedType("point", rec), {"x": 5})],
+             "union": [{"u": Value(T.UnionType((T.INT64, rec)), {"x": 5})}]}
+    for name, rows in cases.items():
+        p = tmp_path / f"{name}.csup"
+        csup_async.write(str(p), rows)
+        expr = F.col("u.x" if name == "union" else "x") == 5
+        async with csup_async.open(str(p)) as r:
+            matched = (await r.scan(filter=expr)).num_rows
+            assert matched == (0 if name == "union" else 1), name
+            truth = file_truth(r.meta, expr, segment_stats)
+            assert truth is (F.Truth.TRUE if name == "named" else F.Truth.MAYBE), name
