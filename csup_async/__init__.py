@@ -43,6 +43,9 @@ _LAZY = {
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
+    "col": "planner.filters",
+    "parse_filter": "planner.filters",
+    "FilterError": "planner.filters",
 }
 
 __all__ = [

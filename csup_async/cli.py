@@ -120,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("input", nargs="+",
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
+    c.add_argument("--where", default=None, metavar="FILTER", help=_WHERE_HELP)
 
     c = sub.add_parser("inspect", help="trailer, sections, super types and column tree",
                        parents=[common, store])
@@ -133,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
         c.add_argument("-c", "--columns", default=None, metavar="PATHS", help=_COLUMNS_HELP)
         c.add_argument("--profile", default=None, help="planner profile: s3, gcs, http, local")
         c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
+        c.add_argument("--where", default=None, metavar="FILTER", help=_WHERE_HELP)
         if name == "scan":
             c.add_argument("--format", choices=("table", "json", "csv"), default=None,
                            help="default: table on a terminal, JSON lines when piped")
@@ -159,6 +161,16 @@ _MATCH_HELP = ("which objects of a directory or prefix are read (default '*.csup
                "read as given")
 
 
+_WHERE_HELP = (
+    "keep the rows this filter is true for (SQL WHERE: null and missing fields match "
+    "nothing), e.g. \"ts >= '2024-01-01T00:00:00Z' and kind = 'push'\". Grammar: "
+    "PATH OP LITERAL (OP: = == != <> < <= > >=), PATH [not] in (LIT, ...), PATH is [not] "
+    "null, PATH startswith 'text', combined with and, or, not and parentheses; literals: "
+    "numbers, 'strings' (a quote doubled: 'it''s'), true, false; a string compared with a "
+    "time column is an RFC 3339 time. Files whose statistics rule every row out are "
+    "not read")
+
+
 class UsageError(CsupError):
     """A command line that makes no sense (exit code 2)."""
 
@@ -176,12 +188,25 @@ def _check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(str(e))
     if getattr(args, "limit", None) is not None and args.limit < 0:
         p.error(f"--limit must be 0 or more, not {args.limit}")
+    if getattr(args, "where", None) is not None and args.command in ("scan", "cat", "plan"):
+        from planner.filters import FilterError, parse_filter
+
+        try:
+            csup = args.command != "cat" or _is_csup_input(args)
+        except CsupError as e:
+            p.error(str(e))
+        if not csup:
+            p.error("--where reads CSUP objects only (convert the file first)")
+        try:
+            args.where = parse_filter(args.where)
+        except FilterError as e:
+            p.error(f"--where: {e}")
 
 
 def _exit_code(e: CsupError) -> int:
-    from planner import InvalidPathError
+    from planner import FilterError, InvalidPathError
 
-    if isinstance(e, (UsageError, InvalidPathError)):
+    if isinstance(e, (UsageError, InvalidPathError, FilterError)):
         return EXIT_USAGE
     if isinstance(e, (NotFoundError, ColumnNotFoundError)):
         return EXIT_NOT_FOUND
@@ -596,12 +621,12 @@ def _cat(args: argparse.Namespace) -> int:
     fast = J.have_pyarrow()
 
     async def run(src: Any) -> None:
-        readers = src.readers if hasattr(src, "readers") else [src]
-        for r in readers:
+        for r in _readers(src, args.where):
             # smaller batches than scan's: every column of the row is printed, and each
             # batch's text (and the next batch decoding meanwhile) is held at once
             _plan_per_segment(r)
-            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH)
+            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH,
+                                filter=args.where)
             async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
                 async for batch in ahead:
                     arr = batch.columns[""]
@@ -626,9 +651,18 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _readers(src: Any, where: Any) -> list[Any]:
+    """The readers to read: a dataset's files its filter's statistics do not rule out."""
+    if not hasattr(src, "readers"):
+        return [src]
+    if where is None:
+        return list(src.readers)
+    return src.prune_by_statistics(where)[0]
+
+
 def _plan(args: argparse.Namespace) -> int:
     async def run(src: Any) -> str:
-        return (await src.plan(args.columns)).explain()
+        return (await src.plan(args.columns, filter=args.where)).explain()
 
     print(asyncio.run(_Source(args).run(run)))
     return 0
@@ -675,7 +709,8 @@ WHOLE_SCAN_BYTES = 64 << 20
 
 
 async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
-                   batch_rows: int = BATCH_ROWS) -> AsyncIterator[dict[str, Any]]:
+                   batch_rows: int = BATCH_ROWS, where: Any = None
+                   ) -> AsyncIterator[dict[str, Any]]:
     """Columns of ``cols`` in batches of rows, file by file, stopping once ``limit`` rows are
     out (the batch readers are closed then, so nothing further is fetched).
 
@@ -687,13 +722,24 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
     from .dataset import absent_paths
     from .types import NULL
 
-    readers = src.readers if hasattr(src, "readers") else [src]
+    readers = _readers(src, where)
     left = limit
     rows = min(batch_rows, left) if left is not None else batch_rows
     for r in readers:
         if left is not None and left <= 0:
             return
         present = [c for c in cols if c not in absent_paths(r, c)]
+        if not present and where is not None:  # the matching rows' count, as nulls
+            from planner import format_path
+            from planner.filters import columns_of
+
+            needed = [p for p in dict.fromkeys(format_path(c) for c in columns_of(where))
+                      if p not in absent_paths(r, p)] or r._paths(None)
+            async for _, n in _file_batches(r, needed, rows, left, stats, where):
+                yield {c: A.null_array(NULL, n) for c in cols}
+                if left is not None:
+                    left -= n
+            continue
         if not present:  # nothing of this file is printed but its row count, as nulls
             n = r.num_rows if r.num_rows is not None else await r.count_rows()
             n = n if left is None else min(n, left)
@@ -703,7 +749,7 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
             if left is not None:
                 left -= n
             continue
-        async for got, n in _file_batches(r, present, rows, left, stats):
+        async for got, n in _file_batches(r, present, rows, left, stats, where):
             # [null] beside [string] and the like print as the one type, as to_arrow gives
             yield {c: A.fold_nulls(got[c]) if c in got else A.null_array(NULL, n)
                    for c in cols}
@@ -711,16 +757,17 @@ async def _batches(src: Any, cols: list[str], limit: int | None, stats: Any,
                 left -= n
 
 
-async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, stats: Any
-                        ) -> AsyncIterator[tuple[dict[str, Any], int]]:
-    """One file's batches: (columns, rows), at most ``left`` rows in all."""
-    plan = await r.plan(paths)
+async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, stats: Any,
+                        where: Any = None) -> AsyncIterator[tuple[dict[str, Any], int]]:
+    """One file's batches: (columns, rows), at most ``left`` rows in all (of the rows
+    ``where`` keeps, when given)."""
+    plan = await r.plan(paths, filter=where)
     last = None
     whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
     if not whole:
         _plan_per_segment(r)
     if whole:
-        res = await r.scan(paths)
+        res = await r.scan(paths, filter=where)
         last = res.stats
         for lo in range(0, res.num_rows, rows):
             hi = min(lo + rows, res.num_rows)
@@ -728,7 +775,7 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
     else:
         # a limit within one batch may stop early: fetch only what each batch needs
         prefetch = 0 if left is not None and left <= BATCH_ROWS else STREAM_PREFETCH
-        it = r.iter_batches(paths, batch_rows=rows, prefetch=prefetch)
+        it = r.iter_batches(paths, batch_rows=rows, prefetch=prefetch, filter=where)
         async with contextlib.aclosing(it), contextlib.aclosing(_one_ahead(it)) as ahead:
             async for batch in ahead:
                 last = batch.stats
@@ -807,7 +854,7 @@ def _scan(args: argparse.Namespace) -> int:
 
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
-        plan = await src.plan(cols)
+        plan = await src.plan(cols, filter=args.where)
         if plan.missing_paths:
             raise src.missing_error(plan.missing_paths)
         if args.explain:
@@ -831,7 +878,7 @@ def _scan(args: argparse.Namespace) -> int:
             # at once, where rich would lay out tens of thousands of rows first
             rows = TABLE_ROWS if render is None else BATCH_ROWS
             async with contextlib.aclosing(_batches(src, cols, args.limit, stats,
-                                                    rows)) as it:
+                                                    rows, args.where)) as it:
                 async for batch in it:
                     if render is None:
                         _print_table(batch)

@@ -11,6 +11,7 @@ the projection.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -84,15 +85,36 @@ class Dataset:
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size.
 
-        With ``filter``, files its partition part rules out are left out before any
-        is opened (partition columns themselves need no reads)."""
-        readers, _ = await self._select(filter)
+        With ``filter`` (an expression or its text form), files its partition part
+        rules out are left out before any is opened (partition columns themselves
+        need no reads), and files whose segment statistics prove it false for every
+        row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
+        filter = _as_filter(filter)
+        readers, idx = await self._select(filter)
+        readers, _, pruned = self._by_statistics(readers, idx, filter)
         parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
         spell = self._partition_spellings()
         cols = ([spelling for spelling, _ in parsed if spelling not in spell]
                 if parsed is not None else None)
-        return P.plan_files(self._entries(readers), cols, self.profile,
+        extra: list[str] = []
+        if cols is not None and filter is not None:  # a scan reads the filter's columns too
+            extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(filter))
+                     if c not in spell and c not in cols]
+            cols += extra
+        plan = P.plan_files(self._entries(readers), cols, self.profile,
                             target_task_bytes=target_task_bytes)
+        if extra:  # a filter's column no file has is null: not missing
+            plan = dataclasses.replace(plan, missing_paths=tuple(
+                p for p in plan.missing_paths if p not in extra))
+        if pruned:
+            from planner.pruning import STATISTICS
+
+            found = {p for r in pruned for p in plan.missing_paths
+                     if p not in absent_paths(r, p)}  # a pruned file has them: not missing
+            plan = dataclasses.replace(plan, missing_paths=tuple(
+                p for p in plan.missing_paths if p not in found), pruned=plan.pruned + tuple(
+                P.multi.PrunedFile(r.key, STATISTICS, r.meta.row_count) for r in pruned))
+        return plan
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    limit: int | None = None, filter: Expr | None = None) -> ScanResult:
@@ -100,13 +122,17 @@ class Dataset:
         row counts (known from metadata) cover ``limit`` rows are read at all.
 
         ``filter`` (a ``planner.filters`` expression) keeps the rows it is true for:
-        files its partition part rules out are never opened, and a filter that reads
-        data columns too is then evaluated exactly on the scanned rows."""
+        files its partition part rules out are never opened, files whose segment
+        statistics (in the metadata read at open) prove it false for every row get no
+        data request, and a filter that reads data columns is evaluated exactly on the
+        scanned rows."""
         t0 = time.perf_counter()
-        chosen, chosen_idx = await self._select(filter)
+        filter = _as_filter(filter)
+        candidates, chosen_idx = await self._select(filter)
         spell = self._partition_spellings()
         residual = filter if filter is not None and not (
             self.partitions is not None and self.partitions.only_partitions(filter)) else None
+        chosen, chosen_idx, _ = self._by_statistics(candidates, chosen_idx, residual)
         readers = chosen
         if limit is not None and limit < 0:
             raise CsupError(f"limit must be >= 0, got {limit}")
@@ -121,7 +147,7 @@ class Dataset:
         cols = [spelling for spelling, _ in parsed] if parsed is not None else []
         if not cols:
             seen: dict[str, None] = {}
-            for r in chosen:
+            for r in candidates:  # a file pruned by statistics still names its columns
                 seen.update(dict.fromkeys(r._paths(None)))
             cols = [c for c in seen if c not in spell] + list(spell)
         wanted = cols
@@ -129,11 +155,11 @@ class Dataset:
             P.format_path(p) for p in columns_of(residual) if P.format_path(p) not in cols]
         part_cols = [c for c in cols + extra if c in spell]
         cols = [c for c in cols + extra if c not in spell]  # data columns (partitions win)
-        plan = P.plan_files(self._entries(chosen), cols, self.profile)
+        plan = P.plan_files(self._entries(candidates), cols, self.profile)
         missing = [p for p in plan.missing_paths if p not in extra]  # a filter's: null
-        if missing and (chosen or self.partitions is None):  # no file left: nothing to say
+        if missing and (candidates or self.partitions is None):  # no file left: nothing to say
             raise self.missing_error(missing)
-        if readers is not chosen:  # the files a limit needs (columns may be absent)
+        if readers is not candidates:  # the files a limit or statistics keep
             plan = P.plan_files(self._entries(readers), cols, self.profile)
         kept = {f.name for f in plan.files}
         sem = asyncio.Semaphore(self.file_concurrency)
@@ -189,6 +215,32 @@ class Dataset:
         stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
         return ScanResult(columns_out, int(sum(counts)), stats, plan)
 
+    def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
+        """``(kept, pruned)``: the open files whose segment statistics do not, and do,
+        prove ``filter`` false for every row (no request: the metadata is loaded)."""
+        readers = list(self.readers)
+        kept, _, pruned = self._by_statistics(readers, list(range(len(readers))),
+                                              _as_filter(filter))
+        return kept, pruned
+
+    def _by_statistics(self, readers: list[Reader], idx: list[int], filter: Expr | None
+                       ) -> tuple[list[Reader], list[int], list[Reader]]:
+        """``(kept, their indices, pruned)``: files whose segment statistics prove the
+        filter false for every row are dropped (metadata already loaded: no request)."""
+        if filter is None or not readers:
+            return readers, idx, []
+        from planner.pruning import prune_files
+
+        from .colvalue import segment_stats
+
+        partition_paths = {(n,) for n in self._partition_spellings().values()}
+        verdict = prune_files([r.meta for r in readers], filter, segment_stats,
+                              unknown=partition_paths)
+        if not verdict.pruned:
+            return readers, idx, []
+        return ([readers[i] for i in verdict.kept], [idx[i] for i in verdict.kept],
+                [readers[i] for i in verdict.pruned])
+
     def missing_error(self, missing: Sequence[str]) -> ColumnNotFoundError:
         """The error for paths no file has, listing the paths the files do have."""
         types = [t for r in self.readers for t in r.meta.super_types]
@@ -205,6 +257,15 @@ class Dataset:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _as_filter(filter: Expr | str | None) -> Expr | None:
+    """A filter given as text (the CLI's ``--where`` grammar) parsed; others as given."""
+    if isinstance(filter, str):
+        from planner.filters import parse_filter
+
+        return parse_filter(filter)
+    return filter
 
 
 def _null_type() -> Any:

@@ -36,7 +36,7 @@ from planner.filters import (
 )
 
 from . import arrays as A
-from .types import NamedType, PrimitiveType, Type
+from .types import PrimitiveType, Type, underlying
 
 __all__ = ["evaluate"]
 
@@ -46,9 +46,7 @@ _Masks = tuple[np.ndarray, np.ndarray]  # (true, unknown)
 
 
 def _base(t: Type) -> Type:
-    while isinstance(t, NamedType):
-        t = t.type
-    return t
+    return underlying(t)
 
 
 def evaluate(expr: Expr, columns: Mapping[tuple[str, ...], A.Array], rows: int) -> np.ndarray:

@@ -176,9 +176,13 @@ class Reader:
         return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
-    async def plan(self, columns: Sequence[str] | str | None = None) -> P.ScanPlan:
-        """The ScanPlan that ``scan(columns)`` will execute."""
-        return self._plan(self._paths(columns))
+    async def plan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Any = None) -> P.ScanPlan:
+        """The ScanPlan that ``scan(columns, filter=filter)`` will execute."""
+        paths = self._paths(columns)
+        if filter is not None:
+            paths = self._filter_columns(paths, filter)[2]
+        return self._plan(paths)
 
     def _plan(self, paths: list[str]) -> P.ScanPlan:
         plan = P.plan_scan(self.meta, paths or None, self.profile,
@@ -225,27 +229,24 @@ class Reader:
         return await self._scan_filtered(paths, filter)
 
     async def _scan_filtered(self, paths: list[str], filter: Any) -> ScanResult:
-        from planner.filters import bind, columns_of, parse_filter
+        expr, wanted, read = self._filter_columns(paths, filter)
+        res = await R.scan_columns(self._target(), self.meta, self._plan(read), read,
+                                   self.read_options)
+        return _matching(expr, res, wanted)
 
-        from .filtering import evaluate
-        from .types import PrimitiveType
+    def _filter_columns(self, paths: list[str], filter: Any) -> tuple[Any, list[str], list[str]]:
+        """``(expression, output paths, paths to read)``: the filter's columns are read
+        with the projection (a path no super type has is null everywhere: not read)."""
+        from planner.filters import columns_of, parse_filter
 
         expr = parse_filter(filter) if isinstance(filter, str) else filter
         wanted = paths or self._paths(None)
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in wanted]
-        if extra:  # a filter column no super type has is null everywhere: not read
+        if extra:
             absent = set(P.plan_scan(self.meta, extra, self.profile).missing_paths)
             extra = [p for p in extra if p not in absent]
-        read = wanted + extra
-        res = await R.scan_columns(self._target(), self.meta, self._plan(read), read,
-                                   self.read_options)
-        by_path = {P.parse_path(c): a for c, a in res.columns.items()}
-        typed = bind(expr, {p: a.type.name for p, a in by_path.items()
-                            if isinstance(a.type, PrimitiveType)})
-        keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
-        return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
-                          res.stats, res.plan)
+        return expr, wanted, wanted + extra
 
     async def execute(self, plan: P.ScanPlan, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:
@@ -254,8 +255,8 @@ class Reader:
                                     self.read_options)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None
-                           ) -> AsyncIterator[ScanResult]:
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Any = None) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
         The plan is fetched in 2 MiB pieces as the batches need them, ``prefetch``
@@ -263,15 +264,28 @@ class Reader:
         decoded, so memory holds about one decoded segment per column, the window
         and one batch; not the result.  ``prefetch=0`` reads only what each batch
         needs and decodes nothing ahead (a caller that may stop after the first rows).
+
+        ``filter`` (as for :meth:`scan`) is evaluated exactly on each batch: a batch
+        holds only the rows it keeps, in file order (at most ``batch_rows``; a batch
+        that keeps none is not yielded), and its columns are read even when not
+        projected, then dropped.
         """
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         paths = self._paths(columns)
-        batches = R.iter_batches(self._target(), self.meta, self._plan(paths), paths,
+        expr, read = None, paths
+        if filter is not None:
+            expr, paths, read = self._filter_columns(paths, filter)
+        batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
                                  self.read_options, batch_rows, prefetch=prefetch)
         async with contextlib.aclosing(batches):
             async for batch in batches:
-                yield batch
+                if expr is None:
+                    yield batch
+                    continue
+                kept = _matching(expr, batch, paths)
+                if kept.num_rows:
+                    yield kept
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self._available())
@@ -302,6 +316,22 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _matching(expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
+    """The rows of ``res`` the filter keeps (exact, SQL semantics), columns ``wanted``."""
+    from planner.filters import bind
+
+    from .filtering import evaluate
+    from .types import PrimitiveType
+
+    by_path = {P.parse_path(c): a for c, a in res.columns.items()}
+    typed = bind(expr, {p: a.type.name for p, a in by_path.items()
+                        if isinstance(a.type, PrimitiveType)})
+    keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
+    return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
+                      res.stats, res.plan)
+
 
 
 class Schema:

@@ -642,6 +642,9 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
     return out
 
 
+_WHAT = {"lit": "a literal (a number, a 'string', true or false)", "path": "a column path"}
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -659,7 +662,7 @@ class _Parser:
     def take(self, kind: str, value: Any = None) -> Any:
         tok = self.peek()
         if tok is None or tok[0] != kind or (value is not None and tok[1] != value):
-            raise self.fail(repr(value) if value is not None else kind)
+            raise self.fail(repr(value) if value is not None else _WHAT.get(kind, kind))
         self.i += 1
         return tok[1]
 

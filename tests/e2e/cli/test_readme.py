@@ -55,6 +55,7 @@ def test_every_fenced_block_is_accounted_for() -> None:
     handled = {
         ("Quick start", "sh"),  # test_quick_start_*, test_demo_command
         ("Python API", "python"),  # test_readme_python_example_runs
+        ("Filters and row selection", "python"),  # test_readme_python_example_runs
         ("Spark data source", "py"),  # test_readme_spark_example_runs
         ("Command line", ""),  # test_cli_synopsis_matches_the_parser
         ("Command line", "console"),  # test_readme_console_example_runs
