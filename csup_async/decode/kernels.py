@@ -249,6 +249,58 @@ def lengths_to_offsets(lengths: np.ndarray, *, max_total: int | None = None) -> 
     return ref.lengths_to_offsets(lengths, max_total=max_total)
 
 
+def _plain(a: object, dtype: type) -> bool:
+    return (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 1
+            and a.flags.c_contiguous)
+
+
+def copy_ranges(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``src[s:s + n]`` for each (s, n) of ``starts``, ``lengths``, back to back (uint8):
+    the bytes of a take of strings or bytes, one ``memcpy`` a value instead of an
+    8-byte index a byte.  A range outside ``src`` is a FormatError."""
+    if (_K is not None and _plain(src, np.uint8) and _plain(starts, np.int64)
+            and _plain(lengths, np.int64) and starts.size == lengths.size):
+        total = int(lengths.sum()) if lengths.size else 0
+        if total >= 0:
+            out = np.empty(total, np.uint8)
+            if _K.copy_ranges(src, starts, lengths, out):
+                return out
+    return ref.copy_ranges(src, starts, lengths)
+
+
+def route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Where each row's value sits in per-ID parts laid end to end (part ``s`` from
+    ``base[s]``; -1 where that is negative): ``base[ids[r]]`` plus the rows before
+    ``r`` with the same ID, in one pass.  An ID outside ``0..len(base)-1`` is a
+    FormatError."""
+    if _K is not None and _plain_int32(ids):
+        nxt = np.array(base, dtype=np.int64)  # a fresh copy: the kernel advances it
+        out = np.empty(ids.size, np.int64)
+        if nxt.ndim == 1 and _K.route(ids, nxt, out):
+            return out
+    return ref.route(ids, base)
+
+
+def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
+                validity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of the strings or bytes at ``idx`` (-1: empty, for a null row) of
+    ``data[offsets[i]:offsets[i + 1]]``; values not valid are taken empty.  Two passes
+    in C (lengths, then a memcpy per value); an index or range out of bounds is a
+    FormatError."""
+    if (_K is not None and _plain(offsets, np.int64) and _plain(data, np.uint8)
+            and _plain(idx, np.int64)
+            and (validity is None or (_plain(validity, np.bool_)
+                                      and validity.size == offsets.size - 1))):
+        out_offsets = np.empty(idx.size + 1, np.int64)
+        valid = validity if validity is not None else b""
+        total = _K.take_lengths(offsets, idx, valid, out_offsets)
+        if total is not None:
+            out = np.empty(total, np.uint8)
+            if _K.take_bytes(offsets, data, idx, out_offsets, out):
+                return out_offsets, out
+    return ref.take_binary(offsets, data, idx, validity)
+
+
 def decode_primitive(ptype: object, stream: Buffer, count: int | None = None) -> Decoded:
     """Decode a column of a primitive type with a numpy form.
 

@@ -99,11 +99,10 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
-        ranks: list[np.ndarray] = []  # each row's position within its super type, once
-        return {p: self._column(cs, ids, counts, ranks) for p, cs in self.cursors.items()}, ids
+        return {p: self._column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
 
-    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int],
-                ranks: list[np.ndarray]) -> A.Array:
+    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
+                ) -> A.Array:
         """One column of the batch: the values of the super types that have it, in row
         order (nulls in the rows of the others)."""
         n = int(ids.size)
@@ -122,9 +121,7 @@ class _Read:
         parts: list[A.Array | None] = [None] * self.n_types
         for sid, c in cs:
             parts[sid] = c.take(counts[sid])
-        if self.n_types > 1 and not ranks:
-            ranks.append(A.group_ranks(ids, self.n_types))
-        return A.combine(parts, ids, ranks=ranks[0] if ranks else None)
+        return A.combine(parts, ids)
 
     def finish(self) -> None:
         """FormatError unless every stream read has been used up exactly."""
@@ -140,7 +137,7 @@ class _Read:
         got = self.batch(rows) if rows else None
         if got is None:
             ids = np.zeros(0, np.int32)
-            got = ({p: self._column(cs, ids, [0] * self.n_types, [])
+            got = ({p: self._column(cs, ids, [0] * self.n_types)
                     for p, cs in self.cursors.items()}, ids)
         self.finish()
         return got
