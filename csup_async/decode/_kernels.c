@@ -173,6 +173,53 @@ counts(Py_ssize_t n, Py_ssize_t nulls)
             (valid)[i] = 1;         \
     } while (0)
 
+/* --------------------------------------------------------------- skip --- */
+
+/* skip(stream, start, k) -> (end, got) or None: walks up to k values from byte
+ * `start` (a value boundary) and answers the byte after the last and how many
+ * there were (fewer than k only where the stream ends).  None if start is out
+ * of range or a tag or value is cut off: the reference describes it.  This is
+ * how a batch finds its slice of a segment without decoding the rest. */
+static PyObject *
+k_skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer in;
+    if (!check_args(nargs, 3, "skip"))
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &in, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const u8 *b = (const u8 *)in.buf;
+    Py_ssize_t n = in.len, p = start, i = 0;
+    int ok = start >= 0 && start <= n && k >= 0;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t t;
+    while (ok && i < k && p < n) {
+        if (!read_tag(b, n, &p, &t)) {
+            ok = 0;
+            break;
+        }
+        if (t > 1) {
+            if (t - 1 > (uint64_t)(n - p)) {
+                ok = 0;
+                break;
+            }
+            p += (Py_ssize_t)(t - 1);
+        }
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    if (!ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", p, i);
+}
+
 /* -------------------------------------------------------------- count --- */
 
 /* Values in the stream, or -1 if it does not end exactly after a value. */
@@ -1066,6 +1113,8 @@ k_take_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"count", (PyCFunction)(void (*)(void))k_count, METH_FASTCALL,
      "count(stream) -> number of values, or None if the stream is not whole"},
+    {"skip", (PyCFunction)(void (*)(void))k_skip, METH_FASTCALL,
+     "skip(stream, start, k) -> (end, values walked), or None if a value is cut off"},
     {"scan", (PyCFunction)(void (*)(void))k_scan, METH_FASTCALL,
      "scan(stream, starts, lengths) -> n or None"},
     {"ints", (PyCFunction)(void (*)(void))k_ints, METH_FASTCALL,

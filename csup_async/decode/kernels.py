@@ -301,6 +301,59 @@ def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
     return ref.take_binary(offsets, data, idx, validity)
 
 
+class ValueSlicer:
+    """The values of one decompressed segment stream, handed out a slice at a time.
+
+    A batch read keeps a segment's stream bytes (not its decoded values, which
+    are larger) and decodes just the next ``k`` values when it needs them, so
+    memory holds one segment's bytes per column and one batch.  Making one
+    counts the values (the C walk, or the reference scanner, which raises the
+    exact error for a bad stream); :meth:`next` answers where the next ``k``
+    lie (the C ``skip`` walk, or every value's end found once by the reference).
+    """
+
+    __slots__ = ("count", "ends", "index", "pos", "stream")
+
+    def __init__(self, stream: Buffer) -> None:
+        self.stream = stream
+        self.pos = 0  # byte where the next value starts
+        self.index = 0  # values handed out
+        self.ends: np.ndarray | None = None  # fallback: the end of every value
+        n = _K.count(stream) if _K is not None else None
+        if n is None:  # no C walk, or it refused: the reference decides (and may raise)
+            self._find_ends()
+            assert self.ends is not None
+            n = int(self.ends.size)
+        self.count: int = n
+
+    def _find_ends(self) -> None:
+        starts, lengths = _ref_scan_tags(self.stream)
+        self.ends = (starts + np.maximum(lengths, 0))[self.index:]
+
+    @property
+    def left(self) -> int:
+        return self.count - self.index
+
+    def next(self, k: int) -> tuple[int, int, int]:
+        """(lo, hi, got): the next ``got = min(k, left)`` values are ``stream[lo:hi]``."""
+        lo = self.pos
+        k = max(0, min(k, self.left))
+        if self.ends is None:
+            assert _K is not None
+            got = _K.skip(self.stream, lo, k)
+            if got is not None and got[1] == k:
+                self.pos, _ = got
+                self.index += k
+                return lo, self.pos, k
+            self._find_ends()  # counted, so never reached for a whole stream
+        assert self.ends is not None
+        if k:
+            self.pos = int(self.ends[k - 1])
+            self.ends = self.ends[k:]
+        self.index += k
+        return lo, self.pos, k
+
+
 def decode_primitive(ptype: object, stream: Buffer, count: int | None = None) -> Decoded:
     """Decode a column of a primitive type with a numpy form.
 

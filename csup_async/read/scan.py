@@ -37,6 +37,7 @@ from ..meta import FileMeta
 from ..types import NULL, ErrorType, NamedType, RecordType
 from .columns import Build, Cursor, Int32Cursor, cursor_for, path_cursor
 from .fetch import PlanLike, SegmentSource, Target
+from .memory import trim
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
 
@@ -54,7 +55,8 @@ class _Read:
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
                                     prefetch=prefetch)
-        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1)
+        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1,
+                  lazy=not eager)
         types = meta.super_types
         self.n_types = len(types)
         self.remaining = meta.row_count if self.n_types == 1 else None
@@ -99,6 +101,12 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
+        # the columns' segments are asked for together, then decoded at once where they can
+        planned = [(c, counts[sid]) for cs in self.cursors.values() for sid, c in cs]
+        for c, k in planned:
+            c.plan(k)
+        for c, _ in planned:
+            c.launch()
         return {p: self._column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
 
     def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
@@ -143,6 +151,7 @@ class _Read:
         return got
 
     def next_or_finish(self, n: int) -> tuple[dict[str | None, A.Array], np.ndarray] | None:
+        trim()  # what the last batch freed goes back to the system (see .memory)
         got = self.batch(n)
         if got is None:
             self.finish()
