@@ -232,3 +232,17 @@ def test_value_slicer_refuses_a_cut_stream() -> None:
     assert native == numpy
     assert native[0] == "error" and issubclass(native[1][0], FormatError)
     assert issubclass(native[1][0], CsupError)
+
+
+def test_batch_buffers_and_trim() -> None:
+    """Buffers of a batch read: writable arrays of the size asked, small or mapped; trimming
+    malloc's free pages is harmless wherever it is called (a no-op off glibc)."""
+    from csup_async.read import memory
+
+    for n in (0, 5, memory.OWN_PAGES_FROM, memory.OWN_PAGES_FROM * 3 + 7):
+        a = memory.pages(n)
+        assert a.dtype == np.uint8 and a.size == n and a.flags.writeable
+        a[:] = 7
+        assert int(a.sum()) == 7 * n
+    memory.trim()
+    memory.trim()

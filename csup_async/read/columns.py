@@ -364,6 +364,10 @@ def _slicer(data: Any) -> D.ValueSlicer:
     return D.ValueSlicer(data)
 
 
+#: A batch's slice of a column is decoded in the pool from this many values up.
+POOL_MIN_VALUES = 4096
+
+
 class _Plan:
     """A batch's decode of one column: ``n`` values, of which ``future`` covers the first
     ``covered``."""

@@ -38,20 +38,20 @@ def _malloc_trim() -> Callable[[int], int] | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
         fn = libc.malloc_trim  # glibc only
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return None
     fn.argtypes = [ctypes.c_size_t]
     fn.restype = ctypes.c_int
-    return fn
+    return fn  # type: ignore[no-any-return]
 
 
-_TRIM: Callable[[int], int] | bool | None = False  # False: not looked up yet
+_TRIM: list[Callable[[int], int] | None] = []  # looked up on first use
 
 
 def trim() -> None:
     """Return malloc's free pages to the system, where malloc can (glibc)."""
-    global _TRIM
-    if _TRIM is False:
-        _TRIM = _malloc_trim()
-    if _TRIM is not None and _TRIM is not True:
-        _TRIM(0)
+    if not _TRIM:
+        _TRIM.append(_malloc_trim())
+    fn = _TRIM[0]
+    if fn is not None:
+        fn(0)

@@ -35,7 +35,7 @@ from .. import arrays as A
 from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
 from ..types import NULL, ErrorType, NamedType, RecordType
-from .columns import Build, Cursor, Int32Cursor, cursor_for, path_cursor
+from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, path_cursor
 from .fetch import PlanLike, SegmentSource, Target
 from .memory import trim
 from .options import ReadOptions
@@ -101,12 +101,16 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
-        # the columns' segments are asked for together, then decoded at once where they can
-        planned = [(c, counts[sid]) for cs in self.cursors.values() for sid, c in cs]
-        for c, k in planned:
-            c.plan(k)
-        for c, _ in planned:
-            c.launch()
+        if int(ids.size) >= POOL_MIN_VALUES:
+            # the columns' segments are asked for together, then decoded at once in the
+            # pool (parts of fewer values decode faster in this thread, at their take)
+            big = {sid for sid, k in enumerate(counts) if k >= POOL_MIN_VALUES}
+            planned = [(c, counts[sid]) for cs in self.cursors.values() for sid, c in cs
+                       if sid in big]
+            for c, k in planned:
+                c.plan(k)
+            for c, _ in planned:
+                c.launch()
         return {p: self._column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
 
     def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
