@@ -192,12 +192,22 @@ def _slices(data: bytes, sizes: list[int]) -> list[Any]:
        sizes=st.lists(st.integers(0, 9), max_size=8),
        edits=st.lists(st.tuples(st.floats(0, 1), some_byte,
                                 st.sampled_from(["set", "insert", "delete"])), max_size=2),
-       cut=st.integers(0, 2), corrupt=st.booleans())
+       cut=st.integers(0, 2), corrupt=st.booleans(), every=st.sampled_from([1, 2, 3, 256]))
 def test_value_slicer_agrees_and_slices_decode_as_the_whole(
         values: list[int | None], sizes: list[int], edits: Any, cut: int,
-        corrupt: bool) -> None:
-    """A segment handed out in slices decodes to the same values as decoded whole; a
-    stream cut inside a value is the reference's FormatError either way."""
+        corrupt: bool, every: int) -> None:
+    """A segment handed out in slices decodes to the same values as decoded whole (the C
+    walk jumping from marks of every ``every`` values); a stream cut inside a value is
+    the reference's FormatError either way."""
+    K.ValueSlicer.MARK_EVERY = every
+    try:
+        _check_slices(values, sizes, edits, cut, corrupt)
+    finally:
+        K.ValueSlicer.MARK_EVERY = 256
+
+
+def _check_slices(values: list[int | None], sizes: list[int], edits: Any, cut: int,
+                  corrupt: bool) -> None:
     data = _stream(values)
     if corrupt:
         data = mutate(data, edits, cut)

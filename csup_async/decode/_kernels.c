@@ -173,6 +173,57 @@ counts(Py_ssize_t n, Py_ssize_t nulls)
             (valid)[i] = 1;         \
     } while (0)
 
+/* marks(stream, out i64[cap], every) -> n or None: counts the values (None unless
+ * the stream ends exactly after one) and records in out[j] the byte where value
+ * j * every starts, so a later walk to any value starts at most every - 1
+ * values before it.  None also if out is too short for the marks. */
+static PyObject *
+k_marks(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Views v;
+    if (!check_args(nargs, 3, "marks"))
+        return NULL;
+    Py_ssize_t every = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (every < 1)
+        Py_RETURN_NONE;
+    if (!acquire(&v, args, 1))
+        Py_RETURN_NONE;
+    const u8 *b = (const u8 *)v.in.buf;
+    Py_ssize_t n = v.in.len, cap = v.out[0].len / 8, i = 0, p = 0, next_mark = 0, j = 0;
+    int64_t *out = (int64_t *)v.out[0].buf;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t t;
+    while (p < n) {
+        if (i == next_mark) {
+            if (j >= cap) {
+                i = -1;
+                break;
+            }
+            out[j++] = p;
+            next_mark += every;
+        }
+        if (!read_tag(b, n, &p, &t)) {
+            i = -1;
+            break;
+        }
+        if (t > 1) {
+            if (t - 1 > (uint64_t)(n - p)) {
+                i = -1;
+                break;
+            }
+            p += (Py_ssize_t)(t - 1);
+        }
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    release(&v);
+    if (i < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(i);
+}
+
 /* --------------------------------------------------------------- skip --- */
 
 /* skip(stream, start, k) -> (end, got) or None: walks up to k values from byte
@@ -1113,6 +1164,8 @@ k_take_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"count", (PyCFunction)(void (*)(void))k_count, METH_FASTCALL,
      "count(stream) -> number of values, or None if the stream is not whole"},
+    {"marks", (PyCFunction)(void (*)(void))k_marks, METH_FASTCALL,
+     "marks(stream, out, every) -> values, recording where every every-th starts"},
     {"skip", (PyCFunction)(void (*)(void))k_skip, METH_FASTCALL,
      "skip(stream, start, k) -> (end, values walked), or None if a value is cut off"},
     {"scan", (PyCFunction)(void (*)(void))k_scan, METH_FASTCALL,

@@ -312,14 +312,28 @@ class ValueSlicer:
     lie (the C ``skip`` walk, or every value's end found once by the reference).
     """
 
-    __slots__ = ("count", "ends", "index", "pos", "stream")
+    __slots__ = ("count", "ends", "index", "marks", "pos", "stream")
+
+    #: The C walk records where every this-many-th value starts, so finding a slice
+    #: walks at most this many values (not the whole slice again).
+    MARK_EVERY = 256
 
     def __init__(self, stream: Buffer) -> None:
         self.stream = stream
         self.pos = 0  # byte where the next value starts
         self.index = 0  # values handed out
         self.ends: np.ndarray | None = None  # fallback: the end of every value
-        n = _K.count(stream) if _K is not None else None
+        self.marks: np.ndarray | None = None
+        n = None
+        if _K is not None:
+            try:
+                nbytes = memoryview(stream).nbytes
+            except TypeError:
+                nbytes = -1
+            if nbytes >= 0:
+                marks = np.empty(nbytes // self.MARK_EVERY + 1, np.int64)
+                n = _K.marks(stream, marks, self.MARK_EVERY)
+                self.marks = marks
         if n is None:  # no C walk, or it refused: the reference decides (and may raise)
             self._find_ends()
             assert self.ends is not None
@@ -339,11 +353,16 @@ class ValueSlicer:
         lo = self.pos
         k = max(0, min(k, self.left))
         if self.ends is None:
-            assert _K is not None
-            got = _K.skip(self.stream, lo, k)
-            if got is not None and got[1] == k:
-                self.pos, _ = got
-                self.index += k
+            assert _K is not None and self.marks is not None
+            target = self.index + k
+            mark = target // self.MARK_EVERY
+            start, walk = lo, k
+            if self.index < mark * self.MARK_EVERY < self.count:  # a mark past here
+                start, walk = int(self.marks[mark]), target - mark * self.MARK_EVERY
+            got = _K.skip(self.stream, start, walk) if walk else (start, 0)
+            if got is not None and got[1] == walk:
+                self.pos = got[0]
+                self.index = target
                 return lo, self.pos, k
             self._find_ends()  # counted, so never reached for a whole stream
         assert self.ends is not None
