@@ -5,9 +5,10 @@ The sinks differ only in how many rows each step takes and what they keep:
 * :func:`scan_columns` (``Reader.scan``, ``Reader.execute``, datasets, Spark):
   every request at once, every segment decoded in the pool as it lands, one
   ``take`` of all rows per column;
-* :func:`iter_batches`: requests on demand with a window ahead, segments
-  decoded one ahead per stream, ``batch_rows`` at a time, so memory holds
-  about one decoded segment per stream plus the window;
+* :func:`iter_batches`: requests on demand with a window ahead, primitive
+  segments kept as stream bytes and decoded a batch's slice at a time (a
+  batch's columns at once, in the pool), so memory holds one segment's bytes
+  per stream plus the window and the batch;
 * :func:`read_rows`: whole rows (every column of every super type);
 * :func:`count_rows`: the super column alone.
 
