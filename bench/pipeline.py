@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -71,12 +73,25 @@ def ensure() -> None:
         print(f"wrote {MIXED.name} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
 
 
-def _best(fn: Any, runs: int) -> float:
-    times = []
+def _cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+CPU: dict[str, float] = {}  # median CPU seconds (all threads) of each timed case
+
+
+def _best(fn: Any, runs: int, label: str | None = None) -> float:
+    """The median wall time of ``runs`` runs (and, under ``label``, the median CPU time:
+    on a busy shared machine the figure that other processes disturb least)."""
+    times, cpus = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _cpu()
         fn()
         times.append(time.perf_counter() - t)
+        cpus.append(_cpu() - c)
+    if label:
+        CPU[label] = statistics.median(cpus)
     return statistics.median(times)
 
 
@@ -171,10 +186,10 @@ def main() -> None:
     # warm-up (page cache, imports, pools)
     run(_scan(WIDE, None))
     pq.read_table(str(WIDE_PQ))
-    t_wide = _best(lambda: run(_scan(WIDE, None)), runs)
-    t_mixed = _best(lambda: run(_scan(MIXED, None)), runs)
-    t_wide_b = _best(lambda: run(_batches(WIDE, None, 65536)), runs)
-    t_mixed_b = _best(lambda: run(_batches(MIXED, None, 65536)), runs)
+    t_wide = _best(lambda: run(_scan(WIDE, None)), runs, "scan wide")
+    t_mixed = _best(lambda: run(_scan(MIXED, None)), runs, "scan mixed")
+    t_wide_b = _best(lambda: run(_batches(WIDE, None, 65536)), runs, "iter_batches wide")
+    t_mixed_b = _best(lambda: run(_batches(MIXED, None, 65536)), runs, "iter_batches mixed")
     res["scan_s"] = {"wide": t_wide, "mixed": t_mixed}
     res["iter_batches_s"] = {"wide": t_wide_b, "mixed": t_mixed_b}
     per_byte = {k: res["scan_s"][k] / nbytes[k] * 1e9 for k in nbytes}
@@ -186,6 +201,8 @@ def main() -> None:
     res["scan_ns_per_decompressed_byte"] = per_mem
     res["mixed_over_wide_per_decompressed_byte"] = per_mem["mixed"] / per_mem["wide"]
     res["batches_over_scan_throughput"] = {"wide": t_wide / t_wide_b, "mixed": t_mixed / t_mixed_b}
+    res["cpu_s"] = dict(CPU)
+    res["load_average"] = os.getloadavg()[0]
     local: dict[str, Any] = {}
     for label, cols in (("2 cols", ["i3", "s1"]), ("all 24", wide_all)):
         t_c = _best(lambda c=cols: run(_scan(WIDE, c)), runs)

@@ -195,6 +195,23 @@ def _range_indices(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + np.repeat(starts - dest, lengths)
 
 
+def _take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
+                 validity: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of strings or bytes ``idx`` (-1 and invalid values: empty): in C, a
+    memcpy per value, where numpy needs an 8-byte index per byte (see decode.kernels)."""
+    from .decode.kernels import take_binary  # imported on first use: not at startup
+
+    return take_binary(offsets, data, idx, validity)
+
+
+def _route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """For each row, its position in the parts laid end to end (-1 where its part's base
+    is negative): see decode.kernels.route."""
+    from .decode.kernels import route
+
+    return route(ids if ids.dtype == np.int32 else ids.astype(np.int32), base)
+
+
 def _gather_lengths(offsets: np.ndarray, idx: np.ndarray,
                     validity: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Starts and lengths of rows ``idx``; null rows get length 0 so garbage is dropped."""
@@ -612,9 +629,8 @@ class BinaryArray(Array):
             raise FormatError(f"string value is not valid UTF-8: {e.reason}") from e
 
     def _take(self, idx: np.ndarray) -> Array:
-        starts, lengths = _gather_lengths(self.offsets, idx, self.validity)
-        return BinaryArray(self.type, _offsets_from_lengths(lengths),
-                           self.data[_range_indices(starts, lengths)],
+        offsets, data = _take_binary(self.offsets, self.data, idx, self.validity)
+        return BinaryArray(self.type, offsets, data,
                            None if self.validity is None else self.validity[idx],
                            utf8_checked=self.utf8_checked)
 
@@ -1095,8 +1111,8 @@ def combine(parts: Sequence[Array | None], super_ids: Any, *,
     Parts of one type give an array of that type; several types give a
     ``UnionArray`` over them in part order (a part's null values stay typed
     nulls of its member).  Rows of a None part, and of a part of type null when
-    other types exist, are null.  ``ranks``: :func:`group_ranks` of the IDs, when the
-    caller combines several columns of the same rows (computed here otherwise).
+    other types exist, are null.  ``ranks`` is accepted for older callers and not
+    needed: each row's place in its part comes from one pass over the IDs.
     """
     sid = np.asarray(super_ids)
     if sid.ndim != 1 or (sid.dtype.kind not in "iu" and sid.size):
@@ -1108,11 +1124,8 @@ def combine(parts: Sequence[Array | None], super_ids: Any, *,
             raise FormatError("super id out of range 0..0")
         p = parts[0]
         return NullArray(sid.size) if p.type == NULL else p
-    sid = sid.astype(np.int64, copy=False)
     n, k = sid.size, len(parts)
-    if n and (int(sid.min()) < 0 or int(sid.max()) >= k):
-        raise FormatError(f"super id out of range 0..{k - 1}")
-    counts = np.bincount(sid, minlength=k) if k else np.zeros(0, np.int64)
+    counts = _id_counts(sid, k)
     for i, p in enumerate(parts):
         if p is not None and len(p) != int(counts[i]):
             raise FormatError(f"super type {i} has {len(p)} values for {int(counts[i])} rows")
@@ -1130,44 +1143,85 @@ def combine(parts: Sequence[Array | None], super_ids: Any, *,
         for i in range(k):
             if member[i] == 0 and int(counts[i]) == n:
                 return parts[i]
-        if ranks is None:
-            ranks = _group_ranks(sid, k)
-        return _gather(parts, sid, member == 0, ranks, distinct[0],
-                       nulls=bool((member[sid] < 0).any()))
-    if ranks is None:
-        ranks = _group_ranks(sid, k)
-    tags = member[sid].astype(np.int32)
+        nulls = bool(counts[member < 0].any())  # rows of parts that are absent or null
+        return _gather(parts, sid, member == 0, distinct[0], nulls=nulls)
+    tags = member.astype(np.int32)[sid]
     children = []
     for j, t in enumerate(distinct):
         sel = member == j
         if int(np.count_nonzero(sel)) == 1:
             children.append(parts[int(np.flatnonzero(sel)[0])])
         else:
-            rows = tags == j
-            children.append(_gather(parts, sid[rows], sel, ranks[rows], t, nulls=False))
+            children.append(_gather(parts, sid[tags == j], sel, t, nulls=False))
     return UnionArray(UnionType(tuple(distinct)), tags, tuple(children))
 
 
-def _gather(parts: Sequence[Array | None], sid: np.ndarray, sel: np.ndarray, ranks: np.ndarray,
-            t: Type, *, nulls: bool) -> Array:
-    """Rows ``sid``/``ranks`` drawn from the selected parts (unselected parts' rows → null)."""
+def _id_counts(sid: np.ndarray, k: int) -> np.ndarray:
+    """Rows per super ID (one bincount, which also finds an ID outside 0..k-1)."""
+    if not sid.size:
+        return np.zeros(k, np.int64)
+    try:
+        counts = np.bincount(sid, minlength=k)
+    except (ValueError, TypeError):  # a negative ID (or one numpy cannot count)
+        counts = None
+    if counts is None or counts.size > k:
+        raise FormatError(f"super id out of range 0..{k - 1}")
+    return counts
+
+
+def _gather(parts: Sequence[Array | None], sid: np.ndarray, sel: np.ndarray, t: Type, *,
+            nulls: bool) -> Array:
+    """The rows ``sid`` drawn from the selected parts (unselected parts' rows are null);
+    every row of a selected part is among ``sid``, in order.
+
+    Each row's place in the selected parts laid end to end comes from one pass over
+    the IDs (:func:`_route`); then fixed-width values are one numpy take and strings
+    or bytes one take in C (a memcpy a value), without first concatenating the parts'
+    bytes into a whole array; other kinds concatenate and take.
+    """
+    chosen = [int(i) for i in np.flatnonzero(sel)]
+    ps = [parts[i] for i in chosen]
+    sizes = np.array([len(p) for p in ps], np.int64)  # type: ignore[arg-type]
     base = np.full(len(parts), -1, np.int64)
-    blocks: list[Array] = []
-    off = 0
-    for i in np.flatnonzero(sel).tolist():
-        p = parts[i]
-        assert p is not None
-        base[i] = off
-        blocks.append(p)
-        off += len(p)
+    base[chosen] = np.cumsum(sizes) - sizes
+    idx = _route(sid, base)  # -1: a row of an unselected part
+    if all(isinstance(p, BinaryArray) for p in ps):
+        bs: list[BinaryArray] = ps  # type: ignore[assignment]
+        valid_in = _concat_validity(bs)
+        if len(bs) == 1:
+            offsets, data = bs[0].offsets, bs[0].data
+        else:
+            offsets = _rebased_offsets(bs)
+            data = np.concatenate([p.data[p.offsets[0]:p.offsets[-1]] for p in bs])
+        o, d = _take_binary(offsets, data, idx, valid_in)
+        return BinaryArray(t, o, d, _taken_validity(idx, valid_in, nulls),
+                           utf8_checked=all(p.utf8_checked for p in bs))
+    if all(isinstance(p, PrimitiveArray) and p.values.dtype != object for p in ps):
+        prims: list[PrimitiveArray] = ps  # type: ignore[assignment]
+        values = (prims[0].values if len(prims) == 1
+                  else np.concatenate([p.values for p in prims]))
+        out = values[np.maximum(idx, 0)] if values.size else np.zeros(idx.size, values.dtype)
+        if nulls:
+            out[idx < 0] = 0
+        return PrimitiveArray(t, out, _taken_validity(idx, _concat_validity(prims), nulls))
+    blocks = [p for p in ps if p is not None]
     if nulls:
         blocks.append(null_array(t, 1))
-    b = base[sid]
-    idx = np.where(b >= 0, b + ranks, off)
+        idx = np.where(idx >= 0, idx, int(sizes.sum()))
     whole = concat(blocks, type=t)
     if idx.size == len(whole) and bool((idx == np.arange(idx.size)).all()):
         return whole
     return whole.take(idx)
+
+
+def _taken_validity(idx: np.ndarray, valid_in: np.ndarray | None,
+                    nulls: bool) -> np.ndarray | None:
+    if not nulls and valid_in is None:
+        return None
+    validity = idx >= 0
+    if valid_in is not None:
+        validity &= valid_in[np.maximum(idx, 0)]
+    return validity
 
 
 # ------------------------------------------------------------ from_pylist ---

@@ -261,8 +261,9 @@ class Reader:
 
         The plan is fetched in 2 MiB pieces as the batches need them, ``prefetch``
         pieces ahead in file order (default: a 16 MiB window), and dropped once
-        decoded, so memory holds about one decoded segment per column, the window
-        and one batch; not the result.  ``prefetch=0`` reads only what each batch
+        decoded; each column keeps its current segment's stream bytes and decodes
+        only each batch's rows of it, so memory holds one segment's bytes per column,
+        the window and one batch; not the result.  ``prefetch=0`` reads only what each batch
         needs and decodes nothing ahead (a caller that may stop after the first rows).
 
         ``filter`` (as for :meth:`scan`) is evaluated exactly on each batch: a batch

@@ -30,6 +30,7 @@ from __future__ import annotations
 from .columns import DEFAULT_MAX_MEM_LENGTH, Decoded, decompress_segment
 from .kernels import (
     ENV_VAR,
+    ValueSlicer,
     decode_bools,
     decode_floats,
     decode_int32s,
@@ -47,5 +48,5 @@ __all__ = [
     "DEFAULT_MAX_MEM_LENGTH", "ENV_VAR", "Decoded", "decompress_segment", "scan_tags",
     "decode_ints", "decode_floats", "decode_bools", "decode_varbinary", "validate_utf8",
     "decode_int32s", "presence_to_validity", "lengths_to_offsets", "decode_primitive",
-    "native_available",
+    "native_available", "ValueSlicer",
 ]

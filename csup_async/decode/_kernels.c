@@ -173,6 +173,104 @@ counts(Py_ssize_t n, Py_ssize_t nulls)
             (valid)[i] = 1;         \
     } while (0)
 
+/* marks(stream, out i64[cap], every) -> n or None: counts the values (None unless
+ * the stream ends exactly after one) and records in out[j] the byte where value
+ * j * every starts, so a later walk to any value starts at most every - 1
+ * values before it.  None also if out is too short for the marks. */
+static PyObject *
+k_marks(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Views v;
+    if (!check_args(nargs, 3, "marks"))
+        return NULL;
+    Py_ssize_t every = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (every < 1)
+        Py_RETURN_NONE;
+    if (!acquire(&v, args, 1))
+        Py_RETURN_NONE;
+    const u8 *b = (const u8 *)v.in.buf;
+    Py_ssize_t n = v.in.len, cap = v.out[0].len / 8, i = 0, p = 0, next_mark = 0, j = 0;
+    int64_t *out = (int64_t *)v.out[0].buf;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t t;
+    while (p < n) {
+        if (i == next_mark) {
+            if (j >= cap) {
+                i = -1;
+                break;
+            }
+            out[j++] = p;
+            next_mark += every;
+        }
+        if (!read_tag(b, n, &p, &t)) {
+            i = -1;
+            break;
+        }
+        if (t > 1) {
+            if (t - 1 > (uint64_t)(n - p)) {
+                i = -1;
+                break;
+            }
+            p += (Py_ssize_t)(t - 1);
+        }
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    release(&v);
+    if (i < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(i);
+}
+
+/* --------------------------------------------------------------- skip --- */
+
+/* skip(stream, start, k) -> (end, got) or None: walks up to k values from byte
+ * `start` (a value boundary) and answers the byte after the last and how many
+ * there were (fewer than k only where the stream ends).  None if start is out
+ * of range or a tag or value is cut off: the reference describes it.  This is
+ * how a batch finds its slice of a segment without decoding the rest. */
+static PyObject *
+k_skip(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer in;
+    if (!check_args(nargs, 3, "skip"))
+        return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t k = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &in, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const u8 *b = (const u8 *)in.buf;
+    Py_ssize_t n = in.len, p = start, i = 0;
+    int ok = start >= 0 && start <= n && k >= 0;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t t;
+    while (ok && i < k && p < n) {
+        if (!read_tag(b, n, &p, &t)) {
+            ok = 0;
+            break;
+        }
+        if (t > 1) {
+            if (t - 1 > (uint64_t)(n - p)) {
+                ok = 0;
+                break;
+            }
+            p += (Py_ssize_t)(t - 1);
+        }
+        i++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    if (!ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", p, i);
+}
+
 /* -------------------------------------------------------------- count --- */
 
 /* Values in the stream, or -1 if it does not end exactly after a value. */
@@ -828,11 +926,248 @@ k_offsets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLongLong(sum);
 }
 
+/* ------------------------------------------------------------- ranges --- */
+
+/* copy_ranges(src u8[], starts i64[m], lengths i64[m], dst u8[]) -> bool: dst
+ * becomes src[starts[j] : starts[j] + lengths[j]] for j = 0..m-1, back to back
+ * (the bytes of a take of strings or bytes).  False, with dst partly written,
+ * unless every range lies inside src and the lengths fill dst exactly. */
+static PyObject *
+k_copy_ranges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer sv, stv, lv, dv;
+    int ok = 1;
+    if (!check_args(nargs, 4, "copy_ranges"))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &sv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[1], &stv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&sv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[2], &lv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&stv);
+        PyBuffer_Release(&sv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[3], &dv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&lv);
+        PyBuffer_Release(&stv);
+        PyBuffer_Release(&sv);
+        Py_RETURN_FALSE;
+    }
+    const u8 *src = (const u8 *)sv.buf;
+    u8 *dst = (u8 *)dv.buf;
+    const int64_t *starts = (const int64_t *)stv.buf, *lengths = (const int64_t *)lv.buf;
+    Py_ssize_t m = stv.len / 8, n = sv.len, dn = dv.len;
+    if (lv.len / 8 != m || stv.len % 8 || lv.len % 8)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t d = 0;
+    for (Py_ssize_t j = 0; ok && j < m; j++) {
+        int64_t s = starts[j], len = lengths[j];
+        if (s < 0 || len < 0 || s > n || len > n - s || len > dn - d) {
+            ok = 0;
+            break;
+        }
+        if (len <= 16 && n - s >= 16 && dn - d >= 16) {
+            /* short values: one fixed-size copy (the bytes past len are
+             * overwritten by the next value or lie inside dst) */
+            memcpy(dst + d, src + s, 16);
+        } else {
+            memcpy(dst + d, src + s, (size_t)len);
+        }
+        d += (Py_ssize_t)len;
+    }
+    if (d != dn)
+        ok = 0;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&dv);
+    PyBuffer_Release(&lv);
+    PyBuffer_Release(&stv);
+    PyBuffer_Release(&sv);
+    return PyBool_FromLong(ok);
+}
+
+/* route(ids i32[n], base i64[k], out i64[n]) -> bool: out[r] = base[ids[r]] + the
+ * number of earlier rows with the same ID, or -1 where base[ids[r]] < 0: where row
+ * r's value sits in the parts of a column laid end to end (part s from base[s]),
+ * in one pass.  False unless every ID is in 0..k-1.  `base` is used as the
+ * running position and left advanced. */
+static PyObject *
+k_route(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Views v;
+    int ok = 1;
+    if (!check_args(nargs, 3, "route"))
+        return NULL;
+    if (!acquire(&v, args, 2))
+        Py_RETURN_FALSE;
+    const int32_t *ids = (const int32_t *)v.in.buf;
+    Py_ssize_t n = v.in.len / 4, k = v.out[0].len / 8;
+    int64_t *next = (int64_t *)v.out[0].buf, *out = (int64_t *)v.out[1].buf;
+    if (v.out[1].len / 8 < n || v.in.len % 4)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; ok && r < n; r++) {
+        int32_t s = ids[r];
+        if (s < 0 || s >= k) {
+            ok = 0;
+            break;
+        }
+        int64_t at = next[s];
+        if (at < 0) {
+            out[r] = -1;
+        } else {
+            out[r] = at;
+            next[s] = at + 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(&v);
+    return PyBool_FromLong(ok);
+}
+
+/* take_lengths(offsets i64[m + 1], idx i64[n], valid u8[m] or [0], out i64[n + 1])
+ * -> total or None: the offsets of a take of strings or bytes; row r holds value
+ * idx[r], and nothing (length 0) where idx[r] is -1 or that value is not valid.
+ * None unless every idx is in -1..m-1 and each taken value's offsets ascend. */
+static PyObject *
+k_take_lengths(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer ov, iv, vv, outv;
+    int ok = 1;
+    int64_t d = 0;
+    if (!check_args(nargs, 4, "take_lengths"))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &ov, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (PyObject_GetBuffer(args[1], &iv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&ov);
+        Py_RETURN_NONE;
+    }
+    if (PyObject_GetBuffer(args[2], &vv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&ov);
+        Py_RETURN_NONE;
+    }
+    if (PyObject_GetBuffer(args[3], &outv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&vv);
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&ov);
+        Py_RETURN_NONE;
+    }
+    const int64_t *off = (const int64_t *)ov.buf, *idx = (const int64_t *)iv.buf;
+    const u8 *valid = (const u8 *)vv.buf;
+    int64_t *out = (int64_t *)outv.buf;
+    Py_ssize_t m = ov.len / 8 - 1, n = iv.len / 8;
+    int has_valid = vv.len > 0;
+    if (m < 0 || ov.len % 8 || iv.len % 8 || outv.len / 8 < n + 1
+        || (has_valid && vv.len != m))
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (ok)
+        out[0] = 0;
+    for (Py_ssize_t r = 0; ok && r < n; r++) {
+        int64_t i = idx[r];
+        if (i < -1 || i >= m) {
+            ok = 0;
+            break;
+        }
+        if (i >= 0 && (!has_valid || valid[i])) {
+            int64_t len = off[i + 1] - off[i];
+            if (off[i] < 0 || len < 0 || len > INT64_MAX - d) {
+                ok = 0;
+                break;
+            }
+            d += len;
+        }
+        out[r + 1] = d;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&outv);
+    PyBuffer_Release(&vv);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&ov);
+    if (!ok)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(d);
+}
+
+/* take_bytes(offsets i64[m + 1], data u8[], idx i64[n], out_offsets i64[n + 1],
+ * out u8[]) -> bool: the bytes of a take whose offsets take_lengths made: row r's
+ * out_offsets[r + 1] - out_offsets[r] bytes from data[offsets[idx[r]]:].  False
+ * unless every index and every range is in bounds and the rows fill out exactly. */
+static PyObject *
+k_take_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer bv[5];
+    int ok = 1, got = 0;
+    if (!check_args(nargs, 5, "take_bytes"))
+        return NULL;
+    for (; got < 5; got++) {
+        if (PyObject_GetBuffer(args[got], &bv[got],
+                               got == 4 ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            for (int j = 0; j < got; j++)
+                PyBuffer_Release(&bv[j]);
+            Py_RETURN_FALSE;
+        }
+    }
+    const int64_t *off = (const int64_t *)bv[0].buf, *idx = (const int64_t *)bv[2].buf;
+    const int64_t *oo = (const int64_t *)bv[3].buf;
+    const u8 *src = (const u8 *)bv[1].buf;
+    u8 *dst = (u8 *)bv[4].buf;
+    Py_ssize_t m = bv[0].len / 8 - 1, sn = bv[1].len, n = bv[2].len / 8, dn = bv[4].len;
+    if (m < 0 || bv[0].len % 8 || bv[2].len % 8 || bv[3].len / 8 != n + 1 || bv[3].len % 8)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (ok && (oo[0] != 0 || oo[n] != dn))
+        ok = 0;
+    for (Py_ssize_t r = 0; ok && r < n; r++) {
+        int64_t a = oo[r], len = oo[r + 1] - a;
+        if (len == 0)
+            continue;
+        int64_t i = idx[r];
+        if (i < 0 || i >= m || len < 0 || a < 0 || a > dn - len) {
+            ok = 0;
+            break;
+        }
+        int64_t s = off[i];
+        if (s < 0 || s > sn || len > sn - s) {
+            ok = 0;
+            break;
+        }
+        if (len <= 16 && sn - s >= 16 && dn - a >= 16)
+            memcpy(dst + a, src + s, 16); /* the excess is overwritten by later rows */
+        else
+            memcpy(dst + a, src + s, (size_t)len);
+    }
+    Py_END_ALLOW_THREADS
+    for (int j = 0; j < 5; j++)
+        PyBuffer_Release(&bv[j]);
+    return PyBool_FromLong(ok);
+}
+
 /* ------------------------------------------------------------- module --- */
 
 static PyMethodDef methods[] = {
     {"count", (PyCFunction)(void (*)(void))k_count, METH_FASTCALL,
      "count(stream) -> number of values, or None if the stream is not whole"},
+    {"marks", (PyCFunction)(void (*)(void))k_marks, METH_FASTCALL,
+     "marks(stream, out, every) -> values, recording where every every-th starts"},
+    {"skip", (PyCFunction)(void (*)(void))k_skip, METH_FASTCALL,
+     "skip(stream, start, k) -> (end, values walked), or None if a value is cut off"},
     {"scan", (PyCFunction)(void (*)(void))k_scan, METH_FASTCALL,
      "scan(stream, starts, lengths) -> n or None"},
     {"ints", (PyCFunction)(void (*)(void))k_ints, METH_FASTCALL,
@@ -853,6 +1188,14 @@ static PyMethodDef methods[] = {
      "presence(runs, out) -> True if the runs fill out exactly"},
     {"offsets", (PyCFunction)(void (*)(void))k_offsets, METH_FASTCALL,
      "offsets(lengths, out) -> total, or None if a length is negative"},
+    {"copy_ranges", (PyCFunction)(void (*)(void))k_copy_ranges, METH_FASTCALL,
+     "copy_ranges(src, starts, lengths, dst) -> True if the ranges lie in src and fill dst"},
+    {"route", (PyCFunction)(void (*)(void))k_route, METH_FASTCALL,
+     "route(ids, base, out) -> True if every id indexes base"},
+    {"take_lengths", (PyCFunction)(void (*)(void))k_take_lengths, METH_FASTCALL,
+     "take_lengths(offsets, idx, valid, out) -> total, or None for a bad index"},
+    {"take_bytes", (PyCFunction)(void (*)(void))k_take_bytes, METH_FASTCALL,
+     "take_bytes(offsets, data, idx, out_offsets, out) -> True if all in bounds"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -367,6 +367,81 @@ def lengths_to_offsets(lengths: np.ndarray, *, max_total: int | None = None) -> 
     return offsets
 
 
+def copy_ranges(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``src[s:s + n]`` for each (s, n) of ``starts``, ``lengths``, back to back (uint8).
+
+    The bytes of a take of strings or bytes.  A range outside ``src`` is a
+    FormatError (never a wrapped negative index or a short copy).
+    """
+    src = np.asarray(src)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if src.ndim != 1 or starts.ndim != 1 or starts.shape != lengths.shape:
+        raise FormatError("byte ranges need one-dimensional sources, starts and lengths "
+                          "of one size")
+    if starts.size:
+        bad = (starts < 0) | (lengths < 0) | (starts > src.size - lengths)
+        if bad.any():
+            i = _first_bad(bad)
+            raise FormatError(f"byte range {i} ({starts[i]}, length {lengths[i]}) lies outside "
+                              f"the {src.size} bytes")
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.uint8)
+    dest = np.cumsum(lengths) - lengths
+    idx = np.arange(total, dtype=np.int64) + np.repeat(starts - dest, lengths)
+    return src.view(np.uint8)[idx]
+
+
+def route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Where each row's value sits in per-ID parts laid end to end: ``base[ids[r]]`` plus
+    the number of earlier rows with ID ``ids[r]``; -1 where ``base[ids[r]]`` < 0.
+
+    An ID outside ``0..len(base)-1`` is a FormatError.
+    """
+    ids = np.asarray(ids)
+    base = np.asarray(base, dtype=np.int64)
+    k = base.size
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise FormatError("IDs must be a one-dimensional integer array")
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= k):
+        raise FormatError(f"ID out of range 0..{k - 1}")
+    ids = ids.astype(np.int64, copy=False)
+    order = np.argsort(ids, kind="stable")
+    counts = np.bincount(ids, minlength=k)
+    firsts = np.cumsum(counts) - counts
+    ranks = np.empty(ids.size, np.int64)
+    ranks[order] = np.arange(ids.size, dtype=np.int64) - np.repeat(firsts, counts)
+    b = base[ids]
+    return np.where(b >= 0, b + ranks, -1)
+
+
+def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
+                validity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of the strings or bytes ``idx`` (-1: an empty value, for a null)
+    of the values ``data[offsets[i]:offsets[i + 1]]``; a value not valid is taken
+    empty.  An index or range out of bounds is a FormatError."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    idx = np.asarray(idx, dtype=np.int64)
+    m = offsets.size - 1
+    if idx.size and (int(idx.min()) < -1 or int(idx.max()) >= m):
+        raise FormatError(f"index out of range -1..{m - 1}")
+    live = idx >= 0
+    if m <= 0:  # nothing to take from: every index is -1
+        starts = lengths = np.zeros(idx.size, np.int64)
+    else:
+        safe = np.maximum(idx, 0)
+        starts = offsets[safe]
+        lengths = offsets[safe + 1] - starts
+        if validity is not None:
+            live &= np.asarray(validity, dtype=bool)[safe]
+    lengths = np.where(live, lengths, 0)
+    starts = np.where(live, starts, 0)
+    out = np.zeros(idx.size + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out, copy_ranges(data, starts, lengths)
+
+
 # ---------------------------------------------------------- dispatch ---
 
 

@@ -258,6 +258,130 @@ def _strings(stream: Buffer, count: int | None,
     return offsets, data, ok
 
 
+def _plain(a: object, dtype: type) -> bool:
+    return (isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 1
+            and a.flags.c_contiguous)
+
+
+def copy_ranges(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``src[s:s + n]`` for each (s, n) of ``starts``, ``lengths``, back to back (uint8):
+    the bytes of a take of strings or bytes, one ``memcpy`` a value instead of an
+    8-byte index a byte.  A range outside ``src`` is a FormatError."""
+    if (_K is not None and _plain(src, np.uint8) and _plain(starts, np.int64)
+            and _plain(lengths, np.int64) and starts.size == lengths.size):
+        total = int(lengths.sum()) if lengths.size else 0
+        if total >= 0:
+            out = np.empty(total, np.uint8)
+            if _K.copy_ranges(src, starts, lengths, out):
+                return out
+    return ref.copy_ranges(src, starts, lengths)
+
+
+def route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Where each row's value sits in per-ID parts laid end to end (part ``s`` from
+    ``base[s]``; -1 where that is negative): ``base[ids[r]]`` plus the rows before
+    ``r`` with the same ID, in one pass.  An ID outside ``0..len(base)-1`` is a
+    FormatError."""
+    if _K is not None and _plain_int32(ids):
+        nxt = np.array(base, dtype=np.int64)  # a fresh copy: the kernel advances it
+        out = np.empty(ids.size, np.int64)
+        if nxt.ndim == 1 and _K.route(ids, nxt, out):
+            return out
+    return ref.route(ids, base)
+
+
+def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
+                validity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data) of the strings or bytes at ``idx`` (-1: empty, for a null row) of
+    ``data[offsets[i]:offsets[i + 1]]``; values not valid are taken empty.  Two passes
+    in C (lengths, then a memcpy per value); an index or range out of bounds is a
+    FormatError."""
+    if (_K is not None and _plain(offsets, np.int64) and _plain(data, np.uint8)
+            and _plain(idx, np.int64)
+            and (validity is None or (_plain(validity, np.bool_)
+                                      and validity.size == offsets.size - 1))):
+        out_offsets = np.empty(idx.size + 1, np.int64)
+        valid = validity if validity is not None else b""
+        total = _K.take_lengths(offsets, idx, valid, out_offsets)
+        if total is not None:
+            out = np.empty(total, np.uint8)
+            if _K.take_bytes(offsets, data, idx, out_offsets, out):
+                return out_offsets, out
+    return ref.take_binary(offsets, data, idx, validity)
+
+
+class ValueSlicer:
+    """The values of one decompressed segment stream, handed out a slice at a time.
+
+    A batch read keeps a segment's stream bytes (not its decoded values, which
+    are larger) and decodes just the next ``k`` values when it needs them, so
+    memory holds one segment's bytes per column and one batch.  Making one
+    counts the values (the C walk, or the reference scanner, which raises the
+    exact error for a bad stream); :meth:`next` answers where the next ``k``
+    lie (the C ``skip`` walk, or every value's end found once by the reference).
+    """
+
+    __slots__ = ("count", "ends", "index", "marks", "pos", "stream")
+
+    #: The C walk records where every this-many-th value starts, so finding a slice
+    #: walks at most this many values (not the whole slice again).
+    MARK_EVERY = 256
+
+    def __init__(self, stream: Buffer) -> None:
+        self.stream = stream
+        self.pos = 0  # byte where the next value starts
+        self.index = 0  # values handed out
+        self.ends: np.ndarray | None = None  # fallback: the end of every value
+        self.marks: np.ndarray | None = None
+        n = None
+        if _K is not None:
+            try:
+                nbytes = memoryview(stream).nbytes
+            except TypeError:
+                nbytes = -1
+            if nbytes >= 0:
+                marks = np.empty(nbytes // self.MARK_EVERY + 1, np.int64)
+                n = _K.marks(stream, marks, self.MARK_EVERY)
+                self.marks = marks
+        if n is None:  # no C walk, or it refused: the reference decides (and may raise)
+            self._find_ends()
+            assert self.ends is not None
+            n = int(self.ends.size)
+        self.count: int = n
+
+    def _find_ends(self) -> None:
+        starts, lengths = _ref_scan_tags(self.stream)
+        self.ends = (starts + np.maximum(lengths, 0))[self.index:]
+
+    @property
+    def left(self) -> int:
+        return self.count - self.index
+
+    def next(self, k: int) -> tuple[int, int, int]:
+        """(lo, hi, got): the next ``got = min(k, left)`` values are ``stream[lo:hi]``."""
+        lo = self.pos
+        k = max(0, min(k, self.left))
+        if self.ends is None:
+            assert _K is not None and self.marks is not None
+            target = self.index + k
+            mark = target // self.MARK_EVERY
+            start, walk = lo, k
+            if self.index < mark * self.MARK_EVERY < self.count:  # a mark past here
+                start, walk = int(self.marks[mark]), target - mark * self.MARK_EVERY
+            got = _K.skip(self.stream, start, walk) if walk else (start, 0)
+            if got is not None and got[1] == walk:
+                self.pos = got[0]
+                self.index = target
+                return lo, self.pos, k
+            self._find_ends()  # counted, so never reached for a whole stream
+        assert self.ends is not None
+        if k:
+            self.pos = int(self.ends[k - 1])
+            self.ends = self.ends[k:]
+        self.index += k
+        return lo, self.pos, k
+
+
 #: The C decoders (each falls back to the reference on its own), for the shared dispatch.
 NATIVE = PrimitiveDecoders(decode_ints, decode_floats, decode_bools, _strings)
 

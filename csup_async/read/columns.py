@@ -56,7 +56,8 @@ from ..types import (
     UnionType,
     underlying,
 )
-from .fetch import Decoder, Job, SegmentSource
+from .fetch import Decoder, Job, SegmentSource, decode_pool
+from .memory import pages
 from .options import Limits
 
 _VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
@@ -65,26 +66,28 @@ _VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint
 
 # --------------------------------------------------------------- decoders ---
 
-def decode_values(t: PrimitiveType | EnumType, stream: Any) -> A.Array:
-    """The values of one segment of a primitive column (however many it holds)."""
+def decode_values(t: PrimitiveType | EnumType, stream: Any, count: int | None = None
+                  ) -> A.Array:
+    """The values of one segment of a primitive column (however many it holds), or of a
+    slice of one holding exactly ``count``."""
     if isinstance(t, EnumType):
-        values, validity = D.decode_ints(stream, None, signed=False, bits=64)
+        values, validity = D.decode_ints(stream, count, signed=False, bits=64)
         if values.size and int(values[validity if validity is not None else ...].max(
                 initial=0)) >= len(t.symbols):
             raise FormatError(f"enum position out of range for {t}")
         return A.PrimitiveArray(t, values, validity)
     if t == NULL:
-        starts, lengths = D.scan_tags(stream, None)
+        starts, lengths = D.scan_tags(stream, count)
         if (lengths != -1).any():
             raise FormatError("a null-type column holds a non-null value")
         return A.NullArray(len(lengths))
     if t.name in _VECTOR:
-        dec = D.decode_primitive(t, stream)
+        dec = D.decode_primitive(t, stream, count)
         if dec.offsets is not None:
             return A.BinaryArray(t, dec.offsets, dec.values, dec.validity, utf8_checked=True)
         return A.PrimitiveArray(t, dec.values, dec.validity)
     # the rare kinds without a numpy dtype: one Python object per value
-    starts, lengths = D.scan_tags(stream, None)
+    starts, lengths = D.scan_tags(stream, count)
     mv = memoryview(stream)
     count = len(lengths)
     out = np.empty(count, dtype=object)
@@ -102,12 +105,16 @@ def decode_int32s(stream: Any) -> np.ndarray:
 # ---------------------------------------------------------------- streams ---
 
 class Build:
-    """What building a cursor tree needs: the source, the caps, how far to decode ahead."""
+    """What building a cursor tree needs: the source, the caps, how far to decode ahead,
+    and whether primitive values are decoded a slice at a time (``lazy``, batches) or
+    a whole segment at a time in the pool (whole columns)."""
 
-    def __init__(self, source: SegmentSource, limits: Limits, ahead: int) -> None:
+    def __init__(self, source: SegmentSource, limits: Limits, ahead: int, *,
+                 lazy: bool = False) -> None:
         self.source = source
         self.limits = limits
         self.ahead = ahead
+        self.lazy = lazy
         self.claimed = 0
 
     def claim(self, node: Cursor, n: int) -> None:
@@ -125,11 +132,20 @@ class Build:
 class Stream:
     """The decoded segments of one column stream, in order, one job each."""
 
-    def __init__(self, b: Build, segmap: Segmap, decode: Decoder) -> None:
+    def __init__(self, b: Build, segmap: Segmap, decode: Decoder,
+                 ahead: int | None = None) -> None:
         self.source = b.source
-        self.ahead = b.ahead
+        self.ahead = b.ahead if ahead is None else ahead
         self.jobs: list[Job | None] = [b.source.job(s, decode) for s in segmap]
         self.next_index = 0
+
+    def want_next(self) -> None:
+        """The next segment will be needed soon: have it fetched and decoded (no wait)."""
+        i = self.next_index
+        if i < len(self.jobs):
+            job = self.jobs[i]
+            assert job is not None
+            self.source.want(job)
 
     def next(self) -> Any | None:
         """The next segment's decoded values, or None after the last."""
@@ -297,6 +313,14 @@ class Cursor:
     def _take(self, n: int) -> A.Array:
         raise NotImplementedError
 
+    def plan(self, n: int) -> None:
+        """The next ``take`` will be of ``n`` values: ask for the segments they need (no
+        wait).  Then :meth:`launch` starts decoding them in the pool.  Both optional: a
+        ``take`` without them decodes itself."""
+
+    def launch(self) -> None:
+        """Start the decode :meth:`plan` announced (may wait for its segments)."""
+
     def finish(self) -> None:
         """FormatError if a stream below holds values the rows did not use."""
 
@@ -328,6 +352,132 @@ class PrimCursor(Cursor):
         self.chunks.finish(f"a {self.t} column")
 
 
+def _slicer(data: Any) -> D.ValueSlicer:
+    """A segment's stream bytes ready to be decoded a slice at a time (in the pool: the
+    values are counted there).  An uncompressed segment may be a view into a fetched
+    piece that also holds its neighbours: it is copied out, so it pins nothing else."""
+    if (isinstance(data, np.ndarray) and data.base is not None
+            and memoryview(data.base).nbytes > data.nbytes):  # a view into something larger
+        own = pages(data.size)
+        own[:] = data
+        data = own
+    return D.ValueSlicer(data)
+
+
+#: A batch's slice of a column is decoded in the pool from this many values up.
+POOL_MIN_VALUES = 4096
+
+
+class _Plan:
+    """A batch's decode of one column: ``n`` values, of which ``future`` covers the first
+    ``covered``."""
+
+    __slots__ = ("covered", "future", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.covered = 0
+        self.future: Any = None
+
+
+class SlicedPrimCursor(Cursor):
+    """A primitive column read in batches: the pool decompresses and counts a segment;
+    a batch decodes just its next ``n`` values from the segment's bytes.
+
+    Memory holds one segment's stream bytes (smaller than its decoded values) and
+    the batch, whose arrays own their memory: no view keeps a segment alive after
+    its last batch.  :meth:`plan` hands a batch's decode to the pool, so the columns
+    of a batch decode on every core; a ``take`` without a plan decodes here.
+    """
+
+    def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
+        super().__init__(b)
+        self.t = t
+        # nothing decoded ahead: plan() asks for the next segment when a batch will need it
+        self.stream = Stream(b, segmap, _slicer, ahead=0)
+        self.slicer: D.ValueSlicer | None = None
+        self.planned: _Plan | None = None
+
+    def _pieces(self, n: int) -> list[tuple[D.ValueSlicer, int]]:
+        """The segments (and values of each) the next ``n`` values come from, reserved."""
+        pieces = []
+        need = n
+        while need:
+            s = self.slicer
+            if s is None or not s.left:
+                s = self.slicer = self.stream.next()
+                if s is None:
+                    raise FormatError(f"a column stream ended {need} values early")
+                continue
+            k = min(need, s.left)
+            pieces.append((s, k))
+            need -= k
+            if k == s.left:
+                self.slicer = None
+        return pieces
+
+    def _decode(self, pieces: list[tuple[D.ValueSlicer, int]]) -> A.Array:
+        parts = []
+        for s, k in pieces:
+            lo, hi, got = s.next(k)
+            parts.append(decode_values(self.t, memoryview(s.stream)[lo:hi], got))
+        if not parts:
+            return A.null_array(self.t, 0)
+        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
+
+    def plan(self, n: int) -> None:
+        if n and self.planned is None:
+            self.planned = _Plan(n)
+            if self.slicer is not None and not self.slicer.left:
+                self.slicer = None
+            if self.slicer is None:  # the batch starts a segment: ask for it now
+                self.stream.want_next()
+
+    def launch(self) -> None:
+        p = self.planned
+        if p is None or p.future is not None:
+            return
+        s = self.slicer
+        if s is None:  # asked for in plan(): wait for it, then decode in the pool
+            pieces = self._pieces(p.n)
+            p.covered = p.n
+            p.future = decode_pool().submit(self._decode, pieces)
+            return
+        # the rest of the current segment first; the next one is asked for only once
+        # that is decoded (and its bytes let go), so a column never holds two segments
+        p.covered = min(p.n, s.left)
+        later = p.covered < p.n
+        p.future = decode_pool().submit(self._decode_then_want, self._pieces(p.covered), later)
+
+    def _decode_then_want(self, pieces: list[tuple[D.ValueSlicer, int]], later: bool
+                          ) -> A.Array:
+        out = self._decode(pieces)
+        if later:
+            pieces.clear()
+            self.stream.want_next()
+        return out
+
+    def _take(self, n: int) -> A.Array:
+        p, self.planned = self.planned, None
+        if p is None or p.future is None:
+            return self._decode(self._pieces(n))
+        if p.n != n:  # a caller's bug, never the file's
+            raise RuntimeError(f"planned {p.n} values of a column, then took {n}")
+        first = p.future.result()
+        if p.covered == n:
+            return first
+        return A.concat([first, self._decode(self._pieces(n - p.covered))], self.t)
+
+    def finish(self) -> None:
+        extra = self.slicer.left if self.slicer is not None else 0
+        self.slicer = None
+        while (s := self.stream.next()) is not None:
+            extra += s.left
+        if extra:
+            raise FormatError(f"a {self.t} column holds {extra} more values than the rows "
+                              "need")
+
+
 class MaskedCursor(Cursor):
     """Values placed by presence runs: the child holds only the present positions."""
 
@@ -352,6 +502,12 @@ class RetypedCursor(Cursor):
     def _take(self, n: int) -> A.Array:
         return self.child.take(n).with_type(self.t)
 
+    def plan(self, n: int) -> None:
+        self.child.plan(n)
+
+    def launch(self) -> None:
+        self.child.launch()
+
     def finish(self) -> None:
         self.child.finish()
 
@@ -363,6 +519,14 @@ class RecordCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         return A.StructArray(self.t, n, tuple(f.take(n) for f in self.fields))
+
+    def plan(self, n: int) -> None:
+        for f in self.fields:
+            f.plan(n)
+
+    def launch(self) -> None:
+        for f in self.fields:
+            f.launch()
 
     def finish(self) -> None:
         for f in self.fields:
@@ -429,7 +593,7 @@ def cursor_for(b: Build, t: Type, col: AnyColumn | None) -> Cursor:
     if isinstance(t, (PrimitiveType, EnumType)):
         if not isinstance(col, PrimitiveColumn):
             raise FormatError(f"column for {t} is not a primitive column")
-        return PrimCursor(b, t, col.segmap)
+        return SlicedPrimCursor(b, t, col.segmap) if b.lazy else PrimCursor(b, t, col.segmap)
     if isinstance(t, RecordType):
         if not isinstance(col, RecordColumn) or len(col.fields) != len(t.fields):
             raise FormatError(f"column for {t} is not a matching record column")

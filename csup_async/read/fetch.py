@@ -41,6 +41,7 @@ from .. import decode as D
 from ..errors import CsupError, FormatError
 from ..meta import Segment
 from ..stores import Store
+from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
 
@@ -305,7 +306,7 @@ class SegmentSource:
         for off, data in pieces:
             if off <= seg.offset and off + data.size >= seg.end:
                 return data[seg.offset - off: seg.end - off]
-        out = np.empty(seg.length, np.uint8)
+        out = self._buffer(seg.length)
         covered = 0
         for off, data in pieces:
             lo, hi = max(off, seg.offset), min(off + data.size, seg.end)
@@ -315,6 +316,12 @@ class SegmentSource:
         if covered < seg.length:
             raise FormatError(f"segment at offset {seg.offset} is in no planned request")
         return out
+
+    def _buffer(self, n: int) -> np.ndarray:
+        """Room for ``n`` stored bytes: for batches, memory of its own that goes back to the
+        system when dropped (see .memory); for whole columns, plain numpy (reused by malloc
+        from one scan to the next)."""
+        return np.empty(n, np.uint8) if self.eager else pages(n)
 
     def _dispatch(self, job: Job) -> None:
         job.sent = True
@@ -377,7 +384,7 @@ class SegmentSource:
     def _fetch(self, k: int) -> None:
         self.state[k] = 1
         self.held += self.reqs[k].length
-        self.bufs[k] = np.empty(self.reqs[k].length, np.uint8)
+        self.bufs[k] = self._buffer(self.reqs[k].length)
         task = self.loop.create_task(self._run(k))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

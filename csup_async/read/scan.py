@@ -5,9 +5,10 @@ The sinks differ only in how many rows each step takes and what they keep:
 * :func:`scan_columns` (``Reader.scan``, ``Reader.execute``, datasets, Spark):
   every request at once, every segment decoded in the pool as it lands, one
   ``take`` of all rows per column;
-* :func:`iter_batches`: requests on demand with a window ahead, segments
-  decoded one ahead per stream, ``batch_rows`` at a time, so memory holds
-  about one decoded segment per stream plus the window;
+* :func:`iter_batches`: requests on demand with a window ahead, primitive
+  segments kept as stream bytes and decoded a batch's slice at a time (a
+  batch's columns at once, in the pool), so memory holds one segment's bytes
+  per stream plus the window and the batch;
 * :func:`read_rows`: whole rows (every column of every super type);
 * :func:`count_rows`: the super column alone.
 
@@ -35,8 +36,9 @@ from .. import arrays as A
 from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
 from ..types import NULL, ErrorType, NamedType, RecordType
-from .columns import Build, Cursor, Int32Cursor, cursor_for, path_cursor
+from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, path_cursor
 from .fetch import PlanLike, SegmentSource, Target
+from .memory import trim
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
 
@@ -54,7 +56,8 @@ class _Read:
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
                                     prefetch=prefetch)
-        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1)
+        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1,
+                  lazy=not eager)
         types = meta.super_types
         self.n_types = len(types)
         self.remaining = meta.row_count if self.n_types == 1 else None
@@ -99,11 +102,20 @@ class _Read:
             if int(ids.min()) < 0 or int(ids.max()) >= self.n_types:
                 raise FormatError(f"super column holds an ID outside 0..{self.n_types - 1}")
             counts = np.bincount(ids, minlength=self.n_types).tolist()
-        ranks: list[np.ndarray] = []  # each row's position within its super type, once
-        return {p: self._column(cs, ids, counts, ranks) for p, cs in self.cursors.items()}, ids
+        if int(ids.size) >= POOL_MIN_VALUES:
+            # the columns' segments are asked for together, then decoded at once in the
+            # pool (parts of fewer values decode faster in this thread, at their take)
+            big = {sid for sid, k in enumerate(counts) if k >= POOL_MIN_VALUES}
+            planned = [(c, counts[sid]) for cs in self.cursors.values() for sid, c in cs
+                       if sid in big]
+            for c, k in planned:
+                c.plan(k)
+            for c, _ in planned:
+                c.launch()
+        return {p: self._column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
 
-    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int],
-                ranks: list[np.ndarray]) -> A.Array:
+    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
+                ) -> A.Array:
         """One column of the batch: the values of the super types that have it, in row
         order (nulls in the rows of the others)."""
         n = int(ids.size)
@@ -122,9 +134,7 @@ class _Read:
         parts: list[A.Array | None] = [None] * self.n_types
         for sid, c in cs:
             parts[sid] = c.take(counts[sid])
-        if self.n_types > 1 and not ranks:
-            ranks.append(A.group_ranks(ids, self.n_types))
-        return A.combine(parts, ids, ranks=ranks[0] if ranks else None)
+        return A.combine(parts, ids)
 
     def finish(self) -> None:
         """FormatError unless every stream read has been used up exactly."""
@@ -140,12 +150,13 @@ class _Read:
         got = self.batch(rows) if rows else None
         if got is None:
             ids = np.zeros(0, np.int32)
-            got = ({p: self._column(cs, ids, [0] * self.n_types, [])
+            got = ({p: self._column(cs, ids, [0] * self.n_types)
                     for p, cs in self.cursors.items()}, ids)
         self.finish()
         return got
 
     def next_or_finish(self, n: int) -> tuple[dict[str | None, A.Array], np.ndarray] | None:
+        trim()  # what the last batch freed goes back to the system (see .memory)
         got = self.batch(n)
         if got is None:
             self.finish()

@@ -199,7 +199,9 @@ def test_corrupt_segment_is_a_format_error_naming_the_path(tmp_path: Path, case:
 
     async def go() -> None:
         async with csup_async.open(str(path)) as r:
-            for read in (lambda: r.scan(["v"]), r.read_rows, lambda: _drain(r, ["v"])):
+            # batches of 1,000 rows decode in the read thread, of 5,000 in the pool
+            for read in (lambda: r.scan(["v"]), r.read_rows, lambda: _drain(r, ["v"]),
+                         lambda: _drain(r, ["v"], 5000)):
                 with pytest.raises(FormatError) as e:
                     await read()
                 assert e.value.path == str(path)
