@@ -53,7 +53,7 @@ class _Read:
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
-                                    prefetch=prefetch)
+                                    prefetch=prefetch, meta=meta)
         b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1)
         types = meta.super_types
         self.n_types = len(types)
