@@ -43,8 +43,8 @@ import numpy as np
 from .. import decode as D
 from ..errors import CsupError, FormatError
 from ..meta import FileMeta, Segment
-from .checks import check_count, check_crc, segment_error
 from ..stores import Store
+from .checks import check_count, check_crc, segment_error
 from .options import ReadOptions
 from .result import ScanStats
 
