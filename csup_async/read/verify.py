@@ -126,9 +126,9 @@ def typed_segmaps(t: Type, col: AnyColumn | None, path: str, sid: int
 async def verify_file(reader: Any) -> FileCheck:
     """Read and check every segment of ``reader``'s file; see the module docstring."""
     meta = reader.meta
-    streams: list[tuple[str, Segmap, Decoder]] = []
-    if len(meta.super_types) > 1:
-        streams.append(("the super column", meta.super_column, decode_int32s))
+    # the super column too, though a read of a one-type file never needs it
+    streams: list[tuple[str, Segmap, Decoder]] = [
+        ("the super column", meta.super_column, decode_int32s)]
     try:
         for sid, (t, col) in enumerate(zip(meta.super_types, meta.columns, strict=True)):
             streams += typed_segmaps(t, col, "", sid)
