@@ -133,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="one JSON object per file (statistics per column included)")
     c.add_argument("--verify", action="store_true",
                    help="read every segment of every column and check its crc32, value "
-                        "count and decoding; exit 1 and name every failing segment")
+                        "count and decoding; name every failing segment and exit 4")
 
     for name, helptext in (("scan", "read a projection of columns"),
                            ("plan", "show the reads a projection needs")):
@@ -645,7 +645,7 @@ def _inspect(args: argparse.Namespace) -> int:
     print(asyncio.run(_Source(args).run(run)))
     if failed:
         print("csup-async: verify failed: see the errors above", file=sys.stderr)
-    return 1 if failed else 0
+    return EXIT_DATA if failed else 0
 
 
 def _plan(args: argparse.Namespace) -> int:
