@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("output", help="a .csup or .bsup file")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "
-                        "(CSUP output; default 4 MiB)")
+                        "(CSUP output; default 1 MiB)")
     c.add_argument("--skew-thresh", type=int, default=None, metavar="BYTES",
                    help="flush every column once the buffered data reaches this many bytes, "
                         "bounding memory (CSUP output; default 64 MiB)")

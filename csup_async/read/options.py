@@ -18,7 +18,7 @@ from ..errors import CsupError
 DEFAULT_MAX_ROWS = 1 << 28
 #: Values all the columns of one read may claim together.
 DEFAULT_MAX_VALUES = 1 << 30
-#: Largest decompressed segment (a writer's default segment is 4 MiB).
+#: Largest decompressed segment (a writer's default segment is 1 MiB).
 DEFAULT_MAX_MEM_LENGTH = 256 << 20
 #: Requests in flight for one read (and, for ``iter_batches``, the fetch window).
 DEFAULT_CONCURRENCY = 16
