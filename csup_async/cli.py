@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import csv
 import io
+import json
 import os
 import sys
 import traceback
@@ -56,6 +57,8 @@ def _store_flags() -> argparse.ArgumentParser:
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
     g.add_argument("--no-verify-ssl", action="store_true", help="skip TLS verification")
+    g.add_argument("--no-verify", action="store_true",
+                   help="skip the segments' crc32 checks (value counts are still checked)")
     return s
 
 
@@ -103,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("output", help="a .csup or .bsup file")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "
-                        "(CSUP output; default 4 MiB)")
+                        "(CSUP output; default 1 MiB)")
     c.add_argument("--skew-thresh", type=int, default=None, metavar="BYTES",
                    help="flush every column once the buffered data reaches this many bytes, "
                         "bounding memory (CSUP output; default 64 MiB)")
@@ -126,6 +129,11 @@ def _parser() -> argparse.ArgumentParser:
                        parents=[common, store])
     c.add_argument("url", **urls)
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
+    c.add_argument("--json", action="store_true",
+                   help="one JSON object per file (statistics per column included)")
+    c.add_argument("--verify", action="store_true",
+                   help="read every segment of every column and check its crc32, value "
+                        "count and decoding; name every failing segment and exit 4")
 
     for name, helptext in (("scan", "read a projection of columns"),
                            ("plan", "show the reads a projection needs")):
@@ -357,6 +365,8 @@ def _options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], dict[s
         reader["profile"] = args.profile
     if getattr(args, "concurrency", None):
         reader["concurrency"] = args.concurrency
+    if getattr(args, "no_verify", False):
+        reader["verify_checksums"] = False
     store: dict[str, Any] = {}
     s3 = url.startswith(("s3://", "s3a://"))
     remote = "://" in url and not url.startswith("file://")
@@ -639,16 +649,35 @@ def _cat(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    """One object's layout; for many, each object's in turn (file order)."""
-    from .describe import describe_file
+    """One object's layout and statistics; for many, each object's in turn (file order).
+    ``--verify`` reads and checks every segment and reports every failure (exit 4)."""
+    from .describe import check_json, check_lines, describe_file, file_json
+    from .read.verify import verify_file
+
+    failed = False
 
     async def run(src: Any) -> str:
+        nonlocal failed
         readers = src.readers if hasattr(src, "readers") else [src]
-        return "\n\n".join([describe_file(r.meta, r.path, await r.count_rows())
-                             for r in readers])
+        parts = []
+        for r in readers:
+            check = await verify_file(r) if args.verify else None
+            failed = failed or (check is not None and not check.ok)
+            rows = await r.count_rows() if check is None or check.ok else r.num_rows
+            if args.json:
+                doc = file_json(r.meta, r.path, rows)
+                if check is not None:
+                    doc["verify"] = check_json(check)
+                parts.append(json.dumps(doc))
+            else:
+                text = describe_file(r.meta, r.path, rows)
+                parts.append(text + ("\n" + "\n".join(check_lines(check)) if check else ""))
+        return ("\n" if args.json else "\n\n").join(parts)
 
     print(asyncio.run(_Source(args).run(run)))
-    return 0
+    if failed:
+        print("csup-async: verify failed: see the errors above", file=sys.stderr)
+    return EXIT_DATA if failed else 0
 
 
 def _readers(src: Any, where: Any) -> list[Any]:

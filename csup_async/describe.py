@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+from .colstats import ColumnStatistics, column_stats, has_statistics
 from .meta import (
     AnyColumn,
     ArrayColumn,
@@ -80,5 +84,91 @@ def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
         f"super types: {len(meta.super_types)}",
         _seg("super column", meta.super_column),
         describe_schema(meta),
+        describe_stats(meta),
     ]
     return "\n".join(lines)
+
+
+_BOUND_CHARS = 40
+
+
+def _bound(v: Any) -> str:
+    if v is None:
+        return "-"
+    text = v.hex() if isinstance(v, (bytes, bytearray)) else str(v)
+    return text if len(text) <= _BOUND_CHARS else text[: _BOUND_CHARS - 3] + "..."
+
+
+def describe_stats(meta: FileMeta) -> str:
+    """Per primitive column: values, nulls, min and max from the segment statistics."""
+    if not has_statistics(meta):
+        return "statistics: no statistics (the writer recorded none: nothing to prune by, " \
+               "no checksums)"
+    rows = [("column", "type", "segments", "values", "nulls", "min", "max")]
+    for st in column_stats(meta).values():
+        rows.append((st.path or "(the rows)", st.type, f"{st.segments:,}",
+                     "-" if st.values is None else f"{st.values:,}",
+                     "-" if st.nulls is None else f"{st.nulls:,}",
+                     _bound(st.min), _bound(st.max) + (" (and NaN)" if st.nan else "")))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["statistics (from the segment metadata, no data read; - = unknown):"]
+    for r in rows:
+        lines.append("    " + "  ".join(c.ljust(w) if i in (0, 1, 5) else c.rjust(w)
+                                        for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                                        ).rstrip())
+    return "\n".join(lines)
+
+
+def _jsonable(v: Any) -> Any:
+    """A bound as JSON: bytes as hex, non-finite floats and other kinds as text."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return str(v)
+
+
+def file_json(meta: FileMeta, path: str, rows: int | None = None) -> dict[str, Any]:
+    """What ``describe_file`` says, as one JSON-ready object (``inspect --json``)."""
+    t = meta.trailer
+    stats = column_stats(meta)
+
+    def col(st: ColumnStatistics) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in st.to_dict().items()}
+
+    return {
+        "file": path, "size": meta.object_size,
+        "rows": meta.row_count if meta.row_count is not None else rows,
+        "trailer": {"magic": t.magic, "type": t.type, "version": t.version, "size": t.size},
+        "sections": {"data": t.data_size, "reassembly": t.reassembly_size},
+        "thresholds": {"segment": t.segment_thresh, "skew": t.skew_thresh},
+        "super_types": [str(x) for x in meta.super_types],
+        "statistics": has_statistics(meta),
+        "columns": {p: col(st) for p, st in stats.items()},
+    }
+
+
+def check_lines(check: Any) -> list[str]:
+    """``inspect --verify``'s report of a ``read.verify.FileCheck``: per column stream the
+    segments checked, then every failure."""
+    lines = [f"verify: {check.path}: " + (
+        f"ok, {check.segments:,} segments checked" if check.ok
+        else f"FAILED, {len(check.errors)} problem(s) in {check.segments:,} segments")]
+    for c in check.columns:
+        if c.segments:
+            bad = f", {len(c.errors)} failed" if c.errors else ""
+            lines.append(f"    {c.label}: {c.segments:,} segments ({c.with_crc:,} with crc32, "
+                         f"{c.with_count:,} with count){bad}")
+    lines += [f"error: {e}" for e in check.errors]
+    return lines
+
+
+def check_json(check: Any) -> dict[str, Any]:
+    return {"ok": check.ok, "segments": check.segments, "errors": check.errors,
+            "columns": [{"column": c.label, "segments": c.segments, "with_crc32": c.with_crc,
+                         "with_count": c.with_count, "errors": c.errors}
+                        for c in check.columns if c.segments]}

@@ -10,6 +10,7 @@ off the event loop as they land.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import time
 from collections.abc import AsyncIterator, Generator, Sequence
@@ -51,7 +52,8 @@ class Reader:
                  concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
                  max_values: int | None = None, timeout: float | None = None,
-                 metadata_cache: Any = None, immutable: bool = False) -> None:
+                 metadata_cache: Any = None, immutable: bool = False,
+                 verify_checksums: bool = True) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -63,6 +65,7 @@ class Reader:
         self.max_rows = max_rows  # None: read.options.DEFAULT_MAX_ROWS when a read starts
         self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
         self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
+        self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
@@ -199,7 +202,8 @@ class Reader:
     def read_options(self) -> ReadOptions:
         """How this reader's reads run (concurrency, caps, deadline)."""
         return ReadOptions(self.concurrency, Limits.of(self.max_rows, self.max_values,
-                                                       self.max_mem_length), self.timeout)
+                                                       self.max_mem_length), self.timeout,
+                           self.verify_checksums)
 
     def _available(self) -> tuple[int, int]:
         return (self.tail.offset, len(self.tail.data))
@@ -350,6 +354,31 @@ class Schema:
     def __repr__(self) -> str:
         return f"<Schema {len(self.super_types)} super types>"
 
+    @property
+    def has_statistics(self) -> bool:
+        """Whether the writer recorded segment statistics (``column_stats`` is all None
+        without them)."""
+        from .colstats import has_statistics
+
+        return has_statistics(self.meta)
+
+    @functools.cached_property
+    def column_stats(self) -> dict[str, Any]:
+        """Every primitive column's ``colstats.ColumnStatistics`` (values, nulls, min,
+        max...) by path, from the metadata alone: no data is read."""
+        from .colstats import column_stats
+
+        return column_stats(self.meta)
+
+    def stats(self, path: str) -> Any:
+        """The ``ColumnStatistics`` of the primitive column at ``path`` (as keyed in
+        ``column_stats``); ColumnNotFoundError if there is none."""
+        got = self.column_stats.get(path)
+        if got is None:
+            raise ColumnNotFoundError(f"no primitive column {path!r}; columns with "
+                                      f"statistics: {', '.join(self.column_stats) or 'none'}")
+        return got
+
 
 def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
                      store: Store | None = None,
@@ -455,7 +484,9 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     for the same object version), ``immutable`` (with a cache: an object opened
     before is not asked again), ``timeout`` (seconds: the whole of any one scan,
     ``iter_batches``, ``read_rows`` or ``count_rows``, StoreTimeoutError past it;
-    given to the store too, where it bounds each store operation), and the
-    store's own options (credentials, ...).
+    given to the store too, where it bounds each store operation),
+    ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
+    is checked before decompression; a mismatch is a FormatError naming the
+    column and segment), and the store's own options (credentials, ...).
     """
     return _Opener(url, store, options)

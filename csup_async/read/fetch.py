@@ -14,7 +14,10 @@ way, with their own errors.  The source
   it in a thread pool, off the event loop (numpy and LZ4 release the GIL, so
   columns decode on every core while later bytes are still in flight);
 * drops a request's buffer once every job needing it has taken its bytes;
-* enforces ``max_mem_length`` (in :func:`decode.decompress_segment`) in one place.
+* enforces ``max_mem_length`` (in :func:`decode.decompress_segment`) in one place;
+* checks each segment's ``crc32`` on its stored bytes before decompressing them
+  (unless ``verify_checksums`` is off) and its ``count`` on the decoded values
+  (:mod:`.checks`), in the pool too.
 
 State changes happen on the event loop only; a consumer thread waits for a
 job on the source's condition variable.  :meth:`SegmentSource.close` cancels
@@ -39,8 +42,9 @@ import numpy as np
 
 from .. import decode as D
 from ..errors import CsupError, FormatError
-from ..meta import Segment
+from ..meta import FileMeta, Segment
 from ..stores import Store
+from .checks import check_count, check_crc, segment_error
 from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
@@ -151,10 +155,13 @@ class SegmentSource:
     """
 
     def __init__(self, target: Target, plan: PlanLike, options: ReadOptions,
-                 stats: ScanStats, *, eager: bool, prefetch: int | None = None) -> None:
+                 stats: ScanStats, *, eager: bool, prefetch: int | None = None,
+                 meta: FileMeta | None = None) -> None:
         self.loop = asyncio.get_running_loop()
         self.target = target
+        self.meta = meta  # names the column of a segment that fails a check
         self.options = options
+        self.verify = options.verify_checksums
         self.limit = options.limits.max_mem_length
         self.stats = stats
         self.eager = eager
@@ -349,9 +356,14 @@ class SegmentSource:
                 return
             if job.done:
                 continue
+            seg = job.seg
             try:
-                data = D.decompress_segment(raw, job.seg, max_mem_length=self.limit)
-                out = job.decode(data)
+                problem = check_crc(raw, seg) if self.verify else None
+                if problem is None:
+                    out = job.decode(D.decompress_segment(raw, seg, max_mem_length=self.limit))
+                    problem = check_count(out, seg)
+                if problem is not None:
+                    raise segment_error(problem, seg, self.meta, self.target.path)
             except BaseException as e:  # the consumer gets it, whatever it is
                 self._settle(job, error=e)
             else:

@@ -18,7 +18,7 @@ from ..errors import CsupError
 DEFAULT_MAX_ROWS = 1 << 28
 #: Values all the columns of one read may claim together.
 DEFAULT_MAX_VALUES = 1 << 30
-#: Largest decompressed segment (a writer's default segment is 4 MiB).
+#: Largest decompressed segment (a writer's default segment is 1 MiB).
 DEFAULT_MAX_MEM_LENGTH = 256 << 20
 #: Requests in flight for one read (and, for ``iter_batches``, the fetch window).
 DEFAULT_CONCURRENCY = 16
@@ -28,7 +28,7 @@ DEFAULT_MAX_METADATA = 16 << 20
 
 #: The option names that belong to the reader; every other option goes to the store.
 READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
-                  "max_values", "metadata_cache", "immutable")
+                  "max_values", "metadata_cache", "immutable", "verify_checksums")
 #: Options both take: ``timeout`` bounds a whole read and each store operation in it.
 SHARED_OPTIONS = ("timeout",)
 
@@ -59,11 +59,19 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
-    """How one read runs: requests in flight, its caps and its deadline (seconds or None)."""
+    """How one read runs: requests in flight, its caps and its deadline (seconds or None).
+
+    ``verify_checksums`` (default True): every segment whose statistics carry a
+    ``crc32`` is checked against its stored bytes before they are decompressed,
+    and every segment with a ``count`` against the values it decodes to
+    (:mod:`csup_async.read.checks`); False skips the CRC only (it is the one
+    check that costs CPU), for a caller who trusts the store's own integrity.
+    """
 
     concurrency: int
     limits: Limits
     timeout: float | None = None
+    verify_checksums: bool = True
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -55,7 +55,7 @@ class _Read:
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
-                                    prefetch=prefetch)
+                                    prefetch=prefetch, meta=meta)
         b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1,
                   lazy=not eager)
         types = meta.super_types
@@ -175,7 +175,7 @@ def _types_by_field(types: Sequence[Any]) -> dict[str, list[int]]:
     return out
 
 
-class _Thread:
+class ReadThread:
     """Runs the cursor tree's steps in one thread of its own, one step at a time."""
 
     def __init__(self) -> None:
@@ -216,7 +216,7 @@ def _deadline(options: ReadOptions) -> float | None:
     return asyncio.get_running_loop().time() + options.timeout
 
 
-async def _step(read: _Read, worker: _Thread, deadline: float | None,
+async def _step(read: _Read, worker: ReadThread, deadline: float | None,
                 fn: Callable[..., T], *args: Any) -> T:
     try:
         async with asyncio.timeout_at(deadline):
@@ -232,7 +232,7 @@ async def _step(read: _Read, worker: _Thread, deadline: float | None,
         raise
 
 
-async def _close(read: _Read, worker: _Thread) -> None:
+async def _close(read: _Read, worker: ReadThread) -> None:
     await read.source.close()
     await asyncio.shield(worker.join())
 
@@ -249,7 +249,7 @@ def _start(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
 
 async def _whole(read: _Read, options: ReadOptions
                  ) -> tuple[dict[str | None, A.Array], np.ndarray]:
-    worker = _Thread()
+    worker = ReadThread()
     try:
         return await _step(read, worker, _deadline(options), read.whole)
     finally:
@@ -293,7 +293,7 @@ async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
     t0 = time.perf_counter()
     deadline = _deadline(options)
     read = _start(target, meta, plan, options, paths, eager=False, prefetch=prefetch)
-    worker = _Thread()
+    worker = ReadThread()
     try:
         while True:
             got = await _step(read, worker, deadline, read.next_or_finish, batch_rows)

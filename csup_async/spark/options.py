@@ -65,6 +65,7 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "shiptailbytes": ("ship_tail_bytes", "int"),
     "planonexecutorsthreshold": ("plan_on_executors_threshold", "int"),
     "pushdown": ("pushdown", "bool"),
+    "verifychecksums": ("verify_checksums", "bool"),
     "planreport": ("plan_report", "str"),
     # Hive-style key=value directories (planner.partitions): "hive" (default) or "none"
     "partitioning": ("partitioning", "str"),
@@ -130,6 +131,7 @@ class Settings:
     #: (spark.scaleout); measured in bench/bench_spark_scale.py
     plan_on_executors_threshold: int = PLAN_ON_EXECUTORS_THRESHOLD
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
+    verify_checksums: bool = True  # segments' crc32 checked on the executors
     plan_report: str | None = None
     segment_thresh: int | None = None
     skew_thresh: int | None = None
@@ -149,6 +151,8 @@ class Settings:
     def reader_options(self) -> dict[str, Any]:
         """Options for ``reader_from_meta`` / ``open_dataset`` besides the store's."""
         out: dict[str, Any] = {"concurrency": self.concurrency}
+        if not self.verify_checksums:
+            out["verify_checksums"] = False
         if self.profile:
             out["profile"] = self.profile
         return out

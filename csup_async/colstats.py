@@ -1,0 +1,137 @@
+"""Per-column statistics of a whole file, from its segment statistics alone (no data read).
+
+``reader.schema.column_stats`` and ``csup-async inspect`` show, for every
+primitive column (a leaf of the column tree), what the writer recorded about
+its segments (CSUP-DECISIONS, "Segment statistics and checksums"), summed
+over segments and super types.  A path is keyed by its canonical spelling
+(``user.id``); elements of arrays and sets are ``path[]``, map keys and values
+``path{keys}``/``path{values}``, union members ``path|i``.
+
+``values`` counts the values stored in the column: rows where the field is
+present, in-band nulls included (rows where a record lacks the field, or a
+null record holds it, are not stored and not counted).  ``nulls`` counts the
+in-band nulls among them.  A bound is known only when every segment holding a
+non-null, non-NaN value has it: one unknown segment makes the column's bound
+unknown (None), never a tighter one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from planner.paths import quote_component
+
+from .colvalue import segment_stats
+from .meta import (
+    AnyColumn,
+    ArrayColumn,
+    FileMeta,
+    MapColumn,
+    NullsColumn,
+    PrimitiveColumn,
+    RecordColumn,
+    Segmap,
+    UnionColumn,
+)
+from .types import ArrayType, ErrorType, MapType, NamedType, RecordType, SetType, Type, UnionType
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStatistics:
+    """One primitive column over the whole file (see the module docstring).
+
+    ``segments`` in all, ``with_statistics`` of them carrying a ``count``; the
+    other fields are None when some segment does not say (a file without
+    statistics has every one None).  ``type`` is the column's primitive type
+    (``"int64|string"`` when super types disagree: bounds of different types
+    are not compared, so they are None then).
+    """
+
+    path: str
+    type: str
+    segments: int
+    with_statistics: int
+    stored_bytes: int
+    values: int | None
+    nulls: int | None
+    min: Any
+    max: Any
+    nan: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "segments": self.segments,
+                "with_statistics": self.with_statistics, "stored_bytes": self.stored_bytes,
+                "values": self.values, "nulls": self.nulls, "min": self.min, "max": self.max,
+                "nan": self.nan}
+
+
+def has_statistics(meta: FileMeta) -> bool:
+    """Whether any segment of the file carries statistics (a ``count``)."""
+    return any(s.count is not None for _, _, segmap in _leaves(meta) for s in segmap)
+
+
+def column_stats(meta: FileMeta) -> dict[str, ColumnStatistics]:
+    """Every primitive column's statistics, in column-tree order (decoded now)."""
+    grouped: dict[str, list[tuple[str, Segmap]]] = {}
+    for path, tname, segmap in _leaves(meta):
+        grouped.setdefault(path, []).append((tname, segmap))
+    return {path: _summarise(path, parts) for path, parts in grouped.items()}
+
+
+def _summarise(path: str, parts: list[tuple[str, Segmap]]) -> ColumnStatistics:
+    types = list(dict.fromkeys(t for t, _ in parts))
+    segs = [s for _, segmap in parts for s in segmap]
+    stats = [segment_stats(s) for s in segs]
+    known = bool(segs) and all(st.count is not None for st in stats)
+    values = sum(st.count for st in stats) if known else None  # type: ignore[misc]
+    nulls = (sum(st.nulls for st in stats)  # type: ignore[misc]
+             if known and all(st.nulls is not None for st in stats) else None)
+    nan = (any(st.nan for st in stats) if known and all(st.nan is not None for st in stats)
+           else None)
+    lo = hi = None
+    if known and len(types) == 1:
+        bounded = [st for st in stats if not _empty(st) or st.min is not None]
+        if bounded and all(st.min is not None for st in bounded):
+            lo = min(st.min for st in bounded)
+        if bounded and all(st.max is not None for st in bounded):
+            hi = max(st.max for st in bounded)
+    return ColumnStatistics(path, "|".join(types), len(segs),
+                            sum(st.count is not None for st in stats),
+                            sum(s.length for s in segs), values, nulls, lo, hi, nan)
+
+
+def _empty(st: Any) -> bool:
+    """A segment with no value that could have a bound: all null, or all NaN."""
+    if st.nulls is None or st.count is None:
+        return False
+    return st.count == st.nulls or (bool(st.nan) and st.min is None and st.max is None)
+
+
+def _leaves(meta: FileMeta) -> Iterator[tuple[str, str, Segmap]]:
+    for t, col in zip(meta.super_types, meta.columns, strict=True):
+        yield from _walk(t, col, "")
+
+
+def _walk(t: Type, col: AnyColumn | None, path: str) -> Iterator[tuple[str, str, Segmap]]:
+    if col is None:
+        return
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    if isinstance(col, NullsColumn):
+        yield from _walk(t, col.values, path)
+    elif isinstance(col, PrimitiveColumn):
+        yield path, str(t), col.segmap
+    elif isinstance(col, RecordColumn) and isinstance(t, RecordType):
+        for f, fc in zip(t.fields, col.fields, strict=False):
+            sub = f"{path}.{quote_component(f.name)}" if path else quote_component(f.name)
+            yield from _walk(f.type, fc.column, sub)
+    elif isinstance(col, ArrayColumn) and isinstance(t, (ArrayType, SetType)):
+        yield from _walk(t.elem, col.values, f"{path}[]")
+    elif isinstance(col, MapColumn) and isinstance(t, MapType):
+        yield from _walk(t.key, col.keys, f"{path}{{keys}}")
+        yield from _walk(t.value, col.values, f"{path}{{values}}")
+    elif isinstance(col, UnionColumn) and isinstance(t, UnionType):
+        for i, (m, c) in enumerate(zip(t.types, col.columns, strict=False)):
+            yield from _walk(m, c, f"{path}|{i}")
