@@ -712,8 +712,8 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
     whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
     if not whole:
         _plan_per_segment(r)
-    if whole:
-        res = await r.scan(paths)
+    if whole or left is not None:  # a limit: only the segments of the first rows
+        res = await r.scan(paths, limit=left)
         last = res.stats
         for lo in range(0, res.num_rows, rows):
             hi = min(lo + rows, res.num_rows)

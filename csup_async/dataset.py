@@ -25,7 +25,7 @@ from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
-from .errors import ColumnNotFoundError, CsupError
+from .errors import ColumnNotFoundError, CsupError, RowSelectionError
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats, _gather_or_cancel
@@ -166,14 +166,17 @@ class Dataset:
         residual = filter if filter is not None and not (
             self.partitions is not None and self.partitions.only_partitions(filter)) else None
         readers = chosen
-        if limit is not None and limit < 0:
-            raise CsupError(f"limit must be >= 0, got {limit}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
+        file_limit: dict[str, int] = {}  # the rows each file read for a limit must give
         if limit is not None and residual is None:
             readers, covered = [], 0
             for r in chosen:
                 if covered >= limit:
                     break
                 readers.append(r)
+                file_limit[r.key] = limit - covered
                 covered += r.num_rows if r.num_rows is not None else await r.count_rows()
         parsed = P.parse_columns(columns)
         cols = [spelling for spelling, _ in parsed] if parsed is not None else []
@@ -200,11 +203,13 @@ class Dataset:
         async def one(r: Reader) -> tuple[dict[str, A.Array], int]:
             if r.key not in kept:
                 n = await r.count_rows()
+                n = min(n, file_limit.get(r.key, n))
                 return {c: A.null_array(_null_type(), n) for c in cols}, n
             async with sem:
                 paths = [c for c in cols if c not in _absent(r, c)]
-                res = await r.scan(paths) if paths else None
-            n = res.num_rows if res is not None else (r.num_rows or 0)
+                res = (await r.scan(paths, limit=file_limit.get(r.key)) if paths else None)
+            n = res.num_rows if res is not None else min(r.num_rows or 0,
+                                                         file_limit.get(r.key, 1 << 62))
             if res is not None:
                 stats.requests += res.stats.requests
                 stats.bytes_read += res.stats.bytes_read

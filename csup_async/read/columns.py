@@ -104,11 +104,15 @@ def decode_int32s(stream: Any) -> np.ndarray:
 class Build:
     """What building a cursor tree needs: the source, the caps, how far to decode ahead."""
 
-    def __init__(self, source: SegmentSource, limits: Limits, ahead: int) -> None:
+    def __init__(self, source: SegmentSource, limits: Limits, ahead: int,
+                 keep: dict[int, frozenset[int]] | None = None) -> None:
         self.source = source
         self.limits = limits
         self.ahead = ahead
         self.claimed = 0
+        # row selection: per value stream (id of its segmap), the segments to read; the
+        # others are skipped() over by their count, never fetched (read/selection.py)
+        self.keep = keep or {}
 
     def claim(self, node: Cursor, n: int) -> None:
         """Count ``n`` values a node hands out against the caps (LimitError past one)."""
@@ -122,13 +126,45 @@ class Build:
                              "values in all")
 
 
-class Stream:
-    """The decoded segments of one column stream, in order, one job each."""
+class Skipped:
+    """``n`` values of a segment a row selection does not read: they can only be skipped."""
 
-    def __init__(self, b: Build, segmap: Segmap, decode: Decoder) -> None:
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def slice(self, start: int, stop: int | None) -> Skipped:
+        return Skipped((self.n if stop is None else stop) - start)
+
+
+def _counted(decode: Decoder, seg: Any) -> Decoder:
+    """``decode``, checking the segment holds the ``count`` values a selection relied on."""
+    def run(data: Any) -> Any:
+        out = decode(data)
+        if len(out) != seg.count:
+            raise FormatError(f"segment at offset {seg.offset} holds {len(out)} values, "
+                              f"its count statistic says {seg.count}")
+        return out
+    return run
+
+
+class Stream:
+    """The decoded segments of one column stream, in order, one job each (a row selection's
+    skipped segments: a :class:`Skipped` placeholder of their ``count``)."""
+
+    def __init__(self, b: Build, segmap: Segmap, decode: Decoder,
+                 selectable: bool = False) -> None:
         self.source = b.source
         self.ahead = b.ahead
-        self.jobs: list[Job | None] = [b.source.job(s, decode) for s in segmap]
+        keep = b.keep.get(id(segmap)) if selectable and b.keep else None
+        self.jobs: list[Job | Skipped | None] = (
+            [b.source.job(s, decode) for s in segmap] if keep is None else
+            [b.source.job(s, _counted(decode, s)) if i in keep else Skipped(s.count or 0)
+             for i, s in enumerate(segmap)])
         self.next_index = 0
 
     def next(self) -> Any | None:
@@ -138,8 +174,12 @@ class Stream:
             return None
         job = self.jobs[i]
         assert job is not None
+        if isinstance(job, Skipped):
+            self.jobs[i] = None
+            self.next_index = i + 1
+            return job
         self.source.want(job, [j for j in self.jobs[i + 1: i + 1 + self.ahead]
-                               if j is not None])
+                               if isinstance(j, Job)])
         self.jobs[i] = None
         self.next_index = i + 1
         return job.take()
@@ -162,6 +202,22 @@ class _Chunks:
                 self.pending.append(part)
                 self.avail += len(part)
                 return True
+
+    def skip(self, n: int) -> None:
+        """Drop the next ``n`` values (skipped segments are dropped without reading)."""
+        while n:
+            if not self.pending and not self._pull():
+                raise FormatError(f"a column stream ended {n} values early")
+            head = self.pending[0]
+            if len(head) <= n:
+                self.pending.popleft()
+                self.avail -= len(head)
+                n -= len(head)
+            else:
+                self.pending[0] = head[n:] if isinstance(head, np.ndarray) else head.slice(
+                    n, None)
+                self.avail -= n
+                n = 0
 
     def take(self, n: int, exact: bool = True) -> list[Any]:
         while self.avail < n:
@@ -186,6 +242,8 @@ class _Chunks:
                     self.pending[0] = head.slice(need, None)
                 need = 0
         self.avail -= n
+        if any(isinstance(p, Skipped) for p in out):
+            raise FormatError("a row selection reached values of a segment it did not read")
         return out
 
     def finish(self, what: str) -> None:
@@ -297,6 +355,12 @@ class Cursor:
     def _take(self, n: int) -> A.Array:
         raise NotImplementedError
 
+    def skip(self, n: int) -> None:
+        """Pass over the next ``n`` values (rows a selection leaves out); reads no segment
+        a leaf skips whole, and no more than the structure below needs."""
+        if n:
+            self._take(n)
+
     def finish(self) -> None:
         """FormatError if a stream below holds values the rows did not use."""
 
@@ -309,6 +373,9 @@ class NullCursor(Cursor):
     def _take(self, n: int) -> A.Array:
         return A.null_array(self.t, n)
 
+    def skip(self, n: int) -> None:
+        pass
+
 
 class PrimCursor(Cursor):
     """A primitive column: whole segments decoded in the pool, joined or sliced here."""
@@ -316,7 +383,11 @@ class PrimCursor(Cursor):
     def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
         super().__init__(b)
         self.t = t
-        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data)))
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data),
+                                     selectable=True))
+
+    def skip(self, n: int) -> None:
+        self.chunks.skip(n)
 
     def _take(self, n: int) -> A.Array:
         parts = self.chunks.take(n)
@@ -339,6 +410,9 @@ class MaskedCursor(Cursor):
         valid = self.runs.take(n)
         return self.child.take(int(np.count_nonzero(valid))).expand(valid)
 
+    def skip(self, n: int) -> None:
+        self.child.skip(int(np.count_nonzero(self.runs.take(n))))
+
     def finish(self) -> None:
         self.runs.finish()
         self.child.finish()
@@ -352,6 +426,9 @@ class RetypedCursor(Cursor):
     def _take(self, n: int) -> A.Array:
         return self.child.take(n).with_type(self.t)
 
+    def skip(self, n: int) -> None:
+        self.child.skip(n)
+
     def finish(self) -> None:
         self.child.finish()
 
@@ -363,6 +440,10 @@ class RecordCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         return A.StructArray(self.t, n, tuple(f.take(n) for f in self.fields))
+
+    def skip(self, n: int) -> None:
+        for f in self.fields:
+            f.skip(n)
 
     def finish(self) -> None:
         for f in self.fields:
@@ -385,6 +466,13 @@ class ListCursor(Cursor):
             return A.MapArray(self.t, offsets, kids[0], kids[1])
         return A.ListArray(self.t, offsets, kids[0])
 
+    def skip(self, n: int) -> None:
+        if n:
+            total = int(D.lengths_to_offsets(self.lengths.take(n),
+                                             max_total=self.b.limits.max_rows)[-1])
+            for c in self.children:
+                c.skip(total)
+
     def finish(self) -> None:
         self.lengths.finish()
         for c in self.children:
@@ -405,6 +493,16 @@ class UnionCursor(Cursor):
         return A.UnionArray(self.t, tags.astype(np.int32, copy=False),
                             tuple(m.take(int(c)) for m, c in zip(self.members, counts,
                                                                   strict=True)))
+
+    def skip(self, n: int) -> None:
+        if not n:
+            return
+        tags = self.tags.take(n)
+        k = len(self.members)
+        if tags.size and (int(tags.min()) < 0 or int(tags.max()) >= k):
+            raise FormatError(f"union tag out of range 0..{k - 1}")
+        for m, c in zip(self.members, np.bincount(tags, minlength=k).tolist(), strict=True):
+            m.skip(c)
 
     def finish(self) -> None:
         self.tags.finish()

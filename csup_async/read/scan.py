@@ -48,13 +48,15 @@ class _Read:
 
     def __init__(self, target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
                  paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
-                 prefetch: int | None = None) -> None:
+                 prefetch: int | None = None,
+                 keep: dict[int, frozenset[int]] | None = None) -> None:
         self.meta = meta
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
                                     prefetch=prefetch)
-        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1)
+        b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1,
+                  keep=keep)
         types = meta.super_types
         self.n_types = len(types)
         self.remaining = meta.row_count if self.n_types == 1 else None
@@ -228,10 +230,11 @@ async def _close(read: _Read, worker: _Thread) -> None:
 
 def _start(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
            paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
-           prefetch: int | None = None) -> _Read:
+           prefetch: int | None = None,
+           keep: dict[int, frozenset[int]] | None = None) -> _Read:
     try:
         return _Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
-                     prefetch=prefetch)
+                     prefetch=prefetch, keep=keep)
     except CsupError as e:
         raise e.with_path(target.path) from None
 
