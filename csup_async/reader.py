@@ -181,6 +181,8 @@ class Reader:
         """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
         ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
         paths = self._paths(columns)
+        if filter is None and rows is None and limit is None:
+            return self._plan(paths)
         self._plan(paths)  # ColumnNotFoundError for a projected path no type has
         ranges = await self._ranges(rows, limit)
         if filter is not None:

@@ -164,7 +164,7 @@ def segments_for_ranges(counts: Sequence[int], ranges: RowRanges) -> tuple[int, 
     for a, b in ranges.pairs:
         i = max(bisect.bisect_right(starts, a) - 1, 0)
         while i < len(counts) and starts[i] < b:
-            if starts[i + 1] > a and (not keep or keep[-1] != i):
+            if counts[i] and starts[i + 1] > a and (not keep or keep[-1] != i):
                 keep.append(i)
             i += 1
     return tuple(keep)
