@@ -287,8 +287,6 @@ class Reader:
         is asked for).  Indices are row numbers from 0; a negative one, one past the
         end, or a non-integer is a :class:`RowSelectionError`.
         """
-        from planner.selection import ranges_from_indices
-
         idx = _row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
@@ -298,10 +296,10 @@ class Reader:
             raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
                                     path=self.path)
         uniq, where = np.unique(idx, return_inverse=True)
-        from .read.selection import scan_rows
+        from .read.selection import runs_of, scan_rows
 
-        res = await scan_rows(self._target(), self.meta, plan, paths,
-                              ranges_from_indices(uniq.tolist()), self.read_options)
+        res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
+                              self.read_options)
         if res.num_rows != uniq.size:
             raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
                               path=self.path)

@@ -44,7 +44,7 @@ from .profiles import Profile
 
 __all__ = [
     "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
-    "direct_segmaps", "plan_zones", "prefer_two_waves", "ranges_from_indices",
+    "direct_segmaps", "late_saving", "plan_zones", "prefer_two_waves", "ranges_from_indices",
     "ranges_from_slice", "segments_for_ranges", "select_segments", "value_starts",
 ]
 
@@ -256,6 +256,26 @@ def select_segments(streams: Iterable[tuple[str, Segmap]], direct: Mapping[int, 
         else:
             segs.extend(segmap)
     return segs, keep
+
+
+def late_saving(streams: Iterable[tuple[str, Segmap]], direct: Mapping[int, Segmap],
+                surviving: RowRanges, proven: RowRanges) -> int:
+    """Bytes a second wave can avoid at most: per direct value stream, the segments over
+    the surviving rows that hold no row proven to match (those are read either way),
+    less one segment when no row is proven (a filter worth running matches something).
+    Streams read whole (presence, lengths, ...) save nothing."""
+    saved = 0
+    for role, segmap in streams:
+        if role != "values" or id(segmap) not in direct:
+            continue
+        counts = [s.count or 0 for s in segmap]
+        maybe = set(segments_for_ranges(counts, surviving))
+        must = set(segments_for_ranges(counts, proven)) if proven.rows else set()
+        rest = [segmap[i].length for i in maybe - must]
+        if rest and not must:
+            rest.remove(max(rest))
+        saved += sum(rest)
+    return saved
 
 
 # ------------------------------------------------------------ statistics ---

@@ -35,6 +35,7 @@ from planner.selection import (
     column_stats,
     direct_leaf,
     direct_segmaps,
+    late_saving,
     plan_zones,
     prefer_two_waves,
     ranges_from_indices,
@@ -51,7 +52,7 @@ from .fetch import Target
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
 
-__all__ = ["plan_filter", "plan_rows", "scan_filtered", "scan_rows"]
+__all__ = ["plan_filter", "plan_rows", "runs_of", "scan_filtered", "scan_rows"]
 
 
 # ---------------------------------------------------------- row selection ---
@@ -217,16 +218,13 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     one, _ = cut(everything)
     wave1, bytes_wave1 = cut(list(read_f))
     _, bytes_rest = cut(others)
-    true_only = (RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
-                 if zones else RowRanges())
-    if others and surviving is not None and true_only.rows:
-        rest_true = plan_rows(meta, P.plan_scan(meta, others, profile), true_only)[0]
-        floor = rest_true.bytes_needed
-    else:
-        floor = 0
-    # a second wave can save at most the other columns' bytes outside zones proven true
-    two = (bool(others) and bool(read_f) and surviving is not None
-           and prefer_two_waves(bytes_rest - floor, profile))
+    two = False
+    if others and read_f and surviving is not None:
+        proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
+        rest_plan = P.plan_scan(meta, others, profile)
+        streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
+        two = prefer_two_waves(late_saving(streams, direct_segmaps(meta), surviving, proven),
+                               profile)
     fplan = FilterPlan(
         filter=repr(expr), profile=profile, zones=zones, filter_columns=tuple(spell),
         pruned_columns=tuple(P.format_path(p) for p in columns),
@@ -252,8 +250,23 @@ def _intersect(a: RowRanges, b: RowRanges) -> RowRanges:
     return RowRanges.of(out)
 
 
+def runs_of(rows: np.ndarray) -> RowRanges:
+    """Sorted distinct row numbers as ranges (vectorised ``ranges_from_indices``)."""
+    rows = np.asarray(rows, np.int64)
+    if not rows.size:
+        return RowRanges()
+    if rows.size > 1 and not bool((np.diff(rows) > 0).all()):
+        return ranges_from_indices(rows.tolist())  # refuses it, saying why
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = rows[np.concatenate([[0], cuts])]
+    stops = rows[np.concatenate([cuts - 1, [rows.size - 1]])] + 1
+    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
+
+
 def _rows_of(ranges: RowRanges, positions: np.ndarray) -> np.ndarray:
     """Absolute row numbers of ``positions`` within the rows of ``ranges`` (in order)."""
+    if len(ranges) == 1:
+        return positions + ranges.starts[0]
     starts = np.asarray(ranges.starts, np.int64)
     lens = np.asarray(ranges.stops, np.int64) - starts
     ends = np.cumsum(lens)
@@ -276,6 +289,23 @@ async def _read(target: Target, meta: FileMeta, profile: P.Profile,
     if ranges is None:
         return await S.scan_columns(target, meta, plan, paths, options)
     return await scan_rows(target, meta, plan, paths, ranges, options)
+
+
+def _gather(arr: A.Array, keep: np.ndarray) -> A.Array:
+    """``arr.take(keep)`` for sorted ``keep``; runs of consecutive rows (a clustered
+    filter's matches) as slices, which copy nothing."""
+    if keep.size == len(arr):
+        return arr
+    if not keep.size:
+        return arr.take(keep)
+    cuts = np.flatnonzero(np.diff(keep) != 1) + 1
+    if cuts.size > 64:
+        return arr.take(keep)
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [keep.size]])
+    parts = [arr.slice(int(keep[a]), int(keep[b - 1]) + 1) for a, b in zip(starts, stops,
+                                                                             strict=True)]
+    return parts[0] if len(parts) == 1 else A.concat(parts)
 
 
 def _keep(work: _FilterWork, res: ScanResult, limit: int | None) -> np.ndarray:
@@ -307,7 +337,7 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
         _add(stats, res.stats)
         keep = _keep(work, res, limit)
         stats.wall = time.perf_counter() - t0
-        return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
+        return ScanResult({c: _gather(res.columns[c], keep) for c in wanted}, int(keep.size),
                           stats, fplan)
     first = await _read(target, meta, prof, available, list(work.filter_paths),
                         work.surviving, options)
@@ -318,7 +348,7 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
     if others:
         rows = keep if work.surviving is None else _rows_of(work.surviving, keep)
         second = await _read(target, meta, prof, available, others,
-                             ranges_from_indices(rows.tolist()), options)
+                             runs_of(rows), options)
         _add(stats, second.stats)
         if second.num_rows != keep.size:
             raise FormatError(f"the second wave read {second.num_rows} rows for "
@@ -326,6 +356,6 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
         cols.update(second.columns)
     for c in wanted:
         if c in first.columns:
-            cols[c] = first.columns[c].take(keep)
+            cols[c] = _gather(first.columns[c], keep)
     stats.wall = time.perf_counter() - t0
     return ScanResult({c: cols[c] for c in wanted}, int(keep.size), stats, fplan)
