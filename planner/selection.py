@@ -1,13 +1,14 @@
 """Row selection and segment pruning as plain data: which segments hold which rows.
 
-A *selection* is a sorted set of half-open row ranges of one file.  A stream
-whose value index equals the row index (a *direct* stream: one super type, and
-only records without presence runs, named types and presence-free null
-wrappers on the way down) maps rows to segments by the running sum of the
-segments' ``count`` statistics, so only the segments holding selected rows are
-read.  Every other stream (under presence runs, array lengths, union tags or
-the super column, or without ``count``) is read whole: its rows are mapped to
-values by decoding the streams above it, which the read pipeline does anyway.
+A *selection* is a sorted set of half-open row ranges of one file.  A value
+stream below only records, named types and presence runs of a file of one super
+type maps rows to segments by the running sum of the segments' ``count``
+statistics: row ``r``'s value index is ``r`` (a *direct* stream), or lies in
+``[r - slack, r]`` when presence runs leave ``slack`` rows without a value; only
+the segments that may hold selected rows are read.  Every other stream (the
+presence runs themselves, array lengths, union tags, the super column, the values
+below them, and any stream without ``count``) is read whole: decoding it maps rows
+to values exactly, which the read pipeline does anyway.
 
 For filters, the rows of a file are cut into *zones* at every segment boundary
 of the filter's direct columns; in each zone every such column lies inside one
@@ -45,7 +46,8 @@ from .profiles import Profile
 __all__ = [
     "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
     "direct_segmaps", "late_saving", "plan_zones", "prefer_two_waves", "ranges_from_indices",
-    "ranges_from_slice", "segments_for_ranges", "select_segments", "value_starts",
+    "ranges_from_slice", "segments_for_ranges", "select_segments", "selectable_segmaps",
+    "value_starts",
 ]
 
 
@@ -181,13 +183,18 @@ def _bare(t: Any) -> Any:
     return t
 
 
-def direct_segmaps(meta: FileMeta) -> dict[int, Segmap]:
-    """Value streams whose value index is the row index, by ``id`` of their segmap.
+def selectable_segmaps(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
+    """Value streams whose rows map to value indices without decoding anything, by ``id``
+    of their segmap, with their *slack*.
 
-    Only for files of one super type; a stream qualifies when every segment has
-    ``count`` and the counts sum to the file's rows (anything else is read whole).
+    Below records and presence runs only (no lengths, tags or several super types),
+    each row holds at most one value, in order: the value index of row ``r`` lies in
+    ``[r - slack, r]`` where ``slack`` is the rows without a value (rows less values).
+    A stream without presence, or whose presence leaves no row out, has slack 0: its
+    value index is the row index (a *direct* stream).  Every segment must have
+    ``count``; anything else is read whole.
     """
-    out: dict[int, Segmap] = {}
+    out: dict[int, tuple[Segmap, int]] = {}
     if len(meta.super_types) != 1 or meta.row_count is None:
         return out
     n = meta.row_count
@@ -196,22 +203,27 @@ def direct_segmaps(meta: FileMeta) -> dict[int, Segmap]:
         if col is None:
             return
         if isinstance(col, NullsColumn):
-            if not col.presence:
-                walk(t, col.values)
+            walk(t, col.values)
             return
         u = _bare(t)
         if isinstance(u, (PrimitiveType, EnumType)) and isinstance(col, PrimitiveColumn):
             counts = _counts(col.segmap)
-            if counts is not None and sum(counts) == n:
-                out[id(col.segmap)] = col.segmap
+            if counts is not None and sum(counts) <= n:
+                out[id(col.segmap)] = (col.segmap, n - sum(counts))
         elif isinstance(u, RecordType) and isinstance(col, RecordColumn):
             for f in u.fields:
                 fc = col.field(f.name)
-                if fc is not None and not fc.presence:
+                if fc is not None:
                     walk(f.type, fc.column)
 
     walk(meta.super_types[0], meta.columns[0])
     return out
+
+
+def direct_segmaps(meta: FileMeta) -> dict[int, Segmap]:
+    """The selectable value streams whose value index is the row index (slack 0)."""
+    return {k: segmap for k, (segmap, slack) in selectable_segmaps(meta).items()
+            if slack == 0}
 
 
 def direct_leaf(meta: FileMeta, path: tuple[str, ...]) -> Segmap | None:
@@ -239,18 +251,23 @@ def direct_leaf(meta: FileMeta, path: tuple[str, ...]) -> Segmap | None:
     return col.segmap if id(col.segmap) in direct else None
 
 
-def select_segments(streams: Iterable[tuple[str, Segmap]], direct: Mapping[int, Segmap],
-                    ranges: RowRanges) -> tuple[list[Segment], dict[int, frozenset[int]]]:
+def select_segments(streams: Iterable[tuple[str, Segmap]],
+                    selectable: Mapping[int, tuple[Segmap, int]], ranges: RowRanges
+                    ) -> tuple[list[Segment], dict[int, frozenset[int]]]:
     """The segments to read for ``ranges`` of ``streams`` ((role, segmap) pairs), and per
-    direct value stream (by ``id`` of its segmap) the indices of its segments kept; every
-    other stream is read whole."""
+    selectable value stream (by ``id`` of its segmap) the indices of its segments kept:
+    those that may hold the value of a selected row (``[r - slack, r]``, see
+    :func:`selectable_segmaps`).  Every other stream is read whole."""
     segs: list[Segment] = []
     keep: dict[int, frozenset[int]] = {}
     for role, segmap in streams:
-        if role == "values" and id(segmap) in direct:
+        if role == "values" and id(segmap) in selectable:
+            _, slack = selectable[id(segmap)]
             counts = [s.count or 0 for s in segmap]
-            idx = frozenset(segments_for_ranges(counts, ranges)) | keep.get(id(segmap),
-                                                                            frozenset())
+            total = sum(counts)
+            values = RowRanges.of((max(0, a - slack), min(b, total)) for a, b in ranges.pairs)
+            idx = frozenset(segments_for_ranges(counts, values)) | keep.get(id(segmap),
+                                                                             frozenset())
             keep[id(segmap)] = idx
             segs.extend(segmap[i] for i in sorted(idx))
         else:

@@ -268,6 +268,44 @@ async def test_several_super_types_selection_is_the_full_scans_rows(rows, f, sta
     await _check(rows, f, stats, thresh, project, idx, a, b, limit, {})
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 120), seed=st.integers(0, 1 << 30), null_rate=st.sampled_from([0, .1, .9]),
+       thresh=st.sampled_from([16, 64, 512]), f=filters, data=st.data())
+async def test_presence_columns_select_the_same_rows(n, seed, null_rate, thresh, f,
+                                                     data) -> None:
+    """Arrow nulls are written as presence runs: the values of row r lie in [r - slack, r],
+    so row selection reads only the segments that may hold them, and gives the same rows."""
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(n) < null_rate
+    table = pa.table({
+        "ts": pa.array(np.sort(rng.integers(-50, 50, n))),
+        "v": pa.array(rng.standard_normal(n), mask=nulls),
+        "s": pa.array([LONG + "ab"[int(x)] for x in rng.integers(0, 2, n)],
+                      mask=rng.random(n) < null_rate),
+    })
+    out = io.BytesIO()
+    csup_async.write(out, table, segment_thresh=thresh)
+    every = table.to_pylist()
+    idx = data.draw(st.lists(st.integers(0, n - 1), max_size=8))
+    a = data.draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
+    b = data.draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
+    limit = data.draw(st.integers(0, n + 2))
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "a.csup"
+        p.write_bytes(out.getvalue())
+        async with csup_async.open(str(p)) as r:
+            assert _norm((await r.take(idx)).to_pylist()) == _norm([every[i] for i in idx])
+            assert _norm((await r.scan(rows=slice(a, b))).to_pylist()) == _norm(every[a:b])
+            assert _norm((await r.scan(limit=limit)).to_pylist()) == _norm(every[:limit])
+            names = {("ts",): "int64", ("v",): "float64", ("s",): "string", ("t",): "time"}
+            try:
+                bound = bind(f, names)
+            except FilterError:
+                return
+            want = [row for row in every if matches(bound, row)]
+            assert _norm((await r.scan(filter=f)).to_pylist()) == _norm(want)
+
+
 # ------------------------------------------------------------ errors ---
 
 async def test_bad_selections_name_the_file(tmp_path: Path) -> None:

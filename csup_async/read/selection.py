@@ -1,9 +1,10 @@
 """Row selection and filtered scans: read only the segments that hold the rows wanted.
 
 :func:`scan_rows` reads the rows of a :class:`planner.selection.RowRanges`: direct
-value streams (``planner.selection.direct_segmaps``) fetch only the segments
-holding those rows, every other stream (presence, lengths, tags, the super
-column, and the values below them) is read whole so rows map to values exactly;
+value streams and those below presence runs (``planner.selection.selectable_segmaps``)
+fetch only the segments that may hold those rows, every other stream (presence,
+lengths, tags, the super column, the values below them) is read whole so rows map
+to values exactly;
 the cursor tree then ``skip``s the rows between ranges (a skipped segment is a
 placeholder of its ``count``, never fetched) and ``take``s the rest.
 
@@ -40,6 +41,7 @@ from planner.selection import (
     prefer_two_waves,
     ranges_from_indices,
     select_segments,
+    selectable_segmaps,
 )
 
 from .. import arrays as A
@@ -61,14 +63,14 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges
               ) -> tuple[P.ScanPlan, dict[int, frozenset[int]]]:
     """``plan`` cut down to the segments ``ranges`` need, and the kept segments of each
     direct value stream (what the cursor tree reads; the rest it skips)."""
-    direct = direct_segmaps(meta)
+    selectable = selectable_segmaps(meta)
     streams = [(ref.role, ref.segmap) for refs in plan.streams for ref in refs]
     if plan.super_stream is not None:
         streams.append((plan.super_stream.role, plan.super_stream.segmap))
-    segs, keep = select_segments(streams, direct, ranges)
+    segs, keep = select_segments(streams, selectable, ranges)
     rp = plan_ranges(segs, plan.profile, plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
-            ((direct[k], v) for k, v in keep.items())}
+            ((selectable[k][0], v) for k, v in keep.items())}
     streams_cut = tuple(tuple(dataclasses.replace(ref, segmap=kept.get(id(ref.segmap),
                                                                        ref.segmap))
                               for ref in refs if kept.get(id(ref.segmap), ref.segmap))
