@@ -115,11 +115,28 @@ class Dataset:
     def files(self) -> list[str]:
         return list(self._urls)
 
-    async def _select(self, filter: Expr | None) -> tuple[list[Reader], list[int]]:
+    async def _select(self, filter: Expr | None, limit: int | None = None
+                      ) -> tuple[list[Reader], list[int]]:
         """The readers of the files a filter's partition part keeps (all without one),
-        opening them first if not yet open: a pruned file is never requested."""
+        opening them first if not yet open: a pruned file is never requested.  With
+        ``limit``, files are opened in file order (``file_concurrency`` at a time) only
+        until their rows cover it."""
         idx = (self.partitions.select(filter) if self.partitions is not None
                and filter is not None else list(range(len(self._urls))))
+        if limit is not None:
+            covered, upto = 0, 0
+            while upto < len(idx) and covered < limit:
+                batch = idx[upto: upto + self.file_concurrency]
+                readers, _ = await self._select_idx(batch)
+                for r in readers:
+                    upto += 1
+                    covered += r.num_rows if r.num_rows is not None else await r.count_rows()
+                    if covered >= limit:
+                        break
+            idx = idx[:upto]
+        return await self._select_idx(idx)
+
+    async def _select_idx(self, idx: list[int]) -> tuple[list[Reader], list[int]]:
         need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
         if need:
             opened = await _gather_or_cancel([self._open_file(u) for u in need])
@@ -161,10 +178,12 @@ class Dataset:
         files its partition part rules out are never opened, and a filter that reads
         data columns too is then evaluated exactly on the scanned rows."""
         t0 = time.perf_counter()
-        chosen, chosen_idx = await self._select(filter)
-        spell = self._partition_spellings()
         residual = filter if filter is not None and not (
             self.partitions is not None and self.partitions.only_partitions(filter)) else None
+        lazy = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and (
+            residual is None)
+        chosen, chosen_idx = await self._select(filter, limit if lazy else None)
+        spell = self._partition_spellings()
         readers = chosen
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 0):
@@ -192,6 +211,10 @@ class Dataset:
         cols = [c for c in cols + extra if c not in spell]  # data columns (partitions win)
         plan = P.plan_files(self._entries(chosen), cols, self.profile)
         missing = [p for p in plan.missing_paths if p not in extra]  # a filter's: null
+        if missing and lazy and parsed is not None:  # maybe in a file past the limit's
+            everything, _ = await self._select(filter)
+            plan = P.plan_files(self._entries(everything), cols, self.profile)
+            missing = [p for p in plan.missing_paths if p not in extra]
         if missing and (chosen or self.partitions is None):  # no file left: nothing to say
             raise self.missing_error(missing)
         if readers is not chosen:  # the files a limit needs (columns may be absent)

@@ -405,3 +405,19 @@ async def test_pruning_reads_fewer_bytes_than_the_unpruned_scan(range_server, wi
         idx = np.random.default_rng(3).integers(0, 1_000_000, 100)
         t = await r.take(idx, ["a"])
         assert t.column("a").to_pylist() == [full.column("a")[int(i)] for i in idx]
+
+
+async def test_partitioned_dataset_limit_opens_only_the_files_it_needs(range_server) -> None:
+    names = []
+    for day in range(6):
+        out = io.BytesIO()
+        csup_async.write(out, [{"a": day * 10 + i} for i in range(10)])
+        names.append(range_server.put(f"ds/day={day}/part.csup", out.getvalue()))
+    base = range_server.url("ds")
+    async with csup_async.open_dataset([range_server.url(n) for n in names],
+                                       partitioning="hive", partition_base=base,
+                                       file_concurrency=1) as ds:
+        res = await ds.scan(["a"], limit=15)
+        assert res.column("a").to_pylist() == list(range(15))
+        opened = sorted({s.name for s in range_server.seen()})
+        assert opened == sorted(names[:2])  # two files cover 15 rows: the others unopened
