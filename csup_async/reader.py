@@ -181,10 +181,11 @@ class Reader:
         """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
         ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
         paths = self._paths(columns)
+        self._check_limit(limit)
         if filter is None and rows is None and limit is None:
             return self._plan(paths)
         self._plan(paths)  # ColumnNotFoundError for a projected path no type has
-        ranges = await self._ranges(rows, limit)
+        ranges = await self._ranges(rows, None if filter is not None else limit)
         if filter is not None:
             from .read.selection import plan_filter
 
@@ -196,14 +197,16 @@ class Reader:
 
         return plan_rows(self.meta, self._plan(paths), ranges)[0]
 
-    async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
-        """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
-        from planner.selection import RowRanges, ranges_from_slice
-
+    def _check_limit(self, limit: Any) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                                   or limit < 0):
             raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}",
                                     path=self.path)
+
+    async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
+        """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
+        from planner.selection import RowRanges, ranges_from_slice
+
         if rows is None and limit is None:
             return None
         try:
@@ -262,6 +265,7 @@ class Reader:
         only the segments holding them are fetched.
         """
         paths = self._paths(columns)
+        self._check_limit(limit)
         if filter is None and rows is None and limit is None:
             return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
                                         self.read_options)

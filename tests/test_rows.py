@@ -323,6 +323,8 @@ async def test_bad_selections_name_the_file(tmp_path: Path) -> None:
             (r.scan(rows=[1, 2]), "must be a slice"),
             (r.scan(limit=-1), "limit must be an integer >= 0"),
             (r.scan(limit=2.0), "limit must be an integer >= 0"),
+            (r.scan(filter="a > 1", limit=-3), "limit must be an integer >= 0"),
+            (r.plan(limit=-3), "limit must be an integer >= 0"),
         ]
         for coro, msg in cases:
             with pytest.raises(RowSelectionError, match=msg) as e:

@@ -185,6 +185,10 @@ class Stream:
         return job.take()
 
 
+def _cut(part: Any, start: int, stop: int) -> Any:
+    return part[start:stop] if isinstance(part, np.ndarray) else part.slice(start, stop)
+
+
 class _Chunks:
     """The undelivered values of one stream, a decoded segment at a time."""
 
@@ -192,6 +196,7 @@ class _Chunks:
         self.stream = stream
         self.pending: collections.deque[Any] = collections.deque()
         self.avail = 0
+        self.pos = 0  # values of pending[0] already handed out or skipped
 
     def _pull(self) -> bool:
         while True:
@@ -208,14 +213,14 @@ class _Chunks:
         while n:
             if not self.pending and not self._pull():
                 raise FormatError(f"a column stream ended {n} values early")
-            head = self.pending[0]
-            if len(head) <= n:
+            left = len(self.pending[0]) - self.pos
+            if left <= n:
                 self.pending.popleft()
-                self.avail -= len(head)
-                n -= len(head)
+                self.pos = 0
+                self.avail -= left
+                n -= left
             else:
-                self.pending[0] = head[n:] if isinstance(head, np.ndarray) else head.slice(
-                    n, None)
+                self.pos += n
                 self.avail -= n
                 n = 0
 
@@ -230,16 +235,17 @@ class _Chunks:
         need = n
         while need:
             head = self.pending[0]
-            if len(head) <= need:
-                out.append(self.pending.popleft())
-                need -= len(head)
+            # the head's first ``pos`` values are used: cut, never re-sliced per step, so
+            # many small takes and skips (a row selection) cost what they hand out
+            size = len(head)
+            if size - self.pos <= need:
+                out.append(head if not self.pos else _cut(head, self.pos, size))
+                self.pending.popleft()
+                need -= size - self.pos
+                self.pos = 0
             else:
-                if isinstance(head, np.ndarray):
-                    out.append(head[:need])
-                    self.pending[0] = head[need:]
-                else:
-                    out.append(head.slice(0, need))
-                    self.pending[0] = head.slice(need, None)
+                out.append(_cut(head, self.pos, self.pos + need))
+                self.pos += need
                 need = 0
         self.avail -= n
         if any(isinstance(p, Skipped) for p in out):
