@@ -28,6 +28,7 @@ import numpy as np
 import planner as P
 from planner.coalescing import plan_ranges
 from planner.filters import Expr, Truth, bind, columns_of, parse_filter
+from planner.profiles import with_amplification
 from planner.projection import path_type
 from planner.selection import (
     FilterPlan,
@@ -68,7 +69,7 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges
     if plan.super_stream is not None:
         streams.append((plan.super_stream.role, plan.super_stream.segmap))
     segs, keep = select_segments(streams, selectable, ranges)
-    rp = plan_ranges(segs, plan.profile, plan.available)
+    rp = plan_ranges(segs, _selective(plan.profile), plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
             ((selectable[k][0], v) for k, v in keep.items())}
     streams_cut = tuple(tuple(dataclasses.replace(ref, segmap=kept.get(id(ref.segmap),
@@ -79,6 +80,18 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges
                               bytes_needed=rp.bytes_needed, bytes_to_read=rp.bytes_to_read,
                               request_count=rp.request_count, request_cap=rp.request_cap)
     return cut, keep
+
+
+#: A selection's segments lie apart; merging the gaps between them (which a whole-column
+#: scan does freely) may add at most this fraction of the needed bytes.
+SELECTION_GAP_BYTES = 0.25
+
+
+def _selective(profile: P.Profile) -> P.Profile:
+    bound = profile.max_amplification
+    if bound is not None and bound <= SELECTION_GAP_BYTES:
+        return profile
+    return with_amplification(profile, SELECTION_GAP_BYTES)
 
 
 def _skip(read: S._Read, n: int) -> int:
