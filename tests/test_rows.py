@@ -8,6 +8,7 @@ servers on 127.0.0.1: pruning reads fewer bytes, ``limit=10`` one wave of reques
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import math
@@ -201,13 +202,20 @@ def _write(rows: list[dict[str, Any]], stats: bool, thresh: int) -> bytes:
     return out.getvalue()
 
 
+#: Profiles that force each side of the one-or-two-waves decision: with no latency a
+#: second wave pays whenever it avoids a byte; with a 10 s one, never.
+EAGER_LATE = dataclasses.replace(get_profile("local"), name="no-latency", latency=0.0)
+NEVER_LATE = dataclasses.replace(get_profile("local"), name="slow", latency=10.0)
+
+
 async def _check(rows: list[dict[str, Any]], f: Any, stats: bool, thresh: int,
                  project: list[str] | None, idx: list[int], a: int | None, b: int | None,
-                 limit: int, types: dict[tuple[str, ...], str]) -> None:
+                 limit: int, types: dict[tuple[str, ...], str],
+                 profile: Any = "local") -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "f.csup"
         p.write_bytes(_write(rows, stats, thresh))
-        async with csup_async.open(str(p)) as r:
+        async with csup_async.open(str(p), profile=profile) as r:
             every = (await r.scan(project)).to_pylist()
             names = dict(types)
             present = [format_path(c) for c in columns_of(f)]
@@ -236,20 +244,25 @@ async def _check(rows: list[dict[str, Any]], f: Any, stats: bool, thresh: int,
             assert _norm(got) == _norm(every[:limit])
             plan = await r.plan(project, filter=f)
             assert "decision:" in plan.explain()
+            if plan.two_waves:
+                assert r.profile is EAGER_LATE
+            if r.profile is NEVER_LATE:
+                assert not plan.two_waves
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=one_type_rows(), f=filters, stats=st.booleans(),
        thresh=st.sampled_from([16, 64, 256, 1 << 20]),
-       project=st.sampled_from([None, ["ts"], ["s", "v"], ["t"]]), data=st.data())
+       project=st.sampled_from([None, ["ts"], ["s", "v"], ["t"]]),
+       profile=st.sampled_from([EAGER_LATE, NEVER_LATE]), data=st.data())
 async def test_one_type_selection_is_the_full_scans_rows(rows, f, stats, thresh, project,
-                                                         data) -> None:
+                                                         profile, data) -> None:
     n = len(rows)
     idx = data.draw(st.lists(st.integers(0, n - 1), max_size=8))
     a = data.draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
     b = data.draw(st.one_of(st.none(), st.integers(-n - 2, n + 2)))
     limit = data.draw(st.integers(0, n + 2))
-    await _check(rows, f, stats, thresh, project, idx, a, b, limit, NAMES)
+    await _check(rows, f, stats, thresh, project, idx, a, b, limit, NAMES, profile)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -423,3 +436,27 @@ async def test_partitioned_dataset_limit_opens_only_the_files_it_needs(range_ser
         assert res.column("a").to_pylist() == list(range(15))
         opened = sorted({s.name for s in range_server.seen()})
         assert opened == sorted(names[:2])  # two files cover 15 rows: the others unopened
+
+
+async def test_late_materialization_reads_only_the_selected_rows_segments(tmp_path: Path
+                                                                         ) -> None:
+    """Matches scattered through the filter column's zones: the second wave reads the other
+    columns' segments holding them, the one-wave plan those of every surviving zone."""
+    n = 20_000
+    ts = np.arange(n, dtype=np.int64)
+    table = pa.table({"ts": ts, "k": (ts % 1000 == 7), "x": ts * 3, "y": ts.astype(float)})
+    p = tmp_path / "late.csup"
+    csup_async.write(str(p), table, segment_thresh=4096)
+    got = {}
+    for prof in (EAGER_LATE, NEVER_LATE):
+        async with csup_async.open(str(p), profile=prof) as r:
+            f = (col("k") == True) & (col("ts") < 5000)  # noqa: E712 (a filter, not a test)
+            plan = await r.plan(["x", "y"], filter=f)
+            res = await r.scan(["x", "y"], filter=f)
+            got[prof.name] = (plan, res)
+            assert res.column("x").to_pylist() == [t * 3 for t in range(7, 5000, 1000)]
+    late, whole = got["no-latency"], got["slow"]
+    assert late[0].two_waves and not whole[0].two_waves
+    assert late[0].segments_pruned == whole[0].segments_pruned > 0  # ts >= 5000: pruned
+    assert late[1].stats.bytes_needed < whole[1].stats.bytes_needed  # (a small file: held)
+    assert "two waves" in late[0].explain() and "one wave" in whole[0].explain()
