@@ -189,8 +189,11 @@ class Reader:
         if filter is not None:
             from .read.selection import plan_filter
 
-            return plan_filter(self.meta, filter, paths or self._paths(None), self.profile,
-                               self._available(), ranges if rows is not None else None)[0]
+            try:
+                return plan_filter(self.meta, filter, paths or self._paths(None),
+                                   self.profile, self._available(), ranges)[0]
+            except CsupError as e:  # a filter that cannot apply, statistics that lie
+                raise e.with_path(self.path) from None
         if ranges is None:
             return self._plan(paths)
         from .read.selection import plan_rows
@@ -278,8 +281,11 @@ class Reader:
                                    self.read_options)
         from .read.selection import plan_filter, scan_filtered
 
-        fplan, work = plan_filter(self.meta, filter, paths or self._paths(None), self.profile,
-                                  self._available(), ranges)
+        try:
+            fplan, work = plan_filter(self.meta, filter, paths or self._paths(None),
+                                      self.profile, self._available(), ranges)
+        except CsupError as e:  # a filter that cannot apply, statistics that lie
+            raise e.with_path(self.path) from None
         return await scan_filtered(self._target(), self.meta, fplan, work, self.read_options,
                                    self._available(), limit)
 

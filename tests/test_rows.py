@@ -343,6 +343,9 @@ async def test_bad_selections_name_the_file(tmp_path: Path) -> None:
             with pytest.raises(RowSelectionError, match=msg) as e:
                 await coro
             assert str(p) in str(e.value)
+        with pytest.raises(FilterError, match="startswith needs a string") as e:
+            await r.scan(filter=col("a").startswith("x"))
+        assert str(p) in str(e.value)
         assert (await r.take([])).num_rows == 0
         assert (await r.take(np.array([9, 0, 9]))).to_pylist() == [{"a": 9}, {"a": 0},
                                                                     {"a": 9}]
