@@ -214,7 +214,15 @@ class Reader:
             return None
         try:
             if rows is not None:
-                got = ranges_from_slice(rows, await self.count_rows())
+                # the row count is needed only to resolve bounds from the end (a file of
+                # several super types would read its super column for it): a read
+                # stops at the end anyway
+                n = self.num_rows
+                if n is None and isinstance(rows, slice) and all(
+                        v is None or (isinstance(v, int) and v >= 0)
+                        for v in (rows.start, rows.stop)):
+                    n = 1 << 62
+                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
             else:
                 n = self.num_rows
                 got = RowRanges.of([(0, limit if n is None else min(limit, n))])
@@ -300,17 +308,24 @@ class Reader:
         idx = _row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
-        n = await self.count_rows() if idx.size else 0
-        if idx.size and int(idx.max()) >= n:
+        n = self.num_rows  # None (several super types): known once the read has ended
+
+        def out_of_range(n: int) -> RowSelectionError:
             bad = int(idx[idx >= n][0])
-            raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
-                                    path=self.path)
+            return RowSelectionError(f"row index {bad} is out of range for {n} rows",
+                                     path=self.path)
+
+        if n is not None and idx.size and int(idx.max()) >= n:
+            raise out_of_range(n)
         uniq, where = np.unique(idx, return_inverse=True)
         from .read.selection import runs_of, scan_rows
 
         res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
                               self.read_options)
         if res.num_rows != uniq.size:
+            if n is None and res.total_rows is not None:
+                self._counted_rows = res.total_rows
+                raise out_of_range(res.total_rows)
             raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
                               path=self.path)
         same = uniq.size == idx.size and bool((np.diff(idx) > 0).all()) if idx.size else True

@@ -463,3 +463,23 @@ async def test_late_materialization_reads_only_the_selected_rows_segments(tmp_pa
     assert late[0].segments_pruned == whole[0].segments_pruned > 0  # ts >= 5000: pruned
     assert late[1].stats.bytes_needed < whole[1].stats.bytes_needed  # (a small file: held)
     assert "two waves" in late[0].explain() and "one wave" in whole[0].explain()
+
+
+async def test_several_super_types_take_needs_no_row_count_first(tmp_path: Path) -> None:
+    """Rows of several super types have no count in the metadata: take() and rows= with
+    bounds from the start do not read the super column for one first."""
+    p = tmp_path / "m.csup"
+    rows = [{"a": i} if i % 3 else {"a": str(i), "b": i} for i in range(50)]
+    csup_async.write(str(p), rows)
+    async with csup_async.open(str(p)) as r:
+        assert r.num_rows is None
+        got = await r.take([49, 3, 3], ["a"])
+        assert got.to_pylist() == [{"a": 49}, {"a": "3"}, {"a": "3"}]
+        assert r.num_rows is None  # no count_rows() was needed
+        assert (await r.scan(["a"], rows=slice(47, None))).to_pylist() == [
+            {"a": 47}, {"a": "48"}, {"a": 49}]
+        with pytest.raises(RowSelectionError, match="row index 50 is out of range for 50"):
+            await r.take([50])
+        assert r.num_rows == 50  # learnt from that read
+        assert (await r.scan(["a"], rows=slice(-2, None))).to_pylist() == [{"a": "48"},
+                                                                          {"a": 49}]

@@ -115,13 +115,16 @@ def _skip(read: S._Read, n: int) -> int:
     return int(ids.size)
 
 
-def _select(read: S._Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int]:
-    """In the read's thread: the rows of ``ranges`` (fewer when the file ends first)."""
+def _select(read: S._Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int, int]:
+    """In the read's thread: the rows of ``ranges`` (fewer when the file ends first), and
+    the rows in the file."""
     parts: dict[str | None, list[A.Array]] = {p: [] for p in read.cursors}
     pos = rows = 0
     for a, b in ranges.pairs:
-        if a > pos and _skip(read, a - pos) < a - pos:
-            break
+        if a > pos:
+            pos += _skip(read, a - pos)
+            if pos < a:
+                break
         got = read.batch(b - a)
         if got is None:
             break
@@ -129,11 +132,14 @@ def _select(read: S._Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int]:
         for p, arr in cols.items():
             parts[p].append(arr)
         rows += int(ids.size)
-        pos = a + int(ids.size)
+        pos += int(ids.size)
         if ids.size < b - a:
             break
-    while _skip(read, 1 << 30):  # the rest: every stream's end is still checked
-        pass
+    while True:  # the rest: every stream's end is still checked
+        k = _skip(read, 1 << 30)
+        if not k:
+            break
+        pos += k
     read.finish()
     out: dict[str, A.Array] = {}
     for p, lst in parts.items():
@@ -143,7 +149,7 @@ def _select(read: S._Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int]:
             empty = np.zeros(0, np.int32)
             lst = [read._column(read.cursors[p], empty, [0] * read.n_types, [])]
         out[p] = lst[0] if len(lst) == 1 else A.concat(lst)
-    return out, rows
+    return out, rows, pos
 
 
 async def scan_rows(target: Target, meta: FileMeta, plan: P.ScanPlan, paths: Sequence[str],
@@ -154,11 +160,12 @@ async def scan_rows(target: Target, meta: FileMeta, plan: P.ScanPlan, paths: Seq
     read = S._start(target, meta, cut, options, paths, eager=True, keep=keep)
     worker = S._Thread()
     try:
-        cols, rows = await S._step(read, worker, S._deadline(options), _select, read, ranges)
+        cols, rows, total = await S._step(read, worker, S._deadline(options), _select, read,
+                                          ranges)
     finally:
         await S._close(read, worker)
     read.stats.wall = time.perf_counter() - t0
-    return ScanResult(cols, rows, read.stats, cut)
+    return ScanResult(cols, rows, read.stats, cut, total_rows=total)
 
 
 # ---------------------------------------------------------- filtered scans ---
