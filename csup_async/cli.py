@@ -712,7 +712,7 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
     whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
     if not whole:
         _plan_per_segment(r)
-    if whole or left is not None:  # a limit: only the segments of the first rows
+    if whole or (left is not None and left <= BATCH_ROWS):  # only the first rows' segments
         res = await r.scan(paths, limit=left)
         last = res.stats
         for lo in range(0, res.num_rows, rows):

@@ -483,3 +483,21 @@ async def test_several_super_types_take_needs_no_row_count_first(tmp_path: Path)
         assert r.num_rows == 50  # learnt from that read
         assert (await r.scan(["a"], rows=slice(-2, None))).to_pylist() == [{"a": "48"},
                                                                           {"a": 49}]
+
+
+def test_cli_limit_reads_only_the_first_rows_segments(range_server, wide, capsys) -> None:
+    from csup_async.cli import main
+
+    million, table = wide
+    name = range_server.put("cli.csup", million)
+    code = main(["scan", range_server.url(name), "-c", "ts,a", "--format", "json",
+                 "--limit", "10"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    import json
+
+    assert [json.loads(x) for x in out.out.splitlines()] == table.select(["ts", "a"]).slice(
+        0, 10).to_pylist()
+    seen = range_server.seen(name)
+    data = seen[1:]  # after the tail read: one wave, the first segment of each column
+    assert len(data) <= 2 and _data_bytes(data) < len(million) // 20
