@@ -388,6 +388,8 @@ class FilterPlan:
     bytes_rest: int
     """Bytes of the other projected columns in zones not proven false."""
     two_waves: bool
+    late_saving: int = 0
+    """Bytes a second wave could avoid at most (:func:`late_saving`)."""
     wave1: Any = field(repr=False, default=None)
 
     @property
@@ -423,8 +425,9 @@ class FilterPlan:
             f"without pruning (saved {human(self.bytes_all - self.bytes_one_wave)}); "
             f"filter columns {human(self.bytes_wave1)}, other columns in surviving zones "
             f"{human(self.bytes_rest)}",
-            f"decision: {decision} (a second round trip pays above "
-            f"{human(p.latency * p.bandwidth * p.concurrency)} avoided, profile {p.name})",
+            f"decision: {decision} (a second wave could avoid up to "
+            f"{human(self.late_saving)}; a round trip pays above "
+            f"{human(p.latency * p.bandwidth * p.concurrency)}, profile {p.name})",
         ]
         for z in self.zones[:limit]:
             out.append(f"    rows [{z.start:,}, {z.stop:,})  {z.truth.value}")

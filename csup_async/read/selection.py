@@ -240,20 +240,20 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     one, _ = cut(everything)
     wave1, bytes_wave1 = cut(list(read_f))
     _, bytes_rest = cut(others)
-    two = False
+    saving = 0
     if others and read_f and surviving is not None:
         proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
         rest_plan = P.plan_scan(meta, others, profile)
         streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
-        two = prefer_two_waves(late_saving(streams, direct_segmaps(meta), surviving, proven),
-                               profile)
+        saving = late_saving(streams, direct_segmaps(meta), surviving, proven)
+    two = saving > 0 and prefer_two_waves(saving, profile)
     fplan = FilterPlan(
         filter=repr(expr), profile=profile, zones=zones, filter_columns=tuple(spell),
         pruned_columns=tuple(P.format_path(p) for p in columns),
         segments_total=len(full.segments),
         segments_pruned=len(full.segments) - (len(one.segments) if one else 0),
         bytes_all=full.bytes_needed, bytes_wave1=bytes_wave1, bytes_rest=bytes_rest,
-        two_waves=two, wave1=wave1 if two else one)
+        two_waves=two, late_saving=saving, wave1=wave1 if two else one)
     return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving)
 
 
