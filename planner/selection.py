@@ -275,19 +275,28 @@ def select_segments(streams: Iterable[tuple[str, Segmap]],
     return segs, keep
 
 
-def late_saving(streams: Iterable[tuple[str, Segmap]], direct: Mapping[int, Segmap],
-                surviving: RowRanges, proven: RowRanges) -> int:
-    """Bytes a second wave can avoid at most: per direct value stream, the segments over
-    the surviving rows that hold no row proven to match (those are read either way),
-    less one segment when no row is proven (a filter worth running matches something).
-    Streams read whole (presence, lengths, ...) save nothing."""
+def late_saving(streams: Iterable[tuple[str, Segmap]],
+                selectable: Mapping[int, tuple[Segmap, int]], surviving: RowRanges,
+                proven: RowRanges) -> int:
+    """Bytes a second wave can avoid at most: per selectable value stream, the segments
+    that may hold values of surviving rows less those holding rows proven to match (read
+    either way; under presence runs none is sure), less one segment when no row is
+    proven (a filter worth running matches something).  Streams read whole (presence,
+    lengths, ...) save nothing."""
     saved = 0
     for role, segmap in streams:
-        if role != "values" or id(segmap) not in direct:
+        if role != "values" or id(segmap) not in selectable:
             continue
+        _, slack = selectable[id(segmap)]
         counts = [s.count or 0 for s in segmap]
-        maybe = set(segments_for_ranges(counts, surviving))
-        must = set(segments_for_ranges(counts, proven)) if proven.rows else set()
+        total = sum(counts)
+
+        def values(rows: RowRanges, slack: int = slack, total: int = total) -> RowRanges:
+            return RowRanges.of((max(0, a - slack), min(b, total)) for a, b in rows.pairs)
+
+        maybe = set(segments_for_ranges(counts, values(surviving)))
+        must = (set(segments_for_ranges(counts, proven)) if proven.rows and not slack
+                else set())
         rest = [segmap[i].length for i in maybe - must]
         if rest and not must:
             rest.remove(max(rest))

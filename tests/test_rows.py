@@ -76,6 +76,34 @@ def test_segments_for_ranges_are_exactly_those_holding_rows(counts: list[int],
     assert segments_for_ranges(counts, r) == want
 
 
+@given(present=st.lists(st.booleans(), min_size=1, max_size=50),
+       cuts=st.lists(st.integers(0, 50), max_size=6), pairs=pairs_st)
+def test_selected_segments_hold_every_selected_rows_value(present: list[bool],
+                                                         cuts: list[int],
+                                                         pairs: list[tuple[int, int]]) -> None:
+    """Below presence runs a row's value index is only known once the runs are decoded;
+    the segments kept from the slack bound hold the value of every selected present row."""
+    from csup_async.meta import Segment
+    from planner.selection import select_segments
+
+    n, values = len(present), sum(present)
+    bounds = sorted({0, values, *(c for c in cuts if c < values)})
+    segmap = tuple(Segment(offset=i * 10, length=10, mem_length=10, count=b - a)
+                   for i, (a, b) in enumerate(itertools.pairwise(bounds)))
+    ranges = RowRanges.of((min(a, n), min(b, n)) for a, b in pairs)
+    segs, keep = select_segments([("values", segmap)], {id(segmap): (segmap, n - values)},
+                                 ranges)
+    starts = value_starts([s.count for s in segmap])
+    rank = 0
+    for row, here in enumerate(present):
+        if here:
+            if any(a <= row < b for a, b in ranges.pairs):
+                k = max(i for i in range(len(segmap)) if starts[i] <= rank)
+                assert k in keep[id(segmap)], (row, rank, k)
+            rank += 1
+    assert segs == [segmap[i] for i in sorted(keep[id(segmap)])]
+
+
 @given(st.integers(0, 30), st.one_of(st.none(), st.integers(-40, 40)),
        st.one_of(st.none(), st.integers(-40, 40)))
 def test_ranges_from_slice_is_python_slicing(n: int, a: int | None, b: int | None) -> None:
@@ -129,6 +157,26 @@ def test_column_stats_unknowns_stay_unknown() -> None:
     s = column_stats(4, 0, math.nan, 2.0, None, "float64")
     assert s is not None and s.lo is None and s.nan  # a NaN bound: no bounds, NaN possible
     assert zone_truth(col("x") == 5.0, {("x",): s}) is Truth.MAYBE
+
+
+@given(counts=st.lists(st.integers(0, 9), min_size=1, max_size=10), pairs=pairs_st,
+       slack=st.integers(0, 5))
+def test_late_saving_is_bounded_by_what_one_wave_reads(counts: list[int],
+                                                       pairs: list[tuple[int, int]],
+                                                       slack: int) -> None:
+    from csup_async.meta import Segment
+    from planner.selection import late_saving, select_segments
+
+    segmap = tuple(Segment(offset=i * 7, length=7, mem_length=7, count=c)
+                   for i, c in enumerate(counts))
+    n = sum(counts) + slack
+    surviving = RowRanges.of((min(a, n), min(b, n)) for a, b in pairs)
+    sel = {id(segmap): (segmap, slack)}
+    one_wave = sum(s.length for s in select_segments([("values", segmap)], sel, surviving)[0])
+    saved = late_saving([("values", segmap)], sel, surviving, RowRanges())
+    assert 0 <= saved <= max(one_wave - 7, 0)
+    if not slack:  # every surviving row proven to match: nothing to avoid
+        assert late_saving([("values", segmap)], sel, surviving, surviving) == 0
 
 
 def test_two_waves_pay_only_above_a_round_trip_of_bytes() -> None:

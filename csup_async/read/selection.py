@@ -36,7 +36,6 @@ from planner.selection import (
     Zone,
     column_stats,
     direct_leaf,
-    direct_segmaps,
     late_saving,
     plan_zones,
     prefer_two_waves,
@@ -245,7 +244,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
         rest_plan = P.plan_scan(meta, others, profile)
         streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
-        saving = late_saving(streams, direct_segmaps(meta), surviving, proven)
+        saving = late_saving(streams, selectable_segmaps(meta), surviving, proven)
     two = saving > 0 and prefer_two_waves(saving, profile)
     fplan = FilterPlan(
         filter=repr(expr), profile=profile, zones=zones, filter_columns=tuple(spell),
