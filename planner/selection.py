@@ -45,9 +45,9 @@ from .profiles import Profile
 
 __all__ = [
     "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
-    "direct_segmaps", "late_saving", "plan_zones", "prefer_two_waves", "ranges_from_indices",
-    "ranges_from_slice", "segments_for_ranges", "select_segments", "selectable_segmaps",
-    "value_starts",
+    "direct_segmaps", "late_saving", "leaf_stream", "plan_zones", "prefer_two_waves",
+    "ranges_from_indices", "ranges_from_slice", "segments_for_ranges", "select_segments",
+    "selectable_segmaps", "value_starts",
 ]
 
 
@@ -229,8 +229,15 @@ def direct_segmaps(meta: FileMeta) -> dict[int, Segmap]:
 def direct_leaf(meta: FileMeta, path: tuple[str, ...]) -> Segmap | None:
     """The direct value stream at ``path`` when its type is a plain primitive (what a
     filter compares), else None."""
-    direct = direct_segmaps(meta)
-    if not direct:
+    got = leaf_stream(meta, path)
+    return got[0] if got is not None and got[1] == 0 else None
+
+
+def leaf_stream(meta: FileMeta, path: tuple[str, ...]) -> tuple[Segmap, int] | None:
+    """The selectable value stream at ``path`` and its slack, when its type is a plain
+    primitive (what a filter compares), else None."""
+    selectable = selectable_segmaps(meta)
+    if not selectable:
         return None
     t: Any = meta.super_types[0]
     col: Any = meta.columns[0]
@@ -248,7 +255,7 @@ def direct_leaf(meta: FileMeta, path: tuple[str, ...]) -> Segmap | None:
         col = col.values
     if not isinstance(t, PrimitiveType) or not isinstance(col, PrimitiveColumn):
         return None
-    return col.segmap if id(col.segmap) in direct else None
+    return selectable.get(id(col.segmap))
 
 
 def select_segments(streams: Iterable[tuple[str, Segmap]],
@@ -339,15 +346,28 @@ class Zone:
 
 def plan_zones(expr: Expr, num_rows: int,
                columns: Mapping[tuple[str, ...], tuple[Sequence[int],
-                                                        Sequence[ColumnStats | None]]]
-               ) -> tuple[Zone, ...]:
+                                                        Sequence[ColumnStats | None]]],
+               fuzzy: Mapping[tuple[str, ...], tuple[Sequence[int],
+                                                      Sequence[ColumnStats | None], int]]
+               | None = None) -> tuple[Zone, ...]:
     """Cut ``num_rows`` rows at every segment boundary of ``columns`` (path -> per segment
-    counts and statistics) and judge each zone; neighbours with the same truth merge."""
+    counts and statistics) and judge each zone; neighbours with the same truth merge.
+
+    ``fuzzy`` columns (path -> counts, statistics, slack) lie below presence runs: the
+    values of rows ``[a, b)`` are among values ``[a - slack, b)``, so a zone's statistics
+    are those of every segment holding such values, with nulls possible."""
+    fuzzy = fuzzy or {}
     bounds = {0, num_rows}
     starts: dict[tuple[str, ...], tuple[int, ...]] = {}
     for path, (counts, _) in columns.items():
         s = value_starts(counts)
         if s[-1] != num_rows:
+            raise RowSelectionError(f"column {path} counts {s[-1]} values for {num_rows} rows")
+        starts[path] = s
+        bounds.update(s)
+    for path, (counts, _, _) in fuzzy.items():
+        s = value_starts(counts)
+        if s[-1] > num_rows:
             raise RowSelectionError(f"column {path} counts {s[-1]} values for {num_rows} rows")
         starts[path] = s
         bounds.update(s)
@@ -362,12 +382,42 @@ def plan_zones(expr: Expr, num_rows: int,
             st = stats[i]
             if st is not None:
                 got[path] = st
+        for path, (counts, stats, slack) in fuzzy.items():
+            merged = _merged(counts, stats, slack, starts[path], a, b)
+            if merged is not None:
+                got[path] = merged
         truth = zone_truth(expr, got)
         if zones and zones[-1].truth == truth and zones[-1].stop == a:
             zones[-1] = Zone(zones[-1].start, b, truth)
         else:
             zones.append(Zone(a, b, truth))
     return tuple(zones)
+
+
+def _merged(counts: Sequence[int], stats: Sequence[ColumnStats | None], slack: int,
+            starts: Sequence[int], a: int, b: int) -> ColumnStats | None:
+    """Statistics of rows ``[a, b)`` of a column below presence runs (see plan_zones):
+    None when unknown."""
+    lo_v, hi_v = max(0, a - slack), min(b, starts[-1])
+    segs = segments_for_ranges(counts, RowRanges.of([(lo_v, hi_v)]))
+    parts = [stats[i] for i in segs]
+    if any(p is None for p in parts):
+        return None
+    with_values = [p for p in parts if p is not None and p.values]
+    rows = b - a
+    if not with_values:  # every row of the zone is null
+        return ColumnStats(count=rows, nulls=rows)
+    if rows < 2:  # "null or a value" needs two rows to say
+        return None
+    if any(p.lo is None or p.hi is None for p in with_values):
+        return ColumnStats(count=rows, nulls=1, nan=True)
+    try:
+        lo = min(p.lo for p in with_values)
+        hi = max(p.hi for p in with_values)
+    except TypeError:
+        return None
+    return ColumnStats(count=rows, nulls=1, lo=lo, hi=hi,
+                       nan=any(p.nan for p in with_values))
 
 
 def prefer_two_waves(bytes_saved: int, profile: Profile) -> bool:

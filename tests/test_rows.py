@@ -151,6 +151,38 @@ def test_zones_proven_false_hold_no_match(values: list[int | None], cuts: list[i
             assert got == {True}
 
 
+@settings(max_examples=200)
+@given(values=st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=1, max_size=40),
+       cuts=st.lists(st.integers(1, 40), max_size=6), op=st.sampled_from(["==", "!=", "<",
+                                                                            "<=", ">", ">="]),
+       lit=st.integers(-6, 6), neg=st.booleans(), isnull=st.booleans())
+def test_zones_below_presence_runs_are_sound(values: list[int | None], cuts: list[int],
+                                             op: str, lit: int, neg: bool,
+                                             isnull: bool) -> None:
+    """A column below presence runs (None rows hold no value): its value segments say
+    nothing exact about rows, yet a zone judged false holds no match, one judged true
+    no miss."""
+    present = [v for v in values if v is not None]
+    n, m = len(values), len(present)
+    bounds = sorted({0, m, *(c for c in cuts if c < m)})
+    counts = [b - a for a, b in itertools.pairwise(bounds)]
+    stats = [column_stats(b - a, 0, min(present[a:b]), max(present[a:b]), False, "int64")
+             for a, b in itertools.pairwise(bounds)]
+    f = (col("x").is_null() if isnull else
+         {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+          ">": operator.gt, ">=": operator.ge}[op](col("x"), lit))
+    if neg:
+        f = ~f
+    zones = plan_zones(f, n, {}, {("x",): (counts, stats, n - m)})
+    assert zones[0].start == 0 and zones[-1].stop == n
+    for z in zones:
+        got = {matches(f, {"x": v}) for v in values[z.start: z.stop]}
+        if z.truth is Truth.FALSE:
+            assert got == {False}
+        if z.truth is Truth.TRUE:
+            assert got == {True}
+
+
 def test_column_stats_unknowns_stay_unknown() -> None:
     assert column_stats(None, 0, 1, 2, False, "int64") is None
     assert column_stats(4, None, 1, 2, False, "int64") is None
@@ -339,7 +371,7 @@ async def test_presence_columns_select_the_same_rows(n, seed, null_rate, thresh,
     rng = np.random.default_rng(seed)
     nulls = rng.random(n) < null_rate
     table = pa.table({
-        "ts": pa.array(np.sort(rng.integers(-50, 50, n))),
+        "ts": pa.array(np.sort(rng.integers(-50, 50, n)), mask=rng.random(n) < null_rate / 3),
         "v": pa.array(rng.standard_normal(n), mask=nulls),
         "s": pa.array([LONG + "ab"[int(x)] for x in rng.integers(0, 2, n)],
                       mask=rng.random(n) < null_rate),

@@ -35,8 +35,8 @@ from planner.selection import (
     RowRanges,
     Zone,
     column_stats,
-    direct_leaf,
     late_saving,
+    leaf_stream,
     plan_zones,
     prefer_two_waves,
     ranges_from_indices,
@@ -205,19 +205,26 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     read_f = tuple(p for p in spell if p not in absent)
     n = meta.row_count if len(meta.super_types) == 1 else None
     columns: dict[tuple[str, ...], tuple[list[int], list[Any]]] = {}
+    fuzzy: dict[tuple[str, ...], tuple[list[int], list[Any], int]] = {}
     if n is not None:
         for p in fpaths:
-            segmap = direct_leaf(meta, p)
-            if segmap is None or p not in names:
+            leaf = leaf_stream(meta, p)
+            if leaf is None or p not in names:
                 continue
+            segmap, slack = leaf
             stats = [segment_stats(s) for s in segmap]
-            columns[p] = ([s.count or 0 for s in segmap],
-                          [column_stats(st.count, st.nulls, st.min, st.max, st.nan, names[p])
-                           for st in stats])
+            counts = [s.count or 0 for s in segmap]
+            per = [column_stats(st.count, st.nulls, st.min, st.max, st.nan, names[p])
+                   for st in stats]
+            if slack:
+                fuzzy[p] = (counts, per, slack)
+            else:
+                columns[p] = (counts, per)
     zones: tuple[Zone, ...] = ()
     surviving: RowRanges | None = None
     if n is not None:
-        zones = plan_zones(bound, n, columns) if columns else (Zone(0, n, Truth.MAYBE),)
+        zones = (plan_zones(bound, n, columns, fuzzy) if columns or fuzzy
+                 else (Zone(0, n, Truth.MAYBE),))
         surviving = RowRanges.of((z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
         if base is not None:
             surviving = _intersect(surviving, base)
@@ -248,7 +255,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     two = saving > 0 and prefer_two_waves(saving, profile)
     fplan = FilterPlan(
         filter=repr(expr), profile=profile, zones=zones, filter_columns=tuple(spell),
-        pruned_columns=tuple(P.format_path(p) for p in columns),
+        pruned_columns=tuple(P.format_path(p) for p in [*columns, *fuzzy]),
         segments_total=len(full.segments),
         segments_pruned=len(full.segments) - (len(one.segments) if one else 0),
         bytes_all=full.bytes_needed, bytes_wave1=bytes_wave1, bytes_rest=bytes_rest,
