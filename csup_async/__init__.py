@@ -18,6 +18,7 @@ from .errors import (
     LimitError,
     NotFoundError,
     ObjectChangedError,
+    RowSelectionError,
     StoreError,
     StoreTimeoutError,
     TruncatedError,
@@ -50,7 +51,8 @@ _LAZY = {
 
 __all__ = [
     "AccessDeniedError", "ColumnNotFoundError", "CsupError", "EncodeError", "FormatError",
-    "LimitError", "NotFoundError", "ObjectChangedError", "StoreError", "StoreTimeoutError",
+    "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError", "StoreError",
+    "StoreTimeoutError",
     "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 

@@ -790,13 +790,17 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
                         where: Any = None) -> AsyncIterator[tuple[dict[str, Any], int]]:
     """One file's batches: (columns, rows), at most ``left`` rows in all (of the rows
     ``where`` keeps, when given)."""
+    from planner.selection import FilterPlan
+
     plan = await r.plan(paths, filter=where)
     last = None
-    whole = left is None and sum(s.mem_length for s in plan.segments) <= WHOLE_SCAN_BYTES
+    size = (plan.bytes_all if isinstance(plan, FilterPlan)
+            else sum(s.mem_length for s in plan.segments))
+    whole = left is None and size <= WHOLE_SCAN_BYTES
     if not whole:
         _plan_per_segment(r)
-    if whole:
-        res = await r.scan(paths, filter=where)
+    if whole or (left is not None and left <= BATCH_ROWS):  # only the first rows' segments
+        res = await r.scan(paths, filter=where, limit=left)
         last = res.stats
         for lo in range(0, res.num_rows, rows):
             hi = min(lo + rows, res.num_rows)

@@ -23,7 +23,7 @@ from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
-from .errors import ColumnNotFoundError, CsupError
+from .errors import ColumnNotFoundError, RowSelectionError
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats
@@ -58,11 +58,28 @@ class Dataset:
     def files(self) -> list[str]:
         return list(self._urls)
 
-    async def _select(self, filter: Expr | None) -> tuple[list[Reader], list[int]]:
+    async def _select(self, filter: Expr | None, limit: int | None = None
+                      ) -> tuple[list[Reader], list[int]]:
         """The readers of the files a filter's partition part keeps (all without one),
-        opening them first if not yet open: a pruned file is never requested."""
+        opening them first if not yet open: a pruned file is never requested.  With
+        ``limit``, files are opened in file order (``file_concurrency`` at a time) only
+        until their rows cover it."""
         idx = (self.partitions.select(filter) if self.partitions is not None
                and filter is not None else list(range(len(self._urls))))
+        if limit is not None:
+            covered, upto = 0, 0
+            while upto < len(idx) and covered < limit:
+                batch = idx[upto: upto + self.file_concurrency]
+                readers, _ = await self._select_idx(batch)
+                for r in readers:
+                    upto += 1
+                    covered += r.num_rows if r.num_rows is not None else await r.count_rows()
+                    if covered >= limit:
+                        break
+            idx = idx[:upto]
+        return await self._select_idx(idx)
+
+    async def _select_idx(self, idx: list[int]) -> tuple[list[Reader], list[int]]:
         need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
         if need:
             opened = await gather_or_cancel([self._open_file(u) for u in need])
@@ -128,20 +145,25 @@ class Dataset:
         scanned rows."""
         t0 = time.perf_counter()
         filter = _as_filter(filter)
-        candidates, chosen_idx = await self._select(filter)
-        spell = self._partition_spellings()
         residual = filter if filter is not None and not (
             self.partitions is not None and self.partitions.only_partitions(filter)) else None
+        lazy = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and (
+            residual is None)
+        candidates, chosen_idx = await self._select(filter, limit if lazy else None)
+        spell = self._partition_spellings()
         chosen, chosen_idx, _ = self._by_statistics(candidates, chosen_idx, residual)
         readers = chosen
-        if limit is not None and limit < 0:
-            raise CsupError(f"limit must be >= 0, got {limit}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
+        file_limit: dict[str, int] = {}  # the rows each file read for a limit must give
         if limit is not None and residual is None:
             readers, covered = [], 0
             for r in chosen:
                 if covered >= limit:
                     break
                 readers.append(r)
+                file_limit[r.key] = limit - covered
                 covered += r.num_rows if r.num_rows is not None else await r.count_rows()
         parsed = P.parse_columns(columns)
         cols = [spelling for spelling, _ in parsed] if parsed is not None else []
@@ -157,6 +179,10 @@ class Dataset:
         cols = [c for c in cols + extra if c not in spell]  # data columns (partitions win)
         plan = P.plan_files(self._entries(candidates), cols, self.profile)
         missing = [p for p in plan.missing_paths if p not in extra]  # a filter's: null
+        if missing and lazy and parsed is not None:  # maybe in a file past the limit's
+            everything, _ = await self._select(filter)
+            plan = P.plan_files(self._entries(everything), cols, self.profile)
+            missing = [p for p in plan.missing_paths if p not in extra]
         if missing and (candidates or self.partitions is None):  # no file left: nothing to say
             raise self.missing_error(missing)
         if readers is not candidates:  # the files a limit or statistics keep
@@ -168,11 +194,13 @@ class Dataset:
         async def one(r: Reader) -> tuple[dict[str, A.Array], int]:
             if r.key not in kept:
                 n = await r.count_rows()
+                n = min(n, file_limit.get(r.key, n))
                 return {c: A.null_array(_null_type(), n) for c in cols}, n
             async with sem:
                 paths = [c for c in cols if c not in absent_paths(r, c)]
-                res = await r.scan(paths) if paths else None
-            n = res.num_rows if res is not None else (r.num_rows or 0)
+                res = (await r.scan(paths, limit=file_limit.get(r.key)) if paths else None)
+            n = res.num_rows if res is not None else min(r.num_rows or 0,
+                                                         file_limit.get(r.key, 1 << 62))
             if res is not None:
                 stats.requests += res.stats.requests
                 stats.bytes_read += res.stats.bytes_read

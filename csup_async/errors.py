@@ -53,6 +53,11 @@ class ColumnNotFoundError(CsupError, KeyError):
         return Exception.__str__(self)
 
 
+class RowSelectionError(CsupError, IndexError):
+    """Rows asked for that the file does not have (an index past the end, a negative one),
+    or a selection of the wrong kind (``rows=`` not a slice, indices not integers)."""
+
+
 class StoreError(CsupError):
     """An object store failed or refused a request."""
 

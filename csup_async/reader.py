@@ -23,7 +23,7 @@ from planner.coalescing import plan_ranges
 
 from . import arrays as A
 from . import read as R
-from .errors import ColumnNotFoundError, CsupError, FormatError
+from .errors import ColumnNotFoundError, CsupError, FormatError, RowSelectionError
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
@@ -179,13 +179,59 @@ class Reader:
         return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
-    async def plan(self, columns: Sequence[str] | str | None = None, *,
-                   filter: Any = None) -> P.ScanPlan:
-        """The ScanPlan that ``scan(columns, filter=filter)`` will execute."""
+    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None) -> Any:
+        """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
+        ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
         paths = self._paths(columns)
+        self._check_limit(limit)
+        if filter is None and rows is None and limit is None:
+            return self._plan(paths)
+        self._plan(paths)  # ColumnNotFoundError for a projected path no type has
+        ranges = await self._ranges(rows, None if filter is not None else limit)
         if filter is not None:
-            paths = self._filter_columns(paths, filter)[2]
-        return self._plan(paths)
+            from .read.selection import plan_filter
+
+            try:
+                return plan_filter(self.meta, filter, paths or self._paths(None),
+                                   self.profile, self._available(), ranges)[0]
+            except CsupError as e:  # a filter that cannot apply, statistics that lie
+                raise e.with_path(self.path) from None
+        if ranges is None:
+            return self._plan(paths)
+        from .read.selection import plan_rows
+
+        return plan_rows(self.meta, self._plan(paths), ranges)[0]
+
+    def _check_limit(self, limit: Any) -> None:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}",
+                                    path=self.path)
+
+    async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
+        """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
+        from planner.selection import RowRanges, ranges_from_slice
+
+        if rows is None and limit is None:
+            return None
+        try:
+            if rows is not None:
+                # the row count is needed only to resolve bounds from the end (a file of
+                # several super types would read its super column for it): a read
+                # stops at the end anyway
+                n = self.num_rows
+                if n is None and isinstance(rows, slice) and all(
+                        v is None or (isinstance(v, int) and v >= 0)
+                        for v in (rows.start, rows.stop)):
+                    n = 1 << 62
+                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
+            else:
+                n = self.num_rows
+                got = RowRanges.of([(0, limit if n is None else min(limit, n))])
+            return got if limit is None else got.first(limit)
+        except RowSelectionError as e:
+            raise e.with_path(self.path) from None
 
     def _plan(self, paths: list[str]) -> P.ScanPlan:
         plan = P.plan_scan(self.meta, paths or None, self.profile,
@@ -213,7 +259,8 @@ class Reader:
         return Target(self.store, self.key, self.tail.info.version, self.path, held)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
-                   filter: Any = None) -> ScanResult:
+                   filter: Any = None, rows: slice | None = None,
+                   limit: int | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
@@ -222,21 +269,72 @@ class Reader:
 
         ``filter`` (a ``planner.filters`` expression such as ``col("id") == 7``, or
         its text form ``"id = 7"``) keeps the rows it is true for, in file order,
-        with SQL's semantics (a null or absent field matches nothing).  Its columns
-        are read with the projection and the filter is evaluated exactly on them;
-        no segment is skipped yet (pruning by segment statistics is to come).
+        with SQL's semantics (a null or absent field matches nothing).  Zones of rows
+        whose segment statistics prove the filter false are not read; the filter is
+        evaluated exactly on the rest; the other columns are read with the filter's
+        (one round trip) or, when the avoided bytes pay for a round trip, afterwards
+        for the selected rows only (``plan(columns, filter=...).explain()`` says which).
+
+        ``rows=slice(a, b)`` (step 1, negative bounds from the end) reads only those
+        rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
+        only the segments holding them are fetched.
         """
         paths = self._paths(columns)
-        if filter is None:
+        self._check_limit(limit)
+        if filter is None and rows is None and limit is None:
             return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
                                         self.read_options)
-        return await self._scan_filtered(paths, filter)
+        plan = self._plan(paths)
+        ranges = await self._ranges(rows, None if filter is not None else limit)
+        if filter is None:
+            from .read.selection import scan_rows
 
-    async def _scan_filtered(self, paths: list[str], filter: Any) -> ScanResult:
-        expr, wanted, read = self._filter_columns(paths, filter)
-        res = await R.scan_columns(self._target(), self.meta, self._plan(read), read,
+            return await scan_rows(self._target(), self.meta, plan, paths, ranges,
                                    self.read_options)
-        return _matching(expr, res, wanted)
+        from .read.selection import plan_filter, scan_filtered
+
+        try:
+            fplan, work = plan_filter(self.meta, filter, paths or self._paths(None),
+                                      self.profile, self._available(), ranges)
+        except CsupError as e:  # a filter that cannot apply, statistics that lie
+            raise e.with_path(self.path) from None
+        return await scan_filtered(self._target(), self.meta, fplan, work, self.read_options,
+                                   self._available(), limit)
+
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
+                   ) -> ScanResult:
+        """The rows at ``indices`` (any order, repeats allowed), in the order given.
+
+        Only the segments holding them are read (each once, however often a row
+        is asked for).  Indices are row numbers from 0; a negative one, one past the
+        end, or a non-integer is a :class:`RowSelectionError`.
+        """
+        idx = _row_indices(indices, self.path)
+        paths = self._paths(columns)
+        plan = self._plan(paths)
+        n = self.num_rows  # None (several super types): known once the read has ended
+
+        def out_of_range(n: int) -> RowSelectionError:
+            bad = int(idx[idx >= n][0])
+            return RowSelectionError(f"row index {bad} is out of range for {n} rows",
+                                     path=self.path)
+
+        if n is not None and idx.size and int(idx.max()) >= n:
+            raise out_of_range(n)
+        uniq, where = np.unique(idx, return_inverse=True)
+        from .read.selection import runs_of, scan_rows
+
+        res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
+                              self.read_options)
+        if res.num_rows != uniq.size:
+            if n is None and res.total_rows is not None:
+                self._counted_rows = res.total_rows
+                raise out_of_range(res.total_rows)
+            raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
+                              path=self.path)
+        same = uniq.size == idx.size and bool((np.diff(idx) > 0).all()) if idx.size else True
+        cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
+        return ScanResult(cols, int(idx.size), res.stats, res.plan)
 
     def _filter_columns(self, paths: list[str], filter: Any) -> tuple[Any, list[str], list[str]]:
         """``(expression, output paths, paths to read)``: the filter's columns are read
@@ -403,6 +501,32 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
     r._extra = list(available)
     return r
+
+
+def _row_indices(indices: Any, path: str) -> np.ndarray:
+    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
+    if isinstance(indices, np.ndarray):
+        if indices.ndim != 1 or indices.dtype.kind not in "iu":
+            raise RowSelectionError(f"row indices must be a 1-D integer array, not "
+                                    f"{indices.ndim}-D {indices.dtype}", path=path)
+        values = indices.tolist()
+    elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
+        raise RowSelectionError(f"take() needs a sequence of row indices, not "
+                                f"{type(indices).__name__}", path=path)
+    else:
+        values = list(indices)
+    bad = [v for v in values
+           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
+    if bad:
+        raise RowSelectionError(f"row indices must be integers, not "
+                                f"{type(bad[0]).__name__} ({bad[0]!r})", path=path)
+    lo = min(values, default=0)
+    if lo < 0:
+        raise RowSelectionError(f"row index {lo} is negative", path=path)
+    hi = max(values, default=0)
+    if hi > np.iinfo(np.int64).max:
+        raise RowSelectionError(f"row index {hi} is out of range", path=path)
+    return np.asarray(values, np.int64).reshape(-1)
 
 
 _scopes = itertools.count()

@@ -11,6 +11,8 @@ nothing heavier than the standard library and ``csup_async.meta``/``types``
 * :func:`plan_files` - many files -> pruned files and tasks (:class:`MultiPlan`)
 * :mod:`.filters` - row filters as data (:func:`col`, :func:`parse_filter`) and what
   segment statistics prove about them (:func:`zone_truth`)
+* :mod:`.selection` - row ranges -> the segments holding them; zones of rows a filter's
+  statistics prove false; the one-or-two-waves cost model (``FilterPlan.explain()``)
 """
 
 from __future__ import annotations

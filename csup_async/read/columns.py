@@ -110,12 +110,15 @@ class Build:
     a whole segment at a time in the pool (whole columns)."""
 
     def __init__(self, source: SegmentSource, limits: Limits, ahead: int, *,
-                 lazy: bool = False) -> None:
+                 lazy: bool = False, keep: dict[int, frozenset[int]] | None = None) -> None:
         self.source = source
         self.limits = limits
         self.ahead = ahead
         self.lazy = lazy
         self.claimed = 0
+        # row selection: per value stream (id of its segmap), the segments to read; the
+        # others are skipped() over by their count, never fetched (read/selection.py)
+        self.keep = keep or {}
 
     def claim(self, node: Cursor, n: int) -> None:
         """Count ``n`` values a node hands out against the caps (LimitError past one)."""
@@ -129,14 +132,34 @@ class Build:
                              "values in all")
 
 
+class Skipped:
+    """``n`` values of a segment a row selection does not read: they can only be skipped."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def slice(self, start: int, stop: int | None) -> Skipped:
+        return Skipped((self.n if stop is None else stop) - start)
+
+
 class Stream:
-    """The decoded segments of one column stream, in order, one job each."""
+    """The decoded segments of one column stream, in order, one job each (a row selection's
+    skipped segments: a :class:`Skipped` placeholder of their ``count``)."""
 
     def __init__(self, b: Build, segmap: Segmap, decode: Decoder,
-                 ahead: int | None = None) -> None:
+                 ahead: int | None = None, selectable: bool = False) -> None:
         self.source = b.source
         self.ahead = b.ahead if ahead is None else ahead
-        self.jobs: list[Job | None] = [b.source.job(s, decode) for s in segmap]
+        keep = b.keep.get(id(segmap)) if selectable and b.keep else None
+        self.jobs: list[Job | Skipped | None] = (
+            [b.source.job(s, decode) for s in segmap] if keep is None else
+            [b.source.job(s, decode) if i in keep else Skipped(s.count or 0)
+             for i, s in enumerate(segmap)])
         self.next_index = 0
 
     def want_next(self) -> None:
@@ -144,8 +167,8 @@ class Stream:
         i = self.next_index
         if i < len(self.jobs):
             job = self.jobs[i]
-            assert job is not None
-            self.source.want(job)
+            if isinstance(job, Job):  # a skipped segment is never fetched
+                self.source.want(job)
 
     def next(self) -> Any | None:
         """The next segment's decoded values, or None after the last."""
@@ -154,11 +177,19 @@ class Stream:
             return None
         job = self.jobs[i]
         assert job is not None
+        if isinstance(job, Skipped):
+            self.jobs[i] = None
+            self.next_index = i + 1
+            return job
         self.source.want(job, [j for j in self.jobs[i + 1: i + 1 + self.ahead]
-                               if j is not None])
+                               if isinstance(j, Job)])
         self.jobs[i] = None
         self.next_index = i + 1
         return job.take()
+
+
+def _cut(part: Any, start: int, stop: int) -> Any:
+    return part[start:stop] if isinstance(part, np.ndarray) else part.slice(start, stop)
 
 
 class _Chunks:
@@ -168,6 +199,7 @@ class _Chunks:
         self.stream = stream
         self.pending: collections.deque[Any] = collections.deque()
         self.avail = 0
+        self.pos = 0  # values of pending[0] already handed out or skipped
 
     def _pull(self) -> bool:
         while True:
@@ -178,6 +210,22 @@ class _Chunks:
                 self.pending.append(part)
                 self.avail += len(part)
                 return True
+
+    def skip(self, n: int) -> None:
+        """Drop the next ``n`` values (skipped segments are dropped without reading)."""
+        while n:
+            if not self.pending and not self._pull():
+                raise FormatError(f"a column stream ended {n} values early")
+            left = len(self.pending[0]) - self.pos
+            if left <= n:
+                self.pending.popleft()
+                self.pos = 0
+                self.avail -= left
+                n -= left
+            else:
+                self.pos += n
+                self.avail -= n
+                n = 0
 
     def take(self, n: int, exact: bool = True) -> list[Any]:
         while self.avail < n:
@@ -190,18 +238,21 @@ class _Chunks:
         need = n
         while need:
             head = self.pending[0]
-            if len(head) <= need:
-                out.append(self.pending.popleft())
-                need -= len(head)
+            # the head's first ``pos`` values are used: cut, never re-sliced per step, so
+            # many small takes and skips (a row selection) cost what they hand out
+            size = len(head)
+            if size - self.pos <= need:
+                out.append(head if not self.pos else _cut(head, self.pos, size))
+                self.pending.popleft()
+                need -= size - self.pos
+                self.pos = 0
             else:
-                if isinstance(head, np.ndarray):
-                    out.append(head[:need])
-                    self.pending[0] = head[need:]
-                else:
-                    out.append(head.slice(0, need))
-                    self.pending[0] = head.slice(need, None)
+                out.append(_cut(head, self.pos, self.pos + need))
+                self.pos += need
                 need = 0
         self.avail -= n
+        if any(isinstance(p, Skipped) for p in out):
+            raise FormatError("a row selection reached values of a segment it did not read")
         return out
 
     def finish(self, what: str) -> None:
@@ -321,6 +372,12 @@ class Cursor:
     def launch(self) -> None:
         """Start the decode :meth:`plan` announced (may wait for its segments)."""
 
+    def skip(self, n: int) -> None:
+        """Pass over the next ``n`` values (rows a selection leaves out); reads no segment
+        a leaf skips whole, and no more than the structure below needs."""
+        if n:
+            self._take(n)
+
     def finish(self) -> None:
         """FormatError if a stream below holds values the rows did not use."""
 
@@ -333,6 +390,9 @@ class NullCursor(Cursor):
     def _take(self, n: int) -> A.Array:
         return A.null_array(self.t, n)
 
+    def skip(self, n: int) -> None:
+        pass
+
 
 class PrimCursor(Cursor):
     """A primitive column: whole segments decoded in the pool, joined or sliced here."""
@@ -340,7 +400,11 @@ class PrimCursor(Cursor):
     def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
         super().__init__(b)
         self.t = t
-        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data)))
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data),
+                                     selectable=True))
+
+    def skip(self, n: int) -> None:
+        self.chunks.skip(n)
 
     def _take(self, n: int) -> A.Array:
         parts = self.chunks.take(n)
@@ -489,6 +553,9 @@ class MaskedCursor(Cursor):
         valid = self.runs.take(n)
         return self.child.take(int(np.count_nonzero(valid))).expand(valid)
 
+    def skip(self, n: int) -> None:
+        self.child.skip(int(np.count_nonzero(self.runs.take(n))))
+
     def finish(self) -> None:
         self.runs.finish()
         self.child.finish()
@@ -507,6 +574,9 @@ class RetypedCursor(Cursor):
 
     def launch(self) -> None:
         self.child.launch()
+
+    def skip(self, n: int) -> None:
+        self.child.skip(n)
 
     def finish(self) -> None:
         self.child.finish()
@@ -527,6 +597,10 @@ class RecordCursor(Cursor):
     def launch(self) -> None:
         for f in self.fields:
             f.launch()
+
+    def skip(self, n: int) -> None:
+        for f in self.fields:
+            f.skip(n)
 
     def finish(self) -> None:
         for f in self.fields:
@@ -549,6 +623,13 @@ class ListCursor(Cursor):
             return A.MapArray(self.t, offsets, kids[0], kids[1])
         return A.ListArray(self.t, offsets, kids[0])
 
+    def skip(self, n: int) -> None:
+        if n:
+            total = int(D.lengths_to_offsets(self.lengths.take(n),
+                                             max_total=self.b.limits.max_rows)[-1])
+            for c in self.children:
+                c.skip(total)
+
     def finish(self) -> None:
         self.lengths.finish()
         for c in self.children:
@@ -569,6 +650,16 @@ class UnionCursor(Cursor):
         return A.UnionArray(self.t, tags.astype(np.int32, copy=False),
                             tuple(m.take(int(c)) for m, c in zip(self.members, counts,
                                                                   strict=True)))
+
+    def skip(self, n: int) -> None:
+        if not n:
+            return
+        tags = self.tags.take(n)
+        k = len(self.members)
+        if tags.size and (int(tags.min()) < 0 or int(tags.max()) >= k):
+            raise FormatError(f"union tag out of range 0..{k - 1}")
+        for m, c in zip(self.members, np.bincount(tags, minlength=k).tolist(), strict=True):
+            m.skip(c)
 
     def finish(self) -> None:
         self.tags.finish()

@@ -38,6 +38,7 @@ class ScanResult:
     num_rows: int
     stats: ScanStats = field(default_factory=ScanStats)
     plan: Any = None
+    total_rows: int | None = None  # a row selection: the rows of the file, seen reading it
 
     def column(self, path: str | tuple[str, ...]) -> A.Array:
         """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""

@@ -45,19 +45,20 @@ from .result import ScanResult, ScanStats
 T = TypeVar("T")
 
 
-class _Read:
+class Read:
     """One read's source and cursor tree (built on the event loop, without reading)."""
 
     def __init__(self, target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
                  paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
-                 prefetch: int | None = None) -> None:
+                 prefetch: int | None = None,
+                 keep: dict[int, frozenset[int]] | None = None) -> None:
         self.meta = meta
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
                                     prefetch=prefetch, meta=meta)
         b = Build(self.source, options.limits, ahead=0 if eager or prefetch == 0 else 1,
-                  lazy=not eager)
+                  lazy=not eager, keep=keep)
         types = meta.super_types
         self.n_types = len(types)
         self.remaining = meta.row_count if self.n_types == 1 else None
@@ -112,9 +113,9 @@ class _Read:
                 c.plan(k)
             for c, _ in planned:
                 c.launch()
-        return {p: self._column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
+        return {p: self.column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
 
-    def _column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
+    def column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
                 ) -> A.Array:
         """One column of the batch: the values of the super types that have it, in row
         order (nulls in the rows of the others)."""
@@ -150,7 +151,7 @@ class _Read:
         got = self.batch(rows) if rows else None
         if got is None:
             ids = np.zeros(0, np.int32)
-            got = ({p: self._column(cs, ids, [0] * self.n_types)
+            got = ({p: self.column(cs, ids, [0] * self.n_types)
                     for p, cs in self.cursors.items()}, ids)
         self.finish()
         return got
@@ -210,13 +211,13 @@ class ReadThread:
             await asyncio.sleep(0.001)
 
 
-def _deadline(options: ReadOptions) -> float | None:
+def deadline_of(options: ReadOptions) -> float | None:
     if options.timeout is None:
         return None
     return asyncio.get_running_loop().time() + options.timeout
 
 
-async def _step(read: _Read, worker: ReadThread, deadline: float | None,
+async def run_step(read: Read, worker: ReadThread, deadline: float | None,
                 fn: Callable[..., T], *args: Any) -> T:
     try:
         async with asyncio.timeout_at(deadline):
@@ -232,35 +233,36 @@ async def _step(read: _Read, worker: ReadThread, deadline: float | None,
         raise
 
 
-async def _close(read: _Read, worker: ReadThread) -> None:
+async def close_read(read: Read, worker: ReadThread) -> None:
     await read.source.close()
     await asyncio.shield(worker.join())
 
 
-def _start(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
+def start_read(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
            paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
-           prefetch: int | None = None) -> _Read:
+           prefetch: int | None = None,
+           keep: dict[int, frozenset[int]] | None = None) -> Read:
     try:
-        return _Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
-                     prefetch=prefetch)
+        return Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
+                     prefetch=prefetch, keep=keep)
     except CsupError as e:
         raise e.with_path(target.path) from None
 
 
-async def _whole(read: _Read, options: ReadOptions
+async def _whole(read: Read, options: ReadOptions
                  ) -> tuple[dict[str | None, A.Array], np.ndarray]:
     worker = ReadThread()
     try:
-        return await _step(read, worker, _deadline(options), read.whole)
+        return await run_step(read, worker, deadline_of(options), read.whole)
     finally:
-        await _close(read, worker)
+        await close_read(read, worker)
 
 
 async def scan_columns(target: Target, meta: FileMeta, plan: PlanLike, paths: Sequence[str],
                        options: ReadOptions) -> ScanResult:
     """The columns at ``paths`` for every row: all requests at once, decoded as they land."""
     t0 = time.perf_counter()
-    read = _start(target, meta, plan, options, paths, eager=True)
+    read = start_read(target, meta, plan, options, paths, eager=True)
     cols, ids = await _whole(read, options)
     read.stats.wall = time.perf_counter() - t0
     return ScanResult({p: a for p, a in cols.items() if p is not None}, int(ids.size),
@@ -270,7 +272,7 @@ async def scan_columns(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
 async def read_rows(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions
                     ) -> tuple[A.Array, np.ndarray]:
     """Every row whole (one array over the super types) and each row's super ID."""
-    read = _start(target, meta, plan, options, None, eager=True)
+    read = start_read(target, meta, plan, options, None, eager=True)
     cols, ids = await _whole(read, options)
     return cols[None], ids
 
@@ -278,7 +280,7 @@ async def read_rows(target: Target, meta: FileMeta, plan: PlanLike, options: Rea
 async def count_rows(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions
                      ) -> int:
     """Rows of a file whose metadata does not say: the super column read and checked."""
-    read = _start(target, meta, plan, options, [], eager=True, ids_only=True)
+    read = start_read(target, meta, plan, options, [], eager=True, ids_only=True)
     _, ids = await _whole(read, options)
     return int(ids.size)
 
@@ -291,12 +293,12 @@ async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
     if batch_rows < 1:
         raise CsupError("batch_rows must be at least 1")
     t0 = time.perf_counter()
-    deadline = _deadline(options)
-    read = _start(target, meta, plan, options, paths, eager=False, prefetch=prefetch)
+    deadline = deadline_of(options)
+    read = start_read(target, meta, plan, options, paths, eager=False, prefetch=prefetch)
     worker = ReadThread()
     try:
         while True:
-            got = await _step(read, worker, deadline, read.next_or_finish, batch_rows)
+            got = await run_step(read, worker, deadline, read.next_or_finish, batch_rows)
             if got is None:
                 break
             cols, ids = got
@@ -304,4 +306,4 @@ async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
             yield ScanResult({p: a for p, a in cols.items() if p is not None}, int(ids.size),
                              read.stats, plan)
     finally:
-        await _close(read, worker)
+        await close_read(read, worker)

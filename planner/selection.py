@@ -1,0 +1,500 @@
+"""Row selection and segment pruning as plain data: which segments hold which rows.
+
+A *selection* is a sorted set of half-open row ranges of one file.  A value
+stream below only records, named types and presence runs of a file of one super
+type maps rows to segments by the running sum of the segments' ``count``
+statistics: row ``r``'s value index is ``r`` (a *direct* stream), or lies in
+``[r - slack, r]`` when presence runs leave ``slack`` rows without a value; only
+the segments that may hold selected rows are read.  Every other stream (the
+presence runs themselves, array lengths, union tags, the super column, the values
+below them, and any stream without ``count``) is read whole: decoding it maps rows
+to values exactly, which the read pipeline does anyway.
+
+For filters, the rows of a file are cut into *zones* at every segment boundary
+of the filter's direct columns; in each zone every such column lies inside one
+segment, whose statistics (as :class:`planner.filters.ColumnStats`) let
+:func:`planner.filters.zone_truth` prove the filter false, true or neither.
+Rows of false zones are never read.
+
+Pure: integers, segments and statistics in, frozen dataclasses out; no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from csup_async.errors import RowSelectionError
+from csup_async.meta import (
+    FileMeta,
+    NullsColumn,
+    PrimitiveColumn,
+    RecordColumn,
+    Segmap,
+    Segment,
+)
+from csup_async.types import EnumType, ErrorType, NamedType, PrimitiveType, RecordType
+
+from .filters import ColumnStats, Expr, Truth, zone_truth
+from .profiles import Profile
+
+__all__ = [
+    "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
+    "direct_segmaps", "late_saving", "leaf_stream", "plan_zones", "prefer_two_waves",
+    "ranges_from_indices", "ranges_from_slice", "segments_for_ranges", "select_segments",
+    "selectable_segmaps", "value_starts",
+]
+
+
+# ---------------------------------------------------------------- ranges ---
+
+@dataclass(frozen=True, slots=True)
+class RowRanges:
+    """Sorted, disjoint, non-empty, non-adjacent half-open row ranges."""
+
+    starts: tuple[int, ...] = ()
+    stops: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.starts) != len(self.stops):
+            raise RowSelectionError("row ranges need as many starts as stops")
+        prev: int | None = None
+        for a, b in zip(self.starts, self.stops, strict=True):
+            if a < 0 or a >= b or (prev is not None and a <= prev):
+                raise RowSelectionError(f"row ranges must be sorted, disjoint, non-adjacent "
+                                        f"and non-empty: [{a}, {b}) after {prev}")
+            prev = b
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[int, int]]) -> RowRanges:
+        """Any half-open ranges (overlapping, unsorted, empty ones) as a normal selection."""
+        out_s: list[int] = []
+        out_e: list[int] = []
+        for a, b in sorted((int(a), int(b)) for a, b in pairs if b > a):
+            if out_e and a <= out_e[-1]:
+                out_e[-1] = max(out_e[-1], b)
+            else:
+                out_s.append(a)
+                out_e.append(b)
+        return cls(tuple(out_s), tuple(out_e))
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        return list(zip(self.starts, self.stops, strict=True))
+
+    @property
+    def rows(self) -> int:
+        return sum(b - a for a, b in zip(self.starts, self.stops, strict=True))
+
+    @property
+    def end(self) -> int:
+        return self.stops[-1] if self.stops else 0
+
+    def clip(self, n: int) -> RowRanges:
+        """The part below row ``n``."""
+        return RowRanges.of((a, min(b, n)) for a, b in self.pairs)
+
+    def first(self, n: int) -> RowRanges:
+        """The first ``n`` selected rows."""
+        out = []
+        for a, b in self.pairs:
+            if n <= 0:
+                break
+            out.append((a, min(b, a + n)))
+            n -= b - a
+        return RowRanges.of(out)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def ranges_from_slice(sel: slice, num_rows: int) -> RowRanges:
+    """A Python slice of ``num_rows`` rows (negative bounds count from the end; step 1)."""
+    if not isinstance(sel, slice):
+        raise RowSelectionError(f"rows must be a slice, not {type(sel).__name__}")
+    for v in (sel.start, sel.stop, sel.step):
+        if v is not None and (isinstance(v, bool) or not _is_int(v)):
+            raise RowSelectionError(f"slice bounds must be integers, not {v!r}")
+    if sel.step not in (None, 1):
+        raise RowSelectionError(f"rows=slice(...) supports step 1 only, not {sel.step}")
+    a, b, _ = sel.indices(num_rows)
+    return RowRanges.of([(a, b)])
+
+
+def _is_int(v: Any) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def ranges_from_indices(indices: Sequence[int]) -> RowRanges:
+    """Sorted distinct row indices as ranges (consecutive ones merged)."""
+    starts: list[int] = []
+    stops: list[int] = []
+    for i in indices:
+        if stops and i == stops[-1]:
+            stops[-1] = i + 1
+        elif stops and i < stops[-1]:
+            raise RowSelectionError("row indices must be sorted and distinct")
+        else:
+            starts.append(i)
+            stops.append(i + 1)
+    return RowRanges(tuple(starts), tuple(stops))
+
+
+# -------------------------------------------------------------- segments ---
+
+def value_starts(counts: Sequence[int]) -> tuple[int, ...]:
+    """The first value index of each segment, then the total (the running sum)."""
+    out = [0]
+    for c in counts:
+        out.append(out[-1] + c)
+    return tuple(out)
+
+
+def segments_for_ranges(counts: Sequence[int], ranges: RowRanges) -> tuple[int, ...]:
+    """Indices of the segments (``counts`` values each) holding any value in ``ranges``."""
+    starts = value_starts(counts)
+    keep: list[int] = []
+    for a, b in ranges.pairs:
+        i = max(bisect.bisect_right(starts, a) - 1, 0)
+        while i < len(counts) and starts[i] < b:
+            if counts[i] and starts[i + 1] > a and (not keep or keep[-1] != i):
+                keep.append(i)
+            i += 1
+    return tuple(keep)
+
+
+def _counts(segmap: Segmap) -> list[int] | None:
+    counts = [s.count for s in segmap]
+    return None if any(c is None for c in counts) else counts  # type: ignore[misc]
+
+
+def _bare(t: Any) -> Any:
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    return t
+
+
+def selectable_segmaps(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
+    """Value streams whose rows map to value indices without decoding anything, by ``id``
+    of their segmap, with their *slack*.
+
+    Below records and presence runs only (no lengths, tags or several super types),
+    each row holds at most one value, in order: the value index of row ``r`` lies in
+    ``[r - slack, r]`` where ``slack`` is the rows without a value (rows less values).
+    A stream without presence, or whose presence leaves no row out, has slack 0: its
+    value index is the row index (a *direct* stream).  Every segment must have
+    ``count``; anything else is read whole.
+    """
+    out: dict[int, tuple[Segmap, int]] = {}
+    if len(meta.super_types) != 1 or meta.row_count is None:
+        return out
+    n = meta.row_count
+
+    def walk(t: Any, col: Any) -> None:
+        if col is None:
+            return
+        if isinstance(col, NullsColumn):
+            walk(t, col.values)
+            return
+        u = _bare(t)
+        if isinstance(u, (PrimitiveType, EnumType)) and isinstance(col, PrimitiveColumn):
+            counts = _counts(col.segmap)
+            if counts is not None and sum(counts) <= n:
+                out[id(col.segmap)] = (col.segmap, n - sum(counts))
+        elif isinstance(u, RecordType) and isinstance(col, RecordColumn):
+            for f in u.fields:
+                fc = col.field(f.name)
+                if fc is not None:
+                    walk(f.type, fc.column)
+
+    walk(meta.super_types[0], meta.columns[0])
+    return out
+
+
+def direct_segmaps(meta: FileMeta) -> dict[int, Segmap]:
+    """The selectable value streams whose value index is the row index (slack 0)."""
+    return {k: segmap for k, (segmap, slack) in selectable_segmaps(meta).items()
+            if slack == 0}
+
+
+def direct_leaf(meta: FileMeta, path: tuple[str, ...]) -> Segmap | None:
+    """The direct value stream at ``path`` when its type is a plain primitive (what a
+    filter compares), else None."""
+    got = leaf_stream(meta, path)
+    return got[0] if got is not None and got[1] == 0 else None
+
+
+def leaf_stream(meta: FileMeta, path: tuple[str, ...]) -> tuple[Segmap, int] | None:
+    """The selectable value stream at ``path`` and its slack, when its type is a plain
+    primitive (what a filter compares), else None."""
+    selectable = selectable_segmaps(meta)
+    if not selectable:
+        return None
+    t: Any = meta.super_types[0]
+    col: Any = meta.columns[0]
+    for name in path:
+        while isinstance(col, NullsColumn):
+            col = col.values
+        u = _bare(t)
+        if not isinstance(u, RecordType) or not isinstance(col, RecordColumn):
+            return None
+        ft, fc = u.field(name), col.field(name)
+        if ft is None or fc is None:
+            return None
+        t, col = ft.type, fc.column
+    while isinstance(col, NullsColumn):
+        col = col.values
+    if not isinstance(t, PrimitiveType) or not isinstance(col, PrimitiveColumn):
+        return None
+    return selectable.get(id(col.segmap))
+
+
+def select_segments(streams: Iterable[tuple[str, Segmap]],
+                    selectable: Mapping[int, tuple[Segmap, int]], ranges: RowRanges
+                    ) -> tuple[list[Segment], dict[int, frozenset[int]]]:
+    """The segments to read for ``ranges`` of ``streams`` ((role, segmap) pairs), and per
+    selectable value stream (by ``id`` of its segmap) the indices of its segments kept:
+    those that may hold the value of a selected row (``[r - slack, r]``, see
+    :func:`selectable_segmaps`).  Every other stream is read whole."""
+    segs: list[Segment] = []
+    keep: dict[int, frozenset[int]] = {}
+    for role, segmap in streams:
+        if role == "values" and id(segmap) in selectable:
+            _, slack = selectable[id(segmap)]
+            counts = [s.count or 0 for s in segmap]
+            total = sum(counts)
+            values = RowRanges.of((max(0, a - slack), min(b, total)) for a, b in ranges.pairs)
+            idx = frozenset(segments_for_ranges(counts, values)) | keep.get(id(segmap),
+                                                                             frozenset())
+            keep[id(segmap)] = idx
+            segs.extend(segmap[i] for i in sorted(idx))
+        else:
+            segs.extend(segmap)
+    return segs, keep
+
+
+def late_saving(streams: Iterable[tuple[str, Segmap]],
+                selectable: Mapping[int, tuple[Segmap, int]], surviving: RowRanges,
+                proven: RowRanges) -> int:
+    """Bytes a second wave can avoid at most: per selectable value stream, the segments
+    that may hold values of surviving rows less those holding rows proven to match (read
+    either way; under presence runs none is sure), less one segment when no row is
+    proven (a filter worth running matches something).  Streams read whole (presence,
+    lengths, ...) save nothing."""
+    saved = 0
+    for role, segmap in streams:
+        if role != "values" or id(segmap) not in selectable:
+            continue
+        _, slack = selectable[id(segmap)]
+        counts = [s.count or 0 for s in segmap]
+        total = sum(counts)
+
+        def values(rows: RowRanges, slack: int = slack, total: int = total) -> RowRanges:
+            return RowRanges.of((max(0, a - slack), min(b, total)) for a, b in rows.pairs)
+
+        maybe = set(segments_for_ranges(counts, values(surviving)))
+        must = (set(segments_for_ranges(counts, proven)) if proven.rows and not slack
+                else set())
+        rest = [segmap[i].length for i in maybe - must]
+        if rest and not must:
+            rest.remove(max(rest))
+        saved += sum(rest)
+    return saved
+
+
+# ------------------------------------------------------------ statistics ---
+
+def column_stats(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bool | None,
+                 type_name: str) -> ColumnStats | None:
+    """One segment's statistics in the bound filter's domain, or None when unknown.
+
+    Bounds arrive in the column's Python form (``bsup.decode_value``): ints, floats,
+    strings, bytes, ``datetime64[ns]`` for times, ``timedelta64[ns]`` for durations,
+    which are the forms :func:`planner.filters.bind` gives literals.  A float bound
+    that is NaN (a writer that did not leave NaN out) gives no bounds; a string
+    bound cut by the writer is still a bound (the writer rounds a cut ``max`` up or
+    leaves it out).
+    """
+    if count is None or nulls is None:
+        return None
+    if type_name.startswith("float"):
+        if (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float)
+                                                          and math.isnan(hi)):
+            lo = hi = None
+        if nan is None:  # unknown: a NaN may be there
+            nan = True
+    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=bool(nan))
+
+
+@dataclass(frozen=True, slots=True)
+class Zone:
+    """Rows ``[start, stop)`` and what the statistics prove about the filter there."""
+
+    start: int
+    stop: int
+    truth: Truth
+
+
+def plan_zones(expr: Expr, num_rows: int,
+               columns: Mapping[tuple[str, ...], tuple[Sequence[int],
+                                                        Sequence[ColumnStats | None]]],
+               fuzzy: Mapping[tuple[str, ...], tuple[Sequence[int],
+                                                      Sequence[ColumnStats | None], int]]
+               | None = None) -> tuple[Zone, ...]:
+    """Cut ``num_rows`` rows at every segment boundary of ``columns`` (path -> per segment
+    counts and statistics) and judge each zone; neighbours with the same truth merge.
+
+    ``fuzzy`` columns (path -> counts, statistics, slack) lie below presence runs: the
+    values of rows ``[a, b)`` are among values ``[a - slack, b)``, so a zone's statistics
+    are those of every segment holding such values, with nulls possible."""
+    fuzzy = fuzzy or {}
+    bounds = {0, num_rows}
+    starts: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for path, (counts, _) in columns.items():
+        s = value_starts(counts)
+        if s[-1] != num_rows:
+            raise RowSelectionError(f"column {path} counts {s[-1]} values for {num_rows} rows")
+        starts[path] = s
+        bounds.update(s)
+    for path, (counts, _, _) in fuzzy.items():
+        s = value_starts(counts)
+        if s[-1] > num_rows:
+            raise RowSelectionError(f"column {path} counts {s[-1]} values for {num_rows} rows")
+        starts[path] = s
+        bounds.update(s)
+    cuts = sorted(b for b in bounds if 0 <= b <= num_rows)
+    zones: list[Zone] = []
+    for a, b in itertools.pairwise(cuts):
+        if a == b:
+            continue
+        got: dict[tuple[str, ...], ColumnStats] = {}
+        for path, (_, stats) in columns.items():
+            i = bisect.bisect_right(starts[path], a) - 1
+            st = stats[i]
+            if st is not None:
+                got[path] = st
+        for path, (counts, stats, slack) in fuzzy.items():
+            merged = _merged(counts, stats, slack, starts[path], a, b)
+            if merged is not None:
+                got[path] = merged
+        truth = zone_truth(expr, got)
+        if zones and zones[-1].truth == truth and zones[-1].stop == a:
+            zones[-1] = Zone(zones[-1].start, b, truth)
+        else:
+            zones.append(Zone(a, b, truth))
+    return tuple(zones)
+
+
+def _merged(counts: Sequence[int], stats: Sequence[ColumnStats | None], slack: int,
+            starts: Sequence[int], a: int, b: int) -> ColumnStats | None:
+    """Statistics of rows ``[a, b)`` of a column below presence runs (see plan_zones):
+    None when unknown."""
+    lo_v, hi_v = max(0, a - slack), min(b, starts[-1])
+    segs = segments_for_ranges(counts, RowRanges.of([(lo_v, hi_v)]))
+    parts = [stats[i] for i in segs]
+    if any(p is None for p in parts):
+        return None
+    with_values = [p for p in parts if p is not None and p.values]
+    rows = b - a
+    if not with_values:  # every row of the zone is null
+        return ColumnStats(count=rows, nulls=rows)
+    if rows < 2:  # "null or a value" needs two rows to say
+        return None
+    if any(p.lo is None or p.hi is None for p in with_values):
+        return ColumnStats(count=rows, nulls=1, nan=True)
+    try:
+        lo = min(p.lo for p in with_values)
+        hi = max(p.hi for p in with_values)
+    except TypeError:
+        return None
+    return ColumnStats(count=rows, nulls=1, lo=lo, hi=hi,
+                       nan=any(p.nan for p in with_values))
+
+
+def prefer_two_waves(bytes_saved: int, profile: Profile) -> bool:
+    """Whether a second round trip pays: it costs one first-byte latency, in which the
+    store would have delivered ``latency x bandwidth x concurrency`` bytes on all
+    connections; a second wave is planned only when it avoids more bytes than that."""
+    return bytes_saved > profile.latency * profile.bandwidth * profile.concurrency
+
+
+# ------------------------------------------------------------------ plans ---
+
+@dataclass(frozen=True, slots=True)
+class FilterPlan:
+    """What a filtered scan of one file will do, and why (``explain()``)."""
+
+    filter: str
+    profile: Profile
+    zones: tuple[Zone, ...]
+    filter_columns: tuple[str, ...]
+    pruned_columns: tuple[str, ...]
+    """Filter columns whose statistics cut zones (direct, with statistics)."""
+    segments_total: int
+    segments_pruned: int
+    bytes_all: int
+    """Bytes a scan without pruning reads (filter and projected columns, every row)."""
+    bytes_wave1: int
+    bytes_rest: int
+    """Bytes of the other projected columns in zones not proven false."""
+    two_waves: bool
+    late_saving: int = 0
+    """Bytes a second wave could avoid at most (:func:`late_saving`)."""
+    wave1: Any = field(repr=False, default=None)
+    #: Always empty: a projected path no super type has is refused before filter planning.
+    missing_paths: tuple[str, ...] = ()
+
+    @property
+    def rows_total(self) -> int:
+        return self.zones[-1].stop if self.zones else 0
+
+    @property
+    def rows_pruned(self) -> int:
+        return sum(z.stop - z.start for z in self.zones if z.truth is Truth.FALSE)
+
+    @property
+    def bytes_one_wave(self) -> int:
+        return self.bytes_wave1 + self.bytes_rest
+
+    def explain(self, limit: int = 20) -> str:
+        from .explain import human
+
+        p = self.profile
+        n_zones = len(self.zones)
+        by = {t: sum(1 for z in self.zones if z.truth is t) for t in Truth}
+        decision = ("two waves: filter columns first, then only the segments of the other "
+                    "columns that hold selected rows" if self.two_waves else
+                    "one wave: filter and projected columns of the surviving zones together")
+        out = [
+            f"filtered scan: {self.filter}",
+            f"filter columns: {', '.join(self.filter_columns) or '(none)'}; pruning by "
+            f"statistics of: {', '.join(self.pruned_columns) or '(none)'}",
+            f"zones: {n_zones} ({by[Truth.FALSE]} false, {by[Truth.MAYBE]} maybe, "
+            f"{by[Truth.TRUE]} true); rows pruned {self.rows_pruned:,} of "
+            f"{self.rows_total:,}",
+            f"segments pruned: {self.segments_pruned:,} of {self.segments_total:,}",
+            f"bytes: {human(self.bytes_one_wave)} in one wave vs {human(self.bytes_all)} "
+            f"without pruning (saved {human(self.bytes_all - self.bytes_one_wave)}); "
+            f"filter columns {human(self.bytes_wave1)}, other columns in surviving zones "
+            f"{human(self.bytes_rest)}",
+            f"decision: {decision} (a second wave could avoid up to "
+            f"{human(self.late_saving)}; a round trip pays above "
+            f"{human(p.latency * p.bandwidth * p.concurrency)}, profile {p.name})",
+        ]
+        for z in self.zones[:limit]:
+            out.append(f"    rows [{z.start:,}, {z.stop:,})  {z.truth.value}")
+        if n_zones > limit:
+            out.append(f"    ... and {n_zones - limit} more zones")
+        if self.wave1 is not None:
+            out.append("wave 1:")
+            out.extend("  " + line for line in self.wave1.explain(limit).splitlines())
+        return "\n".join(out)
