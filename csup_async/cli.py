@@ -78,12 +78,27 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looked up only when asked: reading the package metadata scans
+    every installed distribution (tens of ms), a cost no other command should pay."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str = "show the version and exit"
+                 ) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser._print_message(f"{parser.prog} {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _common_flags(argparse.ArgumentParser(
         prog="csup-async", description="Read and write Super Columnar (CSUP) files.",
         epilog="URL: one object, or a prefix/directory, a glob or several URLs (a dataset)."),
         None)
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
     common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
     store = _store_flags()
@@ -640,12 +655,16 @@ async def _render(fn: Callable[[Any], bytes], batch: Any) -> bytes:
     """``fn(batch)`` in the one output thread: Arrow's kernels release the GIL, so the
     next batch decodes meanwhile; one thread, as Arrow's allocator keeps memory per
     thread and a pool of them would each keep a batch's worth."""
+    return await asyncio.get_running_loop().run_in_executor(_render_pool(), fn, batch)
+
+
+def _render_pool() -> Any:
     global _RENDER
     if _RENDER is None:
         from concurrent.futures import ThreadPoolExecutor
 
         _RENDER = ThreadPoolExecutor(1, thread_name_prefix="csup-cli-render")
-    return await asyncio.get_running_loop().run_in_executor(_RENDER, fn, batch)
+    return _RENDER
 
 
 def _column_list(src: Any, columns: str | None) -> list[str]:
@@ -791,7 +810,9 @@ def _scan(args: argparse.Namespace) -> int:
     fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     out = sys.stdout.buffer
     stats = ScanStats()
-    fast = J.have_pyarrow()
+    # pyarrow (the vectorised renderers) is imported by the render thread while the
+    # metadata and the first segments are fetched, not before the first request
+    fast = _render_pool().submit(J.have_pyarrow) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
         import time
@@ -816,17 +837,21 @@ def _scan(args: argparse.Namespace) -> int:
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
                 task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
-            render = {"json": J.json_lines if fast else _slow_json,
-                      "csv": J.csv_lines if fast else _slow_csv}.get(fmt)
+            renderers = {"json": (J.json_lines, _slow_json),
+                         "csv": (J.csv_lines, _slow_csv)}.get(fmt)
+            render = None
             # a table is for reading on a terminal: one of a few rows at a time appears
             # at once, where rich would lay out tens of thousands of rows first
-            rows = TABLE_ROWS if render is None else BATCH_ROWS
+            rows = TABLE_ROWS if renderers is None else BATCH_ROWS
             async with contextlib.aclosing(_batches(src, cols, args.limit, stats,
                                                     rows)) as it:
                 async for batch in it:
-                    if render is None:
+                    if renderers is None:
                         _print_table(batch)
                         continue
+                    if render is None:
+                        assert fast is not None
+                        render = renderers[0 if await asyncio.wrap_future(fast) else 1]
                     out.write(await _render(render, batch))
                     out.flush()
         stats.wall = time.perf_counter() - t0
