@@ -388,11 +388,16 @@ class _Source:
         self.store = _Metered(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
+        self.skipped: list[str] = []
+
+    @property
+    def match(self) -> str | None:
+        """Which objects of a prefix are read (looked up only for many objects: the
+        dataset module is not loaded before one object's first request)."""
         from .dataset import DEFAULT_MATCH
 
-        raw = getattr(args, "match", None)
-        self.match: str | None = None if raw == "*" else (raw or DEFAULT_MATCH)
-        self.skipped: list[str] = []
+        raw = getattr(self.args, "match", None)
+        return None if raw == "*" else (raw or DEFAULT_MATCH)
 
     @property
     def label(self) -> str:
@@ -402,8 +407,7 @@ class _Source:
 
     async def open(self) -> Any:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
-        from .dataset import list_sources
-        from .reader import open as open_reader
+        from .opening import open as open_reader
 
         one = self.urls[0]
         if len(self.urls) == 1 and not _looks_many(one):
@@ -413,11 +417,15 @@ class _Source:
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
                 if "://" not in one or not hasattr(self.store._store, "list"):
                     raise
+                from .dataset import list_sources
+
                 found = await list_sources(one.rstrip("/") + "/", self.store,
                                            match=self.match, skipped=self.skipped)
                 if not found and not self.skipped:
                     raise
         else:
+            from .dataset import list_sources
+
             found = []
             for url in self.urls:
                 found += await list_sources(url, self.store, match=self.match,
@@ -802,21 +810,30 @@ async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
             await nxt
 
 
-def _scan(args: argparse.Namespace) -> int:
-    from . import jsonout as J
-    from .reader import ScanStats
+def _vectorised_output() -> bool:
+    from .jsonout import have_pyarrow
 
+    return have_pyarrow()
+
+
+def _scan(args: argparse.Namespace) -> int:
     source = _Source(args)
     fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     out = sys.stdout.buffer
-    stats = ScanStats()
-    # pyarrow (the vectorised renderers) is imported by the render thread while the
-    # metadata and the first segments are fetched, not before the first request
-    fast = _render_pool().submit(J.have_pyarrow) if fmt in ("json", "csv") else None
+    stats: Any = None  # a ScanStats, made once the reader side is loaded (after open)
+    # The output side (numpy, pyarrow's vectorised renderers) is imported by the render
+    # thread while the object is opened and its first segments fetched (the reader's
+    # side is imported meanwhile too: see csup_async.opening), not before the first request
+    fast = _render_pool().submit(_vectorised_output) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
         import time
 
+        from . import jsonout as J
+        from .read.result import ScanStats
+
+        nonlocal stats
+        stats = ScanStats()
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
         plan = await src.plan(cols)

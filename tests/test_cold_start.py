@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import csup_async
-from tests.servers import MotoS3
+from tests.servers import MotoS3, RangeServer
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORK = ("aiohttp", "yarl", "multidict", "botocore", "aiobotocore", "urllib3", "boto3")
@@ -116,3 +116,110 @@ def test_the_cli_starts_without_numpy_or_the_lake() -> None:
                                   and m != "csup_async.lake.cli")))
         """)
     assert got == []
+
+
+# A meta path finder that holds the execution of the reader module (numpy, the
+# planner and the read pipeline come with it) until the process has opened a connection (or 20 s have passed): it says whether the
+# first request went out while the decoding side was still being imported.  (It waits
+# in the loader: finders run under the interpreter's global import lock.)
+_HOLD_DECODING = """
+import sys, threading
+from importlib.machinery import PathFinder
+
+connected = threading.Event()
+held = []
+
+def audit(event, args):
+    if event == "socket.connect":
+        connected.set()
+
+sys.addaudithook(audit)
+
+class HeldLoader:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        held.append(connected.wait(20))
+        self.loader.exec_module(module)
+
+class Hold:
+    def find_spec(self, name, path=None, target=None):
+        if name != "csup_async.reader" or held:
+            return None
+        spec = PathFinder.find_spec(name, path, target)
+        spec.loader = HeldLoader(spec.loader)
+        return spec
+
+sys.meta_path.insert(0, Hold())
+"""
+
+
+def test_a_cold_open_sends_the_tail_request_while_the_decoders_import(
+        range_server: RangeServer) -> None:
+    """In a fresh process the tail request goes out before the read pipeline has finished
+    importing (it is imported in a worker thread meanwhile), and the reads are the same
+    as a warm process makes: one tail request, then the data."""
+    range_server.put("cold/t.csup", _table(5000))
+    got = _run(_HOLD_DECODING + """
+import asyncio, json
+import csup_async
+
+async def main():
+    counts = []
+    for _ in range(2):  # cold, then warm
+        async with csup_async.open(sys.argv[1]) as r:
+            res = await r.scan(["id", "name"])
+            assert res.column("id").to_pylist() == list(range(5000))
+            counts.append([r.open_stats.requests, res.stats.requests])
+    return counts
+
+counts = asyncio.run(main())
+print(json.dumps({"held": held, "counts": counts}))
+""", range_server.url("cold/t.csup"))
+    assert got["held"] == [True], "the decoders were imported before the first request"
+    assert got["counts"][0] == got["counts"][1] and got["counts"][0][0] == 1
+    tails = [s for s in range_server.seen("cold/t.csup")
+             if s.headers.get("Range", "").startswith("bytes=-")]
+    assert len(tails) == 2  # one tail read per open, cold or warm
+
+
+def test_a_cold_open_that_fails_or_is_cancelled_leaves_nothing_behind(
+        range_server: RangeServer) -> None:
+    """A missing object gives NotFoundError; an open cancelled while its early tail read is
+    in flight leaves no task, connection or warning; the next open works."""
+    range_server.put("cold/ok.csup", _table(100))
+    base = range_server.url("cold/ok.csup")
+    proc = subprocess.run([sys.executable, "-X", "dev", "-c", textwrap.dedent("""
+        import asyncio, sys
+        import csup_async
+
+        async def main():
+            try:
+                async with csup_async.open(sys.argv[1] + ".missing"):
+                    raise AssertionError("opened a missing object")
+            except csup_async.NotFoundError as e:
+                print("missing:", type(e).__name__)
+            task = asyncio.ensure_future(csup_async.open(sys.argv[1]).__aenter__())
+            await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                print("cancelled")
+            async with csup_async.open(sys.argv[1]) as r:
+                print("rows:", len(await r.scan(["id"])))
+            left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            print("tasks left:", len(left))
+
+        asyncio.run(main())
+        """), base], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:4] == ["missing: NotFoundError", "cancelled", "rows: 100",
+                                           "tasks left: 0"], proc.stdout
+    for bad in ("Unclosed", "was destroyed", "never awaited", "Traceback"):
+        assert bad not in proc.stderr, proc.stderr
+
