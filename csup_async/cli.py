@@ -380,8 +380,10 @@ class _Source:
     """One object (a Reader) or many (a Dataset) behind one store the command owns."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        from .opening import warm_up
         from .stores import store_for
 
+        warm_up()  # the reader's side imports in a thread while the store's side does here
         self.args = args
         self.urls = _urls(args)
         store_opts, self.reader_opts = _options(args, self.urls[0])

@@ -5,18 +5,20 @@ In a fresh process most of the first ``open`` is imports: the decoding side
 networking side (aiohttp, whose import loads the CA certificates twice,
 about 80 ms), and then the tail request waits a round trip.  Done one after
 the other, they add up; here, when the reader module is not loaded yet, the
-decoding side is imported in a worker thread of the loop's executor while
-this thread makes the store, and the tail request is sent before that import
-is waited for: certificate loading and the round trip are spent importing.
+decoding side is imported in a thread of its own (:func:`warm_up`) while this
+thread makes the store, and the tail request is sent before that import is
+waited for: certificate loading and the round trip are spent importing.
 Once the reader is loaded, ``open`` is what it always was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import importlib
 import sys
+import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -33,9 +35,40 @@ __all__ = ["open"]
 _DECODING = ("csup_async.reader", "csup_async.read.scan")
 
 
-def _import_decoding() -> None:
-    for name in _DECODING:
-        importlib.import_module(name)
+_warming: concurrent.futures.Future[None] | None = None
+_warming_lock = threading.Lock()
+
+
+def warm_up() -> concurrent.futures.Future[None] | None:
+    """Start importing the decoding side in a thread of its own (once per process).
+
+    None when it is loaded already.  ``open`` calls this; a program that knows it
+    will open an object soon (the CLI, before it parses its options and makes its
+    store) may call it earlier, so that more of the import overlaps other work.
+    """
+    global _warming
+    if all(name in sys.modules for name in _DECODING) and _warming is None:
+        return None
+    with _warming_lock:
+        if _warming is None:
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # an open cancelled while it waits
+            # for the import must not cancel the import for the opens after it
+
+            def run() -> None:
+                try:
+                    for name in _DECODING:
+                        importlib.import_module(name)
+                except BaseException as e:  # handed to whoever waits for it
+                    future.set_exception(e)
+                else:
+                    future.set_result(None)
+
+            # not a daemon: an interpreter that exits meanwhile waits for the import
+            # to finish rather than stopping it halfway through an extension module
+            threading.Thread(target=run, name="csup-import", daemon=False).start()
+            _warming = future
+        return _warming
 
 
 class _Opener:
@@ -48,9 +81,8 @@ class _Opener:
     async def _open(self) -> Reader:
         store, key, owns = self.store, self.url, False
         reader_opts, store_opts = split_options(self.options)
-        cold = not all(name in sys.modules for name in _DECODING)
-        loading = (asyncio.get_running_loop().run_in_executor(None, _import_decoding)
-                   if cold else None)
+        warming = warm_up()
+        loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
         tail: asyncio.Task[TailRead] | None = None
         try:
             if store is None:
