@@ -13,7 +13,13 @@ connection), every reader in the same run so ratios survive a noisy machine:
 * **warm, simple API**: in one process, ``async with csup_async.open(url)`` per scan
   with no store passed (what the README's first example does), against the same
   with one store passed by hand, and each peer's own simple call.
-* **first vs tenth**: in a fresh process, the first scan against the tenth.
+* **first vs tenth**: in a fresh process, the first scan against the tenth; for
+  csup-async also with its reader and S3 store modules imported before the clock
+  starts, which separates what the first scan pays for imports from the rest.
+
+Cold runs report CPU seconds (user + system, the process and its children) beside
+wall time: on a shared machine the wall time of a short process swings with the
+load, its CPU time much less.
 
 The URL is opened with nothing but the environment: ``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``.
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,18 +53,26 @@ RESULTS = HERE / "results"
 
 def _env(endpoint: str) -> dict[str, str]:
     env = dict(os.environ)
+    # Installed packages carry their bytecode; a source tree gets it on the first
+    # (discarded) run.  With this set, every run would compile csup-async's ~45
+    # modules again (about 70 ms) while the peers load theirs compiled.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": readers.KEY_ID,
                 "AWS_SECRET_ACCESS_KEY": readers.SECRET, "AWS_DEFAULT_REGION": readers.REGION,
                 "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])})
     return env
 
 
-def _csup_script(url: str, *, scans: int = 1, store: bool = False) -> str:
-    """A program that opens ``url`` per scan (optionally through one store) and prints
-    the time of every scan, as JSON."""
+def _csup_script(url: str, *, scans: int = 1, store: bool = False,
+                 preload: bool = False) -> str:
+    """A program that opens ``url`` per scan (optionally through one store, optionally
+    with the reader's and the S3 store's modules imported before the clock starts) and
+    prints the time of every scan, as JSON."""
     return textwrap.dedent(f"""
         import asyncio, json, time
         import csup_async
+        if {preload!r}:
+            import csup_async.reader, csup_async.read.scan, csup_async.stores.s3
 
         async def main():
             times = []
@@ -95,7 +110,15 @@ def _peer_script(name: str, endpoint: str, scans: int = 1) -> str:
     """)
 
 
-def _run(cmd: list[str], env: dict[str, str], shell_out: bool = False) -> tuple[float, str]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmd: list[str], env: dict[str, str], shell_out: bool = False
+         ) -> tuple[float, str, float]:
+    """Wall seconds, stdout and CPU seconds (user + system) of one process."""
+    cpu = _children_cpu()
     t = time.perf_counter()
     if shell_out:
         with open(os.devnull, "wb") as sink:
@@ -107,7 +130,17 @@ def _run(cmd: list[str], env: dict[str, str], shell_out: bool = False) -> tuple[
     wall = time.perf_counter() - t
     if got.returncode:
         raise RuntimeError(f"{cmd[:3]} failed: {got.stderr.decode()[-2000:]}")
-    return wall, out
+    return wall, out, _children_cpu() - cpu
+
+
+def _cli_script() -> str:
+    """The ``csup-async`` script installed beside this interpreter, as a virtualenv has it.
+
+    A version manager's shim found first on PATH (pyenv's is two bash scripts and
+    a ``pyenv exec``) would add its own start-up, about 0.1 s, to every run.
+    """
+    beside = Path(sys.executable).parent / "csup-async"
+    return str(beside) if beside.exists() else "csup-async"
 
 
 def cold(name: str, endpoint: str, runs: int) -> dict[str, Any]:
@@ -116,11 +149,13 @@ def cold(name: str, endpoint: str, runs: int) -> dict[str, Any]:
     if name == "csup-async":
         cmd = [sys.executable, "-c", _csup_script(url)]
     elif name == "csup-async CLI":
-        cmd = ["csup-async", "scan", url, "-c", ",".join(COLUMNS), "--format", "csv"]
+        cmd = [_cli_script(), "scan", url, "-c", ",".join(COLUMNS), "--format", "csv"]
     else:
         cmd = [sys.executable, "-c", _peer_script(name, endpoint)]
-    walls = [_run(cmd, env, shell_out=name.endswith("CLI"))[0] for _ in range(runs + 1)][1:]
-    return {"reader": name, "median_s": statistics.median(walls), "runs": walls}
+    got = [_run(cmd, env, shell_out=name.endswith("CLI")) for _ in range(runs + 1)][1:]
+    walls, cpus = [g[0] for g in got], [g[2] for g in got]
+    return {"reader": name, "median_s": statistics.median(walls), "runs": walls,
+            "cpu_median_s": statistics.median(cpus), "cpu_runs": cpus}
 
 
 def warm(name: str, endpoint: str, scans: int) -> dict[str, Any]:
@@ -128,14 +163,16 @@ def warm(name: str, endpoint: str, scans: int) -> dict[str, Any]:
     url = f"s3://{data.BUCKET}/{data.wide_key('csup')}"
     out: dict[str, Any] = {"reader": name}
     if name == "csup-async":
-        for label, store in (("no_store", False), ("store_passed", True)):
-            _, text = _run([sys.executable, "-c", _csup_script(url, scans=scans, store=store)],
-                           env)
+        for label, store, preload in (("no_store", False, False), ("store_passed", True, False),
+                                      ("no_store_modules_preloaded", False, True)):
+            _, text, _ = _run([sys.executable, "-c",
+                               _csup_script(url, scans=scans, store=store, preload=preload)],
+                              env)
             times = json.loads(text.strip().splitlines()[-1])
             out[label] = {"first_s": times[0], "tenth_s": times[min(9, len(times) - 1)],
                           "median_s": statistics.median(times[1:])}
     else:
-        _, text = _run([sys.executable, "-c", _peer_script(name, endpoint, scans)], env)
+        _, text, _ = _run([sys.executable, "-c", _peer_script(name, endpoint, scans)], env)
         times = json.loads(text.strip().splitlines()[-1])
         out["no_store"] = {"first_s": times[0], "tenth_s": times[min(9, len(times) - 1)],
                            "median_s": statistics.median(times[1:])}
@@ -186,10 +223,12 @@ def report(res: dict[str, Any]) -> str:
     polars = next((r["median_s"] for r in peers if r["reader"] == "polars"), None)
     lines = [f"# Cold processes and the simple API ({res['profile']} profile, columns "
              f"{','.join(res['columns'])})", "", f"Command: `{res['command']}`", "",
-             "| cold one-shot process | median s | x polars |", "|---|---:|---:|"]
+             "| cold one-shot process | median s | x polars | CPU s (user + sys) |",
+             "|---|---:|---:|---:|"]
     for r in res["cold"]:
         x = f"{r['median_s'] / polars:.2f}" if polars else "-"
-        lines.append(f"| {r['reader']} | {r['median_s']:.3f} | {x} |")
+        cpu = f"{r['cpu_median_s']:.3f}" if "cpu_median_s" in r else "-"
+        lines.append(f"| {r['reader']} | {r['median_s']:.3f} | {x} | {cpu} |")
     wpolars = next((r["no_store"]["median_s"] for r in res["warm"] if r["reader"] == "polars"),
                    None)
     lines += ["", "| warm process, per scan | how | median s | first s | tenth s | x polars |",

@@ -28,7 +28,7 @@ from .errors import (
 __version__ = "0.2.0"
 
 _LAZY = {
-    "open": "csup_async.reader",
+    "open": "csup_async.opening",
     "Reader": "csup_async.reader",
     "write": "csup_async.writing",
     "Writer": "csup_async.writer",

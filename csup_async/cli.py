@@ -80,12 +80,27 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looked up only when asked: reading the package metadata scans
+    every installed distribution (tens of ms), a cost no other command should pay."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str = "show the version and exit"
+                 ) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser._print_message(f"{parser.prog} {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _common_flags(argparse.ArgumentParser(
         prog="csup-async", description="Read and write Super Columnar (CSUP) files.",
         epilog="URL: one object, or a prefix/directory, a glob or several URLs (a dataset)."),
         None)
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    p.add_argument("--version", action=_VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
     common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
     store = _store_flags()
@@ -406,19 +421,26 @@ class _Source:
     """One object (a Reader) or many (a Dataset) behind one store the command owns."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        from .opening import warm_up
         from .stores import store_for
 
+        warm_up()  # the reader's side imports in a thread while the store's side does here
         self.args = args
         self.urls = _urls(args)
         store_opts, self.reader_opts = _options(args, self.urls[0])
         self.store = _Metered(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
+        self.skipped: list[str] = []
+
+    @property
+    def match(self) -> str | None:
+        """Which objects of a prefix are read (looked up only for many objects: the
+        dataset module is not loaded before one object's first request)."""
         from .stores.listing import DEFAULT_MATCH
 
-        raw = getattr(args, "match", None)
-        self.match: str | None = None if raw == "*" else (raw or DEFAULT_MATCH)
-        self.skipped: list[str] = []
+        raw = getattr(self.args, "match", None)
+        return None if raw == "*" else (raw or DEFAULT_MATCH)
 
     @property
     def label(self) -> str:
@@ -428,9 +450,8 @@ class _Source:
 
     async def open(self) -> Any:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
-        from .reader import open as open_reader
+        from .opening import open as open_reader
         from .stores.capabilities import Lister
-        from .stores.listing import list_sources
 
         one = self.urls[0]
         if len(self.urls) == 1 and not _looks_many(one):
@@ -440,11 +461,15 @@ class _Source:
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
                 if "://" not in one or not isinstance(self.store.metered, Lister):
                     raise
+                from .dataset import list_sources
+
                 found = await list_sources(one.rstrip("/") + "/", self.store,
                                            match=self.match, skipped=self.skipped)
                 if not found and not self.skipped:
                     raise
         else:
+            from .dataset import list_sources
+
             found = []
             for url in self.urls:
                 found += await list_sources(url, self.store, match=self.match,
@@ -710,12 +735,16 @@ async def _render(fn: Callable[[Any], bytes], batch: Any) -> bytes:
     """``fn(batch)`` in the one output thread: Arrow's kernels release the GIL, so the
     next batch decodes meanwhile; one thread, as Arrow's allocator keeps memory per
     thread and a pool of them would each keep a batch's worth."""
+    return await asyncio.get_running_loop().run_in_executor(_render_pool(), fn, batch)
+
+
+def _render_pool() -> Any:
     global _RENDER
     if _RENDER is None:
         from concurrent.futures import ThreadPoolExecutor
 
         _RENDER = ThreadPoolExecutor(1, thread_name_prefix="csup-cli-render")
-    return await asyncio.get_running_loop().run_in_executor(_RENDER, fn, batch)
+    return _RENDER
 
 
 def _column_list(src: Any, columns: str | None) -> list[str]:
@@ -870,21 +899,30 @@ async def _one_ahead(it: AsyncIterator[Any]) -> AsyncIterator[Any]:
             await nxt
 
 
+def _vectorised_output() -> bool:
+    from .jsonout import have_pyarrow
+
+    return have_pyarrow()
+
+
 def _scan(args: argparse.Namespace) -> int:
-    from planner import MultiPlan
-
-    from . import jsonout as J
-    from .reader import ScanStats
-
     source = _Source(args)
     fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     out = sys.stdout.buffer
-    stats = ScanStats()
-    fast = J.have_pyarrow()
+    stats: Any = None  # a ScanStats, made once the reader side is loaded (after open)
+    # The output side (numpy, pyarrow's vectorised renderers) is imported by the render
+    # thread while the object is opened and its first segments fetched (the reader's
+    # side is imported meanwhile too: see csup_async.opening), not before the first request
+    fast = _render_pool().submit(_vectorised_output) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
         import time
 
+        from . import jsonout as J
+        from .read.result import ScanStats
+
+        nonlocal stats
+        stats = ScanStats()
         t0 = time.perf_counter()
         cols = _column_list(src, args.columns)
         plan = await src.plan(cols, filter=args.where)
@@ -901,21 +939,30 @@ def _scan(args: argparse.Namespace) -> int:
             out.write(J.csv_header(cols))
         with _bar(args) as bar:
             if bar is not None:
+                from planner import MultiPlan
+                from planner.selection import FilterPlan
+
                 files = len(plan.files) if isinstance(plan, MultiPlan) else 1
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
-                task = bar.add_task(f"scanning {what}", total=plan.bytes_to_read or None)
+                total = (plan.bytes_one_wave if isinstance(plan, FilterPlan)
+                         else plan.bytes_to_read)
+                task = bar.add_task(f"scanning {what}", total=total or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
-            render = {"json": J.json_lines if fast else _slow_json,
-                      "csv": J.csv_lines if fast else _slow_csv}.get(fmt)
+            renderers = {"json": (J.json_lines, _slow_json),
+                         "csv": (J.csv_lines, _slow_csv)}.get(fmt)
+            render = None
             # a table is for reading on a terminal: one of a few rows at a time appears
             # at once, where rich would lay out tens of thousands of rows first
-            rows = TABLE_ROWS if render is None else BATCH_ROWS
+            rows = TABLE_ROWS if renderers is None else BATCH_ROWS
             async with contextlib.aclosing(_batches(src, cols, args.limit, stats,
                                                     rows, args.where)) as it:
                 async for batch in it:
-                    if render is None:
+                    if renderers is None:
                         _print_table(batch)
                         continue
+                    if render is None:
+                        assert fast is not None
+                        render = renderers[0 if await asyncio.wrap_future(fast) else 1]
                     out.write(await _render(render, batch))
                     out.flush()
         stats.wall = time.perf_counter() - t0

@@ -24,10 +24,10 @@ from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, RowSelectionError
+from .opening import open as open_reader
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats
-from .reader import open as open_reader
 from .stores import Store, redact_url, shared_store
 from .stores.capabilities import profile_of
 from .stores.listing import DEFAULT_MATCH, list_sources

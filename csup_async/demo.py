@@ -82,9 +82,10 @@ async def _scan(url: str, opts: dict[str, Any], out: TextIO) -> None:
     print(f"scan: {result.stats}", file=out)
 
 
-def run(rows: int = 100_000, out: TextIO = sys.stdout) -> int:
+def run(rows: int = 100_000, out: TextIO | None = None) -> int:
     import csup_async
 
+    out = out if out is not None else sys.stdout  # the stream now, not at import
     print(f"making {rows:,} sample events ...", file=out)
     buf = io.BytesIO()
     csup_async.write(buf, sample_rows(rows))

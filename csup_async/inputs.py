@@ -87,7 +87,7 @@ def read_bsup(path: str) -> Iterator[Value]:
 
 
 async def _read_csup(path: str) -> list[Value]:
-    from .reader import open as open_csup
+    from .opening import open as open_csup
 
     async with open_csup(path) as r:
         return await r.read_values()

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import itertools
 import time
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,11 +35,11 @@ from .read.options import (
     split_options,
 )
 from .read.result import ScanResult, ScanStats
-from .stores import Store, TailRead, redact_url, shared_store, store_for
+from .stores import Store, TailRead, redact_url, store_for
 from .stores.capabilities import profile_of
 from .values import Value
 
-__all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "open", "reader_from_meta"]
+__all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
 # Parsing metadata costs about 3 us a byte: 16 MiB bounds a hostile open to ~1 min of CPU
 # while holding the column trees of files with hundreds of thousands of segments.
 DEFAULT_MAX_METADATA = 16 << 20
@@ -92,7 +92,8 @@ class Reader:
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
 
-    async def _load(self) -> None:
+    async def _load(self, pending: Awaitable[TailRead] | None = None) -> None:
+        """Read and parse the metadata (``pending``: the tail read, already sent)."""
         t0 = time.perf_counter()
         cache = self.metadata_cache
         if cache is not None and self.immutable:
@@ -100,8 +101,9 @@ class Reader:
             if hit is not None:  # no request at all: the version seen before is the one now
                 self._use_cached(hit, hit.tail, t0)
                 return
-        size = P.tail_prefetch_size(self.profile)
-        tail = await self.store.read_tail(self.key, size)
+        if pending is None:
+            pending = self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
+        tail = await pending
         self.open_stats.ttfb = time.perf_counter() - t0
         self.open_stats.requests = 1
         self.open_stats.bytes_read = len(tail.data)
@@ -557,60 +559,3 @@ def _metadata_cache(option: Any) -> Any:
         raise CsupError(f"metadata_cache must be a MetadataCache or True, not "
                         f"{type(option).__name__}")
     return option
-
-
-class _Opener:
-    """What ``open`` returns: awaitable, or an async context manager that closes."""
-
-    def __init__(self, url: str, store: Store | None, options: dict[str, Any]) -> None:
-        self.url, self.store, self.options = url, store, options
-        self.reader: Reader | None = None
-
-    async def _open(self) -> Reader:
-        store, key, owns = self.store, self.url, False
-        reader_opts, store_opts = split_options(self.options)
-        if store is None:
-            # shared per loop and options; private (owned) only when it cannot be shared
-            store, key, shared = await shared_store(self.url, **store_opts)
-            owns = not shared
-        if "profile" not in reader_opts:
-            reader_opts["profile"] = profile_of(store)
-        r = Reader(store, key, owns_store=owns, **reader_opts)
-        try:
-            await r._load()
-        except BaseException:
-            await r.close()
-            raise
-        self.reader = r
-        return r
-
-    def __await__(self) -> Generator[Any, None, Reader]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Reader:
-        return await self._open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.reader is not None:
-            await self.reader.close()
-
-
-def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
-    """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
-
-    ``store`` is the store to read through (the caller closes it); without
-    one, the event loop's shared store for the URL's kind and these options
-    is used (made on first use, closed by ``close_stores()``, at the end of
-    ``asyncio.run`` or at exit; never by the reader).  Options:
-    ``profile`` (planner profile), ``concurrency``, ``max_metadata``,
-    ``max_mem_length``, ``max_rows``, ``max_values``, ``metadata_cache`` (a
-    MetadataCache, or True for the process's: metadata parsed before is reused
-    for the same object version), ``immutable`` (with a cache: an object opened
-    before is not asked again), ``timeout`` (seconds: the whole of any one scan,
-    ``iter_batches``, ``read_rows`` or ``count_rows``, StoreTimeoutError past it;
-    given to the store too, where it bounds each store operation),
-    ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
-    is checked before decompression; a mismatch is a FormatError naming the
-    column and segment), and the store's own options (credentials, ...).
-    """
-    return _Opener(url, store, options)

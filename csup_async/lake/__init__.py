@@ -10,11 +10,29 @@ snap.zng replay), ``commits`` (commit objects, state at a commit), ``keys``
 ``scan`` (plan and merge), ``pool`` and ``lake`` (the API), ``load`` (commits).
 """
 
-from .create import create_lake
-from .errors import LakeConflictError, LakeError
-from .keys import KeyRange
-from .lake import BranchConfig, Lake, PoolConfig, open_lake
-from .pool import Pool
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Loaded on first use (PEP 562): the CLI builds its ``lake`` sub-command from
+# ``.cli`` on every start, and must not pay for numpy and the pool machinery then.
+_LAZY = {"create_lake": ".create", "LakeConflictError": ".errors", "LakeError": ".errors",
+         "KeyRange": ".keys", "BranchConfig": ".lake", "Lake": ".lake", "PoolConfig": ".lake",
+         "open_lake": ".lake", "Pool": ".pool"}
 
 __all__ = ["BranchConfig", "KeyRange", "Lake", "LakeConflictError", "LakeError", "Pool",
            "PoolConfig", "create_lake", "open_lake"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -20,8 +20,6 @@ import re
 import sys
 from typing import Any
 
-import numpy as np
-
 from ..errors import CsupError
 from ..types import TIME, PrimitiveType, underlying
 
@@ -84,6 +82,8 @@ def _literal(text: str, key_type: Any) -> Any:
                 value = text
     u = underlying(key_type) if key_type is not None else None
     if u == TIME:
+        import numpy as np
+
         if isinstance(value, str):
             try:
                 return np.datetime64(value.rstrip("Zz"), "ns")

@@ -202,7 +202,7 @@ async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[
     there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise)."""
     from ..dataset import absent_paths
     from ..errors import NotFoundError
-    from ..reader import open as open_reader
+    from ..opening import open as open_reader
     from ..types import Field, RecordType
     from ..values import Value
 

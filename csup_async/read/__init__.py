@@ -14,9 +14,29 @@ through :mod:`.scan`.
 
 from __future__ import annotations
 
-from .options import READER_OPTIONS, Limits, ReadOptions, split_options
-from .result import ScanResult, ScanStats
-from .scan import count_rows, iter_batches, read_rows, scan_columns
+import importlib
+from typing import Any
+
+# Loaded on first use (PEP 562): ``open`` needs only :mod:`.options` before its
+# first request, and imports the rest (numpy, the decoders) while that request
+# is in flight (see csup_async.opening).
+_LAZY = {"READER_OPTIONS": ".options", "Limits": ".options", "ReadOptions": ".options",
+         "split_options": ".options", "ScanResult": ".result", "ScanStats": ".result",
+         "count_rows": ".scan", "iter_batches": ".scan", "read_rows": ".scan",
+         "scan_columns": ".scan"}
 
 __all__ = ["READER_OPTIONS", "Limits", "ReadOptions", "ScanResult", "ScanStats", "count_rows",
            "iter_batches", "read_rows", "scan_columns", "split_options"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

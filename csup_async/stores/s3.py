@@ -3,15 +3,16 @@
 Building an aiobotocore client costs about 0.2 s of CPU (botocore loads the
 S3 service model and endpoint rules) plus its imports, which was the largest
 part of a cold one-shot scan.  A reader needs only GET with a Range, HEAD and
-ListObjectsV2, so those are built here and signed with botocore's own SigV4
-signer (``S3SigV4Auth``: the canonical request is exactly what a client
-would send) and botocore's credential chain (environment, profiles, SSO, web
-identity, IMDS, resolved once, in a worker thread since it may block), then
-sent through the store's one aiohttp session.  Only ``botocore.auth`` and
-``botocore.credentials`` are imported (plus ``botocore.session`` when the
-chain or the configured region is needed); aiobotocore's full client is made
-only for what needs endpoint rules this module does not write: access-point
-ARNs, S3 Express directory buckets, FIPS and dual-stack endpoints.
+ListObjectsV2, so those are built here, signed with botocore's own SigV4
+signer (``S3SigV4Auth``: the canonical request is exactly what a client would
+send; imported on the first signed request) and sent through the store's one
+aiohttp session.  Credentials are the options', the
+environment's (read as botocore's first link reads them) or, for anything
+else, botocore's chain (profiles, SSO, web identity, IMDS), resolved once per
+process in a worker thread since it may block (:mod:`.aws_credentials`).
+aiobotocore's full client is made only for what needs endpoint rules this
+module does not write: access-point ARNs, S3 Express directory buckets, FIPS
+and dual-stack endpoints.
 
 Addressing: ``endpoint_url`` (or ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``)
 defaults to path-style, AWS to virtual-hosted ``https://BUCKET.s3.REGION.amazonaws.com``
@@ -46,6 +47,7 @@ from ._ranged import (
     parse_length,
     status_error,
 )
+from .aws_credentials import StaticCredentials, chain, env_credentials
 from .base import CHUNK_SIZE, ObjectInfo
 from .logmask import install_log_mask
 from .redact import redact_url
@@ -166,7 +168,7 @@ class S3Store(AiohttpStore):
         self._credentials = (access_key_id, secret_access_key, session_token)
         self._regions: dict[str, str] = {}  # bucket -> region its redirect named
         self._default_region: str | None = region
-        self._creds: Any = None  # botocore Credentials (static or refreshable)
+        self._creds: Any = None  # StaticCredentials, or botocore's (maybe refreshable)
         self._signers: dict[tuple[Any, str], Any] = {}
         self._prepared = False
         self._prepare_lock: asyncio.Lock | None = None
@@ -198,7 +200,14 @@ class S3Store(AiohttpStore):
 
     # -------------------------------------------------------- credentials ---
     async def _prepare(self, path: str) -> None:
-        """Resolve the region and credentials once (the chain may block: in a thread)."""
+        """Resolve the region and credentials once.
+
+        Keys given as options or found in the environment (where botocore's
+        chain would stop too) and a region given or in ``AWS_DEFAULT_REGION``
+        need nothing of botocore; anything else asks botocore's chain
+        (profiles, SSO, web identity, IMDS...) in a worker thread, since it
+        may block, and the answer is kept for the process (:mod:`.aws_credentials`).
+        """
         if self._prepared:
             return
         if self._prepare_lock is None:
@@ -207,35 +216,28 @@ class S3Store(AiohttpStore):
             if self._prepared:
                 return
             key_id, secret, token = self._credentials
-            explicit = key_id is not None or self.anonymous
-            if explicit and self.region is not None:
-                if not self.anonymous:
-                    from botocore.credentials import Credentials
-
-                    self._creds = Credentials(key_id, secret, token)
-            else:
-                region, creds = await asyncio.to_thread(self._from_botocore, not explicit, path)
-                self._default_region = self.region or region or "us-east-1"
-                if not explicit:
-                    self._creds = creds
-                elif not self.anonymous:
-                    from botocore.credentials import Credentials
-
-                    self._creds = Credentials(key_id, secret, token)
+            creds: Any = None
+            if key_id is not None:
+                creds = StaticCredentials(key_id, secret, token, "option")
+            elif not self.anonymous and self.aws_profile is None:
+                creds = env_credentials()
+                if creds is not None:
+                    self._credential_source = "the environment (AWS_ACCESS_KEY_ID)"
+            region = self.region or os.environ.get("AWS_DEFAULT_REGION") or None
+            need_creds = creds is None and not self.anonymous
+            if need_creds or region is None:
+                found, chain_creds = await asyncio.to_thread(self._from_botocore, need_creds,
+                                                             path)
+                region = region or found
+                if need_creds:
+                    creds = chain_creds
+            self._default_region = region or "us-east-1"
+            self._creds = creds
             self._prepared = True
 
     def _from_botocore(self, want_credentials: bool, path: str) -> tuple[str | None, Any]:
         """The configured region and (if wanted) the credential chain's credentials."""
-        import botocore.exceptions
-        import botocore.session
-
-        try:
-            session = botocore.session.Session(profile=self.aws_profile)
-            region = session.get_config_variable("region")
-            creds = session.get_credentials() if want_credentials else None
-        except botocore.exceptions.BotoCoreError as e:
-            raise AccessDeniedError(f"cannot load the AWS configuration: {describe(e)}",
-                                    path=path) from None
+        region, creds = chain(self.aws_profile, want_credentials, path)
         if want_credentials and creds is None:
             self._credential_source = "none found in botocore's chain"
             raise AccessDeniedError(self._no_credentials_message(), path=path)
@@ -249,6 +251,7 @@ class S3Store(AiohttpStore):
                 "anonymous=True for public buckets")
 
     async def _signer(self, region: str, path: str) -> Any:
+        """botocore's signer for the credentials now (refreshed first if about to expire)."""
         creds = self._creds
         try:
             if getattr(creds, "refresh_needed", None) is not None and creds.refresh_needed():

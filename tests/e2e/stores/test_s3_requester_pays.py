@@ -96,7 +96,7 @@ async def test_access_denied_names_the_credential_source(moto_s3: Any, proxy: Fa
         async with csup_async.open(key, **_options(moto_s3, proxy)):
             pass
     assert "credentials: the access_key_id option" in str(info.value)
-    # from the environment: botocore's chain says which link it used
+    # from the environment: read there, as the first link of botocore's chain reads them
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", o["access_key_id"])
@@ -107,7 +107,7 @@ async def test_access_denied_names_the_credential_source(moto_s3: Any, proxy: Fa
                                    request_payer=True):
             pass
     msg = str(info.value)
-    assert "credentials: botocore's chain (env); request_payer" in msg
+    assert "credentials: the environment (AWS_ACCESS_KEY_ID); request_payer" in msg
     assert o["secret_access_key"] not in msg and o["access_key_id"] not in msg
 
 
