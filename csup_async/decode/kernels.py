@@ -10,7 +10,7 @@ The kernels only ever answer "here are the values" or "no": on "no" (bad
 data, a count mismatch, an input they do not take, such as a non-contiguous
 buffer) the reference decodes the same bytes again and raises its exact
 error, so messages have one source and the two implementations can be
-compared on any input (tests/test_native.py does).  Arrays are allocated here
+compared on any input (tests/unit/decode/test_native.py does).  Arrays are allocated here
 with numpy and filled in place by the kernels, which need no numpy headers.
 """
 
