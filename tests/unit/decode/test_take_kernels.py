@@ -24,7 +24,7 @@ from csup_async import bsup
 from csup_async.decode import kernels as K
 from csup_async.errors import CsupError, FormatError
 from csup_async.types import PRIMITIVE_BY_NAME
-from tests.unit.decode.test_native import both, mutate, some_byte
+from tests.support.kernel_pairs import both, mutate, some_byte
 
 STRING = PRIMITIVE_BY_NAME["string"]
 INT64 = PRIMITIVE_BY_NAME["int64"]

@@ -12,7 +12,6 @@ segment (its index in the segmap and its offset).
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import subprocess
 import sys
@@ -27,68 +26,22 @@ import csup_async
 from csup_async.bsup import StreamEncoder, decode_value, iter_raw_values
 from csup_async.colvalue import TRAILER_TYPE
 from csup_async.errors import ColumnNotFoundError, FormatError
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import FileMeta, Segment
+from csup_async.format import find_trailer
+from csup_async.meta import Segment
 from csup_async.read.checks import iter_labelled_segmaps
 from csup_async.spark.options import parse_options
 from csup_async.values import Value
-
-ROWS = 3000
-
-
-def _rows(two_types: bool = False) -> list[dict[str, Any]]:
-    out = []
-    for i in range(ROWS):
-        row: dict[str, Any] = {
-            "id": i * 7 - 5000,
-            "name": f"user-{i % 97:03d}-{'x' * (i % 13)}",
-            "rec": {"x": None if i % 5 == 0 else i / 4, "tag": ["a", "b", "c"][i % 3]},
-            "tags": list(range(i % 4)),
-        }
-        if two_types and i % 2:
-            row["extra"] = i
-        out.append(row)
-    return out
-
-
-def _table(rows: list[dict[str, Any]]) -> Any:
-    """Rows as Arrow: one super type, with presence columns where values are null."""
-    import pyarrow as pa
-
-    schema = pa.schema([("id", pa.int64()), ("name", pa.string()),
-                        ("rec", pa.struct([("x", pa.float64()), ("tag", pa.string())])),
-                        ("tags", pa.list_(pa.int64()))])
-    return pa.Table.from_pylist(rows, schema=schema)
-
-
-def _csup(rows: Any, **opts: Any) -> bytes:
-    out = io.BytesIO()
-    csup_async.write(out, rows, segment_thresh=1024, **opts)
-    return out.getvalue()
-
-
-GOOD = _csup(_table(_rows()))
-PLAIN = _csup(_table(_rows()), compress=False)
-
-
-def _meta(data: bytes) -> FileMeta:
-    t = find_trailer(data[-4096:], len(data))
-    return parse_reassembly(data[t.data_size: t.data_size + t.reassembly_size], t, len(data))
-
-
-def _segment(data: bytes, label_part: str, index: int = 1) -> tuple[str, int, int, Segment]:
-    """(label, index, segments in the segmap, segment) of the first segmap whose label
-    holds ``label_part`` and has more than ``index`` segments."""
-    for label, segmap in iter_labelled_segmaps(_meta(data)):
-        if label_part in label and len(segmap) > index:
-            return label, index, len(segmap), segmap[index]
-    raise AssertionError(f"no segmap {label_part!r} with {index + 1} segments")
-
-
-def _flip(data: bytes, seg: Segment, at: int | None = None) -> bytes:
-    b = bytearray(data)
-    b[seg.offset + (seg.length // 2 if at is None else at)] ^= 0x04
-    return bytes(b)
+from tests.support.checksum_files import (
+    GOOD,
+    PLAIN,
+    ROWS,
+    file_meta,
+    find_segment,
+    flip_byte,
+    sample_rows,
+    sample_table,
+    small_segments_csup,
+)
 
 
 def _named(e: BaseException, path: str, label: str, index: int, n: int, seg: Segment) -> None:
@@ -126,9 +79,9 @@ ROLES = [('column "name" (values', GOOD), ('column "id" (values', GOOD),
                                                   for r in ROLES])
 def test_a_corrupt_segment_is_named_on_every_read_path(tmp_path: Path, how: str, role: str,
                                                        data: bytes) -> None:
-    label, index, n, seg = _segment(data, role)
+    label, index, n, seg = find_segment(data, role)
     path = tmp_path / "bad.csup"
-    path.write_bytes(_flip(data, seg))
+    path.write_bytes(flip_byte(data, seg))
     with pytest.raises(FormatError, match="checksum mismatch") as got:
         _run(_read(str(path), how, label.split('"')[1]))
     _named(got.value, str(path), label, index, n, seg)
@@ -137,10 +90,10 @@ def test_a_corrupt_segment_is_named_on_every_read_path(tmp_path: Path, how: str,
 def test_the_crc_is_checked_before_decompression(tmp_path: Path) -> None:
     """A corrupt LZ4 block header would make the decompressor fail (or not) on its own
     terms; the checksum speaks first, whatever the bytes would have decompressed to."""
-    label, index, n, seg = _segment(GOOD, 'column "name" (values')
+    label, index, n, seg = find_segment(GOOD, 'column "name" (values')
     assert seg.compression  # an LZ4 segment
     path = tmp_path / "lz4.csup"
-    path.write_bytes(_flip(GOOD, seg, at=0))
+    path.write_bytes(flip_byte(GOOD, seg, at=0))
     with pytest.raises(FormatError, match="checksum mismatch") as got:
         _run(_read(str(path), "scan"))
     _named(got.value, str(path), label, index, n, seg)
@@ -149,25 +102,25 @@ def test_the_crc_is_checked_before_decompression(tmp_path: Path) -> None:
 def test_verify_off_reads_the_bytes_as_they_are(tmp_path: Path) -> None:
     """verify_checksums=False: an uncompressed int64 segment with one flipped bit
     decodes to a different value, silently (what the check is there to catch)."""
-    seg = _segment(PLAIN, 'column "id" (values')[3]
+    seg = find_segment(PLAIN, 'column "id" (values')[3]
     path = tmp_path / "bad.csup"
-    path.write_bytes(_flip(PLAIN, seg, at=seg.length - 1))  # a value's body, not a tag
+    path.write_bytes(flip_byte(PLAIN, seg, at=seg.length - 1))  # a value's body, not a tag
     with pytest.raises(FormatError, match="checksum mismatch"):
         _run(_read(str(path), "scan"))
     res = _run(_read(str(path), "scan", verify_checksums=False))
-    good = [r["id"] for r in _rows()]
+    good = [r["id"] for r in sample_rows()]
     got = res.columns["id"].to_pylist()
     assert len(got) == len(good) and sum(a != b for a, b in zip(got, good, strict=True)) == 1
 
 
 def test_files_without_statistics_read_without_checks(tmp_path: Path) -> None:
-    data = _csup(_table(_rows()), compress=False, statistics=False)
-    meta = _meta(data)
+    data = small_segments_csup(sample_table(sample_rows()), compress=False, statistics=False)
+    meta = file_meta(data)
     assert all(s.crc32 is None and s.count is None
                for _, m in iter_labelled_segmaps(meta) for s in m)
-    _label, _i, _n, seg = _segment(data, 'column "id" (values')
+    _label, _i, _n, seg = find_segment(data, 'column "id" (values')
     path = tmp_path / "nostats.csup"
-    path.write_bytes(_flip(data, seg, at=seg.length - 1))
+    path.write_bytes(flip_byte(data, seg, at=seg.length - 1))
     res = _run(_read(str(path), "scan"))  # nothing to check against: read as stored
     assert res.num_rows == ROWS
     out = subprocess.run([sys.executable, "-m", "csup_async.cli", "inspect", str(path)],
@@ -222,10 +175,10 @@ def _patch_count(data: bytes, seg: Segment, delta: int) -> bytes:
 @pytest.mark.parametrize("verify", [True, False])
 def test_a_count_that_disagrees_with_the_segment_is_a_format_error(
         tmp_path: Path, role: str, verify: bool) -> None:
-    label, index, n, seg = _segment(GOOD, role)
+    label, index, n, seg = find_segment(GOOD, role)
     path = tmp_path / "count.csup"
     path.write_bytes(_patch_count(GOOD, seg, +1))
-    assert _segment(path.read_bytes(), role)[3].count == seg.count + 1  # type: ignore[operator]
+    assert find_segment(path.read_bytes(), role)[3].count == seg.count + 1  # type: ignore[operator]
     with pytest.raises(FormatError, match="count statistic") as got:
         _run(_read(str(path), "scan", verify_checksums=verify))
     _named(got.value, str(path), label, index, n, seg)
@@ -233,9 +186,9 @@ def test_a_count_that_disagrees_with_the_segment_is_a_format_error(
 
 # ---------------------------------------------------------- other paths ---
 def test_datasets_name_the_corrupt_file(tmp_path: Path) -> None:
-    label, index, n, seg = _segment(GOOD, 'column "name" (values')
+    label, index, n, seg = find_segment(GOOD, 'column "name" (values')
     (tmp_path / "a.csup").write_bytes(GOOD)
-    (tmp_path / "b.csup").write_bytes(_flip(GOOD, seg))
+    (tmp_path / "b.csup").write_bytes(flip_byte(GOOD, seg))
 
     async def scan(**opts: Any) -> Any:
         async with csup_async.open_dataset(str(tmp_path) + "/", **opts) as ds:
@@ -248,8 +201,8 @@ def test_datasets_name_the_corrupt_file(tmp_path: Path) -> None:
 
 
 def test_over_http_every_path_checks(range_server: Any) -> None:
-    label, index, n, seg = _segment(GOOD, 'column "rec.x" (values')
-    range_server.put("bad.csup", _flip(GOOD, seg))
+    label, index, n, seg = find_segment(GOOD, 'column "rec.x" (values')
+    range_server.put("bad.csup", flip_byte(GOOD, seg))
     url = range_server.url("bad.csup")
     for how in ("scan", "iter_batches", "read_rows"):
         with pytest.raises(FormatError, match="checksum mismatch") as got:
@@ -259,9 +212,9 @@ def test_over_http_every_path_checks(range_server: Any) -> None:
 
 
 def test_cli_scan_fails_and_no_verify_reads(tmp_path: Path) -> None:
-    label, index, n, seg = _segment(PLAIN, 'column "id" (values')
+    label, index, n, seg = find_segment(PLAIN, 'column "id" (values')
     path = tmp_path / "bad.csup"
-    path.write_bytes(_flip(PLAIN, seg, at=seg.length - 1))
+    path.write_bytes(flip_byte(PLAIN, seg, at=seg.length - 1))
     cmd = [sys.executable, "-m", "csup_async.cli", "scan", str(path), "-c", "id",
            "--format", "json"]
     bad = subprocess.run(cmd, capture_output=True, text=True)
@@ -290,10 +243,10 @@ def test_inspect_verify_exit_codes_and_every_failure(tmp_path: Path) -> None:
     out = _cli("inspect", "--verify", str(good))
     assert out.returncode == 0, out.stderr
     assert "ok," in out.stdout and 'column "name" (values, super type 0)' in out.stdout
-    first = _segment(GOOD, 'column "name" (values', 1)
-    second = _segment(GOOD, 'column "tags" (lengths', 2)
+    first = find_segment(GOOD, 'column "name" (values', 1)
+    second = find_segment(GOOD, 'column "tags" (lengths', 2)
     bad = tmp_path / "bad.csup"
-    bad.write_bytes(_flip(_flip(GOOD, first[3]), second[3]))
+    bad.write_bytes(flip_byte(flip_byte(GOOD, first[3]), second[3]))
     out = _cli("inspect", "--verify", str(bad))
     assert out.returncode == 4  # invalid data, as a scan of the file exits
     errors = [ln for ln in out.stdout.splitlines() if ln.startswith("error:")]
@@ -305,11 +258,11 @@ def test_inspect_verify_exit_codes_and_every_failure(tmp_path: Path) -> None:
     assert doc["verify"]["ok"] is False and len(doc["verify"]["errors"]) == 2
     # a projection-independent check: the super column and every stream are listed
     assert sum(c["segments"] for c in doc["verify"]["columns"]) == sum(
-        len(m) for _, m in iter_labelled_segmaps(_meta(GOOD)))
+        len(m) for _, m in iter_labelled_segmaps(file_meta(GOOD)))
 
 
 def test_inspect_verify_a_count_mismatch_over_http(range_server: Any) -> None:
-    label, _index, _n, seg = _segment(GOOD, 'column "id" (values')
+    label, _index, _n, seg = find_segment(GOOD, 'column "id" (values')
     range_server.put("count.csup", _patch_count(GOOD, seg, -1))
     out = _cli("inspect", "--verify", range_server.url("count.csup"))
     assert out.returncode == 4
@@ -326,7 +279,7 @@ def _expected_stats(values: list[Any]) -> tuple[int, int, Any, Any]:
 def test_inspect_and_schema_show_column_statistics(tmp_path: Path) -> None:
     path = tmp_path / "s.csup"
     path.write_bytes(GOOD)
-    rows = _rows()
+    rows = sample_rows()
 
     async def schema() -> Any:
         async with csup_async.open(str(path)) as r:
@@ -355,7 +308,7 @@ def test_inspect_and_schema_show_column_statistics(tmp_path: Path) -> None:
     assert doc["columns"]["id"]["min"] == min(r["id"] for r in rows)
     assert doc["columns"]["name"]["max"] == max(r["name"] for r in rows)
     nostats = tmp_path / "n.csup"
-    nostats.write_bytes(_csup(_table(rows), statistics=False))
+    nostats.write_bytes(small_segments_csup(sample_table(rows), statistics=False))
     doc = json.loads(_cli("inspect", "--json", str(nostats)).stdout)
     assert doc["statistics"] is False and doc["columns"]["id"]["min"] is None
 
@@ -364,12 +317,12 @@ def test_count_rows_reads_a_super_column_without_a_crc(tmp_path: Path) -> None:
     """Our writer gives the super column no statistics (CSUP-DECISIONS lists primitive,
     presence, lengths and tags columns), so count_rows has nothing to check there; a
     corrupt presence segment is no concern of count_rows, which reads only IDs."""
-    data = _csup(_rows(two_types=True))
-    meta = _meta(data)
+    data = small_segments_csup(sample_rows(two_types=True))
+    meta = file_meta(data)
     assert len(meta.super_types) > 1 and all(s.crc32 is None for s in meta.super_column)
-    _label, _i, _n, seg = _segment(data, 'column "name" (values')
+    _label, _i, _n, seg = find_segment(data, 'column "name" (values')
     path = tmp_path / "two.csup"
-    path.write_bytes(_flip(data, seg))
+    path.write_bytes(flip_byte(data, seg))
 
     async def count() -> int:
         async with csup_async.open(str(path)) as r:
