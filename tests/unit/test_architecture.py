@@ -156,7 +156,7 @@ def test_the_scan_sees_the_package() -> None:
     assert "csup_async.reader" in edges and "planner.plan" in edges
     assert "planner.coalescing" in edges["planner.plan"]
     assert "csup_async.bsup" in edges["csup_async.format"]
-    lazy = {n.name for n in names if n.importer == "csup_async.cli"}
+    lazy = {n.name for n in names if n.importer == "csup_async.cli.commands"}
     assert "describe_file" in lazy  # imported inside a function only
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import csup_async
 from csup_async import jsonout as J
-from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, EXIT_USAGE, _parser, main
+from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, EXIT_USAGE, build_parser, main
 from tests.support.paths import DATA
 
 
@@ -212,7 +212,7 @@ def test_version_and_plan_explain(tmp_path, capsys):
 def test_every_flag_has_help():
     import argparse
 
-    parser = _parser()
+    parser = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
     def missing_in(prefix: str, sp: argparse.ArgumentParser) -> list[str]:

@@ -111,8 +111,8 @@ def test_an_s3_scan_with_environment_keys_asks_only_the_endpoint(moto_s3: MotoS3
 def test_the_cli_starts_without_numpy_or_the_lake() -> None:
     got = _run(f"""
         import json, sys
-        from csup_async.cli import _parser
-        _parser().parse_args(["scan", "x.csup", "-c", "a"])
+        from csup_async.cli import build_parser
+        build_parser().parse_args(["scan", "x.csup", "-c", "a"])
         print(json.dumps({_loaded(("numpy", "pyarrow", "rich", *NETWORK))}
                          + sorted(m for m in sys.modules if m.startswith("csup_async.lake.")
                                   and m != "csup_async.lake.cli")))

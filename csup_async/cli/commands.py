@@ -1,0 +1,247 @@
+"""The commands: convert, cat, inspect, scan, plan, demo and lake, by name in ``COMMANDS``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import CsupError
+from .batches import (
+    BATCH_ROWS,
+    CAT_BATCH_ROWS,
+    STREAM_PREFETCH,
+    column_list,
+    one_ahead,
+    plan_per_segment,
+    readers_to_read,
+    scan_batches,
+)
+from .exits import EXIT_DATA, UsageError
+from .output import (
+    TABLE_ROWS,
+    print_table,
+    render_in_thread,
+    render_pool,
+    slow_csv,
+    slow_json,
+    vectorised_output,
+)
+from .progress import progress_bar, with_progress
+from .sources import Source, input_values, is_csup_input, source_options
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from ..inputs import kind_of
+
+    try:
+        out_kind = kind_of(args.output)
+    except CsupError:
+        out_kind = None
+    if out_kind not in ("csup", "bsup"):
+        raise UsageError("the output must be a .csup or .bsup file", path=args.output)
+    first = args.input[0]
+    label = f"converting {os.path.basename(first.rstrip('/')) or first}"
+    values = with_progress(input_values(args), label, args)
+    if out_kind == "csup":
+        from ..writing import write
+
+        opts: dict[str, Any] = {}
+        if args.segment_thresh:
+            opts["segment_thresh"] = args.segment_thresh
+        if args.skew_thresh:
+            opts["skew_thresh"] = args.skew_thresh
+        if args.no_compress:
+            opts["compress"] = False
+        n = write(args.output, values, **opts)
+    else:
+        n = _write_bsup(args.output, values)
+    print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _write_bsup(path: str, values: Any) -> int:
+    from ..bsup import StreamEncoder, encode_value
+    from ..values import Value, infer_type
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    n = 0
+    try:
+        with open(tmp, "wb") as f:
+            enc = StreamEncoder(f)
+            for v in values:
+                t, x = (v.type, v.value) if isinstance(v, Value) else (infer_type(v), v)
+                enc.write_body(t, encode_value(t, x))
+                n += 1
+            enc.end_stream()
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return n
+
+
+def _cat(args: argparse.Namespace) -> int:
+    """Every value as a JSON line; CSUP objects stream in batches of rows, vectorised."""
+    from .. import jsonout as J
+    from ..values import Value
+
+    out = sys.stdout.buffer
+    if not is_csup_input(args):
+        for v in input_values(args):
+            out.write((J.dumps(v.to_python() if isinstance(v, Value) else v) + "\n").encode())
+        return 0
+    fast = J.have_pyarrow()
+
+    async def run(src: Any) -> None:
+        for r in readers_to_read(src, args.where):
+            # smaller batches than scan's: every column of the row is printed, and each
+            # batch's text (and the next batch decoding meanwhile) is held at once
+            plan_per_segment(r)
+            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH,
+                                filter=args.where)
+            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+                async for batch in ahead:
+                    arr = batch.columns[""]
+                    out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
+                        J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
+                    out.flush()
+
+    asyncio.run(Source(args).run(run))
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    """One object's layout and statistics; for many, each object's in turn (file order).
+    ``--verify`` reads and checks every segment and reports every failure (exit 4)."""
+    from ..describe import check_json, check_lines, describe_file, file_json
+    from ..read.verify import verify_file
+
+    failed = False
+
+    async def run(src: Any) -> str:
+        nonlocal failed
+        readers = src.readers if hasattr(src, "readers") else [src]
+        parts = []
+        for r in readers:
+            check = await verify_file(r) if args.verify else None
+            failed = failed or (check is not None and not check.ok)
+            rows = await r.count_rows() if check is None or check.ok else r.num_rows
+            if args.json:
+                doc = file_json(r.meta, r.path, rows)
+                if check is not None:
+                    doc["verify"] = check_json(check)
+                parts.append(json.dumps(doc))
+            else:
+                text = describe_file(r.meta, r.path, rows)
+                parts.append(text + ("\n" + "\n".join(check_lines(check)) if check else ""))
+        return ("\n" if args.json else "\n\n").join(parts)
+
+    print(asyncio.run(Source(args).run(run)))
+    if failed:
+        print("csup-async: verify failed: see the errors above", file=sys.stderr)
+    return EXIT_DATA if failed else 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    async def run(src: Any) -> str:
+        return (await src.plan(args.columns, filter=args.where)).explain()
+
+    print(asyncio.run(Source(args).run(run)))
+    return 0
+
+
+def _scan(args: argparse.Namespace) -> int:
+    source = Source(args)
+    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+    out = sys.stdout.buffer
+    stats: Any = None  # a ScanStats, made once the reader side is loaded (after open)
+    # The output side (numpy, pyarrow's vectorised renderers) is imported by the render
+    # thread while the object is opened and its first segments fetched (the reader's
+    # side is imported meanwhile too: see csup_async.opening), not before the first request
+    fast = render_pool().submit(vectorised_output) if fmt in ("json", "csv") else None
+
+    async def run(src: Any) -> None:
+        import time
+
+        from .. import jsonout as J
+        from ..read.result import ScanStats
+
+        nonlocal stats
+        stats = ScanStats()
+        t0 = time.perf_counter()
+        cols = column_list(src, args.columns)
+        plan = await src.plan(cols, filter=args.where)
+        if plan.missing_paths:
+            raise src.missing_error(plan.missing_paths)
+        if args.explain:
+            text = plan.explain()
+            if args.limit is not None:
+                rows = f"{args.limit:,} row" + ("" if args.limit == 1 else "s")
+                text += (f"\n--limit {args.limit}: reading stops after the first {rows}, "
+                         "so fewer requests may be made (--stats counts those made)")
+            print(text, file=sys.stderr if fmt in ("json", "csv") else sys.stdout, flush=True)
+        if fmt == "csv":
+            out.write(J.csv_header(cols))
+        with progress_bar(args) as bar:
+            if bar is not None:
+                from planner import MultiPlan
+                from planner.selection import FilterPlan
+
+                files = len(plan.files) if isinstance(plan, MultiPlan) else 1
+                what = f"{files:,} objects" if source.dataset is not None else "1 object"
+                total = (plan.bytes_one_wave if isinstance(plan, FilterPlan)
+                         else plan.bytes_to_read)
+                task = bar.add_task(f"scanning {what}", total=total or None)
+                source.store.on_bytes = lambda n: bar.advance(task, n)
+            renderers = {"json": (J.json_lines, slow_json),
+                         "csv": (J.csv_lines, slow_csv)}.get(fmt)
+            render = None
+            # a table is for reading on a terminal: one of a few rows at a time appears
+            # at once, where rich would lay out tens of thousands of rows first
+            rows = TABLE_ROWS if renderers is None else BATCH_ROWS
+            async with contextlib.aclosing(scan_batches(src, cols, args.limit, stats,
+                                                    rows, args.where)) as it:
+                async for batch in it:
+                    if renderers is None:
+                        print_table(batch)
+                        continue
+                    if render is None:
+                        assert fast is not None
+                        render = renderers[0 if await asyncio.wrap_future(fast) else 1]
+                    out.write(await render_in_thread(render, batch))
+                    out.flush()
+        stats.wall = time.perf_counter() - t0
+        if source.dataset is not None:
+            stats.metadata_requests = sum(r.open_stats.requests for r in src.readers)
+
+    asyncio.run(source.run(run))
+    if args.stats:
+        extra = (f", {len(source.dataset.files):,} objects, "
+                 f"{stats.metadata_requests} metadata requests"
+                 if source.dataset is not None else "")
+        print(f"stats: {stats}{extra}", file=sys.stderr)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ..demo import run
+
+    return run(args.rows)
+
+
+COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect, "scan": _scan,
+            "plan": _plan}
+
+
+def _lake(args: argparse.Namespace) -> int:
+    from ..lake.cli import run
+
+    return run(args, source_options(args, args.url)[0])
+
+
+COMMANDS["lake"] = _lake
