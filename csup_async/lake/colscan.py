@@ -230,7 +230,7 @@ def _fields(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nfields: i
     m = starts.size
     live = lengths >= 0
     ln = lengths[live]
-    data = np.concatenate([buf[A._range_indices(starts[live], ln)], np.zeros(1, np.uint8)])
+    data = np.concatenate([buf[A.range_indices(starts[live], ln)], np.zeros(1, np.uint8)])
     k = ln.size
     fs, fl = scan_tags(data[:-1], k * nfields)
     fs, fl = fs.reshape(k, nfields), fl.reshape(k, nfields)
@@ -258,7 +258,7 @@ def _tagged(f: _Fields, j: int, rows: np.ndarray) -> np.ndarray:
     tl = _tag_len(n)
     begin = np.where(null, f.data.size - 1, s - tl)
     size = np.where(null, 1, tl + np.maximum(n, 0))
-    return f.data[A._range_indices(begin, size)]
+    return f.data[A.range_indices(begin, size)]
 
 
 def _decode_field(f: _Fields, j: int, rows: np.ndarray, ft: Type, kind: str | None

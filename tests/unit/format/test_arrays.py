@@ -594,13 +594,13 @@ def test_group_ranks_both_paths(keys: list[int], extra: int) -> None:
     for x in keys:
         want.append(seen.get(x, 0))
         seen[x] = seen.get(x, 0) + 1
-    assert A._group_ranks(k, 21 + extra).tolist() == want  # sorting path
+    assert A.group_ranks(k, 21 + extra).tolist() == want  # sorting path
     small = np.where(k > 7, -1, k).astype(np.int32)
     want2, seen = [], {}
     for x in small.tolist():
         want2.append(seen.get(x, 0))
         seen[x] = seen.get(x, 0) + 1
-    assert A._group_ranks(small, 8).tolist() == want2  # mask path
+    assert A.group_ranks(small, 8).tolist() == want2  # mask path
 
 
 @SETTINGS
