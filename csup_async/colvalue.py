@@ -7,6 +7,7 @@ its named type, which the plain mapping would erase.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -413,8 +414,11 @@ def _segment(off: int, length: int, mem: int, comp: int, what: str | _What,
     return Segment(off, length, mem, comp, count, crc, extra)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def segment_stats(seg: Segment) -> SegmentStats:
-    """All statistics of ``seg`` (decoded now: they are kept as bytes until asked for).
+    """All statistics of ``seg`` (decoded on first ask: they are kept as bytes until then;
+    planning, pruning and inspect ask for the same segments again, so answers are kept,
+    bounded, by segment).
 
     A statistic whose value does not fit its meaning (a ``nulls`` above ``count``,
     a bound of the wrong kind) is a :class:`FormatError`: pruning trusts these."""

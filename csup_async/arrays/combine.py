@@ -22,15 +22,14 @@ from .model import (
 )
 
 
-def combine(parts: Sequence[Array | None], super_ids: Any, *,
-            ranks: np.ndarray | None = None) -> Array:
+def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:
     """Rows in file order from per-super-type parts: row r is the next value of part super_ids[r].
 
     Parts of one type give an array of that type; several types give a
     ``UnionArray`` over them in part order (a part's null values stay typed
     nulls of its member).  Rows of a None part, and of a part of type null when
-    other types exist, are null.  ``ranks`` is accepted for older callers and not
-    needed: each row's place in its part comes from one pass over the IDs.
+    other types exist, are null.  Each row's place in its part comes from one pass
+    over the IDs.
     """
     sid = np.asarray(super_ids)
     if sid.ndim != 1 or (sid.dtype.kind not in "iu" and sid.size):
