@@ -30,11 +30,13 @@ from planner.projection import path_type
 
 from .. import arrays as A
 from .. import decode as D
+from ..bsup import append_tagged
 from ..bsup import decode_primitive as decode_one
 from ..errors import FormatError, LimitError
 from ..meta import (
     AnyColumn,
     ArrayColumn,
+    Constant,
     MapColumn,
     NullsColumn,
     PrimitiveColumn,
@@ -416,6 +418,73 @@ class PrimCursor(Cursor):
         self.chunks.finish(f"a {self.t} column")
 
 
+def dictionary_values(t: PrimitiveType | EnumType, entries: tuple[bytes | None, ...]
+                      ) -> A.Array:
+    """A VNG dictionary's values, decoded once as a column of their own."""
+    stream = bytearray()
+    for body in entries:
+        append_tagged(stream, body)
+    return decode_values(t, bytes(stream))
+
+
+def decode_selectors(data: Any, size: int) -> np.ndarray:
+    """One VNG dictionary segment: a selector byte per value, each below ``size``."""
+    sel = np.frombuffer(data, dtype=np.uint8)
+    if sel.size and int(sel.max()) >= size:
+        raise FormatError(f"dictionary selector {int(sel.max())} is out of range "
+                          f"(the dictionary has {size} entries)")
+    return sel
+
+
+class DictCursor(Cursor):
+    """A VNG dictionary column: selector segments, looked up in the decoded dictionary."""
+
+    def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap,
+                 entries: tuple[bytes | None, ...]) -> None:
+        super().__init__(b)
+        self.t = t
+        values = dictionary_values(t, entries)
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: values.take(
+            decode_selectors(data, len(values)).astype(np.intp)), selectable=True))
+
+    def skip(self, n: int) -> None:
+        self.chunks.skip(n)
+
+    def _take(self, n: int) -> A.Array:
+        parts = self.chunks.take(n)
+        if not parts:
+            return A.null_array(self.t, 0)
+        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
+
+    def finish(self) -> None:
+        self.chunks.finish(f"a {self.t} dictionary column")
+
+
+class ConstCursor(Cursor):
+    """A VNG constant column: ``count`` copies of one value, nothing stored."""
+
+    def __init__(self, b: Build, t: PrimitiveType | EnumType, constant: Constant) -> None:
+        super().__init__(b)
+        self.t = t
+        self.value = dictionary_values(t, (constant.body,))
+        self.left = constant.count
+
+    def _take(self, n: int) -> A.Array:
+        if n > self.left:
+            raise FormatError(f"a constant {self.t} column holds {self.left} more values, "
+                              f"the rows need {n}")
+        self.left -= n
+        return self.value.take(np.zeros(n, np.intp))
+
+    def skip(self, n: int) -> None:
+        self._take(n)
+
+    def finish(self) -> None:
+        if self.left:
+            raise FormatError(f"a constant {self.t} column holds {self.left} more values "
+                              "than the rows need")
+
+
 def _slicer(data: Any) -> D.ValueSlicer:
     """A segment's stream bytes ready to be decoded a slice at a time (in the pool: the
     values are counted there).  An uncompressed segment may be a view into a fetched
@@ -684,6 +753,10 @@ def cursor_for(b: Build, t: Type, col: AnyColumn | None) -> Cursor:
     if isinstance(t, (PrimitiveType, EnumType)):
         if not isinstance(col, PrimitiveColumn):
             raise FormatError(f"column for {t} is not a primitive column")
+        if col.constant is not None:
+            return ConstCursor(b, t, col.constant)
+        if col.dictionary is not None:
+            return DictCursor(b, t, col.segmap, col.dictionary)
         return SlicedPrimCursor(b, t, col.segmap) if b.lazy else PrimCursor(b, t, col.segmap)
     if isinstance(t, RecordType):
         if not isinstance(col, RecordColumn) or len(col.fields) != len(t.fields):
