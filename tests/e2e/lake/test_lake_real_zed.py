@@ -99,3 +99,19 @@ async def test_real_zed_reads_and_logs_our_load(tmp_path: Path) -> None:
     assert "tester" in log
     listed = _zed(lake_dir, home, "ls", "logs").decode()
     assert f"logs@dev commit {commit}" in listed
+
+
+async def test_zed_vector_copies_are_read_as_vng(tmp_path: Path) -> None:
+    """``zed vector add`` wrote a ``.vng`` beside one object and a vector commit: a
+    columnar scan reads that copy (here the only one left: its ``.zng`` is removed)."""
+    lake_dir = tmp_path / "lake"
+    shutil.copytree(LAKE, lake_dir)
+    (vng,) = lake_dir.glob("*/data/*.vng")
+    vng.with_suffix(".zng").unlink()
+    commit = EXPECTED["steps"][-1]["branches"]["main"]
+    cols = ["ts", "id", "msg", "tags", "extra"]
+    async with open_lake(str(lake_dir)) as lake:
+        pool = await lake.pool("logs@main")
+        assert sum(pool.has_vector(o) for o in pool.objects) == 1
+        rows = (await pool.scan(cols, csup=True)).to_pylist()
+    assert _zed_rows(rows) == EXPECTED["commits"][commit]
