@@ -93,6 +93,18 @@ def long_input(rows: int = 1500) -> str:
     return "\n".join(lines) + "\n"
 
 
+def errors_input(rows: int = 40) -> str:
+    """Errors of complex types, which VNG stores as whole bodies in a "primitive"
+    column (and v1.12 as dictionaries or constants of them)."""
+    lines = []
+    for i in range(rows):
+        rec = f'error({{code:{i % 3},why:{_quote(f"w{i % 2}")}}})'
+        arr = f"error([{i},{i + 1}])" if i % 4 else "null(error([int64]))"
+        same = 'error({kind:"fixed"})'
+        lines.append(f"{{r:{rec},a:{arr},same:{same},n:{i}}}")
+    return "\n".join(lines) + "\n"
+
+
 def zson_input() -> str:
     """The whole input: the main record type, a second record type, scalars."""
     lines = [_row(i) for i in range(ROWS)]
@@ -115,13 +127,15 @@ def recipes() -> list[tuple[str, Tool, list[str]]]:
     # v1.7 splits a column into segments at -coltresh; v1.12 writes one segment
     out.append(("zed1.7-long.vng", ZED_1_7, ["-f", "vng", "-coltresh", "1KiB"]))
     out.append(("zed1.12-long.vng", ZED_1_12, ["-f", "vng"]))
+    out.append(("zed1.7-errors.vng", ZED_1_7, ["-f", "vng"]))
+    out.append(("zed1.12-errors.vng", ZED_1_12, ["-f", "vng"]))
     return out
 
 
 def generate() -> list[tuple[str, str]]:
     """Write the files; each file's JSON (and ZSON) from zq must equal its version's."""
     OUT.mkdir(parents=True, exist_ok=True)
-    inputs = {"all": zson_input(), "long": long_input()}
+    inputs = {"all": zson_input(), "long": long_input(), "errors": errors_input()}
     table: list[tuple[str, str]] = []
     printed: dict[tuple[Tool, str, str], bytes] = {}
     for name, tool, args in recipes():

@@ -31,6 +31,10 @@ CASES = [
     ("zed1.7-all.vng", "zed1.7-all.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
     ("zed1.12-long.vng", "zed1.12-long.json", False, "Zed v1.12 (VNG version 3)"),
     ("zed1.7-long.vng", "zed1.7-long.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
+    # errors of records and arrays: whole bodies in a "primitive" column (v1.12: as
+    # dictionaries and a constant)
+    ("zed1.12-errors.vng", "zed1.12-errors.json", False, "Zed v1.12 (VNG version 3)"),
+    ("zed1.7-errors.vng", "zed1.7-errors.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
 ]
 
 
@@ -62,13 +66,16 @@ async def test_types_equal_those_of_zqs_zng_of_the_same_input(version: str) -> N
 
 
 @pytest.mark.parametrize(("name", "expected", "map_as_records", "writer"), CASES)
-def test_inspect_names_the_writer(name: str, expected: str, map_as_records: bool,
-                                  writer: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "csup_async.cli", "inspect", str(REAL / name)],
-                         capture_output=True, text=True, check=True,
+def test_inspect_names_the_writer_and_verify_passes(name: str, expected: str,
+                                                    map_as_records: bool, writer: str) -> None:
+    """``--verify`` decodes every segment as its encoding says (dictionary selectors,
+    whole bodies of errors of records, tag-encoded values)."""
+    out = subprocess.run([sys.executable, "-m", "csup_async.cli", "inspect", "--verify",
+                          str(REAL / name)], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
     assert f"writer: {writer}" in out
     assert "type='vng' version=3" in out
+    assert f"verify: {REAL / name}: ok" in out
 
 
 def test_v112_dictionaries_and_constants_become_primitive_columns() -> None:
