@@ -93,7 +93,18 @@ def _bare(t: Type) -> Type:
     return t.inner if isinstance(t, NamedType) else t
 
 
-def _struct(t: Type, body: memoryview | None, want: str) -> dict[str, _Raw]:
+class _Fields(dict[str, _Raw]):
+    """A struct's fields; one the struct lacks is a format error, not a KeyError."""
+
+    def __init__(self, name: str, items: dict[str, _Raw]) -> None:
+        super().__init__(items)
+        self.name = name
+
+    def __missing__(self, key: str) -> _Raw:
+        raise FormatError(f"VNG metadata: a {self.name} struct has no field {key!r}")
+
+
+def _struct(t: Type, body: memoryview | None, want: str) -> _Fields:
     """The fields of a marshalled Go struct named ``want`` (its named type)."""
     if not isinstance(t, NamedType) or t.name != want or not isinstance(t.inner, RecordType):
         raise FormatError(f"VNG metadata: expected a {want} struct, found {t}")
@@ -102,7 +113,8 @@ def _struct(t: Type, body: memoryview | None, want: str) -> dict[str, _Raw]:
     parts = list(iter_tagged(body, 0, len(body)))
     if len(parts) != len(t.inner.fields):
         raise FormatError(f"VNG metadata: a {want} struct has the wrong number of fields")
-    return {f.name: (f.type, p) for f, p in zip(t.inner.fields, parts, strict=True)}
+    return _Fields(want, {f.name: (f.type, p) for f, p in zip(t.inner.fields, parts,
+                                                              strict=True)})
 
 
 def _elements(t: Type, body: memoryview | None) -> Iterator[_Raw]:
