@@ -20,6 +20,7 @@ from csup_async.bsup import read_values
 from csup_async.format import find_trailer
 from csup_async.meta import PrimitiveColumn, RecordColumn
 from csup_async.vng import parse_metadata
+from tests.support.vngolder import as_release
 from tests.support.zedjson import load_lines, zed_json
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -142,3 +143,25 @@ async def test_truncated_vng_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CsupError, match="trailer"):
         async with csup_async.open(str(cut)) as r:
             await r.read_values()
+
+
+# Older releases' structs, on real files re-laid out (tests/support/vngolder.py): v1.4's
+# Segment{Offset, Length} with every segment stored as is; v1.9-v1.11's without Count.
+OLDER = [
+    ("zed1.7-long.vng", "zed1.7-long.json", True, "v1.4", "Zed v1.4 (VNG version 3)"),
+    ("zed1.7-all.vng", "zed1.7-all.json", True, "v1.4", "Zed v1.4 (VNG version 3)"),
+    ("zed1.12-long.vng", "zed1.12-long.json", False, "v1.9", "Zed v1.9-v1.11 (VNG version 3)"),
+    ("zed1.12-errors.vng", "zed1.12-errors.json", False, "v1.9",
+     "Zed v1.9-v1.11 (VNG version 3)"),
+]
+
+
+@pytest.mark.parametrize(("name", "expected", "map_as_records", "release", "writer"), OLDER)
+async def test_older_releases_structs(tmp_path: Path, name: str, expected: str,
+                                      map_as_records: bool, release: str, writer: str) -> None:
+    path = tmp_path / f"{release}.vng"
+    path.write_bytes(as_release((REAL / name).read_bytes(), release))
+    async with csup_async.open(str(path)) as r:
+        assert r.meta.writer == writer
+        values = await r.read_values()
+    assert _json(values, map_as_records) == load_lines(REAL / expected)
