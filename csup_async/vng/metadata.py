@@ -23,9 +23,15 @@ Zed versions could have written the file (:func:`writer_versions`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..bsup import decode_type_value, decode_value, iter_raw_values, iter_tagged
+from ..bsup import (
+    append_tagged,
+    decode_type_value,
+    decode_value,
+    iter_raw_values,
+    iter_tagged,
+)
 from ..errors import CsupError, FormatError
 from ..meta import (
     COMPRESSION_LZ4,
@@ -50,6 +56,7 @@ from ..types import (
     Field,
     MapType,
     NamedType,
+    PrimitiveType,
     RecordType,
     SetType,
     Type,
@@ -173,6 +180,31 @@ def _segmap(raw: _Raw, seen: set[str]) -> Segmap:
 _INT64 = decode_type_value(b"\x09")
 
 
+#: Types whose order Zed's comparison (which chose Min and Max) and this library's
+#: pruning agree on; floats are left out (where Zed puts NaN is not pruning's rule).
+_PRUNABLE = frozenset({"uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                       "int64", "duration", "time", "string", "bytes", "bool"})
+
+
+def _with_stats(segmap: Segmap, t: Type, f: _Fields) -> Segmap:
+    """v1.9+ ``Primitive{Min, Max, Nulls}`` describe the whole column; with one segment
+    (v1.12 always writes one) they are that segment's statistics, kept the way CSUP's
+    are (``Segment.extra``) so pruning uses them."""
+    if len(segmap) != 1 or not {"Min", "Max", "Nulls"} <= f.keys():
+        return segmap
+    if not isinstance(t, PrimitiveType) or t.name not in _PRUNABLE:
+        return segmap
+    (lo_t, lo), (hi_t, hi) = f["Min"], f["Max"]
+    if lo_t != t or hi_t != t or lo is None or hi is None:
+        return segmap
+    nulls_t, nulls = f["Nulls"]
+    raw = bytearray()
+    for body in (nulls, lo, hi):
+        append_tagged(raw, None if body is None else bytes(body))
+    elem = RecordType((Field("nulls", nulls_t), Field("min", t), Field("max", t)))
+    return (replace(segmap[0], extra=(elem, bytes(raw))),)
+
+
 class _Parser:
     def __init__(self) -> None:
         self.segment_fields: set[str] = set()
@@ -241,7 +273,8 @@ class _Parser:
                            for et, eb in _elements(*f["Dict"])]
                 if entries:
                     dictionary = tuple(None if e is None else bytes(e) for e in entries)
-            return ptype, PrimitiveColumn(_segmap(f["Segmap"], self.segment_fields), dictionary)
+            segmap = _with_stats(_segmap(f["Segmap"], self.segment_fields), ptype, f)
+            return ptype, PrimitiveColumn(segmap, dictionary)
         if kind == "Const":
             self.has_const = True
             f = _struct(t, body, kind)

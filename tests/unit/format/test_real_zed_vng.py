@@ -20,6 +20,7 @@ from csup_async.bsup import read_values
 from csup_async.format import find_trailer
 from csup_async.meta import PrimitiveColumn, RecordColumn
 from csup_async.vng import parse_metadata
+from planner.filters import col
 from tests.support.vngolder import as_release
 from tests.support.zedjson import load_lines, zed_json
 
@@ -165,3 +166,22 @@ async def test_older_releases_structs(tmp_path: Path, name: str, expected: str,
         assert r.meta.writer == writer
         values = await r.read_values()
     assert _json(values, map_as_records) == load_lines(REAL / expected)
+
+
+@pytest.mark.parametrize(("name", "prunes"), [("zed1.12-long.vng", True),
+                                              ("zed1.7-long.vng", False)])
+async def test_filters_prune_by_v112_column_bounds(name: str, prunes: bool) -> None:
+    """v1.12's ``Primitive{Min, Max, Nulls}`` (one segment per column) prune like CSUP
+    segment statistics; v1.7 has none, so it reads and filters."""
+    want = load_lines(REAL / "zed1.12-long.json")
+    cases = [(col("id") > 5000, lambda w: w["id"] > 5000),
+             (col("grp") == "zz", lambda w: w["grp"] == "zz"),
+             (col("id") >= 1490, lambda w: w["id"] >= 1490),
+             (col("rec.a") == 3, lambda w: w["rec"]["a"] == 3)]
+    async with csup_async.open(str(REAL / name)) as r:
+        for expr, keep in cases:
+            res = await r.scan(["id", "grp"], filter=expr)
+            assert res.to_pylist() == [{"id": w["id"], "grp": w["grp"]} for w in want
+                                       if keep(w)], expr
+            if not any(keep(w) for w in want):
+                assert (res.stats.bytes_needed == 0) == prunes, expr
