@@ -16,7 +16,7 @@ import pytest
 
 import csup_async
 from csup_async import CsupError
-from csup_async.bsup import read_values
+from csup_async.bsup import encode_stream, read_values
 from csup_async.format import find_trailer
 from csup_async.meta import PrimitiveColumn, RecordColumn
 from csup_async.vng import parse_metadata
@@ -185,3 +185,17 @@ async def test_filters_prune_by_v112_column_bounds(name: str, prunes: bool) -> N
                                        if keep(w)], expr
             if not any(keep(w) for w in want):
                 assert (res.stats.bytes_needed == 0) == prunes, expr
+
+
+async def test_zst_trailer_is_refused_by_name(tmp_path: Path) -> None:
+    """Zed v1.0-v1.3's ``zst`` (version 2) is another design: refused, saying so."""
+    data = (REAL / "zed1.7-long.vng").read_bytes()
+    trailer = find_trailer(data[-4096:], len(data))
+    start = len(data) - trailer.size
+    (tv,) = read_values(data[start:])
+    zst = dict(tv.value, type="zst", version=2)
+    path = tmp_path / "old.zst"
+    path.write_bytes(data[:start] + encode_stream([(tv.type, zst)]))
+    with pytest.raises(CsupError, match="type 'zst' version 2 is not a VNG version 3"):
+        async with csup_async.open(str(path)) as r:
+            await r.read_values()
