@@ -32,11 +32,11 @@ CASES = [
     ("zed1.12-all.vng", "zed1.12-all.json", False, "Zed v1.12 (VNG version 3)"),
     ("zed1.7-all.vng", "zed1.7-all.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
     ("zed1.12-long.vng", "zed1.12-long.json", False, "Zed v1.12 (VNG version 3)"),
-    ("zed1.7-long.vng", "zed1.7-long.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
+    ("zed1.7-long.vng", "zed1.12-long.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
     # errors of records and arrays: whole bodies in a "primitive" column (v1.12: as
     # dictionaries and a constant)
     ("zed1.12-errors.vng", "zed1.12-errors.json", False, "Zed v1.12 (VNG version 3)"),
-    ("zed1.7-errors.vng", "zed1.7-errors.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
+    ("zed1.7-errors.vng", "zed1.12-errors.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
 ]
 
 
@@ -149,7 +149,7 @@ async def test_truncated_vng_is_a_clear_error(tmp_path: Path) -> None:
 # Older releases' structs, on real files re-laid out (tests/support/vngolder.py): v1.4's
 # Segment{Offset, Length} with every segment stored as is; v1.9-v1.11's without Count.
 OLDER = [
-    ("zed1.7-long.vng", "zed1.7-long.json", True, "v1.4", "Zed v1.4 (VNG version 3)"),
+    ("zed1.7-long.vng", "zed1.12-long.json", True, "v1.4", "Zed v1.4 (VNG version 3)"),
     ("zed1.7-all.vng", "zed1.7-all.json", True, "v1.4", "Zed v1.4 (VNG version 3)"),
     ("zed1.12-long.vng", "zed1.12-long.json", False, "v1.9", "Zed v1.9-v1.11 (VNG version 3)"),
     ("zed1.12-errors.vng", "zed1.12-errors.json", False, "v1.9",
