@@ -49,3 +49,13 @@ def test_zq_reads_bsup_from_the_cli_and_through_csup(tmp_path: Path) -> None:
     _convert(REAL / "zed1.12-all.zng", csup)
     _convert(csup, back)
     assert realtools.run(zq, "-j", str(back)) == want
+
+
+@pytest.mark.parametrize(("tool", "v"), TOOLS)
+def test_zq_reads_bsup_converted_here_from_its_own_vng(tool: realtools.Tool, v: str,
+                                                        tmp_path: Path) -> None:
+    """zq's VNG, read by this library and written back as BSUP, prints as zq's JSON."""
+    zq = realtools.require(tool, "zq")
+    out = tmp_path / "from-vng.bsup"
+    _convert(REAL / f"{v}-all.vng", out)
+    assert realtools.run(zq, "-j", str(out)) == (REAL / f"{v}-all.json").read_bytes()
