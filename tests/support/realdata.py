@@ -129,13 +129,15 @@ def recipes() -> list[tuple[str, Tool, list[str]]]:
     out.append(("zed1.12-long.vng", ZED_1_12, ["-f", "vng"]))
     out.append(("zed1.7-errors.vng", ZED_1_7, ["-f", "vng"]))
     out.append(("zed1.12-errors.vng", ZED_1_12, ["-f", "vng"]))
+    out.append(("zed1.7-empty.vng", ZED_1_7, ["-f", "vng"]))
+    out.append(("zed1.12-empty.vng", ZED_1_12, ["-f", "vng"]))
     return out
 
 
 def generate() -> list[tuple[str, str]]:
     """Write the files; each file's JSON (and ZSON) from zq must equal its version's."""
     OUT.mkdir(parents=True, exist_ok=True)
-    inputs = {"all": zson_input(), "long": long_input(), "errors": errors_input()}
+    inputs = {"all": zson_input(), "long": long_input(), "errors": errors_input(), "empty": ""}
     table: list[tuple[str, str]] = []
     printed: dict[tuple[Tool, str, str], bytes] = {}
     for name, tool, args in recipes():

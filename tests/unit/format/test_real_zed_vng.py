@@ -37,6 +37,9 @@ CASES = [
     # dictionaries and a constant)
     ("zed1.12-errors.vng", "zed1.12-errors.json", False, "Zed v1.12 (VNG version 3)"),
     ("zed1.7-errors.vng", "zed1.12-errors.json", True, "Zed v1.5-v1.8 (VNG version 3)"),
+    # no values: a trailer and an empty root segmap, whose Segment type still tells
+    ("zed1.12-empty.vng", "zed1.12-empty.json", False, "Zed v1.12 (VNG version 3)"),
+    ("zed1.7-empty.vng", "zed1.12-empty.json", True, "Zed v1.5-v1.11 (VNG version 3)"),
 ]
 
 
