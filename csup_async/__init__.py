@@ -48,8 +48,8 @@ _LAZY = {
     "read": "csup_async.read",  # the read package, callable: csup_async.sync.read
     "open_sync": "csup_async.sync",
     "open_dataset_sync": "csup_async.sync",
-    "scan_polars": "csup_async.ecosystem",
-    "to_duckdb": "csup_async.ecosystem",
+    "scan_polars": "csup_async.polars_source",
+    "to_duckdb": "csup_async.duckdb_source",
     "col": "planner.filters",
     "parse_filter": "planner.filters",
     "FilterError": "planner.filters",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import queue
 import threading
@@ -251,10 +252,9 @@ def stop_io_loop() -> None:
         await close_stores()
         await loop.shutdown_asyncgens()
 
-    try:
+    # exiting: never fail the interpreter's exit over a pool
+    with contextlib.suppress(BaseException):
         asyncio.run_coroutine_threadsafe(finish(), loop).result(CANCEL_GRACE)
-    except BaseException:  # exiting: never fail the interpreter's exit over a pool
-        pass
     loop.call_soon_threadsafe(loop.stop)
     thread.join(CANCEL_GRACE)
     if not thread.is_alive():
