@@ -1,7 +1,7 @@
 """The synchronous face of the library, over the same async core (see :mod:`.facade`)."""
 
+from ..arrowschema import ArrowSchema
 from .facade import (
-    ArrowSchema,
     BatchStream,
     SyncDataset,
     SyncReader,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+from ..arrowschema import ArrowSchema
 from ..errors import CsupError
 from .loop import AsyncIteration, run
 
@@ -22,22 +23,6 @@ __all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_data
            "open_sync", "read"]
 
 Columns = Sequence[str] | str | None
-
-
-class ArrowSchema:
-    """An Arrow schema (``__arrow_c_schema__``): what a scan of these columns gives."""
-
-    def __init__(self, empty: Any) -> None:
-        from ..arrays.capsule import batch_schema
-
-        self._schema = batch_schema(empty.columns)
-        self.names = list(empty.columns)
-
-    def __arrow_c_schema__(self) -> Any:
-        return self._schema.__arrow_c_schema__()
-
-    def __repr__(self) -> str:
-        return f"<ArrowSchema {', '.join(self.names)}>"
 
 
 class BatchStream(Iterator[Any]):
@@ -57,7 +42,7 @@ class BatchStream(Iterator[Any]):
     @property
     def schema(self) -> ArrowSchema:
         """The Arrow schema every batch has (from metadata: no data is read)."""
-        return ArrowSchema(self._empty())
+        return ArrowSchema(self._empty().columns)
 
     def __iter__(self) -> BatchStream:
         return self
@@ -83,7 +68,7 @@ class BatchStream(Iterator[Any]):
             raise CsupError("this batch stream has been read already: call iter_batches "
                             "again for another")
         self._started = True
-        schema = self.schema._schema
+        schema = self.schema.c_schema
 
         def batches() -> Iterator[Any]:
             with self._it:
@@ -119,7 +104,8 @@ class SyncReader:
 
     def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
         """The Arrow schema of ``scan(columns)`` (``__arrow_c_schema__``), from metadata."""
-        return ArrowSchema(run(self.reader.scan(columns, limit=0)))
+        schema: ArrowSchema = self.reader.schema.arrow(columns)
+        return schema
 
     def scan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
              limit: int | None = None) -> Any:
@@ -184,7 +170,9 @@ class SyncDataset:
         return files
 
     def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
-        return ArrowSchema(run(self.dataset.scan(columns, limit=0)))
+        """The Arrow schema of ``scan(columns)``: every file's types combined (a scan
+        that reads no rows)."""
+        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).columns)
 
     def scan(self, columns: Columns = None, *, filter: Any = None,
              limit: int | None = None) -> Any:

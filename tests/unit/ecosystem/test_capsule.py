@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import csup_async
 from csup_async import arrays as A
 from csup_async.errors import FormatError, UnsupportedTypeError
 from csup_async.read.result import ScanResult
 from csup_async.types import INT64, STRING, EnumType, MapType, Type
+from csup_async.values import Value
+from tests.support.strategies import types, values_of
 from tests.unit.format.test_arrays import SETTINGS, typed_column
 
 pa = pytest.importorskip("pyarrow")
@@ -61,3 +65,32 @@ def test_capsule_refuses_what_to_arrow_refuses() -> None:
     bad = A.BinaryArray(STRING, np.array([0, 2]), np.frombuffer(b"\xff\xfe", np.uint8))
     with pytest.raises(FormatError):
         pa.table(ScanResult({"s": bad}, 1))
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(st.lists(types.flatmap(lambda t: st.tuples(st.just(t), values_of(t, nullable=False))),
+                min_size=1, max_size=4))
+def test_schema_from_metadata_is_the_scans(tmp_path: Path,
+                                           rows: list[tuple[Type, Any]]) -> None:
+    """``pa.schema(reader.schema)`` (no data read) is the schema of the scan's table."""
+    path = str(tmp_path / "t.csup")
+    csup_async.write(path, [Value(t, v) for t, v in rows])
+    with csup_async.open_sync(path) as r:
+        try:
+            want = r.scan().to_arrow().schema
+        except UnsupportedTypeError:  # no Arrow form (a null map key): nothing to compare
+            return
+        assert pa.schema(r.schema).equals(want, check_metadata=True)
+        assert pa.schema(r.arrow_schema()).equals(want, check_metadata=True)
+
+
+def test_schema_of_nested_paths_and_a_missing_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "t.csup")
+    csup_async.write(path, [{"a": {"b": 1, "c": "x"}}, {"a": {"b": "s"}}, {"z": [1.5]}])
+    with csup_async.open_sync(path) as r:
+        want = r.scan(["a.b", "z", "a.c"]).to_arrow().schema
+        assert pa.schema(r.schema.arrow(["a.b", "z", "a.c"])).equals(want)
+        with pytest.raises(csup_async.ColumnNotFoundError):
+            r.schema.arrow(["nope"])
