@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import csup_async
@@ -48,6 +49,7 @@ def test_plain_script_reads_without_await(small: str) -> None:
         """, small)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err
+    assert "Unclosed" not in err, err  # the pools are closed at exit
     assert out.splitlines() == ["[{'i': 4998}, {'i': 4999}]", "5000 5000",
                                 "[{'s': 'v3'}, {'s': 'v1'}]"]
 
@@ -116,13 +118,15 @@ def test_dataset_and_glob(tmp_path: Path) -> None:
         assert len(ds.files) == 3 and ds.scan("i", limit=5).num_rows == 5
 
 
-def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer) -> None:
+@pytest.mark.parametrize("way", ["read", "iter_batches"])
+def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer, way: str) -> None:
     """SIGINT during a read stalled by the server: KeyboardInterrupt in the script, its
     task cancelled, no thread left behind, the connection closed, the loop usable."""
     csup_async.write(str(range_server.root / "warm.csup"), ROWS)
-    csup_async.write(str(range_server.root / "slow.csup"), ROWS)
-    range_server.inject("slow.csup", Fault.stall(60, after_bytes=100))
-    p = _python("""
+    n = 300_000  # megabytes: more than the tail read brings
+    csup_async.write(str(range_server.root / "slow.csup"),
+                     {"i": np.arange(n), "f": np.random.default_rng(1).random(n)})
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import asyncio, json, sys, threading, csup_async
         from csup_async.sync import io_loop
 
@@ -134,22 +138,33 @@ def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer) -> None:
             names = sorted(t.name for t in threading.enumerate())
             return names, asyncio.run_coroutine_threadsafe(tasks(), io_loop()).result(10)
 
-        warm, slow = sys.argv[1:]
+        way, warm, slow = sys.argv[1:]
         csup_async.read(warm)
+        reader = csup_async.open_sync(slow)
         before = state()
         print("ready", flush=True)
+        sys.stdin.readline()  # the server stalls from now on
         try:
-            csup_async.read(slow)
+            if way == "read":
+                csup_async.read(slow)
+            else:
+                for batch in reader.iter_batches(["i", "f"], batch_rows=1000):
+                    pass
             print(json.dumps({"interrupted": False}))
         except KeyboardInterrupt:
             after = state()
             again = csup_async.read(warm, "i").num_rows
             print(json.dumps({"interrupted": True, "before": before, "after": after,
                               "again": again}), flush=True)
-        """, range_server.url("warm.csup"), range_server.url("slow.csup"))
+        """), way, range_server.url("warm.csup"), range_server.url("slow.csup")],
+        env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
     try:
-        assert p.stdout is not None
+        assert p.stdout is not None and p.stdin is not None
         assert p.stdout.readline().strip() == "ready"
+        range_server.inject("slow.csup", Fault.stall(60, after_bytes=100))
+        p.stdin.write("go\n")
+        p.stdin.flush()
         deadline = time.monotonic() + 30
         while range_server.streaming == 0:  # the stalled response is being sent
             assert time.monotonic() < deadline, "the read never reached the server"
@@ -162,6 +177,7 @@ def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer) -> None:
             p.kill()
     assert time.monotonic() - t0 < 15  # not the 60 s stall
     assert p.returncode == 0, err
+    assert "Unclosed" not in err and "was destroyed" not in err, err
     got = json.loads(out)
     assert got["interrupted"] is True
     assert got["after"] == got["before"]  # same threads, no task left on the I/O loop

@@ -94,3 +94,21 @@ def test_schema_of_nested_paths_and_a_missing_one(tmp_path: Path) -> None:
         assert pa.schema(r.schema.arrow(["a.b", "z", "a.c"])).equals(want)
         with pytest.raises(csup_async.ColumnNotFoundError):
             r.schema.arrow(["nope"])
+
+
+def test_batch_stream_reads_as_a_record_batch_reader(tmp_path: Path) -> None:
+    path = str(tmp_path / "t.csup")
+    csup_async.write(path, [{"i": i, "s": None if i % 7 == 0 else f"v{i}"} for i in range(2500)])
+    with csup_async.open_sync(path) as r:
+        whole = r.scan().to_arrow()
+        stream = r.iter_batches(batch_rows=1000)
+        reader = pa.RecordBatchReader.from_stream(stream)
+        assert reader.schema.equals(whole.schema)
+        sizes = [b.num_rows for b in reader]
+        assert sizes == [1000, 1000, 500]
+        assert pa.Table.from_batches(
+            list(pa.RecordBatchReader.from_stream(r.iter_batches(batch_rows=700)))).equals(whole)
+        with pytest.raises(csup_async.CsupError, match="read already"):
+            stream.__arrow_c_stream__()
+        filtered = r.iter_batches(["s"], batch_rows=1000, filter="i >= 2400")
+        assert pa.table(filtered).column("s").to_pylist() == whole.column("s").to_pylist()[2400:]
