@@ -376,7 +376,7 @@ class _DatasetOpener:
 
     def __getattr__(self, name: str) -> Any:
         """A dataset's attribute asked of the opener: ``await`` was forgotten."""
-        if name.startswith("__"):
+        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
             raise AttributeError(name)
         raise not_awaited("open_dataset", name, "open_dataset_sync")
 

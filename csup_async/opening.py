@@ -147,7 +147,7 @@ class _Opener:
 
     def __getattr__(self, name: str) -> Any:
         """A reader's attribute asked of the opener: ``await`` was forgotten."""
-        if name.startswith("__"):
+        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
             raise AttributeError(name)
         raise not_awaited("open", name, "open_sync")
 

@@ -188,3 +188,10 @@ def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer, way: str) -> None
         assert time.monotonic() < deadline, "the stalled connection was left open"
         time.sleep(0.05)
     assert range_server.aborted >= 1
+
+
+def test_probes_of_private_names_stay_attribute_errors(small: str) -> None:
+    """Tools that probe objects (IPython's display, hasattr) see no such attribute."""
+    opener = csup_async.open(small)
+    assert not hasattr(opener, "_repr_html_")
+    assert getattr(opener, "_ipython_display_", None) is None
