@@ -65,6 +65,13 @@ class ScanResult:
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise A.MissingDependencyError(
+                "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
+            ) from None
         return self.to_arrow().to_pandas()
 
     def to_polars(self) -> Any:

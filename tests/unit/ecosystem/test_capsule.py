@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,23 @@ def test_batch_stream_reads_as_a_record_batch_reader(tmp_path: Path) -> None:
             stream.__arrow_c_stream__()
         filtered = r.iter_batches(["s"], batch_rows=1000, filter="i >= 2400")
         assert pa.table(filtered).column("s").to_pylist() == whole.column("s").to_pylist()[2400:]
+
+
+def test_to_pandas_and_to_polars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    path = str(tmp_path / "t.csup")
+    rows = [{"id": i, "name": None if i == 1 else f"n{i}", "tags": ["x"] * i} for i in range(4)]
+    csup_async.write(path, rows)
+    res = csup_async.read(path)
+    df = res.to_pandas()
+    assert isinstance(df, pd.DataFrame) and list(df.columns) == ["id", "name", "tags"]
+    assert df["id"].tolist() == [0, 1, 2, 3]
+    assert [None if pd.isna(v) else v for v in df["name"]] == ["n0", None, "n2", "n3"]
+    assert [list(v) for v in df["tags"]] == [r["tags"] for r in rows]
+    frame = res.to_polars()
+    assert isinstance(frame, pl.DataFrame) and frame.to_dicts() == rows
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(A.MissingDependencyError, match=r"csup-async\[pandas\]"):
+        res.to_pandas()
+    assert res.to_polars().to_dicts() == rows  # polars needs no pyarrow
