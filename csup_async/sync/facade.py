@@ -34,15 +34,15 @@ class BatchStream(Iterator[Any]):
     """
 
     def __init__(self, make: Callable[[], AsyncIterator[Any]],
-                 empty: Callable[[], Any]) -> None:
+                 schema: Callable[[], ArrowSchema]) -> None:
         self._it: AsyncIteration[Any] = AsyncIteration(make)
-        self._empty = empty
+        self._schema = schema
         self._started = False
 
     @property
     def schema(self) -> ArrowSchema:
         """The Arrow schema every batch has (from metadata: no data is read)."""
-        return ArrowSchema(self._empty().columns)
+        return self._schema()
 
     def __iter__(self) -> BatchStream:
         return self
@@ -139,7 +139,7 @@ class SyncReader:
         return BatchStream(
             lambda: r.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
                                    filter=filter),
-            lambda: run(r.scan(columns, limit=0)))
+            lambda: r.schema.arrow(columns))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every column, batch by batch (``duckdb.sql("select ... from r")``)."""
