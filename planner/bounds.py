@@ -1,0 +1,103 @@
+"""Segment statistics as zone statistics: the one rule for trusting a segment's
+``count``/``nulls``/``min``/``max``/``nan``, and the one fold of several segments.
+
+Both one file's zones (``planner.selection``) and a dataset's whole files
+(``planner.pruning``) go through here, so a bound means the same to both.
+
+Statistics are an optional extension (CSUP-DECISIONS: a reader may ignore
+them), so statistics that cannot be true are *ignored*, never trusted and never
+an error: the data is still readable, and the segment is then judged "maybe"
+(its rows are read and the filter evaluated on them).  Such statistics are
+``nulls`` above ``count`` (or negative), a ``min`` above its ``max``, bounds of
+another kind than the column (a string bound on an int64 column), and a NaN
+float bound (which orders with nothing).  A writer's all-NaN segment (``nan``
+and neither bound) is the one segment without bounds whose values are known.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from .filters import ColumnStats, order_key, value_kind
+
+__all__ = ["column_kind", "fold", "segment_zone"]
+
+
+def column_kind(type_name: str) -> str | None:
+    """The :func:`planner.filters.value_kind` of a primitive column's values (None for
+    types whose bounds are not used: ip, net, 128-bit ints...)."""
+    if type_name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                     "uint64", "float16", "float32", "float64"):
+        return "number"
+    return {"string": "str", "bytes": "bytes", "bool": "bool", "time": "M",
+            "duration": "m"}.get(type_name)
+
+
+def _is_nan(x: Any) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def segment_zone(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bool | None,
+                 type_name: str) -> ColumnStats | None:
+    """One segment's statistics as :class:`ColumnStats` of a ``type_name`` column, or
+    None when they are unknown or contradict themselves (see the module docstring)."""
+    if not isinstance(count, int) or not isinstance(nulls, int) or isinstance(
+            count, bool) or isinstance(nulls, bool) or not 0 <= nulls <= count:
+        return None
+    floats = type_name.startswith("float")
+    nan_only = False
+    if floats:
+        if nan is None:  # unknown: a NaN may be there
+            nan = True
+        nan_only = bool(nan) and lo is None and hi is None and count > nulls
+    kind = column_kind(type_name)
+    if lo is not None or hi is not None:
+        if (kind is None or lo is None or hi is None or _is_nan(lo) or _is_nan(hi)
+                or value_kind(lo) != kind or value_kind(hi) != kind):
+            lo = hi = None
+        else:
+            try:
+                if order_key(lo) > order_key(hi):
+                    lo = hi = None
+            except TypeError:
+                lo = hi = None
+    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=bool(nan),
+                       nan_only=nan_only)
+
+
+def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
+    """The statistics of the rows of several zones together (None when any is unknown):
+    counts and nulls add up, the bounds are the least ``lo`` and greatest ``hi`` of the
+    zones with values (unknown if any such zone's are, all-NaN zones aside), ``nan``
+    whether any zone has one."""
+    count = nulls = 0
+    lo: Any = None
+    hi: Any = None
+    bounded, nan, nan_only, any_values = True, False, True, False
+    for p in parts:
+        if p is None:
+            return None
+        count, nulls = count + p.count, nulls + p.nulls
+        nan = nan or p.nan
+        if not p.values:
+            continue
+        any_values = True
+        if p.nan_only:
+            continue
+        nan_only = False
+        if p.lo is None or p.hi is None:
+            bounded = False
+            continue
+        try:
+            if lo is None or order_key(p.lo) < order_key(lo):
+                lo = p.lo
+            if hi is None or order_key(p.hi) > order_key(hi):
+                hi = p.hi
+        except TypeError:  # bounds of two kinds: no bound holds both
+            bounded = False
+    if not bounded:
+        lo = hi = None
+    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=nan,
+                       nan_only=any_values and nan_only)
