@@ -39,7 +39,7 @@ from .bounds import fold, segment_zone
 from .filters import ColumnStats, Expr, FilterError, Truth, bind, columns_of, zone_truth
 
 __all__ = ["STATISTICS", "FileVerdict", "PathStats", "file_truth", "path_stats",
-           "prune_files"]
+           "prune_files", "type_has_path"]
 
 #: The reason a file pruned by its statistics is reported with.
 STATISTICS = "filter false by statistics"
@@ -113,6 +113,22 @@ def _unwrap(t: Type, col: AnyColumn | None, clean: bool
             t = t.inner
         else:
             return t, col, clean
+
+
+def type_has_path(t: Type, path: tuple[str, ...]) -> bool:
+    """Whether values of type ``t`` can hold a field at ``path``: through records, named
+    types, errors and union members (a filter naming a path no super type can hold is
+    a misspelling, not a comparison with null)."""
+    if not path:
+        return True
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    if isinstance(t, UnionType):
+        return any(type_has_path(m, path) for m in t.types)
+    if isinstance(t, RecordType):
+        f = t.field(path[0])
+        return f is not None and type_has_path(f.type, path[1:])
+    return False
 
 
 def path_stats(meta: FileMeta, path: tuple[str, ...], stats_of: StatsOf) -> PathStats:

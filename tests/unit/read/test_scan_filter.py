@@ -13,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
+from csup_async import ColumnNotFoundError
 from planner.filters import FilterError, col, matches, parse_filter
+from tests.support.rowpaths import named_by_no_row
 
 rows_st = st.lists(st.fixed_dictionaries(
     {"id": st.integers(-5, 5)},
@@ -37,6 +39,10 @@ async def test_filtered_scan_is_the_filtered_rows(rows, text, project) -> None:
         p = Path(d) / "f.csup"
         csup_async.write(str(p), rows)
         async with csup_async.open(str(p)) as r:
+            if named_by_no_row(rows, f):  # a misspelling is refused, never "no match"
+                with pytest.raises(ColumnNotFoundError, match="the filter names"):
+                    await r.scan(project, filter=text)
+                return
             got = (await r.scan(project, filter=text)).to_pylist()
             every = (await r.scan(project)).to_pylist()
             same = (await r.scan(project, filter=f)).to_pylist()
