@@ -29,7 +29,8 @@ values = {
     "v": st.one_of(st.none(), st.floats(-4, 4), st.just(math.nan), st.just(-0.0)),
     "s": st.one_of(st.none(), st.text(alphabet="ab", max_size=3),
                    st.text(alphabet="ab", min_size=70, max_size=80)),
-    "t": st.integers(0, 40).map(lambda h: T0 + np.timedelta64(h, "h")),
+    "t": st.one_of(st.integers(0, 40).map(lambda h: T0 + np.timedelta64(h, "h")),
+                   st.just(np.datetime64("NaT", "ns"))),  # int64's minimum: the least time
     "u": st.fixed_dictionaries({"n": st.one_of(st.none(), st.integers(0, 9))}),
 }
 rows_st = st.lists(st.fixed_dictionaries({"id": values["id"]},
@@ -41,8 +42,11 @@ literals = {
     ("v",): st.one_of(st.floats(-5, 5), st.just(math.nan), st.just(0.0)),
     ("s",): st.one_of(st.text(alphabet="ab", max_size=4),
                       st.text(alphabet="ab", min_size=68, max_size=72)),
-    ("t",): st.integers(-2, 42).map(lambda h: f"2024-01-0{1 + h // 24 if h >= 0 else 1}T"
-                                              f"{h % 24:02d}:00:00Z"),
+    ("t",): st.one_of(
+        st.integers(-2, 42).map(lambda h: f"2024-01-0{1 + h // 24 if h >= 0 else 1}T"
+                                          f"{h % 24:02d}:00:00Z"),
+        st.sampled_from(["9999-12-31T00:00:00Z", "1000-01-01T00:00:00Z",  # beyond int64 ns
+                         "1677-09-21T00:12:43.145224Z", "2262-04-11T23:47:17Z"])),
     ("u", "n"): st.integers(-1, 10),
     ("missing",): st.integers(0, 3),
 }
