@@ -10,8 +10,10 @@ an error: the data is still readable, and the segment is then judged "maybe"
 (its rows are read and the filter evaluated on them).  Such statistics are
 ``nulls`` above ``count`` (or negative), a ``min`` above its ``max``, bounds of
 another kind than the column (a string bound on an int64 column), and a NaN
-float bound (which orders with nothing).  A writer's all-NaN segment (``nan``
-and neither bound) is the one segment without bounds whose values are known.
+float bound (which orders with nothing).  A segment with values but no bounds
+(types without bounds, cut strings, an all-NaN segment, a writer that left them
+out) makes the bounds of every zone holding it unknown: ``nan`` with no bounds
+cannot be told from "bounds left out", so it is not read as "all NaN".
 """
 
 from __future__ import annotations
@@ -46,12 +48,8 @@ def segment_zone(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bo
     if not isinstance(count, int) or not isinstance(nulls, int) or isinstance(
             count, bool) or isinstance(nulls, bool) or not 0 <= nulls <= count:
         return None
-    floats = type_name.startswith("float")
-    nan_only = False
-    if floats:
-        if nan is None:  # unknown: a NaN may be there
-            nan = True
-        nan_only = bool(nan) and lo is None and hi is None and count > nulls
+    if type_name.startswith("float") and nan is None:  # unknown: a NaN may be there
+        nan = True
     kind = column_kind(type_name)
     if lo is not None or hi is not None:
         if (kind is None or lo is None or hi is None or _is_nan(lo) or _is_nan(hi)
@@ -63,19 +61,18 @@ def segment_zone(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bo
                     lo = hi = None
             except TypeError:
                 lo = hi = None
-    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=bool(nan),
-                       nan_only=nan_only)
+    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=bool(nan))
 
 
 def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
     """The statistics of the rows of several zones together (None when any is unknown):
     counts and nulls add up, the bounds are the least ``lo`` and greatest ``hi`` of the
-    zones with values (unknown if any such zone's are, all-NaN zones aside), ``nan``
-    whether any zone has one."""
+    zones with values (unknown if any such zone's are), ``nan`` whether any zone has
+    one."""
     count = nulls = 0
     lo: Any = None
     hi: Any = None
-    bounded, nan, nan_only, any_values = True, False, True, False
+    bounded, nan = True, False
     for p in parts:
         if p is None:
             return None
@@ -83,10 +80,6 @@ def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
         nan = nan or p.nan
         if not p.values:
             continue
-        any_values = True
-        if p.nan_only:
-            continue
-        nan_only = False
         if p.lo is None or p.hi is None:
             bounded = False
             continue
@@ -99,5 +92,4 @@ def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
             bounded = False
     if not bounded:
         lo = hi = None
-    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=nan,
-                       nan_only=any_values and nan_only)
+    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=nan)

@@ -377,9 +377,9 @@ class ColumnStats:
     ``count`` rows, ``nulls`` of which are null or lack the path; ``lo``/``hi`` bound
     every non-null, non-NaN value (``lo <= v <= hi``; None when unknown, e.g. an
     all-null or all-NaN zone, or bounds a writer left out); ``nan`` says whether any
-    value is a NaN (floats), ``nan_only`` that every non-null value is.  Bounds may be
-    loose, never tight: pruning relies on them.  Statistics that contradict themselves
-    (``nulls`` above ``count``, ``lo`` above ``hi``) prove nothing.
+    value is a NaN (floats).  Bounds may be loose, never tight: pruning relies on them.
+    Statistics that contradict themselves (``nulls`` above ``count``, ``lo`` above
+    ``hi``) prove nothing.
     """
 
     count: int
@@ -387,7 +387,6 @@ class ColumnStats:
     lo: Any = None
     hi: Any = None
     nan: bool = False
-    nan_only: bool = False
 
     @property
     def values(self) -> int:
@@ -414,8 +413,6 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
         out.add(N)
     if not s.values:
         return frozenset(out)
-    if s.nan_only and isinstance(e, (Compare, IsIn)):  # NaN: only != is true
-        return frozenset(out | {T if isinstance(e, Compare) and e.op == "!=" else F})
     if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
         return _ALL
     kind = value_kind(s.lo)

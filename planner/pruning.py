@@ -164,11 +164,11 @@ def path_stats(meta: FileMeta, path: tuple[str, ...], stats_of: StatsOf) -> Path
     if clean:
         rows = slots
     if rows is None:  # rows may lack the path: say there may be nulls
-        stats = ColumnStats(values + inband + 1, inband + 1, lo, hi, nan, together.nan_only)
+        stats = ColumnStats(values + inband + 1, inband + 1, lo, hi, nan)
     elif rows < values:
         return _UNKNOWN  # statistics that contradict the metadata prove nothing
     else:
-        stats = ColumnStats(rows, rows - values, lo, hi, nan, together.nan_only)
+        stats = ColumnStats(rows, rows - values, lo, hi, nan)
     return PathStats(stats, next(iter(names), None))
 
 

@@ -403,7 +403,7 @@ def _merged(counts: Sequence[int], stats: Sequence[ColumnStats | None], slack: i
     if rows < 2:  # "null or a value" needs two rows to say
         return None
     return ColumnStats(count=rows, nulls=1, lo=together.lo, hi=together.hi,
-                       nan=together.nan, nan_only=together.nan_only)
+                       nan=together.nan)
 
 
 def prefer_two_waves(bytes_saved: int, profile: Profile) -> bool:
