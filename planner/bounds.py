@@ -5,9 +5,10 @@ Both one file's zones (``planner.selection``) and a dataset's whole files
 (``planner.pruning``) go through here, so a bound means the same to both.
 
 Statistics are an optional extension (docs/format.md, "Segment statistics and
-checksums": a reader may ignore them), so statistics that cannot be true are *ignored*, never trusted and never
-an error: the data is still readable, and the segment is then judged "maybe"
-(its rows are read and the filter evaluated on them).  Such statistics are
+checksums": a reader may ignore them), so statistics that cannot be true are
+*ignored*, never trusted and never an error: the data is still readable, and the
+segment is then judged "maybe" (its rows are read and the filter evaluated on
+them).  Such statistics are
 ``nulls`` above ``count`` (or negative), a ``min`` above its ``max``, bounds of
 another kind than the column (a string bound on an int64 column), and a NaN
 float bound (which orders with nothing).  A segment with values but no bounds
