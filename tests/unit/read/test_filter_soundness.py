@@ -94,6 +94,7 @@ def _ns(x: Any) -> int:
     (col("d") > 10**30, "none"),
     (col("d") < np.timedelta64(3000, "ms"), "first3"),  # units converted exactly
     (col("d") == np.timedelta64(1, "s"), "one"),
+    (col("d") < np.timedelta64(1, "W"), "all"),
     (col("d") <= np.timedelta64(2_000_000, "us"), "first3"),
     (col("d") < np.timedelta64(2500, "ps"), "none_but_0"),  # 2.5 ns: d <= 2 ns
     (col("d") > np.timedelta64(500, "ps"), "all_but_0"),
@@ -140,6 +141,10 @@ def test_spark_pushdown_with_far_times_keeps_the_file(tmp_path: Path) -> None:
     kept, _, _ = filters.decide([S.GreaterThan(("ts",), dt.datetime(9999, 1, 1, tzinfo=UTC))],
                                 [meta], paths)
     assert kept == []  # every time is below year 9999: the file is rightly pruned
+    for f in (S.LessThan(("ts",), dt.datetime.max.replace(tzinfo=UTC)),
+              S.GreaterThan(("ts",), dt.datetime.min.replace(tzinfo=UTC))):
+        kept, _, _ = filters.decide([f], [meta], paths)  # no OverflowError widening them
+        assert kept == [0], f
 
 
 def test_lake_key_ranges_with_far_times() -> None:
