@@ -28,37 +28,44 @@ from .filters import ColumnStats, order_key, value_kind
 __all__ = ["column_kind", "fold", "segment_zone"]
 
 
+_KINDS = {**dict.fromkeys(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                            "uint64", "float16", "float32", "float64"), "number"),
+          "string": "str", "bytes": "bytes", "bool": "bool", "time": "M", "duration": "m"}
+
+
 def column_kind(type_name: str) -> str | None:
     """The :func:`planner.filters.value_kind` of a primitive column's values (None for
     types whose bounds are not used: ip, net, 128-bit ints...)."""
-    if type_name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                     "uint64", "float16", "float32", "float64"):
-        return "number"
-    return {"string": "str", "bytes": "bytes", "bool": "bool", "time": "M",
-            "duration": "m"}.get(type_name)
+    return _KINDS.get(type_name)
 
 
-def _is_nan(x: Any) -> bool:
-    return isinstance(x, float) and math.isnan(x)
+_PLAIN = {int: "number", float: "number", str: "str", bytes: "bytes", bool: "bool"}
+
+
+def _usable(x: Any, kind: str) -> bool:
+    """A bound of the column's kind that orders (a NaN orders with nothing)."""
+    k = _PLAIN.get(type(x))
+    if k is None:
+        k = value_kind(x)
+    return k == kind and not (type(x) is float and math.isnan(x))
 
 
 def segment_zone(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bool | None,
                  type_name: str) -> ColumnStats | None:
     """One segment's statistics as :class:`ColumnStats` of a ``type_name`` column, or
     None when they are unknown or contradict themselves (see the module docstring)."""
-    if not isinstance(count, int) or not isinstance(nulls, int) or isinstance(
-            count, bool) or isinstance(nulls, bool) or not 0 <= nulls <= count:
-        return None
+    if type(count) is not int or type(nulls) is not int or not 0 <= nulls <= count:
+        return None  # unknown, or more nulls than values
     if type_name.startswith("float") and nan is None:  # unknown: a NaN may be there
         nan = True
-    kind = column_kind(type_name)
     if lo is not None or hi is not None:
-        if (kind is None or lo is None or hi is None or _is_nan(lo) or _is_nan(hi)
-                or value_kind(lo) != kind or value_kind(hi) != kind):
+        kind = _KINDS.get(type_name)
+        if (kind is None or lo is None or hi is None or not _usable(lo, kind)
+                or not _usable(hi, kind)):
             lo = hi = None
         else:
             try:
-                if order_key(lo) > order_key(hi):
+                if (order_key(lo) > order_key(hi)) if kind in ("M", "m") else lo > hi:
                     lo = hi = None
             except TypeError:
                 lo = hi = None
@@ -73,6 +80,8 @@ def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
     count = nulls = 0
     lo: Any = None
     hi: Any = None
+    lo_key: Any = None
+    hi_key: Any = None
     bounded, nan = True, False
     for p in parts:
         if p is None:
@@ -85,10 +94,12 @@ def fold(parts: Iterable[ColumnStats | None]) -> ColumnStats | None:
             bounded = False
             continue
         try:
-            if lo is None or order_key(p.lo) < order_key(lo):
-                lo = p.lo
-            if hi is None or order_key(p.hi) > order_key(hi):
-                hi = p.hi
+            k = order_key(p.lo)
+            if lo is None or k < lo_key:
+                lo, lo_key = p.lo, k
+            k = order_key(p.hi)
+            if hi is None or k > hi_key:
+                hi, hi_key = p.hi, k
         except TypeError:  # bounds of two kinds: no bound holds both
             bounded = False
     if not bounded:

@@ -273,13 +273,23 @@ def order_key(x: Any) -> Any:
     """A value as it orders: times and durations as their int64 nanoseconds (so NaT,
     int64's minimum, is the smallest, as in CSUP), anything else as itself."""
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and dtype.kind in "Mm":
-        return time_ns(x) if dtype.kind == "M" else duration_ns(x)
-    return x
+    if dtype is None or dtype.kind not in "Mm":
+        return x
+    if dtype.str in _NS_DTYPES:  # the common case, fast: the value is the count
+        v = x.item()
+        return INT64_MIN if v is None else v
+    return time_ns(x) if dtype.kind == "M" else duration_ns(x)
+
+
+_NS_DTYPES = frozenset(("<M8[ns]", "<m8[ns]", ">M8[ns]", ">m8[ns]"))
 
 
 def _compare(op: str, x: Any, v: Any) -> bool:
-    x, v = order_key(x), order_key(v)
+    return _ordered(op, order_key(x), order_key(v))
+
+
+def _ordered(op: str, x: Any, v: Any) -> bool:
+    """``x op v`` for values already in their order (:func:`order_key`)."""
     if op == "==":
         return bool(x == v)
     if op == "!=":
@@ -416,7 +426,7 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
         return _ALL
     kind = value_kind(s.lo)
-    if value_kind(s.hi) != kind:
+    if type(s.hi) is not type(s.lo) and value_kind(s.hi) != kind:
         return _ALL
     if isinstance(e, IsIn):
         same = tuple(v for v in e.values if value_kind(v) == kind)
@@ -426,14 +436,15 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     elif value_kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
         return frozenset(out | {N})
     try:
-        lo, hi = order_key(s.lo), order_key(s.hi)
-        if lo > hi:  # bounds that contradict each other prove nothing
-            return _ALL
+        lo, hi = s.lo, s.hi
         if kind in ("M", "m"):  # as int64 nanoseconds (NaT the smallest)
+            lo, hi = order_key(lo), order_key(hi)
             if isinstance(e, Compare):
                 e = Compare(e.op, e.path, order_key(e.value))
             elif isinstance(e, IsIn):
                 e = IsIn(e.path, tuple(order_key(v) for v in e.values))
+        if lo > hi:  # bounds that contradict each other prove nothing
+            return _ALL
         if s.nan:  # NaN: false for every comparison but !=, which it makes true
             out.add(T if isinstance(e, Compare) and e.op == "!=" else F)
         out |= _bounded(e, lo, hi)
@@ -460,8 +471,8 @@ def _bounded(e: Any, lo: Any, hi: Any) -> set[bool | None]:
                 res.add(F if op == "==" else T)
             return res
         # ordered: x op v is true for some x in [lo, hi] iff it is for the extreme
-        some_true = _compare(op, hi if op in (">", ">=") else lo, v)
-        all_true = _compare(op, lo if op in (">", ">=") else hi, v)
+        some_true = _ordered(op, hi if op in (">", ">=") else lo, v)
+        all_true = _ordered(op, lo if op in (">", ">=") else hi, v)
         res = set()
         if some_true:
             res.add(T)
