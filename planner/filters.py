@@ -580,9 +580,10 @@ def _int64_compare(op: str, path: tuple[str, ...], q: int | Fraction, tname: str
         op, q = ("<=" if op in ("<", "<=") else ">"), math.floor(q)
     q = int(q)
     if q > INT64_MAX or q < INT64_MIN:
-        above = q > INT64_MAX
-        true_for_all = op == "!=" or (op in ("<", "<=")) == above
-        return _always(path) if true_for_all else _never(path)
+        if op in ("==", "!="):
+            return _always(path) if op == "!=" else _never(path)
+        below_literal = op in ("<", "<=")  # x < q: true for all when q is above them
+        return _always(path) if below_literal == (q > INT64_MAX) else _never(path)
     return Compare(op, path, _as_int64(q, tname))
 
 
