@@ -39,6 +39,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
                        help="pool[@branch or @commit] (a pool ID works too)")
         c.add_argument("--at", default=None,
                        help="time travel: a branch journal ID or a commit ID")
+        c.add_argument("--max-journal-entries", type=int, default=None, metavar="N",
+                       help="the most entries one journal replay reads (default 1000000); "
+                            "a journal asking for more is an error")
         if name in ("scan", "explain"):
             c.add_argument("--where", action="append", default=[],
                            help="a filter in the --where grammar of scan, e.g. \"ts >= "
@@ -108,7 +111,8 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     from .lake import open_lake
 
     async def go() -> int:
-        async with open_lake(args.url, **store_opts) as lake:
+        async with open_lake(args.url, max_journal_entries=args.max_journal_entries,
+                             **store_opts) as lake:
             cmd = args.lake_command
             if cmd == "ls" and not args.pool:
                 for p in lake.pools:

@@ -18,7 +18,7 @@ from .commits import PoolState, state_at
 from .config import LAKE_MAGIC, LAKE_VERSION, BranchConfig, PoolConfig, branch_config, pool_config
 from .errors import LakeError
 from .journal import JournalState, read_journal
-from .objects import DEFAULT_CONCURRENCY, LakeIO, gather_all
+from .objects import DEFAULT_CONCURRENCY, DEFAULT_MAX_JOURNAL_ENTRIES, LakeIO, gather_all
 
 __all__ = ["open_lake", "Lake", "PoolConfig", "BranchConfig", "LAKE_VERSION", "LAKE_MAGIC"]
 
@@ -175,13 +175,17 @@ class _LakeOpener:
     async def _open(self) -> Lake:
         opts = dict(self.options)
         concurrency = int(opts.pop("concurrency", DEFAULT_CONCURRENCY))
+        max_entries = opts.pop("max_journal_entries", None)
+        max_entries = DEFAULT_MAX_JOURNAL_ENTRIES if max_entries is None else max_entries
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise CsupError(f"max_journal_entries must be a positive int, not {max_entries!r}")
         store, owns = self.store, False
         if store is None:
             store, root = store_for(self.url.rstrip("/") or "/", **opts)
             owns = True
         else:
             _, root = store_for(self.url.rstrip("/"))
-        io = LakeIO(store, root, concurrency=concurrency)
+        io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries)
         try:
             _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
         except BaseException:
@@ -208,7 +212,9 @@ def open_lake(url: str, *, store: Store | None = None, at: int | None = None,
 
     ``await open_lake(url)`` or ``async with open_lake(url) as lake``.  ``at``
     reads the pools journal as of that journal ID; ``concurrency`` bounds
-    requests in flight (default 32); other options go to the store.
+    requests in flight (default 32); ``max_journal_entries`` bounds the entries one
+    journal replay reads (default 1,000,000: a LakeError past it, so a corrupt or
+    hostile HEAD cannot ask for billions); other options go to the store.
     """
     return _LakeOpener(url, store, at, options)
 
