@@ -46,7 +46,7 @@ def cli(args: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def test_a_range_in_one_where_keeps_the_rows_in_it(lake: Any,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    b, o1, o2 = lake
+    b, _, o2 = lake
     code, out, err = cli(["lake", "scan", b.root, "--pool", "logs", "-c", "id",
                           "--where", "id >= 10 and id < 12"], capsys)
     assert code == 0, err
@@ -72,7 +72,7 @@ def test_a_bad_filter_is_a_usage_error(lake: Any, capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize(("where", "keep"), [
-    ("id > 5 and msg = 'm7' or id = 550", lambda r: r["id"] > 5 and r["msg"] == "m7"
+    ("id > 5 and msg = 'm7' or id = 550", lambda r: (r["id"] > 5 and r["msg"] == "m7")
      or r["id"] == 550),
     ("n = 3", lambda r: r["n"] == 3),
     ("msg startswith 'm9'", lambda r: r["msg"].startswith("m9")),
