@@ -37,8 +37,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
         c.add_argument("url", metavar="URL", help="the lake's root (directory, s3://, gs://)")
         c.add_argument("--pool", required=name != "ls",
                        help="pool[@branch or @commit] (a pool ID works too)")
-        c.add_argument("--at", default=None,
-                       help="time travel: a branch journal ID or a commit ID")
+        c.set_defaults(command_parser=c)  # usage errors show this sub-command's usage
+        if name != "load":  # a load commits on the branch's tip: no time travel
+            c.add_argument("--at", default=None,
+                           help="time travel: a branch journal ID or a commit ID")
         c.add_argument("--max-journal-entries", type=int, default=None, metavar="N",
                        help="the most entries one journal replay reads (default 1000000); "
                             "a journal asking for more is an error")
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
                 for p in lake.pools:
                     print(f"{p.name} {p.id_str} key {p.key_name} order {p.order}")
                 return 0
-            pool = await lake.pool(args.pool, at=_at(args.at))
+            pool = await lake.pool(args.pool, at=_at(getattr(args, "at", None)))
             if cmd == "ls":
                 for b in await lake.branches(pool.name):
                     print(f"branch {b.name} commit {_k(b.commit)}")

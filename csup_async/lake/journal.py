@@ -20,7 +20,7 @@ from ..errors import AccessDeniedError, NotFoundError
 from ..types import UINT64
 from ..values import Value
 from . import zedtypes as Z
-from .errors import LakeError
+from .errors import LakeError, LakeNotFoundError
 from .objects import LakeIO, gather_all
 
 __all__ = ["JournalState", "read_journal", "parse_id_file"]
@@ -58,7 +58,7 @@ async def _id_file(io: LakeIO, rel: str, parts: int) -> list[int]:
     try:
         data = await io.get(rel)
     except NotFoundError:
-        raise LakeError("no such journal file (not a lake, or not this layout)",
+        raise LakeNotFoundError("no such journal file (not a lake, or not this layout)",
                         path=io.display(rel)) from None
     return parse_id_file(data, io.display(rel), parts)
 
@@ -100,10 +100,10 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
         rel = f"{dir}/{i}.zng"
         if body is None:
             if at is not None and i > head:
-                raise LakeError(f"journal ID {at} is past the end of the journal (HEAD {head})",
-                                path=io.display(rel))
-            raise LakeError(f"journal entry {i} is missing (TAIL {tail}, HEAD {head})",
-                            path=io.display(rel))
+                raise LakeNotFoundError(f"journal ID {at} is past the end of the journal "
+                                        f"(HEAD {head})", path=io.display(rel))
+            raise LakeNotFoundError(f"journal entry {i} is missing (TAIL {tail}, HEAD {head})",
+                                    path=io.display(rel))
         _apply(state, body, io.display(rel))
     state.at = end
     return state
@@ -111,8 +111,8 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
 
 def _too_long(io: LakeIO, dir: str, n: int) -> LakeError:
     return LakeError(f"the journal asks for {n:,} entries, more than the limit of "
-                     f"{io.max_journal_entries:,} (max_journal_entries= / "
-                     f"--max-journal-entries raise it)", path=io.display(dir))
+                     f"{io.max_journal_entries:,} (max_journal_entries= raises it)",
+                     path=io.display(dir))
 
 
 async def _check_span(io: LakeIO, dir: str, start: int, stop: int, head: int,

@@ -16,7 +16,7 @@ from . import ksuid as K
 from . import zedtypes as Z
 from .commits import PoolState, state_at
 from .config import LAKE_MAGIC, LAKE_VERSION, BranchConfig, PoolConfig, branch_config, pool_config
-from .errors import LakeError
+from .errors import LakeError, LakeNotFoundError
 from .journal import JournalState, read_journal
 from .objects import DEFAULT_CONCURRENCY, DEFAULT_MAX_JOURNAL_ENTRIES, LakeIO, gather_all
 
@@ -52,7 +52,7 @@ class Lake:
             for p in self.pools:
                 if p.id == want:
                     return p
-        raise LakeError(f"no pool {name_or_id!r} (pools: "
+        raise LakeNotFoundError(f"no pool {name_or_id!r} (pools: "
                         f"{', '.join(p.name for p in self.pools) or 'none'})",
                         path=self.io.display("pools"))
 
@@ -94,7 +94,7 @@ class Lake:
             journal_id = journal.at
             r = journal.entries.get(branch)
             if r is None:
-                raise LakeError(f"pool {cfg.name!r} has no branch {branch!r} (branches: "
+                raise LakeNotFoundError(f"pool {cfg.name!r} has no branch {branch!r} (branches: "
                                 f"{', '.join(sorted(journal.entries)) or 'none'})"
                                 + (f" at journal ID {journal_at}" if journal_at else ""),
                                 path=self.io.display(journal.dir))
@@ -151,7 +151,7 @@ async def _read_magic(io: LakeIO) -> None:
     try:
         buf = await io.get(rel)
     except NotFoundError:
-        raise LakeError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
+        raise LakeNotFoundError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
                         "reader does not read)", path=path) from None
     recs = list(Z.read_records(buf, path))
     if len(recs) != 1 or not isinstance(recs[0], Z.Record):
