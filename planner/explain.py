@@ -103,12 +103,13 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
         rest = refs[limit:]
         if rest:
             n, b = _span(rest)
-            out += _more(limit, len(refs), "streams", f" ({n:,} segments, {human(b)})")
+            out += _more(limit, len(refs), "streams", f" ({_count(n, 'segment')}, {human(b)})")
     if len(plan.streams) > limit:
         rest_refs = [r for refs in plan.streams[limit:] for r in refs]
         n, b = _span(rest_refs)
         out += _more(limit, len(plan.streams), "super types",
-                     f" ({len(rest_refs):,} streams, {n:,} segments, {human(b)})")
+                     f" ({_count(len(rest_refs), 'stream')}, {_count(n, 'segment')}, "
+                     f"{human(b)})")
     if plan.super_stream is not None:
         out.append("  super column (which super type each row has)")
         out.append(_stream_line(plan.super_stream))
@@ -125,8 +126,13 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
     rest_reqs = plan.requests[limit:]
     out += _more(limit, len(plan.requests), "requests",
                  f" ({human(sum(r.length for r in rest_reqs))})")
-    out.append(f"read amplification: {plan.amplification:.3f}x "
-               f"({plan.bytes_to_read:,} bytes to read / {plan.bytes_needed:,} needed)")
+    if plan.bytes_to_read < plan.bytes_needed:  # a ratio below 1x would mean nothing
+        out.append(f"read amplification: none ({plan.bytes_to_read:,} bytes to read for "
+                   f"{plan.bytes_needed:,} needed: the tail read held "
+                   + ("them)" if plan.bytes_to_read == 0 else "the rest)"))
+    else:
+        out.append(f"read amplification: {plan.amplification:.3f}x "
+                   f"({plan.bytes_to_read:,} bytes to read / {plan.bytes_needed:,} needed)")
     return "\n".join(out)
 
 
@@ -150,7 +156,7 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
         names = ", ".join(f.name for f in t.files[:3])
         if len(t.files) > 3:
             names += f", ... ({len(t.files):,} files)"
-        out.append(f"    task {t.index:<5} {t.request_count:>6,} requests "
+        out.append(f"    task {t.index:<5} {_count(t.request_count, 'request'):>15} "
                    f"{human(t.bytes_to_read):>10}  {names}")
     out += _more(limit, len(mp.tasks), "tasks")
     if mp.pruned:
