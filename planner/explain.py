@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 _TYPE_WIDTH = 72
 
 
+def shown(name: str) -> str:
+    """A file's name as any rendering shows it: the one redaction (a signed URL's query
+    and a ``user:password@`` hidden).  The name itself stays whole: it is what reads
+    and lookups use."""
+    from csup_async.stores.redact import redact_url
+
+    return redact_url(name)
+
+
 def human(n: float) -> str:
     """Bytes with a binary unit: ``1.5 MiB``."""
     if n < 1024:
@@ -149,11 +158,13 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     ]
     if mp.missing_paths:
         out.append("missing in every file: " + ", ".join(mp.missing_paths))
+    amp = (f"amplification {mp.amplification:.3f}x" if mp.bytes_to_read >= mp.bytes_needed
+           else "the tail reads held " + ("them" if not mp.bytes_to_read else "the rest"))
     out.append(f"requests: {mp.request_count:,}, {human(mp.bytes_to_read)} to read for "
-               f"{human(mp.bytes_needed)} needed (amplification {mp.amplification:.3f}x)")
+               f"{human(mp.bytes_needed)} needed ({amp})")
     out.append("tasks:")
     for t in mp.tasks[:limit]:
-        names = ", ".join(f.name for f in t.files[:3])
+        names = ", ".join(shown(f.name) for f in t.files[:3])
         if len(t.files) > 3:
             names += f", ... ({len(t.files):,} files)"
         out.append(f"    task {t.index:<5} {_count(t.request_count, 'request'):>15} "
@@ -161,6 +172,6 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     out += _more(limit, len(mp.tasks), "tasks")
     if mp.pruned:
         out.append("pruned:")
-        out.extend(f"    {f.name}: {f.reason}" for f in mp.pruned[:limit])
+        out.extend(f"    {shown(f.name)}: {f.reason}" for f in mp.pruned[:limit])
         out += _more(limit, len(mp.pruned), "pruned files")
     return "\n".join(out)

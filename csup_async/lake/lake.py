@@ -37,7 +37,9 @@ class Lake:
         self._states: dict[bytes, dict[bytes, PoolState]] = {}
 
     def __repr__(self) -> str:
-        return f"Lake({self.url!r}, pools={[p.name for p in self.pools]})"
+        from ..stores.redact import redact_url
+
+        return f"Lake({redact_url(self.url)!r}, pools={[p.name for p in self.pools]})"
 
     @property
     def store(self) -> Store:
