@@ -49,6 +49,8 @@ class Pool:
     async def has_csup(self) -> bool:
         """Whether this pool's objects have ``.csup`` copies (probed once, on one object:
         a loader writes them for all of its objects or none)."""
+        if self._csup_present is None and self.state.vectors:
+            self._csup_present = True  # Zed's vector commits say which objects have one
         if self._csup_present is None:
             from ..errors import AccessDeniedError, NotFoundError
 
@@ -166,7 +168,8 @@ class Pool:
             r0, b0 = io.requests, io.bytes_read
             t0 = time.perf_counter()
             rows = await read_group_parts(io, self.config.id_str, g, self.config.key,
-                                    plan.key_range, self.config.order, read_cols, use_csup)
+                                           plan.key_range, self.config.order, read_cols,
+                                           use_csup, self.state.vectors)
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
@@ -181,9 +184,10 @@ class Pool:
         read; the whole filter is evaluated on the rows (SQL semantics, as
         ``Reader.scan``).
 
-        ``csup``: True reads whole objects from their ``.csup`` copies (only the
-        columns asked for, top-level fields); None (default) does so for objects of
-        1 MiB or more when the pool has copies; False never.  Objects narrowed by
+        ``csup``: True reads whole objects from their ``.csup`` copies, or the ``.vng``
+        copies ``zed vector add`` made (only the columns asked for, top-level fields);
+        None (default) does so for objects of 1 MiB or more when the pool has copies;
+        False never.  Objects narrowed by
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
         seek index)."""
         from .objects import gather_all
@@ -197,8 +201,8 @@ class Pool:
         read_cols = _read_columns(cols, pf)
         use_csup = await self._use_csup(csup, read_cols)
         parts = await gather_all([read_group_parts(io, self.config.id_str, g, self.config.key,
-                                             plan.key_range, self.config.order, read_cols,
-                                             use_csup)
+                                                   plan.key_range, self.config.order,
+                                                   read_cols, use_csup, self.state.vectors)
                                   for g in plan.groups])
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
