@@ -53,12 +53,13 @@ def main() -> None:
     ap.add_argument("--alone", action="store_true", help="no pyarrow between csup-async runs")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args()
-    data.ensure(log=lambda m: print("  " + m, flush=True))
+    stem = data.ROOT / "root" / data.BUCKET / "wide" / "wide"
+    if not (stem.with_suffix(".csup").exists() and stem.with_suffix(".parquet").exists()):
+        data.ensure(log=lambda m: print("  " + m, flush=True))
     import pyarrow.parquet as pq
 
     import csup_async
 
-    stem = data.ROOT / "root" / data.BUCKET / "wide" / "wide"
     csup, parquet = str(stem.with_suffix(".csup")), str(stem.with_suffix(".parquet"))
 
     async def scan(cols: list[str]) -> None:
