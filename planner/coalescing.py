@@ -237,8 +237,8 @@ def _cheapest_spread(whole: list[tuple[int, int]], run_s: list[int], run_e: list
     seen = {len(finest)}
     for k in range(len(whole), len(finest)):
         parts = _spread(whole, run_s, run_e, k, profile.min_part)
-        if len(parts) in seen:
-            continue
+        if len(parts) in seen or max(b - a for a, b in parts) > profile.max_request:
+            continue  # (a part over max_request is never a one-wave plan)
         seen.add(len(parts))
         t = wave_seconds([b - a for a, b in parts], profile, warm)
         if t < best_t - 1e-9 or (t <= best_t + 1e-9 and len(parts) < len(best)):

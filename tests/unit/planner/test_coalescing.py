@@ -388,3 +388,13 @@ def test_setup_only_changes_plans_of_partly_warm_pools(rs: list[tuple[int, int]]
     assert got.new_connections == max(0, min(got.request_count, conc) - warm)
     assert got.seconds == pytest.approx(P.wave_seconds([r.length for r in got.requests],
                                                        p, warm))
+
+
+def test_fewer_parts_never_exceed_max_request():
+    """One warm connection would take the whole read, but it is over max_request: the
+    plan stays the one-wave cut rather than falling back to cap-sized pieces."""
+    p = tiny_profile(concurrency=2, min_part=300, connect_latency=0.05)
+    segs = [seg(0, 901), seg(1001, 3000)]
+    got = P.coalescing.plan_ranges(list(segs), p, None, 1)
+    check_requests(segs, got.requests, p)
+    assert got.request_count == 2 and max(r.length for r in got.requests) <= p.max_request
