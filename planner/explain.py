@@ -131,6 +131,11 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
         a, n = plan.available or (0, 0)
         head += f"; {served} served from available bytes [{a:,} .. {a + n:,})"
     out.append(head)
+    if plan.request_count:
+        setup = p.connect_latency * 1e3
+        out.append(f"connections: {plan.warm} warm, {plan.new_connections} new"
+                   + (f" ({setup:g} ms setup each)" if plan.new_connections and setup else "")
+                   + f"; estimated {plan.seconds * 1e3:.0f} ms")
     out.extend(_request_line(i, r) for i, r in enumerate(plan.requests[:limit]))
     rest_reqs = plan.requests[limit:]
     out += _more(limit, len(plan.requests), "requests",
