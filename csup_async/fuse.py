@@ -38,14 +38,16 @@ __all__ = ["fuse_types", "fuse_all", "encode_fused", "member_slot"]
 
 
 def fuse_types(a: Type, b: Type) -> Type:
-    """The one type values of types ``a`` and ``b`` are written as (see the module)."""
-    if a == b or b == NULL:
-        return a
-    if a == NULL:
-        return b
+    """The one type values of types ``a`` and ``b`` are written as (see the module).
+
+    The result is in fused form even where ``a`` or ``b`` is not (a union that
+    :func:`~csup_async.values.infer_type` gives a list of ``[]`` and ``[1]`` holds two
+    arrays: fused, one)."""
     members: list[Type] = []
     for t in _members(a) + _members(b):
         _add_member(members, t)
+    if not members:
+        return NULL
     return members[0] if len(members) == 1 else UnionType(tuple(members))
 
 
@@ -62,10 +64,14 @@ def _members(t: Type) -> list[Type]:
 
 
 def member_slot(members: list[Type] | tuple[Type, ...], t: Type) -> int:
-    """Index of the member ``t`` fuses with (same kind of container, or equal), or -1."""
-    for i, m in enumerate(members):
-        if m == t or (type(m) is type(t) and isinstance(t, _CONTAINERS)):
-            return i
+    """Index of the member ``t`` fuses with (equal, else the same kind of container),
+    or -1."""
+    if t in members:
+        return members.index(t)
+    if isinstance(t, _CONTAINERS):
+        for i, m in enumerate(members):
+            if type(m) is type(t):
+                return i
     return -1
 
 
@@ -75,11 +81,25 @@ _CONTAINERS = (RecordType, ArrayType, SetType, MapType)
 def _add_member(members: list[Type], t: Type) -> None:
     if t == NULL:
         return
+    t = _fused_form(t)
     i = member_slot(members, t)
     if i < 0:
         members.append(t)
     else:
         members[i] = _merge_same_kind(members[i], t)
+
+
+def _fused_form(t: Type) -> Type:
+    """``t`` with every union inside it fused (one member per kind, no null)."""
+    if isinstance(t, RecordType):
+        return RecordType(tuple(Field(f.name, fuse_types(NULL, f.type)) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(fuse_types(NULL, t.elem))
+    if isinstance(t, SetType):
+        return SetType(fuse_types(NULL, t.elem))
+    if isinstance(t, MapType):
+        return MapType(fuse_types(NULL, t.key), fuse_types(NULL, t.value))
+    return t
 
 
 def _merge_same_kind(a: Type, b: Type) -> Type:

@@ -24,7 +24,9 @@ smaller pieces, to the per-value path, which decides exactly as before.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -87,6 +89,21 @@ class _Unhandled(Exception):
     """This chunk needs the per-value path."""
 
 
+@dataclass(frozen=True, slots=True)
+class _How:
+    """How values are typed: ``fuse`` (one fused type per column) and ``times``
+    (a string column of RFC 3339 timestamps is a time column)."""
+
+    fuse: bool = False
+    times: bool = False
+
+
+_EXACT = _How()
+#: RFC 3339 date-time (a Z or an offset is required; up to nanoseconds).
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
 def _kind_of_type(t: Type) -> int:
     if isinstance(t, RecordType):
         return _DICT
@@ -111,7 +128,7 @@ class _Column:
     """Values of one position (rows, a field, list elements), typed and shredded."""
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 fuse: bool = False) -> None:
+                 how: _How = _EXACT) -> None:
         if depth > _MAX_DEPTH:
             raise _Unhandled("deep")
         n = len(values)
@@ -140,7 +157,12 @@ class _Column:
                 sel = np.flatnonzero(codes == k)
                 self.kind_pos[sel] = np.arange(sel.size, dtype=np.int64)
                 sub = [values[i] for i in sel.tolist()]
-            part = _make_part(k, sub, depth, fuse)
+            part = _make_part(k, sub, depth, how)
+            if k == _STR and how.times and _TIME not in self.parts:
+                times = _times(sub)
+                if times is not None:  # strings that are all timestamps: a time column
+                    part, k = times, _TIME
+                    codes[codes == _STR] = _TIME
             self.parts[k] = part
             local = np.array([index.setdefault(t, len(index)) for t in part.types], np.int64)
             if sel is None:
@@ -149,7 +171,7 @@ class _Column:
                 self.ids[sel] = local[part.ids]
         self.types = list(index)
         # fusing: every part has one type, and the column's is their fusion
-        self.fused = fuse_all(self.types) if fuse else NULL
+        self.fused = fuse_all(self.types) if how.fuse else NULL
 
     def node(self, sel: np.ndarray, t: Type) -> Node:
         """Values at ``sel`` (positions, ascending), every one non-null of type ``t``
@@ -320,7 +342,7 @@ class _Records(_Part):
     """
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 fuse: bool = False) -> None:
+                 how: _How = _EXACT) -> None:
         n = len(values)
         shapes: dict[tuple[str, ...], int] = {}
         keys_of = list(map(tuple, values))
@@ -331,10 +353,10 @@ class _Records(_Part):
         else:
             shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
                                     np.int64, n)
-            if len(shapes) > _MAX_SHAPES and not fuse:  # many shapes: cheaper one by one
+            if len(shapes) > _MAX_SHAPES and not how.fuse:  # many: cheaper one by one
                 raise _Unhandled("shapes")
-        if fuse:
-            self._fuse(values, shapes, depth)
+        if how.fuse:
+            self._fuse(values, shapes, depth, how)
             return
         self.group_pos = np.zeros(n, np.int64)
         self.groups: dict[tuple[str, ...], list[_Column]] = {}
@@ -351,7 +373,7 @@ class _Records(_Part):
                 members = np.flatnonzero(shape_ids == g)
                 self.group_pos[members] = np.arange(members.size, dtype=np.int64)
                 rows = [values[i] for i in members.tolist()]
-            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1) for k in keys]
+            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1, how) for k in keys]
             self.groups[keys] = cols
             local = self._row_types(keys, cols, len(rows), index)
             if members is None:
@@ -361,17 +383,17 @@ class _Records(_Part):
         self.types = list(index)
 
     def _fuse(self, values: list[Any] | tuple[Any, ...], shapes: dict[tuple[str, ...], int],
-              depth: int) -> None:
+              depth: int, how: _How) -> None:
         keys = dict.fromkeys(itertools.chain.from_iterable(shapes))
         if len(keys) > _MAX_FUSED_KEYS:
             raise _Unhandled("keys")
         if not all(isinstance(k, str) for k in keys):
             raise _Unhandled("map")
         if len(shapes) == 1:
-            self.fused = {k: _Column(list(map(itemgetter(k), values)), depth + 1, True)
+            self.fused = {k: _Column(list(map(itemgetter(k), values)), depth + 1, how)
                           for k in keys}
         else:
-            self.fused = {k: _Column([v.get(k) for v in values], depth + 1, True)
+            self.fused = {k: _Column([v.get(k) for v in values], depth + 1, how)
                           for k in keys}
         self.types = [RecordType(tuple(Field(k, c.fused) for k, c in self.fused.items()))]
         self.ids = np.zeros(len(values), np.int64)
@@ -449,14 +471,14 @@ class _Lists(_Part):
     one array type: of the elements' fused type)."""
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 fuse: bool = False) -> None:
+                 how: _How = _EXACT) -> None:
         n = len(values)
         self.lengths = np.fromiter(map(len, values), np.int64, n)
         self.starts = np.zeros(n, np.int64)
         if n:
             np.cumsum(self.lengths[:-1], out=self.starts[1:])
-        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1, fuse)
-        if fuse:
+        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1, how)
+        if how.fuse:
             self.types = [ArrayType(self.elems.fused)]
             self.ids = np.zeros(n, np.int64)
             return
@@ -488,16 +510,39 @@ class _Lists(_Part):
 
 
 def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int,
-               fuse: bool) -> _Part:
+               how: _How) -> _Part:
     if kind == _NONE:
         return _Nulls(len(values))
     if kind in (_STR, _BYTES):
         return _VarBinary(kind, values)
     if kind == _DICT:
-        return _Records(values, depth, fuse)
+        return _Records(values, depth, how)
     if kind == _LIST:
-        return _Lists(values, depth, fuse)
+        return _Lists(values, depth, how)
     return _Fixed(kind, values)
+
+
+def _times(values: list[Any] | tuple[Any, ...]) -> _Part | None:
+    """Strings that are all RFC 3339 timestamps (in int64 nanoseconds' range) as a
+    time part, or None.  numpy parses the local part; the offset is subtracted."""
+    if not all(map(_RFC3339.fullmatch, values)):
+        return None
+    local = [s[:-1] if s[-1] in "Zz" else s[:-6] for s in values]
+    try:
+        ns = np.array(local, dtype="datetime64[ns]").view(np.int64)
+        secs = np.array([s[:19] for s in local], dtype="datetime64[s]").view(np.int64)
+    except ValueError:  # a month 13, a leap second: strings, as they were
+        return None
+    if not np.array_equal(ns // 1_000_000_000, secs):  # numpy wraps outside 1678..2261
+        return None
+    offsets = np.array([0 if s[-1] in "Zz" else (1 - 2 * (s[-6] == "-")) * (
+        int(s[-5:-3]) * 60 + int(s[-2:])) for s in values], np.int64)
+    part = _Fixed.__new__(_Fixed)
+    part.kind = _TIME
+    part.types = [TIME]
+    part.ids = np.zeros(len(values), np.int64)
+    part.values = ns - offsets * 60_000_000_000
+    return part
 
 
 class _Chunk:
@@ -511,8 +556,9 @@ class _Chunk:
     is buffered beyond the chunk).
     """
 
-    def __init__(self, rows: list[Any], open_types: dict[int, Type] | None = None) -> None:
-        self.col = _Column(rows, 0, open_types is not None)
+    def __init__(self, rows: list[Any], open_types: dict[int, Type] | None = None,
+                 times: bool = False) -> None:
+        self.col = _Column(rows, 0, _How(open_types is not None, times))
         if open_types is None:
             self.types, ids = self.col.types, self.col.ids
         else:
@@ -547,16 +593,17 @@ class _Chunk:
         return Batch(types, remap[ids], slots)
 
 
-def _write_chunk(w: Writer, rows: list[Any], open_types: dict[int, Type] | None) -> None:
+def _write_chunk(w: Writer, rows: list[Any], open_types: dict[int, Type] | None,
+                 times: bool) -> None:
     try:
-        chunk = _Chunk(rows, open_types)
+        chunk = _Chunk(rows, open_types, times)
     except (_Unhandled, RecursionError):
         if len(rows) <= _SMALLEST:
             _write_values(w, rows, open_types)
             return
         step = max(_SMALLEST, len(rows) // 8)
         for s in range(0, len(rows), step):
-            _write_chunk(w, rows[s: s + step], open_types)
+            _write_chunk(w, rows[s: s + step], open_types, times)
         return
     w.add_rows(len(rows), chunk.batch)
 
@@ -593,13 +640,16 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
             w.write(r)
 
 
-def write_rows(w: Writer, rows: Iterable[Any], fuse: bool = False) -> None:
+def write_rows(w: Writer, rows: Iterable[Any], fuse: bool = False,
+               infer_times: bool = False) -> None:
     """Write Python values (rows) through ``w``: the same bytes as ``w.write`` of each,
-    or, with ``fuse``, under fused types (:mod:`csup_async.fuse`)."""
+    or, with ``fuse``, under fused types (:mod:`csup_async.fuse`).  ``infer_times``:
+    a string column whose strings, in a chunk of rows, are all RFC 3339 timestamps
+    is written as time (rows that take the per-value path keep their strings)."""
     open_types: dict[int, Type] | None = {} if fuse else None
     it: Iterator[Any] = iter(rows)
     while True:
         chunk = list(itertools.islice(it, CHUNK_ROWS))
         if not chunk:
             return
-        _write_chunk(w, chunk, open_types)
+        _write_chunk(w, chunk, open_types, infer_times)

@@ -57,6 +57,10 @@ def _convert(args: argparse.Namespace) -> int:
             opts["skew_thresh"] = args.skew_thresh
         if args.no_compress:
             opts["compress"] = False
+        if args.no_fuse:
+            opts["fuse"] = False
+        if args.infer_times:
+            opts["infer_times"] = True
         n = write(args.output, values, **opts)
     else:
         n = _write_bsup(args.output, values)

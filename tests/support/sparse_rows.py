@@ -24,7 +24,7 @@ def sparse_rows(n: int, seed: int = 7, null_rate: float = 0.05,
                 missing_rate: float = 0.01) -> list[dict[str, Any]]:
     """``n`` rows as ``json.loads`` gives them (keys in one order, as a logger writes)."""
     rng = np.random.default_rng(seed)
-    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     secs = np.sort(rng.integers(0, 86400 * 30, n))
     ids = rng.integers(1, 1 << 40, n)
     users = rng.integers(0, 5000, n)
