@@ -21,7 +21,7 @@ from tests.support.strategies import types, values_of
 
 async def _scan(rows, tmp_path):
     p = tmp_path / "f.csup"
-    csup_async.write(str(p), rows)
+    csup_async.write(str(p), rows, fuse=False)  # exact types: folding is what is tested
     async with csup_async.open(str(p)) as r:
         return await r.scan()
 

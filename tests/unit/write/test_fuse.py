@@ -224,3 +224,41 @@ def test_cli_convert_fuses_unless_told_not_to(tmp_path: Path) -> None:
                         *flag], check=True, cwd=ROOT, capture_output=True)
         _, types = asyncio.run(_read(out))
         assert len(types) == count
+
+
+# ------------------------------------------------------------ --infer-times ---
+
+def test_infer_times_makes_rfc3339_strings_times(tmp_path: Path) -> None:
+    rows = [{"ts": "2024-01-02T03:04:05.123456789Z", "s": "2024-01-02"},
+            {"ts": "2024-01-02T05:04:05+02:00", "s": "x"},
+            {"ts": None, "s": None}, {"s": "y"}]
+    back, types = _roundtrip(tmp_path, rows, infer_times=True)
+    assert types == ["{ts:time,s:string}"]
+    assert [r["ts"] for r in back] == [np.datetime64("2024-01-02T03:04:05.123456789", "ns"),
+                                      np.datetime64("2024-01-02T03:04:05", "ns"), None, None]
+    assert [r["s"] for r in back] == ["2024-01-02", "x", None, "y"]
+
+
+@pytest.mark.parametrize("odd", ["2024-13-02T03:04:05Z", "2024-01-02T03:04:05",
+                                 "3000-01-02T03:04:05Z", "2024-12-31T23:59:60Z"])
+def test_strings_that_are_not_all_timestamps_stay_strings(tmp_path: Path, odd: str) -> None:
+    rows = [{"ts": "2024-01-02T03:04:05Z"}, {"ts": odd}]
+    back, types = _roundtrip(tmp_path, rows, infer_times=True)
+    assert types == ["{ts:string}"]
+    assert back == rows
+
+
+def test_strings_stay_strings_unless_asked(tmp_path: Path) -> None:
+    rows = [{"ts": "2024-01-02T03:04:05Z"}]
+    assert _roundtrip(tmp_path, rows)[0] == rows
+
+
+def test_cli_convert_infer_times(tmp_path: Path) -> None:
+    src = tmp_path / "rows.ndjson"
+    src.write_text('{"ts": "2024-01-02T03:04:05Z"}\n{"ts": "2024-01-03T00:00:00-01:30"}\n')
+    out = tmp_path / "out.csup"
+    subprocess.run([sys.executable, "-m", "csup_async.cli", "convert", str(src), str(out),
+                    "--infer-times"], check=True, cwd=ROOT, capture_output=True)
+    back, types = asyncio.run(_read(out))
+    assert types == ["{ts:time}"]
+    assert back[1]["ts"] == np.datetime64("2024-01-03T01:30:00", "ns")
