@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
     c.add_argument("--json", action="store_true",
                    help="one JSON object per file (statistics per column included)")
+    c.add_argument("--types", action="store_true",
+                   help="each super type's column tree too (a file of several super types "
+                        "shows the fused view: per path, its types and their rows)")
     c.add_argument("--verify", action="store_true",
                    help="read every segment of every column and check its crc32, value "
                         "count and decoding; name every failing segment and exit 4")

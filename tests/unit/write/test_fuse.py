@@ -262,3 +262,42 @@ def test_cli_convert_infer_times(tmp_path: Path) -> None:
     back, types = asyncio.run(_read(out))
     assert types == ["{ts:time}"]
     assert back[1]["ts"] == np.datetime64("2024-01-03T01:30:00", "ns")
+
+
+# ---------------------------------------------------------------- inspect ---
+
+def _inspect(*args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "csup_async.cli", "inspect", *args],
+                          check=True, cwd=ROOT, capture_output=True, text=True).stdout
+
+
+def test_inspect_of_many_super_types_shows_the_fused_view_and_a_row_count(
+        tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in sparse_ndjson(2000, seed=3).splitlines()]
+    path = tmp_path / "exact.csup"
+    csup_async.write(path, rows, fuse=False)
+    _, types = asyncio.run(_read(path))
+    assert len(types) > 100
+    text = _inspect(str(path))
+    assert "rows: 2,000" in text
+    assert len(text.splitlines()) < 80 and "super type 0:" not in text
+    line = next(ln for ln in text.splitlines() if ln.split()[:1] == ["latency_ms"])
+    ints = sum(isinstance(r.get("latency_ms"), int) for r in rows)
+    nulls = sum("latency_ms" in r and r["latency_ms"] is None for r in rows)
+    missing = sum("latency_ms" not in r for r in rows)
+    assert f"int64 {ints:,}" in line and f"null {nulls:,}" in line
+    assert f"missing {missing:,}" in line
+    detail = _inspect("--types", str(path))
+    assert "super type 0:" in detail and f"super type {len(types) - 1}:" in detail
+    doc = json.loads(_inspect("--json", str(path)))
+    assert sum(doc["type_rows"]) == doc["rows"] == 2000
+    want = {"int64": ints, "null": nulls, "missing": missing}
+    assert doc["fused"]["latency_ms"] == {k: n for k, n in want.items() if n}
+
+
+def test_inspect_of_the_fused_file_is_its_one_type(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in sparse_ndjson(500, seed=3).splitlines()]
+    path = tmp_path / "fused.csup"
+    csup_async.write(path, rows)
+    text = _inspect(str(path))
+    assert "rows: 500" in text and "super type 0:" in text and "fused view" not in text
