@@ -25,6 +25,7 @@ import csup_async
 from csup_async.errors import CsupError
 
 pl = pytest.importorskip("polars")
+pytest.importorskip("pandas")
 
 _UTC = dt.UTC
 
