@@ -122,7 +122,33 @@ def fused_view(types: list[Type] | tuple[Type, ...], counts: list[int]
         lacking = records.get(parent, 0) - n
         if lacking > 0:
             view[child]["missing"] = lacking
-    return view
+    return {p: view[p] for p in _tree_order(list(view))}
+
+
+def _parent(path: str) -> str:
+    for suffix in ("[]", "{key}", "{value}"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path.rpartition(".")[0]
+
+
+def _tree_order(paths: list[str]) -> list[str]:
+    """``paths`` with each one's descendants right after it (first seen order among
+    siblings), so a nested field follows its record."""
+    known = set(paths)
+    kids: dict[str, list[str]] = {}
+    for p in paths:
+        if p:
+            parent = _parent(p)
+            kids.setdefault(parent if parent in known else "", []).append(p)
+    out: list[str] = []
+    todo = [""] if "" in known else []
+    todo += [] if todo else list(reversed(kids.get("", [])))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(reversed(kids.get(p, [])))
+    return out
 
 
 def describe_fused(types: list[Type] | tuple[Type, ...], counts: list[int]) -> str:

@@ -301,3 +301,15 @@ def test_inspect_of_the_fused_file_is_its_one_type(tmp_path: Path) -> None:
     csup_async.write(path, rows)
     text = _inspect(str(path))
     assert "rows: 500" in text and "super type 0:" in text and "fused view" not in text
+
+
+def test_the_fused_view_counts_types_nulls_and_missing_fields_per_path() -> None:
+    from csup_async.describe import fused_view
+
+    types = [_rec(a=INT64, d=_rec(x=STRING)), _rec(a=NULL), _rec(a=STRING, l=ArrayType(INT64))]
+    view = fused_view(types, [5, 2, 3])
+    assert list(view) == ["", "a", "d", "d.x", "l", "l[]"]  # a nested path after its parent
+    assert view["a"] == {"int64": 5, "null": 2, "string": 3}
+    assert view["d"] == {"record": 5, "missing": 5}
+    assert view["d.x"] == {"string": 5}
+    assert view["l"] == {"array": 3, "missing": 7} and view["l[]"] == {"int64": 3}
