@@ -12,6 +12,14 @@ prints a markdown table.  Rows:
 - *flat / nested Arrow*: a table of flat columns and one of nested columns
   (``struct<x: int64, l: list<int64>>``, ``list<string>``, ``struct<a, b>``),
   MB/s per byte of Arrow input (target: nested within 2x flat per byte).
+- *fusing*: ``csup_async.write(path, rows)`` (fusing, the default) against
+  ``fuse=False`` (exact per-row types, the writer before fusing) on schema-free
+  rows (tests/support/sparse_rows.py: 15 fields, ~5% nulls, ~1% missing, as
+  ``json.loads`` gives them), the flat dicts and the demo events: seconds, super
+  types and file size, next to the same rows through Arrow (``Table.from_pylist``,
+  as a Parquet conversion writes them).  Targets: fused <= 1.2x the exact
+  writer's time, one super type for the sparse rows, file <= 1.05x the Arrow
+  route.  ``--only fuse`` runs just this table.
 
 "before" is the per-value path the vectorised ones replace (``Writer.write`` of
 each value, as every Python row and nested Arrow table went before), measured
@@ -41,6 +49,7 @@ import csup_async
 from csup_async.arrow_input import arrow_values
 from csup_async.demo import sample_rows
 from csup_async.writer import Writer
+from tests.support.sparse_rows import sparse_rows
 
 
 def flat_rows(n: int, seed: int = 1) -> list[dict[str, Any]]:
@@ -103,6 +112,9 @@ def main() -> None:
     ap.add_argument("--before-rows", type=int, default=20_000,
                     help="rows the per-value path writes (then scaled)")
     ap.add_argument("--runs", type=int, default=1, help="best of this many runs")
+    ap.add_argument("--sparse-rows", type=int, default=100_000,
+                    help="schema-free rows of the fusing table")
+    ap.add_argument("--only", choices=["fuse"], help="run only this table")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-write-")
     csup_path, pq_path = os.path.join(tmp, "t.csup"), os.path.join(tmp, "t.parquet")
@@ -118,6 +130,9 @@ def main() -> None:
         out.append(f"| {name} | {n:,} | {ours:.2f} | {peer:.2f} | {peer / ours:.2f}x | "
                    f"{before:.1f} | {before / ours:.0f}x |")
 
+    if args.only == "fuse":
+        print(fuse_table(args, csup_path))
+        return
     flat = flat_rows(args.rows)
     rows_case("flat Python dicts (6 fields)", flat)
     rows_case("flat Python dicts, statistics=False", flat, statistics=False)
@@ -140,7 +155,45 @@ def main() -> None:
                    f"{peer:.2f} | {before:.0f} |")
     out += ["", f"nested / flat seconds per Arrow byte: "
                 f"{per_byte['nested'] / per_byte['flat']:.2f}x (target <= 2x)"]
+    out += ["", fuse_table(args, csup_path)]
     print("\n".join(out))
+
+
+def fuse_table(args: argparse.Namespace, path: str) -> str:
+    """Fused against exact per-row types (see the module docstring)."""
+    out = ["| rows (fusing) | n | fused s | exact s | fused / exact | super types "
+           "fused / exact | KB fused / exact / Arrow route |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    arrow_path = path + ".arrow.csup"
+    for name, rows in (("sparse NDJSON (15 fields, 5% null, 1% missing)",
+                        sparse_rows(args.sparse_rows)),
+                       ("flat Python dicts (6 fields)", flat_rows(args.rows)),
+                       ("demo events (nested, nulls, lists)", sample_rows(args.demo_rows))):
+        got = {}
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(args.runs):  # interleaved: both see the same machine load
+            for fuse in (True, False):
+                secs = timed(lambda fuse=fuse, rows=rows: csup_async.write(path, rows,
+                                                                           fuse=fuse))
+                best[fuse] = min(best[fuse], secs)
+        for fuse in (True, False):
+            csup_async.write(path, rows, fuse=fuse)
+            got[fuse] = (best[fuse], _super_types(path), os.path.getsize(path) / 1e3)
+        csup_async.write(arrow_path, pa.Table.from_pylist(rows))
+        (fs, ft, fk), (es, et, ek) = got[True], got[False]
+        out.append(f"| {name} | {len(rows):,} | {fs:.2f} | {es:.2f} | {fs / es:.2f}x | "
+                   f"{ft} / {et} | {fk:.0f} / {ek:.0f} / "
+                   f"{os.path.getsize(arrow_path) / 1e3:.0f} |")
+    return "\n".join(out)
+
+
+def _super_types(path: str) -> int:
+    import asyncio
+
+    async def count() -> int:
+        async with csup_async.open(path) as r:
+            return len(r.meta.super_types)
+    return asyncio.run(count())
 
 
 if __name__ == "__main__":

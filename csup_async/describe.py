@@ -17,6 +17,16 @@ from .meta import (
     Segmap,
     UnionColumn,
 )
+from .types import (
+    ArrayType,
+    MapType,
+    NamedType,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
 
 
 def _seg(label: str, segmap: Segmap) -> str:
@@ -72,9 +82,99 @@ def describe_schema(meta: FileMeta) -> str:
     return "\n".join(out)
 
 
-def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
+def fused_view(types: list[Type] | tuple[Type, ...], counts: list[int]
+               ) -> dict[str, dict[str, int]]:
+    """Per path (``""`` the rows, ``a.b`` a field, ``a[]`` elements), each type found
+    there and the rows of the super types that have it there; ``missing``: rows whose
+    record lacks the field.  A union counts its rows for every member."""
+    view: dict[str, dict[str, int]] = {}
+    records: dict[str, int] = {}  # rows of the record at a path
+    has: dict[str, int] = {}  # rows whose record has the field at a path
+
+    def add(path: str, label: str, n: int) -> None:
+        labels = view.setdefault(path, {})
+        labels[label] = labels.get(label, 0) + n
+
+    def walk(t: Type, path: str, n: int) -> None:
+        if isinstance(t, UnionType):
+            for m in t.types:
+                walk(m, path, n)
+        elif isinstance(t, RecordType):
+            add(path, "record", n)
+            records[path] = records.get(path, 0) + n
+            for f in t.fields:
+                child = f"{path}.{f.name}" if path else f.name
+                has[child] = has.get(child, 0) + n
+                walk(f.type, child, n)
+        elif isinstance(t, (ArrayType, SetType)):
+            add(path, "array" if isinstance(t, ArrayType) else "set", n)
+            walk(t.elem, f"{path}[]", n)
+        elif isinstance(t, MapType):
+            add(path, "map", n)
+            walk(t.key, f"{path}{{key}}", n)
+            walk(t.value, f"{path}{{value}}", n)
+        elif isinstance(t, PrimitiveType):
+            add(path, t.name, n)
+        elif isinstance(t, NamedType):
+            add(path, str(t), n)
+        else:
+            add(path, str(t), n)
+
+    for t, n in zip(types, counts, strict=True):
+        walk(t, "", n)
+    for child, n in has.items():
+        parent = child.rpartition(".")[0] if "." in child else ""
+        lacking = records.get(parent, 0) - n
+        if lacking > 0:
+            view[child]["missing"] = lacking
+    return {p: view[p] for p in _tree_order(list(view))}
+
+
+def _parent(path: str) -> str:
+    for suffix in ("[]", "{key}", "{value}"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path.rpartition(".")[0]
+
+
+def _tree_order(paths: list[str]) -> list[str]:
+    """``paths`` with each one's descendants right after it (first seen order among
+    siblings), so a nested field follows its record."""
+    known = set(paths)
+    kids: dict[str, list[str]] = {}
+    for p in paths:
+        if p:
+            parent = _parent(p)
+            kids.setdefault(parent if parent in known else "", []).append(p)
+    out: list[str] = []
+    todo = [""] if "" in known else []
+    todo += [] if todo else list(reversed(kids.get("", [])))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(reversed(kids.get(p, [])))
+    return out
+
+
+def describe_fused(types: list[Type] | tuple[Type, ...], counts: list[int]) -> str:
+    """:func:`fused_view` as text: one line per path, its types by rows."""
+    view = fused_view(types, counts)
+    width = max((len(p or "(rows)") for p in view), default=6)
+    lines = [f"fused view: {sum(counts):,} rows in {len(types):,} super types "
+             "(per path: each type there and the rows that have it; --types: each super "
+             "type)"]
+    for path, labels in view.items():
+        text = ", ".join(f"{label} {n:,}" for label, n in labels.items())
+        lines.append(f"    {(path or '(rows)').ljust(width)}  {text}")
+    return "\n".join(lines)
+
+
+def describe_file(meta: FileMeta, path: str, rows: int | None = None,
+                  counts: list[int] | None = None, types: bool = False) -> str:
     """The layout of a file; ``rows`` is its row count when the caller counted it (files
-    with several super types: the super column was read, see ``Reader.count_rows``)."""
+    with several super types: the super column was read, see ``Reader.count_rows``).
+    With several super types and their row ``counts``, the fused view comes first and
+    each super type's column tree only with ``types``."""
     t = meta.trailer
     counted = meta.row_count is None and rows is not None
     rows = meta.row_count if meta.row_count is not None else rows
@@ -89,9 +189,14 @@ def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
         if rows is not None else "rows: unknown (read the super column: count_rows())",
         f"super types: {len(meta.super_types)}",
         _seg("super column", meta.super_column),
-        describe_schema(meta),
-        describe_stats(meta),
     ]
+    several = len(meta.super_types) > 1 and counts is not None
+    if several:
+        assert counts is not None
+        lines.append(describe_fused(meta.super_types, counts))
+    if types or not several:
+        lines.append(describe_schema(meta))
+    lines.append(describe_stats(meta))
     return "\n".join(lines)
 
 
@@ -145,7 +250,8 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def file_json(meta: FileMeta, path: str, rows: int | None = None) -> dict[str, Any]:
+def file_json(meta: FileMeta, path: str, rows: int | None = None,
+              counts: list[int] | None = None) -> dict[str, Any]:
     """What ``describe_file`` says, as one JSON-ready object (``inspect --json``)."""
     t = meta.trailer
     stats = column_stats(meta)
@@ -160,6 +266,8 @@ def file_json(meta: FileMeta, path: str, rows: int | None = None) -> dict[str, A
         "sections": {"data": t.data_size, "reassembly": t.reassembly_size},
         "thresholds": {"segment": t.segment_thresh, "skew": t.skew_thresh},
         "super_types": [str(x) for x in meta.super_types],
+        "type_rows": counts,
+        "fused": fused_view(meta.super_types, counts) if counts is not None else None,
         "statistics": has_statistics(meta),
         "columns": {p: col(st) for p, st in stats.items()},
     }

@@ -24,14 +24,17 @@ smaller pieces, to the per-value path, which decides exactly as before.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
-from .batch import Arr, Batch, Node, Prim, Rec, Slot
-from .errors import CsupError
+from .batch import Arr, Batch, Node, Prim, Rec, Slot, UnionNode
+from .errors import CsupError, EncodeError
+from .fuse import encode_fused, fuse_all, fuse_types, member_slot
 from .tagenc import (
     Encoded,
     encode_constant,
@@ -53,8 +56,9 @@ from .types import (
     Field,
     RecordType,
     Type,
+    UnionType,
 )
-from .values import numpy_ns
+from .values import infer_type, numpy_ns
 from .writer import Writer
 
 __all__ = ["write_rows", "CHUNK_ROWS"]
@@ -67,6 +71,9 @@ _SMALLEST = 256
 _MAX_SHAPES = 64
 #: Nesting handled here; deeper values take the per-value path (which has its limits).
 _MAX_DEPTH = 32
+#: Distinct keys of the dicts of one column in a chunk fused here (fusing builds a
+#: column per key over all the dicts; more keys than this go value by value).
+_MAX_FUSED_KEYS = 512
 
 _NONE, _BOOL, _INT, _FLOAT, _STR, _BYTES, _DICT, _LIST, _TIME, _DUR = range(10)
 _KIND: dict[type, int] = {
@@ -80,6 +87,21 @@ _PRIM_TYPE = {_NONE: NULL, _BOOL: BOOL, _INT: INT64, _FLOAT: FLOAT64, _STR: STRI
 
 class _Unhandled(Exception):
     """This chunk needs the per-value path."""
+
+
+@dataclass(frozen=True, slots=True)
+class _How:
+    """How values are typed: ``fuse`` (one fused type per column) and ``times``
+    (a string column of RFC 3339 timestamps is a time column)."""
+
+    fuse: bool = False
+    times: bool = False
+
+
+_EXACT = _How()
+#: RFC 3339 date-time (a Z or an offset is required; up to nanoseconds).
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
 
 
 def _kind_of_type(t: Type) -> int:
@@ -105,7 +127,8 @@ def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 class _Column:
     """Values of one position (rows, a field, list elements), typed and shredded."""
 
-    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
+                 how: _How = _EXACT) -> None:
         if depth > _MAX_DEPTH:
             raise _Unhandled("deep")
         n = len(values)
@@ -134,7 +157,12 @@ class _Column:
                 sel = np.flatnonzero(codes == k)
                 self.kind_pos[sel] = np.arange(sel.size, dtype=np.int64)
                 sub = [values[i] for i in sel.tolist()]
-            part = _make_part(k, sub, depth)
+            part = _make_part(k, sub, depth, how)
+            if k == _STR and how.times and _TIME not in self.parts:
+                times = _times(sub)
+                if times is not None:  # strings that are all timestamps: a time column
+                    part, k = times, _TIME
+                    codes[codes == _STR] = _TIME
             self.parts[k] = part
             local = np.array([index.setdefault(t, len(index)) for t in part.types], np.int64)
             if sel is None:
@@ -142,11 +170,30 @@ class _Column:
             else:
                 self.ids[sel] = local[part.ids]
         self.types = list(index)
+        # fusing: every part has one type, and the column's is their fusion
+        self.fused = fuse_all(self.types) if how.fuse else NULL
 
     def node(self, sel: np.ndarray, t: Type) -> Node:
-        """Values at ``sel`` (positions, ascending), every one non-null of type ``t``."""
+        """Values at ``sel`` (positions, ascending), every one non-null of type ``t``
+        (or, fusing, of a type that fuses into ``t``)."""
+        if isinstance(t, UnionType):
+            return self._union_node(sel, t)
         k = _kind_of_type(t)
         return self.parts[k].node(self.kind_pos[sel], t)
+
+    def _union_node(self, sel: np.ndarray, t: UnionType) -> Node:
+        """Fused values of several kinds: each the member of its kind."""
+        codes = self.codes[sel]
+        tag_of = np.full(len(_PRIM_TYPE) + 2, -1, np.int64)
+        for k in np.unique(codes).tolist():
+            tag_of[k] = member_slot(t.types, self.parts[k].types[0])
+        tags = tag_of[codes]
+        assert not (tags < 0).any(), "a value of a kind its fused type does not have"
+        members: list[Slot | None] = []
+        for i, m in enumerate(t.types):
+            sub = sel[tags == i]
+            members.append(Slot(sub.size, None, self.node(sub, m)) if sub.size else None)
+        return UnionNode(encode_ints(tags), tuple(members))
 
     def slot(self, sel: np.ndarray, t: Type) -> Slot:
         """Values at ``sel``, each null or of type ``t`` (no presence covers them)."""
@@ -157,7 +204,7 @@ class _Column:
         valid = codes != _NONE
         all_valid = bool(valid.all())
         dense = sel if all_valid else sel[valid]
-        if isinstance(t, (RecordType, ArrayType)):
+        if isinstance(t, (RecordType, ArrayType, UnionType)):
             node = self.node(dense, t) if dense.size else None
             return Slot(n, None if all_valid else valid, node)
         if not dense.size:
@@ -288,20 +335,29 @@ class _VarBinary(_Part):
 
 
 class _Records(_Part):
-    """Dicts with string keys, grouped by their key tuple; each key a column."""
+    """Dicts with string keys, grouped by their key tuple; each key a column.
 
-    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+    Fusing, there is one group: a column per key over all the dicts (a dict
+    without the key has a None there), and one record type, the keys' fused types.
+    """
+
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
+                 how: _How = _EXACT) -> None:
         n = len(values)
         shapes: dict[tuple[str, ...], int] = {}
         keys_of = list(map(tuple, values))
+        self.fused: dict[str, _Column] | None = None
         if keys_of.count(keys_of[0]) == n:  # one shape: the usual input
             shapes[keys_of[0]] = 0
             shape_ids = np.zeros(n, np.int64)
         else:
             shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
                                     np.int64, n)
-            if len(shapes) > _MAX_SHAPES:  # rows of many shapes: cheaper one by one
+            if len(shapes) > _MAX_SHAPES and not how.fuse:  # many: cheaper one by one
                 raise _Unhandled("shapes")
+        if how.fuse:
+            self._fuse(values, shapes, depth, how)
+            return
         self.group_pos = np.zeros(n, np.int64)
         self.groups: dict[tuple[str, ...], list[_Column]] = {}
         index: dict[Type, int] = {}
@@ -317,7 +373,7 @@ class _Records(_Part):
                 members = np.flatnonzero(shape_ids == g)
                 self.group_pos[members] = np.arange(members.size, dtype=np.int64)
                 rows = [values[i] for i in members.tolist()]
-            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1) for k in keys]
+            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1, how) for k in keys]
             self.groups[keys] = cols
             local = self._row_types(keys, cols, len(rows), index)
             if members is None:
@@ -325,6 +381,39 @@ class _Records(_Part):
             else:
                 self.ids[members] = local
         self.types = list(index)
+
+    def _fuse(self, values: list[Any] | tuple[Any, ...], shapes: dict[tuple[str, ...], int],
+              depth: int, how: _How) -> None:
+        keys = dict.fromkeys(itertools.chain.from_iterable(shapes))
+        if len(keys) > _MAX_FUSED_KEYS:
+            raise _Unhandled("keys")
+        if not all(isinstance(k, str) for k in keys):
+            raise _Unhandled("map")
+        if len(shapes) == 1:
+            self.fused = {k: _Column(list(map(itemgetter(k), values)), depth + 1, how)
+                          for k in keys}
+        else:
+            self.fused = {k: _Column([v.get(k) for v in values], depth + 1, how)
+                          for k in keys}
+        self.types = [RecordType(tuple(Field(k, c.fused) for k, c in self.fused.items()))]
+        self.ids = np.zeros(len(values), np.int64)
+
+    def _fused_node(self, pos: np.ndarray, t: RecordType) -> Node:
+        assert self.fused is not None
+        fields: list[tuple[bool | np.ndarray, Node | None]] = []
+        for f in t.fields:
+            col = self.fused.get(f.name)
+            if col is None or f.type == NULL:
+                fields.append((False, None))
+                continue
+            valid = col.codes[pos] != _NONE
+            if valid.all():
+                fields.append((True, col.node(pos, f.type)))
+            elif not valid.any():
+                fields.append((False, None))
+            else:
+                fields.append((valid, col.node(pos[valid], f.type)))
+        return Rec(tuple(fields))
 
     @staticmethod
     def _row_types(keys: tuple[str, ...], cols: list[_Column], n: int,
@@ -364,6 +453,8 @@ class _Records(_Part):
 
     def node(self, pos: np.ndarray, t: Type) -> Node:
         assert isinstance(t, RecordType)
+        if self.fused is not None:
+            return self._fused_node(pos, t)
         cols = self.groups[tuple(f.name for f in t.fields)]
         gpos = self.group_pos[pos]
         fields: list[tuple[bool, Node | None]] = []
@@ -376,15 +467,21 @@ class _Records(_Part):
 
 
 class _Lists(_Part):
-    """Lists and tuples: their lengths and one column of all their elements."""
+    """Lists and tuples: their lengths and one column of all their elements (fusing,
+    one array type: of the elements' fused type)."""
 
-    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int) -> None:
+    def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
+                 how: _How = _EXACT) -> None:
         n = len(values)
         self.lengths = np.fromiter(map(len, values), np.int64, n)
         self.starts = np.zeros(n, np.int64)
         if n:
             np.cumsum(self.lengths[:-1], out=self.starts[1:])
-        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1)
+        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1, how)
+        if how.fuse:
+            self.types = [ArrayType(self.elems.fused)]
+            self.ids = np.zeros(n, np.int64)
+            return
         # a list's type: array of its one non-null element type (null when none)
         null_ids = [i for i, t in enumerate(self.elems.types) if t == NULL]
         eids = self.elems.ids.copy()
@@ -412,34 +509,79 @@ class _Lists(_Part):
         return Arr(encode_ints(lengths), self.elems.slot(elems, t.elem))
 
 
-def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int) -> _Part:
+def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int,
+               how: _How) -> _Part:
     if kind == _NONE:
         return _Nulls(len(values))
     if kind in (_STR, _BYTES):
         return _VarBinary(kind, values)
     if kind == _DICT:
-        return _Records(values, depth)
+        return _Records(values, depth, how)
     if kind == _LIST:
-        return _Lists(values, depth)
+        return _Lists(values, depth, how)
     return _Fixed(kind, values)
 
 
-class _Chunk:
-    """Rows typed and shredded once; :meth:`batch` gives any range of them."""
+def _times(values: list[Any] | tuple[Any, ...]) -> _Part | None:
+    """Strings that are all RFC 3339 timestamps (in int64 nanoseconds' range) as a
+    time part, or None.  numpy parses the local part; the offset is subtracted."""
+    if not all(map(_RFC3339.fullmatch, values)):
+        return None
+    local = [s[:-1] if s[-1] in "Zz" else s[:-6] for s in values]
+    try:
+        ns = np.array(local, dtype="datetime64[ns]").view(np.int64)
+        secs = np.array([s[:19] for s in local], dtype="datetime64[s]").view(np.int64)
+    except ValueError:  # a month 13, a leap second: strings, as they were
+        return None
+    if not np.array_equal(ns // 1_000_000_000, secs):  # numpy wraps outside 1678..2261
+        return None
+    offsets = np.array([0 if s[-1] in "Zz" else (1 - 2 * (s[-6] == "-")) * (
+        int(s[-5:-3]) * 60 + int(s[-2:])) for s in values], np.int64)
+    part = _Fixed.__new__(_Fixed)
+    part.kind = _TIME
+    part.types = [TIME]
+    part.ids = np.zeros(len(values), np.int64)
+    part.values = ns - offsets * 60_000_000_000
+    return part
 
-    def __init__(self, rows: list[Any]) -> None:
-        self.col = _Column(rows, 0)
-        ids = self.col.ids
+
+class _Chunk:
+    """Rows typed and shredded once; :meth:`batch` gives any range of them.
+
+    Fusing (``open_types`` given: the super type each kind of row is written as so
+    far, updated here), rows are written under one super type per kind (every
+    dict row under one record type, every list row under one array type), the
+    fusion of the chunk's with the one before: a chunk that adds a field or a
+    member starts a new super type from its first row (a bounded window: nothing
+    is buffered beyond the chunk).
+    """
+
+    def __init__(self, rows: list[Any], open_types: dict[int, Type] | None = None,
+                 times: bool = False) -> None:
+        self.col = _Column(rows, 0, _How(open_types is not None, times))
+        if open_types is None:
+            self.types, ids = self.col.types, self.col.ids
+        else:
+            kinds = sorted(self.col.parts)
+            for k in kinds:
+                if k != _NONE:
+                    open_types[k] = fuse_types(open_types.get(k, NULL),
+                                               self.col.parts[k].types[0])
+            self.types = [open_types.get(k, NULL) for k in kinds]
+            lookup = np.zeros(len(_PRIM_TYPE) + 2, np.int64)
+            lookup[kinds] = np.arange(len(kinds))
+            ids = lookup[self.col.codes]
+        self.ids = ids
         self.order = np.argsort(ids, kind="stable")
         self.bounds = np.concatenate(([0], np.cumsum(np.bincount(ids,
-                                                                 minlength=len(self.col.types)))))
+                                                                 minlength=len(self.types)))))
 
     def batch(self, a: int, b: int) -> Batch:
-        ids = self.col.ids[a:b]
+        ids = self.ids[a:b]
         types: list[Type] = []
         slots: list[Slot] = []
-        remap = np.full(len(self.col.types), -1, np.int64)
-        for ti, t in enumerate(self.col.types):
+        remap = np.full(len(self.types), -1, np.int64)
+        for ti, t in enumerate(self.types):
             members = self.order[self.bounds[ti]: self.bounds[ti + 1]]
             lo, hi = np.searchsorted(members, [a, b])
             members = members[lo:hi]
@@ -451,26 +593,63 @@ class _Chunk:
         return Batch(types, remap[ids], slots)
 
 
-def _write_chunk(w: Writer, rows: list[Any]) -> None:
+def _write_chunk(w: Writer, rows: list[Any], open_types: dict[int, Type] | None,
+                 times: bool) -> None:
     try:
-        chunk = _Chunk(rows)
+        chunk = _Chunk(rows, open_types, times)
     except (_Unhandled, RecursionError):
         if len(rows) <= _SMALLEST:
-            for r in rows:
-                w.write(r)
+            _write_values(w, rows, open_types)
             return
         step = max(_SMALLEST, len(rows) // 8)
         for s in range(0, len(rows), step):
-            _write_chunk(w, rows[s: s + step])
+            _write_chunk(w, rows[s: s + step], open_types, times)
         return
     w.add_rows(len(rows), chunk.batch)
 
 
-def write_rows(w: Writer, rows: Iterable[Any]) -> None:
-    """Write Python values (rows) through ``w``: the same bytes as ``w.write`` of each."""
+def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None) -> None:
+    """Rows the vectorised path cannot type, value by value; fusing, each dict or
+    list row goes under its kind's type fused over these rows (or, where it does
+    not fit that, like a ``Value``, under its own)."""
+    if open_types is None:
+        for r in rows:
+            w.write(r)
+        return
+    kinds: list[int | None] = []
+    for r in rows:
+        kind = None
+        if isinstance(r, (dict, list, tuple)):
+            try:
+                t = infer_type(r)
+            except CsupError:
+                t = None  # w.write below raises the same error at the same row
+            kind = _DICT if isinstance(t, RecordType) else _LIST if isinstance(
+                t, ArrayType) else None
+            if kind is not None:
+                assert t is not None
+                open_types[kind] = fuse_types(open_types.get(kind, NULL), t)
+        kinds.append(kind)
+    for r, kind in zip(rows, kinds, strict=True):
+        if kind is None:
+            w.write(r)
+            continue
+        try:
+            w.write_body(open_types[kind], encode_fused(open_types[kind], r))
+        except EncodeError:
+            w.write(r)
+
+
+def write_rows(w: Writer, rows: Iterable[Any], fuse: bool = False,
+               infer_times: bool = False) -> None:
+    """Write Python values (rows) through ``w``: the same bytes as ``w.write`` of each,
+    or, with ``fuse``, under fused types (:mod:`csup_async.fuse`).  ``infer_times``:
+    a string column whose strings, in a chunk of rows, are all RFC 3339 timestamps
+    is written as time (rows that take the per-value path keep their strings)."""
+    open_types: dict[int, Type] | None = {} if fuse else None
     it: Iterator[Any] = iter(rows)
     while True:
         chunk = list(itertools.islice(it, CHUNK_ROWS))
         if not chunk:
             return
-        _write_chunk(w, chunk)
+        _write_chunk(w, chunk, open_types, infer_times)

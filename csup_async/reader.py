@@ -171,6 +171,16 @@ class Reader:
                                                 self.read_options)
         return self._counted_rows
 
+    async def type_counts(self) -> list[int]:
+        """Rows of each super type, in ``meta.super_types`` order (one super type: from
+        metadata; several: the super column is read)."""
+        if len(self.meta.super_types) <= 1:
+            return [await self.count_rows()] if self.meta.super_types else []
+        plan = plan_ranges(list(self.meta.super_column), self.profile, self._available())
+        counts = await R.type_counts(self._target(), self.meta, plan, self.read_options)
+        self._counted_rows = int(counts.sum())
+        return [int(c) for c in counts]
+
     def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
         """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
         column-list parser); None or [] = every top-level column (``""`` for the

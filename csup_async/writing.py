@@ -21,7 +21,8 @@ from .writer import Writer
 __all__ = ["write"]
 
 
-def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, **options: Any) -> int:
+def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = True,
+          infer_times: bool = False, **options: Any) -> int:
     """Write ``data`` as one CSUP file at ``dest``; return the number of rows.
 
     ``data``: an iterable of Python values or ``Value``s (rows), or a pyarrow
@@ -32,12 +33,22 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, **options: Any) ->
     same directory and renamed into place, so no partial file is ever visible
     and of two writers to one path the later rename wins, whole) or a binary
     file object.  Options: ``segment_thresh``, ``skew_thresh``, ``compress``.
+
+    ``fuse`` (Python rows only; Arrow and numpy input have one schema already):
+    rows whose types differ only by nulls, missing fields or a conflicting field
+    are written under one fused super type (:mod:`csup_async.fuse`, docs/format.md
+    "Fused types"); ``fuse=False`` writes each row under its own exact type.
+    ``infer_times`` (Python rows only): a string field whose strings are all RFC
+    3339 timestamps, in a chunk of 8,192 rows, is written as ``time``.
     """
     from .arrow_input import ArrowValues
 
     if isinstance(data, ArrowValues):  # rows of a Parquet file: encode its batches whole
         data = _batch_reader(data.source)
-    write_to = _columnar_writer(data) or _row_writer(data)
+    for name, flag in (("fuse", fuse), ("infer_times", infer_times)):
+        if not isinstance(flag, bool):
+            raise EncodeError(f"{name} must be True or False, not {flag!r}")
+    write_to = _columnar_writer(data) or _row_writer(data, fuse, infer_times)
     if isinstance(dest, (str, os.PathLike)):
         path = os.fspath(dest)
         tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
@@ -67,7 +78,7 @@ def _columnar_writer(data: Any) -> Callable[..., int] | None:
     return fast_writer(data)
 
 
-def _row_writer(data: Any) -> Callable[..., int]:
+def _row_writer(data: Any, fuse: bool, infer_times: bool) -> Callable[..., int]:
     """Rows: Python values shredded in chunks; Arrow rows the columnar path cannot
     take, value by value."""
     if type(data).__module__.startswith("pyarrow"):
@@ -75,14 +86,15 @@ def _row_writer(data: Any) -> Callable[..., int]:
 
         values = arrow_values(data)
         return lambda f, **options: _write_each(f, values, options)
-    return lambda f, **options: _write_rows(f, data, options)
+    return lambda f, **options: _write_rows(f, data, options, fuse, infer_times)
 
 
-def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
+def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
+                fuse: bool, infer_times: bool) -> int:
     from .pyrows import write_rows
 
     with Writer(f, **options) as w:
-        write_rows(w, rows)
+        write_rows(w, rows, fuse, infer_times)
     return w.rows
 
 

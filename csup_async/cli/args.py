@@ -96,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "bounding memory (CSUP output; default 64 MiB)")
     c.add_argument("--no-compress", action="store_true",
                    help="store segments uncompressed (default: LZ4 where it saves space)")
+    c.add_argument("--no-fuse", action="store_true",
+                   help="write each JSON/Python row under its own exact type (default: rows "
+                        "that differ by nulls, missing fields or a conflicting field share "
+                        "one fused type; CSUP output)")
+    c.add_argument("--infer-times", action="store_true",
+                   help="write a JSON string field whose strings are all RFC 3339 "
+                        "timestamps (with a Z or an offset) as time, decided per 8,192 rows "
+                        "(default: strings stay strings; CSUP output)")
 
     c = sub.add_parser("demo", help="sample data -> local S3 server -> planned scan",
                        parents=[common])
@@ -115,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
     c.add_argument("--json", action="store_true",
                    help="one JSON object per file (statistics per column included)")
+    c.add_argument("--types", action="store_true",
+                   help="each super type's column tree too (a file of several super types "
+                        "shows the fused view: per path, its types and their rows)")
     c.add_argument("--verify", action="store_true",
                    help="read every segment of every column and check its crc32, value "
                         "count and decoding; name every failing segment and exit 4")

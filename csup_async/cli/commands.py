@@ -57,6 +57,10 @@ def _convert(args: argparse.Namespace) -> int:
             opts["skew_thresh"] = args.skew_thresh
         if args.no_compress:
             opts["compress"] = False
+        if args.no_fuse:
+            opts["fuse"] = False
+        if args.infer_times:
+            opts["infer_times"] = True
         n = write(args.output, values, **opts)
     else:
         n = _write_bsup(args.output, values)
@@ -131,13 +135,14 @@ def _inspect(args: argparse.Namespace) -> int:
             check = await verify_file(r) if args.verify else None
             failed = failed or (check is not None and not check.ok)
             rows = await r.count_rows() if check is None or check.ok else r.num_rows
+            counts = await r.type_counts() if check is None or check.ok else None
             if args.json:
-                doc = file_json(r.meta, r.path, rows)
+                doc = file_json(r.meta, r.path, rows, counts)
                 if check is not None:
                     doc["verify"] = check_json(check)
                 parts.append(json.dumps(doc))
             else:
-                text = describe_file(r.meta, r.path, rows)
+                text = describe_file(r.meta, r.path, rows, counts, args.types)
                 parts.append(text + ("\n" + "\n".join(check_lines(check)) if check else ""))
         return ("\n" if args.json else "\n\n").join(parts)
 

@@ -25,10 +25,10 @@ from typing import Any
 _LAZY = {"READER_OPTIONS": ".options", "Limits": ".options", "ReadOptions": ".options",
          "split_options": ".options", "ScanResult": ".result", "ScanStats": ".result",
          "count_rows": ".scan", "iter_batches": ".scan", "read_rows": ".scan",
-         "scan_columns": ".scan"}
+         "scan_columns": ".scan", "type_counts": ".scan"}
 
 __all__ = ["READER_OPTIONS", "Limits", "ReadOptions", "ScanResult", "ScanStats", "count_rows",
-           "iter_batches", "read_rows", "scan_columns", "split_options"]
+           "iter_batches", "read_rows", "scan_columns", "split_options", "type_counts"]
 
 
 def __getattr__(name: str) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import planner as P
 
 from .. import arrays as A
+from ..arrays import unify as U
 from ..errors import ColumnNotFoundError, CsupError
 
 
@@ -49,6 +50,9 @@ class ScanResult:
     stats: ScanStats = field(default_factory=ScanStats)
     plan: Any = None
     total_rows: int | None = None  # a row selection: the rows of the file, seen reading it
+    _cache: dict[str, dict[str, A.Array]] = field(default_factory=dict, repr=False,
+                                                  compare=False)
+    _notes: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, path: str | tuple[str, ...]) -> A.Array:
         """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
@@ -66,12 +70,36 @@ class ScanResult:
     def to_numpy(self) -> dict[str, Any]:
         return {p: a.to_numpy() for p, a in self.columns.items()}
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self, unions: str = "struct") -> Any:
+        """The columns as one pyarrow Table that pandas and polars load: unions of
+        several types unified (records by field name, integers widened where exact,
+        the rest as ``struct<tag, member...>``; :mod:`csup_async.arrays.unify`), every
+        change listed in :attr:`conversions`.  ``unions="dense"`` keeps each union
+        that is left as an Arrow dense union instead of the struct form."""
         try:
             import pyarrow as pa
         except ImportError:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
-        return pa.table({p: a.to_arrow() for p, a in self.columns.items()})
+        cols = self._unified(unions)
+        return pa.table({p: a.to_arrow(fold=False) for p, a in cols.items()})
+
+    @property
+    def conversions(self) -> list[str]:
+        """Each change of type :meth:`to_arrow` makes (a column path, what it was, what
+        it becomes); empty when every column has one type."""
+        self._unified("struct")
+        return list(self._notes.get("struct", []))
+
+    def _unified(self, unions: str) -> dict[str, A.Array]:
+        if unions not in U.UNION_MODES:
+            raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
+                            f"not {unions!r}")
+        if unions not in self._cache:
+            notes: list[str] = []
+            self._cache[unions] = {p: U.unify(A.fold_nulls(a), p, notes, unions)
+                                   for p, a in self.columns.items()}
+            self._notes[unions] = notes
+        return self._cache[unions]
 
     def to_pandas(self) -> Any:
         """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data)."""

@@ -280,9 +280,15 @@ async def read_rows(target: Target, meta: FileMeta, plan: PlanLike, options: Rea
 async def count_rows(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions
                      ) -> int:
     """Rows of a file whose metadata does not say: the super column read and checked."""
+    return int((await type_counts(target, meta, plan, options)).sum())
+
+
+async def type_counts(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions
+                      ) -> np.ndarray:
+    """Rows of each super type: the super column read and checked."""
     read = start_read(target, meta, plan, options, [], eager=True, ids_only=True)
     _, ids = await _whole(read, options)
-    return int(ids.size)
+    return np.bincount(np.asarray(ids, np.int64), minlength=len(meta.super_types))
 
 
 async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Sequence[str],

@@ -44,13 +44,19 @@ def test_convert_json_ndjson_bsup_round_trip(tmp_path, capsys):
     src.write_text('{"a":1,"b":[1,2]}\n{"a":"x"}\n\n{"c":{"d":null}}\n')
     csup = tmp_path / "o.csup"
     bs = tmp_path / "o.bsup"
-    assert run(["convert", src, csup], capsys)[0] == 0
+    assert run(["convert", src, csup, "--no-fuse"], capsys)[0] == 0  # exact per-row types
     assert run(["convert", csup, bs], capsys)[0] == 0
     _, a, _ = run(["cat", src], capsys)
     _, b, _ = run(["cat", bs], capsys)
     assert a == b
     assert [json.loads(x) for x in a.splitlines()] == [
         {"a": 1, "b": [1, 2]}, {"a": "x"}, {"c": {"d": None}}]
+    # fused (the default): one record type, a missing field null
+    assert run(["convert", src, csup], capsys)[0] == 0
+    _, fused, _ = run(["cat", csup], capsys)
+    assert [json.loads(x) for x in fused.splitlines()] == [
+        {"a": 1, "b": [1, 2], "c": None}, {"a": "x", "b": None, "c": None},
+        {"a": None, "b": None, "c": {"d": None}}]
 
 
 def test_convert_parquet(tmp_path, capsys):

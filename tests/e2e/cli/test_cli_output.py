@@ -234,7 +234,7 @@ def test_every_flag_has_help():
 def test_two_inputs_to_cat_and_convert_are_a_dataset(tmp_path, capsys):
     a, b = tmp_path / "a.csup", tmp_path / "b.csup"
     csup_async.write(str(a), [{"x": 1}])
-    csup_async.write(str(b), [{"x": 2}, {"y": "z"}])
+    csup_async.write(str(b), [{"x": 2}, {"y": "z"}], fuse=False)
     code, text, _ = run(["cat", a, b], capsys)
     assert code == 0 and lines(text) == [{"x": 1}, {"x": 2}, {"y": "z"}]
     out = tmp_path / "ab.csup"

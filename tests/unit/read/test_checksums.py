@@ -317,7 +317,7 @@ def test_count_rows_reads_a_super_column_without_a_crc(tmp_path: Path) -> None:
     """Our writer gives the super column no statistics (docs/format.md lists primitive,
     presence, lengths and tags columns), so count_rows has nothing to check there; a
     corrupt presence segment is no concern of count_rows, which reads only IDs."""
-    data = small_segments_csup(sample_rows(two_types=True))
+    data = small_segments_csup(sample_rows(two_types=True), fuse=False)
     meta = file_meta(data)
     assert len(meta.super_types) > 1 and all(s.crc32 is None for s in meta.super_column)
     _label, _i, _n, seg = find_segment(data, 'column "name" (values')

@@ -97,7 +97,7 @@ def _nested_rows(n: int, seed: int) -> list[Any]:
 @pytest.mark.parametrize("compress", [False, True])
 def test_nested_paths_several_types(tmp_path: Path, compress: bool) -> None:
     rows = _nested_rows(3000, 5)
-    data = _write(rows, segment_thresh=512, compress=compress)
+    data = _write(rows, segment_thresh=512, compress=compress, fuse=False)
     path = tmp_path / "n.csup"
     path.write_bytes(data)
     want = reference_values(data)

@@ -557,7 +557,7 @@ async def test_several_super_types_take_needs_no_row_count_first(tmp_path: Path)
     bounds from the start do not read the super column for one first."""
     p = tmp_path / "m.csup"
     rows = [{"a": i} if i % 3 else {"a": str(i), "b": i} for i in range(50)]
-    csup_async.write(str(p), rows)
+    csup_async.write(str(p), rows, fuse=False)
     async with csup_async.open(str(p)) as r:
         assert r.num_rows is None
         got = await r.take([49, 3, 3], ["a"])
