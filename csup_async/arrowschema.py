@@ -18,6 +18,7 @@ import planner as P
 from planner.projection import path_type
 
 from . import arrays as A
+from .arrays.unify import unify
 from .errors import ColumnNotFoundError
 
 __all__ = ["ArrowSchema", "arrow_schema", "empty_columns"]
@@ -59,7 +60,7 @@ def empty_columns(meta: Any, columns: Sequence[str] | str | None = None) -> dict
             parts.append(None if at is None else A.null_array(at, 0))
         if all(p is None for p in parts):
             raise ColumnNotFoundError(f"no super type has a column {spelling!r}")
-        out[spelling] = A.combine(parts, no_rows)
+        out[spelling] = unify(A.fold_nulls(A.combine(parts, no_rows)), spelling, [])
     return out
 
 

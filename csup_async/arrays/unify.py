@@ -5,9 +5,11 @@ refused by pandas and polars.  Here, after :func:`~.model.fold_nulls`:
 
 - records unify by field name (first seen order); a field a record lacks is null;
 - arrays (and sets) unify their elements the same way;
-- integers widen to the widest member type when every value fits it exactly
-  (int32|int64 -> int64; a signed and an unsigned member -> int64 when every
-  unsigned value fits);
+- integers widen to the narrowest type that holds every member type exactly
+  (int32|int64 -> int64; uint8|int8 -> int16; uint32|int32 -> int64; uint64 beside
+  a signed member has no such type and stays a union).  The rule looks at types,
+  never at values, so a file's Arrow schema follows from its metadata alone
+  (``Schema.arrow``) and every batch of a stream has the same schema;
 - whatever is left with two or more members (an int and a string, a time and a
   string) becomes ``struct<tag: int8, <member>: ..., ...>``: ``tag`` the row's
   member index, one child per member type (named by the type), null except in
@@ -216,7 +218,8 @@ def _spread(member: Array, here: np.ndarray, rows: np.ndarray) -> Array:
 
 
 def _widen(merged: list[Array], tags: np.ndarray, rows: np.ndarray) -> Array | None:
-    """Integer members as one integer array of the widest type that holds every value."""
+    """Integer members as one integer array of the narrowest type that holds every
+    member type (None when there is none)."""
     names = []
     for m in merged:
         if not (isinstance(m, PrimitiveArray) and isinstance(m.type, PrimitiveType)
@@ -227,13 +230,11 @@ def _widen(merged: list[Array], tags: np.ndarray, rows: np.ndarray) -> Array | N
         target = max(names, key=_SIGNED.index)
     elif all(n in _UNSIGNED for n in names):
         target = max(names, key=_UNSIGNED.index)
-    else:
-        target = "int64"
-        for m in merged:
-            if m.type.name == "uint64":
-                vals = m.values if m.validity is None else m.values[m.validity]
-                if vals.size and int(vals.max()) > np.iinfo(np.int64).max:
-                    return None  # an unsigned value beyond int64 beside a signed member
+    else:  # signed and unsigned: a signed type one step wider than each unsigned one
+        if "uint64" in names:
+            return None  # no integer type holds both uint64 and a signed type
+        need = [_SIGNED.index(n) if n in _SIGNED else _UNSIGNED.index(n) + 1 for n in names]
+        target = _SIGNED[max(need)]
     t = PRIMITIVE_BY_NAME[target]
     dt = np.dtype(INT_DTYPES[target])
     cast = [PrimitiveArray(t, m.values.astype(dt), m.validity) for m in merged]

@@ -80,17 +80,19 @@ class ScanResult:
             import pyarrow as pa
         except ImportError:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
-        cols = self._unified(unions)
+        cols = self.unified_columns(unions)
         return pa.table({p: a.to_arrow(fold=False) for p, a in cols.items()})
 
     @property
     def conversions(self) -> list[str]:
         """Each change of type :meth:`to_arrow` makes (a column path, what it was, what
         it becomes); empty when every column has one type."""
-        self._unified("struct")
+        self.unified_columns("struct")
         return list(self._notes.get("struct", []))
 
-    def _unified(self, unions: str) -> dict[str, A.Array]:
+    def unified_columns(self, unions: str = "struct") -> dict[str, A.Array]:
+        """The columns as :meth:`to_arrow` and the Arrow capsule export them (unions
+        unified, see :mod:`csup_async.arrays.unify`), computed once per mode."""
         if unions not in U.UNION_MODES:
             raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
                             f"not {unions!r}")
@@ -128,7 +130,7 @@ class ScanResult:
         from ..arrays.capsule import check_requested, export_batch, stream_of
 
         check_requested(requested_schema)
-        schema, batch = export_batch(self.columns, self.num_rows)
+        schema, batch = export_batch(self.unified_columns("struct"), self.num_rows)
         return stream_of(schema, [batch])
 
     def __len__(self) -> int:

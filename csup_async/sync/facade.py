@@ -73,7 +73,7 @@ class BatchStream(Iterator[Any]):
         def batches() -> Iterator[Any]:
             with self._it:
                 for res in self._it:
-                    yield export_batch(res.columns, res.num_rows)[1]
+                    yield export_batch(res.unified_columns("struct"), res.num_rows)[1]
 
         return stream_of(schema, batches())
 
