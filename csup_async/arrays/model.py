@@ -123,7 +123,9 @@ class Array:
         """An object array of the Python values (fixed-width primitives override this);
         a union that :func:`fold_nulls` reduces to one type gives that type's array."""
         folded = fold_nulls(self)
-        if folded is not self:
+        # a rebuilt array of the same type (a list of an unfoldable union) would fold
+        # again forever: only a change of type can reach a faster conversion
+        if folded.type != self.type:
             return folded.to_numpy()
         return object_array(self.to_pylist())
 

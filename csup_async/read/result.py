@@ -56,12 +56,15 @@ class ScanResult:
     def to_numpy(self) -> dict[str, Any]:
         return {p: a.to_numpy() for p, a in self.columns.items()}
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self, fold: bool = True) -> Any:
+        """A pyarrow Table of the columns; ``fold=False`` keeps every union member as
+        written (``[null]`` beside ``[string]``) where the default folds them (see
+        :func:`csup_async.arrays.fold_nulls`)."""
         try:
             import pyarrow as pa
         except ImportError:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
-        return pa.table({p: a.to_arrow() for p, a in self.columns.items()})
+        return pa.table({p: a.to_arrow(fold=fold) for p, a in self.columns.items()})
 
     def __len__(self) -> int:
         return self.num_rows
