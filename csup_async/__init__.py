@@ -11,6 +11,7 @@ from typing import Any
 
 from .errors import (
     AccessDeniedError,
+    ArgumentError,
     ColumnNotFoundError,
     CsupError,
     EncodeError,
@@ -50,10 +51,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "AccessDeniedError", "ColumnNotFoundError", "CsupError", "EncodeError", "FormatError",
-    "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError", "StoreError",
-    "StoreTimeoutError",
-    "TruncatedError", "UnsupportedTypeError", *_LAZY,
+    "AccessDeniedError", "ArgumentError", "ColumnNotFoundError", "CsupError", "EncodeError",
+    "FormatError", "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError",
+    "StoreError", "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 
 

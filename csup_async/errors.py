@@ -58,6 +58,11 @@ class RowSelectionError(CsupError, IndexError):
     or a selection of the wrong kind (``rows=`` not a slice, indices not integers)."""
 
 
+class ArgumentError(CsupError, ValueError):
+    """An argument of the wrong kind or out of range (``batch_rows="3"``), named in the
+    message; a ``ValueError`` too, for callers that catch that."""
+
+
 class StoreError(CsupError):
     """An object store failed or refused a request."""
 

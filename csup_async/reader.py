@@ -23,7 +23,13 @@ from planner.coalescing import plan_ranges
 
 from . import arrays as A
 from . import read as R
-from .errors import ColumnNotFoundError, CsupError, FormatError, RowSelectionError
+from .errors import (
+    ArgumentError,
+    ColumnNotFoundError,
+    CsupError,
+    FormatError,
+    RowSelectionError,
+)
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
@@ -375,22 +381,26 @@ class Reader:
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
         """
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+        batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
+        if prefetch is not None:
+            prefetch = _check_count("prefetch", prefetch, 0, self.path)
         paths = self._paths(columns)
         expr, read = None, paths
-        if filter is not None:
-            expr, paths, read = self._filter_columns(paths, filter)
-        batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
-                                 self.read_options, batch_rows, prefetch=prefetch)
-        async with contextlib.aclosing(batches):
-            async for batch in batches:
-                if expr is None:
-                    yield batch
-                    continue
-                kept = _matching(expr, batch, paths)
-                if kept.num_rows:
-                    yield kept
+        try:  # a filter that cannot parse or apply names the file, as scan's does
+            if filter is not None:
+                expr, paths, read = self._filter_columns(paths, filter)
+            batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
+                                     self.read_options, batch_rows, prefetch=prefetch)
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    if expr is None:
+                        yield batch
+                        continue
+                    kept = _matching(expr, batch, paths)
+                    if kept.num_rows:
+                        yield kept
+        except CsupError as e:
+            raise e.with_path(self.path) from None
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self._available())
@@ -503,6 +513,16 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
     r._extra = list(available)
     return r
+
+
+def _check_count(name: str, value: Any, least: int, path: str) -> int:
+    """``value`` as an int, or an ArgumentError naming ``name`` unless it is one >= ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentError(f"{name} must be an integer >= {least}, not "
+                            f"{type(value).__name__} ({value!r})", path=path)
+    if value < least:
+        raise ArgumentError(f"{name} must be an integer >= {least}, not {value}", path=path)
+    return int(value)
 
 
 def _row_indices(indices: Any, path: str) -> np.ndarray:
