@@ -19,6 +19,7 @@ from .errors import (
     LimitError,
     NotFoundError,
     ObjectChangedError,
+    ObjectExistsError,
     RowSelectionError,
     StoreError,
     StoreTimeoutError,
@@ -52,7 +53,8 @@ _LAZY = {
 
 __all__ = [
     "AccessDeniedError", "ArgumentError", "ColumnNotFoundError", "CsupError", "EncodeError",
-    "FormatError", "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError",
+    "FormatError", "LimitError", "NotFoundError", "ObjectChangedError", "ObjectExistsError",
+    "RowSelectionError",
     "StoreError", "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 

@@ -75,6 +75,10 @@ class AccessDeniedError(StoreError):
     """The store refused the credentials or the request (401/403)."""
 
 
+class ObjectExistsError(StoreError):
+    """A write asked to create an object only if absent (``if_absent=True``) found one."""
+
+
 class ObjectChangedError(StoreError):
     """The object changed between the tail read and a later ranged read."""
 

@@ -57,7 +57,12 @@ def _convert(args: argparse.Namespace) -> int:
             opts["skew_thresh"] = args.skew_thresh
         if args.no_compress:
             opts["compress"] = False
+        if "://" in args.output and not args.output.startswith("file://"):
+            opts.update(source_options(args, args.output)[0])  # put through its store
         n = write(args.output, values, **opts)
+    elif "://" in args.output and not args.output.startswith("file://"):
+        raise UsageError("BSUP output is a local file (write .csup to an object store)",
+                         path=args.output)
     else:
         n = _write_bsup(args.output, values)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
