@@ -3,9 +3,9 @@
 Row selection (``take``, ``rows=``, ``limit=``) maps rows to segments by the
 running sum of each segment's ``count`` (planner.selection), so counts that shift
 between two segments (``[10, 10]`` written as ``[11, 9]``) point a row at the
-wrong segment while every total still agrees.  These files keep the seed's bytes
-and rewrite only its reassembly section with each segmap's ``count`` and ``crc32``
-(the statistics a reader checks), one stream's counts shifted.  Kept apart from
+wrong segment while every total still agrees.  These files are the seed's
+model laid out with each segmap's ``count`` (and ``crc32`` where known), one
+stream's counts shifted.  Kept apart from
 tests/support/fuzz_mutations.py (whose builder writes plain segmaps) so that the
 family is one import there.
 """
@@ -21,9 +21,9 @@ from csup_async import bsup
 from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value
 from csup_async.meta import Segment
 from csup_async.types import UINT32, ArrayType, Field, RecordType, Type
-from tests.support.fuzz_model import Laid, file_meta, get, put, streams
+from tests.support.fuzz_model import Laid, Model, get, layout, put, streams
 
-__all__ = ["shifted_counts", "with_statistics"]
+__all__ = ["counted", "shifted_counts", "with_statistics"]
 
 
 def _segmap(segmap: tuple[Segment, ...]) -> tuple[Type, Any]:
@@ -61,29 +61,50 @@ def with_statistics(laid: Laid) -> bytes:
     return bytes(out)
 
 
-def laid_of(data: bytes) -> Laid:
-    """A file written by csup_async.write (with statistics) as a Laid, segments and all."""
-    meta = file_meta(data)
-    return Laid(data[: meta.trailer.data_size], tuple(meta.super_types),
-                tuple(meta.super_column), tuple(meta.columns))
+class _File:
+    """A case's file, already encoded (the families hand ``.encode()``-able cases)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def encode(self) -> bytes:
+        return self.data
 
 
-def shifted_counts(data: bytes, rng: random.Random) -> Iterator[tuple[str, bytes]]:
-    """(label, file) for each stream of several counted segments: ``k`` of one segment's
-    values claimed by its neighbour (the total unchanged), either way, ``k`` 1 or more."""
-    laid = laid_of(data)
+def counted(model: Model) -> Laid:
+    """``model`` laid out with each segment's ``count`` (its values), as the writer does
+    for every stream but the super column."""
+    laid = layout(model)
+    for ref in streams(model):
+        if not ref.path:
+            continue
+        segs = [s for s in get(model, ref) if s.stored()]  # layout drops empty segments
+        segmap = get(laid, ref)
+        if len(segs) == len(segmap):
+            laid = put(laid, ref, tuple(replace(g, count=len(s.values))
+                                        for g, s in zip(segmap, segs, strict=True)))
+    return laid
+
+
+def shifted_counts(model: Model, rng: random.Random) -> Iterator[tuple[str, Any]]:
+    """Counts that move ``k`` values between two segments of one stream, the total
+    unchanged: neighbours, and segments two apart (the segment between them then
+    decodes to its own count while starting elsewhere than the counts say)."""
+    laid = counted(model)
     for ref in streams(laid):
         segmap = get(laid, ref)
         if len(segmap) < 2 or any(s.count is None for s in segmap):
             continue
         i = rng.randrange(len(segmap) - 1)
-        a, b = segmap[i], segmap[i + 1]
-        for k in sorted({1, max(1, min(a.count, b.count) // 2)}):
-            for label, da, db in ((f"[{i}]+{k}", k, -k), (f"[{i}]-{k}", -k, k)):
-                if a.count + da < 0 or b.count + db < 0:
+        pairs = [(i, i + 1)] + ([(i, i + 2)] if i + 2 < len(segmap) else [])
+        if len(segmap) > 2:
+            pairs.append((0, len(segmap) - 1))
+        for a, b in dict.fromkeys(pairs):
+            for k in (1, -1):
+                ca, cb = segmap[a].count + k, segmap[b].count - k
+                if ca < 0 or cb < 0:
                     continue
                 cut = list(segmap)
-                cut[i] = replace(a, count=a.count + da)
-                cut[i + 1] = replace(b, count=b.count + db)
-                yield (f"{ref.name}:counts{label}",
-                       with_statistics(put(laid, ref, tuple(cut))))
+                cut[a], cut[b] = replace(cut[a], count=ca), replace(cut[b], count=cb)
+                yield (f"{ref.name}:counts[{a}]{k:+d}[{b}]{-k:+d}",
+                       _File(with_statistics(put(laid, ref, tuple(cut)))))
