@@ -59,7 +59,7 @@ class Reader:
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
-                 verify_checksums: bool = True) -> None:
+                 verify_checksums: bool = True, trust_counts: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -72,6 +72,9 @@ class Reader:
         self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
         self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
         self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
+        # row selection: skip the segments before a selected row unread, trusting their
+        # counts (read.selection.plan_rows); off, they are decoded and checked
+        self.trust_counts = bool(trust_counts)
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
@@ -209,7 +212,8 @@ class Reader:
             return self._plan(paths)
         from .read.selection import plan_rows
 
-        return plan_rows(self.meta, self._plan(paths), ranges)[0]
+        return plan_rows(self.meta, self._plan(paths), ranges,
+                         verify_counts=not self.trust_counts)[0]
 
     def _check_limit(self, limit: Any) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
@@ -298,7 +302,7 @@ class Reader:
             from .read.selection import scan_rows
 
             return await scan_rows(self._target(), self.meta, plan, paths, ranges,
-                                   self.read_options)
+                                   self.read_options, verify_counts=not self.trust_counts)
         from .read.selection import plan_filter, scan_filtered
 
         try:
@@ -333,7 +337,7 @@ class Reader:
         from .read.selection import runs_of, scan_rows
 
         res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
-                              self.read_options)
+                              self.read_options, verify_counts=not self.trust_counts)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:
                 self._counted_rows = res.total_rows

@@ -68,9 +68,10 @@ def _write(dest: str | os.PathLike[str] | BinaryIO, data: Any, store: Any, if_ab
     store_opts = {k: v for k, v in options.items() if k not in WRITER_OPTIONS}
     url = _url(dest)
     if store_opts and (url is None or store is not None):
+        why = ("store options apply only when write makes the store (no store=)"
+               if url is not None else f"the writer's: {', '.join(sorted(WRITER_OPTIONS))}")
         raise ArgumentError(f"unknown option{'s' if len(store_opts) > 1 else ''} "
-                            f"{', '.join(map(repr, sorted(store_opts)))}; the writer's: "
-                            f"{', '.join(sorted(WRITER_OPTIONS))}")
+                            f"{', '.join(map(repr, sorted(store_opts)))}; {why}")
     if isinstance(data, ArrowValues):  # rows of a Parquet file: encode its batches whole
         data = _batch_reader(data.source)
     data = writable(data)

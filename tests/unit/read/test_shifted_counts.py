@@ -82,3 +82,23 @@ async def test_true_counts_still_select_only_the_segments_up_to_the_rows(
     # the first rows need the first segment only; the last row every segment before it
     assert first.stats.bytes_needed < whole.stats.bytes_needed // 10
     assert last.stats.bytes_needed <= whole.stats.bytes_needed
+
+
+async def test_trust_counts_reads_only_the_segments_holding_the_rows(tmp_path: Path) -> None:
+    """The opt-out: a caller who trusts the file's counts skips the earlier segments, and
+    then gets what those counts say (here, for a file whose counts lie, another row)."""
+    big = [{"a": i} for i in range(20_000)]
+    p = tmp_path / "big.csup"
+    csup_async.write(p, big, segment_thresh=4096)
+    async with csup_async.open(str(p), trust_counts=True) as r:
+        fast = await r.take([19_999])
+        planned = await r.plan(["a"], rows=slice(19_999, 20_000))
+    async with csup_async.open(str(p)) as r:
+        checked = await r.take([19_999])
+    assert fast.to_pylist() == checked.to_pylist() == [big[19_999]]
+    assert fast.stats.bytes_needed < checked.stats.bytes_needed // 10
+    assert planned.bytes_needed == fast.stats.bytes_needed
+    shifted, counts = _shifted(tmp_path, 0, 2)
+    async with csup_async.open(str(shifted), trust_counts=True) as r:
+        got = await r.take([counts[0] + 2])
+    assert got.to_pylist() != [ROWS[counts[0] + 2]]  # what trusting a lie gives
