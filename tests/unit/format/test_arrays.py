@@ -395,7 +395,7 @@ def loose(a: Any, b: Any) -> bool:
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(
             loose(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (dt.datetime, dt.timedelta)):  # with pandas installed, pyarrow gives
-        return isinstance(b, type(a)) and a == b  # its Timestamp/Timedelta subclasses
+        return isinstance(b, type(a)) and a == b   # its subclasses (Timestamp, Timedelta)
     return type(a) is type(b) and a == b
 
 
