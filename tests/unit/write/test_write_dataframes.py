@@ -109,3 +109,15 @@ def test_writing_plain_rows_does_not_import_pandas_or_polars(tmp_path: Path) -> 
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.csup")],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_any_arrow_c_stream_is_written_as_its_columns(tmp_path: Path) -> None:
+    """An object exporting ``__arrow_c_stream__`` (here a ScanResult) goes through Arrow."""
+    src = tmp_path / "src.csup"
+    rows = [{"a": i, "s": f"s{i}"} for i in range(50)]
+    csup_async.write(src, rows)
+    async with csup_async.open(str(src)) as r:
+        res = await r.scan()
+    dest = tmp_path / "copy.csup"
+    assert csup_async.write(dest, res) == 50
+    assert await _rows(dest) == rows
