@@ -835,13 +835,19 @@ def _fold_union(a: UnionArray) -> Array:
     for i, n in enumerate(types):
         j = next((j for j, t in enumerate(types) if j != i and types[j] != NULL
                   and _absorbs(t, n) and not _absorbs(n, t)), i)
+        # members folded to one type ([(uint8,null)] beside [uint8]) go to the first
+        j = next((k for k in range(i) if types[k] == n), j)
         home.append(j)
     for i in range(len(home)):  # follow chains: null -> [null] -> [string]
         while home[home[i]] != home[i]:
             home[i] = home[home[i]]
     keep = sorted(set(home))
     if len(keep) == len(types) and all(not isinstance(c, NullArray) for c in kids):
-        return UnionArray(a.type, a.tags, kids) if kids != list(a.children) else a
+        if kids == list(a.children):
+            return a
+        # members' own types changed inside ([(uint8,null)] folded to [uint8]): so did the
+        # union's
+        return UnionArray(UnionType(tuple(types)), a.tags, kids)
     if len(keep) == 1:
         target = types[keep[0]]
         if target == NULL:
