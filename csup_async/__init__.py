@@ -11,6 +11,7 @@ from typing import Any
 
 from .errors import (
     AccessDeniedError,
+    ArgumentError,
     ColumnNotFoundError,
     CsupError,
     EncodeError,
@@ -19,6 +20,7 @@ from .errors import (
     NotAwaitedError,
     NotFoundError,
     ObjectChangedError,
+    ObjectExistsError,
     RowSelectionError,
     StoreError,
     StoreTimeoutError,
@@ -56,9 +58,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "AccessDeniedError", "ColumnNotFoundError", "CsupError", "EncodeError", "FormatError",
-    "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError", "StoreError",
-    "StoreTimeoutError", "NotAwaitedError",
+    "AccessDeniedError", "ArgumentError", "ColumnNotFoundError", "CsupError", "EncodeError",
+    "FormatError", "LimitError", "NotAwaitedError", "NotFoundError", "ObjectChangedError",
+    "ObjectExistsError", "RowSelectionError", "StoreError", "StoreTimeoutError",
     "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 

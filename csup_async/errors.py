@@ -68,6 +68,11 @@ class RowSelectionError(CsupError, IndexError):
     or a selection of the wrong kind (``rows=`` not a slice, indices not integers)."""
 
 
+class ArgumentError(CsupError, ValueError):
+    """An argument of the wrong kind or out of range (``batch_rows="3"``), named in the
+    message; a ``ValueError`` too, for callers that catch that."""
+
+
 class StoreError(CsupError):
     """An object store failed or refused a request."""
 
@@ -78,6 +83,10 @@ class NotFoundError(StoreError):
 
 class AccessDeniedError(StoreError):
     """The store refused the credentials or the request (401/403)."""
+
+
+class ObjectExistsError(StoreError):
+    """A write asked to create an object only if absent (``if_absent=True``) found one."""
 
 
 class ObjectChangedError(StoreError):

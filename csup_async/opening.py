@@ -182,6 +182,9 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     given to the store too, where it bounds each store operation),
     ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
     is checked before decompression; a mismatch is a FormatError naming the
-    column and segment), and the store's own options (credentials, ...).
+    column and segment), ``trust_counts`` (False: ``take``, ``rows=`` and ``limit=``
+    decode every segment up to the last selected row, so segment counts that lie are
+    a FormatError; True skips those before it unread, for files you trust), and the
+    store's own options (credentials, ...).
     """
     return _Opener(url, store, options)

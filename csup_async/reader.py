@@ -23,7 +23,13 @@ from planner.coalescing import plan_ranges
 
 from . import arrays as A
 from . import read as R
-from .errors import ColumnNotFoundError, CsupError, FormatError, RowSelectionError
+from .errors import (
+    ArgumentError,
+    ColumnNotFoundError,
+    CsupError,
+    FormatError,
+    RowSelectionError,
+)
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
@@ -53,7 +59,7 @@ class Reader:
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
-                 verify_checksums: bool = True) -> None:
+                 verify_checksums: bool = True, trust_counts: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -66,6 +72,9 @@ class Reader:
         self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
         self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
         self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
+        # row selection: skip the segments before a selected row unread, trusting their
+        # counts (read.selection.plan_rows); off, they are decoded and checked
+        self.trust_counts = bool(trust_counts)
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
@@ -214,7 +223,8 @@ class Reader:
             return self._plan(paths)
         from .read.selection import plan_rows
 
-        return plan_rows(self.meta, self._plan(paths), ranges)[0]
+        return plan_rows(self.meta, self._plan(paths), ranges,
+                         verify_counts=not self.trust_counts)[0]
 
     def _check_limit(self, limit: Any) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
@@ -311,7 +321,7 @@ class Reader:
             from .read.selection import scan_rows
 
             return await scan_rows(self._target(), self.meta, plan, paths, ranges,
-                                   self.read_options)
+                                   self.read_options, verify_counts=not self.trust_counts)
         from .read.selection import plan_filter, scan_filtered
 
         try:
@@ -347,7 +357,7 @@ class Reader:
         from .read.selection import runs_of, scan_rows
 
         res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
-                              self.read_options)
+                              self.read_options, verify_counts=not self.trust_counts)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:
                 self._counted_rows = res.total_rows
@@ -416,25 +426,26 @@ class Reader:
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
         """
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+        batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
+        if prefetch is not None:
+            prefetch = _check_count("prefetch", prefetch, 0, self.path)
         paths = self._paths(columns)
         expr, read = None, paths
-        if filter is not None:
-            expr, paths, read = self._filter_columns(paths, filter)
-        batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
-                                 self.read_options, batch_rows, prefetch=prefetch)
-        async with contextlib.aclosing(batches):
-            async for batch in batches:
-                if expr is None:
-                    yield batch
-                    continue
-                try:
+        try:  # a filter that cannot parse or apply names the file, as scan's does
+            if filter is not None:
+                expr, paths, read = self._filter_columns(paths, filter)
+            batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
+                                     self.read_options, batch_rows, prefetch=prefetch)
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    if expr is None:
+                        yield batch
+                        continue
                     kept = _matching(expr, batch, paths)
-                except CsupError as e:
-                    raise e.with_path(self.path) from None
-                if kept.num_rows:
-                    yield kept
+                    if kept.num_rows:
+                        yield kept
+        except CsupError as e:
+            raise e.with_path(self.path) from None
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self._available())
@@ -558,6 +569,16 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
     r._extra = list(available)
     return r
+
+
+def _check_count(name: str, value: Any, least: int, path: str) -> int:
+    """``value`` as an int, or an ArgumentError naming ``name`` unless it is one >= ``least``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentError(f"{name} must be an integer >= {least}, not "
+                            f"{type(value).__name__} ({value!r})", path=path)
+    if value < least:
+        raise ArgumentError(f"{name} must be an integer >= {least}, not {value}", path=path)
+    return int(value)
 
 
 def _row_indices(indices: Any, path: str) -> np.ndarray:

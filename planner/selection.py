@@ -259,12 +259,19 @@ def leaf_stream(meta: FileMeta, path: tuple[str, ...]) -> tuple[Segmap, int] | N
 
 
 def select_segments(streams: Iterable[tuple[str, Segmap]],
-                    selectable: Mapping[int, tuple[Segmap, int]], ranges: RowRanges
+                    selectable: Mapping[int, tuple[Segmap, int]], ranges: RowRanges,
+                    *, prefix: bool = False
                     ) -> tuple[list[Segment], dict[int, frozenset[int]]]:
     """The segments to read for ``ranges`` of ``streams`` ((role, segmap) pairs), and per
     selectable value stream (by ``id`` of its segmap) the indices of its segments kept:
     those that may hold the value of a selected row (``[r - slack, r]``, see
-    :func:`selectable_segmaps`).  Every other stream is read whole."""
+    :func:`selectable_segmaps`).  Every other stream is read whole.
+
+    ``prefix``: keep every segment before the last one kept as well.  Where a kept
+    segment's values start is the sum of the ``count`` of the segments before it; counts
+    that shift between two earlier segments (``[10, 10, 10]`` said as ``[11, 10, 9]``)
+    move that start while every total still agrees, and only decoding those segments
+    can show it.  Kept, each is checked against its decoded values like any read."""
     segs: list[Segment] = []
     keep: dict[int, frozenset[int]] = {}
     for role, segmap in streams:
@@ -275,6 +282,8 @@ def select_segments(streams: Iterable[tuple[str, Segmap]],
             values = RowRanges.of((max(0, a - slack), min(b, total)) for a, b in ranges.pairs)
             idx = frozenset(segments_for_ranges(counts, values)) | keep.get(id(segmap),
                                                                              frozenset())
+            if prefix and idx:
+                idx = frozenset(range(max(idx) + 1))
             keep[id(segmap)] = idx
             segs.extend(segmap[i] for i in sorted(idx))
         else:

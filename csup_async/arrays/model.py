@@ -123,7 +123,9 @@ class Array:
         """An object array of the Python values (fixed-width primitives override this);
         a union that :func:`fold_nulls` reduces to one type gives that type's array."""
         folded = fold_nulls(self)
-        if folded is not self:
+        # a rebuilt array of the same type (a list of an unfoldable union) would fold
+        # again forever: only a change of type can reach a faster conversion
+        if folded.type != self.type:
             return folded.to_numpy()
         return object_array(self.to_pylist())
 
@@ -833,6 +835,8 @@ def _fold_union(a: UnionArray) -> Array:
     for i, n in enumerate(types):
         j = next((j for j, t in enumerate(types) if j != i and types[j] != NULL
                   and _absorbs(t, n) and not _absorbs(n, t)), i)
+        # members folded to one type ([(uint8,null)] beside [uint8]) go to the first
+        j = next((k for k in range(i) if types[k] == n), j)
         home.append(j)
     for i in range(len(home)):  # follow chains: null -> [null] -> [string]
         while home[home[i]] != home[i]:
@@ -841,6 +845,8 @@ def _fold_union(a: UnionArray) -> Array:
     if len(keep) == len(types) and all(not isinstance(c, NullArray) for c in kids):
         if kids == list(a.children):
             return a
+        # members' own types changed inside ([(uint8,null)] folded to [uint8]): so did the
+        # union's
         return UnionArray(UnionType(tuple(types)), a.tags, kids)
     if len(keep) == 1:
         target = types[keep[0]]

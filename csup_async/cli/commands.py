@@ -61,7 +61,12 @@ def _convert(args: argparse.Namespace) -> int:
             opts["fuse"] = False
         if args.infer_times:
             opts["infer_times"] = True
+        if "://" in args.output and not args.output.startswith("file://"):
+            opts.update(source_options(args, args.output)[0])  # put through its store
         n = write(args.output, values, **opts)
+    elif "://" in args.output and not args.output.startswith("file://"):
+        raise UsageError("BSUP output is a local file (write .csup to an object store)",
+                         path=args.output)
     else:
         n = _write_bsup(args.output, values)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)

@@ -2,9 +2,9 @@
 
 Reads go through the project's stores (``read_tail`` with a length beyond any
 object reads it whole in one request; ``read_range`` for seek-index ranges).
-The stores are read-only, so writes live here: a plain put and an atomic
-put-if-absent per backend (``O_EXCL``-style ``link`` locally, S3's
-``If-None-Match: *``, GCS's ``ifGenerationMatch=0``).
+Writes go through :func:`csup_async.stores.put.put_object` (a plain put, or an
+atomic put-if-absent: ``link`` locally, S3's ``If-None-Match: *``, GCS's
+``ifGenerationMatch=0``), the path ``csup_async.write`` to a URL takes too.
 
 Data objects, commit objects, commit snapshots, seek indexes and journal
 entries never change once written (Zed names them by KSUID or journal ID), so
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from collections import OrderedDict
 from typing import Any
 
-from ..errors import AccessDeniedError, CsupError, NotFoundError, StoreError
+from ..errors import AccessDeniedError, NotFoundError
 from ..stores import LocalStore, Store
 from ..stores.capabilities import Lister, display_of
+from ..stores.put import local_path, put_object
 from ..tasks import gather_or_cancel
 from .errors import LakeError
 
@@ -137,23 +137,9 @@ class LakeIO:
         return await self._put(rel, data, if_absent=True)
 
     async def _put(self, rel: str, data: bytes, *, if_absent: bool) -> bool:
-        path = self.display(rel)
-        name = self.store.name
         async with self.sem:
-            try:
-                if isinstance(self.store, LocalStore):
-                    return await asyncio.to_thread(_local_put, _local(self.key(rel)), data,
-                                                   if_absent)
-                if name == "s3":
-                    return await _s3_put(self.store, self.key(rel), data, if_absent, path)
-                if name == "gcs":
-                    return await _gcs_put(self.store, self.key(rel), data, if_absent, path)
-            except CsupError as e:
-                raise e.with_path(path) from None
-            except OSError as e:
-                raise StoreError(f"cannot write: {e.strerror or e}", path=path) from None
-        raise LakeError(f"writing to a lake on the {name} store is not supported "
-                        "(local, s3 and gcs are)", path=path)
+            return await put_object(self.store, self.key(rel), data, if_absent=if_absent,
+                                    path=self.display(rel))
 
 
 async def gather_all(coros: list[Any]) -> list[Any]:
@@ -163,77 +149,4 @@ async def gather_all(coros: list[Any]) -> list[Any]:
 
 
 def _local(key: str) -> str:
-    return key[len("file://"):] if key.startswith("file://") else key
-
-
-def _local_put(path: str, data: bytes, if_absent: bool) -> bool:
-    """Write a temporary file, then move it in: readers never see a partial object.
-    ``link`` fails if the name exists, which makes put-if-absent atomic."""
-    d = os.path.dirname(path)
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if if_absent:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-        else:
-            os.replace(tmp, path)
-            tmp = ""
-        return True
-    finally:
-        if tmp:
-            os.unlink(tmp)
-
-
-async def _s3_put(store: Any, key: str, data: bytes, if_absent: bool, path: str) -> bool:
-    from botocore.exceptions import ClientError
-
-    from ..stores.s3 import split_s3_key
-
-    bucket, name = split_s3_key(key)
-    params: dict[str, Any] = {"Bucket": bucket, "Key": name, "Body": data}
-    if if_absent:
-        params["IfNoneMatch"] = "*"
-    client = await store._client()
-    try:
-        await client.put_object(**params)
-    except ClientError as e:
-        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        code = e.response.get("Error", {}).get("Code")
-        if if_absent and (status == 412 or code in ("PreconditionFailed",
-                                                     "ConditionalRequestConflict")):
-            return False
-        raise store._error(e, path) from None
-    except Exception as e:
-        raise store._error(e, path) from None
-    return True
-
-
-async def _gcs_put(store: Any, key: str, data: bytes, if_absent: bool, path: str) -> bool:
-    from urllib.parse import quote
-
-    import aiohttp
-
-    from ..stores.gcs import split_gcs_key
-
-    bucket, name = split_gcs_key(key)
-    url = (f"{store.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=media"
-           f"&name={quote(name, safe='')}")
-    if if_absent:
-        url += "&ifGenerationMatch=0"
-    headers = await store._headers(path)
-    headers["Content-Type"] = "application/octet-stream"
-    try:
-        async with store._session().post(url, data=data, headers=headers) as resp:
-            if resp.status == 412 and if_absent:
-                return False
-            if resp.status >= 300:
-                body = (await resp.read())[:300].decode("utf-8", "replace")
-                raise StoreError(f"upload failed with HTTP {resp.status}: {body}", path=path)
-    except (aiohttp.ClientError, OSError, TimeoutError) as e:
-        raise StoreError(f"upload failed: {type(e).__name__}: {e}", path=path) from None
-    return True
+    return local_path(key)

@@ -70,16 +70,23 @@ class ScanResult:
     def to_numpy(self) -> dict[str, Any]:
         return {p: a.to_numpy() for p, a in self.columns.items()}
 
-    def to_arrow(self, unions: str = "struct") -> Any:
+    def to_arrow(self, unions: str = "struct", fold: bool = True) -> Any:
         """The columns as one pyarrow Table that pandas and polars load: unions of
         several types unified (records by field name, integers widened where exact,
         the rest as ``struct<tag, member...>``; :mod:`csup_async.arrays.unify`), every
         change listed in :attr:`conversions`.  ``unions="dense"`` keeps each union
-        that is left as an Arrow dense union instead of the struct form."""
+        that is left as an Arrow dense union instead of the struct form;
+        ``fold=False`` keeps every union member exactly as written (``[null]`` beside
+        ``[string]``: see :func:`csup_async.arrays.fold_nulls`), as dense unions."""
         try:
             import pyarrow as pa
         except ImportError:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        if not fold:
+            if unions not in U.UNION_MODES:
+                raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
+                                f"not {unions!r}")
+            return pa.table({p: a.to_arrow(fold=False) for p, a in self.columns.items()})
         cols = self.unified_columns(unions)
         return pa.table({p: a.to_arrow(fold=False) for p, a in cols.items()})
 

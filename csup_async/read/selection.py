@@ -59,15 +59,22 @@ __all__ = ["plan_filter", "plan_rows", "runs_of", "scan_filtered", "scan_rows"]
 
 # ---------------------------------------------------------- row selection ---
 
-def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges
-              ) -> tuple[P.ScanPlan, dict[int, frozenset[int]]]:
+def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
+              verify_counts: bool = True) -> tuple[P.ScanPlan, dict[int, frozenset[int]]]:
     """``plan`` cut down to the segments ``ranges`` need, and the kept segments of each
-    direct value stream (what the cursor tree reads; the rest it skips)."""
+    direct value stream (what the cursor tree reads; the rest it skips).
+
+    ``verify_counts`` (``take``, ``rows=``, ``limit=``): a value stream keeps every
+    segment up to the last one holding a selected row, so each ``count`` that places the
+    rows is checked against its decoded values (``select_segments(prefix=True)``): a
+    file whose counts shift between segments is a FormatError naming the column and
+    segment, never another row.  Only segments past the last selected row are skipped
+    unread.  Filtered scans trust counts as they trust ``min``/``max`` (False)."""
     selectable = selectable_segmaps(meta)
     streams = [(ref.role, ref.segmap) for refs in plan.streams for ref in refs]
     if plan.super_stream is not None:
         streams.append((plan.super_stream.role, plan.super_stream.segmap))
-    segs, keep = select_segments(streams, selectable, ranges)
+    segs, keep = select_segments(streams, selectable, ranges, prefix=verify_counts)
     rp = plan_ranges(segs, _selective(plan.profile), plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
             ((selectable[k][0], v) for k, v in keep.items())}
@@ -152,10 +159,12 @@ def _select(read: S.Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int, i
 
 
 async def scan_rows(target: Target, meta: FileMeta, plan: P.ScanPlan, paths: Sequence[str],
-                    ranges: RowRanges, options: ReadOptions) -> ScanResult:
-    """The columns at ``paths`` for the rows of ``ranges``, in row order."""
+                    ranges: RowRanges, options: ReadOptions, *, verify_counts: bool = True
+                    ) -> ScanResult:
+    """The columns at ``paths`` for the rows of ``ranges``, in row order (``verify_counts``:
+    see :func:`plan_rows`)."""
     t0 = time.perf_counter()
-    cut, keep = plan_rows(meta, plan, ranges)
+    cut, keep = plan_rows(meta, plan, ranges, verify_counts=verify_counts)
     read = S.start_read(target, meta, cut, options, paths, eager=True, keep=keep)
     worker = S.ReadThread()
     try:
@@ -240,7 +249,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         plan = P.plan_scan(meta, paths, profile, available=available)
         if surviving is None:
             return plan, plan.bytes_needed
-        c, _ = plan_rows(meta, plan, surviving)
+        c, _ = plan_rows(meta, plan, surviving, verify_counts=False)
         return c, c.bytes_needed
 
     one, _ = cut(everything)
@@ -316,7 +325,7 @@ async def _read(target: Target, meta: FileMeta, profile: P.Profile,
     plan = P.plan_scan(meta, paths, profile, available=available)
     if ranges is None:
         return await S.scan_columns(target, meta, plan, paths, options)
-    return await scan_rows(target, meta, plan, paths, ranges, options)
+    return await scan_rows(target, meta, plan, paths, ranges, options, verify_counts=False)
 
 
 def _gather(arr: A.Array, keep: np.ndarray) -> A.Array:

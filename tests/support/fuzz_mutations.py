@@ -25,6 +25,9 @@ the label names the stream and the change, so a failing case says what it was
   members in another order than their type's;
 - ``resegment`` (valid, the seed's rows): streams re-cut into other segments,
   LZ4 or raw at random, the data section shuffled;
+- ``shifted-counts`` (tests/support/fuzz_counts.py): segment ``count`` statistics that
+  move values between two segments of a stream, the total unchanged (what row
+  selection maps rows by);
 - ``valid`` (valid, other rows): adjacent rows of two super types swapped, an
   array element moved to the next array, adjacent union values swapped, a
   present value made null;
@@ -63,6 +66,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
+from tests.support.fuzz_counts import shifted_counts
 from tests.support.fuzz_model import (
     Laid,
     Model,
@@ -498,7 +502,7 @@ FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
     "super": super_ids, "data": data, "shared-segments": shared, "segments": segments,
     "sizes": sizes, "types": type_changes, "resegment": resegment, "valid": valid_edits,
-    "statistics": statistics,
+    "shifted-counts": shifted_counts, "statistics": statistics,
 }
 # Families whose files are valid: every read must succeed.
 VALID = {"resegment", "valid", "statistics"}

@@ -12,7 +12,8 @@ and re-encoded with exact segmaps and a valid trailer.
 
 Every case is read every way a user can: open, count_rows, read_rows,
 read_values, scan() of all, scan of each top-level path, iter_batches with
-1 to 7 (fixed per case) and 65536 rows a batch, and a dataset scan of the one file.  The rule:
+1 to 7 (fixed per case) and 65536 rows a batch, a dataset scan of the one file, and
+row selections (``take`` of scattered rows, ``scan(rows=)``, ``scan(limit=)``).  The rule:
 
 - nothing but a ``CsupError`` subclass comes out (an error naming the file);
 - the whole-file reads (read_rows, read_values, scan, both iter_batches, the
@@ -23,6 +24,8 @@ read_values, scan() of all, scan of each top-level path, iter_batches with
   whole reads fail, a projection that succeeds gives the seed's own column
   (it did not read the corruption) and never different data;
 - count_rows, where the reads succeed, is their row count;
+- a row selection gives the whole reads' rows at its indices; where they fail it
+  raises, or gives the seed's rows (never a row the file does not hold);
 - a valid file (families ``resegment`` and ``valid``) is read by every read, and
   a re-segmented one gives the seed's rows;
 - no hang (a watchdog), bounded memory (the families that make huge claims
@@ -287,6 +290,7 @@ async def read_every_way(path: Path, small_batch: int = SMALL_BATCH) -> dict[str
             got[f"scan:{p}"] = one if _failed(one) else _scan_cols(one).get(p)
         got["batches:small"] = await _try(_batches(r, small_batch))
         got["batches:large"] = await _try(_batches(r, LARGE_BATCH))
+        got.update(await read_selected(r, got["count"]))
         filters = {} if _failed(rows) else _filters(rows, paths)
         for p, f in filters.items():
             got[f"filter:{p}"] = await _try(_filtered(r.scan(filter=f)))
@@ -297,6 +301,57 @@ async def read_every_way(path: Path, small_batch: int = SMALL_BATCH) -> dict[str
     return got
 
 
+# Row selection: take, rows= and limit=, reading only part of the file (by segment counts).
+SELECTED = ("take", "rows", "limit")
+
+
+def selected_rows(n: int) -> dict[str, list[int]]:
+    """The rows each selection asks for in a file of ``n`` rows."""
+    return {"take": sorted({0, n // 2, n - 1, *range(1, n, 4)}) if n else [],
+            "rows": list(range(n // 3, max(n // 3, n - 2))), "limit": list(range(n // 2))}
+
+
+async def read_selected(r: Any, count: Any) -> dict[str, Any]:
+    """What each row selection gave ({} when the row count itself failed)."""
+    if not isinstance(count, int):
+        return {}
+    want = selected_rows(count)
+    reads = {"take": lambda: r.take(want["take"][::-1]),  # any order: reversed back below
+             "rows": lambda: r.scan(rows=slice(count // 3, max(count // 3, count - 2))),
+             "limit": lambda: r.scan(limit=count // 2)}
+    got: dict[str, Any] = {}
+    for name, read in reads.items():
+        res = await _try(read())
+        if not _failed(res):
+            res = _scan_cols(res)
+            if name == "take":
+                res = {p: v[::-1] for p, v in res.items()}
+        got[f"selected:{name}"] = res
+    return got
+
+
+def judge_selection(got: dict[str, Any], failed: bool, intact: dict[str, list[str]] | None
+                    ) -> list[str]:
+    """A row selection gives the whole reads' rows at its indices; where those failed it
+    raises, or gives the seed's own rows (it did not read the corruption)."""
+    if not isinstance(got.get("count"), int) or "scan" not in got:
+        return []
+    problems = []
+    for name, idx in selected_rows(got["count"]).items():
+        one = got.get(f"selected:{name}")
+        if one is None or _failed(one):
+            if one is not None and not failed:
+                problems.append(f"{name} raised {one['error']} but scan() read the file")
+            continue
+        base = got["scan"] if not failed else intact
+        if base is None:
+            continue
+        want = {p: [col[i] for i in idx if i < len(col)] for p, col in base.items()}
+        if one != want:
+            problems.append(f"{name} gave rows that " + (
+                "differ from scan()'s" if not failed else
+                f"the seed does not hold while {'the whole reads'} raised"))
+    return problems
 def _filters(rows: list[Any], paths: list[str]) -> dict[str, Any]:
     """Per top-level path, ``path == v`` for its first plain value ``v`` (a number, string,
     bytes, time or duration): a filter whose segment statistics a lie would misjudge."""
@@ -369,6 +424,8 @@ def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) 
         elif failed and not limited and intact is not None and one != intact.get(p):
             problems.append(f"scan([{p!r}]) read column {p!r} as data the seed does not "
                             f"hold while {', '.join(failed)} raised")
+    if not limited:
+        problems += judge_selection(got, bool(failed), intact)
     return problems
 
 

@@ -87,3 +87,61 @@ def test_folding_never_changes_values(data):
     folded = A.fold_nulls(arr)
     assert repr(folded.to_pylist()) == repr(arr.to_pylist())  # repr: NaN and NaT equal
     assert len(folded) == len(arr)
+
+
+async def test_to_numpy_of_lists_of_mixed_types_gives_object_rows(tmp_path):
+    """A list of int and string elements has an unfoldable union inside: object rows."""
+    res = await _scan([{"a": [1, "x"]}, {"a": []}, {"a": None}, {"r": {"l": [2.5, "y"]}}],
+                      tmp_path)
+    out = res.to_numpy()
+    assert out["a"].dtype == object and out["a"].tolist() == [[1, "x"], [], None, None]
+    assert res.column("r").to_numpy().tolist() == [None, None, None, {"l": [2.5, "y"]}]
+
+
+async def test_scan_result_to_arrow_fold_false_keeps_the_unions(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    res = await _scan([{"l": ["a"]}, {"l": []}, {"l": None}], tmp_path)
+    exact = res.to_arrow(fold=False)
+    t = exact.schema.field("l").type
+    assert pa.types.is_union(t)  # [null] beside [string], as written
+    assert {t.field(i).type for i in range(t.num_fields)} == {
+        pa.large_list(pa.large_string()), pa.large_list(pa.null())}
+    assert exact.column("l").to_pylist() == [["a"], [], None]
+    assert res.to_arrow(fold=True).schema.field("l").type == pa.large_list(pa.large_string())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_to_numpy_gives_one_row_per_value_for_any_type(data):
+    t = data.draw(types)
+    values = data.draw(st.lists(values_of(t), max_size=5))
+    out = A.from_pylist(t, values).to_numpy()
+    assert len(out) == len(values)
+
+
+async def test_a_member_whose_inside_folds_retypes_the_union(tmp_path):
+    """``[(uint8,null)]`` beside ``uint8`` folds to ``[uint8]``: the union's member type
+    changes with it (building the union with the old member type was a FormatError)."""
+    pa = pytest.importorskip("pyarrow")
+    from csup_async.types import PRIMITIVE_BY_NAME
+    from csup_async.values import Value
+
+    u8 = PRIMITIVE_BY_NAME["uint8"]
+    rows = [Value(u8, 0), Value(ArrayType(UnionType((u8, NULL))), []),
+            Value(ArrayType(UnionType((u8, NULL))), [7, None])]
+    res = await _scan(rows, tmp_path)
+    t = res.to_arrow().schema.field("").type
+    assert pa.types.is_union(t)
+    assert {t.field(i).type for i in range(t.num_fields)} == {pa.uint8(),
+                                                              pa.large_list(pa.uint8())}
+    assert res.to_arrow().column("").to_pylist() == [0, [], [7, None]]
+    assert res.to_pylist() == [{"": 0}, {"": []}, {"": [7, None]}]
+
+
+def test_members_that_fold_to_one_type_become_one():
+    l8 = ArrayType(INT64)
+    un = ArrayType(UnionType((INT64, NULL)))
+    u = A.UnionArray(UnionType((l8, un)), np.array([0, 1, 1], np.int32),
+                     [A.from_pylist(l8, [[1]]), A.from_pylist(un, [[2, None], []])])
+    folded = A.fold_nulls(u)
+    assert folded.type == l8 and folded.to_pylist() == [[1], [2, None], []]

@@ -104,6 +104,32 @@ def test_selected_segments_hold_every_selected_rows_value(present: list[bool],
     assert segs == [segmap[i] for i in sorted(keep[id(segmap)])]
 
 
+@given(counts=st.lists(st.integers(0, 9), min_size=1, max_size=12), pairs=pairs_st,
+       slack=st.integers(0, 3))
+def test_checked_selection_keeps_every_segment_up_to_the_last_needed(
+        counts: list[int], pairs: list[tuple[int, int]], slack: int) -> None:
+    """``prefix=True`` (take, rows=, limit=): every segment whose count places a selected
+    row is kept (so each is checked against its decoded values), none after the last one
+    the plain selection needs; the other streams are read whole either way."""
+    from csup_async.meta import Segment
+    from planner.selection import select_segments
+
+    segmap = tuple(Segment(offset=i * 10, length=10, mem_length=10, count=c)
+                   for i, c in enumerate(counts))
+    n = sum(counts) + slack
+    other = (Segment(offset=999, length=5, mem_length=5),)
+    ranges = RowRanges.of((min(a, n), min(b, n)) for a, b in pairs)
+    streams = [("values", segmap), ("presence", other)]
+    sel = {id(segmap): (segmap, slack)}
+    plain_segs, plain = select_segments(streams, sel, ranges)
+    segs, keep = select_segments(streams, sel, ranges, prefix=True)
+    need = plain[id(segmap)]
+    assert keep[id(segmap)] == (frozenset(range(max(need) + 1)) if need else frozenset())
+    assert need <= keep[id(segmap)]
+    assert segs == [segmap[i] for i in sorted(keep[id(segmap)])] + list(other)
+    assert plain_segs[-1:] == list(other)
+
+
 @given(st.integers(0, 30), st.one_of(st.none(), st.integers(-40, 40)),
        st.one_of(st.none(), st.integers(-40, 40)))
 def test_ranges_from_slice_is_python_slicing(n: int, a: int | None, b: int | None) -> None:

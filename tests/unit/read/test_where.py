@@ -74,6 +74,40 @@ async def test_iter_batches_text_filter_on_times(tmp_path: Path) -> None:
                 pass
 
 
+@pytest.mark.parametrize("text", ["id ==", "id = 'x'", "ts > 'yesterday'"])
+async def test_iter_batches_filter_errors_name_the_file_as_scan_does(
+        tmp_path: Path, text: str) -> None:
+    p = tmp_path / "named.csup"
+    csup_async.write(str(p), [{"id": i, "ts": np.datetime64(i, "s")} for i in range(5)])
+    async with csup_async.open(str(p)) as r:
+        with pytest.raises(FilterError) as scan_err:
+            await r.scan(["id"], filter=text)
+        with pytest.raises(FilterError) as batch_err:
+            async for _ in r.iter_batches(["id"], filter=text):
+                pass
+    assert scan_err.value.path == batch_err.value.path == str(p)
+    assert str(p) in str(batch_err.value)
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"batch_rows": "3"}, "batch_rows"), ({"batch_rows": None}, "batch_rows"),
+    ({"batch_rows": 2.5}, "batch_rows"), ({"batch_rows": True}, "batch_rows"),
+    ({"batch_rows": 0}, "batch_rows"), ({"prefetch": "2"}, "prefetch"),
+    ({"prefetch": -1}, "prefetch")])
+async def test_iter_batches_refuses_counts_that_are_not_integers(
+        tmp_path: Path, kwargs: dict[str, Any], name: str) -> None:
+    p = tmp_path / "f.csup"
+    csup_async.write(str(p), [{"id": i} for i in range(5)])
+    async with csup_async.open(str(p)) as r:
+        with pytest.raises(csup_async.ArgumentError, match=name) as err:
+            async for _ in r.iter_batches(["id"], **kwargs):
+                pass
+    assert isinstance(err.value, ValueError) and err.value.path == str(p)
+    async with csup_async.open(str(p)) as r:  # a numpy integer is an integer
+        got = [b.num_rows async for b in r.iter_batches(["id"], batch_rows=np.int64(2))]
+    assert got == [2, 2, 1]
+
+
 def run(args: list[Any], capsys: Any) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out = capsys.readouterr()
