@@ -839,7 +839,11 @@ def _fold_union(a: UnionArray) -> Array:
             home[i] = home[home[i]]
     keep = sorted(set(home))
     if len(keep) == len(types) and all(not isinstance(c, NullArray) for c in kids):
-        return UnionArray(a.type, a.tags, kids) if kids != list(a.children) else a
+        if kids == list(a.children):
+            return a
+        # a member folded inside (an array of (int64,null) became [int64]) changes its type
+        return UnionArray(UnionType(tuple(types)) if len(set(types)) == len(types) else a.type,
+                          a.tags, kids)
     if len(keep) == 1:
         target = types[keep[0]]
         if target == NULL:

@@ -16,8 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import FormatError, TruncatedError, UnsupportedTypeError
-from ..types import ArrayType, ErrorType, Field, MapType, NamedType, RecordType, SetType, Type
-from ..types import UnionType
+from ..types import (
+    ArrayType,
+    ErrorType,
+    Field,
+    MapType,
+    NamedType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
 from .bsup2 import OptField, decode_value, read_values
 
 MAGIC = b"CSUP"
@@ -209,7 +218,7 @@ def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> Obje
         raise FormatError(f"{what}: root ID {header.root} is past its {len(nodes)} vectors")
     for i, n in enumerate(nodes):
         for k in n.kids:
-            if k >= i and n.kind != "dynamic" or k >= len(nodes):
+            if (k >= i and n.kind != "dynamic") or k >= len(nodes):
                 raise FormatError(f"{what}: vector {i} refers to vector {k} "
                                   "(not an earlier one)")
         for _, s in n.segs:

@@ -11,6 +11,7 @@ is its entries plus one byte of index per value, a const one value and a count.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import lz4.block
@@ -95,12 +96,12 @@ class Decoder:
                 keys, vals = self.values(n.kids[0], d), self.values(n.kids[1], d)
                 hashable = key_hashable(node_type(self.nodes, n.kids[0]))
                 out = []
-                for a, b in zip(offs, offs[1:]):
+                for a, b in pairwise(offs):
                     items = list(zip(keys[a:b], vals[a:b], strict=True))
                     out.append(dict(items) if hashable else items)
             else:
                 elems = self.values(n.kids[0], d)
-                out = [elems[a:b] for a, b in zip(offs, offs[1:])]
+                out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
         elif k in ("named", "error"):
@@ -121,14 +122,14 @@ class Decoder:
         if len(offs) != n.count + 1 or (offs and offs[-1] > len(data)):
             raise FormatError("bytes vector's offsets do not fit its bytes")
         t = n.type
-        return [_body(t, data[a:b]) for a, b in zip(offs, offs[1:])]
+        return [_body(t, data[a:b]) for a, b in pairwise(offs)]
 
     def _record(self, n: Node, d: int) -> list[Any]:
         cols = []
         for j, ((name, opt), kid) in enumerate(zip(n.fields, n.kids, strict=True)):
             vals = self.values(kid, d)
             if opt:
-                vals = _spread(vals, intcomp.uint32s(self.seg(n, f"nones:{j}")).tolist(),
+                vals = spread(vals, intcomp.uint32s(self.seg(n, f"nones:{j}")).tolist(),
                                n.count)
             elif len(vals) != n.count:
                 raise FormatError(f"field {name!r} holds {len(vals)} values for "
@@ -155,7 +156,7 @@ class Decoder:
         return out
 
 
-def _spread(vals: list[Any], runs: list[int], count: int) -> list[Any]:
+def spread(vals: list[Any], runs: list[int], count: int) -> list[Any]:
     """An optional field's values placed among its absences: ``runs`` alternate absent
     and present lengths, starting with absent ones (no runs: every value present)."""
     if not runs:

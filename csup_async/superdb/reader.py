@@ -1,0 +1,421 @@
+"""Reading a SuperDB (header-layout) CSUP object through the library's Reader API.
+
+``open()`` reads the tail as for any CSUP object; when the bytes show a
+SuperDB file (``"CSUP"`` at offset 0, or no trailer and a head read that shows
+it) the reader becomes a :class:`HeaderLayoutReader`: the same methods
+(``scan``, ``iter_batches``, ``read_rows``, ``read_values``, ``take``,
+``count_rows``, ``plan``) over this layout's metadata.  The open reads every
+object's header and metadata (see :mod:`planner.superdb` for what that costs);
+a scan reads the projection's segments of every object in one wave, an
+``iter_batches`` one object at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import planner as P
+from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
+
+from .. import arrays as A
+from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
+from ..meta import PrimitiveColumn, Segment
+from ..rangebuf import RangeBuffer
+from ..read.result import ScanResult, ScanStats
+from ..reader import Reader
+from ..types import NULL, RecordType, Type
+from ..values import Value, unify
+from . import columns as C
+from .meta import (
+    HEADER_SIZE,
+    ObjectMeta,
+    SuperDBMeta,
+    parse_header,
+    parse_metadata,
+    root_types,
+)
+from .vectors import Decoder, segment_bytes
+
+if TYPE_CHECKING:
+    from ..stores import TailRead
+
+WRITER = "SuperDB (super)"
+
+
+class FileView(SuperDBMeta):
+    """The metadata with the few trailer-layout names the CLI asks of ``reader.meta``."""
+
+    @property
+    def columns(self) -> tuple[PrimitiveColumn, ...]:
+        segs = tuple(C.file_segment(o, s) for o in self.objects for n in o.nodes
+                     for _, s in n.segs if s.size)
+        return (PrimitiveColumn(segs),)
+
+
+class HeaderLayoutReader(Reader):
+    """A Reader over a SuperDB CSUP file (made by ``open``, never directly)."""
+
+    header_layout = True
+    meta: FileView  # type: ignore[assignment]
+
+    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
+                                  ) -> None:
+        size, version = tail.info.size, tail.info.version
+        buf = RangeBuffer()
+        buf.add(tail.offset, tail.data)
+        self._held: list[tuple[int, bytes]] = [(tail.offset, tail.data)]
+        if head is not None:
+            buf.add(0, head)
+            self._held.append((0, head))
+        reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
+
+        async def read(off: int, n: int) -> None:
+            nonlocal reqs, nbytes
+            data = bytes(await self.store.read_range(self.key, off, n, version))
+            if len(data) != n:
+                raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
+            buf.add(off, data)
+            self._held.append((off, data))
+            reqs += 1
+            nbytes += n
+
+        first_reads = reqs
+        objects: list[ObjectMeta] = []
+        off, largest, in_first = 0, 0, 0
+        try:
+            while off < size:
+                if not buf.covers(off, HEADER_SIZE):
+                    await read(*hop_read(off, size, largest))
+                if size - off < HEADER_SIZE:
+                    raise TruncatedError(f"{size - off} bytes after the last object at "
+                                         f"{off} are not a CSUP object header")
+                head = parse_header(buf.get(off, HEADER_SIZE))
+                if off + head.object_size > size:
+                    raise TruncatedError(f"the CSUP object at byte {off} ends at "
+                                         f"{off + head.object_size}, past the "
+                                         f"{size}-byte file (truncated)")
+                if head.meta_size > self.max_metadata:
+                    from ..errors import LimitError
+
+                    raise LimitError(f"metadata of {head.meta_size} bytes exceeds "
+                                     f"max_metadata={self.max_metadata}")
+                start = off + HEADER_SIZE
+                if not buf.covers(start, head.meta_size):
+                    have = start
+                    while buf.covers(have, 1) and have < start + head.meta_size:
+                        have += 1  # the part of the metadata the last read holds
+                    await read(have, start + head.meta_size - have)
+                if reqs == first_reads:
+                    in_first += 1
+                objects.append(parse_metadata(buf.get(start, head.meta_size), off, head))
+                largest = max(largest, head.meta_size + head.type_size)
+                off += head.object_size
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        types: list[Type] = []
+        for o in objects:
+            for t, _ in root_types(o):
+                if t not in types:
+                    types.append(t)
+        self.meta = FileView(tuple(objects), size, tuple(types))
+        self._buf = buf
+        self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head is not None)
+        self.open_stats.requests = reqs
+        self.open_stats.bytes_read = nbytes
+        self.open_stats.metadata_requests = reqs
+        self.open_stats.wall = time.perf_counter() - t0
+
+    # -------------------------------------------------------------- schema ---
+    @property
+    def schema(self) -> Any:
+        return HeaderLayoutSchema(self.meta)
+
+    @property
+    def num_rows(self) -> int:
+        return self.meta.row_count
+
+    async def count_rows(self) -> int:
+        return self.meta.row_count
+
+    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
+        parsed = P.parse_columns(columns)
+        if parsed is not None:
+            return [spelling for spelling, _ in parsed]
+        return P.top_level_paths(self.meta.super_types)
+
+    def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
+        return [P.parse_path(p) if p else () for p in paths]
+
+    def _missing(self, paths: list[str]) -> list[str]:
+        return [p for p, comps in zip(paths, self._comps(paths), strict=True)
+                if all(C.type_at(t, comps) is None for t in self.meta.super_types)]
+
+    def _segments(self, paths: list[str], objects: Sequence[ObjectMeta]) -> list[Segment]:
+        comps = self._comps(paths)
+        segs: list[Segment] = []
+        for o in objects:
+            tops = C.tops_of(o)
+            targets = [t for top in tops for c in comps
+                       if (t := C.resolve(o.nodes, top, c)) is not None]
+            segs.extend(C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0))
+        return segs
+
+    def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
+                 ) -> HeaderLayoutPlan:
+        objs = self.meta.objects if objects is None else objects
+        held = max(self._held, key=lambda h: len(h[1]))  # the head, or a whole-file tail
+        return plan_header_layout(self._segments(paths, objs), paths, self._missing(paths),
+                                  self._open_cost, self.meta.version, self._data_profile,
+                                  available=(held[0], len(held[1])),
+                                  held=tuple((o, len(d)) for o, d in self._held))
+
+    def _check_paths(self, paths: list[str]) -> None:
+        missing = self._missing(paths)
+        if missing:
+            raise ColumnNotFoundError(
+                f"no super type has column {', '.join(map(repr, missing))}; "
+                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
+
+    @staticmethod
+    def _no_filter(filter: Any) -> None:
+        if filter is not None:
+            raise CsupError("filters are not supported on SuperDB (header-layout) CSUP files "
+                            "yet: read the columns and filter the result")
+
+    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None) -> HeaderLayoutPlan:
+        self._no_filter(filter)
+        self._check_limit(limit)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        return self._hl_plan(paths)
+
+    # ---------------------------------------------------------------- read ---
+    async def _fetch(self, plan: HeaderLayoutPlan, stats: ScanStats) -> None:
+        """Read the plan's requests not already held, ``concurrency`` at a time."""
+        version = self.tail.info.version
+        sem = asyncio.Semaphore(max(1, self.concurrency))
+        t0 = time.perf_counter()
+
+        async def one(off: int, n: int) -> None:
+            async with sem:
+                data = bytes(await self.store.read_range(self.key, off, n, version))
+                if stats.ttfb is None:
+                    stats.ttfb = time.perf_counter() - t0
+                if len(data) != n:
+                    raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
+                self._buf.add(off, data)
+                stats.requests += 1
+                stats.bytes_read += n
+
+        wanted = [(r.offset, r.length) for r in plan.requests
+                  if not self._buf.covers(r.offset, r.length)]
+        await asyncio.gather(*(one(o, n) for o, n in wanted))
+        stats.bytes_needed += plan.bytes_needed
+
+    def _loader(self, obj: ObjectMeta) -> Any:
+        buf, base = self._buf, obj.data_offset
+        return lambda s: segment_bytes(buf.get(base + s.offset, s.size), s)
+
+    def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
+                ) -> dict[str, list[Any]]:
+        """Each path's values over the rows of ``obj`` (bytes already held)."""
+        dec = Decoder(obj.nodes, self._loader(obj), typed)
+        tops = C.tops_of(obj)
+        tags = C.row_tags(dec, obj)
+        out: dict[str, list[Any]] = {}
+        for p, comps in zip(paths, self._comps(paths), strict=True):
+            parts = []
+            for top in tops:
+                n = C.node_len_of(obj, top)
+                t = C.resolve(obj.nodes, top, comps)
+                parts.append([None] * n if t is None else C.target_values(dec, obj, t, n))
+            out[p] = parts[0] if len(parts) == 1 else C.interleave(tags, parts)
+        return out
+
+    def _types(self, paths: list[str]) -> dict[str, Type]:
+        out = {}
+        for p, comps in zip(paths, self._comps(paths), strict=True):
+            ts = [t for st in self.meta.super_types if (t := C.type_at(st, comps)) is not None]
+            out[p] = unify(ts) if ts else NULL
+        return out
+
+    def _result(self, cols: dict[str, list[Any]], types: dict[str, Type], n: int,
+                stats: ScanStats, plan: Any) -> ScanResult:
+        try:
+            arrays = {p: A.from_pylist(types[p], v) for p, v in cols.items()}
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return ScanResult(arrays, n, stats, plan)
+
+    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats,
+                    typed: bool = False) -> tuple[dict[str, list[Any]], HeaderLayoutPlan]:
+        plan = self._hl_plan(paths, objects)
+        try:
+            await self._run(self._fetch(plan, stats))
+            cols: dict[str, list[Any]] = {p: [] for p in paths}
+            for o in objects:
+                got = await asyncio.to_thread(self._decode, o, paths, typed)
+                for p in paths:
+                    cols[p].extend(got[p])
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return cols, plan
+
+    async def _run(self, aw: Any) -> Any:
+        if self.timeout is None:
+            return await aw
+        from ..errors import StoreTimeoutError
+
+        try:
+            return await asyncio.wait_for(aw, self.timeout)
+        except TimeoutError:
+            raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None) -> ScanResult:
+        """Read these columns of every object in one wave (``rows``/``limit``: the objects
+        holding those rows only, then sliced)."""
+        self._no_filter(filter)
+        self._check_limit(limit)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        t0 = time.perf_counter()
+        lo, hi = self._row_bounds(rows, limit)
+        objs, first = self._objects_for(lo, hi)
+        stats = ScanStats()
+        cols, plan = await self._read(paths, objs, stats)
+        cut = {p: v[lo - first:hi - first] for p, v in cols.items()}
+        stats.wall = time.perf_counter() - t0
+        return self._result(cut, self._types(paths), hi - lo, stats, plan)
+
+    def _row_bounds(self, rows: slice | None, limit: int | None) -> tuple[int, int]:
+        n = self.meta.row_count
+        lo, hi = 0, n
+        if rows is not None:
+            if not isinstance(rows, slice) or rows.step not in (None, 1):
+                raise RowSelectionError("rows must be a slice with step 1", path=self.path)
+            lo, hi, _ = rows.indices(n)
+            hi = max(lo, hi)
+        if limit is not None:
+            hi = min(hi, lo + limit)
+        return lo, hi
+
+    def _objects_for(self, lo: int, hi: int) -> tuple[list[ObjectMeta], int]:
+        """The objects holding rows ``[lo, hi)`` and the first row of the first of them."""
+        out, first, at = [], None, 0
+        for o in self.meta.objects:
+            end = at + o.length
+            if end > lo and at < hi:
+                out.append(o)
+                first = at if first is None else first
+            at = end
+        return out, first or 0
+
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
+                   ) -> ScanResult:
+        idx = np.asarray(indices)
+        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+            raise RowSelectionError("indices must be a 1-d sequence of integers", path=self.path)
+        n = self.meta.row_count
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
+                                    path=self.path)
+        res = await self.scan(columns)
+        return ScanResult({c: a.take(idx) for c, a in res.columns.items()}, int(idx.size),
+                          res.stats, res.plan)
+
+    async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
+                      ) -> ScanResult:
+        return await self.scan(columns)
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Any = None) -> AsyncIterator[ScanResult]:
+        """Batches of at most ``batch_rows`` rows, reading one object at a time (an
+        object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
+        if batch_rows < 1:
+            raise CsupError("batch_rows must be at least 1")
+        self._no_filter(filter)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        types = self._types(paths)
+        for o in self.meta.objects:
+            stats = ScanStats()
+            cols, plan = await self._read(paths, [o], stats)
+            n = o.length
+            for lo in range(0, n, batch_rows):
+                hi = min(n, lo + batch_rows)
+                yield self._result({p: v[lo:hi] for p, v in cols.items()}, types, hi - lo,
+                                   stats if lo == 0 else ScanStats(), plan)
+            self._drop(o)
+
+    def _drop(self, obj: ObjectMeta) -> None:
+        """Forget the data bytes of ``obj`` (keeping what the open read)."""
+        buf = RangeBuffer()
+        for off, data in self._held:
+            buf.add(off, data)
+        self._buf = buf
+
+    async def read_rows(self) -> list[Any]:
+        """Every value in order, exactly as decoded (absent optional fields left out)."""
+        cols, _ = await self._read([""], self.meta.objects, ScanStats())
+        return cols[""]
+
+    async def read_values(self) -> list[Value]:
+        """Every value with its super type (unions inside as UnionValue)."""
+        stats = ScanStats()
+        await self._run(self._fetch(self._hl_plan([""]), stats))
+        out: list[Value] = []
+        try:
+            for o in self.meta.objects:
+                dec = Decoder(o.nodes, self._loader(o), True)
+                tops = C.tops_of(o)
+                types = [t for t, _ in root_types(o)]
+                tags = C.row_tags(dec, o)
+                parts = [[Value(t, v) for v in dec.values(top)]
+                         for t, top in zip(types, tops, strict=True)]
+                out.extend(parts[0] if len(parts) == 1 else C.interleave(tags, parts))
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return out
+
+
+class HeaderLayoutSchema:
+    def __init__(self, meta: SuperDBMeta) -> None:
+        self.meta = meta
+        self.super_types = meta.super_types
+
+    def __str__(self) -> str:
+        return "\n".join(str(t) for t in self.super_types)
+
+    def __repr__(self) -> str:
+        return f"Schema({len(self.super_types)} super types)"
+
+    def has_statistics(self) -> bool:
+        return False
+
+
+def record_fields(t: Type) -> list[str]:
+    return [f.name for f in t.fields] if isinstance(t, RecordType) else []
+
+
+async def become(reader: Reader, tail: TailRead, t0: float, head: bytes | None = None
+                 ) -> None:
+    """Turn ``reader`` (just opened on ``tail``; ``head`` read by ``detect.probe``) into a
+    :class:`HeaderLayoutReader` and read every object's header and metadata."""
+    reader.__class__ = HeaderLayoutReader
+    assert isinstance(reader, HeaderLayoutReader)
+    reader._data_profile = reader.profile  # plan_per_segment narrows reader.profile
+    reader.open_stats.ttfb = time.perf_counter() - t0 if reader.open_stats.ttfb is None else (
+        reader.open_stats.ttfb)
+    await reader._load_header_layout(tail, t0, head)
+
+
+__all__ = ["WRITER", "HeaderLayoutReader", "become"]
