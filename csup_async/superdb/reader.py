@@ -69,6 +69,7 @@ class HeaderLayoutReader(Reader):
         buf = RangeBuffer()
         buf.add(tail.offset, tail.data)
         self._held: list[tuple[int, bytes]] = [(tail.offset, tail.data)]
+        head_read = head is not None
         if head is not None:
             buf.add(0, head)
             self._held.append((0, head))
@@ -94,27 +95,27 @@ class HeaderLayoutReader(Reader):
                 if size - off < HEADER_SIZE:
                     raise TruncatedError(f"{size - off} bytes after the last object at "
                                          f"{off} are not a CSUP object header")
-                head = parse_header(buf.get(off, HEADER_SIZE))
-                if off + head.object_size > size:
+                hdr = parse_header(buf.get(off, HEADER_SIZE))
+                if off + hdr.object_size > size:
                     raise TruncatedError(f"the CSUP object at byte {off} ends at "
-                                         f"{off + head.object_size}, past the "
+                                         f"{off + hdr.object_size}, past the "
                                          f"{size}-byte file (truncated)")
-                if head.meta_size > self.max_metadata:
+                if hdr.meta_size > self.max_metadata:
                     from ..errors import LimitError
 
-                    raise LimitError(f"metadata of {head.meta_size} bytes exceeds "
+                    raise LimitError(f"metadata of {hdr.meta_size} bytes exceeds "
                                      f"max_metadata={self.max_metadata}")
                 start = off + HEADER_SIZE
-                if not buf.covers(start, head.meta_size):
+                if not buf.covers(start, hdr.meta_size):
                     have = start
-                    while buf.covers(have, 1) and have < start + head.meta_size:
+                    while buf.covers(have, 1) and have < start + hdr.meta_size:
                         have += 1  # the part of the metadata the last read holds
-                    await read(have, start + head.meta_size - have)
+                    await read(have, start + hdr.meta_size - have)
                 if reqs == first_reads:
                     in_first += 1
-                objects.append(parse_metadata(buf.get(start, head.meta_size), off, head))
-                largest = max(largest, head.meta_size + head.type_size)
-                off += head.object_size
+                objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
+                largest = max(largest, hdr.meta_size + hdr.type_size)
+                off += hdr.object_size
         except CsupError as e:
             raise e.with_path(self.path) from None
         types: list[Type] = []
@@ -124,7 +125,7 @@ class HeaderLayoutReader(Reader):
                     types.append(t)
         self.meta = FileView(tuple(objects), size, tuple(types))
         self._buf = buf
-        self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head is not None)
+        self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
         self.open_stats.requests = reqs
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
@@ -151,7 +152,8 @@ class HeaderLayoutReader(Reader):
     def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
         return [P.parse_path(p) if p else () for p in paths]
 
-    def _missing(self, paths: list[str]) -> list[str]:
+    def missing_paths(self, paths: list[str]) -> list[str]:
+        """The paths no super type of the file has."""
         return [p for p, comps in zip(paths, self._comps(paths), strict=True)
                 if all(C.type_at(t, comps) is None for t in self.meta.super_types)]
 
@@ -169,13 +171,13 @@ class HeaderLayoutReader(Reader):
                  ) -> HeaderLayoutPlan:
         objs = self.meta.objects if objects is None else objects
         held = max(self._held, key=lambda h: len(h[1]))  # the head, or a whole-file tail
-        return plan_header_layout(self._segments(paths, objs), paths, self._missing(paths),
+        return plan_header_layout(self._segments(paths, objs), paths, self.missing_paths(paths),
                                   self._open_cost, self.meta.version, self._data_profile,
                                   available=(held[0], len(held[1])),
                                   held=tuple((o, len(d)) for o, d in self._held))
 
     def _check_paths(self, paths: list[str]) -> None:
-        missing = self._missing(paths)
+        missing = self.missing_paths(paths)
         if missing:
             raise ColumnNotFoundError(
                 f"no super type has column {', '.join(map(repr, missing))}; "
