@@ -831,8 +831,9 @@ def _fold_union(a: UnionArray) -> Array:
     # each member goes to the first member that can hold its values (itself if none)
     home = []
     for i, n in enumerate(types):
+        # (members that fold to one type, [(int64,null)] and [int64], go to the first)
         j = next((j for j, t in enumerate(types) if j != i and types[j] != NULL
-                  and _absorbs(t, n) and not _absorbs(n, t)), i)
+                  and ((_absorbs(t, n) and not _absorbs(n, t)) or (t == n and j < i))), i)
         home.append(j)
     for i in range(len(home)):  # follow chains: null -> [null] -> [string]
         while home[home[i]] != home[i]:
@@ -842,8 +843,7 @@ def _fold_union(a: UnionArray) -> Array:
         if kids == list(a.children):
             return a
         # a member folded inside (an array of (int64,null) became [int64]) changes its type
-        return UnionArray(UnionType(tuple(types)) if len(set(types)) == len(types) else a.type,
-                          a.tags, kids)
+        return UnionArray(UnionType(tuple(types)), a.tags, kids)
     if len(keep) == 1:
         target = types[keep[0]]
         if target == NULL:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meta import VERSIONS, HEADER_SIZE, Node, ObjectMeta, SuperDBMeta, root_types
+from .meta import HEADER_SIZE, VERSIONS, Node, ObjectMeta, SuperDBMeta, root_types
 
 
 def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,

@@ -81,3 +81,19 @@ def test_folding_never_changes_values(data):
     folded = A.fold_nulls(arr)
     assert repr(folded.to_pylist()) == repr(arr.to_pylist())  # repr: NaN and NaT equal
     assert len(folded) == len(arr)
+
+
+def test_union_members_whose_insides_fold_keep_a_consistent_union():
+    """A union member folded inside ([(int64,null)] -> [int64]) used to leave the union
+    typed with the old member, and to_arrow raised FormatError; members that fold to the
+    same type become one member."""
+    pytest.importorskip("pyarrow")
+    from csup_async.types import Field, RecordType
+
+    inner = UnionType((RecordType((Field("a", ArrayType(UnionType((INT64, NULL)))),)), STRING))
+    arr = A.from_pylist(inner, [{"a": [1, None]}, "x"])
+    assert arr.to_arrow().to_pylist() == [{"a": [1, None]}, "x"]
+    two = UnionType((ArrayType(UnionType((INT64, NULL))), ArrayType(INT64)))
+    arr = A.from_pylist(two, [A.UnionValue(0, two.types[0], [1, None]),
+                              A.UnionValue(1, two.types[1], [2])])
+    assert arr.to_arrow().to_pylist() == [[1, None], [2]]
