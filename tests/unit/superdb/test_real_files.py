@@ -29,11 +29,11 @@ def expected_json(name: str) -> list[object]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
-async def _read(name: str, what: str, **kw):  # noqa: ANN202
+async def _read(name: str, what: str, **kw):
     async with csup_async.open(str(DATA / f"{name}.csup")) as r:
         if what == "values":
             return await r.read_values()
@@ -130,7 +130,7 @@ def test_nested_paths_descend_records():
     res = run(_read("nested", "scan", columns=["rec.inner.deep", "p.x"]))
     rows = expected_json("nested")
 
-    def dig(r, *keys):  # noqa: ANN001, ANN202
+    def dig(r, *keys):
         for k in keys:
             r = r.get(k) if isinstance(r, dict) else None
         return r
@@ -141,7 +141,7 @@ def test_nested_paths_descend_records():
 
 
 def test_take_and_counts():
-    async def go():  # noqa: ANN202
+    async def go():
         async with csup_async.open(str(DATA / "objects.csup")) as r:
             assert r.num_rows == 250_000 and await r.count_rows() == 250_000
             res = await r.take([249_999, 0, 130_000], ["n", "b"])
