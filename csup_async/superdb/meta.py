@@ -33,7 +33,10 @@ MAGIC = b"CSUP"
 HEADER_SIZE = 36
 #: Header versions and the ``super`` release that writes each.  ``super`` itself accepts
 #: only its own; the layout of the sections did not change between them.
-VERSIONS = {12: "super v0.1.0", 14: "super v0.2.0", 16: "super v0.3.0"}
+VERSIONS = {16: "super v0.3.0"}
+#: Earlier releases' versions: a 28-byte header without the type section (v0.1.0's
+#: magic was ``VNG``), version-1 BSUP metadata and other vector kinds: not read.
+OLDER = {12: "super v0.1.0", 14: "super v0.2.0"}
 MAX_META = 100 << 20
 MAX_DATA = 2 << 30
 
@@ -51,19 +54,21 @@ class Header:
         return HEADER_SIZE + self.meta_size + self.type_size + self.data_size
 
 
-def parse_header(buf: bytes | memoryview, offset: int = 0) -> Header:
-    """The header at ``offset`` of ``buf`` (FormatError when it is not one we read)."""
-    if len(buf) - offset < HEADER_SIZE:
-        raise TruncatedError(f"CSUP object header at byte {offset} is cut short")
-    if bytes(buf[offset:offset + 4]) != MAGIC:
-        raise FormatError(f"no CSUP object header at byte {offset} (wrong format, "
+def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
+    """The header in ``buf`` (36 bytes read at file offset ``at``), or a FormatError."""
+    if len(buf) < HEADER_SIZE:
+        raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if bytes(buf[:4]) != MAGIC:
+        raise FormatError(f"no CSUP object header at byte {at} (wrong format, "
                           "or the previous object's sizes are wrong)")
-    version, meta, types, data, root = struct.unpack_from("<IQQQI", buf, offset + 4)
+    version, meta, types, data, root = struct.unpack_from("<IQQQI", buf, 4)
     if version not in VERSIONS:
-        raise FormatError(f"CSUP header version {version} at byte {offset} is not one this "
-                          f"reader knows ({', '.join(map(str, VERSIONS))})")
+        older = f" (written by {OLDER[version]}, a layout not read here)" if (
+            version in OLDER) else ""
+        raise FormatError(f"CSUP header version {version} at byte {at}{older}: this reader "
+                          f"reads version {', '.join(map(str, VERSIONS))} (super v0.3.0)")
     if meta > MAX_META or types > MAX_META or data > MAX_DATA:
-        raise FormatError(f"CSUP object at byte {offset} claims sections of {meta}, {types} "
+        raise FormatError(f"CSUP object at byte {at} claims sections of {meta}, {types} "
                           f"and {data} bytes (over super's own limits)")
     return Header(version, meta, types, data, root)
 

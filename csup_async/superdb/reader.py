@@ -95,7 +95,7 @@ class HeaderLayoutReader(Reader):
                 if size - off < HEADER_SIZE:
                     raise TruncatedError(f"{size - off} bytes after the last object at "
                                          f"{off} are not a CSUP object header")
-                hdr = parse_header(buf.get(off, HEADER_SIZE))
+                hdr = parse_header(buf.get(off, HEADER_SIZE), off)
                 if off + hdr.object_size > size:
                     raise TruncatedError(f"the CSUP object at byte {off} ends at "
                                          f"{off + hdr.object_size}, past the "
@@ -118,6 +118,13 @@ class HeaderLayoutReader(Reader):
                 off += hdr.object_size
         except CsupError as e:
             raise e.with_path(self.path) from None
+        rows = sum(o.length for o in objects)
+        limit = self.read_options.limits.max_rows
+        if rows > limit:
+            from ..errors import LimitError
+
+            raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
+                             path=self.path)
         types: list[Type] = []
         for o in objects:
             for t, _ in root_types(o):

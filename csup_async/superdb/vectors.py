@@ -24,7 +24,7 @@ from ..types import EnumType, PrimitiveType, Type, underlying
 from ..values import UnionValue, strip_unions
 from . import intcomp
 from .bsup2 import decode_primitive2, decode_value
-from .meta import Node, Seg, node_type
+from .meta import Node, Seg, node_len, node_type
 
 Load = Callable[[Seg], bytes]
 NONE = object()  # an absent optional field (left out of its record's dict)
@@ -51,6 +51,13 @@ class Decoder:
 
     def __init__(self, nodes: tuple[Node, ...], load: Load, typed: bool = False) -> None:
         self.nodes, self.load, self.typed = nodes, load, typed
+
+    def expect(self, i: int, want: int, what: str) -> None:
+        """Refuse a child vector whose length disagrees with its parent's before decoding
+        it (a damaged count must not allocate what it claims)."""
+        got = node_len(self.nodes, i)
+        if got != want and not (got == _EMPTY_COUNT and want == 0):
+            raise FormatError(f"{what} vector holds {got} values where {want} belong")
 
     def seg(self, n: Node, role: str) -> bytes:
         s = n.seg(role)
@@ -92,6 +99,11 @@ class Decoder:
             offs = intcomp.uint32s(self.seg(n, "lengths")).tolist()
             if n.count and len(offs) != n.count + 1:
                 raise FormatError(f"{k} vector of {n.count} values has {len(offs)} offsets")
+            if offs and (offs[0] != 0 or any(b < a for a, b in pairwise(offs))):
+                raise FormatError(f"{k} vector's offsets are not ascending from 0")
+            total = offs[-1] if offs else 0
+            for kid in n.kids:
+                self.expect(kid, total, f"{k} element")
             if k == "map":
                 keys, vals = self.values(n.kids[0], d), self.values(n.kids[1], d)
                 hashable = key_hashable(node_type(self.nodes, n.kids[0]))
@@ -127,6 +139,10 @@ class Decoder:
     def _record(self, n: Node, d: int) -> list[Any]:
         cols = []
         for j, ((name, opt), kid) in enumerate(zip(n.fields, n.kids, strict=True)):
+            if not opt:
+                self.expect(kid, n.count, f"field {name!r}")
+            elif node_len(self.nodes, kid) > n.count:
+                raise FormatError(f"optional field {name!r} holds more values than records")
             vals = self.values(kid, d)
             if opt:
                 vals = spread(vals, intcomp.uint32s(self.seg(n, f"nones:{j}")).tolist(),
@@ -142,6 +158,12 @@ class Decoder:
         tags = intcomp.uint32s(self.seg(n, "tags")).tolist()
         if len(tags) != n.count:
             raise FormatError(f"{n.kind} vector of {n.count} values has {len(tags)} tags")
+        per = np.bincount(np.asarray(tags, dtype=np.int64), minlength=len(n.kids)) if tags else (
+            np.zeros(len(n.kids), dtype=np.int64))
+        if len(per) > len(n.kids):
+            raise FormatError(f"{n.kind} tag {len(per) - 1} has no vector")
+        for k, want in zip(n.kids, per.tolist(), strict=True):
+            self.expect(k, want, f"{n.kind} member")
         members = [self.values(k, d) for k in n.kids]
         pos = [0] * len(members)
         types = [node_type(self.nodes, k) for k in n.kids] if (
