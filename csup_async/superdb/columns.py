@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import FormatError
 from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ..types import NULL, ErrorType, NamedType, RecordType, Type
 from . import intcomp
@@ -130,12 +131,21 @@ def row_tags(dec: Decoder, obj: ObjectMeta) -> list[int]:
     root = obj.root
     if root.kind != "dynamic":
         return [0] * obj.length
-    return intcomp.uint32s(dec.seg(root, "tags")).tolist() if root.count else []
+    tags = intcomp.uint32s(dec.seg(root, "tags")).tolist() if root.count else []
+    if len(tags) != root.count:
+        raise FormatError(f"the object at byte {obj.offset} has {root.count} rows but "
+                          f"{len(tags)} row tags")
+    counts = [0] * len(root.kids)
+    for t in tags:
+        if t >= len(counts):
+            raise FormatError(f"row tag {t} has no vector")
+        counts[t] += 1
+    for k, want in zip(root.kids, counts, strict=True):
+        dec.expect(k, want, "top-level")
+    return tags
 
 
 def interleave(tags: list[int], parts: list[list[Any]]) -> list[Any]:
-    from ..errors import FormatError
-
     pos = [0] * len(parts)
     out = []
     for t in tags:

@@ -170,6 +170,9 @@ def _node(t: Type, body: Any, what: str) -> Node:
         return tuple(int(x) for x in v)
 
     try:
+        if kind in ("int", "uint", "float", "primitive", "bytes") and not isinstance(
+                d.get("Type"), Type):
+            raise FormatError(f"{what}: {t.name} metadata's Type is not a type")
         if kind in ("int", "uint", "float", "primitive"):
             return Node(kind, int(d["Count"]), (("values", _seg(d["Location"], what)),),
                         type=d["Type"], min=d.get("Min"), max=d.get("Max"))
@@ -179,9 +182,10 @@ def _node(t: Type, body: Any, what: str) -> Node:
                         type=d["Type"], min=d.get("Min"), max=d.get("Max"))
         if kind == "const":
             rt = t.inner
-            assert isinstance(rt, RecordType)
-            f = rt.field("Value")
-            return Node(kind, int(d["Count"]), type=f.type if f else None, value=d["Value"])
+            f = rt.field("Value") if isinstance(rt, RecordType) else None
+            if f is None:
+                raise FormatError(f"{what}: Const metadata lacks its value")
+            return Node(kind, int(d["Count"]), type=f.type, value=d["Value"])
         if kind == "dict":
             return Node(kind, int(d["Length"]), (("counts", _seg(d["Counts"], what)),
                                                  ("index", _seg(d["Index"], what))),

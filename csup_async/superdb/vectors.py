@@ -158,10 +158,10 @@ class Decoder:
         tags = intcomp.uint32s(self.seg(n, "tags")).tolist()
         if len(tags) != n.count:
             raise FormatError(f"{n.kind} vector of {n.count} values has {len(tags)} tags")
+        if tags and max(tags) >= len(n.kids):
+            raise FormatError(f"{n.kind} tag {max(tags)} has no vector")
         per = np.bincount(np.asarray(tags, dtype=np.int64), minlength=len(n.kids)) if tags else (
             np.zeros(len(n.kids), dtype=np.int64))
-        if len(per) > len(n.kids):
-            raise FormatError(f"{n.kind} tag {len(per) - 1} has no vector")
         for k, want in zip(n.kids, per.tolist(), strict=True):
             self.expect(k, want, f"{n.kind} member")
         members = [self.values(k, d) for k in n.kids]

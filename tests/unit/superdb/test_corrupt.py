@@ -56,7 +56,8 @@ def test_trailing_garbage_after_the_last_object(tmp_path):
         _read(tmp_path, FILES["nulls"] + b"junk-junk-junk-junk-junk-junk-junk-junk-junk")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(sorted(FILES)), st.data())
 def test_damaged_bytes_give_csup_errors(tmp_path, name, data):
     raw = bytearray(FILES[name])
