@@ -63,6 +63,7 @@ class HeaderLayoutPlan:
     ranges: RangePlan
     version: int
     profile: str
+    pruned: int = 0  # objects a filter's min/max ruled out (not read)
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -107,6 +108,9 @@ class HeaderLayoutPlan:
                if any(r.served for r in self.requests) else "") + ")",
             f"round trips: {c.requests} at open + {1 if self.request_count else 0} for data",
         ]
+        if self.pruned:
+            lines.append(f"filter: {self.pruned} of {c.objects} objects ruled out by their "
+                         "metadata's min/max (not read)")
         if self.missing_paths:
             lines.append("absent (null): " + ", ".join(self.missing_paths))
         return "\n".join(lines)

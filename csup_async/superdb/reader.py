@@ -13,6 +13,7 @@ a scan reads the projection's segments of every object in one wave, an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -190,19 +191,80 @@ class HeaderLayoutReader(Reader):
                 f"no super type has column {', '.join(map(repr, missing))}; "
                 f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
 
-    @staticmethod
-    def _no_filter(filter: Any) -> None:
-        if filter is not None:
-            raise CsupError("filters are not supported on SuperDB (header-layout) CSUP files "
-                            "yet: read the columns and filter the result")
+    def _filter(self, filter: Any) -> Any:
+        """The filter expression (parsed from text), or None."""
+        if filter is None:
+            return None
+        from planner.filters import bind, columns_of, parse_filter
+
+        from ..types import PrimitiveType
+
+        try:
+            expr = parse_filter(filter) if isinstance(filter, str) else filter
+            # literals checked and coerced against the columns' types, as for any file
+            paths = [P.format_path(p) for p in columns_of(expr)]
+            types = self._types(paths)
+            return bind(expr, {(P.parse_path(p) if p else ()): t.name
+                               for p, t in types.items() if isinstance(t, PrimitiveType)})
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+
+    def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
+              ) -> list[ObjectMeta]:
+        """The objects whose metadata does not prove the filter false."""
+        from planner.filters import Truth, zone_truth
+
+        from .pruning import object_stats
+
+        objs = self.meta.objects if objects is None else objects
+        if expr is None:
+            return list(objs)
+        return [o for o in objs
+                if zone_truth(expr, lambda p, o=o: object_stats(o, p)) != Truth.FALSE]
+
+    def _filter_paths(self, expr: Any, paths: list[str]) -> list[str]:
+        """``paths`` and the filter's present columns (read too, dropped after)."""
+        from planner.filters import columns_of
+
+        if expr is None:
+            return paths
+        extra = [P.format_path(p) for p in columns_of(expr)]
+        extra = [p for p in dict.fromkeys(extra) if p not in paths]
+        return paths + [p for p in extra if p not in set(self.missing_paths(extra))]
+
+    def _apply(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
+        """The rows of ``res`` the filter keeps (SQL semantics), columns ``wanted``."""
+        from planner.filters import bind
+
+        from ..filtering import evaluate
+        from ..types import PrimitiveType
+
+        by_path = {(P.parse_path(c) if c else ()): a for c, a in res.columns.items()}
+        try:
+            typed = bind(expr, {p: a.type.name for p, a in by_path.items()
+                                if isinstance(a.type, PrimitiveType)})
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
+        return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
+                          res.stats, res.plan)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None) -> HeaderLayoutPlan:
-        self._no_filter(filter)
+        """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
-        return self._hl_plan(paths)
+        expr = self._filter(filter)
+        objs: Sequence[ObjectMeta] = self.meta.objects
+        if rows is not None or (limit is not None and expr is None):
+            lo, hi = self._row_bounds(rows, None if expr is not None else limit)
+            objs = self._objects_for(lo, hi)[0]
+        kept = self._kept(expr, objs)
+        plan = self._hl_plan(self._filter_paths(expr, paths), kept)
+        if expr is not None:
+            plan = dataclasses.replace(plan, pruned=len(objs) - len(kept))
+        return plan
 
     # ---------------------------------------------------------------- read ---
     async def _fetch(self, plan: HeaderLayoutPlan, stats: ScanStats) -> None:
@@ -290,18 +352,53 @@ class HeaderLayoutReader(Reader):
                    rows: slice | None = None, limit: int | None = None) -> ScanResult:
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
         holding those rows only, then sliced)."""
-        self._no_filter(filter)
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
+        expr = self._filter(filter)
         t0 = time.perf_counter()
-        lo, hi = self._row_bounds(rows, limit)
+        lo, hi = self._row_bounds(rows, None if expr is not None else limit)
         objs, first = self._objects_for(lo, hi)
         stats = ScanStats()
-        cols, plan = await self._read(paths, objs, stats)
-        cut = {p: v[lo - first:hi - first] for p, v in cols.items()}
+        if expr is None:
+            cols, plan = await self._read(paths, objs, stats)
+            cut = {p: v[lo - first:hi - first] for p, v in cols.items()}
+            stats.wall = time.perf_counter() - t0
+            return self._result(cut, self._types(paths), hi - lo, stats, plan)
+        # a filter: the objects the metadata cannot rule out, rows evaluated exactly
+        read = self._filter_paths(expr, paths)
+        types = self._types(read)
+        starts = self._starts()
+        parts = []
+        plan = self._hl_plan(read, self._kept(expr, objs))
+        for o in self._kept(expr, objs):
+            cols, _ = await self._read(read, [o], stats)
+            a, b = max(lo - starts[o.offset], 0), min(hi - starts[o.offset], o.length)
+            res = self._result({p: v[a:b] for p, v in cols.items()}, types, max(b - a, 0),
+                               stats, plan)
+            parts.append(self._apply(expr, res, paths))
+            self._drop(o)
+            if limit is not None and sum(r.num_rows for r in parts) >= limit:
+                break
         stats.wall = time.perf_counter() - t0
-        return self._result(cut, self._types(paths), hi - lo, stats, plan)
+        return self._joined(parts, paths, types, limit, stats, plan)
+
+    def _starts(self) -> dict[int, int]:
+        """The first row of each object, by its offset."""
+        out, at = {}, 0
+        for o in self.meta.objects:
+            out[o.offset] = at
+            at += o.length
+        return out
+
+    def _joined(self, parts: list[ScanResult], paths: list[str], types: dict[str, Type],
+                limit: int | None, stats: ScanStats, plan: Any) -> ScanResult:
+        n = sum(r.num_rows for r in parts)
+        if limit is not None:
+            n = min(n, limit)
+        cols = {p: A.concat([r.columns[p] for r in parts], type=types[p]).slice(0, n)
+                if parts else A.from_pylist(types[p], []) for p in paths}
+        return ScanResult(cols, n, stats, plan)
 
     def _row_bounds(self, rows: slice | None, limit: int | None) -> tuple[int, int]:
         n = self.meta.row_count
@@ -351,18 +448,24 @@ class HeaderLayoutReader(Reader):
         object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
-        self._no_filter(filter)
         paths = self._paths(columns)
         self._check_paths(paths)
-        types = self._types(paths)
-        for o in self.meta.objects:
+        expr = self._filter(filter)
+        read = self._filter_paths(expr, paths)
+        types = self._types(read)
+        for o in self._kept(expr):
             stats = ScanStats()
-            cols, plan = await self._read(paths, [o], stats)
+            cols, plan = await self._read(read, [o], stats)
             n = o.length
             for lo in range(0, n, batch_rows):
                 hi = min(n, lo + batch_rows)
-                yield self._result({p: v[lo:hi] for p, v in cols.items()}, types, hi - lo,
+                res = self._result({p: v[lo:hi] for p, v in cols.items()}, types, hi - lo,
                                    stats if lo == 0 else ScanStats(), plan)
+                if expr is not None:
+                    res = self._apply(expr, res, paths)
+                    if not res.num_rows:
+                        continue
+                yield res
             self._drop(o)
 
     def _drop(self, obj: ObjectMeta) -> None:
