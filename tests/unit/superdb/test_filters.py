@@ -57,5 +57,5 @@ def test_filter_with_limit():
 
 
 def test_a_bad_filter_names_the_file():
-    with pytest.raises(csup_async.CsupError, match="objects.csup"):
+    with pytest.raises(csup_async.CsupError, match=r"objects\.csup"):
         asyncio.run(_scan("n >= 'text'"))
