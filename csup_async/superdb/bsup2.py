@@ -54,8 +54,9 @@ class OptField(Field):
 
 @dataclass(frozen=True, slots=True)
 class FusionType(Type):
-    """SuperDB's fusion type (values of several types under one supertype): parsed so a
-    file's metadata can be read, refused when its values are."""
+    """SuperDB's fusion type (``fuse``: values of several record types under one
+    supertype of optional fields).  Read as the supertype's values, absent fields
+    left out, which is each value's own record."""
 
     inner: Type
 
@@ -306,6 +307,10 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             raise FormatError(f"enum value {i} has no symbol")
         return t.symbols[i]
     parts = list(iter_tagged(body, 0, len(body)))
+    if isinstance(t, FusionType):  # the supertype's value, then the subtype (a type value)
+        if len(parts) != 2:
+            raise FormatError("fusion value is not a value and a type")
+        return decode_value(t.inner, parts[0], typed=typed, depth=d)
     if isinstance(t, RecordType):
         nopt = sum(isinstance(f, OptField) for f in t.fields)
         nones = b""

@@ -251,8 +251,10 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
         raise FormatError("CSUP vectors nested too deeply")
     n = nodes[i]
     d = depth + 1
-    if n.type is not None and n.kind != "fusion":
+    if n.type is not None:
         return n.type
+    if n.kind == "fusion":  # values of the supertype (absent optional fields left out)
+        return node_type(nodes, n.kids[0], d)
     if n.kind == "dict":
         return node_type(nodes, n.kids[0], d)
     if n.kind == "record":

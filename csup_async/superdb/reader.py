@@ -117,6 +117,11 @@ class HeaderLayoutReader(Reader):
                 objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
+            types: list[Type] = []
+            for o in objects:
+                for t, _ in root_types(o):
+                    if t not in types:
+                        types.append(t)
         except CsupError as e:
             raise e.with_path(self.path) from None
         rows = sum(o.length for o in objects)
@@ -126,11 +131,6 @@ class HeaderLayoutReader(Reader):
 
             raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
                              path=self.path)
-        types: list[Type] = []
-        for o in objects:
-            for t, _ in root_types(o):
-                if t not in types:
-                    types.append(t)
         self.meta = FileView(tuple(objects), size, tuple(types))
         self._buf = buf
         self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)

@@ -116,11 +116,11 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
-        elif k in ("named", "error"):
+        elif k in ("named", "error", "fusion"):  # fusion: the supertype's values
             out = self.values(n.kids[0], d)
         else:
             raise UnsupportedTypeError(f"vectors of kind {k} are not supported")
-        want = len(out) if k in ("named", "error") or (
+        want = len(out) if k in ("named", "error", "fusion") or (
             k == "bytes" and n.count == _EMPTY_COUNT) else n.count
         if len(out) != want:
             raise FormatError(f"{k} vector holds {len(out)} values, its metadata says {want}")
