@@ -37,10 +37,26 @@ from ..types import (
 )
 from ..values import UnionValue
 
-VERSION = 2
-FIRST_TYPEDEF = 31
-ID_NONE = 30
 MAX_FRAME = 100 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between BSUP version 1 (``super`` v0.2.0) and version 2 (v0.3.0):
+    version 2 added the ``none`` primitive (ID 30), so typedef IDs and the codes of
+    complex type values start one later, and the fusion type."""
+
+    version: int
+    first_typedef: int
+    none_id: int | None
+
+    @property
+    def type_value_base(self) -> int:
+        return self.first_typedef
+
+
+V1 = Dialect(1, 30, None)
+V2 = Dialect(2, 31, 30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +84,8 @@ class FusionType(Type):
         return f"fusion({self.inner})"
 
 
-def frames(buf: bytes | memoryview) -> Iterator[tuple[int, memoryview | None]]:
+def frames(buf: bytes | memoryview, dialect: Dialect = V2
+           ) -> Iterator[tuple[int, memoryview | None]]:
     """``(kind, payload)`` per frame; kind -1 (payload None) at each end of stream."""
     mv = memoryview(buf)
     pos, end = 0, len(mv)
@@ -78,8 +95,9 @@ def frames(buf: bytes | memoryview) -> Iterator[tuple[int, memoryview | None]]:
             pos += 1
             yield -1, None
             continue
-        if v != 0x80 | VERSION:
-            raise FormatError(f"BSUP frame version byte 0x{v:02x}, expected 0x82 (version 2)")
+        if v != 0x80 | dialect.version:
+            raise FormatError(f"BSUP frame version byte 0x{v:02x}, expected "
+                              f"0x{0x80 | dialect.version:02x} (version {dialect.version})")
         if pos + 1 >= end:
             raise TruncatedError("BSUP frame header runs past its section")
         code = mv[pos + 1]
@@ -113,15 +131,17 @@ def _decompress(payload: memoryview) -> memoryview:
 class Types:
     """The typedefs of one stream: IDs 31, 32, ... in order of definition."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect = V2) -> None:
         self.defs: list[Type] = []
+        self.dialect = dialect
 
     def lookup(self, tid: int) -> Type:
-        if tid < FIRST_TYPEDEF:
-            if tid == ID_NONE:
+        d = self.dialect
+        if tid < d.first_typedef:
+            if tid == d.none_id:
                 raise FormatError("the none type used outside an optional field")
             return PRIMITIVES[tid]
-        i = tid - FIRST_TYPEDEF
+        i = tid - d.first_typedef
         if i >= len(self.defs):
             raise FormatError(f"BSUP type ID {tid} is not defined")
         return self.defs[i]
@@ -173,20 +193,21 @@ class Types:
             elif code == 7:
                 n = name()
                 t = NamedType(n, self.lookup(uv()))
-            elif code == 8:
+            elif code == 8 and self.dialect.version >= 2:
                 t = FusionType(self.lookup(uv()))
             else:
                 raise FormatError(f"unknown BSUP typedef code {code}")
             self.defs.append(t)
 
 
-def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]:
-    """Every ``(type, body)`` of a section of one or more version-2 streams."""
+def read_values(buf: bytes | memoryview, dialect: Dialect = V2
+                ) -> list[tuple[Type, memoryview | None]]:
+    """Every ``(type, body)`` of a section of one or more streams."""
     out: list[tuple[Type, memoryview | None]] = []
-    types = Types()
-    for kind, payload in frames(buf):
+    types = Types(dialect)
+    for kind, payload in frames(buf, dialect):
         if kind == -1:
-            types = Types()
+            types = Types(dialect)
             continue
         assert payload is not None
         if kind == 0:
@@ -207,17 +228,17 @@ def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]
     return out
 
 
-def decode_type_value(b: bytes | memoryview) -> Type:
-    """A version-2 type value (as ``type`` values and CSUP metadata hold them)."""
+def decode_type_value(b: bytes | memoryview, dialect: Dialect = V2) -> Type:
+    """A type value (as ``type`` values and CSUP metadata hold them)."""
     mv = memoryview(b)
-    t, pos = _type_value(mv, 0, {}, 0)
+    t, pos = _type_value(mv, 0, {}, 0, dialect)
     if pos != len(mv):
         raise FormatError("type value has trailing bytes")
     return t
 
 
-def _type_value(mv: memoryview, pos: int, names: dict[str, Type], depth: int
-                ) -> tuple[Type, int]:
+def _type_value(mv: memoryview, pos: int, names: dict[str, Type], depth: int,
+                dialect: Dialect) -> tuple[Type, int]:
     if depth > 100:
         raise FormatError("type value nested too deeply")
     if pos >= len(mv):
@@ -231,11 +252,14 @@ def _type_value(mv: memoryview, pos: int, names: dict[str, Type], depth: int
             raise TruncatedError("type value name runs past its body")
         return bytes(mv[pos:pos + n]).decode("utf-8", "replace"), pos + n
 
-    if code < FIRST_TYPEDEF:
-        if code == ID_NONE:
+    if code < dialect.first_typedef:
+        if code == dialect.none_id:
             raise FormatError("type value of the none type")
         return PRIMITIVES[code], pos
-    if code == 31:
+    code -= dialect.type_value_base  # record 0, array 1, ... fusion 9
+    if code == 9 and dialect.version < 2:
+        raise FormatError("fusion type value in BSUP version 1")
+    if code == 0:
         n, pos = read_uvarint(mv, pos)
         nb = (n + 7) >> 3
         opts = bytes(mv[pos:pos + nb])
@@ -243,53 +267,54 @@ def _type_value(mv: memoryview, pos: int, names: dict[str, Type], depth: int
         fields = []
         for k in range(n):
             fname, pos = name(pos)
-            ft, pos = _type_value(mv, pos, names, depth + 1)
+            ft, pos = _type_value(mv, pos, names, depth + 1, dialect)
             opt = opts[k >> 3] >> (k & 7) & 1 if k >> 3 < len(opts) else 0
             fields.append(OptField(fname, ft) if opt else Field(fname, ft))
         return RecordType(tuple(fields)), pos
-    if code in (32, 33, 37, 40):
-        inner, pos = _type_value(mv, pos, names, depth + 1)
-        return {32: ArrayType, 33: SetType, 37: ErrorType, 40: FusionType}[code](inner), pos
-    if code == 34:
-        k, pos = _type_value(mv, pos, names, depth + 1)
-        v, pos = _type_value(mv, pos, names, depth + 1)
+    if code in (1, 2, 6, 9):
+        inner, pos = _type_value(mv, pos, names, depth + 1, dialect)
+        return {1: ArrayType, 2: SetType, 6: ErrorType, 9: FusionType}[code](inner), pos
+    if code == 3:
+        k, pos = _type_value(mv, pos, names, depth + 1, dialect)
+        v, pos = _type_value(mv, pos, names, depth + 1, dialect)
         return MapType(k, v), pos
-    if code == 35:
+    if code == 4:
         n, pos = read_uvarint(mv, pos)
         members = []
         for _ in range(n):
-            m, pos = _type_value(mv, pos, names, depth + 1)
+            m, pos = _type_value(mv, pos, names, depth + 1, dialect)
             members.append(m)
         return UnionType(tuple(members)), pos
-    if code == 36:
+    if code == 5:
         n, pos = read_uvarint(mv, pos)
         syms = []
         for _ in range(n):
             s, pos = name(pos)
             syms.append(s)
         return EnumType(tuple(syms)), pos
-    if code == 38:
+    if code == 7:
         nm, pos = name(pos)
-        inner, pos = _type_value(mv, pos, names, depth + 1)
+        inner, pos = _type_value(mv, pos, names, depth + 1, dialect)
         names[nm] = inner
         return NamedType(nm, inner), pos
-    if code == 39:
+    if code == 8:
         nm, pos = name(pos)
         if nm not in names:
             raise FormatError(f"type value refers to undefined name {nm!r}")
         return NamedType(nm, names[nm]), pos
-    raise FormatError(f"unknown type value code {code}")
+    raise FormatError(f"unknown type value code {code + dialect.type_value_base}")
 
 
-def decode_primitive2(t: PrimitiveType, body: bytes | memoryview) -> Any:
-    """A primitive body: as version 0, except type values (version-2 codes)."""
+def decode_primitive2(t: PrimitiveType, body: bytes | memoryview, dialect: Dialect = V2
+                      ) -> Any:
+    """A primitive body: as version 0, except type values (this dialect's codes)."""
     if t.name == "type":
-        return decode_type_value(body)
+        return decode_type_value(body, dialect)
     return decode_primitive(t, body)
 
 
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
-                 depth: int = 0) -> Any:
+                 depth: int = 0, dialect: Dialect = V2) -> Any:
     """A version-2 body to Python (the library's mapping; absent optional fields
     left out of their record's dict)."""
     if body is None:
@@ -298,9 +323,9 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         raise FormatError("value nested too deeply")
     d = depth + 1
     if isinstance(t, PrimitiveType):
-        return decode_primitive2(t, body)
+        return decode_primitive2(t, body, dialect)
     if isinstance(t, NamedType | ErrorType):
-        return decode_value(t.inner, body, typed=typed, depth=d)
+        return decode_value(t.inner, body, typed=typed, depth=d, dialect=dialect)
     if isinstance(t, EnumType):
         i = int.from_bytes(bytes(body), "little")
         if i >= len(t.symbols):
@@ -310,7 +335,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, FusionType):  # the supertype's value, then the subtype (a type value)
         if len(parts) != 2:
             raise FormatError("fusion value is not a value and a type")
-        return decode_value(t.inner, parts[0], typed=typed, depth=d)
+        return decode_value(t.inner, parts[0], typed=typed, depth=d, dialect=dialect)
     if isinstance(t, RecordType):
         nopt = sum(isinstance(f, OptField) for f in t.fields)
         nones = b""
@@ -328,18 +353,18 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
                     continue
             if i >= len(parts):
                 raise FormatError("record value has fewer fields than its type")
-            out[f.name] = decode_value(f.type, parts[i], typed=typed, depth=d)
+            out[f.name] = decode_value(f.type, parts[i], typed=typed, depth=d, dialect=dialect)
             i += 1
         if i != len(parts):
             raise FormatError("record value has more fields than its type")
         return out
     if isinstance(t, ArrayType | SetType):
-        return [decode_value(t.elem, p, typed=typed, depth=d) for p in parts]
+        return [decode_value(t.elem, p, typed=typed, depth=d, dialect=dialect) for p in parts]
     if isinstance(t, MapType):
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
-        items = [(decode_value(t.key, parts[j], typed=typed, depth=d),
-                  decode_value(t.value, parts[j + 1], typed=typed, depth=d))
+        items = [(decode_value(t.key, parts[j], typed=typed, depth=d, dialect=dialect),
+                  decode_value(t.value, parts[j + 1], typed=typed, depth=d, dialect=dialect))
                  for j in range(0, len(parts), 2)]
         return dict(items) if key_hashable(t.key) else items
     if isinstance(t, UnionType):
@@ -348,6 +373,6 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         idx = int.from_bytes(bytes(parts[0]), "little")
         if idx >= len(t.types):
             raise FormatError(f"union member {idx} of a {len(t.types)}-member union")
-        v = decode_value(t.types[idx], parts[1], typed=typed, depth=d)
+        v = decode_value(t.types[idx], parts[1], typed=typed, depth=d, dialect=dialect)
         return UnionValue(idx, t.types[idx], v) if typed else v
     raise UnsupportedTypeError(f"values of {t} are not supported")

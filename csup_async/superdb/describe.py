@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meta import HEADER_SIZE, VERSIONS, Node, ObjectMeta, SuperDBMeta, root_types
+from .meta import VERSIONS, Node, ObjectMeta, SuperDBMeta, root_types
 
 
 def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,
@@ -28,7 +28,7 @@ def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,
 
 def _object_lines(k: int, o: ObjectMeta, out: list[str]) -> None:
     h = o.header
-    out.append(f"object {k}: at {o.offset:,}, {h.object_size:,} bytes (header {HEADER_SIZE}, "
+    out.append(f"object {k}: at {o.offset:,}, {h.object_size:,} bytes (header {h.size}, "
                f"metadata {h.meta_size:,}, types {h.type_size:,}, data {h.data_size:,}), "
                f"{o.length:,} rows, {len(root_types(o))} super type(s)")
     _vector_lines(o.nodes, h.root, "    ", "", out)

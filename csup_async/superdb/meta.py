@@ -27,16 +27,16 @@ from ..types import (
     Type,
     UnionType,
 )
-from .bsup2 import OptField, decode_value, read_values
+from .bsup2 import V1, V2, Dialect, OptField, decode_value, read_values
 
 MAGIC = b"CSUP"
-HEADER_SIZE = 36
-#: Header versions and the ``super`` release that writes each.  ``super`` itself accepts
-#: only its own; the layout of the sections did not change between them.
-VERSIONS = {16: "super v0.3.0"}
-#: Earlier releases' versions: a 28-byte header without the type section (v0.1.0's
-#: magic was ``VNG``), version-1 BSUP metadata and other vector kinds: not read.
-OLDER = {12: "super v0.1.0", 14: "super v0.2.0"}
+HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
+#: Header versions read here and the ``super`` release that writes each.  ``super``
+#: itself accepts only its own.  Version 14 (v0.2.0) differs from 16 only in its
+#: 28-byte header (no type section: no fusion types) and BSUP version 1 metadata.
+VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0"}
+#: v0.1.0 wrote version 12 with the magic ``VNG\0`` and a vector kind for nulls: not read.
+OLDER = {12: "super v0.1.0"}
 MAX_META = 100 << 20
 MAX_DATA = 2 << 30
 
@@ -50,23 +50,39 @@ class Header:
     root: int
 
     @property
+    def size(self) -> int:
+        return HEADER_SIZE if self.version >= 16 else 28
+
+    @property
+    def dialect(self) -> Dialect:
+        return V2 if self.version >= 16 else V1
+
+    @property
     def object_size(self) -> int:
-        return HEADER_SIZE + self.meta_size + self.type_size + self.data_size
+        return self.size + self.meta_size + self.type_size + self.data_size
 
 
 def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
-    """The header in ``buf`` (36 bytes read at file offset ``at``), or a FormatError."""
-    if len(buf) < HEADER_SIZE:
+    """The header at the start of ``buf`` (read at file offset ``at``), or a FormatError."""
+    if len(buf) < 8:
         raise TruncatedError(f"CSUP object header at byte {at} is cut short")
     if bytes(buf[:4]) != MAGIC:
         raise FormatError(f"no CSUP object header at byte {at} (wrong format, "
                           "or the previous object's sizes are wrong)")
-    version, meta, types, data, root = struct.unpack_from("<IQQQI", buf, 4)
+    (version,) = struct.unpack_from("<I", buf, 4)
     if version not in VERSIONS:
         older = f" (written by {OLDER[version]}, a layout not read here)" if (
             version in OLDER) else ""
+        known = ", ".join(f"{v} ({w})" for v, w in VERSIONS.items())
         raise FormatError(f"CSUP header version {version} at byte {at}{older}: this reader "
-                          f"reads version {', '.join(map(str, VERSIONS))} (super v0.3.0)")
+                          f"reads versions {known}")
+    need = HEADER_SIZE if version >= 16 else 28
+    if len(buf) < need:
+        raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if version >= 16:
+        meta, types, data, root = struct.unpack_from("<QQQI", buf, 8)
+    else:
+        (meta, data, root), types = struct.unpack_from("<QQI", buf, 8), 0
     if meta > MAX_META or types > MAX_META or data > MAX_DATA:
         raise FormatError(f"CSUP object at byte {at} claims sections of {meta}, {types} "
                           f"and {data} bytes (over super's own limits)")
@@ -115,7 +131,7 @@ class ObjectMeta:
     @property
     def data_offset(self) -> int:
         h = self.header
-        return self.offset + HEADER_SIZE + h.meta_size + h.type_size
+        return self.offset + h.size + h.meta_size + h.type_size
 
     @property
     def end(self) -> int:
@@ -158,11 +174,11 @@ def _seg(d: Any, what: str) -> Seg:
     return Seg(off, length if fmt else mem, mem, bool(fmt))
 
 
-def _node(t: Type, body: Any, what: str) -> Node:
+def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
-    d = decode_value(t, body, typed=True)
+    d = decode_value(t, body, typed=True, dialect=dialect)
     if not isinstance(d, dict):
         raise FormatError(f"{what}: metadata value of {t.name} is not a record")
 
@@ -221,8 +237,8 @@ def _node(t: Type, body: Any, what: str) -> Node:
 def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> ObjectMeta:
     """The metadata section of the object at ``offset`` (``buf`` is that section)."""
     what = f"CSUP object at byte {offset}"
-    vals = read_values(buf)
-    nodes = tuple(_node(t, b, what) for t, b in vals)
+    vals = read_values(buf, header.dialect)
+    nodes = tuple(_node(t, b, what, header.dialect) for t, b in vals)
     if header.root >= len(nodes):
         raise FormatError(f"{what}: root ID {header.root} is past its {len(nodes)} vectors")
     for i, n in enumerate(nodes):

@@ -93,10 +93,10 @@ class HeaderLayoutReader(Reader):
             while off < size:
                 if not buf.covers(off, HEADER_SIZE):
                     await read(*hop_read(off, size, largest))
-                if size - off < HEADER_SIZE:
+                if size - off < 8:
                     raise TruncatedError(f"{size - off} bytes after the last object at "
                                          f"{off} are not a CSUP object header")
-                hdr = parse_header(buf.get(off, HEADER_SIZE), off)
+                hdr = parse_header(buf.get(off, min(HEADER_SIZE, size - off)), off)
                 if off + hdr.object_size > size:
                     raise TruncatedError(f"the CSUP object at byte {off} ends at "
                                          f"{off + hdr.object_size}, past the "
@@ -106,7 +106,7 @@ class HeaderLayoutReader(Reader):
 
                     raise LimitError(f"metadata of {hdr.meta_size} bytes exceeds "
                                      f"max_metadata={self.max_metadata}")
-                start = off + HEADER_SIZE
+                start = off + hdr.size
                 if not buf.covers(start, hdr.meta_size):
                     have = start
                     while buf.covers(have, 1) and have < start + hdr.meta_size:
@@ -296,7 +296,7 @@ class HeaderLayoutReader(Reader):
     def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
                 ) -> dict[str, list[Any]]:
         """Each path's values over the rows of ``obj`` (bytes already held)."""
-        dec = Decoder(obj.nodes, self._loader(obj), typed)
+        dec = Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect)
         tops = C.tops_of(obj)
         tags = C.row_tags(dec, obj)
         out: dict[str, list[Any]] = {}
@@ -487,7 +487,7 @@ class HeaderLayoutReader(Reader):
         out: list[Value] = []
         try:
             for o in self.meta.objects:
-                dec = Decoder(o.nodes, self._loader(o), True)
+                dec = Decoder(o.nodes, self._loader(o), True, o.header.dialect)
                 tops = C.tops_of(o)
                 types = [t for t, _ in root_types(o)]
                 tags = C.row_tags(dec, o)

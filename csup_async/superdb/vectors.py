@@ -23,7 +23,7 @@ from ..errors import FormatError, UnsupportedTypeError
 from ..types import EnumType, PrimitiveType, Type, underlying
 from ..values import UnionValue, strip_unions
 from . import intcomp
-from .bsup2 import decode_primitive2, decode_value
+from .bsup2 import V2, Dialect, decode_primitive2, decode_value
 from .meta import Node, Seg, node_len, node_type
 
 Load = Callable[[Seg], bytes]
@@ -49,8 +49,9 @@ def segment_bytes(raw: bytes | memoryview, seg: Seg) -> bytes:
 class Decoder:
     """Decodes the vectors of one object (``nodes``) through ``load``."""
 
-    def __init__(self, nodes: tuple[Node, ...], load: Load, typed: bool = False) -> None:
-        self.nodes, self.load, self.typed = nodes, load, typed
+    def __init__(self, nodes: tuple[Node, ...], load: Load, typed: bool = False,
+                 dialect: Dialect = V2) -> None:
+        self.nodes, self.load, self.typed, self.dialect = nodes, load, typed, dialect
 
     def expect(self, i: int, want: int, what: str) -> None:
         """Refuse a child vector whose length disagrees with its parent's before decoding
@@ -84,7 +85,8 @@ class Decoder:
         elif k == "primitive":
             raw = self.seg(n, "values")
             t = n.type
-            out = [None if b is None else _body(t, b) for b in iter_tagged(raw, 0, len(raw))]
+            out = [None if b is None else _body(t, b, self.dialect)
+                   for b in iter_tagged(raw, 0, len(raw))]
         elif k == "const":
             out = [n.value if self.typed else strip_unions(n.value)] * n.count
         elif k == "dict":
@@ -134,7 +136,7 @@ class Decoder:
         if len(offs) != n.count + 1 or (offs and offs[-1] > len(data)):
             raise FormatError("bytes vector's offsets do not fit its bytes")
         t = n.type
-        return [_body(t, data[a:b]) for a, b in pairwise(offs)]
+        return [_body(t, data[a:b], self.dialect) for a, b in pairwise(offs)]
 
     def _record(self, n: Node, d: int) -> list[Any]:
         cols = []
@@ -212,10 +214,10 @@ def _prim(t: Type | None, v: int) -> Any:
     return v
 
 
-def _body(t: Type | None, b: bytes | memoryview) -> Any:
+def _body(t: Type | None, b: bytes | memoryview, dialect: Dialect) -> Any:
     u = underlying(t) if t is not None else None
     if isinstance(u, PrimitiveType):
-        return decode_primitive2(u, b)
+        return decode_primitive2(u, b, dialect)
     if isinstance(u, EnumType):
-        return decode_value(u, b)
+        return decode_value(u, b, dialect=dialect)
     raise UnsupportedTypeError(f"primitive vector of type {t}")

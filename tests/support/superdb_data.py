@@ -137,6 +137,20 @@ def commands(name: str, ext: str) -> list[list[str]]:
              f"{name}.csup"]]
 
 
+#: Files super v0.2.0 (header version 14, BSUP version 1) writes too, into v0.2.0/.
+OLDER = ("primitives", "nested", "nulls", "optional")
+
+
+def older(binary: str) -> None:
+    out = OUT / "v0.2.0"
+    out.mkdir(exist_ok=True)
+    for name in OLDER:
+        ext = INPUTS[name][0]
+        for cmd in commands(name, ext):
+            args = [a.replace(f"{name}.input.{ext}", f"../{name}.input.{ext}") for a in cmd[1:]]
+            subprocess.run([binary, *args], cwd=out, check=True)
+
+
 def main() -> int:
     found = realtools.find(realtools.SUPER_0_3, "super")
     if found is None:
@@ -157,6 +171,11 @@ def main() -> int:
             out.with_name(out.name + ".gz").write_bytes(gzip.compress(out.read_bytes(), mtime=0))
             for p in (src, out, OUT / f"{name}.bsup"):
                 p.unlink()
+    v2 = realtools.find(realtools.SUPER_0_2, "super")
+    if v2 is not None:
+        older(str(v2))
+    else:
+        print("super v0.2.0 not found: v0.2.0/ left as it is", file=sys.stderr)
     return 0
 
 

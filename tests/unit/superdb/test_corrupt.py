@@ -39,9 +39,12 @@ def test_truncated_file_names_the_file(tmp_path):
 
 def test_unknown_header_version(tmp_path):
     data = bytearray(FILES["nulls"])
-    struct.pack_into("<I", data, 4, 14)  # super v0.2.0's version number
-    with pytest.raises(FormatError, match=r"v14\.csup.*version 14.*super v0\.2\.0"):
-        _read(tmp_path, bytes(data), "v14.csup")
+    struct.pack_into("<I", data, 4, 12)  # super v0.1.0's version number
+    with pytest.raises(FormatError, match=r"v12\.csup.*version 12.*super v0\.1\.0"):
+        _read(tmp_path, bytes(data), "v12.csup")
+    struct.pack_into("<I", data, 4, 15)
+    with pytest.raises(FormatError, match=r"version 15 .*reads versions 14 .*, 16 "):
+        _read(tmp_path, bytes(data), "v15.csup")
 
 
 def test_metadata_that_is_not_bsup(tmp_path):
