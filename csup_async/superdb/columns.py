@@ -160,5 +160,9 @@ def node_len_of(obj: ObjectMeta, top: int) -> int:
     return node_len(obj.nodes, top)
 
 
+def node_len_of_nodes(nodes: tuple[Node, ...], i: int) -> int:
+    return node_len(nodes, i)
+
+
 def top_types(obj: ObjectMeta) -> list[Type]:
     return [node_type(obj.nodes, k) for k in tops_of(obj)]

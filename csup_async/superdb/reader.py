@@ -316,27 +316,63 @@ class HeaderLayoutReader(Reader):
             out[p] = unify(ts) if ts else NULL
         return out
 
-    def _result(self, cols: dict[str, list[Any]], types: dict[str, Type], n: int,
-                stats: ScanStats, plan: Any) -> ScanResult:
-        try:
-            arrays = {p: A.from_pylist(types[p], v) for p, v in cols.items()}
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-        return ScanResult(arrays, n, stats, plan)
+    def _arrays(self, obj: ObjectMeta, paths: list[str], types: dict[str, Type]
+                ) -> dict[str, A.Array]:
+        """Each path's column over the rows of ``obj``: primitive columns built with numpy
+        (:mod:`.fastcols`), the others from their decoded values."""
+        from . import fastcols
 
-    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats,
-                    typed: bool = False) -> tuple[dict[str, list[Any]], HeaderLayoutPlan]:
+        dec = Decoder(obj.nodes, self._loader(obj), False, obj.header.dialect)
+        tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
+        out: dict[str, A.Array] = {}
+        slow = []
+        for p, comps in zip(paths, self._comps(paths), strict=True):
+            got = fastcols.column(dec, obj, comps, types[p], tags)
+            if got is None:
+                slow.append(p)
+            else:
+                out[p] = got
+        if slow:
+            for p, v in self._decode(obj, slow).items():
+                out[p] = A.from_pylist(types[p], v)
+        return out
+
+    def _result(self, cols: dict[str, A.Array], n: int, stats: ScanStats, plan: Any
+                ) -> ScanResult:
+        return ScanResult(cols, n, stats, plan)
+
+    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats
+                    ) -> tuple[dict[str, A.Array], HeaderLayoutPlan]:
+        """The columns of ``paths`` over the rows of ``objects``, fetched in one wave."""
         plan = self._hl_plan(paths, objects)
+        types = self._types(paths)
         try:
             await self._run(self._fetch(plan, stats))
+            parts: dict[str, list[A.Array]] = {p: [] for p in paths}
+            for o in objects:
+                got = await asyncio.to_thread(self._arrays, o, paths, types)
+                for p in paths:
+                    parts[p].append(got[p])
+            cols = {p: (v[0] if len(v) == 1 else A.concat(v, type=types[p])) if v
+                    else A.from_pylist(types[p], []) for p, v in parts.items()}
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return cols, plan
+
+    async def _values(self, paths: list[str], objects: Sequence[ObjectMeta]
+                      ) -> dict[str, list[Any]]:
+        """The decoded Python values of ``paths`` (read_rows: exact, absent fields left out)."""
+        plan = self._hl_plan(paths, objects)
+        try:
+            await self._run(self._fetch(plan, ScanStats()))
             cols: dict[str, list[Any]] = {p: [] for p in paths}
             for o in objects:
-                got = await asyncio.to_thread(self._decode, o, paths, typed)
+                got = await asyncio.to_thread(self._decode, o, paths)
                 for p in paths:
                     cols[p].extend(got[p])
         except CsupError as e:
             raise e.with_path(self.path) from None
-        return cols, plan
+        return cols
 
     async def _run(self, aw: Any) -> Any:
         if self.timeout is None:
@@ -362,9 +398,9 @@ class HeaderLayoutReader(Reader):
         stats = ScanStats()
         if expr is None:
             cols, plan = await self._read(paths, objs, stats)
-            cut = {p: v[lo - first:hi - first] for p, v in cols.items()}
+            cut = {p: v.slice(lo - first, hi - first) for p, v in cols.items()}
             stats.wall = time.perf_counter() - t0
-            return self._result(cut, self._types(paths), hi - lo, stats, plan)
+            return self._result(cut, hi - lo, stats, plan)
         # a filter: the objects the metadata cannot rule out, rows evaluated exactly
         read = self._filter_paths(expr, paths)
         types = self._types(read)
@@ -374,8 +410,8 @@ class HeaderLayoutReader(Reader):
         for o in self._kept(expr, objs):
             cols, _ = await self._read(read, [o], stats)
             a, b = max(lo - starts[o.offset], 0), min(hi - starts[o.offset], o.length)
-            res = self._result({p: v[a:b] for p, v in cols.items()}, types, max(b - a, 0),
-                               stats, plan)
+            b = max(a, b)
+            res = self._result({p: v.slice(a, b) for p, v in cols.items()}, b - a, stats, plan)
             parts.append(self._apply(expr, res, paths))
             self._drop(o)
             if limit is not None and sum(r.num_rows for r in parts) >= limit:
@@ -452,14 +488,13 @@ class HeaderLayoutReader(Reader):
         self._check_paths(paths)
         expr = self._filter(filter)
         read = self._filter_paths(expr, paths)
-        types = self._types(read)
         for o in self._kept(expr):
             stats = ScanStats()
             cols, plan = await self._read(read, [o], stats)
             n = o.length
             for lo in range(0, n, batch_rows):
                 hi = min(n, lo + batch_rows)
-                res = self._result({p: v[lo:hi] for p, v in cols.items()}, types, hi - lo,
+                res = self._result({p: v.slice(lo, hi) for p, v in cols.items()}, hi - lo,
                                    stats if lo == 0 else ScanStats(), plan)
                 if expr is not None:
                     res = self._apply(expr, res, paths)
@@ -477,8 +512,7 @@ class HeaderLayoutReader(Reader):
 
     async def read_rows(self) -> list[Any]:
         """Every value in order, exactly as decoded (absent optional fields left out)."""
-        cols, _ = await self._read([""], self.meta.objects, ScanStats())
-        return cols[""]
+        return (await self._values([""], self.meta.objects))[""]
 
     async def read_values(self) -> list[Value]:
         """Every value with its super type (unions inside as UnionValue)."""
