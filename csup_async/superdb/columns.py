@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import FormatError
 from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ..types import NULL, ErrorType, NamedType, RecordType, Type
@@ -126,29 +128,28 @@ def tops_of(obj: ObjectMeta) -> tuple[int, ...]:
     return root.kids if root.kind == "dynamic" else (obj.header.root,)
 
 
-def row_tags(dec: Decoder, obj: ObjectMeta) -> list[int]:
-    """Which top-level vector each row of ``obj`` is in."""
+def row_tags(dec: Decoder, obj: ObjectMeta) -> np.ndarray:
+    """Which top-level vector each row of ``obj`` is in (int64), checked against the
+    top-level vectors' lengths."""
     root = obj.root
-    if root.kind != "dynamic":
-        return [0] * obj.length
-    tags = intcomp.uint32s(dec.seg(root, "tags")).tolist() if root.count else []
-    if len(tags) != root.count:
+    if root.kind != "dynamic" or len(root.kids) == 1:  # one top-level vector: no tags read
+        return np.zeros(obj.length, dtype=np.int64)
+    tags = intcomp.uint32s(dec.seg(root, "tags")) if root.count else np.zeros(0, np.int64)
+    if tags.size != root.count:
         raise FormatError(f"the object at byte {obj.offset} has {root.count} rows but "
-                          f"{len(tags)} row tags")
-    counts = [0] * len(root.kids)
-    for t in tags:
-        if t >= len(counts):
-            raise FormatError(f"row tag {t} has no vector")
-        counts[t] += 1
+                          f"{tags.size} row tags")
+    if tags.size and int(tags.max()) >= len(root.kids):
+        raise FormatError(f"row tag {int(tags.max())} has no vector")
+    counts = np.bincount(tags, minlength=len(root.kids)).tolist()
     for k, want in zip(root.kids, counts, strict=True):
         dec.expect(k, want, "top-level")
     return tags
 
 
-def interleave(tags: list[int], parts: list[list[Any]]) -> list[Any]:
+def interleave(tags: np.ndarray, parts: list[list[Any]]) -> list[Any]:
     pos = [0] * len(parts)
     out = []
-    for t in tags:
+    for t in tags.tolist():
         if t >= len(parts) or pos[t] >= len(parts[t]):
             raise FormatError(f"row tag {t} has no value")
         out.append(parts[t][pos[t]])

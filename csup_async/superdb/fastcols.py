@@ -52,7 +52,9 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
     if n.count != count and not (n.kind == "bytes" and count == 0):
         raise FormatError(f"{n.kind} vector holds {n.count} values where {count} belong")
     if n.kind == "const":
-        if n.value is None or (name in _STRINGS and not isinstance(n.value, str | bytes)):
+        if n.value is None:
+            return ()  # null in every row
+        if name in _STRINGS and not isinstance(n.value, str | bytes):
             return None
         if name in _STRINGS:
             b = n.value.encode() if isinstance(n.value, str) else bytes(n.value)
@@ -86,7 +88,7 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
 
 
 def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
-           tags: list[int] | None) -> A.Array | None:
+           tags: np.ndarray | None) -> A.Array | None:
     """The column at ``comps`` over ``obj``'s rows, or None (take the general path)."""
     p = underlying(t)
     if not isinstance(p, PrimitiveType) or p.name not in (*_NUMERIC, *_STRINGS):
@@ -105,13 +107,13 @@ def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
         got = _leaf(dec, target.node, name, count)
         if got is None:
             return None
-        parts.append(got)
+        parts.append(got or None)  # () from a const null: null rows, as a missing path
     n = obj.length
     if len(tops) == 1 and parts[0] is not None:
         got = parts[0]
         return (A.BinaryArray(t, got[0], got[1]) if name in _STRINGS
                 else A.PrimitiveArray(t, got[0]))
-    which = np.asarray(tags if tags is not None else [0] * n, dtype=np.int64)
+    which = tags if tags is not None else np.zeros(n, dtype=np.int64)
     valid = np.zeros(n, dtype=bool)
     if name not in _STRINGS:
         out = np.zeros(n, dtype=_NUMERIC[name])

@@ -21,37 +21,42 @@ BLOCK32 = 128
 BLOCK64 = 256
 
 
-def _unpack(words: np.ndarray, bits: int, width: int, count: int) -> np.ndarray:
-    """``count`` values of ``bits`` bits packed LSB first into ``words`` of ``width`` bits."""
-    if bits == 0:
-        return np.zeros(count, dtype=np.uint64)
-    stream = np.unpackbits(words.astype(f"<u{width // 8}").view(np.uint8), bitorder="little")
-    need = count * bits
-    if stream.size < need:
+def _groups(words: np.ndarray, metas: list[tuple[int, int, int, int]], width: int,
+            count: int) -> np.ndarray:
+    """The deltas of bit-packed groups, in order: ``metas`` holds (word offset, packed
+    bits, zig-zag, trailing-zero shift) per group of ``count`` values.  Groups of one
+    bit width are unpacked together (one numpy pass per width, not per group)."""
+    g = len(metas)
+    at = np.fromiter((m[0] for m in metas), dtype=np.int64, count=g)
+    bits = np.fromiter((m[1] for m in metas), dtype=np.int64, count=g)
+    out = np.zeros((g, count), dtype=np.uint64)
+    if ((at + bits) > words.size).any():
         raise FormatError("a bit-packed integer group runs past its segment")
-    grid = stream[:need].reshape(count, bits).astype(np.uint64)
-    weights = np.left_shift(np.uint64(1), np.arange(bits, dtype=np.uint64))
-    return (grid * weights).sum(axis=1, dtype=np.uint64)
-
-
-def _zigzag(v: np.ndarray) -> np.ndarray:
-    return (v >> np.uint64(1)) ^ (np.uint64(0) - (v & np.uint64(1)))
-
-
-def _group(words: np.ndarray, pos: int, nwords: int, width: int, count: int, sign: int,
-           ntz: int, init: np.uint64) -> tuple[np.ndarray, int]:
-    if pos + nwords > words.size:
-        raise FormatError("a bit-packed integer group runs past its segment")
-    deltas = _unpack(words[pos:pos + nwords], nwords, width, count) if nwords else np.zeros(
-        count, dtype=np.uint64)
-    if sign:
-        deltas = _zigzag(deltas)
-    if ntz:
-        deltas = deltas << np.uint64(ntz)
-    out = np.cumsum(deltas, dtype=np.uint64) + init
-    if width == 32:
-        out &= np.uint64(0xFFFFFFFF)
-    return out, pos + nwords
+    for b in np.unique(bits).tolist():
+        if b == 0:
+            continue
+        rows = np.flatnonzero(bits == b)
+        raw = words[at[rows, None] + np.arange(b, dtype=np.int64)]  # (groups, b) words
+        # value j holds bits [j*b, j*b + b) of the group's words, least significant first
+        pos = np.arange(count, dtype=np.int64) * b
+        w, sh = pos // width, (pos % width).astype(np.uint64)
+        vals = raw[:, w] >> sh
+        spill = (pos % width) + b > width  # runs into the next word
+        if spill.any():
+            nxt = np.minimum(w + 1, b - 1)
+            up = np.where(spill, np.uint64(width) - sh, np.uint64(0))
+            vals |= (raw[:, nxt] << up) * spill.astype(np.uint64)
+        if b < 64:
+            vals &= np.uint64((1 << b) - 1)
+        out[rows] = vals
+    sign = np.fromiter((m[2] for m in metas), dtype=bool, count=g)
+    if sign.any():
+        z = out[sign]
+        out[sign] = (z >> np.uint64(1)) ^ (np.uint64(0) - (z & np.uint64(1)))
+    ntz = np.fromiter((m[3] for m in metas), dtype=np.uint64, count=g)
+    if ntz.any():
+        out <<= ntz[:, None]
+    return out.reshape(-1)
 
 
 def _varbyte(words: np.ndarray, width: int, count: int) -> np.ndarray:
@@ -104,6 +109,7 @@ def _decode(words: np.ndarray, width: int, signed: bool) -> np.ndarray:
             if p > body.size:
                 raise FormatError("integer block header runs past its segment")
             init = np.uint64(int(body[p - 1]))
+            metas = []
             for _ in range(count // block):
                 if p >= body.size:
                     raise FormatError("bit-packed integer block runs past its segment")
@@ -116,9 +122,14 @@ def _decode(words: np.ndarray, width: int, signed: bool) -> np.ndarray:
                     ntz = (h >> (56 - 8 * k)) & 0xFF if width == 64 and signed else 0
                     if bits > width or ntz > bits:
                         raise FormatError(f"bit-packed group of {bits} bits in {width}-bit words")
-                    vals, p = _group(body, p, bits - ntz, width, group, sign, ntz, init)
-                    parts.append(vals)
-                    init = vals[-1]
+                    metas.append((p, bits - ntz, sign, ntz))
+                    p += bits - ntz
+            if p > body.size:
+                raise FormatError("a bit-packed integer group runs past its segment")
+            vals = np.cumsum(_groups(body, metas, width, group), dtype=np.uint64) + init
+            if width == 32:
+                vals &= np.uint64(0xFFFFFFFF)
+            parts.append(vals)
         pos += length
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 

@@ -26,12 +26,12 @@ from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_la
 from .. import arrays as A
 from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
 from ..meta import PrimitiveColumn, Segment
-from ..rangebuf import RangeBuffer
 from ..read.result import ScanResult, ScanStats
 from ..reader import Reader
 from ..types import NULL, RecordType, Type
 from ..values import Value, unify
 from . import columns as C
+from .held import HeldBytes
 from .meta import (
     HEADER_SIZE,
     ObjectMeta,
@@ -67,7 +67,7 @@ class HeaderLayoutReader(Reader):
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
                                   ) -> None:
         size, version = tail.info.size, tail.info.version
-        buf = RangeBuffer()
+        buf = HeldBytes()
         buf.add(tail.offset, tail.data)
         self._held: list[tuple[int, bytes]] = [(tail.offset, tail.data)]
         head_read = head is not None
@@ -108,10 +108,8 @@ class HeaderLayoutReader(Reader):
                                      f"max_metadata={self.max_metadata}")
                 start = off + hdr.size
                 if not buf.covers(start, hdr.meta_size):
-                    have = start
-                    while buf.covers(have, 1) and have < start + hdr.meta_size:
-                        have += 1  # the part of the metadata the last read holds
-                    await read(have, start + hdr.meta_size - have)
+                    have = min(buf.held_until(start), start + hdr.meta_size)
+                    await read(have, start + hdr.meta_size - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
                 objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
@@ -505,7 +503,7 @@ class HeaderLayoutReader(Reader):
 
     def _drop(self, obj: ObjectMeta) -> None:
         """Forget the data bytes of ``obj`` (keeping what the open read)."""
-        buf = RangeBuffer()
+        buf = HeldBytes()
         for off, data in self._held:
             buf.add(off, data)
         self._buf = buf
