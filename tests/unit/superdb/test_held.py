@@ -3,6 +3,8 @@ reads, then a scan's requests) serve every range they cover together."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,7 +35,7 @@ def test_any_covered_range_is_served(pieces, start, length):
             held.get(start, length)
     # merged: the pieces are disjoint and do not touch
     spans = held.ranges()
-    assert all(a + n < b for (a, n), (b, _) in zip(spans, spans[1:]))
+    assert all(a + n < b for (a, n), (b, _) in pairwise(spans))
 
 
 def test_a_range_across_overlapping_reads():
