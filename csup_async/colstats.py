@@ -2,7 +2,7 @@
 
 ``reader.schema.column_stats`` and ``csup-async inspect`` show, for every
 primitive column (a leaf of the column tree), what the writer recorded about
-its segments (CSUP-DECISIONS, "Segment statistics and checksums"), summed
+its segments (docs/format.md, "Segment statistics and checksums"), summed
 over segments and super types.  A path is keyed by its canonical spelling
 (``user.id``); elements of arrays and sets are ``path[]``, map keys and values
 ``path{keys}``/``path{values}``, union members ``path|i``.

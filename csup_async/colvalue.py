@@ -514,8 +514,8 @@ def parse_column(stype: Type, vtype: Type, body: Any, depth: int = 0) -> AnyColu
     if isinstance(st, MapType):
         parts = _record_parts(vtype, body, _What("map column for {}", st))
         if "lengths" not in parts:
-            raise FormatError("map column has no lengths (the seed's map layout cannot be "
-                              "decoded; see CSUP-DECISIONS)")
+            raise FormatError("map column has no lengths (the specification's map layout "
+                              "cannot be decoded; see docs/format.md, Column kinds)")
         if "key" not in parts or "value" not in parts:
             raise FormatError("map column lacks key or value")
         return MapColumn(parse_column(st.key, *parts["key"], d),

@@ -19,7 +19,7 @@ COMPRESSION_LZ4 = 1
 
 @dataclass(frozen=True, slots=True)
 class SegmentStats:
-    """A segment's statistics (CSUP-DECISIONS, "Segment statistics and checksums").
+    """A segment's statistics (docs/format.md, "Segment statistics and checksums").
 
     ``count`` values (in-band nulls included), ``nulls`` of them null; ``min``/``max``
     bound the non-null, non-NaN values in the column's own Python form (None when

@@ -3,7 +3,7 @@
 Inferring a type and encoding a BSUP body per row costs ~100 µs for a small
 nested dict; most rows of a real input share a handful of shapes.  This module
 types a whole chunk of rows at once, with the same rules as
-:func:`csup_async.values.infer_type` (see the README, "Python values"):
+:func:`csup_async.values.infer_type` (see docs/api.md, "Python values"):
 
 - values are sorted by their exact Python class (``bool``, ``int``, ``float``,
   ``str``, ``bytes``, ``dict``, ``list``/``tuple``, ``None``, numpy

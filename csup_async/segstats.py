@@ -1,6 +1,6 @@
 """Segment statistics and checksums, as the writer records them in the segmap.
 
-CSUP-DECISIONS, "Segment statistics and checksums": every segmap element of a
+docs/format.md, "Segment statistics and checksums": every segmap element of a
 primitive, presence, lengths or tags column may carry ``count``, ``nulls``,
 ``min``, ``max``, ``nan`` and ``crc32``.  Readers that do not know a field
 ignore it, so a file with them stays valid CSUP.  They are computed here from

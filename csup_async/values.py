@@ -99,7 +99,7 @@ _MAX_INFER_DEPTH = 200
 
 
 def infer_type(v: Any, _depth: int = 0) -> Type:
-    """The super type a plain Python value is written as (documented in the README).
+    """The super type a plain Python value is written as (documented in docs/api.md).
 
     bool → bool, int → int64 (uint64 above int64's range), float → float64,
     str → string, bytes → bytes, None → null, datetime/np.datetime64 → time,

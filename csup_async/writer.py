@@ -72,10 +72,10 @@ from .values import Value, infer_type
 __all__ = ["Writer", "Stream", "Runs", "DEFAULT_SEGMENT_THRESH", "DEFAULT_SKEW_THRESH",
            "SKEW_CHECK_ROWS"]
 
-#: 1 MiB, not CSUP-DECISIONS' 4 MiB: on the 1M x 25 wide table a 1 %-selective key range
-#: needs 2.2x fewer bytes, a full scan costs the same CPU and coalesces into as many
-#: requests, and the metadata (14 KB) still arrives with the first tail read
-#: (bench/bench_segments.py).
+#: 1 MiB, not the first design's 4 MiB (docs/format.md): on the 1M x 25 wide table a
+#: 1 %-selective key range needs 2.2x fewer bytes, a full scan costs the same CPU and
+#: coalesces into as many requests, and the metadata (14 KB) still arrives with the first
+#: tail read (bench/bench_segments.py).
 DEFAULT_SEGMENT_THRESH = 1 << 20
 DEFAULT_SKEW_THRESH = 64 << 20
 #: The skew threshold is checked after every this many rows, by every input path.
@@ -777,7 +777,7 @@ class Writer:
 
     def _segmap_value(self, segmap: tuple[Segment, ...]) -> tuple[Type, Any]:
         """A segmap's (type, value), with each segment's statistics when it has them
-        (CSUP-DECISIONS, "Segment statistics and checksums")."""
+        (docs/format.md, "Segment statistics and checksums")."""
         plain = segmap_value(segmap)
         stats = [self._stats.get(seg) for seg in segmap]
         if not segmap or any(s is None for s in stats):

@@ -2,7 +2,7 @@
 
 A dataset has every file's metadata from the tail read it made at open, and the
 segmaps in it carry each segment's ``count``/``nulls``/``min``/``max``/``nan``
-(CSUP-DECISIONS, "Segment statistics and checksums").  Folding them per filter
+(docs/format.md, "Segment statistics and checksums").  Folding them per filter
 path gives the file's own zone statistics (:class:`planner.filters.ColumnStats`):
 the non-null values are the segments' counts less their nulls, the bounds the
 least minimum and the greatest maximum, ``nan`` whether any segment saw one.

@@ -37,7 +37,7 @@ from .tags import (
 
 #: Largest decompressed segment accepted by default (256 MiB).  A segment's
 #: ``mem_length`` is read from the file, so without a cap a few bytes of LZ4
-#: could ask for gigabytes; a writer's default segment is 4 MiB.
+#: could ask for gigabytes; a writer's default segment is 1 MiB.
 DEFAULT_MAX_MEM_LENGTH = 256 << 20
 
 

@@ -1,6 +1,6 @@
 """The checks a segment's statistics allow on every read: its CRC-32 and its value count.
 
-CSUP-DECISIONS ("Segment statistics and checksums"): ``crc32`` is the CRC-32
+docs/format.md ("Segment statistics and checksums"): ``crc32`` is the CRC-32
 (zlib's polynomial) of a segment's stored bytes as they lie in the file, so it
 is checked *before* the bytes reach the decompressor (a flipped bit never
 becomes an LZ4 overrun or a plausible wrong value); ``count`` is the number of

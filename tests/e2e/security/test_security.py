@@ -385,7 +385,7 @@ async def test_reader_caps_are_options(tmp_path: Path) -> None:
             await r.scan()
     async with csup_async.open(str(p)) as r:
         assert len(await r.scan()) == 200
-    # the caps a file meets, documented in the README's Reliability section
+    # the caps a file meets, documented in docs/reliability.md
     assert options.DEFAULT_MAX_ROWS == 1 << 28 and options.DEFAULT_MAX_VALUES == 1 << 30
     assert (bsup.MAX_FRAME, bsup.MAX_DEPTH, bsup.MAX_TYPES, bsup.MAX_TYPE_SIZE) == (
         1 << 30, 100, 1 << 18, 1 << 16)

@@ -1,6 +1,6 @@
 """Segment checks on every read: crc32 before decompression, count after decoding.
 
-CSUP-DECISIONS ("Segment statistics and checksums"): a segment's ``crc32`` is the
+docs/format.md ("Segment statistics and checksums"): a segment's ``crc32`` is the
 CRC-32 of its stored bytes and ``count`` the values it decodes to; a reader
 checks both.  Each test corrupts one segment of a file our writer made (or
 patches a statistic in the reassembly section, re-encoded with the BSUP codec)
@@ -314,7 +314,7 @@ def test_inspect_and_schema_show_column_statistics(tmp_path: Path) -> None:
 
 
 def test_count_rows_reads_a_super_column_without_a_crc(tmp_path: Path) -> None:
-    """Our writer gives the super column no statistics (CSUP-DECISIONS lists primitive,
+    """Our writer gives the super column no statistics (docs/format.md lists primitive,
     presence, lengths and tags columns), so count_rows has nothing to check there; a
     corrupt presence segment is no concern of count_rows, which reads only IDs."""
     data = small_segments_csup(sample_rows(two_types=True))

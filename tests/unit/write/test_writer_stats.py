@@ -1,4 +1,4 @@
-"""Segment statistics and checksums (CSUP-DECISIONS, "Segment statistics and checksums").
+"""Segment statistics and checksums (docs/format.md, "Segment statistics and checksums").
 
 The writer adds ``count``, ``nulls``, ``min``, ``max``, ``nan`` and ``crc32`` to
 every segmap element of primitive, presence, lengths and tags columns.  Checked
