@@ -10,7 +10,7 @@ process (local files, warm page cache):
 * ``scan(all)``, ``scan(id)``, ``read_rows()`` of both files;
 * ``super -f bsup -o /dev/null FILE`` and ``super -c "count()" FILE`` (whole process).
 
-    CSUP_ASYNC_REAL_TOOLS=/work/tools python bench/bench_superdb.py --rows 1000000
+    CSUP_ASYNC_REAL_TOOLS=DIR python bench/bench_superdb.py --rows 1000000
 """
 
 from __future__ import annotations

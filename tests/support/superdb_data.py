@@ -1,6 +1,7 @@
 """Regenerate tests/data/real/super/ with the real ``super`` binary (never builds it).
 
-Usage: ``CSUP_ASYNC_REAL_TOOLS=/work/tools python3 -m tests.support.superdb_data``.
+Usage: ``CSUP_ASYNC_REAL_TOOLS=DIR python3 -m tests.support.superdb_data``, with the
+binaries in ``DIR/super-v0.3.0/`` and ``DIR/super-v0.2.0/``.
 The inputs are written here as SUP (or JSON) text, deterministic, so a
 regeneration with the same ``super`` gives the same files; ``super`` then writes
 each as CSUP and prints its own JSON and BSUP of that CSUP file: the expected
