@@ -16,6 +16,7 @@ from .errors import (
     EncodeError,
     FormatError,
     LimitError,
+    NotAwaitedError,
     NotFoundError,
     ObjectChangedError,
     RowSelectionError,
@@ -44,6 +45,11 @@ _LAZY = {
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
+    "read": "csup_async.read",  # the read package, callable: csup_async.sync.read
+    "open_sync": "csup_async.sync",
+    "open_dataset_sync": "csup_async.sync",
+    "scan_polars": "csup_async.polars_source",
+    "to_duckdb": "csup_async.duckdb_source",
     "col": "planner.filters",
     "parse_filter": "planner.filters",
     "FilterError": "planner.filters",
@@ -52,7 +58,7 @@ _LAZY = {
 __all__ = [
     "AccessDeniedError", "ColumnNotFoundError", "CsupError", "EncodeError", "FormatError",
     "LimitError", "NotFoundError", "ObjectChangedError", "RowSelectionError", "StoreError",
-    "StoreTimeoutError",
+    "StoreTimeoutError", "NotAwaitedError",
     "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 

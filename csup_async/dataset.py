@@ -23,7 +23,7 @@ from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
-from .errors import ColumnNotFoundError, RowSelectionError
+from .errors import ColumnNotFoundError, RowSelectionError, not_awaited
 from .opening import open as open_reader
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
@@ -375,6 +375,18 @@ class _DatasetOpener:
     async def __aexit__(self, *exc: object) -> None:
         if self.dataset is not None:
             await self.dataset.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """A dataset's attribute asked of the opener: ``await`` was forgotten."""
+        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
+            raise AttributeError(name)
+        raise not_awaited("open_dataset", name, "open_dataset_sync")
+
+    def __enter__(self) -> Any:
+        raise not_awaited("open_dataset", "__enter__ (a plain `with`)", "open_dataset_sync")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def open_dataset(source: str | Sequence[str], *, store: Store | None = None,

@@ -76,3 +76,17 @@ class ObjectChangedError(StoreError):
 
 class StoreTimeoutError(StoreError):
     """A request did not complete in time, after the allowed retries."""
+
+
+class NotAwaitedError(CsupError, TypeError):
+    """An async opener used as if it were what it opens: ``open(url)`` without ``await``
+    or ``async with`` (the synchronous face is ``open_sync``/``read``)."""
+
+
+def not_awaited(opener: str, name: str, sync: str) -> NotAwaitedError:
+    """What using ``name`` on an un-awaited ``opener(...)`` says."""
+    return NotAwaitedError(
+        f"csup_async.{opener}() returns an awaitable, not the opened object: use "
+        f"`async with csup_async.{opener}(...) as x` or `x = await csup_async.{opener}(...)` "
+        f"before .{name}; without an event loop, use csup_async.{sync}(...) (or "
+        f"csup_async.read(...))")

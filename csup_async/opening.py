@@ -22,6 +22,7 @@ import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
+from .errors import not_awaited
 from .read.options import split_options
 from .stores import Store, shared_store
 from .superdb.detect import HeaderLayout
@@ -149,6 +150,18 @@ class _Opener:
     async def __aexit__(self, *exc: object) -> None:
         if self.reader is not None:
             await self.reader.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """A reader's attribute asked of the opener: ``await`` was forgotten."""
+        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
+            raise AttributeError(name)
+        raise not_awaited("open", name, "open_sync")
+
+    def __enter__(self) -> Any:
+        raise not_awaited("open", "__enter__ (a plain `with`)", "open_sync")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:

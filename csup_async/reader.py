@@ -464,6 +464,17 @@ class Schema:
     def __repr__(self) -> str:
         return f"<Schema {len(self.super_types)} super types>"
 
+    def arrow(self, columns: Sequence[str] | str | None = None) -> Any:
+        """The Arrow schema ``scan(columns)`` gives (an ``ArrowSchema``: pass it to
+        ``pa.schema``, ``nanoarrow.c_schema``...), from metadata: no data is read."""
+        from .arrowschema import arrow_schema
+
+        return arrow_schema(self.meta, columns)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow schema of a scan of every top-level column (from metadata)."""
+        return self.arrow().__arrow_c_schema__()
+
     @property
     def has_statistics(self) -> bool:
         """Whether the writer recorded segment statistics (``column_stats`` is all None

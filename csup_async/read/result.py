@@ -63,5 +63,35 @@ class ScanResult:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
         return pa.table({p: a.to_arrow() for p, a in self.columns.items()})
 
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise A.MissingDependencyError(
+                "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
+            ) from None
+        return self.to_arrow().to_pandas()
+
+    def to_polars(self) -> Any:
+        """A polars DataFrame over the Arrow capsule (no pyarrow needed)."""
+        try:
+            import polars as pl
+        except ImportError:
+            raise A.MissingDependencyError(
+                "to_polars() needs polars: pip install 'csup-async[polars]'") from None
+        return pl.DataFrame(self)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The columns as one Arrow record batch, from this result's own buffers
+        (``pl.DataFrame(result)``, ``pa.table(result)``, DuckDB's replacement scans):
+        the schema and values of :meth:`to_arrow`."""
+        from ..arrays.capsule import check_requested, export_batch, stream_of
+
+        check_requested(requested_schema)
+        schema, batch = export_batch(self.columns, self.num_rows)
+        return stream_of(schema, [batch])
+
     def __len__(self) -> int:
         return self.num_rows

@@ -1,0 +1,251 @@
+"""The synchronous face: ``read``, ``open_sync`` and ``open_dataset_sync``.
+
+One design, twins of the async objects: a :class:`SyncReader` (and
+:class:`SyncDataset`) holds the async reader and runs each of its methods on the
+process-wide I/O loop (:mod:`.loop`), with the same names, arguments and
+results minus ``await``.  Twins rather than a ``sync=True`` flag on the async
+objects, so that a type says whether its methods block, and an async object is
+never driven from two loops.  ``iter_batches`` gives a :class:`BatchStream`: a
+plain iterator of results that is also an Arrow stream (``__arrow_c_stream__``),
+read lazily, one batch at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+from ..arrowschema import ArrowSchema
+from ..errors import CsupError
+from .loop import AsyncIteration, run
+
+__all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_dataset_sync",
+           "open_sync", "read"]
+
+Columns = Sequence[str] | str | None
+
+
+class BatchStream(Iterator[Any]):
+    """Results of ``batch_rows`` rows, one at a time; also an Arrow C stream.
+
+    ``pa.RecordBatchReader.from_stream(s)``, ``pl.DataFrame(s)`` or DuckDB read it
+    batch by batch, each from its result's own buffers.  A stream is read once
+    (by iterating or by one consumer); ``close()`` or ``with`` stop it early.
+    """
+
+    def __init__(self, make: Callable[[], AsyncIterator[Any]],
+                 schema: Callable[[], ArrowSchema]) -> None:
+        self._it: AsyncIteration[Any] = AsyncIteration(make)
+        self._schema = schema
+        self._started = False
+
+    @property
+    def schema(self) -> ArrowSchema:
+        """The Arrow schema every batch has (from metadata: no data is read)."""
+        return self._schema()
+
+    def __iter__(self) -> BatchStream:
+        return self
+
+    def __next__(self) -> Any:
+        self._started = True
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it.close()
+
+    def __enter__(self) -> BatchStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        from ..arrays.capsule import check_requested, export_batch, stream_of
+
+        check_requested(requested_schema)
+        if self._started:
+            raise CsupError("this batch stream has been read already: call iter_batches "
+                            "again for another")
+        self._started = True
+        schema = self.schema.c_schema
+
+        def batches() -> Iterator[Any]:
+            with self._it:
+                for res in self._it:
+                    yield export_batch(res.columns, res.num_rows)[1]
+
+        return stream_of(schema, batches())
+
+
+class SyncReader:
+    """A CSUP object opened for synchronous use: ``with open_sync(url) as r: r.scan()``.
+
+    The methods of :class:`csup_async.Reader`, blocking; ``r.reader`` is the async
+    reader (to be used only on the I/O loop).
+    """
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    @property
+    def schema(self) -> Any:
+        return self.reader.schema
+
+    @property
+    def num_rows(self) -> int | None:
+        n: int | None = self.reader.num_rows
+        return n
+
+    @property
+    def path(self) -> str:
+        p: str = self.reader.path
+        return p
+
+    def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
+        """The Arrow schema of ``scan(columns)`` (``__arrow_c_schema__``), from metadata."""
+        schema: ArrowSchema = self.reader.schema.arrow(columns)
+        return schema
+
+    def scan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
+             limit: int | None = None) -> Any:
+        return run(self.reader.scan(columns, filter=filter, rows=rows, limit=limit))
+
+    def plan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
+             limit: int | None = None) -> Any:
+        return run(self.reader.plan(columns, filter=filter, rows=rows, limit=limit))
+
+    def take(self, indices: Any, columns: Columns = None) -> Any:
+        return run(self.reader.take(indices, columns))
+
+    def count_rows(self) -> int:
+        n: int = run(self.reader.count_rows())
+        return n
+
+    def read_rows(self) -> list[Any]:
+        rows: list[Any] = run(self.reader.read_rows())
+        return rows
+
+    def read_values(self) -> list[Any]:
+        values: list[Any] = run(self.reader.read_values())
+        return values
+
+    def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
+                     prefetch: int | None = None, filter: Any = None) -> BatchStream:
+        """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy)."""
+        if batch_rows < 1:
+            raise CsupError("batch_rows must be at least 1")
+        r = self.reader
+        return BatchStream(
+            lambda: r.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
+                                   filter=filter),
+            lambda: r.schema.arrow(columns))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """Every column, batch by batch (``duckdb.sql("select ... from r")``)."""
+        return self.iter_batches().__arrow_c_stream__(requested_schema)
+
+    def close(self) -> None:
+        run(self.reader.close())
+
+    def __enter__(self) -> SyncReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SyncReader {self.path}>"
+
+
+class SyncDataset:
+    """Many CSUP objects opened for synchronous use (:class:`csup_async.Dataset`'s twin)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    @property
+    def files(self) -> list[str]:
+        files: list[str] = self.dataset.files
+        return files
+
+    def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
+        """The Arrow schema of ``scan(columns)``: every file's types combined (a scan
+        that reads no rows)."""
+        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).columns)
+
+    def scan(self, columns: Columns = None, *, filter: Any = None,
+             limit: int | None = None) -> Any:
+        return run(self.dataset.scan(columns, filter=filter, limit=limit))
+
+    def plan(self, columns: Columns = None, *, filter: Any = None) -> Any:
+        return run(self.dataset.plan(columns, filter=filter))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """Every column of every file, as one scan (a dataset's files may type a column
+        differently, so batches come from the combined result)."""
+        return self.scan().__arrow_c_stream__(requested_schema)
+
+    def close(self) -> None:
+        run(self.dataset.close())
+
+    def __enter__(self) -> SyncDataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_sync(url: str, **options: Any) -> SyncReader:
+    """Open a CSUP object for synchronous use (options as :func:`csup_async.open`)."""
+    from ..opening import open as open_async
+
+    async def opened() -> Any:
+        return await open_async(url, **options)
+
+    return SyncReader(run(opened()))
+
+
+def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDataset:
+    """Open many CSUP objects for synchronous use (as :func:`csup_async.open_dataset`)."""
+    from ..dataset import open_dataset
+
+    async def opened() -> Any:
+        return await open_dataset(source, **options)
+
+    return SyncDataset(run(opened()))
+
+
+def is_many(source: str | Sequence[str]) -> bool:
+    """Whether ``source`` names several objects: a list, a glob, a prefix or directory
+    (ending in ``/``)."""
+    if not isinstance(source, str):
+        return True
+    return source.endswith("/") or any(c in source for c in "*?[")
+
+
+def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = None,
+         rows: slice | None = None, limit: int | None = None, **options: Any) -> Any:
+    """Read ``columns`` of a CSUP object, or of several (a list, glob or prefix), and
+    close it: a :class:`ScanResult`, without ``await``; works in a script and in a
+    notebook (whose loop is running) alike.  Arguments as ``scan``; ``options`` as
+    ``open`` (or ``open_dataset`` for several objects)."""
+    if is_many(source):
+        if rows is not None:
+            raise CsupError("rows= selects rows of one object; a dataset takes limit=")
+
+        async def scan_many() -> Any:
+            from ..dataset import open_dataset
+
+            async with open_dataset(source, **options) as ds:
+                return await ds.scan(columns, filter=filter, limit=limit)
+
+        return run(scan_many())
+
+    async def scan_one() -> Any:
+        from ..opening import open as open_async
+
+        async with open_async(source, **options) as r:  # type: ignore[arg-type]
+            return await r.scan(columns, filter=filter, rows=rows, limit=limit)
+
+    return run(scan_one())
