@@ -532,18 +532,49 @@ class HeaderLayoutReader(Reader):
 
 
 class HeaderLayoutSchema:
+    """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
+
     def __init__(self, meta: SuperDBMeta) -> None:
         self.meta = meta
         self.super_types = meta.super_types
 
     def __str__(self) -> str:
-        return "\n".join(str(t) for t in self.super_types)
+        return "\n".join(f"super type {i}: {t}" for i, t in enumerate(self.super_types))
 
     def __repr__(self) -> str:
-        return f"Schema({len(self.super_types)} super types)"
+        return f"<Schema {len(self.super_types)} super types>"
 
+    def arrow(self, columns: Sequence[str] | str | None = None) -> Any:
+        """The Arrow schema ``scan(columns)`` gives, from metadata (a ``pyarrow.Schema``:
+        a column's Arrow type follows from its super type alone)."""
+        import pyarrow as pa
+
+        parsed = P.parse_columns(columns)
+        paths = ([spelling for spelling, _ in parsed] if parsed is not None
+                 else P.top_level_paths(self.super_types))
+        fields = []
+        for p in paths:
+            comps = P.parse_path(p) if p else ()
+            ts = [t for st in self.super_types if (t := C.type_at(st, comps)) is not None]
+            t = unify(ts) if ts else NULL
+            fields.append(pa.field(p, A.from_pylist(t, []).to_arrow().type))
+        return pa.schema(fields)
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.arrow().__arrow_c_schema__()
+
+    @property
     def has_statistics(self) -> bool:
+        """False: min/max live per vector in the metadata (used to prune filters), not as
+        the segment statistics ``column_stats`` reports."""
         return False
+
+    @property
+    def column_stats(self) -> dict[str, Any]:
+        return {}
+
+    def stats(self, path: str) -> Any:
+        raise ColumnNotFoundError(f"no segment statistics in a SuperDB file ({path!r})")
 
 
 def record_fields(t: Type) -> list[str]:

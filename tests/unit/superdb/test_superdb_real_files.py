@@ -224,3 +224,27 @@ def test_none_runs_super_breaks_are_refused():
     see broken_runs.output.sup); reading it is a FormatError, never wrong rows."""
     with pytest.raises(csup_async.FormatError, match=r"broken_runs\.csup.*none runs"):
         run(_read("broken_runs", "rows"))
+
+
+@pytest.mark.parametrize("name", ["primitives", "nested", "nulls", "objects", "optional"])
+def test_schema_arrow_is_the_scans(name):
+    """The Arrow schema from metadata alone is the one a scan's table has (the sync
+    face's BatchStream announces it before reading)."""
+    pytest.importorskip("pyarrow")
+
+    async def go():
+        async with csup_async.open(str(DATA / f"{name}.csup")) as r:
+            return r.schema.arrow(), (await r.scan()).to_arrow().schema, str(r.schema)
+
+    arrow, scanned, text = run(go())
+    assert arrow == scanned
+    assert text.startswith("super type 0: ")
+
+
+def test_the_sync_face_reads_superdb_files():
+    r = csup_async.open_sync(str(DATA / "objects.csup"))
+    try:
+        assert sum(b.num_rows for b in r.iter_batches(["n"])) == 250_000
+        assert r.scan(["n"], filter="n >= 2499").num_rows == 100
+    finally:
+        r.close()
