@@ -48,7 +48,7 @@ def describe_file(meta: SuperDBMeta, path: str) -> str:
     ]
     for k, o in enumerate(meta.objects):
         _object_lines(k, o, lines)
-    lines.append("statistics: min/max per vector in the metadata (not used for pruning yet)")
+    lines.append("statistics: min/max per vector in the metadata (filters skip objects by them)")
     return "\n".join(lines)
 
 

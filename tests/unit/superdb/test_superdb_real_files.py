@@ -15,6 +15,7 @@ import pytest
 
 import csup_async
 from csup_async.superdb import bsup2
+from csup_async.values import strip_unions
 from tests.support.superjson import super_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real" / "super"
@@ -248,3 +249,25 @@ def test_the_sync_face_reads_superdb_files():
         assert r.scan(["n"], filter="n >= 2499").num_rows == 100
     finally:
         r.close()
+
+
+def test_cli_convert_to_the_trailer_layout(tmp_path):
+    """super's file converted to this library's layout keeps every value and type."""
+    out = tmp_path / "nested.csup"
+    done = _cli("convert", str(DATA / "nested.csup"), str(out))
+    assert done.returncode == 0, done.stderr
+
+    async def values(p):
+        async with csup_async.open(str(p)) as r:
+            return await r.read_values(), getattr(r, "header_layout", False)
+
+    (mine, hl1), (theirs, hl2) = run(values(out)), run(values(DATA / "nested.csup"))
+    assert (hl1, hl2) == (False, True)
+    assert [(v.type, strip_unions(v.value)) for v in mine] == [
+        (v.type, strip_unions(v.value)) for v in theirs]
+
+
+def test_cli_inspect_verify_refuses_a_broken_file():
+    done = _cli("inspect", "--verify", str(DATA / "broken_runs.csup"))
+    assert done.returncode == 4
+    assert "broken_runs.csup" in done.stderr and "none runs" in done.stderr
