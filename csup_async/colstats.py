@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from planner.bounds import fold, segment_zone
 from planner.paths import quote_component
 
 from .colvalue import segment_stats
@@ -91,12 +92,11 @@ def _summarise(path: str, parts: list[tuple[str, Segmap]]) -> ColumnStatistics:
     nan = (any(st.nan for st in stats) if known and all(st.nan is not None for st in stats)
            else None)
     lo = hi = None
-    if known and len(types) == 1:
-        bounded = [st for st in stats if not _empty(st) or st.min is not None]
-        if bounded and all(st.min is not None for st in bounded):
-            lo = min(st.min for st in bounded)
-        if bounded and all(st.max is not None for st in bounded):
-            hi = max(st.max for st in bounded)
+    if known and len(types) == 1:  # the bounds planning trusts (planner.bounds)
+        together = fold(segment_zone(st.count, st.nulls, st.min, st.max, st.nan, types[0])
+                        for st in stats)
+        if together is not None:
+            lo, hi = together.lo, together.hi
     return ColumnStatistics(path, "|".join(types), len(segs),
                             sum(st.count is not None for st in stats),
                             sum(s.length for s in segs), values, nulls, lo, hi, nan)

@@ -420,8 +420,12 @@ def segment_stats(seg: Segment) -> SegmentStats:
     planning, pruning and inspect ask for the same segments again, so answers are kept,
     bounded, by segment).
 
-    A statistic whose value does not fit its meaning (a ``nulls`` above ``count``,
-    a bound of the wrong kind) is a :class:`FormatError`: pruning trusts these."""
+    What the file says is given as it is, except a ``nulls`` that is no count and a
+    ``nan`` that is no bool, given as None (unknown).  Statistics are an optional
+    extension a reader may ignore, so statistics that cannot be true (``nulls`` above
+    ``count``, a ``min`` above the ``max``, bounds of another type than the column)
+    are not an error: planning ignores them (:mod:`planner.bounds`) and reads those
+    segments."""
     if seg.extra is None:
         return SegmentStats(count=seg.count, crc32=seg.crc32)
     elem, raw = seg.extra
@@ -431,11 +435,10 @@ def segment_stats(seg: Segment) -> SegmentStats:
         if f.name in ("nulls", "min", "max", "nan") and b is not None:
             got[f.name] = decode_value(f.type, b)
     nulls, nan = got.get("nulls"), got.get("nan")
-    if nulls is not None and (not isinstance(nulls, int) or isinstance(nulls, bool)
-                              or nulls < 0 or (seg.count is not None and nulls > seg.count)):
-        raise FormatError(f"segment at {seg.offset} has {nulls!r} nulls of {seg.count} values")
-    if nan is not None and not isinstance(nan, bool):
-        raise FormatError(f"segment at {seg.offset} has a non-boolean nan statistic")
+    if not isinstance(nulls, int) or isinstance(nulls, bool):
+        nulls = None
+    if not isinstance(nan, bool):
+        nan = None
     return SegmentStats(count=seg.count, nulls=nulls, min=got.get("min"), max=got.get("max"),
                         nan=nan, crc32=seg.crc32)
 

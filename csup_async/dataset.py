@@ -108,6 +108,7 @@ class Dataset:
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
         filter = _as_filter(filter)
         readers, idx = await self._select(filter)
+        self._check_filter_paths(filter)
         readers, _, pruned = self._by_statistics(readers, idx, filter)
         parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
         spell = self._partition_spellings()
@@ -150,6 +151,7 @@ class Dataset:
         lazy = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and (
             residual is None)
         candidates, chosen_idx = await self._select(filter, limit if lazy else None)
+        self._check_filter_paths(filter)
         spell = self._partition_spellings()
         chosen, chosen_idx, _ = self._by_statistics(candidates, chosen_idx, residual)
         readers = chosen
@@ -268,6 +270,25 @@ class Dataset:
             return readers, idx, []
         return ([readers[i] for i in verdict.kept], [idx[i] for i in verdict.kept],
                 [readers[i] for i in verdict.pruned])
+
+    def _check_filter_paths(self, filter: Expr | None) -> None:
+        """ColumnNotFoundError when the filter names a data path no file of the dataset
+        has (a misspelling would match nothing, silently).  Only said when every file is
+        open: a file a partition filter kept closed may have it."""
+        if filter is None or len(self.readers) < len(set(self._urls)):
+            return
+        spell = self._partition_spellings()
+        from planner.pruning import type_has_path
+
+        paths = [p for p in dict.fromkeys(columns_of(filter)) if P.format_path(p) not in spell]
+        missing = [P.format_path(p) for p in paths
+                   if not any(type_has_path(t, p) for r in self.readers
+                              for t in r.meta.super_types)]
+        if missing:
+            types = [t for r in self.readers for t in r.meta.super_types]
+            raise ColumnNotFoundError(
+                f"the filter names {', '.join(map(repr, missing))}, which no file has; "
+                f"columns: {P.describe_paths(types)}")
 
     def missing_error(self, missing: Sequence[str]) -> ColumnNotFoundError:
         """The error for paths no file has, listing the paths the files do have."""

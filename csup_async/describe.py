@@ -32,8 +32,13 @@ def _seg(label: str, segmap: Segmap) -> str:
 def _column_lines(col: AnyColumn | None, indent: str, out: list[str]) -> None:
     if col is None:
         out.append(f"{indent}(all null: no column)")
+    elif isinstance(col, PrimitiveColumn) and col.constant is not None:
+        out.append(f"{indent}constant: {col.constant.count:,} copies of one value, nothing "
+                   "stored")
     elif isinstance(col, PrimitiveColumn):
-        out.append(f"{indent}{_seg('values', col.segmap)}")
+        kind = (f"dictionary of {len(col.dictionary)}, selectors" if col.dictionary
+                else "values")
+        out.append(f"{indent}{_seg(kind, col.segmap)}")
     elif isinstance(col, RecordColumn):
         for f in col.fields:
             pres = f"  [{_seg('presence', f.presence)}]" if f.presence else ""
@@ -76,6 +81,7 @@ def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
     lines = [
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
+        *([f"writer: {meta.writer}"] if meta.writer else []),
         f"trailer: magic={t.magic!r} type={t.type!r} version={t.version} ({t.size} bytes)",
         f"sections: data {t.data_size:,} bytes, reassembly {t.reassembly_size:,} bytes",
         f"thresholds: segment {t.segment_thresh:,}, skew {t.skew_thresh:,}",

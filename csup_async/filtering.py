@@ -31,6 +31,7 @@ from planner.filters import (
     Not,
     Or,
     StartsWith,
+    order_key,
     outcome,
     value_kind,
 )
@@ -132,6 +133,9 @@ def _leaf_numpy(e: Expr, arr: A.Array) -> _Masks | None:
         if values.dtype.kind == "f" and isinstance(v, int) and abs(v) > _EXACT_FLOAT_INT:
             return None
         usable.append(v)
+    if values.dtype.kind in "Mm":  # int64 nanoseconds: NaT is the smallest value
+        values = values.view(np.int64)
+        usable = [order_key(v) for v in usable]
     if isinstance(e, Compare):
         if not usable:
             return np.zeros(n, bool), np.ones(n, bool)

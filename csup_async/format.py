@@ -18,7 +18,8 @@ from .bsup import (
 from .colvalue import parse_column, parse_segmap
 from .errors import CsupError, FormatError, LimitError, TruncatedError
 from .meta import FileMeta, Trailer, iter_segmaps
-from .types import RecordType, Type
+from .types import NamedType, RecordType, Type
+from .vng import metadata as vng
 
 MAX_TRAILER = 4096
 MAGIC = "super columnar"
@@ -111,10 +112,13 @@ def _try_trailer(buf: memoryview, budget: list[int]) -> dict | None:
         return None
     except CsupError:
         return None
-    if len(values) != 1 or not isinstance(values[0][0], RecordType) or values[0][1] is None:
+    if len(values) != 1 or values[0][1] is None:
         return None
     t, body = values[0]
-    names = {f.name for f in t.fields}
+    rt = t.inner if isinstance(t, NamedType) else t  # Zed's is the named zngio.Trailer
+    if not isinstance(rt, RecordType):
+        return None
+    names = {f.name for f in rt.fields}
     if not {"magic", "type", "version", "sections"} <= names:
         return None
     try:
@@ -159,12 +163,16 @@ def find_trailer(tail: bytes | memoryview, object_size: int) -> Trailer:
 
 
 def _check_trailer(v: dict, size: int, object_size: int) -> Trailer:
-    if v.get("magic") != MAGIC:
+    if v.get("magic") == vng.MAGIC:
+        if v.get("type") != vng.TYPE or v.get("version") != vng.VERSION:
+            raise FormatError(f"ZNG trailer of type {v.get('type')!r} version "
+                              f"{v.get('version')!r} is not a VNG version 3 object")
+    elif v.get("magic") != MAGIC:
         raise FormatError(f"wrong magic {v.get('magic')!r} (not a CSUP file)")
-    if v.get("type") != "csup":
+    elif v.get("type") != "csup":
         raise FormatError(f"trailer type {v.get('type')!r} is not 'csup'")
     version = v.get("version")
-    if version not in SUPPORTED_VERSIONS:
+    if v.get("magic") == MAGIC and version not in SUPPORTED_VERSIONS:
         raise FormatError(f"unsupported CSUP version {version!r}")
     sections = v.get("sections")
     if (not isinstance(sections, list) or not 1 <= len(sections) <= 16
@@ -178,7 +186,7 @@ def _check_trailer(v: dict, size: int, object_size: int) -> Trailer:
     seg = meta.get("segment_thresh", 0) if isinstance(meta, dict) else 0
     if not isinstance(skew, int) or not isinstance(seg, int) or skew < 0 or seg < 0:
         raise FormatError("trailer thresholds are not non-negative integers")
-    return Trailer(MAGIC, "csup", version, tuple(sections), skew, seg, size)
+    return Trailer(v["magic"], v["type"], version, tuple(sections), skew, seg, size)
 
 
 def _reassembly_values(buf: bytes | memoryview, max_metadata: int
@@ -230,6 +238,8 @@ def parse_reassembly(buf: bytes | memoryview, trailer: Trailer, object_size: int
     if len(buf) != trailer.reassembly_size:
         raise TruncatedError(f"reassembly section is {len(buf)} bytes, the trailer says "
                              f"{trailer.reassembly_size}")
+    if trailer.type == vng.TYPE:
+        return vng.parse_metadata(buf, trailer, object_size)[0]
     values = _reassembly_values(buf, max_metadata)
     if len(values) % 2 != 1:
         raise FormatError(f"reassembly section holds {len(values)} values, not 2*N+1")

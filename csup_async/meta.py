@@ -64,7 +64,23 @@ Segmap = tuple[Segment, ...]
 
 @dataclass(frozen=True, slots=True)
 class PrimitiveColumn:
+    """Tag-encoded values in ``segmap``, or one of Zed VNG's two other encodings.
+
+    ``dictionary`` (VNG v1.9+): the segments hold one selector byte per value, an
+    index into these value bodies (None for a null).  ``constant`` (VNG v1.9+): no
+    segments; ``count`` copies of one body.  Planning sees an ordinary primitive
+    column either way (a constant one has nothing to fetch).
+    """
+
     segmap: Segmap
+    dictionary: tuple[bytes | None, ...] | None = None
+    constant: Constant | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    body: bytes | None
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +175,9 @@ class FileMeta:
     super_column: Segmap
     columns: tuple[AnyColumn | None, ...]  # one per super type
     object_size: int
+    #: who wrote the file when the format says so (Zed VNG: the versions whose structs
+    #: the metadata has); None for this library's CSUP
+    writer: str | None = None
 
     @property
     def row_count(self) -> int | None:

@@ -205,8 +205,9 @@ class Reader:
             from .read.selection import plan_filter
 
             try:
-                return plan_filter(self.meta, filter, paths or self._paths(None),
-                                   self.profile, self._available(), ranges)[0]
+                return plan_filter(self.meta, self._filter_expr(filter),
+                                   paths or self._paths(None), self.profile,
+                                   self._available(), ranges)[0]
             except CsupError as e:  # a filter that cannot apply, statistics that lie
                 raise e.with_path(self.path) from None
         if ranges is None:
@@ -306,12 +307,13 @@ class Reader:
         from .read.selection import plan_filter, scan_filtered
 
         try:
-            fplan, work = plan_filter(self.meta, filter, paths or self._paths(None),
-                                      self.profile, self._available(), ranges)
+            fplan, work = plan_filter(self.meta, self._filter_expr(filter),
+                                      paths or self._paths(None), self.profile,
+                                      self._available(), ranges)
+            return await scan_filtered(self._target(), self.meta, fplan, work,
+                                       self.read_options, self._available(), limit)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
-        return await scan_filtered(self._target(), self.meta, fplan, work, self.read_options,
-                                   self._available(), limit)
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None
                    ) -> ScanResult:
@@ -348,12 +350,33 @@ class Reader:
         cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
         return ScanResult(cols, int(idx.size), res.stats, res.plan)
 
+    def _filter_expr(self, filter: Any) -> Any:
+        """The filter as an expression; ColumnNotFoundError when it names a path no super
+        type of the file has (a misspelling would otherwise match nothing, silently: a
+        path some super types have keeps SQL's semantics, no match where absent)."""
+        from planner.filters import columns_of, parse_filter
+
+        try:
+            expr = parse_filter(filter) if isinstance(filter, str) else filter
+            columns_of(expr)  # FilterError for what is no filter
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        from planner.pruning import type_has_path
+
+        missing = [P.format_path(p) for p in dict.fromkeys(columns_of(expr))
+                   if not any(type_has_path(t, p) for t in self.meta.super_types)]
+        if missing:
+            raise ColumnNotFoundError(
+                f"the filter names {', '.join(map(repr, missing))}, which no super type "
+                f"has; columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
+        return expr
+
     def _filter_columns(self, paths: list[str], filter: Any) -> tuple[Any, list[str], list[str]]:
         """``(expression, output paths, paths to read)``: the filter's columns are read
         with the projection (a path no super type has is null everywhere: not read)."""
-        from planner.filters import columns_of, parse_filter
+        from planner.filters import columns_of
 
-        expr = parse_filter(filter) if isinstance(filter, str) else filter
+        expr = self._filter_expr(filter)
         wanted = paths or self._paths(None)
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in wanted]
@@ -398,7 +421,10 @@ class Reader:
                 if expr is None:
                     yield batch
                     continue
-                kept = _matching(expr, batch, paths)
+                try:
+                    kept = _matching(expr, batch, paths)
+                except CsupError as e:
+                    raise e.with_path(self.path) from None
                 if kept.num_rows:
                     yield kept
 

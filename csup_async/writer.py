@@ -554,10 +554,8 @@ class _ErrorBuilder(_Builder):
         self.inner = builder_for(w, t.inner)
 
     def append(self, body: memoryview | bytes) -> None:
-        parts = list(iter_tagged(body, 0, len(body)))
-        if len(parts) != 1:
-            raise FormatError("error value does not hold exactly one element")
-        self.inner.append_uncovered(parts[0])
+        # the body of an error is its wrapped value's body (Zed's encoding)
+        self.inner.append_uncovered(body)
 
     def extend(self, node: Node | None, n: int) -> None:
         assert isinstance(node, ErrNode)

@@ -49,21 +49,19 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 from typing import Any, Union
 
 from csup_async.errors import CsupError
 
+from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration_ns, time_ns
 from .paths import format_path, parse_path
 
 __all__ = [
     "And", "Column", "ColumnStats", "Compare", "Expr", "FilterError", "IsIn", "IsNull", "Not",
-    "Or", "StartsWith", "Truth", "bind", "col", "columns_of", "matches", "parse_filter",
-    "zone_truth",
+    "Or", "StartsWith", "Truth", "bind", "col", "columns_of", "matches", "order_key",
+    "parse_filter", "zone_truth",
 ]
-
-
-class FilterError(CsupError, ValueError):
-    """A filter that is not well formed, or that cannot apply to a file's column types."""
 
 
 # ------------------------------------------------------------ the model ---
@@ -226,7 +224,7 @@ def _literal(v: Any) -> Any:
                           ".is_null() / .is_not_null()")
     if isinstance(v, (Column, *_LEAVES, And, Or, Not)):
         raise FilterError("comparing two columns is not supported; compare with a value")
-    return v
+    return check_literal(v)
 
 
 def columns_of(expr: Expr) -> list[tuple[str, ...]]:
@@ -271,7 +269,27 @@ def _not3(a: bool | None) -> bool | None:
     return N if a is N else not a
 
 
+def order_key(x: Any) -> Any:
+    """A value as it orders: times and durations as their int64 nanoseconds (so NaT,
+    int64's minimum, is the smallest, as in CSUP), anything else as itself."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "Mm":
+        return x
+    if dtype.str in _NS_DTYPES:  # the common case, fast: the value is the count
+        v = x.item()
+        return INT64_MIN if v is None else v
+    return time_ns(x) if dtype.kind == "M" else duration_ns(x)
+
+
+_NS_DTYPES = frozenset(("<M8[ns]", "<m8[ns]", ">M8[ns]", ">m8[ns]"))
+
+
 def _compare(op: str, x: Any, v: Any) -> bool:
+    return _ordered(op, order_key(x), order_key(v))
+
+
+def _ordered(op: str, x: Any, v: Any) -> bool:
+    """``x op v`` for values already in their order (:func:`order_key`)."""
     if op == "==":
         return bool(x == v)
     if op == "!=":
@@ -370,6 +388,8 @@ class ColumnStats:
     every non-null, non-NaN value (``lo <= v <= hi``; None when unknown, e.g. an
     all-null or all-NaN zone, or bounds a writer left out); ``nan`` says whether any
     value is a NaN (floats).  Bounds may be loose, never tight: pruning relies on them.
+    Statistics that contradict themselves (``nulls`` above ``count``, ``lo`` above
+    ``hi``) prove nothing.
     """
 
     count: int
@@ -388,7 +408,7 @@ _ALL = frozenset((T, F, N))
 
 def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     """Which row outcomes a leaf can produce in a zone with these statistics."""
-    if s is None:
+    if s is None or s.nulls < 0 or s.nulls > s.count:
         return _ALL
     if s.count == 0:
         return frozenset()
@@ -406,6 +426,8 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     if s.lo is None or s.hi is None:  # unknown bounds (or all NaN): say nothing
         return _ALL
     kind = value_kind(s.lo)
+    if type(s.hi) is not type(s.lo) and value_kind(s.hi) != kind:
+        return _ALL
     if isinstance(e, IsIn):
         same = tuple(v for v in e.values if value_kind(v) == kind)
         if e.values and not same:
@@ -414,9 +436,18 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     elif value_kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
         return frozenset(out | {N})
     try:
+        lo, hi = s.lo, s.hi
+        if kind in ("M", "m"):  # as int64 nanoseconds (NaT the smallest)
+            lo, hi = order_key(lo), order_key(hi)
+            if isinstance(e, Compare):
+                e = Compare(e.op, e.path, order_key(e.value))
+            elif isinstance(e, IsIn):
+                e = IsIn(e.path, tuple(order_key(v) for v in e.values))
+        if lo > hi:  # bounds that contradict each other prove nothing
+            return _ALL
         if s.nan:  # NaN: false for every comparison but !=, which it makes true
             out.add(T if isinstance(e, Compare) and e.op == "!=" else F)
-        out |= _bounded(e, s.lo, s.hi)
+        out |= _bounded(e, lo, hi)
     except TypeError:  # bounds that do not order with the literal: say nothing
         return _ALL
     return frozenset(out)
@@ -440,8 +471,8 @@ def _bounded(e: Any, lo: Any, hi: Any) -> set[bool | None]:
                 res.add(F if op == "==" else T)
             return res
         # ordered: x op v is true for some x in [lo, hi] iff it is for the extreme
-        some_true = _compare(op, hi if op in (">", ">=") else lo, v)
-        all_true = _compare(op, lo if op in (">", ">=") else hi, v)
+        some_true = _ordered(op, hi if op in (">", ">=") else lo, v)
+        all_true = _ordered(op, lo if op in (">", ">=") else hi, v)
         res = set()
         if some_true:
             res.add(T)
@@ -501,46 +532,81 @@ def zone_truth(expr: Expr, stats: Mapping[tuple[str, ...], ColumnStats]
 
 # -------------------------------------------------------------- binding ---
 
-def _as_time(v: Any, path: tuple[str, ...]) -> Any:
+def _exact_ns(v: Any, tname: str, path: tuple[str, ...]) -> int | Fraction:
+    """A time or duration literal as its exact nanoseconds (see ``planner.literals``)."""
+    if tname == "time":
+        if isinstance(v, str):
+            try:
+                v = _dt.datetime.fromisoformat(v)
+            except ValueError:
+                raise FilterError(f"{v!r} is not an RFC 3339 time (column "
+                                  f"{format_path(path)})") from None
+        try:
+            return time_ns(v)
+        except TypeError:
+            raise FilterError(f"column {format_path(path)} is a time: compare it with a "
+                              f"time or an RFC 3339 string, not {type(v).__name__}") from None
+    try:
+        return duration_ns(v)
+    except TypeError:
+        raise FilterError(f"column {format_path(path)} is a duration: compare it with "
+                          f"integer nanoseconds or a timedelta, not {type(v).__name__}"
+                          ) from None
+
+
+def _as_int64(q: int | Fraction, tname: str) -> Any:
     import numpy as np
 
-    if isinstance(v, np.datetime64):
-        return v.astype("datetime64[ns]")
-    if isinstance(v, _dt.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(_dt.UTC).replace(tzinfo=None)
-        return np.datetime64(v, "ns")
-    if isinstance(v, str):
-        try:
-            d = _dt.datetime.fromisoformat(v)
-        except ValueError:
-            raise FilterError(f"{v!r} is not an RFC 3339 time (column "
-                              f"{format_path(path)})") from None
-        return _as_time(d, path)
-    raise FilterError(f"column {format_path(path)} is a time: compare it with a time or "
-                      f"an RFC 3339 string, not {type(v).__name__}")
+    return np.datetime64(int(q), "ns") if tname == "time" else np.timedelta64(int(q), "ns")
+
+
+def _never(path: tuple[str, ...]) -> Expr:
+    """False for every value, unknown for a null: ``x in ()``."""
+    return IsIn(path, ())
+
+
+def _always(path: tuple[str, ...]) -> Expr:
+    """True for every value, unknown for a null: ``not (x in ())``."""
+    return Not(IsIn(path, ()))
+
+
+def _int64_compare(op: str, path: tuple[str, ...], q: int | Fraction, tname: str) -> Expr:
+    """``x op q`` for int64 values ``x`` (times, durations) and an exact literal ``q``,
+    as a comparison with an int64 literal, or an expression true (false) for every
+    value when ``q`` lies beyond int64 or between two integers."""
+    if q != int(q):  # between two nanoseconds: x < 2.5 is x <= 2, x > 2.5 is x > 2
+        if op in ("==", "!="):
+            return _never(path) if op == "==" else _always(path)
+        op, q = ("<=" if op in ("<", "<=") else ">"), math.floor(q)
+    q = int(q)
+    if q > INT64_MAX or q < INT64_MIN:
+        if op in ("==", "!="):
+            return _always(path) if op == "!=" else _never(path)
+        below_literal = op in ("<", "<=")  # x < q: true for all when q is above them
+        return _always(path) if below_literal == (q > INT64_MAX) else _never(path)
+    return Compare(op, path, _as_int64(q, tname))
 
 
 _NUMERIC = ("int", "uint", "float")
 
 
 def _coerce(v: Any, tname: str, path: tuple[str, ...]) -> Any:
-    if tname == "time":
-        return _as_time(v, path)
-    if tname == "duration":
-        import numpy as np
-
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            return np.timedelta64(int(v), "ns")
-        if isinstance(v, (np.timedelta64, _dt.timedelta)):
-            return np.timedelta64(v, "ns")
-        raise FilterError(f"column {format_path(path)} is a duration: compare it with "
-                          f"integer nanoseconds or a timedelta")
+    if tname in ("time", "duration"):
+        q = _exact_ns(v, tname, path)
+        if q != int(q) or not INT64_MIN <= q <= INT64_MAX:
+            return None  # matches no value: the caller drops it
+        return _as_int64(q, tname)
     if tname.startswith(_NUMERIC):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise FilterError(f"column {format_path(path)} is {tname}: cannot compare it "
                               f"with {v!r}")
-        return float(v) if tname.startswith("float") else v
+        if tname.startswith("float") and isinstance(v, int):
+            try:
+                f = float(v)
+            except OverflowError:  # beyond every float: compared exactly as an int
+                return v
+            return f if f == v else v  # an int a float cannot hold stays exact
+        return v
     if tname == "string":
         if not isinstance(v, str):
             raise FilterError(f"column {format_path(path)} is a string: cannot compare it "
@@ -579,9 +645,12 @@ def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
         if tname in (None, "null") or isinstance(e, IsNull):
             return e  # an all-null column matches no comparison, whatever the literal
         if isinstance(e, Compare):
+            if tname in ("time", "duration"):
+                return _int64_compare(e.op, e.path, _exact_ns(e.value, tname, e.path), tname)
             return Compare(e.op, e.path, _coerce(e.value, tname, e.path))
         if isinstance(e, IsIn):
-            return IsIn(e.path, tuple(_coerce(v, tname, e.path) for v in e.values))
+            vals = (_coerce(v, tname, e.path) for v in e.values)
+            return IsIn(e.path, tuple(v for v in vals if v is not None))
         if isinstance(e, StartsWith):
             if tname not in ("string", "bytes"):
                 raise FilterError(f"startswith needs a string or bytes column; "
@@ -621,7 +690,11 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
         raw = m.group(kind)
         at = m.start(kind)
         if kind == "num":
-            val: Any = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            try:
+                val: Any = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+                raise FilterError(f"filter at position {at}: a number of {len(raw)} "
+                                  f"characters is too long") from None
             out.append(("lit", val, at))
         elif kind == "str":
             out.append(("lit", raw[1:-1].replace("''", "'"), at))

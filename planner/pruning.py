@@ -35,10 +35,11 @@ from csup_async.meta import (
 )
 from csup_async.types import ErrorType, NamedType, PrimitiveType, RecordType, Type, UnionType
 
+from .bounds import fold, segment_zone
 from .filters import ColumnStats, Expr, FilterError, Truth, bind, columns_of, zone_truth
 
 __all__ = ["STATISTICS", "FileVerdict", "PathStats", "file_truth", "path_stats",
-           "prune_files"]
+           "prune_files", "type_has_path"]
 
 #: The reason a file pruned by its statistics is reported with.
 STATISTICS = "filter false by statistics"
@@ -114,14 +115,29 @@ def _unwrap(t: Type, col: AnyColumn | None, clean: bool
             return t, col, clean
 
 
+def type_has_path(t: Type, path: tuple[str, ...]) -> bool:
+    """Whether values of type ``t`` can hold a field at ``path``: through records, named
+    types, errors and union members (a filter naming a path no super type can hold is
+    a misspelling, not a comparison with null)."""
+    if not path:
+        return True
+    while isinstance(t, (NamedType, ErrorType)):
+        t = t.inner
+    if isinstance(t, UnionType):
+        return any(type_has_path(m, path) for m in t.types)
+    if isinstance(t, RecordType):
+        f = t.field(path[0])
+        return f is not None and type_has_path(f.type, path[1:])
+    return False
+
+
 def path_stats(meta: FileMeta, path: tuple[str, ...], stats_of: StatsOf) -> PathStats:
-    """The statistics of ``path`` over the whole file, folded from its segments."""
+    """The statistics of ``path`` over the whole file, folded from its segments by the
+    rule one file's zones use too (:mod:`planner.bounds`)."""
     if not path:
         return _UNKNOWN
-    values = inband = slots = 0
     clean = True
-    bounded, lo, hi, nan = True, None, None, False
-    names: set[str] = set()
+    found: list[tuple[str, PrimitiveColumn]] = []
     for t, col in zip(meta.super_types, meta.columns, strict=False):
         status, ptype, pcol, ok = _at(t, col, path)
         if status == "other":
@@ -130,42 +146,30 @@ def path_stats(meta: FileMeta, path: tuple[str, ...], stats_of: StatsOf) -> Path
         if status == "null":
             continue
         assert ptype is not None and pcol is not None
-        if ptype.name != "null":
-            names.add(ptype.name)
-        for seg in pcol.segmap:
-            s = stats_of(seg)
-            if s.count is None or s.nulls is None:
-                return _UNKNOWN
-            n = s.count - s.nulls
-            values, inband, slots = values + n, inband + s.nulls, slots + s.count
-            nan = nan or bool(s.nan)
-            if n <= 0:
-                continue
-            if s.min is None or s.max is None:
-                if not (s.nan and s.min is None and s.max is None):  # all NaN has no bounds
-                    bounded = False
-                continue
-            try:
-                lo = s.min if lo is None or s.min < lo else lo
-                hi = s.max if hi is None or s.max > hi else hi
-            except TypeError:
-                bounded = False
+        found.append((ptype.name, pcol))
+    names = {name for name, _ in found if name != "null"}
     if len(names) > 1:
         return _UNKNOWN
+    parts: list[ColumnStats | None] = []
+    for name, pcol in found:
+        for seg in pcol.segmap:
+            s = stats_of(seg)
+            parts.append(segment_zone(s.count, s.nulls, s.min, s.max, s.nan, name))
+    together = fold(parts)
+    if together is None:
+        return _UNKNOWN
+    values, inband, slots = together.values, together.nulls, together.count
+    lo, hi, nan = together.lo, together.hi, together.nan
     rows = meta.row_count
     if clean:
         rows = slots
     if rows is None:  # rows may lack the path: say there may be nulls
-        stats = ColumnStats(values + inband + 1, inband + 1, *_bounds(bounded, lo, hi), nan)
+        stats = ColumnStats(values + inband + 1, inband + 1, lo, hi, nan)
     elif rows < values:
         return _UNKNOWN  # statistics that contradict the metadata prove nothing
     else:
-        stats = ColumnStats(rows, rows - values, *_bounds(bounded, lo, hi), nan)
+        stats = ColumnStats(rows, rows - values, lo, hi, nan)
     return PathStats(stats, next(iter(names), None))
-
-
-def _bounds(bounded: bool, lo: object, hi: object) -> tuple[object, object]:
-    return (lo, hi) if bounded else (None, None)
 
 
 def file_truth(meta: FileMeta, expr: Expr, stats_of: StatsOf, *,

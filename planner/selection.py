@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from csup_async.meta import (
 )
 from csup_async.types import EnumType, ErrorType, NamedType, PrimitiveType, RecordType
 
+from .bounds import fold, segment_zone
 from .filters import ColumnStats, Expr, Truth, zone_truth
 from .profiles import Profile
 
@@ -319,20 +319,11 @@ def column_stats(count: int | None, nulls: int | None, lo: Any, hi: Any, nan: bo
 
     Bounds arrive in the column's Python form (``bsup.decode_value``): ints, floats,
     strings, bytes, ``datetime64[ns]`` for times, ``timedelta64[ns]`` for durations,
-    which are the forms :func:`planner.filters.bind` gives literals.  A float bound
-    that is NaN (a writer that did not leave NaN out) gives no bounds; a string
-    bound cut by the writer is still a bound (the writer rounds a cut ``max`` up or
-    leaves it out).
+    which are the forms :func:`planner.filters.bind` gives literals.  What is trusted
+    is :func:`planner.bounds.segment_zone`'s rule (a cut string bound is still a
+    bound: the writer rounds a cut ``max`` up or leaves it out).
     """
-    if count is None or nulls is None:
-        return None
-    if type_name.startswith("float"):
-        if (isinstance(lo, float) and math.isnan(lo)) or (isinstance(hi, float)
-                                                          and math.isnan(hi)):
-            lo = hi = None
-        if nan is None:  # unknown: a NaN may be there
-            nan = True
-    return ColumnStats(count=count, nulls=nulls, lo=lo, hi=hi, nan=bool(nan))
+    return segment_zone(count, nulls, lo, hi, nan, type_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,21 +394,16 @@ def _merged(counts: Sequence[int], stats: Sequence[ColumnStats | None], slack: i
     parts = [stats[i] for i in segs]
     if any(p is None for p in parts):
         return None
-    with_values = [p for p in parts if p is not None and p.values]
+    together = fold(parts)
     rows = b - a
-    if not with_values:  # every row of the zone is null
+    if together is None:
+        return None
+    if not together.values:  # every row of the zone is null
         return ColumnStats(count=rows, nulls=rows)
     if rows < 2:  # "null or a value" needs two rows to say
         return None
-    if any(p.lo is None or p.hi is None for p in with_values):
-        return ColumnStats(count=rows, nulls=1, nan=True)
-    try:
-        lo = min(p.lo for p in with_values)
-        hi = max(p.hi for p in with_values)
-    except TypeError:
-        return None
-    return ColumnStats(count=rows, nulls=1, lo=lo, hi=hi,
-                       nan=any(p.nan for p in with_values))
+    return ColumnStats(count=rows, nulls=1, lo=together.lo, hi=together.hi,
+                       nan=together.nan)
 
 
 def prefer_two_waves(bytes_saved: int, profile: Profile) -> bool:

@@ -139,7 +139,8 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, NamedType):
         return decode_value(t.inner, body, typed=typed, depth=d)
     if isinstance(t, ErrorType):
-        return decode_value(t.inner, _single(body, "error"), typed=typed, depth=d)
+        # Zed's error body is its wrapped value's body, not a one-element container
+        return decode_value(t.inner, body, typed=typed, depth=d)
     if isinstance(t, RecordType):
         out = {}
         it = iter_tagged(body, 0, len(body))
@@ -187,13 +188,6 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
 
 
 _END = object()
-
-
-def _single(body: bytes | memoryview, what: str) -> memoryview | None:
-    parts = list(iter_tagged(body, 0, len(body)))
-    if len(parts) != 1:
-        raise FormatError(f"{what} value does not hold exactly one element")
-    return parts[0]
 
 
 # --------------------------------------------------------- value encoding ---
@@ -315,10 +309,10 @@ def encode_value(t: Type, v: Any, depth: int = 0) -> bytes | None:
         return encode_primitive(t, v)
     if isinstance(t, NamedType):
         return encode_value(t.inner, v, d)
-    out = bytearray()
     if isinstance(t, ErrorType):
-        append_tagged(out, encode_value(t.inner, v, d))
-    elif isinstance(t, RecordType):
+        return encode_value(t.inner, v, d)
+    out = bytearray()
+    if isinstance(t, RecordType):
         if not isinstance(v, dict):
             raise EncodeError(f"record {t} needs a dict, not {type(v).__name__}")
         if len(v) != len(t.fields) or any(f.name not in v for f in t.fields):

@@ -18,10 +18,13 @@ import datetime as _dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property, cmp_to_key
 from typing import Any
 
 import numpy as np
+
+from planner.literals import duration_ns, time_ns
 
 from ..errors import CsupError
 from ..types import NamedType, PrimitiveType, Type, underlying
@@ -35,13 +38,12 @@ _NUMERIC = {"uint8", "uint16", "uint32", "uint64", "uint128", "uint256", "int8",
 
 def _scalar(t: Type, v: Any) -> Any:
     """A Python value that orders like Zed orders values of type ``t``."""
-    if isinstance(v, np.datetime64):
-        return int(v.astype("datetime64[ns]").astype(np.int64))
+    # exact nanoseconds (a Python int, beyond int64 for a bound such as year 9999: every
+    # key is below it), never numpy's datetime64[ns], which wraps outside 1678-2262
+    if isinstance(v, (np.datetime64, _dt.datetime)):
+        return exact_int(time_ns(v))
     if isinstance(v, np.timedelta64):
-        return int(v.astype("timedelta64[ns]").astype(np.int64))
-    if isinstance(v, _dt.datetime):
-        return int(np.datetime64(v.replace(tzinfo=None) if v.tzinfo else v, "ns")
-                   .astype(np.int64))
+        return exact_int(duration_ns(v))
     if isinstance(v, str):
         return v.encode("utf-8")
     if isinstance(v, (list, tuple)):
@@ -49,6 +51,11 @@ def _scalar(t: Type, v: Any) -> Any:
     if isinstance(v, dict):
         return tuple(_scalar(t, x) for x in v.values())
     return v
+
+
+def exact_int(q: int | Fraction) -> int | Fraction:
+    """Whole nanoseconds as an int; a fraction of one stays exact (orders correctly)."""
+    return int(q) if q == int(q) else q
 
 
 def family(t: Type) -> str:
@@ -104,7 +111,9 @@ def display(v: Value | None) -> Any:
         return None
     u = underlying(v.type)
     if isinstance(u, PrimitiveType) and u.name == "time" and isinstance(v.value, int):
-        return str(np.datetime64(v.value, "ns"))
+        if -(1 << 63) <= v.value < (1 << 63):
+            return str(np.datetime64(v.value, "ns"))
+        return f"{v.value}ns"  # a bound beyond every time (year 9999 and the like)
     if isinstance(v.value, np.datetime64):
         return str(v.value)
     if isinstance(v.value, bytes):
@@ -121,8 +130,7 @@ def as_value(v: Any) -> Value | None:
     if isinstance(v, _dt.datetime):
         from ..types import TIME
 
-        return norm(Value(TIME, np.datetime64(v.astimezone(_dt.UTC).replace(tzinfo=None)
-                                              if v.tzinfo else v, "ns")))
+        return norm(Value(TIME, v))
     try:
         return norm(Value(infer_type(v), v))
     except CsupError as e:

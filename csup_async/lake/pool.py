@@ -45,6 +45,8 @@ class Pool:
     async def has_csup(self) -> bool:
         """Whether this pool's objects have ``.csup`` copies (probed once, on one object:
         a loader writes them for all of its objects or none)."""
+        if self._csup_present is None and self.state.vectors:
+            self._csup_present = True  # Zed's vector commits say which objects have one
         if self._csup_present is None:
             from ..errors import AccessDeniedError, NotFoundError
 
@@ -143,7 +145,8 @@ class Pool:
             r0, b0 = io.requests, io.bytes_read
             t0 = time.perf_counter()
             rows = await read_group_parts(io, self.config.id_str, g, self.config.key,
-                                    plan.key_range, self.config.order, cols, use_csup)
+                                          plan.key_range, self.config.order, cols, use_csup,
+                                          self.state.vectors)
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
@@ -154,9 +157,10 @@ class Pool:
                    csup: bool | None = None) -> ScanResult:
         """All rows (in the key range) in pool-key order; ``columns`` None: every field.
 
-        ``csup``: True reads whole objects from their ``.csup`` copies (only the
-        columns asked for, top-level fields); None (default) does so for objects of
-        1 MiB or more when the pool has copies; False never.  Objects narrowed by
+        ``csup``: True reads whole objects from their ``.csup`` copies, or the ``.vng``
+        copies ``zed vector add`` made (only the columns asked for, top-level fields);
+        None (default) does so for objects of 1 MiB or more when the pool has copies;
+        False never.  Objects narrowed by
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
         seek index)."""
         from .objects import gather_all
@@ -168,7 +172,8 @@ class Pool:
         cols = _columns(columns)
         use_csup = await self._use_csup(csup, cols)
         parts = await gather_all([read_group_parts(io, self.config.id_str, g, self.config.key,
-                                             plan.key_range, self.config.order, cols, use_csup)
+                                                   plan.key_range, self.config.order, cols,
+                                                   use_csup, self.state.vectors)
                                   for g in plan.groups])
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)

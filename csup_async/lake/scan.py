@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,16 +198,19 @@ def csup_usable(columns: list[str] | None) -> bool:
 
 
 async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
-                           key_range: KeyRange, columns: list[str]) -> list[Row] | None:
+                           key_range: KeyRange, columns: list[str], suffix: str = ".csup"
+                           ) -> list[Row] | None:
     """The object's rows from ``<o>.csup`` (only ``columns`` and the key), or None if
-    there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise)."""
+    there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise).
+    ``suffix`` ``.vng``: the VNG copy ``zed vector add`` wrote (the commit says which
+    objects have one)."""
     from ..dataset import absent_paths
     from ..errors import NotFoundError
     from ..opening import open as open_reader
     from ..types import Field, RecordType
     from ..values import Value
 
-    rel = f"{pool_dir}/data/{r.object.name}.csup"
+    rel = f"{pool_dir}/data/{r.object.name}{suffix}"
     try:
         reader = await open_reader(io.key(rel), store=io.store)
     except NotFoundError:
@@ -241,12 +245,15 @@ CSUP_MIN_OBJECT = 1 << 20
 
 async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
                       key_range: KeyRange, columns: list[str] | None = None,
-                      csup: bool | None = False) -> list[Row] | Part:
-    """``csup``: True reads a ``.csup`` copy when there is one, None ("auto") only for
-    objects of CSUP_MIN_OBJECT bytes or more, False never."""
+                      csup: bool | None = False, vectors: Collection[bytes] = ()
+                      ) -> list[Row] | Part:
+    """``csup``: True reads a columnar copy when there is one, None ("auto") only for
+    objects of CSUP_MIN_OBJECT bytes or more, False never.  The copy of an object in
+    ``vectors`` (Zed's vector commits) is its ``.vng``, else its ``.csup``."""
     wanted = csup is True or (csup is None and r.object.size >= CSUP_MIN_OBJECT)
     if wanted and r.ranges is None and csup_usable(columns):
-        rows = await read_object_csup(io, pool_dir, r, key, key_range, columns or [])
+        suffix = ".vng" if r.object.id in vectors else ".csup"
+        rows = await read_object_csup(io, pool_dir, r, key, key_range, columns or [], suffix)
         if rows is not None:
             return rows
     fields = None if columns is None else frozenset(c.split(".")[0] for c in columns)
@@ -289,12 +296,12 @@ def _decode(bufs: list[Any], key: tuple[str, ...], key_range: KeyRange, path: st
 
 async def read_group_parts(io: LakeIO, pool_dir: str, reads: list[ObjectRead],
                            key: tuple[str, ...], key_range: KeyRange, order: str,
-                           columns: list[str] | None = None, csup: bool | None = False
-                           ) -> list[Row] | Part:
+                           columns: list[str] | None = None, csup: bool | None = False,
+                           vectors: Collection[bytes] = ()) -> list[Row] | Part:
     """The rows of a group of overlapping objects in key order: column-wise when the
     group is one object read column-wise, else rows merged by key."""
-    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup)
-                              for r in reads])
+    parts = await gather_all([read_object(io, pool_dir, r, key, key_range, columns, csup,
+                                          vectors) for r in reads])
     if len(parts) == 1:
         return parts[0]
     if all(isinstance(p, Part) for p in parts):

@@ -30,11 +30,13 @@ from planner.projection import path_type
 
 from .. import arrays as A
 from .. import decode as D
+from ..bsup import append_tagged, decode_value
 from ..bsup import decode_primitive as decode_one
 from ..errors import FormatError, LimitError
 from ..meta import (
     AnyColumn,
     ArrayColumn,
+    Constant,
     MapColumn,
     NullsColumn,
     PrimitiveColumn,
@@ -416,6 +418,93 @@ class PrimCursor(Cursor):
         self.chunks.finish(f"a {self.t} column")
 
 
+def decode_any(t: Type, stream: Any) -> A.Array:
+    """Tag-encoded values of any type: a VNG "primitive" column holds whole bodies of
+    every type that is not a container, errors of records included."""
+    if isinstance(t, (PrimitiveType, EnumType)):
+        return decode_values(t, stream)
+    starts, lengths = D.scan_tags(stream, None)
+    mv = memoryview(stream)
+    return A.from_pylist(t, [None if n < 0 else decode_value(t, mv[s: s + n], typed=True)
+                             for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)])
+
+
+def dictionary_values(t: Type, entries: tuple[bytes | None, ...]) -> A.Array:
+    """A VNG dictionary's values, decoded once as a column of their own."""
+    stream = bytearray()
+    for body in entries:
+        append_tagged(stream, body)
+    return decode_any(t, bytes(stream))
+
+
+def decode_selectors(data: Any, size: int) -> np.ndarray:
+    """One VNG dictionary segment: a selector byte per value, each below ``size``."""
+    sel = np.frombuffer(data, dtype=np.uint8)
+    if sel.size and int(sel.max()) >= size:
+        raise FormatError(f"dictionary selector {int(sel.max())} is out of range "
+                          f"(the dictionary has {size} entries)")
+    return sel
+
+
+class DictCursor(Cursor):
+    """A VNG dictionary column: selector segments, looked up in the decoded dictionary."""
+
+    def __init__(self, b: Build, t: Type, segmap: Segmap,
+                 entries: tuple[bytes | None, ...]) -> None:
+        super().__init__(b)
+        self.t = t
+        values = dictionary_values(t, entries)
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: values.take(
+            decode_selectors(data, len(values)).astype(np.intp)), selectable=True))
+
+    def skip(self, n: int) -> None:
+        self.chunks.skip(n)
+
+    def _take(self, n: int) -> A.Array:
+        parts = self.chunks.take(n)
+        if not parts:
+            return A.null_array(self.t, 0)
+        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
+
+    def finish(self) -> None:
+        self.chunks.finish(f"a {self.t} dictionary column")
+
+
+class BodiesCursor(PrimCursor):
+    """Whole tag-encoded bodies of a complex type, decoded value by value."""
+
+    def __init__(self, b: Build, t: Type, segmap: Segmap) -> None:
+        Cursor.__init__(self, b)
+        self.t = t  # type: ignore[assignment]
+        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_any(t, data),
+                                     selectable=True))
+
+
+class ConstCursor(Cursor):
+    """A VNG constant column: ``count`` copies of one value, nothing stored."""
+
+    def __init__(self, b: Build, t: Type, constant: Constant) -> None:
+        super().__init__(b)
+        self.t = t
+        self.value = dictionary_values(t, (constant.body,))
+        self.left = constant.count
+
+    def _take(self, n: int) -> A.Array:
+        if n > self.left:
+            raise FormatError(f"a constant {self.t} column holds {self.left} more values, "
+                              f"the rows need {n}")
+        self.left -= n
+        return self.value.take(np.zeros(n, np.intp))
+
+    def skip(self, n: int) -> None:
+        self._take(n)
+
+    def finish(self) -> None:
+        if self.left:
+            raise FormatError(f"a constant {self.t} column holds {self.left} more values "
+                              "than the rows need")
+
+
 def _slicer(data: Any) -> D.ValueSlicer:
     """A segment's stream bytes ready to be decoded a slice at a time (in the pool: the
     values are counted there).  An uncompressed segment may be a view into a fetched
@@ -681,9 +770,13 @@ def cursor_for(b: Build, t: Type, col: AnyColumn | None) -> Cursor:
         return RetypedCursor(b, t, cursor_for(b, u.inner, col))
     if u is not t:
         return RetypedCursor(b, t, cursor_for(b, u, col))
+    if isinstance(col, PrimitiveColumn) and not isinstance(t, (PrimitiveType, EnumType)):
+        return _opaque_cursor(b, t, col)
     if isinstance(t, (PrimitiveType, EnumType)):
         if not isinstance(col, PrimitiveColumn):
             raise FormatError(f"column for {t} is not a primitive column")
+        if col.constant is not None or col.dictionary is not None:
+            return _opaque_cursor(b, t, col)
         return SlicedPrimCursor(b, t, col.segmap) if b.lazy else PrimCursor(b, t, col.segmap)
     if isinstance(t, RecordType):
         if not isinstance(col, RecordColumn) or len(col.fields) != len(t.fields):
@@ -707,6 +800,15 @@ def cursor_for(b: Build, t: Type, col: AnyColumn | None) -> Cursor:
                            [cursor_for(b, m, c) for m, c in zip(t.types, col.columns,
                                                                  strict=True)])
     raise FormatError(f"cannot read values of type {t}")
+
+
+def _opaque_cursor(b: Build, t: Type, col: PrimitiveColumn) -> Cursor:
+    """VNG's other primitive encodings, and whole bodies of a complex type."""
+    if col.constant is not None:
+        return ConstCursor(b, t, col.constant)
+    if col.dictionary is not None:
+        return DictCursor(b, t, col.segmap, col.dictionary)
+    return BodiesCursor(b, t, col.segmap)
 
 
 def _field(b: Build, t: Type, col: AnyColumn | None, presence: Segmap) -> Cursor:

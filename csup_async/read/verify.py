@@ -46,7 +46,7 @@ from ..types import (
     UnionType,
 )
 from .checks import column_label
-from .columns import decode_int32s, decode_values
+from .columns import decode_any, decode_int32s, decode_selectors, decode_values
 from .fetch import Decoder, SegmentSource
 from .result import ScanStats
 from .scan import ReadThread
@@ -97,11 +97,17 @@ def typed_segmaps(t: Type, col: AnyColumn | None, path: str, sid: int
         yield column_label(path, "nulls", sid), col.presence, decode_int32s
         yield from typed_segmaps(t, col.values, path, sid)
     elif isinstance(col, PrimitiveColumn):
-        if not isinstance(t, (PrimitiveType, EnumType)):
-            raise FormatError(f"column for {t} is not a primitive column")
         prim = t
-        yield (column_label(path, "values", sid), col.segmap,
-               lambda data: decode_values(prim, data))
+        if col.dictionary is not None:  # Zed VNG: a selector byte per value
+            size = len(col.dictionary)
+            yield (column_label(path, "dictionary selectors", sid), col.segmap,
+                   lambda data: decode_selectors(data, size))
+        elif isinstance(prim, (PrimitiveType, EnumType)):
+            yield (column_label(path, "values", sid), col.segmap,
+                   lambda data: decode_values(prim, data))
+        else:  # Zed VNG: whole bodies of a complex type (errors of records)
+            yield (column_label(path, "values", sid), col.segmap,
+                   lambda data: decode_any(prim, data))
     elif isinstance(col, RecordColumn) and isinstance(t, RecordType):
         for f, fc in zip(t.fields, col.fields, strict=False):
             sub = f"{path}.{quote_component(f.name)}" if path else quote_component(f.name)

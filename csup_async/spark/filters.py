@@ -226,7 +226,15 @@ def to_expr(f: Any, paths: Mapping[str, str], negated: bool = False) -> Mapped |
 
 
 def _time_compare(p: tuple[str, ...], op: str, v: _dt.datetime) -> Mapped:
-    """Spark compares our time floored to microseconds: widen by one microsecond."""
+    """Spark compares our time floored to microseconds: widen by one microsecond (at
+    ``datetime.min``/``max``, where it cannot, only "not null" survives)."""
+    try:
+        return _widened(p, op, v)
+    except OverflowError:
+        return Mapped(F.IsNull(p, True), False)
+
+
+def _widened(p: tuple[str, ...], op: str, v: _dt.datetime) -> Mapped:
     if op in (">", ">="):
         return Mapped(F.Compare(">", p, v - _MICRO), False)
     if op in ("<", "<="):

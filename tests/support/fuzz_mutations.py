@@ -27,7 +27,11 @@ the label names the stream and the change, so a failing case says what it was
   LZ4 or raw at random, the data section shuffled;
 - ``valid`` (valid, other rows): adjacent rows of two super types swapped, an
   array element moved to the next array, adjacent union values swapped, a
-  present value made null.
+  present value made null;
+- ``statistics`` (valid, the seed's rows): one value stream's segment statistics
+  lie (min above max, bounds of another type, nulls above count, a NaN bound,
+  NaT as a minimum: tests/support/fuzz_statistics.py); filtered reads must keep
+  every matching row.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ from tests.support.fuzz_model import (
     with_ints,
     with_values,
 )
+from tests.support.fuzz_statistics import statistics
 
 Case = tuple[str, "Model | Laid"]  # encoded (``.encode()``) only if the case is picked
 Family = Callable[[Model, random.Random], Iterator[Case]]
@@ -493,8 +498,9 @@ FAMILIES: dict[str, Family] = {
     "count": count, "presence": presence, "lengths": lengths, "tags": tags,
     "super": super_ids, "data": data, "shared-segments": shared, "segments": segments,
     "sizes": sizes, "types": type_changes, "resegment": resegment, "valid": valid_edits,
+    "statistics": statistics,
 }
 # Families whose files are valid: every read must succeed.
-VALID = {"resegment", "valid"}
+VALID = {"resegment", "valid", "statistics"}
 # Families whose files are valid and hold the seed's rows: every read must give them.
-SAME_ROWS = {"resegment"}
+SAME_ROWS = {"resegment", "statistics"}

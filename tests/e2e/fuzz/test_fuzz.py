@@ -131,6 +131,11 @@ def _samples() -> dict[str, bytes]:
 
 
 SAMPLES = _samples()
+# Zed's VNG, as real zq wrote it (tests/data/real/README.md): dictionaries, constants,
+# whole bodies of errors of records, several LZ4 segments per column
+_REAL = Path(__file__).resolve().parents[2] / "data" / "real"
+SAMPLES["vng-1.12-errors"] = (_REAL / "zed1.12-errors.vng").read_bytes()
+SAMPLES["vng-1.7-long"] = (_REAL / "zed1.7-long.vng").read_bytes()
 
 
 # -------------------------------------------------------------- reading ---

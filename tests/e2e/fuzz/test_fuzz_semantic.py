@@ -57,6 +57,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import csup_async
@@ -78,6 +79,7 @@ from csup_async.types import (
     UnionType,
 )
 from csup_async.values import UnionValue, Value
+from planner import filters as PF
 from tests.support import fuzz_model as FM
 from tests.support import fuzz_mutations as M
 from tests.support.fuzz_model import decode, encode, file_meta
@@ -224,9 +226,9 @@ async def _batches(r: Any, n: int) -> dict[str, list[str]]:
     return out
 
 
-async def _dataset(path: Path) -> dict[str, list[str]]:
+async def _dataset(path: Path, f: Any = None) -> dict[str, list[str]]:
     async with csup_async.open_dataset([str(path)], **CAPS) as ds:
-        return _scan_cols(await ds.scan())
+        return _scan_cols(await ds.scan(filter=f))
 
 
 def _untyped(values: list[Value]) -> list[str]:
@@ -285,8 +287,32 @@ async def read_every_way(path: Path, small_batch: int = SMALL_BATCH) -> dict[str
             got[f"scan:{p}"] = one if _failed(one) else _scan_cols(one).get(p)
         got["batches:small"] = await _try(_batches(r, small_batch))
         got["batches:large"] = await _try(_batches(r, LARGE_BATCH))
+        filters = {} if _failed(rows) else _filters(rows, paths)
+        for p, f in filters.items():
+            got[f"filter:{p}"] = await _try(_filtered(r.scan(filter=f)))
+            got[f"filter-want:{p}"] = _cols([x for x in rows if PF.matches(f, x)], paths)
     got["dataset"] = await _try(_dataset(path))
+    for p, f in filters.items():
+        got[f"dataset-filter:{p}"] = await _try(_dataset(path, f))
     return got
+
+
+def _filters(rows: list[Any], paths: list[str]) -> dict[str, Any]:
+    """Per top-level path, ``path == v`` for its first plain value ``v`` (a number, string,
+    bytes, time or duration): a filter whose segment statistics a lie would misjudge."""
+    out = {}
+    for p in paths:
+        for row in rows:
+            v = row.get(p) if isinstance(row, dict) else None
+            if isinstance(v, (int, float, str, bytes, np.datetime64, np.timedelta64)) and \
+                    not isinstance(v, bool) and v == v:
+                out[p] = PF.col(p) == v
+                break
+    return out
+
+
+async def _filtered(res: Any) -> dict[str, list[str]]:
+    return _scan_cols(await res)
 
 
 def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) -> list[str]:
@@ -325,6 +351,13 @@ def judge(got: dict[str, Any], path: Path, intact: dict[str, list[str]] | None) 
                             f"({got['duplicate-names']}) was read")
         if not _failed(got["count"]) and got["count"] != n:
             problems.append(f"count_rows says {got['count']}, the reads {n}")
+        for k in [k for k in got if k.startswith(("filter:", "dataset-filter:"))]:
+            want = got["filter-want:" + k.split(":", 1)[1]]
+            if _failed(got[k]):
+                problems.append(f"{k} raised {got[k]['error']} but scan() read the file")
+            elif got[k] != want:
+                bad = [p for p in want if got[k].get(p) != want[p]]
+                problems.append(f"{k} kept other rows than the filter matches ({bad})")
     for p in got["paths"]:
         one = got[f"scan:{p}"]
         if _failed(one):

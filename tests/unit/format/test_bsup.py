@@ -326,10 +326,8 @@ def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
     except FormatError:  # an impossible segment (e.g. more values than bytes)
         segs = ()
     for seg, v in zip(segs, values, strict=False):
-        if v["nulls"] > v["count"]:
-            with pytest.raises(FormatError):
-                colvalue.segment_stats(seg)
-            continue
+        # what the file says, even more nulls than values: planning ignores such
+        # statistics (planner/bounds.py), inspect shows them
         stats = colvalue.segment_stats(seg)
         assert (stats.count, stats.nulls, stats.nan, stats.crc32) == (
             v["count"], v["nulls"], v["nan"], v["crc32"])

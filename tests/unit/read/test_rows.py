@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import RowSelectionError
+from csup_async import ColumnNotFoundError, RowSelectionError
 from csup_async.types import PrimitiveType
 from planner import format_path, get_profile, parse_path, plan_scan
 from planner.filters import (
@@ -300,7 +300,10 @@ async def _check(rows: list[dict[str, Any]], f: Any, stats: bool, thresh: int,
             names = dict(types)
             present = [format_path(c) for c in columns_of(f)]
             missing = plan_scan(r.meta, present).missing_paths if present else ()
-            present = [c for c in present if c not in missing]
+            if missing:  # a filter naming a path no row has is refused, never "no match"
+                with pytest.raises(ColumnNotFoundError, match="the filter names"):
+                    await r.scan(project, filter=f)
+                return
             if present:  # the reader types literals by the file's columns: so does the reference
                 arrays = (await r.scan(present)).columns
                 names.update((parse_path(c), a.type.name) for c, a in arrays.items()
@@ -390,7 +393,11 @@ async def test_presence_columns_select_the_same_rows(n, seed, null_rate, thresh,
             assert _norm((await r.take(idx)).to_pylist()) == _norm([every[i] for i in idx])
             assert _norm((await r.scan(rows=slice(a, b))).to_pylist()) == _norm(every[a:b])
             assert _norm((await r.scan(limit=limit)).to_pylist()) == _norm(every[:limit])
-            names = {("ts",): "int64", ("v",): "float64", ("s",): "string", ("t",): "time"}
+            if {p[0] for p in columns_of(f)} & {"t", "r"}:  # no such column: refused
+                with pytest.raises(ColumnNotFoundError, match="the filter names"):
+                    await r.scan(filter=f)
+                return
+            names = {("ts",): "int64", ("v",): "float64", ("s",): "string"}
             try:
                 bound = bind(f, names)
             except FilterError:

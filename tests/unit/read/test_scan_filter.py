@@ -3,9 +3,12 @@ gives, in file order, for files of several super types with nulls and absent fie
 
 from __future__ import annotations
 
+import datetime as dt
+import io
 import math
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
+from csup_async import ColumnNotFoundError
 from planner.filters import FilterError, col, matches, parse_filter
+from tests.support.rowpaths import named_by_no_row
 
 rows_st = st.lists(st.fixed_dictionaries(
     {"id": st.integers(-5, 5)},
@@ -37,6 +42,10 @@ async def test_filtered_scan_is_the_filtered_rows(rows, text, project) -> None:
         p = Path(d) / "f.csup"
         csup_async.write(str(p), rows)
         async with csup_async.open(str(p)) as r:
+            if named_by_no_row(rows, f):  # a misspelling is refused, never "no match"
+                with pytest.raises(ColumnNotFoundError, match="the filter names"):
+                    await r.scan(project, filter=text)
+                return
             got = (await r.scan(project, filter=text)).to_pylist()
             every = (await r.scan(project)).to_pylist()
             same = (await r.scan(project, filter=f)).to_pylist()
@@ -65,3 +74,79 @@ async def test_time_literals_and_errors(tmp_path: Path) -> None:
             await r.scan(["ts"], filter=col("kind") == 1)
         with pytest.raises(FilterError, match="position 5"):
             await r.scan(["ts"], filter="kind ~ 'a'")
+
+
+# ---- times with NaT, literals beyond int64 nanoseconds, statistics that lie ----
+
+_T0 = dt.datetime(2024, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_INT64_MIN = -(1 << 63)
+_FAR = [dt.datetime(9999, 12, 31), dt.datetime(1000, 1, 1), dt.datetime(1, 1, 1),
+        dt.datetime(2262, 4, 12), dt.datetime(1677, 9, 21), dt.datetime(1677, 9, 22)]
+_time_values = st.one_of(st.none(), st.just("nat"), st.integers(-3, 40))
+_time_literals = st.one_of(st.integers(-5, 45).map(lambda h: _T0 + dt.timedelta(hours=h)),
+                           st.sampled_from(_FAR))
+_CMP = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
+        ">": int.__gt__, ">=": int.__ge__}
+
+
+def _lie(kind: str) -> tuple[Any, Any]:
+    """An edit of segment statistics (tests/support/restat.py) and the bounds' type."""
+    from csup_async.types import STRING, TIME
+
+    nat = np.datetime64("NaT", "ns")
+    return {
+        "min>max": (lambda i, s: {**s, "min": s["max"], "max": s["min"]}
+                    if s["min"] is not None and s["min"] != s["max"] else s, TIME),
+        "strings": (lambda i, s: {**s, "min": "a", "max": "b"}, STRING),
+        "nulls>count": (lambda i, s: {**s, "nulls": s["count"] + 1}, TIME),
+        "nat-min": (lambda i, s: {**s, "min": nat}, TIME),  # loose, and true: NaT is least
+        "no-bounds": (lambda i, s: {**s, "min": None, "max": None} if i % 2 else s, TIME),
+    }[kind]
+
+
+def _ns(v: Any) -> int:
+    """A written time as CSUP's int64 nanoseconds (NaT: int64's minimum), exactly."""
+    return _INT64_MIN if v == "nat" else (v * 3600 + (_T0 - _EPOCH) // dt.timedelta(
+        seconds=1)) * 10**9
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(_time_values, min_size=1, max_size=50), op=st.sampled_from(list(_CMP)),
+       lit=_time_literals, lie=st.sampled_from([None, "min>max", "strings", "nulls>count",
+                                                "nat-min", "no-bounds"]),
+       text=st.booleans())
+async def test_time_filters_with_nat_far_literals_and_lying_statistics(
+        values, op, lit, lie, text) -> None:
+    """Every read path keeps exactly the rows whose int64 nanoseconds compare true with
+    the literal's exact nanoseconds, whatever the statistics claim."""
+    import pyarrow as pa
+
+    from tests.support.restat import restat
+
+    rows = pa.table({"n": list(range(len(values))), "t": pa.array(
+        [0 if v is None else _ns(v) for v in values], pa.timestamp("ns"),
+        mask=np.array([v is None for v in values]))})
+    lit_ns = (lit - _EPOCH) // dt.timedelta(microseconds=1) * 1000
+    want = [i for i, v in enumerate(values) if v is not None and _CMP[op](_ns(v), lit_ns)]
+    f = parse_filter(f"t {op} '{lit.isoformat()}Z'") if text else {
+        "==": col("t") == lit, "!=": col("t") != lit, "<": col("t") < lit,
+        "<=": col("t") <= lit, ">": col("t") > lit, ">=": col("t") >= lit}[op]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.csup"
+        out = io.BytesIO()
+        csup_async.write(out, rows, segment_thresh=24)
+        data = out.getvalue()
+        if lie is not None and any(v is not None for v in values):
+            data = restat(data, "t", *_lie(lie))
+        p.write_bytes(data)
+        async with csup_async.open(str(p)) as r:
+            assert [x["n"] for x in (await r.scan(["n"], filter=f)).to_pylist()] == want
+            got = [x["n"] for x in (await r.scan(["n"], filter=f, limit=3)).to_pylist()]
+            assert got == want[:3]
+            got = [x["n"] async for b in r.iter_batches(["n"], batch_rows=5, filter=f)
+                   for x in b.to_pylist()]
+            assert got == want
+        async with csup_async.open_dataset([str(p), str(p)]) as ds:
+            got = [x["n"] for x in (await ds.scan(["n"], filter=f)).to_pylist()]
+            assert got == want + want

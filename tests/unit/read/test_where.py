@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
+from csup_async import ColumnNotFoundError
 from csup_async.cli import EXIT_USAGE, main
 from planner.filters import FilterError, matches, parse_filter
+from tests.support.rowpaths import named_by_no_row
 
 rows_st = st.lists(st.fixed_dictionaries(
     {"id": st.integers(-5, 5)},
@@ -43,6 +45,11 @@ async def test_batches_hold_only_matching_rows_in_file_order(
     csup_async.write(str(p), rows)
     f = parse_filter(text)
     async with csup_async.open(str(p)) as r:
+        if named_by_no_row(rows, f):  # a misspelling is refused, never "no match"
+            with pytest.raises(ColumnNotFoundError, match="the filter names"):
+                async for _ in r.iter_batches(project, batch_rows=batch_rows, filter=f):
+                    pass
+            return
         every = (await r.scan(project)).to_pylist()
         got: list[Any] = []
         async for b in r.iter_batches(project, batch_rows=batch_rows, filter=f):
