@@ -64,26 +64,32 @@ def _env(endpoint: str) -> dict[str, str]:
 
 
 def _csup_script(url: str, *, scans: int = 1, store: bool = False,
-                 preload: bool = False) -> str:
+                 preload: bool = False, fresh: bool = False,
+                 columns: list[str] = COLUMNS) -> str:
     """A program that opens ``url`` per scan (optionally through one store, optionally
-    with the reader's and the S3 store's modules imported before the clock starts) and
-    prints the time of every scan, as JSON."""
+    with the reader's and the S3 store's modules imported before the clock starts;
+    ``fresh``: a new store per scan, closed after it, so every scan starts with a cold
+    connection pool) and prints the time of every scan, as JSON."""
     return textwrap.dedent(f"""
         import asyncio, json, time
         import csup_async
-        if {preload!r}:
+        if {preload or fresh!r}:
             import csup_async.reader, csup_async.read.scan, csup_async.stores.s3
 
         async def main():
             times = []
             store = None
+            from csup_async.stores.resolve import store_for
             if {store!r}:
-                from csup_async.stores.resolve import store_for
                 store, _ = store_for({url!r})
             for _ in range({scans}):
                 t = time.perf_counter()
+                if {fresh!r}:
+                    store, _ = store_for({url!r})
                 async with csup_async.open({url!r}, store=store) as r:
-                    res = await r.scan({COLUMNS!r})
+                    res = await r.scan({columns!r})
+                if {fresh!r}:
+                    await store.close()
                 assert len(res) == {data.WIDE_ROWS}
                 times.append(time.perf_counter() - t)
             if store is not None:
@@ -94,7 +100,8 @@ def _csup_script(url: str, *, scans: int = 1, store: bool = False,
     """)
 
 
-def _peer_script(name: str, endpoint: str, scans: int = 1) -> str:
+def _peer_script(name: str, endpoint: str, scans: int = 1,
+                 columns: list[str] = COLUMNS) -> str:
     return textwrap.dedent(f"""
         import json, time
         import readers
@@ -103,7 +110,7 @@ def _peer_script(name: str, endpoint: str, scans: int = 1) -> str:
         for _ in range({scans}):
             t = time.perf_counter()
             rows, _ = fn({endpoint!r}, [{data.wide_key(readers.READERS[name][0])!r}],
-                         {COLUMNS!r})
+                         {columns!r})
             assert rows == {data.WIDE_ROWS}
             times.append(time.perf_counter() - t)
         print(json.dumps(times))
@@ -143,7 +150,22 @@ def _cli_script() -> str:
     return str(beside) if beside.exists() else "csup-async"
 
 
-def cold(name: str, endpoint: str, runs: int) -> dict[str, Any]:
+def _counted(cmd: list[str], env: dict[str, str], log: Path, shell_out: bool = False
+             ) -> tuple[float, str, float, netsim.Count]:
+    """:func:`_run`, plus the requests and connections nginx saw while it ran."""
+    mark = netsim.log_mark(log)
+    wall, out, cpu = _run(cmd, env, shell_out)
+    return wall, out, cpu, netsim.log_count(log, mark)
+
+
+def _spread(xs: list[float]) -> dict[str, float]:
+    """Median and the p90/median ratio (nearest rank) of some timings."""
+    med = statistics.median(xs)
+    p90 = sorted(xs)[min(len(xs) - 1, max(0, -(-9 * len(xs) // 10) - 1))]
+    return {"median_s": med, "p90_s": p90, "p90_over_median": p90 / med if med else 0.0}
+
+
+def cold(name: str, endpoint: str, runs: int, log: Path) -> dict[str, Any]:
     env = _env(endpoint)
     url = f"s3://{data.BUCKET}/{data.wide_key('csup')}"
     if name == "csup-async":
@@ -152,30 +174,49 @@ def cold(name: str, endpoint: str, runs: int) -> dict[str, Any]:
         cmd = [_cli_script(), "scan", url, "-c", ",".join(COLUMNS), "--format", "csv"]
     else:
         cmd = [sys.executable, "-c", _peer_script(name, endpoint)]
-    got = [_run(cmd, env, shell_out=name.endswith("CLI")) for _ in range(runs + 1)][1:]
+    got = [_counted(cmd, env, log, shell_out=name.endswith("CLI"))
+           for _ in range(runs + 1)][1:]
     walls, cpus = [g[0] for g in got], [g[2] for g in got]
-    return {"reader": name, "median_s": statistics.median(walls), "runs": walls,
-            "cpu_median_s": statistics.median(cpus), "cpu_runs": cpus}
+    return {"reader": name, **_spread(walls), "runs": walls,
+            "cpu_median_s": statistics.median(cpus), "cpu_runs": cpus,
+            "requests": got[-1][3].requests, "connections": got[-1][3].connections}
 
 
-def warm(name: str, endpoint: str, scans: int) -> dict[str, Any]:
+def _warm_entry(text: str, count: netsim.Count) -> dict[str, Any]:
+    times = json.loads(text.strip().splitlines()[-1])
+    tenth = times[min(9, len(times) - 1)]
+    return {"first_s": times[0], "tenth_s": tenth, "median_s": statistics.median(times[1:]),
+            "worst_of_ten_over_tenth": max(times[:10]) / tenth, "times": times,
+            "requests_per_scan": count.requests / len(times),
+            "connections_per_scan": count.connections / len(times)}
+
+
+# (label, one store passed, modules preloaded, a new store per scan)
+CSUP_WARM = (("no_store", False, False, False), ("store_passed", True, False, False),
+             ("no_store_modules_preloaded", False, True, False),
+             ("cold_pool_new_store_per_scan", False, True, True))
+
+
+def warm(name: str, endpoint: str, scans: int, log: Path,
+         projections: dict[str, list[str]]) -> dict[str, Any]:
     env = _env(endpoint)
     url = f"s3://{data.BUCKET}/{data.wide_key('csup')}"
     out: dict[str, Any] = {"reader": name}
-    if name == "csup-async":
-        for label, store, preload in (("no_store", False, False), ("store_passed", True, False),
-                                      ("no_store_modules_preloaded", False, True)):
-            _, text, _ = _run([sys.executable, "-c",
-                               _csup_script(url, scans=scans, store=store, preload=preload)],
-                              env)
-            times = json.loads(text.strip().splitlines()[-1])
-            out[label] = {"first_s": times[0], "tenth_s": times[min(9, len(times) - 1)],
-                          "median_s": statistics.median(times[1:])}
-    else:
-        _, text, _ = _run([sys.executable, "-c", _peer_script(name, endpoint, scans)], env)
-        times = json.loads(text.strip().splitlines()[-1])
-        out["no_store"] = {"first_s": times[0], "tenth_s": times[min(9, len(times) - 1)],
-                           "median_s": statistics.median(times[1:])}
+    for proj, cols in projections.items():
+        suffix = "" if cols == COLUMNS else f"|{proj}"
+        if name == "csup-async":
+            for label, store, preload, fresh in CSUP_WARM:
+                if suffix and label in ("store_passed", "no_store_modules_preloaded"):
+                    continue
+                _, text, _, count = _counted(
+                    [sys.executable, "-c", _csup_script(url, scans=scans, store=store,
+                                                        preload=preload, fresh=fresh,
+                                                        columns=cols)], env, log)
+                out[label + suffix] = _warm_entry(text, count)
+        else:
+            _, text, _, count = _counted(
+                [sys.executable, "-c", _peer_script(name, endpoint, scans, cols)], env, log)
+            out["no_store" + suffix] = _warm_entry(text, count)
     return out
 
 
@@ -196,18 +237,22 @@ def main() -> None:
                            "warm": [], "command": " ".join(["python", *sys.argv])}
     try:
         endpoint = store.endpoint(args.profile)
+        res["setup_s"] = netsim.PROFILES[args.profile].setup
         for name in names:
-            r = cold(name, endpoint, args.runs)
+            r = cold(name, endpoint, args.runs, store.log)
             res["cold"].append(r)
             print(f"cold  {name:24s} {r['median_s']:.3f} s", flush=True)
+        projections = {"2 cols": COLUMNS, "6 cols": data.PROJECTIONS["6 cols"]}
         for name in names:
             if name.endswith("CLI"):
                 continue
-            r = warm(name, endpoint, args.scans)
+            r = warm(name, endpoint, args.scans, store.log, projections)
             res["warm"].append(r)
             print(f"warm  {name:24s} " + ", ".join(
                 f"{k}: median {v['median_s']:.3f} s, first {v['first_s']:.3f} s, "
-                f"tenth {v['tenth_s']:.3f} s" for k, v in r.items() if k != "reader"),
+                f"tenth {v['tenth_s']:.3f} s, {v['requests_per_scan']:.1f} requests and "
+                f"{v['connections_per_scan']:.1f} connections per scan"
+                for k, v in r.items() if k != "reader"),
                 flush=True)
     finally:
         store.stop()
@@ -219,27 +264,53 @@ def main() -> None:
 
 
 def report(res: dict[str, Any]) -> str:
-    peers = [r for r in res["cold"] if not r["reader"].startswith("csup")]
-    polars = next((r["median_s"] for r in peers if r["reader"] == "polars"), None)
-    lines = [f"# Cold processes and the simple API ({res['profile']} profile, columns "
-             f"{','.join(res['columns'])})", "", f"Command: `{res['command']}`", "",
-             "| cold one-shot process | median s | x polars | CPU s (user + sys) |",
-             "|---|---:|---:|---:|"]
+    """cold.md: the tables of :func:`cold_table` and :func:`warm_table` under a heading."""
+    return "\n".join([f"# Cold processes and the simple API ({res['profile']} profile)", "",
+                      f"Command: `{res['command']}`", "", cold_table(res), "",
+                      warm_table(res)])
+
+
+def cold_table(res: dict[str, Any]) -> str:
+    """One-shot processes: wall (median, p90/median), CPU, requests and connections."""
+    polars = next((r["median_s"] for r in res["cold"] if r["reader"] == "polars"), None)
+    lines = [f"| cold one-shot process ({','.join(res['columns'])}) | median s | x polars | "
+             "p90 / median | CPU s (user + sys) | requests | connections |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in res["cold"]:
         x = f"{r['median_s'] / polars:.2f}" if polars else "-"
         cpu = f"{r['cpu_median_s']:.3f}" if "cpu_median_s" in r else "-"
-        lines.append(f"| {r['reader']} | {r['median_s']:.3f} | {x} | {cpu} |")
-    wpolars = next((r["no_store"]["median_s"] for r in res["warm"] if r["reader"] == "polars"),
-                   None)
-    lines += ["", "| warm process, per scan | how | median s | first s | tenth s | x polars |",
-              "|---|---|---:|---:|---:|---:|"]
+        spread = f"{r['p90_over_median']:.2f}" if "p90_over_median" in r else "-"
+        lines.append(f"| {r['reader']} | {r['median_s']:.3f} | {x} | {spread} | {cpu} | "
+                     f"{r.get('requests', '-')} | {r.get('connections', '-')} |")
+    return "\n".join(lines)
+
+
+def warm_table(res: dict[str, Any]) -> str:
+    """Scans in one process: median of scans 2-10, first and tenth, against polars'."""
+    base: dict[str, float] = {}
+    for r in res["warm"]:
+        if r["reader"] == "polars":
+            base = {how.partition("|")[2]: v["median_s"] for how, v in r.items()
+                    if how != "reader"}
+    lines = ["| warm process, per scan | projection | how | median s | x polars | first s | "
+             "tenth s | first / tenth | worst of ten / tenth | requests | connections |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["warm"]:
         for how, v in r.items():
             if how == "reader":
                 continue
-            x = f"{v['median_s'] / wpolars:.2f}" if wpolars else "-"
-            lines.append(f"| {r['reader']} | {how.replace('_', ' ')} | {v['median_s']:.3f} | "
-                         f"{v['first_s']:.3f} | {v['tenth_s']:.3f} | {x} |")
+            label, _, proj = how.partition("|")
+            ref = base.get(proj)
+            x = f"{v['median_s'] / ref:.2f}" if ref else "-"
+            worst = v.get("worst_of_ten_over_tenth")
+            reqs, conns = v.get("requests_per_scan"), v.get("connections_per_scan")
+            lines.append(
+                f"| {r['reader']} | {proj or '2 cols'} | {label.replace('_', ' ')} | "
+                f"{v['median_s']:.3f} | {x} | {v['first_s']:.3f} | {v['tenth_s']:.3f} | "
+                f"{v['first_s'] / v['tenth_s']:.2f} | "
+                + (f"{worst:.2f}" if worst is not None else "-") + " | "
+                + (f"{reqs:.1f}" if reqs is not None else "-") + " | "
+                + (f"{conns:.1f}" if conns is not None else "-") + " |")
     return "\n".join(lines)
 
 

@@ -23,8 +23,13 @@ connection gets its own upstream connection to nginx, and:
   connection.  Connections do not share a cap, as S3's per-connection
   throughput does not; opening a connection costs nothing (a warm pool).
 
-Profiles: ``s3`` 50 ms / 100 MB/s, ``far`` 150 ms / 50 MB/s, ``local`` direct
-to nginx with no proxy.
+Profiles: ``s3`` 50 ms / 100 MB/s with TLS 1.3 (a new connection: 2 round
+trips before its request), ``far`` 150 ms / 50 MB/s with TLS 1.2 (3 round
+trips), ``local`` direct to nginx with no proxy.
+
+Counted at the server: requests, body bytes, and connections opened (nginx's
+``$connection_requests`` is 1 on a connection's first request, and every
+client connection gets its own upstream connection).
 """
 
 from __future__ import annotations
@@ -52,17 +57,26 @@ class NetProfile:
     name: str
     rtt: float  # seconds
     bandwidth: float  # bytes per second per connection; 0 = unlimited
+    tls: int = 0  # round trips of a TLS handshake: 0 plain HTTP, 1 TLS 1.3, 2 TLS 1.2
 
-    def floor(self, nbytes: int, round_trips: int = 2, connections: int = 16) -> float:
-        """Two round trips (metadata, then data) plus the bytes over ``connections``."""
+    @property
+    def setup(self) -> float:
+        """Seconds a new connection costs before its first request can be sent."""
+        return (1 + self.tls) * self.rtt if self.rtt else 0.0
+
+    def floor(self, nbytes: int, round_trips: int = 2, connections: int = 16,
+              cold: bool = False) -> float:
+        """Two round trips (metadata, then data) plus the bytes over ``connections``;
+        ``cold``: plus one connection's setup (a pool with no open connection)."""
         if not self.bandwidth:
             return 0.0
-        return round_trips * self.rtt + nbytes / (self.bandwidth * connections)
+        return (round_trips * self.rtt + nbytes / (self.bandwidth * connections)
+                + (self.setup if cold else 0.0))
 
 
 PROFILES = {
-    "s3": NetProfile("s3", 0.050, 100e6),
-    "far": NetProfile("far", 0.150, 50e6),
+    "s3": NetProfile("s3", 0.050, 100e6, tls=1),
+    "far": NetProfile("far", 0.150, 50e6, tls=2),
     "local": NetProfile("local", 0.0, 0.0),
 }
 
@@ -72,9 +86,10 @@ PROFILES = {
 class _Conn:
     """Per-connection schedule: when the current response may start, and its bytes so far."""
 
-    __slots__ = ("fresh", "gate", "sent", "start")
+    __slots__ = ("fresh", "gate", "ready", "sent", "start")
 
-    def __init__(self) -> None:
+    def __init__(self, ready: float) -> None:
+        self.ready = ready  # when a real client could send its first request (setup done)
         self.gate = 0.0
         self.start = 0.0
         self.sent = 0
@@ -87,7 +102,7 @@ async def _pipe_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWri
     try:
         while data := await reader.read(65536):
             if not conn.fresh:  # the first bytes of a new request
-                conn.gate = loop.time() + rtt
+                conn.gate = max(loop.time(), conn.ready) + rtt
                 conn.fresh = True
             writer.write(data)
             await writer.drain()
@@ -121,11 +136,12 @@ async def _pipe_responses(reader: asyncio.StreamReader, writer: asyncio.StreamWr
             writer.close()
 
 
-async def _proxy_main(listen: list[tuple[int, float, float]], upstream: int) -> None:
+async def _proxy_main(listen: list[tuple[int, float, float, float]], upstream: int) -> None:
     servers = []
-    for port, rtt, bw in listen:
+    for port, rtt, bw, setup in listen:
         async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
-                         rtt: float = rtt, bw: float = bw) -> None:
+                         rtt: float = rtt, bw: float = bw, setup: float = setup) -> None:
+            ready = asyncio.get_running_loop().time() + setup
             try:
                 ur, uw = await asyncio.open_connection(HOST, upstream)
             except OSError:
@@ -135,7 +151,7 @@ async def _proxy_main(listen: list[tuple[int, float, float]], upstream: int) -> 
                 sock = w.get_extra_info("socket")
                 if sock is not None:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn()
+            conn = _Conn(ready)
             await asyncio.gather(_pipe_requests(cr, uw, conn, rtt),
                                  _pipe_responses(ur, cw, conn, bw))
 
@@ -151,12 +167,12 @@ async def _proxy_main(listen: list[tuple[int, float, float]], upstream: int) -> 
 
 
 def serve_proxy(args: list[str]) -> None:
-    """``upstream_port port:rtt:bw [port:rtt:bw ...]`` (the proxy process's command line)."""
+    """``upstream_port port:rtt:bw:setup [...]`` (the proxy process's command line)."""
     upstream = int(args[0])
     listen = []
     for spec in args[1:]:
-        port, rtt, bw = spec.split(":")
-        listen.append((int(port), float(rtt), float(bw)))
+        port, rtt, bw, setup = spec.split(":")
+        listen.append((int(port), float(rtt), float(bw), float(setup)))
     asyncio.run(_proxy_main(listen, upstream))
 
 
@@ -169,7 +185,8 @@ pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 4096; }}
 http {{
-    log_format counted '$request_method $status $body_bytes_sent "$http_range" $uri';
+    log_format counted '$request_method $status $body_bytes_sent $connection_requests '
+                       '"$http_range" $uri';
     access_log {prefix}/access.log counted;
     client_body_temp_path {prefix}/tmp;
     proxy_temp_path {prefix}/tmp;
@@ -199,6 +216,7 @@ class Count:
     other: int = 0
     bytes: int = 0
     errors: int = 0
+    connections: int = 0  # connections opened (their first request is in the window)
 
 
 class SimStore:
@@ -208,9 +226,11 @@ class SimStore:
     SECRET_KEY = "bench-secret-key"
     REGION = "us-east-1"
 
-    def __init__(self, root: Path, workdir: Path) -> None:
+    def __init__(self, root: Path, workdir: Path,
+                 profiles: dict[str, NetProfile] | None = None) -> None:
         self.root = root
         self.work = workdir
+        self.profiles = PROFILES if profiles is None else profiles
         self.nginx_port = free_port()
         self.ports = {"local": self.nginx_port}
         self._procs: list[subprocess.Popen[bytes]] = []
@@ -233,15 +253,15 @@ class SimStore:
         self._procs.append(ng)
         wait_for_port(self.nginx_port, proc=ng, what="nginx")
         specs = []
-        for name, p in PROFILES.items():
+        for name, p in self.profiles.items():
             if name == "local":
                 continue
             self.ports[name] = free_port()
-            specs.append(f"{self.ports[name]}:{p.rtt}:{p.bandwidth}")
+            specs.append(f"{self.ports[name]}:{p.rtt}:{p.bandwidth}:{p.setup}")
         px = subprocess.Popen([sys.executable, __file__, "proxy", str(self.nginx_port), *specs],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._procs.append(px)
-        for name in PROFILES:
+        for name in self.profiles:
             if name != "local":
                 wait_for_port(self.ports[name], proc=px, what="delay proxy")
         return self
@@ -265,8 +285,8 @@ def log_count(log: Path, mark: int, settle: float = 0.05) -> Count:
     with open(log, "rb") as f:
         f.seek(mark)
         for line in f:
-            parts = line.split(b" ", 3)
-            if len(parts) < 3:
+            parts = line.split(b" ", 4)
+            if len(parts) < 4:
                 continue
             c.requests += 1
             method = parts[0]
@@ -279,6 +299,7 @@ def log_count(log: Path, mark: int, settle: float = 0.05) -> Count:
             if not parts[1].startswith(b"2"):
                 c.errors += 1
             c.bytes += int(parts[2])
+            c.connections += parts[3] == b"1"
     return c
 
 

@@ -290,9 +290,12 @@ def report(res: dict[str, Any]) -> str:
             "Store: nginx (S3 path-style GET/HEAD) behind an asyncio proxy that holds each "
             "response's first byte until one RTT after its request arrived and then releases "
             "its bytes on an absolute schedule at the profile's per-connection bandwidth "
-            "(`bench/netsim.py`). Profiles: s3 = 50 ms / 100 MB/s, far = 150 ms / 50 MB/s, "
-            "local = nginx directly. Median of several runs after a warm-up (one run if "
-            "slower than 30 s). Requests (GET+HEAD) and MB are counted by nginx. "
+            "(`bench/netsim.py`); a new connection's first response waits (1 + TLS) round "
+            "trips more (its TCP and TLS handshakes). Profiles: s3 = 50 ms / 100 MB/s, "
+            "TLS 1.3; far = 150 ms / 50 MB/s, TLS 1.2; local = nginx directly. Median of "
+            "several runs after a warm-up in the same process (a warm connection pool; one "
+            "run if slower than 30 s). Requests (GET+HEAD), connections opened (in the last "
+            "run) and MB are counted by nginx. "
             "Floor = 2 RTT + CSUP bytes needed / (16 x bandwidth); many files: "
             "ceil(files/64) x 2 RTT + bytes / (64 x bandwidth).", ""]
     for dataset, title in (("wide", "Wide table (1M x 24)"),
@@ -301,16 +304,17 @@ def report(res: dict[str, Any]) -> str:
         if not rows:
             continue
         out += [f"## {title}", "",
-                "| profile | projection | reader | median s | requests (HEAD) | MB read "
-                "| x best peer | x floor |", "|---|---|---|---:|---:|---:|---:|---:|"]
+                "| profile | projection | reader | median s | requests (HEAD) | connections "
+                "| MB read | x best peer | x floor |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
             if "error" in r:
                 out.append(f"| {r['profile']} | {r['projection']} | {r['reader']} | "
-                           f"{r['error'][:60]} | | | | |")
+                           f"{r['error'][:60]} | | | | | |")
                 continue
             out.append(
                 f"| {r['profile']} | {r['projection']} | {r['reader']} | {_fmt_s(r['median'])}"
-                f"{_mark(r)} | {r['requests']} ({r['heads']}) | "
+                f"{_mark(r)} | {r['requests']} ({r['heads']}) | {r.get('connections', '-')} | "
                 f"{r['bytes'] / 1e6:.1f} | {r['x_best_peer']:.2f} | "
                 f"{_fmt_x(r['x_floor'])} |")
         out += ["", "`*` one run (slower than 30 s).", ""]

@@ -50,6 +50,7 @@ def run_task(fn: Any, task: dict[str, Any], runs: int, log: Path) -> dict[str, A
     out.update(median=statistics.median(times), times=times, warm=warm, warm_only=warm >= SLOW,
                rows=rows,
                cols=ncols, requests=count.requests, gets=count.gets, heads=count.heads,
+               connections=count.connections,
                bytes=count.bytes, errors=count.errors)
     return out
 

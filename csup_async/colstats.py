@@ -7,12 +7,15 @@ over segments and super types.  A path is keyed by its canonical spelling
 (``user.id``); elements of arrays and sets are ``path[]``, map keys and values
 ``path{keys}``/``path{values}``, union members ``path|i``.
 
-``values`` counts the values stored in the column: rows where the field is
-present, in-band nulls included (rows where a record lacks the field, or a
-null record holds it, are not stored and not counted).  ``nulls`` counts the
-in-band nulls among them.  A bound is known only when every segment holding a
-non-null, non-NaN value has it: one unknown segment makes the column's bound
-unknown (None), never a tighter one.
+``values`` counts the column's positions: one per record that holds the field
+(a null record's fields, and the fields a record type lacks, are not counted).
+``nulls`` counts the null ones among them, stored in-band or as presence runs
+(a null field's positions the statistics cannot tell apart, e.g. under a null
+record whose count no sibling field gives, make both unknown: None); a super
+type where the field is all null (no column) adds its records as nulls.  A
+bound is known only when every segment holding a non-null, non-NaN value has
+it: one unknown segment makes the column's bound unknown (None), never a
+tighter one.
 """
 
 from __future__ import annotations
@@ -70,25 +73,33 @@ class ColumnStatistics:
 
 def has_statistics(meta: FileMeta) -> bool:
     """Whether any segment of the file carries statistics (a ``count``)."""
-    return any(s.count is not None for _, _, segmap in _leaves(meta) for s in segmap)
+    return any(s.count is not None for _, _, segmap, _ in _leaves(meta) for s in segmap)
 
 
 def column_stats(meta: FileMeta) -> dict[str, ColumnStatistics]:
     """Every primitive column's statistics, in column-tree order (decoded now)."""
-    grouped: dict[str, list[tuple[str, Segmap]]] = {}
-    for path, tname, segmap in _leaves(meta):
-        grouped.setdefault(path, []).append((tname, segmap))
-    return {path: _summarise(path, parts) for path, parts in grouped.items()}
+    grouped: dict[str, list[tuple[str, Segmap, int | None]]] = {}
+    for path, tname, segmap, absent in _leaves(meta):
+        grouped.setdefault(path, []).append((tname, segmap, absent))
+    inner = {p for p, parts in grouped.items() if not any(seg for _, seg, _ in parts)
+             and any(q.startswith((p + ".", p + "[", p + "{", p + "|")) for q in grouped)}
+    return {path: _summarise(path, parts) for path, parts in grouped.items()
+            if path not in inner}  # a record null in some super types is no leaf
 
 
-def _summarise(path: str, parts: list[tuple[str, Segmap]]) -> ColumnStatistics:
-    types = list(dict.fromkeys(t for t, _ in parts))
-    segs = [s for _, segmap in parts for s in segmap]
+def _summarise(path: str, parts: list[tuple[str, Segmap, int | None]]) -> ColumnStatistics:
+    types = list(dict.fromkeys(t for t, segmap, _ in parts if t != NULL_TYPE or segmap))
+    segs = [s for _, segmap, _ in parts for s in segmap]
     stats = [segment_stats(s) for s in segs]
-    known = bool(segs) and all(st.count is not None for st in stats)
+    absent = [a for _, _, a in parts]
+    known = all(st.count is not None for st in stats) and (
+        bool(segs) or all(a is not None for a in absent))
     values = sum(st.count for st in stats) if known else None  # type: ignore[misc]
-    nulls = (sum(st.nulls for st in stats)  # type: ignore[misc]
-             if known and all(st.nulls is not None for st in stats) else None)
+    nulls = (sum(st.nulls for st in stats) + sum(absent)  # type: ignore[misc,arg-type]
+             if known and all(st.nulls is not None for st in stats)
+             and all(a is not None for a in absent) else None)
+    if nulls is not None and values is not None:
+        values += sum(absent)  # type: ignore[arg-type]
     nan = (any(st.nan for st in stats) if known and all(st.nan is not None for st in stats)
            else None)
     lo = hi = None
@@ -102,6 +113,10 @@ def _summarise(path: str, parts: list[tuple[str, Segmap]]) -> ColumnStatistics:
                             sum(s.length for s in segs), values, nulls, lo, hi, nan)
 
 
+#: the type of a column no super type stores (every value null)
+NULL_TYPE = "null"
+
+
 def _empty(st: Any) -> bool:
     """A segment with no value that could have a bound: all null, or all NaN."""
     if st.nulls is None or st.count is None:
@@ -109,29 +124,54 @@ def _empty(st: Any) -> bool:
     return st.count == st.nulls or (bool(st.nan) and st.min is None and st.max is None)
 
 
-def _leaves(meta: FileMeta) -> Iterator[tuple[str, str, Segmap]]:
+def _count(segmap: Segmap) -> int | None:
+    """Values stored in a primitive column, from its segments' statistics."""
+    stats = [segment_stats(s) for s in segmap]
+    if not stats or any(st.count is None for st in stats):
+        return None
+    return sum(st.count for st in stats)  # type: ignore[misc]
+
+
+def _leaves(meta: FileMeta) -> Iterator[tuple[str, str, Segmap, int | None]]:
+    """(path, type, segmap, nulls its presence runs hold: 0 without presence, None when
+    the positions the runs cover are not known from statistics) per primitive column."""
+    rows = meta.row_count if len(meta.super_types) == 1 else None
     for t, col in zip(meta.super_types, meta.columns, strict=True):
-        yield from _walk(t, col, "")
+        yield from _walk(t, col, "", rows, False)
 
 
-def _walk(t: Type, col: AnyColumn | None, path: str) -> Iterator[tuple[str, str, Segmap]]:
-    if col is None:
+def _walk(t: Type, col: AnyColumn | None, path: str, slots: int | None, masked: bool
+          ) -> Iterator[tuple[str, str, Segmap, int | None]]:
+    """``slots``: positions of this column (None: unknown); ``masked``: presence runs over
+    them hold nulls, so only the present ones are stored in ``col``."""
+    if col is None:  # every value null: the positions, if known, are all nulls
+        if path:
+            yield path, NULL_TYPE, (), slots
         return
     while isinstance(t, (NamedType, ErrorType)):
         t = t.inner
     if isinstance(col, NullsColumn):
-        yield from _walk(t, col.values, path)
+        yield from _walk(t, col.values, path, slots, True)
     elif isinstance(col, PrimitiveColumn):
-        yield path, str(t), col.segmap
+        absent: int | None = 0
+        if masked:
+            n = _count(col.segmap)
+            absent = slots - n if slots is not None and n is not None else None
+        yield path, str(t), col.segmap, absent
     elif isinstance(col, RecordColumn) and isinstance(t, RecordType):
+        records = None if masked else slots
+        if records is None:  # a field with no presence has a value for every record
+            records = next((_count(fc.column.segmap) for fc in col.fields
+                            if not fc.presence and isinstance(fc.column, PrimitiveColumn)),
+                           None)
         for f, fc in zip(t.fields, col.fields, strict=False):
             sub = f"{path}.{quote_component(f.name)}" if path else quote_component(f.name)
-            yield from _walk(f.type, fc.column, sub)
+            yield from _walk(f.type, fc.column, sub, records, bool(fc.presence))
     elif isinstance(col, ArrayColumn) and isinstance(t, (ArrayType, SetType)):
-        yield from _walk(t.elem, col.values, f"{path}[]")
+        yield from _walk(t.elem, col.values, f"{path}[]", None, False)
     elif isinstance(col, MapColumn) and isinstance(t, MapType):
-        yield from _walk(t.key, col.keys, f"{path}{{keys}}")
-        yield from _walk(t.value, col.values, f"{path}{{values}}")
+        yield from _walk(t.key, col.keys, f"{path}{{keys}}", None, False)
+        yield from _walk(t.value, col.values, f"{path}{{values}}", None, False)
     elif isinstance(col, UnionColumn) and isinstance(t, UnionType):
         for i, (m, c) in enumerate(zip(t.types, col.columns, strict=False)):
-            yield from _walk(m, c, f"{path}|{i}")
+            yield from _walk(m, c, f"{path}|{i}", None, False)

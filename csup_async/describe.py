@@ -98,9 +98,16 @@ def describe_file(meta: FileMeta, path: str, rows: int | None = None) -> str:
 _BOUND_CHARS = 40
 
 
+def _count(n: int, what: str) -> str:
+    """``1 segment``, ``2 segments``."""
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def _bound(v: Any) -> str:
     if v is None:
         return "-"
+    if isinstance(v, (str, bytes, bytearray)) and not v:
+        return '""'  # an empty string is a bound, not a blank cell
     text = v.hex() if isinstance(v, (bytes, bytearray)) else str(v)
     return text if len(text) <= _BOUND_CHARS else text[: _BOUND_CHARS - 3] + "..."
 
@@ -162,13 +169,13 @@ def check_lines(check: Any) -> list[str]:
     """``inspect --verify``'s report of a ``read.verify.FileCheck``: per column stream the
     segments checked, then every failure."""
     lines = [f"verify: {check.path}: " + (
-        f"ok, {check.segments:,} segments checked" if check.ok
-        else f"FAILED, {len(check.errors)} problem(s) in {check.segments:,} segments")]
+        f"ok, {_count(check.segments, 'segment')} checked" if check.ok
+        else f"FAILED, {len(check.errors)} problem(s) in {_count(check.segments, 'segment')}")]
     for c in check.columns:
         if c.segments:
             bad = f", {len(c.errors)} failed" if c.errors else ""
-            lines.append(f"    {c.label}: {c.segments:,} segments ({c.with_crc:,} with crc32, "
-                         f"{c.with_count:,} with count){bad}")
+            lines.append(f"    {c.label}: {_count(c.segments, 'segment')} "
+                         f"({c.with_crc:,} with crc32, {c.with_count:,} with count){bad}")
     lines += [f"error: {e}" for e in check.errors]
     return lines
 

@@ -13,6 +13,7 @@ class CsupError(Exception):
     """Root of every error csup-async raises on purpose."""
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
+        message, path = _redacted(message, path)
         self.message = message
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
@@ -21,9 +22,18 @@ class CsupError(Exception):
         """Return this error naming ``path`` (errors raised deep inside know no path)."""
         if path is None or self.path is not None:
             return self
+        path = _redacted("", path)[1]
         self.path = path
         self.args = (f"{path}: {self.message}",)
         return self
+
+
+def _redacted(message: str, path: str | None) -> tuple[str, str | None]:
+    """The last guard of the one redaction: whatever a raiser passed, no URL in an error
+    keeps its query string or ``user:password@``."""
+    from .stores.redact import redact_text, redact_url
+
+    return redact_text(message), (None if path is None else redact_url(path))
 
 
 class FormatError(CsupError):

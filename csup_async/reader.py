@@ -246,9 +246,17 @@ class Reader:
         except RowSelectionError as e:
             raise e.with_path(self.path) from None
 
+    def _warm(self) -> int:
+        """Connections the store holds open: a request beyond them pays a connection's
+        setup, which the planner weighs (0 for a store that does not say)."""
+        warm = getattr(self.store, "warm_connections", None)
+        n = warm() if callable(warm) else 0
+        return n if isinstance(n, int) and n > 0 else 0
+
     def _plan(self, paths: list[str]) -> P.ScanPlan:
         plan = P.plan_scan(self.meta, paths or None, self.profile,
-                           available=(self.tail.offset, len(self.tail.data)))
+                           available=(self.tail.offset, len(self.tail.data)),
+                           warm=self._warm())
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:
             raise ColumnNotFoundError(

@@ -17,7 +17,7 @@ nothing heavier than the standard library and ``csup_async.meta``/``types``
 
 from __future__ import annotations
 
-from .coalescing import Piece, Request, coalesce
+from .coalescing import Piece, Request, coalesce, wave_seconds
 from .errors import InvalidPathError, InvalidRangeError, ProfileError
 from .filters import ColumnStats, FilterError, Truth, col, parse_filter, zone_truth
 from .metadata import metadata_followup, tail_prefetch_size
@@ -52,5 +52,5 @@ __all__ = [
     "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
     "all_paths", "coalesce", "describe_paths", "format_path", "get_profile",
     "metadata_followup", "parse_columns", "parse_path", "plan_files", "plan_scan",
-    "resolve_paths", "tail_prefetch_size", "top_level_paths",
+    "resolve_paths", "tail_prefetch_size", "top_level_paths", "wave_seconds",
 ]

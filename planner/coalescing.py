@@ -125,16 +125,43 @@ class RangePlan:
     bytes_to_read: int
     request_count: int
     request_cap: int
+    warm: int = 0
+    """Connections the pool had open when this was planned (the caller's word)."""
+    new_connections: int = 0
+    """Connections the requests would open beyond ``warm`` (each pays ``connect_latency``)."""
+    seconds: float = 0.0
+    """The cost model's wall time for the requests (:func:`wave_seconds`)."""
 
 
 def coalesce(ranges: Iterable[Segment | tuple[int, int]], profile: str | Profile = "s3", *,
-             available: tuple[int, int] | None = None) -> tuple[Request, ...]:
+             available: tuple[int, int] | None = None, warm: int = 0) -> tuple[Request, ...]:
     """Read requests for ``ranges`` (Segments, or plain ``(offset, length)`` pairs).
 
     Plain pairs are carried as uncompressed Segments of that range.
     """
     segs = [r if isinstance(r, Segment) else _pair(r) for r in ranges]
-    return plan_ranges(segs, get_profile(profile), available).requests
+    return plan_ranges(segs, get_profile(profile), available, warm).requests
+
+
+def wave_seconds(sizes: Iterable[int], profile: Profile, warm: int = 0) -> float:
+    """The cost model's wall time for requests of ``sizes`` bytes, from the first sent.
+
+    Requests run ``profile.concurrency`` at a time, largest first, each on the
+    connection that frees first; ``warm`` connections are free at once, the
+    others only after ``connect_latency`` (a new connection's TCP and TLS
+    round trips).  A request takes ``latency + size / bandwidth``.
+    """
+    slots = max(1, profile.concurrency)
+    w = max(0, min(warm, slots))
+    free = [0.0] * w + [profile.connect_latency] * (slots - w)
+    heapq.heapify(free)
+    end = 0.0
+    for size in sorted(sizes, reverse=True):
+        at = heapq.heappop(free)
+        done = at + profile.latency + size / profile.bandwidth
+        end = max(end, done)
+        heapq.heappush(free, done)
+    return end
 
 
 def _pair(r: tuple[int, int]) -> Segment:
@@ -145,13 +172,19 @@ def _pair(r: tuple[int, int]) -> Segment:
 
 
 def plan_ranges(segs: list[Segment], profile: Profile,
-                available: tuple[int, int] | None = None) -> RangePlan:
-    """Dedupe and sort ``segs`` and coalesce them into requests (``segs`` is reordered)."""
+                available: tuple[int, int] | None = None, warm: int = 0) -> RangePlan:
+    """Dedupe and sort ``segs`` and coalesce them into requests (``segs`` is reordered).
+
+    ``warm``: connections the caller's pool has open (0 for a cold pool); parts
+    beyond them pay ``profile.connect_latency`` in the cost model.
+    """
+    if warm < 0:
+        raise InvalidRangeError(f"warm connections must be >= 0, not {warm}")
     if not segs:
-        return RangePlan((), (), 0, 0, 0, profile.request_cap(0))
+        return RangePlan((), (), 0, 0, 0, profile.request_cap(0), warm)
     all_segs, segs, starts, reach, run_s, run_e = _prepare(segs)
     if not segs:
-        return RangePlan(all_segs, (), 0, 0, 0, profile.request_cap(0))
+        return RangePlan(all_segs, (), 0, 0, 0, profile.request_cap(0), warm)
     needed = sum(run_e) - sum(run_s)
 
     served: tuple[int, int] | None = None
@@ -166,12 +199,13 @@ def plan_ranges(segs: list[Segment], profile: Profile,
         # cut from them beats cap-sized parts that spill into a second wave
         span = run_e[-1] - run_s[0] if run_s else 1  # no cap: every group whole
         whole = _bounds(run_s, run_e, profile, span, to_read, barrier)
+        chosen = False
         if len(whole) <= profile.concurrency:
-            spread = _spread(whole, run_s, run_e, profile.concurrency, profile.min_part)
+            spread = _cheapest_spread(whole, run_s, run_e, profile, warm)
             largest = max((b - a for a, b in spread), default=0)
             if largest <= profile.max_request:
-                bounds, cap = spread, max(cap, largest)
-        if len(bounds) < profile.concurrency:  # (a scan above max_request x concurrency)
+                bounds, cap, chosen = spread, max(cap, largest), True
+        if not chosen and len(bounds) < profile.concurrency:  # (above max_request x conc.)
             bounds = _spread(bounds, run_s, run_e, profile.concurrency, profile.min_part)
     flags = [False] * len(bounds)
     if served is not None:
@@ -179,8 +213,37 @@ def plan_ranges(segs: list[Segment], profile: Profile,
         bounds.insert(at, served)
         flags.insert(at, True)
     requests = _attach(bounds, flags, segs, starts, reach)
-    read = sum(b - a for (a, b), f in zip(bounds, flags, strict=True) if not f)
-    return RangePlan(all_segs, requests, needed, read, len(bounds) - (served is not None), cap)
+    sizes = [b - a for (a, b), f in zip(bounds, flags, strict=True) if not f]
+    n = len(sizes)
+    new = max(0, min(n, profile.concurrency) - warm)
+    return RangePlan(all_segs, requests, needed, sum(sizes), n, cap, warm, new,
+                     wave_seconds(sizes, profile, warm))
+
+
+def _cheapest_spread(whole: list[tuple[int, int]], run_s: list[int], run_e: list[int],
+                     profile: Profile, warm: int) -> list[tuple[int, int]]:
+    """Step 4's count of parts: the cut into 1..concurrency parts per :func:`_spread`
+    with the least :func:`wave_seconds` (ties: fewer requests).
+
+    With ``warm`` 0 or ``>= concurrency`` every part pays the same setup, so
+    the finest cut wins as it always did; only in between does a part's setup
+    weigh against its share of the transfer.
+    """
+    slots = profile.concurrency
+    finest = _spread(whole, run_s, run_e, slots, profile.min_part)
+    if warm <= 0 or warm >= slots or not profile.connect_latency:
+        return finest
+    best, best_t = finest, wave_seconds([b - a for a, b in finest], profile, warm)
+    seen = {len(finest)}
+    for k in range(len(whole), len(finest)):
+        parts = _spread(whole, run_s, run_e, k, profile.min_part)
+        if len(parts) in seen or max(b - a for a, b in parts) > profile.max_request:
+            continue  # (a part over max_request is never a one-wave plan)
+        seen.add(len(parts))
+        t = wave_seconds([b - a for a, b in parts], profile, warm)
+        if t < best_t - 1e-9 or (t <= best_t + 1e-9 and len(parts) < len(best)):
+            best, best_t = parts, t
+    return best
 
 
 def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], list[int],

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 _TYPE_WIDTH = 72
 
 
+def shown(name: str) -> str:
+    """A file's name as any rendering shows it: the one redaction (a signed URL's query
+    and a ``user:password@`` hidden).  The name itself stays whole: it is what reads
+    and lookups use."""
+    from csup_async.stores.redact import redact_url
+
+    return redact_url(name)
+
+
 def human(n: float) -> str:
     """Bytes with a binary unit: ``1.5 MiB``."""
     if n < 1024:
@@ -103,12 +112,13 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
         rest = refs[limit:]
         if rest:
             n, b = _span(rest)
-            out += _more(limit, len(refs), "streams", f" ({n:,} segments, {human(b)})")
+            out += _more(limit, len(refs), "streams", f" ({_count(n, 'segment')}, {human(b)})")
     if len(plan.streams) > limit:
         rest_refs = [r for refs in plan.streams[limit:] for r in refs]
         n, b = _span(rest_refs)
         out += _more(limit, len(plan.streams), "super types",
-                     f" ({len(rest_refs):,} streams, {n:,} segments, {human(b)})")
+                     f" ({_count(len(rest_refs), 'stream')}, {_count(n, 'segment')}, "
+                     f"{human(b)})")
     if plan.super_stream is not None:
         out.append("  super column (which super type each row has)")
         out.append(_stream_line(plan.super_stream))
@@ -121,12 +131,22 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
         a, n = plan.available or (0, 0)
         head += f"; {served} served from available bytes [{a:,} .. {a + n:,})"
     out.append(head)
+    if plan.request_count:
+        setup = p.connect_latency * 1e3
+        out.append(f"connections: {plan.warm} warm, {plan.new_connections} new"
+                   + (f" ({setup:g} ms setup each)" if plan.new_connections and setup else "")
+                   + f"; estimated {plan.seconds * 1e3:.0f} ms")
     out.extend(_request_line(i, r) for i, r in enumerate(plan.requests[:limit]))
     rest_reqs = plan.requests[limit:]
     out += _more(limit, len(plan.requests), "requests",
                  f" ({human(sum(r.length for r in rest_reqs))})")
-    out.append(f"read amplification: {plan.amplification:.3f}x "
-               f"({plan.bytes_to_read:,} bytes to read / {plan.bytes_needed:,} needed)")
+    if plan.bytes_to_read < plan.bytes_needed:  # a ratio below 1x would mean nothing
+        out.append(f"read amplification: none ({plan.bytes_to_read:,} bytes to read for "
+                   f"{plan.bytes_needed:,} needed: the tail read held "
+                   + ("them)" if plan.bytes_to_read == 0 else "the rest)"))
+    else:
+        out.append(f"read amplification: {plan.amplification:.3f}x "
+                   f"({plan.bytes_to_read:,} bytes to read / {plan.bytes_needed:,} needed)")
     return "\n".join(out)
 
 
@@ -143,18 +163,20 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     ]
     if mp.missing_paths:
         out.append("missing in every file: " + ", ".join(mp.missing_paths))
+    amp = (f"amplification {mp.amplification:.3f}x" if mp.bytes_to_read >= mp.bytes_needed
+           else "the tail reads held " + ("them" if not mp.bytes_to_read else "the rest"))
     out.append(f"requests: {mp.request_count:,}, {human(mp.bytes_to_read)} to read for "
-               f"{human(mp.bytes_needed)} needed (amplification {mp.amplification:.3f}x)")
+               f"{human(mp.bytes_needed)} needed ({amp})")
     out.append("tasks:")
     for t in mp.tasks[:limit]:
-        names = ", ".join(f.name for f in t.files[:3])
+        names = ", ".join(shown(f.name) for f in t.files[:3])
         if len(t.files) > 3:
             names += f", ... ({len(t.files):,} files)"
-        out.append(f"    task {t.index:<5} {t.request_count:>6,} requests "
+        out.append(f"    task {t.index:<5} {_count(t.request_count, 'request'):>15} "
                    f"{human(t.bytes_to_read):>10}  {names}")
     out += _more(limit, len(mp.tasks), "tasks")
     if mp.pruned:
         out.append("pruned:")
-        out.extend(f"    {f.name}: {f.reason}" for f in mp.pruned[:limit])
+        out.extend(f"    {shown(f.name)}: {f.reason}" for f in mp.pruned[:limit])
         out += _more(limit, len(mp.pruned), "pruned files")
     return "\n".join(out)

@@ -36,6 +36,7 @@ from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta
 
 from .coalescing import Request
+from .explain import shown
 from .plan import ScanPlan, plan_resolved
 from .profiles import Profile, get_profile, with_amplification
 from .projection import normalize_columns, resolve_parsed
@@ -56,6 +57,9 @@ class FileScan:
     name: str
     plan: ScanPlan = field(repr=False)
 
+    def __repr__(self) -> str:
+        return f"FileScan(name={shown(self.name)!r})"
+
     @property
     def meta(self) -> FileMeta:
         return self.plan.meta
@@ -67,6 +71,9 @@ class PrunedFile:
     reason: str
     rows: int | None
 
+    def __repr__(self) -> str:
+        return f"PrunedFile(name={shown(self.name)!r}, reason={self.reason!r}, rows={self.rows})"
+
 
 @dataclass(frozen=True, slots=True)
 class TaskFile:
@@ -76,6 +83,9 @@ class TaskFile:
     plan: ScanPlan = field(repr=False)
     requests: tuple[Request, ...] = field(repr=False)
     complete: bool = True
+
+    def __repr__(self) -> str:
+        return f"TaskFile(name={shown(self.name)!r}, complete={self.complete})"
 
     @property
     def meta(self) -> FileMeta:

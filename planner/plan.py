@@ -53,6 +53,12 @@ class ScanPlan:
     them: they need no bytes)."""
     requests: tuple[Request, ...] = field(repr=False)
     meta: FileMeta = field(repr=False, compare=False)
+    warm: int = 0
+    """Connections the pool had open when this was planned (0: a cold pool)."""
+    new_connections: int = 0
+    """Connections the requests open beyond ``warm``; each pays ``profile.connect_latency``."""
+    seconds: float = 0.0
+    """The cost model's wall time for the requests, connection setup included."""
 
     @property
     def amplification(self) -> float:
@@ -73,14 +79,16 @@ class ScanPlan:
 def plan_scan(meta: FileMeta, columns: Iterable[str] | str | None = None,
               profile: str | Profile = "s3", *, available: tuple[int, int] | None = None,
               max_amplification: float | _Unset | None = _UNSET,
-              strict: bool = False) -> ScanPlan:
+              strict: bool = False, warm: int = 0) -> ScanPlan:
     """Plan the reads of ``columns`` (dotted paths; None or [] = all) from one file.
 
     ``available`` is a byte range of the object the caller already holds
     (typically the metadata tail read): needed bytes inside it are marked
     served.  ``max_amplification`` overrides the profile's bound (None = no
     bound).  ``strict`` raises :class:`ColumnNotFoundError` for a path no
-    super type has, instead of only listing it in ``missing_paths``.
+    super type has, instead of only listing it in ``missing_paths``.  ``warm``
+    is how many connections the caller's pool has open (0: a cold pool); the
+    cost model charges the others ``profile.connect_latency``.
     """
     prof = get_profile(profile)
     if not isinstance(max_amplification, _Unset):
@@ -89,21 +97,21 @@ def plan_scan(meta: FileMeta, columns: Iterable[str] | str | None = None,
     if strict and res.missing_paths:
         raise ColumnNotFoundError(
             f"no super type has column {', '.join(map(repr, res.missing_paths))}")
-    return plan_resolved(meta, res, prof, available)
+    return plan_resolved(meta, res, prof, available, warm)
 
 
 def plan_resolved(meta: FileMeta, res: Resolution, prof: Profile,
-                  available: tuple[int, int] | None) -> ScanPlan:
+                  available: tuple[int, int] | None, warm: int = 0) -> ScanPlan:
     """Byte-range planning for an already resolved projection (shared with plan_files)."""
     segmaps = [ref.segmap for refs in res.streams for ref in refs]
     if res.super_stream is not None:
         segmaps.append(res.super_stream.segmap)
-    rp = plan_ranges(list(chain.from_iterable(segmaps)), prof, available)
+    rp = plan_ranges(list(chain.from_iterable(segmaps)), prof, available, warm)
     return ScanPlan(
         columns=res.columns, streams=res.streams, super_stream=res.super_stream,
         found=res.found, missing_paths=res.missing_paths, null_paths=res.null_paths,
         segments=rp.segments, requests=rp.requests, bytes_needed=rp.bytes_needed,
         bytes_to_read=rp.bytes_to_read, request_count=rp.request_count,
         request_cap=rp.request_cap, available=available, profile=prof,
-        meta=meta,
+        meta=meta, warm=rp.warm, new_connections=rp.new_connections, seconds=rp.seconds,
     )

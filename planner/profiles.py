@@ -25,6 +25,15 @@ at once.  From these follow the three decisions the coalescer makes:
   columns, 19 MB): 8 requests of up to 4.3 MB -> 14 of up to 1.6 MB, scan
   ~120 -> ~100 ms.  Off for local files (``min_part`` 0): there the limit is
   CPU, not round trips.
+* **count a new connection's setup**: a request on a connection the pool does
+  not have open first pays ``connect_latency`` (TCP's handshake, plus TLS's one
+  or two round trips on ``https``) before it can be sent.  When the planner
+  chooses how many parts to cut a small scan into, parts beyond the pool's
+  warm connections pay it (see :func:`planner.coalescing.wave_seconds`): a
+  cold process whose tail read left one connection open reads a few MB on it
+  rather than spread them over new connections that cost two round trips
+  before their first byte.  With no warm connection every part pays it alike
+  and the choice is the one without setup.
 * **split big reads** so all ``concurrency`` connections work: the request
   size cap for a scan is ``min(max_request, max(split_size, total/concurrency))``.
   ``split_size`` is the smallest part worth its own request.  A part of
@@ -83,11 +92,16 @@ class Profile:
     min_part: int = 0
     """With fewer requests than ``concurrency``, the largest are split (all run at once, so
     the largest one's transfer is the scan's) down to parts of this size; 0: never."""
+    connect_latency: float = 0.0
+    """Seconds a new connection costs before its first request can be sent (TCP's round
+    trip, plus TLS's: one for TLS 1.3, two for 1.2); a warm connection costs none."""
 
     def __post_init__(self) -> None:
         problems = []
-        if not (self.latency >= 0 and math.isfinite(self.latency)):
-            problems.append(f"latency={self.latency!r} must be a finite number >= 0")
+        for name in ("latency", "connect_latency"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v >= 0 and math.isfinite(v)):
+                problems.append(f"{name}={v!r} must be a finite number >= 0")
         if not (self.bandwidth > 0 and math.isfinite(self.bandwidth)):
             problems.append(f"bandwidth={self.bandwidth!r} must be a finite number > 0")
         for name in ("concurrency", "split_size", "max_request"):
@@ -129,17 +143,22 @@ PROFILES: dict[str, Profile] = {
     # 50 ms first byte, 100 MB/s per connection: the S3 medians AnyBlob (VLDB 2023) and
     # AWS's guidance report, and what the project's simulated S3 uses. Break-even 5 MB;
     # gaps capped at object_store's 1 MiB; 8 MiB parts (AWS: 8-16 MB ranges); 64 MiB cap
-    # (Arrow's ideal request size cap); 16 connections.
+    # (Arrow's ideal request size cap); 16 connections. A new connection: TCP and TLS 1.3,
+    # two round trips.
     "s3": Profile("s3", latency=0.050, bandwidth=100e6, concurrency=16, max_gap=1 * MiB,
-                  split_size=8 * MiB, max_request=64 * MiB, min_part=1 * MiB),
+                  split_size=8 * MiB, max_request=64 * MiB, min_part=1 * MiB,
+                  connect_latency=0.100),
     # GCS: a somewhat slower first byte (~80 ms) and ~80 MB/s per stream: break-even 6.4 MB,
     # otherwise as S3.
     "gcs": Profile("gcs", latency=0.080, bandwidth=80e6, concurrency=16, max_gap=1 * MiB,
-                   split_size=8 * MiB, max_request=64 * MiB, min_part=1 * MiB),
+                   split_size=8 * MiB, max_request=64 * MiB, min_part=1 * MiB,
+                   connect_latency=0.160),
     # A plain HTTP server or CDN: ~30 ms, ~50 MB/s per connection (break-even 1.5 MB), and
-    # the HTTP/1.1 habit of ~6 connections per host; Arrow's 32 MiB range limit.
+    # the HTTP/1.1 habit of ~6 connections per host; Arrow's 32 MiB range limit. A new
+    # connection: one TCP round trip (TLS, if any, is not counted).
     "http": Profile("http", latency=0.030, bandwidth=50e6, concurrency=6, max_gap=512 * KiB,
-                    split_size=4 * MiB, max_request=32 * MiB, min_part=512 * KiB),
+                    split_size=4 * MiB, max_request=32 * MiB, min_part=512 * KiB,
+                    connect_latency=0.030),
     # Local disk / page cache: ~100 us per read call, ~2 GB/s (break-even 200 kB). Small
     # gaps (fsspec's parquet max_gap is 64 kB; Arrow's 8 KiB default is more cautious),
     # large requests (fsspec's 256 MB max_block), a few threads on small machines.

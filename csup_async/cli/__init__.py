@@ -31,6 +31,7 @@ from .exits import (
     UsageError,
     exit_code,
 )
+from .messages import cli_message
 
 __all__ = ["COMMANDS", "EXIT_DATA", "EXIT_NOT_FOUND", "EXIT_OTHER", "EXIT_STORE", "EXIT_USAGE",
            "UsageError", "build_parser", "main"]
@@ -38,14 +39,17 @@ __all__ = ["COMMANDS", "EXIT_DATA", "EXIT_NOT_FOUND", "EXIT_OTHER", "EXIT_STORE"
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # argparse would name them under the top-level usage, not the command's
+        (getattr(args, "command_parser", None) or parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     check_args(parser, args)
     try:
         return COMMANDS[args.command](args) or 0
     except CsupError as e:
         if args.debug:
             traceback.print_exc()
-        print(f"csup-async: error: {e}", file=sys.stderr)
+        print(f"csup-async: error: {cli_message(str(e))}", file=sys.stderr)
         return exit_code(e)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

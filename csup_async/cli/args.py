@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ..lake.cli import add_parser as add_lake_parser
 
     add_lake_parser(sub, common, store)
+    for name, cp in sub.choices.items():  # usage errors show the sub-command's usage
+        if name != "lake":
+            cp.set_defaults(command_parser=cp)
     return p
 
 
@@ -164,8 +167,11 @@ _WHERE_HELP = (
 
 
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse what argparse cannot: an empty column list, a negative limit, bad paths."""
+    """Refuse what argparse cannot: an empty column list, a negative limit, bad paths.
+    Errors show the usage of the sub-command ``p`` parsed (not the top level's)."""
     from planner import InvalidPathError, parse_columns
+
+    p = getattr(args, "command_parser", None) or p
 
     if getattr(args, "columns", None) is not None:
         if not args.columns.strip():

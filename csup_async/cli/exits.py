@@ -20,12 +20,21 @@ class UsageError(CsupError):
 
 
 def exit_code(e: CsupError) -> int:
+    """The documented code for ``e``; a lake follows the same kinds: something named or
+    referenced that is absent is 3, a lake object that is not what its layout
+    promises is 4 (invalid data), a commit that could not be made is 1."""
     from planner import FilterError, InvalidPathError
+
+    from ..lake.errors import LakeConflictError, LakeError, LakeNotFoundError
 
     if isinstance(e, (UsageError, InvalidPathError, FilterError)):
         return EXIT_USAGE
-    if isinstance(e, (NotFoundError, ColumnNotFoundError)):
+    if isinstance(e, (NotFoundError, ColumnNotFoundError, LakeNotFoundError)):
         return EXIT_NOT_FOUND
+    if isinstance(e, LakeConflictError):
+        return EXIT_OTHER
+    if isinstance(e, LakeError):
+        return EXIT_DATA
     if isinstance(e, (FormatError, UnsupportedTypeError, EncodeError)):
         return EXIT_DATA
     if isinstance(e, StoreError):

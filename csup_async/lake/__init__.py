@@ -18,11 +18,12 @@ from typing import Any
 # Loaded on first use (PEP 562): the CLI builds its ``lake`` sub-command from
 # ``.cli`` on every start, and must not pay for numpy and the pool machinery then.
 _LAZY = {"create_lake": ".create", "LakeConflictError": ".errors", "LakeError": ".errors",
+         "LakeNotFoundError": ".errors",
          "KeyRange": ".keys", "BranchConfig": ".lake", "Lake": ".lake", "PoolConfig": ".lake",
          "open_lake": ".lake", "Pool": ".pool"}
 
-__all__ = ["BranchConfig", "KeyRange", "Lake", "LakeConflictError", "LakeError", "Pool",
-           "PoolConfig", "create_lake", "open_lake"]
+__all__ = ["BranchConfig", "KeyRange", "Lake", "LakeConflictError", "LakeError",
+           "LakeNotFoundError", "Pool", "PoolConfig", "create_lake", "open_lake"]
 
 
 def __getattr__(name: str) -> Any:

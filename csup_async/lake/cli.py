@@ -2,13 +2,14 @@
 
     csup-async lake ls URL                      pools: name, ID, key, order
     csup-async lake ls URL --pool logs@main     the pool's branches and live objects
-    csup-async lake scan URL --pool logs -c ts,msg --where 'ts>=100' --where 'ts<200'
-    csup-async lake explain URL --pool logs --where 'ts==5'
+    csup-async lake scan URL --pool logs -c ts,msg --where "ts >= 100 and msg = 'x'"
+    csup-async lake explain URL --pool logs --where 'ts == 5'
     csup-async lake load URL --pool logs@main rows.ndjson -m "message"
 
-``--where`` compares the pool key with a literal (ANDed when repeated): the
-key-range filter pools take until general filter expressions exist.  Rows
-print as JSON lines, in pool-key order.
+``--where`` takes the filter grammar of every other command (ANDed when
+repeated): comparisons of the pool key narrow the objects and byte ranges read,
+and the whole filter is evaluated on the rows.  Rows print as JSON lines, in
+pool-key order.
 """
 
 from __future__ import annotations
@@ -16,16 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from typing import Any
 
-from ..errors import CsupError
-from ..types import TIME, PrimitiveType, underlying
-
 __all__ = ["add_parser", "run"]
-
-_WHERE = re.compile(r"^\s*([A-Za-z_$][\w.$]*)\s*(==|=|<=|>=|<|>)\s*(.+?)\s*$")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.ArgumentParser
@@ -42,12 +37,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
         c.add_argument("url", metavar="URL", help="the lake's root (directory, s3://, gs://)")
         c.add_argument("--pool", required=name != "ls",
                        help="pool[@branch or @commit] (a pool ID works too)")
-        c.add_argument("--at", default=None,
-                       help="time travel: a branch journal ID or a commit ID")
+        c.set_defaults(command_parser=c)  # usage errors show this sub-command's usage
+        if name != "load":  # a load commits on the branch's tip: no time travel
+            c.add_argument("--at", default=None,
+                           help="time travel: a branch journal ID or a commit ID")
+        c.add_argument("--max-journal-entries", type=int, default=None, metavar="N",
+                       help="the most entries one journal replay reads (default 1000000); "
+                            "a journal asking for more is an error")
         if name in ("scan", "explain"):
             c.add_argument("--where", action="append", default=[],
-                           help="pool-key comparison, e.g. 'ts>=2024-01-01T00:00:00Z' "
-                                "(repeat to AND)")
+                           help="a filter in the --where grammar of scan, e.g. \"ts >= "
+                                "'2024-01-01T00:00:00Z' and kind = 'push'\" (repeat to "
+                                "AND); pool-key comparisons prune objects")
         if name == "scan":
             c.add_argument("-c", "--columns", default=None, help="comma-separated fields")
             c.add_argument("--limit", type=int, default=None, help="print the first N rows")
@@ -66,45 +67,6 @@ def _at(s: str | None) -> int | str | None:
     if s is None:
         return None
     return int(s) if s.isdigit() else s
-
-
-def _literal(text: str, key_type: Any) -> Any:
-    """A --where literal, read as the pool key's type where that is clear."""
-    if text.startswith('"'):
-        value: Any = json.loads(text)
-    else:
-        try:
-            value = int(text)
-        except ValueError:
-            try:
-                value = float(text)
-            except ValueError:
-                value = text
-    u = underlying(key_type) if key_type is not None else None
-    if u == TIME:
-        import numpy as np
-
-        if isinstance(value, str):
-            try:
-                return np.datetime64(value.rstrip("Zz"), "ns")
-            except ValueError:
-                raise CsupError(f"{text!r} is not a time (the pool key is a time)") from None
-        if isinstance(value, int):
-            return np.datetime64(value, "ns")
-    if isinstance(u, PrimitiveType) and u.name == "string" and not isinstance(value, str):
-        return text
-    return value
-
-
-def comparisons(wheres: list[str], pool: Any) -> list[tuple[str, str, Any]]:
-    key_type = next((o.min.type for o in pool.objects if o.min is not None), None)
-    out = []
-    for w in wheres:
-        m = _WHERE.match(w)
-        if m is None:
-            raise CsupError(f"--where {w!r}: expected KEY OP LITERAL, e.g. 'ts>=100'")
-        out.append((m.group(1), m.group(2), _literal(m.group(3), key_type)))
-    return out
 
 
 def explain_text(d: dict[str, Any]) -> str:
@@ -146,17 +108,19 @@ def _read_input(path: str) -> list[Any]:
 def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     """Run a ``lake`` command; ``store_opts`` are the store flags that apply to its URL."""
     from ..jsonout import dumps
+    from .filter import where_filter
     from .keys import display
     from .lake import open_lake
 
     async def go() -> int:
-        async with open_lake(args.url, **store_opts) as lake:
+        async with open_lake(args.url, max_journal_entries=args.max_journal_entries,
+                             **store_opts) as lake:
             cmd = args.lake_command
             if cmd == "ls" and not args.pool:
                 for p in lake.pools:
                     print(f"{p.name} {p.id_str} key {p.key_name} order {p.order}")
                 return 0
-            pool = await lake.pool(args.pool, at=_at(args.at))
+            pool = await lake.pool(args.pool, at=_at(getattr(args, "at", None)))
             if cmd == "ls":
                 for b in await lake.branches(pool.name):
                     print(f"branch {b.name} commit {_k(b.commit)}")
@@ -172,7 +136,7 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
                                          csup=args.csup)
                 print(f"committed {commit}")
                 return 0
-            filt = comparisons(args.where, pool)
+            filt = where_filter(args.where)
             if cmd == "explain":
                 d = await pool.explain(filt)
                 print(json.dumps(d, default=str) if args.json else explain_text(d))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..values import Value
 from . import ksuid as K
 from . import zedtypes as Z
-from .errors import LakeConflictError, LakeError
+from .errors import LakeConflictError, LakeError, LakeNotFoundError
 from .keys import norm
 from .objects import LakeIO
 
@@ -159,7 +159,7 @@ async def get_commit(io: LakeIO, pool_dir: str, c: bytes) -> CommitObject:
     rel = commit_rel(pool_dir, c)
     buf = await io.get_or_none(rel, immutable=True)
     if buf is None:
-        raise LakeError("commit object is missing", path=io.display(rel))
+        raise LakeNotFoundError("commit object is missing", path=io.display(rel))
     obj = parse_commit(buf, io.display(rel))
     if obj.info.id != c:
         raise LakeError(f"commit object names itself {K.to_str(obj.info.id)}",

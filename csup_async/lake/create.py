@@ -21,7 +21,7 @@ from ..types import Type
 from . import ksuid as K
 from . import zedtypes as Z
 from .config import LAKE_MAGIC, LAKE_VERSION, PoolConfig, pool_config
-from .errors import LakeConflictError, LakeError
+from .errors import LakeConflictError, LakeError, LakeNotFoundError
 from .journal import JournalState, read_journal
 from .objects import LakeIO
 
@@ -112,7 +112,7 @@ async def create_branch(lake: Lake, pool: str, name: str, *, from_branch: str = 
             raise LakeError(f"branch {name!r} already exists", path=io.display(bdir))
         src = journal.entries.get(from_branch)
         if src is None:
-            raise LakeError(f"no branch {from_branch!r}", path=io.display(bdir))
+            raise LakeNotFoundError(f"no branch {from_branch!r}", path=io.display(bdir))
         return [(Z.journal_add(Z.BRANCH_CONFIG), {"entry": {
             "ts": np.datetime64("now", "ns"), "name": name,
             "commit": src.ksuid("commit", io.display(bdir))}})]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CsupError
 
-__all__ = ["LakeError", "LakeConflictError"]
+__all__ = ["LakeError", "LakeConflictError", "LakeNotFoundError"]
 
 
 class LakeError(CsupError):
@@ -18,3 +18,9 @@ class LakeError(CsupError):
 class LakeConflictError(LakeError):
     """A commit could not be made: the branch moved under every attempt, or an
     action conflicts with the state (an object added twice, deleted when absent)."""
+
+
+class LakeNotFoundError(LakeError):
+    """What was named or referenced is not in the lake: no ``lake.zng``, no such pool,
+    branch or journal ID, a commit, data object or seek index that is absent (the
+    CLI's exit code 3, as for any object not found)."""

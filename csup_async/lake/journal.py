@@ -5,6 +5,10 @@ depend on each other go out together: HEAD, TAIL and ``snap.zng`` in one
 round, then every entry from the snapshot (or TAIL) to HEAD at once.  HEAD is
 a hint that can lag the real end (a writer puts the entry, then HEAD), so the
 entry after HEAD is probed in the same round and followed while it exists.
+
+HEAD is also untrusted input: a span longer than LIST_ABOVE entries is checked
+against what the store lists before anything is fetched, and no replay reads
+more than ``max_journal_entries`` (a LakeError past it).
 """
 
 from __future__ import annotations
@@ -12,14 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFoundError
+from ..errors import AccessDeniedError, NotFoundError
 from ..types import UINT64
 from ..values import Value
 from . import zedtypes as Z
-from .errors import LakeError
+from .errors import LakeError, LakeNotFoundError
 from .objects import LakeIO, gather_all
 
 __all__ = ["JournalState", "read_journal", "parse_id_file"]
+
+#: Spans longer than this are checked against a listing before any entry is fetched.
+LIST_ABOVE = 1024
+#: Entries requested at once (each chunk in one round, memory bounded by it).
+FETCH_CHUNK = 4096
 
 
 @dataclass
@@ -49,7 +58,7 @@ async def _id_file(io: LakeIO, rel: str, parts: int) -> list[int]:
     try:
         data = await io.get(rel)
     except NotFoundError:
-        raise LakeError("no such journal file (not a lake, or not this layout)",
+        raise LakeNotFoundError("no such journal file (not a lake, or not this layout)",
                         path=io.display(rel)) from None
     return parse_id_file(data, io.display(rel), parts)
 
@@ -69,14 +78,20 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
             state.snapshot_at = snap_at
             start = max(start, snap_at + 1)
     stop = head if at is None else at  # an ``at`` past HEAD: the entries decide
-    ids = list(range(start, stop + 1))
+    await _check_span(io, dir, start, stop, head, at)
     probe = at is None
-    bodies = await _fetch(io, dir, ids, stop + 1 if probe else None)
+    bodies: dict[int, Any] = {}
+    for lo in range(start, stop + 1, FETCH_CHUNK):  # bounded memory for long journals
+        hi = min(stop, lo + FETCH_CHUNK - 1)
+        bodies.update(await _fetch(io, dir, list(range(lo, hi + 1)),
+                                   stop + 1 if probe and hi == stop else None))
     end = stop
     if probe:
         # HEAD lagged: follow the entries that exist past it
         while bodies.get(end + 1) is not None:
             end += 1
+            if end - start + 1 > io.max_journal_entries:
+                raise _too_long(io, dir, end - start + 1)
             nxt = await io.get_or_none(f"{dir}/{end + 1}.zng", immutable=True, probe=True)
             if nxt is not None:
                 bodies[end + 1] = nxt
@@ -85,13 +100,54 @@ async def read_journal(io: LakeIO, dir: str, at: int | None = None) -> JournalSt
         rel = f"{dir}/{i}.zng"
         if body is None:
             if at is not None and i > head:
-                raise LakeError(f"journal ID {at} is past the end of the journal (HEAD {head})",
-                                path=io.display(rel))
-            raise LakeError(f"journal entry {i} is missing (TAIL {tail}, HEAD {head})",
-                            path=io.display(rel))
+                raise LakeNotFoundError(f"journal ID {at} is past the end of the journal "
+                                        f"(HEAD {head})", path=io.display(rel))
+            raise LakeNotFoundError(f"journal entry {i} is missing (TAIL {tail}, HEAD {head})",
+                                    path=io.display(rel))
         _apply(state, body, io.display(rel))
     state.at = end
     return state
+
+
+def _too_long(io: LakeIO, dir: str, n: int) -> LakeError:
+    return LakeError(f"the journal asks for {n:,} entries, more than the limit of "
+                     f"{io.max_journal_entries:,} (max_journal_entries= raises it)",
+                     path=io.display(dir))
+
+
+async def _check_span(io: LakeIO, dir: str, start: int, stop: int, head: int,
+                      at: int | None) -> None:
+    """Refuse a HEAD (or ``at``) that names more entries than the limit, or than the store
+    holds: a hostile or corrupt HEAD of 10**12 must not become 10**12 requests.
+
+    Long spans are checked against a listing of the journal (one request per 1,000
+    keys); a store that cannot list has the last entry probed instead."""
+    n = stop - start + 1
+    if n > io.max_journal_entries:
+        raise _too_long(io, dir, n)
+    if n <= LIST_ABOVE:
+        return
+    what = f"journal ID {at}" if at is not None else f"HEAD {head}"
+    try:
+        keys = await io.list(f"{dir}/")
+    except (LakeError, AccessDeniedError):  # a store that cannot list: probe the last entry
+        last = await io.get_or_none(f"{dir}/{stop}.zng", immutable=True, probe=True)
+        if last is None:
+            raise LakeError(f"{what} names entry {stop}, which does not exist",
+                            path=io.display(f"{dir}/{stop}.zng")) from None
+        return
+    have = set()
+    for k in keys:
+        name = k.rsplit("/", 1)[-1]
+        if name.endswith(".zng") and name[:-4].isdigit():
+            have.add(int(name[:-4]))
+    missing = next((i for i in (stop, start) if i not in have), None)
+    if missing is None and len(have.intersection(range(start, stop + 1))) < n:
+        missing = next(i for i in range(start, stop + 1) if i not in have)
+    if missing is not None:
+        raise LakeError(f"{what} names {n:,} entries from {start}, but entry {missing} does "
+                        f"not exist ({len(have):,} entries listed)",
+                        path=io.display(f"{dir}/{missing}.zng"))
 
 
 async def _fetch(io: LakeIO, dir: str, ids: list[int], probe: int | None) -> dict[int, Any]:

@@ -5,9 +5,9 @@ their numeric value; values of types that do not coerce by their type's
 printed name.  Null (and a missing key) sorts after everything ("nullsMax").
 A descending pool reverses the whole order, nulls included.
 
-``KeyRange`` is the minimal filter a pool scan takes until the general filter
-expressions of issue #16 exist: bounds on the pool key, each inclusive or not,
-built from comparisons (``("ts", ">=", x)``) or ``(lo, hi)``.  It prunes
+``KeyRange`` is what prunes a pool scan: bounds on the pool key, each inclusive
+or not, built from comparisons (``("ts", ">=", x)``), ``(lo, hi)``, or the key
+conjuncts of a filter expression (``lake.filter``).  It prunes
 exactly as Zed's pruner does: an object (or seek-index chunk) is dropped when
 its ``[min, max]`` cannot hold a value in the range.
 """
@@ -171,8 +171,9 @@ class KeyRange:
         r = cls()
         for field_name, op, lit in comparisons:
             if field_name != key:
-                raise CsupError(f"a pool filter can only compare the pool key {key!r} "
-                                f"(until general filters land), not {field_name!r}")
+                raise CsupError(f"(key, op, value) comparisons compare the pool key "
+                                f"{key!r}, not {field_name!r} (a filter expression takes "
+                                f"any column)")
             v = as_value(lit)
             if v is None:
                 raise CsupError("a pool key comparison needs a non-null literal")

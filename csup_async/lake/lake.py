@@ -16,9 +16,9 @@ from . import ksuid as K
 from . import zedtypes as Z
 from .commits import PoolState, state_at
 from .config import LAKE_MAGIC, LAKE_VERSION, BranchConfig, PoolConfig, branch_config, pool_config
-from .errors import LakeError
+from .errors import LakeError, LakeNotFoundError
 from .journal import JournalState, read_journal
-from .objects import DEFAULT_CONCURRENCY, LakeIO, gather_all
+from .objects import DEFAULT_CONCURRENCY, DEFAULT_MAX_JOURNAL_ENTRIES, LakeIO, gather_all
 
 __all__ = ["open_lake", "Lake", "PoolConfig", "BranchConfig", "LAKE_VERSION", "LAKE_MAGIC"]
 
@@ -37,7 +37,9 @@ class Lake:
         self._states: dict[bytes, dict[bytes, PoolState]] = {}
 
     def __repr__(self) -> str:
-        return f"Lake({self.url!r}, pools={[p.name for p in self.pools]})"
+        from ..stores.redact import redact_url
+
+        return f"Lake({redact_url(self.url)!r}, pools={[p.name for p in self.pools]})"
 
     @property
     def store(self) -> Store:
@@ -52,7 +54,7 @@ class Lake:
             for p in self.pools:
                 if p.id == want:
                     return p
-        raise LakeError(f"no pool {name_or_id!r} (pools: "
+        raise LakeNotFoundError(f"no pool {name_or_id!r} (pools: "
                         f"{', '.join(p.name for p in self.pools) or 'none'})",
                         path=self.io.display("pools"))
 
@@ -94,7 +96,7 @@ class Lake:
             journal_id = journal.at
             r = journal.entries.get(branch)
             if r is None:
-                raise LakeError(f"pool {cfg.name!r} has no branch {branch!r} (branches: "
+                raise LakeNotFoundError(f"pool {cfg.name!r} has no branch {branch!r} (branches: "
                                 f"{', '.join(sorted(journal.entries)) or 'none'})"
                                 + (f" at journal ID {journal_at}" if journal_at else ""),
                                 path=self.io.display(journal.dir))
@@ -151,7 +153,7 @@ async def _read_magic(io: LakeIO) -> None:
     try:
         buf = await io.get(rel)
     except NotFoundError:
-        raise LakeError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
+        raise LakeNotFoundError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
                         "reader does not read)", path=path) from None
     recs = list(Z.read_records(buf, path))
     if len(recs) != 1 or not isinstance(recs[0], Z.Record):
@@ -175,13 +177,17 @@ class _LakeOpener:
     async def _open(self) -> Lake:
         opts = dict(self.options)
         concurrency = int(opts.pop("concurrency", DEFAULT_CONCURRENCY))
+        max_entries = opts.pop("max_journal_entries", None)
+        max_entries = DEFAULT_MAX_JOURNAL_ENTRIES if max_entries is None else max_entries
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise CsupError(f"max_journal_entries must be a positive int, not {max_entries!r}")
         store, owns = self.store, False
         if store is None:
             store, root = store_for(self.url.rstrip("/") or "/", **opts)
             owns = True
         else:
             _, root = store_for(self.url.rstrip("/"))
-        io = LakeIO(store, root, concurrency=concurrency)
+        io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries)
         try:
             _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
         except BaseException:
@@ -208,7 +214,9 @@ def open_lake(url: str, *, store: Store | None = None, at: int | None = None,
 
     ``await open_lake(url)`` or ``async with open_lake(url) as lake``.  ``at``
     reads the pools journal as of that journal ID; ``concurrency`` bounds
-    requests in flight (default 32); other options go to the store.
+    requests in flight (default 32); ``max_journal_entries`` bounds the entries one
+    journal replay reads (default 1,000,000: a LakeError past it, so a corrupt or
+    hostile HEAD cannot ask for billions); other options go to the store.
     """
     return _LakeOpener(url, store, at, options)
 

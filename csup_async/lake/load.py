@@ -31,7 +31,7 @@ from ..values import Value, infer_type
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import commit_rel
-from .errors import LakeConflictError, LakeError
+from .errors import LakeConflictError, LakeNotFoundError
 from .journal import read_journal
 from .keys import family, key_of, norm, sort_key
 from .objects import gather_all
@@ -178,7 +178,8 @@ async def load(lake: Lake, cfg: PoolConfig, branch: str, data: Any, *, message: 
         journal = await read_journal(io, bdir)
         entry = journal.entries.get(branch)
         if entry is None:
-            raise LakeError(f"pool {cfg.name!r} has no branch {branch!r}", path=io.display(bdir))
+            raise LakeNotFoundError(f"pool {cfg.name!r} has no branch {branch!r}",
+                                    path=io.display(bdir))
         parent = entry.ksuid("commit", io.display(bdir))
         commit = K.new()
         await io.put(commit_rel(pool_dir, commit),

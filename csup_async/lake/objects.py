@@ -25,19 +25,23 @@ from ..stores.capabilities import Lister, display_of
 from ..tasks import gather_or_cancel
 from .errors import LakeError
 
-__all__ = ["LakeIO", "WHOLE", "gather_all"]
+__all__ = ["LakeIO", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES"]
 
 WHOLE = 1 << 62  # a suffix length beyond any object: read_tail returns all of it
 DEFAULT_CACHE_BYTES = 256 << 20
 DEFAULT_CONCURRENCY = 32
+#: The most entries one journal replay reads (``max_journal_entries=`` changes it).
+DEFAULT_MAX_JOURNAL_ENTRIES = 1_000_000
 
 
 class LakeIO:
     """The store of one lake: keys relative to its root, bounded concurrency, a cache."""
 
     def __init__(self, store: Store, root: str, *, concurrency: int = DEFAULT_CONCURRENCY,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 max_journal_entries: int = DEFAULT_MAX_JOURNAL_ENTRIES) -> None:
         self.store = store
+        self.max_journal_entries = max_journal_entries
         self.root = root.rstrip("/")
         self.sem = asyncio.Semaphore(concurrency)
         self.cache_bytes = cache_bytes

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from planner.filters import Expr
+
 from .. import arrays as A
 from ..errors import CsupError
 from ..reader import ScanResult, ScanStats
@@ -16,6 +18,7 @@ from ..values import unify
 from . import ksuid as K
 from .colscan import Part, Segment
 from .commits import DataObject, PoolState
+from .filter import PoolFilter, filter_columns, is_expr, keep_matching, pool_filter
 from .keys import KeyRange
 from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group_parts
 
@@ -24,9 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Pool", "FilterArg"]
 
-#: What ``filter=`` takes until issue #16's expressions: a KeyRange, ``(lo, hi)``
-#: (inclusive, either None), or comparisons of the pool key ``[("ts", ">=", x), ...]``.
-FilterArg = KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]] | None
+#: What ``filter=`` takes: a filter of the common model (``col("ts") >= x``, or its
+#: text form ``"ts >= 5 and kind = 'a'"``), a KeyRange, ``(lo, hi)`` (inclusive,
+#: either None), or comparisons of the pool key ``[("ts", ">=", x), ...]``.
+FilterArg = Expr | str | KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]] | None
 
 
 class Pool:
@@ -97,14 +101,25 @@ class Pool:
     def has_vector(self, o: DataObject) -> bool:
         return o.id in self.state.vectors
 
-    def key_range(self, filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
-                  ) -> KeyRange:
-        """The key range a ``filter``/``key_range`` argument means (see FilterArg)."""
+    @property
+    def key_type(self) -> Type | None:
+        """The pool key's type, as the objects' minimums have it (None: no object)."""
+        return next((o.min.type for o in self.state.objects.values() if o.min is not None),
+                    None)
+
+    def resolve_filter(self, filter: FilterArg = None,
+                       key_range: tuple[Any, Any] | None = None) -> PoolFilter:
+        """A ``filter``/``key_range`` argument (see FilterArg) as the expression to
+        evaluate on the rows (None: the key range alone is exact) and the key range."""
         r = KeyRange()
+        expr: Any = None
         for f in (filter, key_range):
             if f is None:
                 continue
-            if isinstance(f, KeyRange):
+            if isinstance(f, str) or is_expr(f):
+                pf = pool_filter(f, self.config.key, self.key_type)
+                expr, r2 = pf.expr, pf.key_range
+            elif isinstance(f, KeyRange):
                 r2 = f
             elif isinstance(f, tuple) and len(f) == 2 and not _is_comparison(f):
                 r2 = KeyRange.between(*f)
@@ -112,10 +127,16 @@ class Pool:
                 comps = [f] if _is_comparison(f) else list(f)
                 r2 = KeyRange.from_comparisons(self.config.key_name, comps)
             else:
-                raise CsupError(f"filter must be a KeyRange, (lo, hi) or a list of "
-                                f"(key, op, value) comparisons, not {type(f).__name__}")
+                raise CsupError(f"filter must be a filter expression (col(...) or its text), "
+                                f"a KeyRange, (lo, hi) or a list of (key, op, value) "
+                                f"comparisons, not {type(f).__name__}")
             r = r.narrow(r2.lo, r2.hi, r2.lo_inclusive, r2.hi_inclusive)
-        return r
+        return PoolFilter(expr, r)
+
+    def key_range(self, filter: FilterArg = None, key_range: tuple[Any, Any] | None = None
+                  ) -> KeyRange:
+        """The key range a ``filter``/``key_range`` argument allows (see FilterArg)."""
+        return self.resolve_filter(filter, key_range).key_range
 
     async def plan(self, filter: FilterArg = None, *, key_range: tuple[Any, Any] | None = None,
                    gap: int = DEFAULT_GAP) -> ScanPlan:
@@ -137,25 +158,31 @@ class Pool:
                            filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
                            csup: bool | None = None) -> AsyncIterator[ScanResult]:
         """One ScanResult per group of overlapping objects, in pool-key order."""
-        plan = await self.plan(filter, key_range=key_range)
+        pf = self.resolve_filter(filter, key_range)
+        plan = await self.plan(pf.key_range)
         cols = _columns(columns)
-        use_csup = await self._use_csup(csup, cols)
+        read_cols = _read_columns(cols, pf)
+        use_csup = await self._use_csup(csup, read_cols)
         io = self.lake.io
         for g in plan.groups:
             r0, b0 = io.requests, io.bytes_read
             t0 = time.perf_counter()
             rows = await read_group_parts(io, self.config.id_str, g, self.config.key,
-                                          plan.key_range, self.config.order, cols, use_csup,
-                                          self.state.vectors)
+                                           plan.key_range, self.config.order, read_cols,
+                                           use_csup, self.state.vectors)
             stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                               bytes_needed=sum(r.bytes for r in g),
                               wall=time.perf_counter() - t0)
-            yield scan_result([rows], cols, stats, plan)
+            yield _filtered([rows], cols, read_cols, pf, stats, plan)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
                    csup: bool | None = None) -> ScanResult:
-        """All rows (in the key range) in pool-key order; ``columns`` None: every field.
+        """All rows the filter keeps, in pool-key order; ``columns`` None: every field.
+
+        ``filter``: see FilterArg.  Its comparisons of the pool key narrow what is
+        read; the whole filter is evaluated on the rows (SQL semantics, as
+        ``Reader.scan``).
 
         ``csup``: True reads whole objects from their ``.csup`` copies, or the ``.vng``
         copies ``zed vector add`` made (only the columns asked for, top-level fields);
@@ -168,24 +195,26 @@ class Pool:
         t0 = time.perf_counter()
         io = self.lake.io
         r0, b0 = io.requests, io.bytes_read
-        plan = await self.plan(filter, key_range=key_range)
+        pf = self.resolve_filter(filter, key_range)
+        plan = await self.plan(pf.key_range)
         cols = _columns(columns)
-        use_csup = await self._use_csup(csup, cols)
+        read_cols = _read_columns(cols, pf)
+        use_csup = await self._use_csup(csup, read_cols)
         parts = await gather_all([read_group_parts(io, self.config.id_str, g, self.config.key,
-                                                   plan.key_range, self.config.order, cols,
-                                                   use_csup, self.state.vectors)
+                                                   plan.key_range, self.config.order,
+                                                   read_cols, use_csup, self.state.vectors)
                                   for g in plan.groups])
         stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
                           bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
-        return scan_result(parts, cols, stats, plan)
+        return _filtered(parts, cols, read_cols, pf, stats, plan)
 
     async def count_rows(self, filter: FilterArg = None, *,
                          key_range: tuple[Any, Any] | None = None) -> int:
-        """Rows in the pool (from commit metadata alone when there is no filter)."""
-        kr = self.key_range(filter, key_range)
-        if kr.unbounded:
+        """Rows the filter keeps (from commit metadata alone when there is no filter)."""
+        pf = self.resolve_filter(filter, key_range)
+        if pf.key_range.unbounded and pf.expr is None:
             return sum(o.count for o in self.state.objects.values())
-        res = await self.scan([self.config.key_name], filter=kr)
+        res = await self.scan([self.config.key_name], filter=filter, key_range=key_range)
         return res.num_rows
 
     async def load(self, data: Any, *, message: str = "", author: str = "",
@@ -204,6 +233,32 @@ class Pool:
 def _is_comparison(f: Any) -> bool:
     return (isinstance(f, tuple) and len(f) == 3 and isinstance(f[0], str)
             and isinstance(f[1], str) and f[1] in ("==", "=", "<", "<=", ">", ">="))
+
+
+def _read_columns(cols: list[str] | None, pf: PoolFilter) -> list[str] | None:
+    """The columns to read: those asked for and those the filter reads (None: all)."""
+    if cols is None or pf.expr is None:
+        return cols
+    return list(dict.fromkeys([*cols, *filter_columns(pf.expr)]))
+
+
+def _filtered(pieces: list[list[Row] | Part], cols: list[str] | None,
+              read_cols: list[str] | None, pf: PoolFilter, stats: ScanStats,
+              plan: ScanPlan | None) -> ScanResult:
+    """The ScanResult of ``pieces`` with the filter applied to its rows."""
+    res = scan_result(pieces, read_cols, stats, plan)
+    if pf.expr is None:
+        return res
+    if cols is None and res.num_rows:
+        # every top-level field was read; a nested path the filter reads is taken from
+        # the same decoded rows (by rows: a path through a null parent is null)
+        nested = [c for c in filter_columns(pf.expr) if c not in res.columns and "." in c]
+        if nested:
+            rows = [p.to_rows() if isinstance(p, Part) else p for p in pieces]
+            extra = scan_result(rows, nested, stats, plan)
+            both = ScanResult({**res.columns, **extra.columns}, res.num_rows, stats, plan)
+            return keep_matching(both, pf.expr, list(res.columns))
+    return keep_matching(res, pf.expr, cols)
 
 
 def _columns(columns: Sequence[str] | str | None) -> list[str] | None:

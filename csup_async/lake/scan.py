@@ -21,7 +21,7 @@ from ..errors import CsupError
 from ..types import Type
 from .colscan import Part, decode_part, merge_parts
 from .commits import DataObject
-from .errors import LakeError
+from .errors import LakeError, LakeNotFoundError
 from .keys import KeyRange, compare, display, family, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
@@ -139,7 +139,7 @@ async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry
     rel = f"{pool_dir}/data/{o.name}-seek.zng"
     buf = await io.get_or_none(rel, immutable=True)
     if buf is None:
-        raise LakeError(f"the seek index of data object {o.name} is missing",
+        raise LakeNotFoundError(f"the seek index of data object {o.name} is missing",
                         path=io.display(rel))
     return parse_seek_index(buf, io.display(rel), o.size)
 
@@ -262,7 +262,7 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
     if r.ranges is None:
         buf = await io.get_or_none(rel, immutable=True)
         if buf is None:
-            raise LakeError(f"data object {r.object.name} is missing", path=path)
+            raise LakeNotFoundError(f"data object {r.object.name} is missing", path=path)
         if len(buf) != r.object.size:
             raise LakeError(f"data object is {len(buf)} bytes, its commit says "
                             f"{r.object.size}", path=path)
@@ -272,7 +272,8 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
             bufs = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
         except CsupError as e:
             if "no such" in e.message or type(e).__name__ == "NotFoundError":
-                raise LakeError(f"data object {r.object.name} is missing", path=path) from None
+                raise LakeNotFoundError(f"data object {r.object.name} is missing",
+                                        path=path) from None
             raise
     return await asyncio.to_thread(_decode, bufs, key, key_range, path, fields, columns)
 

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from ..errors import CsupError
 from ..spark.options import Settings
 from ..types import underlying
+from .filter import PoolFilter
 from .keys import KeyRange, as_value
 from .objects import gather_all
 from .scan import ObjectRead, ScanPlan, read_group, read_group_parts, seek_index
@@ -104,23 +105,31 @@ class LakePartition(InputPartition):
     """Groups of overlapping objects (with their byte ranges) read by one task."""
 
     def __init__(self, index: int, pool_dir: str, key: tuple[str, ...], order: str,
-                 key_range: KeyRange, groups: tuple[tuple[ObjectRead, ...], ...]) -> None:
+                 key_range: KeyRange, groups: tuple[tuple[ObjectRead, ...], ...],
+                 expr: Any = None) -> None:
         self.index = index
         self.pool_dir = pool_dir
         self.key = key
         self.order = order
         self.key_range = key_range
         self.groups = groups
+        self.expr = expr  # the where option's filter, evaluated on the rows
 
     def __repr__(self) -> str:
         return f"LakePartition(index={self.index}, groups={len(self.groups)})"
 
 
-def key_range_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> KeyRange:
-    from .cli import comparisons
+def pool_filter_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> PoolFilter:
+    """The ``where`` option (``;``-separated filters in the --where grammar, ANDed) bound
+    to the pool, its key range narrowed further by the pushed filters on the key."""
+    from .filter import where_filter
 
     wheres = [w for w in (settings.pool_where or "").split(";") if w.strip()]
-    kr = pool.key_range(comparisons(wheres, pool) or None)
+    pf = pool.resolve_filter(where_filter(wheres))
+    return PoolFilter(pf.expr, key_range_from(pool, pf.key_range, filters))
+
+
+def key_range_from(pool: Any, kr: KeyRange, filters: Sequence[Any]) -> KeyRange:
     key = pool.config.key
     for f in filters:
         op = _KEY_OPS.get(type(f).__name__)
@@ -159,15 +168,15 @@ class LakeReader(DataSourceReader):
         return f"{type(self).__name__}(pool={self.settings.pool!r})"
 
     def _plan(self) -> list[LakePartition]:
-        async def go() -> tuple[Any, ScanPlan]:
+        async def go() -> tuple[Any, PoolFilter, ScanPlan]:
             lake, pool = await _open_pool(self.settings)
             try:
-                kr = key_range_from(pool, self.settings, self.filters)
-                return pool, await pool.plan(kr)
+                pf = pool_filter_from(pool, self.settings, self.filters)
+                return pool, pf, await pool.plan(pf.key_range)
             finally:
                 await lake.close()
 
-        pool, plan = _run(go())
+        pool, pf, plan = _run(go())
         if self.settings.plan_report:
             d = {"pool": pool.name, "commit": pool.commit_id, **plan.describe()}
             tmp = f"{self.settings.plan_report}.tmp-{os.getpid()}"
@@ -177,7 +186,8 @@ class LakeReader(DataSourceReader):
         packed = _pack(plan, self.settings.target_partition_bytes,
                        self.settings.min_partitions)
         return [LakePartition(i, pool.config.id_str, pool.config.key, pool.config.order,
-                              plan.key_range, tuple(gs)) for i, gs in enumerate(packed)]
+                              plan.key_range, tuple(gs), pf.expr)
+                for i, gs in enumerate(packed)]
 
     def partitions(self) -> Sequence[InputPartition]:
         return self._plan()
@@ -201,6 +211,7 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     from ..reader import ScanStats
     from ..spark.executor import record_batches
     from ..stores import store_for
+    from .filter import filter_columns, keep_matching
     from .objects import LakeIO
     from .pool import scan_result
 
@@ -208,14 +219,18 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     columns = tuple((n, n) for n in names)
+    read = names if part.expr is None else list(dict.fromkeys(
+        [*names, *filter_columns(part.expr)]))
     loop = asyncio.new_event_loop()
     store, root = store_for(url.rstrip("/"), **settings.store_options(url))
     io = LakeIO(store, root, concurrency=settings.concurrency)
     try:
         for g in part.groups:
             got = loop.run_until_complete(read_group_parts(io, part.pool_dir, list(g), part.key,
-                                                           part.key_range, part.order, names))
-            res = scan_result([got], names, ScanStats(), None)
+                                                           part.key_range, part.order, read))
+            res = scan_result([got], read, ScanStats(), None)
+            if part.expr is not None:
+                res = keep_matching(res, part.expr, names)
             yield from record_batches(res.columns, res.num_rows, columns, arrow_schema,
                                 settings.batch_rows)
     finally:

@@ -23,11 +23,21 @@ class ScanStats:
     metadata_requests: int = 0
 
     def __str__(self) -> str:
-        amp = self.bytes_read / self.bytes_needed if self.bytes_needed else 1.0
         ttfb = f"{self.ttfb * 1000:.1f} ms" if self.ttfb is not None else "-"
-        return (f"{self.requests} requests, {self.bytes_read:,} bytes read for "
-                f"{self.bytes_needed:,} needed ({amp:.2f}x), first byte {ttfb}, "
+        reqs = f"{self.requests:,} request" + ("" if self.requests == 1 else "s")
+        return (f"{reqs}, {self.bytes_read:,} bytes read for {self.bytes_needed:,} needed "
+                f"({self.amplification_text}), first byte {ttfb}, "
                 f"wall {self.wall * 1000:.1f} ms")
+
+    @property
+    def amplification_text(self) -> str:
+        """Bytes read per byte needed (``1.05x``); fewer read than needed means the open's
+        tail read had already fetched them, which is said instead of a ratio below 1x."""
+        if self.bytes_read < self.bytes_needed:
+            return ("the tail read held the data" if self.bytes_read == 0
+                    else "the tail read held the rest")
+        amp = self.bytes_read / self.bytes_needed if self.bytes_needed else 1.0
+        return f"{amp:.2f}x read amplification"
 
 
 @dataclass

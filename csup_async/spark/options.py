@@ -138,7 +138,7 @@ class Settings:
     compress: bool | None = None
     pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.lake.spark)
     pool_at: str | None = None  # a branch journal ID or a commit ID
-    pool_where: str | None = None  # pool-key comparisons, ";"-separated ("ts>=5;ts<9")
+    pool_where: str | None = None  # filters in the --where grammar, ";"-separated, ANDed
     partitioning: str | None = "hive"  # key=value directories become columns (None: off)
     base_path: str | None = None  # the root of those directories (default: each path)
     partition_by: list[str] = field(default_factory=list)  # write: key=value directories

@@ -58,6 +58,9 @@ class FilePart:
     served: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
     """(offset, bytes) the driver already read that the plan's served requests need."""
 
+    def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
+        return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
+
 
 class CsupPartition(InputPartition):
     """Files read by one Spark task, with the columns' CSUP paths."""

@@ -107,7 +107,8 @@ class S3Sink:
         self._client: Any = None
 
     def __repr__(self) -> str:
-        return f"S3Sink(endpoint_url={self._kw['endpoint_url']!r})"
+        endpoint = self._kw["endpoint_url"]
+        return f"S3Sink(endpoint_url={endpoint and redact_url(endpoint)!r})"
 
     def spool_dir(self, key: str) -> str | None:
         return None

@@ -29,6 +29,7 @@ _USER_AGENT = "csup-async"
 _ERROR_BODY_LIMIT = 4096
 _JSON_BODY_LIMIT = 16 << 20  # a metadata or listing page; more is refused, not buffered
 _MAX_REDIRECTS = 10
+_KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's default, stated here)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # What a request keeps when a redirect leaves its origin: what the protocol needs, nothing else.
 _KEPT_ACROSS_ORIGINS = frozenset({"range", "if-match", "if-unmodified-since", "accept-encoding"})
@@ -112,6 +113,8 @@ class AiohttpStore(RangedStore):
         self.trust_env = trust_env
         self._session_obj: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._opened = 0  # connections the session has made (aiohttp's trace signal)
+        self._last_used = 0.0  # loop time a request last ended
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -122,8 +125,14 @@ class AiohttpStore(RangedStore):
                                  "event loop; make one store per loop (or close it first)")
             return s
         self._loop = loop
+        self._opened = 0
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_end.append(self._connection_opened)
+        trace.on_request_end.append(self._request_ended)
         self._session_obj = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.limit, ssl=bool(self.verify_ssl)),
+            connector=aiohttp.TCPConnector(limit=self.limit, ssl=bool(self.verify_ssl),
+                                           keepalive_timeout=_KEEPALIVE),
+            trace_configs=[trace],
             # No total timeout: a large range may legitimately take long.  A peer
             # that goes silent is caught by sock_read, a dead host by sock_connect.
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout,
@@ -133,6 +142,26 @@ class AiohttpStore(RangedStore):
             headers={"User-Agent": _USER_AGENT},
         )
         return self._session_obj
+
+    async def _connection_opened(self, *_: object) -> None:
+        self._opened += 1
+
+    async def _request_ended(self, *_: object) -> None:
+        if self._loop is not None:
+            self._last_used = self._loop.time()
+
+    def warm_connections(self) -> int:
+        """About how many connections the pool holds open: those it made, while it has
+        been used within the keep-alive time (the planner charges new ones their setup).
+
+        An estimate: a connection the server closed early is still counted.
+        """
+        s, loop = self._session_obj, self._loop
+        if s is None or s.closed or loop is None or not self._opened:
+            return 0
+        if loop.time() - self._last_used > _KEEPALIVE:
+            return 0
+        return min(self._opened, self.limit)
 
     @property
     def connector(self) -> aiohttp.BaseConnector | None:

@@ -47,7 +47,9 @@ class Store(Protocol):
 
     Implementations also carry ``default_profile``, the planner profile that
     suits them ("s3", "gcs", "http" or "local"), and are async context managers
-    that ``close`` on exit.
+    that ``close`` on exit.  They may have ``warm_connections()``: how many
+    connections their pool holds open (the planner charges new ones their
+    setup; without it a pool counts as cold).
     """
 
     name: str
@@ -129,6 +131,10 @@ class StoreBase:
 
     async def close(self) -> None:
         return None
+
+    def warm_connections(self) -> int:
+        """Connections held open for the next request (none: a store without a pool)."""
+        return 0
 
     async def __aenter__(self) -> Self:
         return self

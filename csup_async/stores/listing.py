@@ -26,6 +26,10 @@ DEFAULT_MATCH = "*.csup"
 
 
 def has_glob(path: str) -> bool:
+    """Whether ``path`` is a pattern.  An HTTP(S) URL with a query string is an object:
+    its ``?`` starts the query (a signed URL's), and HTTP cannot list anyway."""
+    if path.startswith(("http://", "https://")) and "?" in path:
+        return False
     return not GLOB_CHARS.isdisjoint(path)
 
 

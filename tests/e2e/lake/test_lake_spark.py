@@ -71,6 +71,15 @@ def test_where_option_prunes_on_the_driver(spark: Any, lake: Any, tmp_path: Path
     assert d["kept"][0]["bytes"] < objs[2].size
 
 
+def test_where_option_takes_the_filter_grammar(spark: Any, lake: Any) -> None:
+    """A conjunct on another column (or an or) is evaluated on the rows, not dropped."""
+    b, _ = lake
+    df = (spark.read.format("csup").option("pool", "logs@main")
+          .option("where", "ts >= 250 and ts < 400 and (msg = 'm251' or ts = 399)")
+          .load(str(b.root)))
+    assert sorted(r.ts for r in df.collect()) == [251, 399]
+
+
 def test_pushed_key_filters_prune(spark: Any, lake: Any, tmp_path: Path) -> None:
     b, objs = lake
     session = spark

@@ -321,3 +321,80 @@ def test_metadata_followup_completes_the_tail(data_size: int, reassembly: int, t
     else:
         off, n = got
         assert off == data_size and off + n == have_from and n > 0
+
+
+# ------------------------------------------------------ connection setup ---
+
+def test_wave_seconds_charges_setup_to_new_connections_only():
+    p = dataclasses.replace(S3, concurrency=2)  # 50 ms, 100 MB/s, 100 ms setup
+    assert P.wave_seconds([10_000_000], p, warm=1) == pytest.approx(0.05 + 0.1)
+    assert P.wave_seconds([10_000_000], p, warm=0) == pytest.approx(0.1 + 0.05 + 0.1)
+    # the largest goes first, on the warm connection; the other waits for its setup
+    assert P.wave_seconds([1_000_000, 10_000_000], p, warm=1) == pytest.approx(0.1 + 0.06)
+    # a third request waits for the first connection to free
+    assert P.wave_seconds([5_000_000] * 3, p, warm=2) == pytest.approx(2 * (0.05 + 0.05))
+    assert P.wave_seconds([], p) == 0.0
+
+
+def test_a_cold_process_reads_a_small_projection_on_its_warm_connection():
+    """After the tail read one connection is open: 6.5 MiB on it (50 + 68 ms) beats
+    six parts on new connections (100 ms of TCP and TLS first, then 50 + 11 ms)."""
+    segs = [seg(i * MiB // 2, MiB // 2) for i in range(13)]
+    cold = P.coalescing.plan_ranges(list(segs), S3, None, warm=0)
+    one = P.coalescing.plan_ranges(list(segs), S3, None, warm=1)
+    service = P.coalescing.plan_ranges(list(segs), S3, None, warm=16)
+    assert cold.request_count == service.request_count == 6  # spread, as without setup
+    assert (one.request_count, one.new_connections, one.warm) == (1, 0, 1)
+    assert one.seconds == pytest.approx(0.05 + 13 * MiB / 2 / 100e6)
+    assert cold.new_connections == 6 and service.new_connections == 0
+    assert P.wave_seconds([r.length for r in cold.requests], S3, 1) > one.seconds
+    # 19 MiB: the transfer outweighs the setup, so it is spread even with one warm
+    big = [seg(i * MiB, MiB) for i in range(19)]
+    assert P.coalescing.plan_ranges(list(big), S3, None, warm=1).request_count == 16
+
+
+def test_explain_shows_connections_and_the_estimate():
+    t, c = record(a=(INT64, PrimitiveColumn(tuple(seg(i * MiB // 2, MiB // 2)
+                                                  for i in range(13))), ()))
+    meta = make_meta((t,), (c,), (seg(7 * MiB, 1),))
+    text = P.plan_scan(meta, ["a"], "s3", warm=1).explain()
+    assert "connections: 1 warm, 0 new; estimated 118 ms" in text
+    text = P.plan_scan(meta, ["a"], "s3").explain()
+    assert "connections: 0 warm, 6 new (100 ms setup each)" in text
+
+
+def test_warm_connections_must_not_be_negative():
+    with pytest.raises(P.InvalidRangeError):
+        P.coalesce([(0, 10)], S3, warm=-1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranges, st.integers(0, 10), st.integers(1, 6), st.sampled_from([0.0, 0.002, 0.05]))
+def test_setup_only_changes_plans_of_partly_warm_pools(rs: list[tuple[int, int]], warm: int,
+                                                       conc: int, setup: float):
+    p = tiny_profile(concurrency=conc, min_part=300, connect_latency=setup)
+    free = dataclasses.replace(p, connect_latency=0.0)
+    segs = [seg(o, n) for o, n in rs]
+    got = P.coalescing.plan_ranges(list(segs), p, None, warm)
+    check_requests(segs, got.requests, p)
+    base = P.coalescing.plan_ranges(list(segs), free, None, 0)
+    if warm == 0 or warm >= conc or setup == 0:
+        # every part pays setup alike (or none does): the cut without setup
+        assert got.requests == base.requests
+    else:
+        # fewer or as many requests, never slower by the model than the cut without setup
+        assert got.request_count <= base.request_count
+        assert got.seconds <= P.wave_seconds([r.length for r in base.requests], p, warm) + 1e-9
+    assert got.new_connections == max(0, min(got.request_count, conc) - warm)
+    assert got.seconds == pytest.approx(P.wave_seconds([r.length for r in got.requests],
+                                                       p, warm))
+
+
+def test_fewer_parts_never_exceed_max_request():
+    """One warm connection would take the whole read, but it is over max_request: the
+    plan stays the one-wave cut rather than falling back to cap-sized pieces."""
+    p = tiny_profile(concurrency=2, min_part=300, connect_latency=0.05)
+    segs = [seg(0, 901), seg(1001, 3000)]
+    got = P.coalescing.plan_ranges(list(segs), p, None, 1)
+    check_requests(segs, got.requests, p)
+    assert got.request_count == 2 and max(r.length for r in got.requests) <= p.max_request

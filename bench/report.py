@@ -1,0 +1,134 @@
+"""Writes docs/performance.md's number tables from the files in bench/results/.
+
+``python bench/report.py`` rewrites every generated block of the page in place;
+``python bench/report.py --check`` only says (exit 1) which blocks differ from
+what the committed results make.  A block is the lines between
+``<!-- bench/report.py: NAME -->`` and ``<!-- end bench/report.py -->``; the
+prose around them is the page's own.  So no number in those tables is typed:
+rerun the benchmark, then this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_cold  # noqa: E402
+
+RESULTS = HERE / "results"
+PAGE = HERE.parent / "docs" / "performance.md"
+BLOCK = re.compile(r"(<!-- bench/report\.py: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
+                   r"(<!-- end bench/report\.py -->)", re.S)
+
+
+def _load(results: Path, name: str) -> dict[str, Any]:
+    return json.loads((results / name).read_text())
+
+
+def wide(results: Path) -> str:
+    """The wide table per profile and projection: csup-async against its peers."""
+    return _wide(_load(results, "results.json"))
+
+
+def wide_setup(results: Path) -> str:
+    """The same from the focused run on the simulator that charges for connections."""
+    return _wide(_load(results / "setup", "results.json"))
+
+
+def _wide(res: dict[str, Any]) -> str:
+    runs = [r for r in res["runs"] if r.get("dataset") == "wide" and "median" in r]
+    cols = ["csup-async", "csup-async (numpy only)", "polars", "vortex"]
+    lines = ["| profile | projection | " + " | ".join(cols)
+             + " | best peer | x best peer | x floor | requests (csup-async / best peer) |",
+             "|---|---|" + "---:|" * (len(cols) + 4)]
+    keys = dict.fromkeys((r["profile"], r["projection"]) for r in runs)
+    for prof, proj in keys:
+        rows = {r["reader"]: r for r in runs if (r["profile"], r["projection"]) == (prof, proj)}
+        peers = [r for n, r in rows.items() if not n.startswith("csup")]
+        best = min(peers, key=lambda r: r["median"]) if peers else None
+        ours = rows.get("csup-async")
+        cells = [f"**{rows[c]['median']:.3f}**" if c == "csup-async" and c in rows
+                 else f"{rows[c]['median']:.3f}" if c in rows else "" for c in cols]
+        if best is None or ours is None:
+            tail = ["", "", "", ""]
+        else:
+            floor = f"{ours['median'] / ours['floor']:.2f}" if ours.get("floor") else ""
+            tail = [f"{best['reader']} {best['median']:.3f}",
+                    f"{ours['median'] / best['median']:.2f}", floor,
+                    f"{ours['requests']} / {best['requests']}"]
+        lines.append(f"| {prof} | {proj} | " + " | ".join(cells + tail) + " |")
+    return "\n".join(lines)
+
+
+def cold(results: Path) -> str:
+    return bench_cold.cold_table(_load(results, "cold.json"))
+
+
+def warm(results: Path) -> str:
+    return bench_cold.warm_table(_load(results, "cold.json"))
+
+
+def local(results: Path) -> str:
+    """Local full and narrow scans against pyarrow.parquet.read_table, alternating."""
+    res = _load(results, "local.json")
+    lines = ["| local file, warm process | csup-async median s | p90 / median | "
+             "pyarrow median s | p90 / median | x pyarrow |", "|---|---:|---:|---:|---:|---:|"]
+    for case in res["cases"]:
+        ours, theirs = case["csup-async"], case["pyarrow"]
+        lines.append(f"| {case['name']} ({case['runs']} alternating runs) | "
+                     f"{ours['median_s']:.3f} | {ours['p90_over_median']:.2f} | "
+                     f"{theirs['median_s']:.3f} | {theirs['p90_over_median']:.2f} | "
+                     f"{ours['median_s'] / theirs['median_s']:.2f} |")
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[Path], str]] = {"wide": wide, "wide-setup": wide_setup,
+                                            "cold": cold, "warm": warm, "local": local}
+
+
+def render(page: str, results: Path = RESULTS) -> str:
+    """``page`` with every generated block made again from ``results``."""
+    def block(m: re.Match[str]) -> str:
+        name = m["name"]
+        if name not in TABLES:
+            raise SystemExit(f"docs block {name!r}: no such table (known: {', '.join(TABLES)})")
+        return m.group(1) + TABLES[name](results) + "\n" + m.group(4)
+
+    return BLOCK.sub(block, page)
+
+
+def blocks(page: str) -> dict[str, str]:
+    """The generated blocks of ``page``, by name."""
+    return {m["name"]: m["body"].rstrip("\n") for m in BLOCK.finditer(page)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
+    ap.add_argument("--results", default=str(RESULTS))
+    ap.add_argument("--page", default=str(PAGE))
+    args = ap.parse_args()
+    page = Path(args.page)
+    text = page.read_text()
+    new = render(text, Path(args.results))
+    if args.check:
+        stale = [n for n, b in blocks(new).items() if blocks(text).get(n) != b]
+        if stale:
+            print(f"{page}: stale tables: {', '.join(stale)} (run python bench/report.py)")
+            raise SystemExit(1)
+        return
+    page.write_text(new)
+    print(f"{page}: {len(blocks(new))} tables written")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Errors in the CLI's words: the library names its options as Python spells them
+(``pass anonymous=True``); a command-line user needs the flag (``--anonymous``)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["cli_message"]
+
+#: Python spelling (a keyword argument, with its value when the hint gives one) -> flag
+_FLAGS = {
+    "anonymous=True": "--anonymous",
+    "request_payer=True": "--request-payer",
+    "verify_ssl=False": "--no-verify-ssl",
+    "verify_checksums=False": "--no-verify",
+    "region=": "--region",
+    "endpoint_url=": "--endpoint-url",
+    "concurrency=": "--concurrency",
+    "file_concurrency=": "--file-concurrency",
+    "max_journal_entries=": "--max-journal-entries",
+}
+_SPELLING = re.compile(r"(?<![\w-])(" + "|".join(
+    re.escape(k) + (r"(?!\w)" if k.endswith("=") else r"\b") for k in _FLAGS) + ")")
+
+
+def cli_message(text: str) -> str:
+    """``text`` with each option named by its command-line flag."""
+    return _SPELLING.sub(lambda m: _FLAGS[m.group(1)], text)
