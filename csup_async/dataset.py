@@ -325,6 +325,8 @@ def _null_type() -> Any:
 
 def absent_paths(r: Reader, path: str) -> set[str]:
     """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
+    if getattr(r, "header_layout", False):  # a SuperDB file (csup_async.superdb)
+        return set(r.missing_paths([path]))
     res = P.resolve_paths(r.meta, [path])
     return set(res.missing_paths)
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import not_awaited
 from .read.options import split_options
 from .stores import Store, shared_store
+from .superdb.detect import HeaderLayout
 
 if TYPE_CHECKING:
     from .reader import Reader
@@ -115,7 +116,12 @@ class _Opener:
                 await store.close()
             raise
         try:
-            await r._load(tail)
+            try:
+                await r._load(tail)
+            except HeaderLayout as found:  # a SuperDB file: the reader becomes its kind
+                from .superdb.reader import become
+
+                await become(r, found.tail, found.t0, found.head)
         except BaseException:
             await _discard(tail)
             await r.close()

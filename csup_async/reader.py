@@ -43,6 +43,8 @@ from .read.options import (
 from .read.result import ScanResult, ScanStats
 from .stores import Store, TailRead, redact_url, store_for
 from .stores.capabilities import profile_of
+from .superdb.detect import HeaderLayout, is_header_layout
+from .superdb.detect import probe as probe_header_layout
 from .values import Value
 
 __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
@@ -123,8 +125,16 @@ class Reader:
             if hit is not None and hit.meta.object_size == obj_size:
                 self._use_cached(hit, tail, t0)  # this tail read, the metadata parsed before
                 return
+        if is_header_layout(tail.data, tail.offset):  # SuperDB's: ``open`` reads it so
+            raise HeaderLayout(tail, None, t0)
         try:
-            trailer = find_trailer(tail.data, obj_size)
+            try:
+                trailer = find_trailer(tail.data, obj_size)
+            except FormatError:
+                head = await probe_header_layout(self, tail)
+                if head is None:
+                    raise
+                raise HeaderLayout(tail, head, t0) from None
             start = trailer.data_size
             end = start + trailer.reassembly_size
             if trailer.reassembly_size > self.max_metadata:

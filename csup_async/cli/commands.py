@@ -137,6 +137,9 @@ def _inspect(args: argparse.Namespace) -> int:
         readers = src.readers if hasattr(src, "readers") else [src]
         parts = []
         for r in readers:
+            if getattr(r, "header_layout", False):  # SuperDB's own files
+                parts.append(await _inspect_header_layout(r, args))
+                continue
             check = await verify_file(r) if args.verify else None
             failed = failed or (check is not None and not check.ok)
             rows = await r.count_rows() if check is None or check.ok else r.num_rows
@@ -155,6 +158,18 @@ def _inspect(args: argparse.Namespace) -> int:
     if failed:
         print("csup-async: verify failed: see the errors above", file=sys.stderr)
     return EXIT_DATA if failed else 0
+
+
+async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
+    """A SuperDB file: its objects and vectors; ``--verify`` decodes every value."""
+    from ..superdb.describe import describe_file, file_json
+
+    if args.verify:
+        await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
+    if args.json:
+        return json.dumps(file_json(r.meta, r.path))
+    return describe_file(r.meta, r.path) + ("\nverify: ok, every value decoded"
+                                             if args.verify else "")
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -40,10 +40,12 @@ class Tool:
 
 ZED_1_7 = Tool("zed", "github.com/brimdata/zed", "v1.7.0")
 ZED_1_12 = Tool("zed", "github.com/brimdata/zed", "v1.12.0")
+SUPER_0_2 = Tool("super", "github.com/brimdata/super", "v0.2.0")
 SUPER_0_3 = Tool("super", "github.com/brimdata/super", "v0.3.0")
 
 #: Which commands each tool has.
-COMMANDS = {ZED_1_7: ("zed", "zq"), ZED_1_12: ("zed", "zq"), SUPER_0_3: ("super",)}
+COMMANDS = {ZED_1_7: ("zed", "zq"), ZED_1_12: ("zed", "zq"), SUPER_0_2: ("super",),
+            SUPER_0_3: ("super",)}
 
 _refused: dict[tuple[Tool, str], str] = {}
 

@@ -145,3 +145,19 @@ def test_members_that_fold_to_one_type_become_one():
                      [A.from_pylist(l8, [[1]]), A.from_pylist(un, [[2, None], []])])
     folded = A.fold_nulls(u)
     assert folded.type == l8 and folded.to_pylist() == [[1], [2, None], []]
+
+
+def test_union_members_whose_insides_fold_keep_a_consistent_union():
+    """A union member folded inside ([(int64,null)] -> [int64]) used to leave the union
+    typed with the old member, and to_arrow raised FormatError; members that fold to the
+    same type become one member."""
+    pytest.importorskip("pyarrow")
+    from csup_async.types import Field, RecordType
+
+    inner = UnionType((RecordType((Field("a", ArrayType(UnionType((INT64, NULL)))),)), STRING))
+    arr = A.from_pylist(inner, [{"a": [1, None]}, "x"])
+    assert arr.to_arrow().to_pylist() == [{"a": [1, None]}, "x"]
+    two = UnionType((ArrayType(UnionType((INT64, NULL))), ArrayType(INT64)))
+    arr = A.from_pylist(two, [A.UnionValue(0, two.types[0], [1, None]),
+                              A.UnionValue(1, two.types[1], [2])])
+    assert arr.to_arrow().to_pylist() == [[1, None], [2]]

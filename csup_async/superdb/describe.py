@@ -1,0 +1,65 @@
+"""``csup-async inspect`` for SuperDB (header-layout) files: the writer, version and objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .meta import VERSIONS, Node, ObjectMeta, SuperDBMeta, root_types
+
+
+def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,
+                  out: list[str], depth: int = 0) -> None:
+    n = nodes[i]
+    segs = [s for _, s in n.segs if s.size]
+    stored = sum(s.size for s in segs)
+    lz4 = sum(1 for s in segs if s.lz4)
+    what = f"{n.kind}" + (f" {n.type}" if n.type is not None else "") + (
+        f" {n.name!r}" if n.name else "")
+    extra = f", {len(segs)} seg, {stored:,} B" + (f", {lz4} lz4" if lz4 else "") if segs else ""
+    count = f" x{n.count:,}" if n.kind not in ("named", "error") and n.count < 1 << 32 - 1 else ""
+    out.append(f"{indent}{label}{what}{count}{extra}")
+    if depth > 50:
+        return
+    names = [f".{name}{'?' if opt else ''} " for name, opt in n.fields] if n.fields else None
+    for j, k in enumerate(n.kids):
+        sub = names[j] if names else ("" if len(n.kids) == 1 else f"[{j}] ")
+        _vector_lines(nodes, k, indent + "    ", sub, out, depth + 1)
+
+
+def _object_lines(k: int, o: ObjectMeta, out: list[str]) -> None:
+    h = o.header
+    out.append(f"object {k}: at {o.offset:,}, {h.object_size:,} bytes (header {h.size}, "
+               f"metadata {h.meta_size:,}, types {h.type_size:,}, data {h.data_size:,}), "
+               f"{o.length:,} rows, {len(root_types(o))} super type(s)")
+    _vector_lines(o.nodes, h.root, "    ", "", out)
+
+
+def describe_file(meta: SuperDBMeta, path: str) -> str:
+    v = meta.version
+    lines = [
+        f"file: {path}",
+        f"size: {meta.object_size:,} bytes",
+        f"layout: SuperDB CSUP (header layout), written by {VERSIONS.get(v, 'super')}, "
+        f"header version {v}",
+        f"objects: {len(meta.objects)}",
+        f"rows: {meta.row_count:,}",
+        f"super types: {len(meta.super_types)}",
+        *(f"super type {i}: {t}" for i, t in enumerate(meta.super_types)),
+    ]
+    for k, o in enumerate(meta.objects):
+        _object_lines(k, o, lines)
+    lines.append("statistics: min/max per vector in the metadata (filters skip objects by them)")
+    return "\n".join(lines)
+
+
+def file_json(meta: SuperDBMeta, path: str) -> dict[str, Any]:
+    v = meta.version
+    return {
+        "file": path, "size": meta.object_size, "rows": meta.row_count,
+        "layout": "header", "writer": VERSIONS.get(v, "super"), "version": v,
+        "objects": [{"offset": o.offset, "size": o.header.object_size,
+                     "metadata": o.header.meta_size, "types": o.header.type_size,
+                     "data": o.header.data_size, "rows": o.length} for o in meta.objects],
+        "super_types": [str(t) for t in meta.super_types],
+        "statistics": False,
+    }

@@ -1,0 +1,107 @@
+"""Typed values to the JSON ``super -j`` prints, so read paths compare with its output.
+
+``super``'s JSON is lossy in its own ways (durations as Go duration text, times
+as RFC 3339, type values in angle brackets, errors as ``{"error": ...}``, bytes
+as ``0x`` hex, map keys that are not strings as their Super text); this mirrors
+those rules for the types the committed files hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from csup_async.superdb.bsup2 import OptField
+from csup_async.types import (
+    ArrayType,
+    EnumType,
+    ErrorType,
+    MapType,
+    NamedType,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
+from csup_async.values import UnionValue
+
+
+def go_duration(ns: int) -> str:
+    """Super's duration text: Go's units, zero components left out (``1m``, ``1m1.5s``)."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 10**9:
+        for unit, size in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+            if ns >= size or unit == "ns":
+                return sign + _trim(ns, size) + unit
+    h, rest = divmod(ns, 3600 * 10**9)
+    m, rest = divmod(rest, 60 * 10**9)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "")
+    return sign + out + (_trim(rest, 10**9) + "s" if rest else "")
+
+
+def _trim(v: int, size: int) -> str:
+    whole, frac = divmod(v, size)
+    if not frac:
+        return str(whole)
+    digits = len(str(size)) - 1
+    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
+
+
+def rfc3339(t: np.datetime64) -> str:
+    s = str(np.datetime_as_string(t, unit="ns"))
+    date, frac = s.split(".")
+    frac = frac.rstrip("0")
+    return date + ("." + frac if frac else "") + "Z"
+
+
+def sup_text(t: Type, v: Any) -> str:
+    """Super text of a simple value (records of ints and strings: map keys)."""
+    if isinstance(t, NamedType):
+        return sup_text(t.inner, v)
+    if isinstance(t, RecordType):
+        return "{" + ",".join(f"{f.name}:{sup_text(f.type, v[f.name])}" for f in t.fields) + "}"
+    if isinstance(v, str):
+        return '"' + v + '"'
+    return str(v)
+
+
+def super_json(t: Type, v: Any) -> Any:
+    if isinstance(v, UnionValue):
+        return super_json(v.type, v.value)
+    if v is None:
+        return None
+    if isinstance(t, NamedType):
+        return super_json(t.inner, v)
+    if isinstance(t, ErrorType):
+        return {"error": super_json(t.inner, v)}
+    if isinstance(t, UnionType):
+        raise AssertionError(f"an untyped value {v!r} of union {t}")
+    if isinstance(t, RecordType):
+        return {f.name: super_json(f.type, v[f.name]) for f in t.fields
+                if not (isinstance(f, OptField) and f.name not in v)}
+    if isinstance(t, ArrayType | SetType):
+        return [super_json(t.elem, e) for e in v]
+    if isinstance(t, MapType):
+        items = v.items() if isinstance(v, dict) else v
+        return {(k if isinstance(k, str) else sup_text(t.key, k)): super_json(t.value, x)
+                for k, x in items}
+    if isinstance(t, EnumType):
+        return v
+    assert isinstance(t, PrimitiveType), t
+    name = t.name
+    if name == "duration":
+        return go_duration(int(v.astype("int64")))
+    if name == "time":
+        return rfc3339(v)
+    if name == "bytes":
+        return "0x" + v.hex()
+    if name in ("ip", "net"):
+        return str(v)
+    if name == "type":
+        return f"<{v}>"
+    return v
