@@ -7,12 +7,21 @@ a server that is installed but fails to start is an error, not a skip.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support import servers
+
+# CI draws the same examples every run (a property that fails there fails for
+# everyone, reproducibly); a developer's runs draw new ones each time and so keep
+# finding the rare cases (HYPOTHESIS_PROFILE=ci reproduces CI's draws).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE") or os.environ.get("CI"):
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
 @pytest.fixture(scope="session")
