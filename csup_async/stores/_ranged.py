@@ -271,7 +271,7 @@ class RangedStore(StoreBase):
                     raise Retryable(StoreError(
                         f"asked for the last {n} bytes, got Content-Range "
                         f"{_shown(reply.header('content-range'))}", path=path))
-                data = await _gather(self._chunks(reply, 0, want, path, strict=True), want)
+                data = await _joined(self._chunks(reply, 0, want, path, strict=True))
             else:  # 200: the server ignored the Range header and sent everything
                 data, total = await self._last_bytes(reply, n, path)
             version = self._version_of(reply, total)
@@ -284,7 +284,8 @@ class RangedStore(StoreBase):
                     raise Retryable(StoreError("the object changed during the tail read",
                                                path=path))
                 version = info.version
-        return TailRead(bytes(data), ObjectInfo(total, version))
+        return TailRead(data if isinstance(data, bytes) else bytes(data),
+                        ObjectInfo(total, version))
 
     async def _last_bytes(self, reply: Reply, n: int, path: str) -> tuple[bytearray, int]:
         """The last ``n`` bytes of a whole-object body, and its length (memory: ~2n).
@@ -456,3 +457,17 @@ async def _gather(chunks: AsyncGenerator[bytes, None], want: int) -> bytearray:
             view[got:got + len(chunk)] = chunk
             got += len(chunk)
     return buf
+
+
+async def _joined(chunks: AsyncGenerator[bytes, None]) -> bytes:
+    """The chunks as one immutable bytes object, copied once (not at all for one chunk).
+
+    A tail read becomes TailRead's bytes: gathering it into a preallocated
+    bytearray and then converting that to bytes copied it twice, on the event
+    loop, on every open (the tail is often the whole object).
+    """
+    parts: list[bytes] = []
+    async with aclosing(chunks) as stream:
+        async for chunk in stream:
+            parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

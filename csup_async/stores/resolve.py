@@ -10,6 +10,7 @@ aiobotocore alone takes a noticeable part of a second to import.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from typing import Any
@@ -49,12 +50,19 @@ def store_class(scheme: str) -> type:
 
 def store_options(cls: type) -> list[str]:
     """The option names a store class accepts (its keyword-only parameters)."""
+    return list(_accepted(cls))
+
+
+@functools.cache
+def _accepted(cls: type) -> tuple[str, ...]:
+    # Once per class: a service opens a reader per request, and inspect.signature
+    # is among the dearest things an open did on the event loop.
     params = inspect.signature(cls.__init__).parameters.values()
-    return sorted(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return tuple(sorted(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY))
 
 
 def _make(cls: type, options: dict[str, Any], what: str, **fixed: Any) -> Any:
-    accepted = store_options(cls)
+    accepted = _accepted(cls)
     unknown = sorted(set(options) - set(accepted) | set(options) & set(fixed))
     if unknown:
         raise CsupError(f"unknown option{'s' if len(unknown) > 1 else ''} "

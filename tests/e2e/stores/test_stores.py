@@ -261,3 +261,14 @@ async def test_gcs_emulator_host_from_the_environment(
         assert store.endpoint == gcs_emulator.endpoint
         assert "not-for-the-emulator" not in repr(store) and "anonymous" in repr(store)
         assert (await store.read_tail(f"gs://{key}", 10)).data == DATA[-10:]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 1000, 4096, 1 << 20])
+async def test_tail_is_exact_immutable_bytes_however_the_body_is_chunked(
+        range_server: servers.RangeServer, chunk_size: int) -> None:
+    """A tail read arriving in many pieces, or in one, is the object's last bytes as bytes."""
+    key = range_server.put(_name(), DATA)
+    async with HTTPStore(chunk_size=chunk_size) as store:
+        tail = await store.read_tail(range_server.url(key), 4096)
+    assert type(tail.data) is bytes
+    assert tail.data == DATA[-4096:] and tail.offset == SIZE - 4096

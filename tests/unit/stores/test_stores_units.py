@@ -176,6 +176,27 @@ def test_store_for_passes_options() -> None:
     assert isinstance(store, FsspecStore) and store.default_profile == "local"
 
 
+def test_opening_per_request_reads_a_store_signature_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service opens a reader per request: checking options must not re-inspect the class."""
+    import inspect
+
+    calls: list[object] = []
+    real = inspect.signature
+
+    def counting(obj: object, *a: object, **k: object) -> inspect.Signature:
+        calls.append(obj)
+        return real(obj, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inspect, "signature", counting)
+    for _ in range(50):
+        store, _k = store_for("http://127.0.0.1:1/x.csup", limit=4)
+        assert store.limit == 4
+    with pytest.raises(CsupError, match="unknown option 'limt'"):
+        store_for("http://127.0.0.1:1/x.csup", limt=4)
+    assert len(calls) <= 1
+
+
 def test_reprs_hide_credentials() -> None:
     s3 = S3Store(access_key_id="AKIDVISIBLE", secret_access_key="hidden-secret",
                  session_token="hidden-token", endpoint_url="https://u:p@h:9000/?x=1")

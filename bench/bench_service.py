@@ -1,0 +1,328 @@
+"""A service under load: N concurrent clients in one process, each scanning one object.
+
+This is how a web service uses the library: one event loop, every request doing
+``async with csup_async.open(url) as r: await r.scan(["id", "s"])`` (mode
+``open``), or every request scanning one long-lived reader (mode ``reader``).
+The peers read the same rows as Parquet the way a service would with them:
+polars ``scan_parquet(...).select(...).collect()`` and pyarrow
+``parquet.read_table(..., columns=...)`` (one shared ``S3FileSystem``), each in a
+thread pool with as many threads as there are clients.
+
+The store is nginx behind bench/netsim.py's delay proxy (profile ``s3``: 50 ms
+round trip, 100 MB/s per connection), so the client is the only thing that
+changes between engines.  Each cell runs ``--seconds`` of closed-loop requests
+after a short warm-up and reports scans/s, latency p50/p99/p99.9, CPU per scan
+(the event-loop thread's, from ``time.thread_time`` sampled in the loop, and
+the process's), peak OS threads and peak RSS (both sampled every 20 ms from
+/proc/self/status), and checks every scan returned all rows.
+
+    python bench/bench_service.py --quick            # ~1 min: small object, 1/16/64 clients
+    python bench/bench_service.py                    # full: 1,16,64,128,256 x small, medium
+    python bench/bench_service.py --clients 16,64,128 --objects small
+
+Results go to bench/results/service.md and .json (``--out`` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import csup_async
+from bench.netsim import PROFILES, SimStore
+
+BUCKET = "bench"
+COLUMNS = ["id", "s"]
+OBJECTS = {"small": 50_000, "medium": 500_000}
+KEY_ID, SECRET, REGION = SimStore.ACCESS_KEY, SimStore.SECRET_KEY, SimStore.REGION
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def make_table(rows: int, seed: int) -> Any:
+    """Event-like rows: an id, a short string, a count and a price (~14 bytes a row as CSUP)."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+    lengths = rng.integers(4, 12, rows)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    chars = letters[rng.integers(0, letters.size, int(offsets[-1]))]
+    s = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets.tobytes()),
+                                    pa.py_buffer(chars.tobytes()))
+    return pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)), "s": s,
+                     "n": pa.array(rng.integers(0, 100, rows)),
+                     "price": pa.array(np.round(rng.random(rows) * 1000, 2))})
+
+
+def write_objects(root: Path, names: list[str]) -> dict[str, dict[str, int]]:
+    import pyarrow.parquet as pq
+
+    sizes: dict[str, dict[str, int]] = {}
+    (root / BUCKET).mkdir(parents=True, exist_ok=True)
+    for name in names:
+        table = make_table(OBJECTS[name], seed=len(name))
+        csup = root / BUCKET / f"{name}.csup"
+        parquet = root / BUCKET / f"{name}.parquet"
+        csup_async.write(str(csup), table)
+        pq.write_table(table, str(parquet))
+        sizes[name] = {"rows": table.num_rows, "csup": csup.stat().st_size,
+                       "parquet": parquet.stat().st_size}
+    return sizes
+
+
+# ------------------------------------------------------------- sampling ---
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
+class Sampler:
+    """Peak OS threads and RSS of this process, every 20 ms, from a thread of its own."""
+
+    def __init__(self) -> None:
+        self.threads = 0
+        self.rss_kb = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.threads = max(self.threads, _status("Threads:"))
+            self.rss_kb = max(self.rss_kb, _status("VmRSS:"))
+
+    def __enter__(self) -> Sampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+@dataclass
+class Cell:
+    engine: str
+    object: str
+    clients: int
+    scans: int
+    seconds: float
+    scans_per_s: float
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    loop_cpu_ms_per_scan: float | None
+    process_cpu_ms_per_scan: float
+    peak_threads: int
+    peak_rss_mb: float
+    wrong: int
+
+
+def _cell(engine: str, obj: str, clients: int, lat: list[float], elapsed: float,
+          loop_cpu: float | None, cpu: float, sampler: Sampler, wrong: int) -> Cell:
+    n = len(lat)
+    q = np.percentile(np.array(lat) * 1000, [50, 99, 99.9]) if n else [float("nan")] * 3
+    return Cell(engine, obj, clients, n, round(elapsed, 2), round(n / elapsed, 1),
+                round(float(q[0]), 1), round(float(q[1]), 1), round(float(q[2]), 1),
+                None if loop_cpu is None else round(loop_cpu / max(n, 1) * 1000, 3),
+                round(cpu / max(n, 1) * 1000, 3), sampler.threads,
+                round(sampler.rss_kb / 1024, 1), wrong)
+
+
+# --------------------------------------------------------------- engines ---
+
+async def _async_cell(scan: Callable[[], Any], clients: int, seconds: float,
+                      rows: int) -> tuple[list[float], float, float, float, int]:
+    lat: list[float] = []
+    wrong = 0
+
+    async def client(until: float, keep: bool) -> None:
+        nonlocal wrong
+        while time.perf_counter() < until:
+            t0 = time.perf_counter()
+            n = await scan()
+            if keep:
+                lat.append(time.perf_counter() - t0)
+                wrong += n != rows
+
+    # Warm-up: connections, thread pools, imports.
+    await asyncio.gather(*(client(time.perf_counter() + min(1.0, seconds / 3), False)
+                           for _ in range(clients)))
+    loop0, cpu0, t0 = time.thread_time(), time.process_time(), time.perf_counter()
+    await asyncio.gather(*(client(t0 + seconds, True) for _ in range(clients)))
+    elapsed = time.perf_counter() - t0
+    return lat, elapsed, time.thread_time() - loop0, time.process_time() - cpu0, wrong
+
+
+def run_csup(url: str, rows: int, clients: int, seconds: float,
+             long_lived: bool) -> tuple[list[float], float, float, float, int]:
+    async def main() -> tuple[list[float], float, float, float, int]:
+        if long_lived:
+            async with csup_async.open(url) as reader:
+                async def scan() -> int:
+                    return (await reader.scan(COLUMNS)).num_rows
+                return await _async_cell(scan, clients, seconds, rows)
+
+        async def scan_open() -> int:
+            async with csup_async.open(url) as r:
+                return (await r.scan(COLUMNS)).num_rows
+        return await _async_cell(scan_open, clients, seconds, rows)
+
+    return asyncio.run(main())
+
+
+def _threaded(scan: Callable[[], int], clients: int, seconds: float,
+              rows: int) -> tuple[list[float], float, float, float, int]:
+    lat: list[float] = []
+    wrong = [0]
+    lock = threading.Lock()
+
+    def client(until: float, keep: bool) -> None:
+        while time.perf_counter() < until:
+            t0 = time.perf_counter()
+            n = scan()
+            if keep:
+                with lock:
+                    lat.append(time.perf_counter() - t0)
+                    wrong[0] += n != rows
+
+    with ThreadPoolExecutor(clients) as pool:
+        warm = time.perf_counter() + min(1.0, seconds / 3)
+        list(pool.map(lambda _: client(warm, False), range(clients)))
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        list(pool.map(lambda _: client(t0 + seconds, True), range(clients)))
+        elapsed = time.perf_counter() - t0
+    return lat, elapsed, 0.0, time.process_time() - cpu0, wrong[0]
+
+
+def polars_scan(endpoint: str, key: str) -> Callable[[], int]:
+    import polars as pl
+
+    opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": KEY_ID,
+            "aws_secret_access_key": SECRET, "aws_region": REGION, "aws_allow_http": "true"}
+    url = f"s3://{BUCKET}/{key}"
+    return lambda: pl.scan_parquet(url, storage_options=opts).select(COLUMNS).collect().height
+
+
+def pyarrow_scan(endpoint: str, key: str) -> Callable[[], int]:
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    fs = pafs.S3FileSystem(access_key=KEY_ID, secret_key=SECRET, region=REGION,
+                           endpoint_override=endpoint.split("://", 1)[1], scheme="http")
+    path = f"{BUCKET}/{key}"
+    return lambda: pq.read_table(path, columns=COLUMNS, filesystem=fs).num_rows
+
+
+ENGINES = ("csup open()", "csup reader", "polars", "pyarrow")
+
+
+def run_cell(engine: str, endpoint: str, obj: str, rows: int, clients: int,
+             seconds: float) -> Cell:
+    with Sampler() as sampler:
+        if engine.startswith("csup"):
+            r = run_csup(f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds,
+                         long_lived=engine == "csup reader")
+            lat, elapsed, loop_cpu, cpu, wrong = r
+            return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
+        make = polars_scan if engine == "polars" else pyarrow_scan
+        lat, elapsed, _, cpu, wrong = _threaded(make(endpoint, f"{obj}.parquet"), clients,
+                                                seconds, rows)
+        return _cell(engine, obj, clients, lat, elapsed, None, cpu, sampler, wrong)
+
+
+# ---------------------------------------------------------------- report ---
+
+def render(cells: list[Cell], meta: dict[str, Any]) -> str:
+    out = ["# Service benchmark: concurrent scans in one process", "",
+           f"Command: `{meta['command']}`  ", f"When: {meta['when']}; load before the run: "
+           f"{meta['load']}; {meta['cpus']} CPUs  ",
+           f"Store: nginx behind bench/netsim.py profile `{meta['profile']}` "
+           f"({meta['rtt_ms']} ms round trip, {meta['mbps']} MB/s per connection); "
+           f"{meta['seconds']} s per cell after warm-up; columns {COLUMNS}.  ",
+           "Objects: " + ", ".join(f"{k}: {v['rows']:,} rows, CSUP {v['csup'] / 1e6:.2f} MB, "
+                                   f"Parquet {v['parquet'] / 1e6:.2f} MB"
+                                   for k, v in meta["objects"].items()), "",
+           "| object | clients | engine | scans/s | vs polars | p50 ms | p99 ms | p99.9 ms "
+           "| loop CPU ms/scan | process CPU ms/scan | peak threads | peak RSS MB | wrong |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    polars = {(c.object, c.clients): c.scans_per_s for c in cells if c.engine == "polars"}
+    for c in cells:
+        ref = polars.get((c.object, c.clients))
+        ratio = f"{c.scans_per_s / ref:.2f}x" if ref else ""
+        loop = "" if c.loop_cpu_ms_per_scan is None else f"{c.loop_cpu_ms_per_scan:.2f}"
+        out.append(f"| {c.object} | {c.clients} | {c.engine} | {c.scans_per_s} | {ratio} | "
+                   f"{c.p50_ms} | {c.p99_ms} | {c.p999_ms} | {loop} | "
+                   f"{c.process_cpu_ms_per_scan:.2f} | {c.peak_threads} | {c.peak_rss_mb} | "
+                   f"{c.wrong} |")
+    out += ["", "Loop CPU is the event-loop thread's CPU time over the cell divided by scans "
+            "(csup only: the peers have no loop). Peak threads and RSS are the whole "
+            "process's, sampled every 20 ms, so they include earlier cells' pools."]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small object, clients 1,16,64, 3 s per cell (~1 min)")
+    ap.add_argument("--clients", default=None, help="comma-separated (default 1,16,64,128,256)")
+    ap.add_argument("--objects", default=None, help="small,medium (default both)")
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--seconds", type=float, default=None, help="per cell (default 10, quick 3)")
+    ap.add_argument("--profile", default="s3", choices=[p for p in PROFILES if p != "local"])
+    ap.add_argument("--out", default=str(RESULTS / "service"), help="writes OUT.md and OUT.json")
+    a = ap.parse_args()
+    clients = [int(c) for c in (a.clients or ("1,16,64" if a.quick else "1,16,64,128,256"))
+               .split(",")]
+    objects = (a.objects or ("small" if a.quick else "small,medium")).split(",")
+    seconds = a.seconds or (3.0 if a.quick else 10.0)
+    engines = a.engines.split(",")
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="csup-service-") as tmp:
+        root, work = Path(tmp) / "root", Path(tmp) / "nginx"
+        sizes = write_objects(root, objects)
+        sim = SimStore(root, work).start()
+        try:
+            endpoint = sim.endpoint(a.profile)
+            cells = []
+            for obj in objects:
+                for n in clients:
+                    for engine in engines:
+                        cell = run_cell(engine, endpoint, obj, OBJECTS[obj], n, seconds)
+                        print(json.dumps(asdict(cell)), flush=True)
+                        cells.append(cell)
+        finally:
+            sim.stop()
+    p = PROFILES[a.profile]
+    meta = {"command": "python bench/bench_service.py " + " ".join(sys.argv[1:]),
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load": " ".join(f"{x:.2f}" for x in load), "cpus": os.cpu_count(),
+            "profile": a.profile, "rtt_ms": p.rtt * 1000, "mbps": p.bandwidth / 1e6,
+            "seconds": seconds, "objects": sizes}
+    Path(a.out + ".json").write_text(json.dumps({"meta": meta, "cells": [asdict(c)
+                                                                         for c in cells]},
+                                                indent=1) + "\n")
+    Path(a.out + ".md").write_text(render(cells, meta))
+    print(render(cells, meta))
+
+
+if __name__ == "__main__":
+    main()
