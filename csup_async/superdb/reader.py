@@ -24,6 +24,7 @@ import planner as P
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
+from ..arrays.unify import unify as unify_arrays
 from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
 from ..meta import PrimitiveColumn, Segment
 from ..read.result import ScanResult, ScanStats
@@ -557,7 +558,8 @@ class HeaderLayoutSchema:
             comps = P.parse_path(p) if p else ()
             ts = [t for st in self.super_types if (t := C.type_at(st, comps)) is not None]
             t = unify(ts) if ts else NULL
-            fields.append(pa.field(p, A.from_pylist(t, []).to_arrow().type))
+            empty = unify_arrays(A.fold_nulls(A.from_pylist(t, [])), p, [])
+            fields.append(pa.field(p, empty.to_arrow(fold=False).type))
         return pa.schema(fields)
 
     def __arrow_c_schema__(self) -> Any:

@@ -794,12 +794,13 @@ def _deep(n: int) -> Type:
                 | st.sampled_from([Value(_deep(60), None), Value(_deep(101), None)]),
                 min_size=1, max_size=5))
 async def test_writer_refuses_or_round_trips(tmp_path: Path, values: list[Any]) -> None:
-    """Either write() raises EncodeError/UnsupportedTypeError and leaves no file (nor a
-    temporary one), or the file reads back exactly (byte-identical BSUP bodies)."""
+    """Exact types (fuse=False): either write() raises EncodeError/UnsupportedTypeError
+    and leaves no file (nor a temporary one), or the file reads back exactly
+    (byte-identical BSUP bodies)."""
     path = tmp_path / f"w{uuid.uuid4().hex[:8]}.csup"
     before = set(tmp_path.iterdir())
     try:
-        csup_async.write(str(path), values, segment_thresh=64, skew_thresh=512)
+        csup_async.write(str(path), values, segment_thresh=64, skew_thresh=512, fuse=False)
     except (errors.EncodeError, errors.UnsupportedTypeError) as e:
         assert not path.exists(), "a refused write left a file"
         assert set(tmp_path.iterdir()) == before, "a refused write left a temporary file"

@@ -32,7 +32,7 @@ def _file(n: int = 20000, seed: int = 1) -> bytes:
 DATA = _file()
 COLS = ["id", "user.login", "tags"]
 # small requests so a scan has several, and a tail smaller than the file
-PROFILE = dataclasses.replace(P.get_profile("s3"), max_request=64 << 10, split_size=64 << 10,
+PROFILE = dataclasses.replace(P.get_profile("s3"), max_request=16 << 10, split_size=16 << 10,
                               tail_max=64 << 10, tail_min=16 << 10)
 
 

@@ -130,11 +130,11 @@ async def test_a_member_whose_inside_folds_retypes_the_union(tmp_path):
     rows = [Value(u8, 0), Value(ArrayType(UnionType((u8, NULL))), []),
             Value(ArrayType(UnionType((u8, NULL))), [7, None])]
     res = await _scan(rows, tmp_path)
-    t = res.to_arrow().schema.field("").type
+    t = res.to_arrow(unions="dense").schema.field("").type
     assert pa.types.is_union(t)
     assert {t.field(i).type for i in range(t.num_fields)} == {pa.uint8(),
                                                               pa.large_list(pa.uint8())}
-    assert res.to_arrow().column("").to_pylist() == [0, [], [7, None]]
+    assert res.to_arrow(unions="dense").column("").to_pylist() == [0, [], [7, None]]
     assert res.to_pylist() == [{"": 0}, {"": []}, {"": [7, None]}]
 
 
