@@ -792,15 +792,16 @@ def _retype(a: Array, t: Type) -> Array:
     raise FormatError(f"cannot hold {a.type} values as {t}")
 
 
-def _has_union(t: Type) -> bool:
+def has_union(t: Type) -> bool:
+    """Whether a union occurs anywhere in ``t`` (where folding or unifying has work)."""
     if isinstance(t, UnionType):
         return True
     if isinstance(t, (ArrayType, SetType)):
-        return _has_union(t.elem)
+        return has_union(t.elem)
     if isinstance(t, MapType):
-        return _has_union(t.key) or _has_union(t.value)
+        return has_union(t.key) or has_union(t.value)
     if isinstance(t, RecordType):
-        return any(_has_union(f.type) for f in t.fields)
+        return any(has_union(f.type) for f in t.fields)
     return False  # named and error types keep their exact type
 
 
@@ -808,7 +809,7 @@ def fold_nulls(a: Array) -> Array:
     """``a`` with union members whose values fit a sibling member merged into it (see
     above): a union left with one member becomes that member's plain array."""
     t = a.type
-    if not _has_union(t):
+    if not has_union(t):
         return a
     if isinstance(a, UnionArray):
         return _fold_union(a)

@@ -47,6 +47,7 @@ from .model import (
     StructArray,
     UnionArray,
     concat,
+    has_union,
     null_array,
 )
 
@@ -62,7 +63,7 @@ _UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 
 def unify(a: Array, path: str, notes: list[str], unions: str = "struct") -> Array:
     """``a`` with every union in it unified (see the module); changes noted in ``notes``."""
-    if not _has_union(a.type):
+    if not has_union(a.type):
         return a
     dense = _walk(a, path, notes, _union)
     return dense if unions == "dense" else _walk(dense, path, notes, _struct_form)
@@ -72,7 +73,7 @@ def _walk(a: Array, path: str, notes: list[str],
           on_union: Callable[[UnionArray, str, list[str]], Array]) -> Array:
     """``a`` rebuilt bottom-up, each union array replaced by ``on_union`` of it."""
     t = a.type
-    if not _has_union(t):
+    if not has_union(t):
         return a
     if isinstance(a, UnionArray):
         return on_union(a, path, notes)
@@ -95,18 +96,6 @@ def _walk(a: Array, path: str, notes: list[str],
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
-
-
-def _has_union(t: Type) -> bool:
-    if isinstance(t, UnionType):
-        return True
-    if isinstance(t, (ArrayType, SetType)):
-        return _has_union(t.elem)
-    if isinstance(t, MapType):
-        return _has_union(t.key) or _has_union(t.value)
-    if isinstance(t, RecordType):
-        return any(_has_union(f.type) for f in t.fields)
-    return False  # named and error types keep their exact type
 
 
 def _elements(a: ListArray) -> Array:
