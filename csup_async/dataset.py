@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Generator, Sequence
 from typing import Any
@@ -23,7 +24,7 @@ from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
-from .errors import ColumnNotFoundError, RowSelectionError, not_awaited
+from .errors import ColumnNotFoundError, RowSelectionError, not_awaited, source_text
 from .opening import open as open_reader
 from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
 from .read.options import split_options
@@ -424,4 +425,10 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     the reader's options and the store's.  A prefix, directory or glob that selects no object raises
     NotFoundError here (an explicit list, even empty, is taken as given).
     """
+    if isinstance(source, str | os.PathLike):
+        source = source_text(source, "source")
+    elif isinstance(source, Sequence):
+        source = [source_text(s, "each source") for s in source]
+    else:
+        source = source_text(source, "source")  # raises: neither text, a path nor a list
     return _DatasetOpener(source, store, options)

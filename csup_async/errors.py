@@ -73,6 +73,21 @@ class ArgumentError(CsupError, ValueError):
     message; a ``ValueError`` too, for callers that catch that."""
 
 
+def source_text(source: object, what: str = "url") -> str:
+    """A URL or path argument as text: ``pathlib.Path`` and other ``os.PathLike``
+    objects are taken as paths (the habit of pyarrow, polars and pandas); anything but
+    text or a path is an ArgumentError naming the argument."""
+    import os
+
+    if isinstance(source, str):
+        return source
+    if isinstance(source, os.PathLike):
+        path = os.fspath(source)
+        if isinstance(path, str):
+            return path
+    raise ArgumentError(f"{what} must be a string or a path, not {type(source).__name__}")
+
+
 class StoreError(CsupError):
     """An object store failed or refused a request."""
 

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
-from .errors import not_awaited
+from .errors import not_awaited, source_text
 from .read.options import split_options
 from .stores import Store, shared_store
 from .superdb.detect import HeaderLayout
@@ -193,4 +193,4 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     a FormatError; True skips those before it unread, for files you trust), and the
     store's own options (credentials, ...).
     """
-    return _Opener(url, store, options)
+    return _Opener(source_text(url), store, options)

@@ -12,6 +12,7 @@ read lazily, one batch at a time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -219,6 +220,8 @@ def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDatase
 def is_many(source: str | Sequence[str]) -> bool:
     """Whether ``source`` names several objects: a list, a glob, a prefix or directory
     (ending in ``/``)."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
     if not isinstance(source, str):
         return True
     return source.endswith("/") or any(c in source for c in "*?[")

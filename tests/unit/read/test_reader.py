@@ -137,3 +137,25 @@ async def test_reader_from_meta_runs_a_driver_plan(tmp_path):
         await r2.close()
     assert res.to_pylist() == want
     assert res.stats.requests == plan.request_count
+
+
+async def test_paths_open_as_their_text_and_other_objects_are_refused(tmp_path) -> None:
+    """``pathlib.Path`` works wherever a URL does (the pyarrow/polars/pandas habit); a
+    value that is neither text nor a path is an ArgumentError naming the argument, not
+    a TypeError from inside the store resolution."""
+    import pathlib
+
+    p = pathlib.Path(str(tmp_path)) / "p.csup"
+    csup_async.write(p, [{"a": 1}, {"a": 2}])
+    async with csup_async.open(p) as r:
+        assert (await r.scan(["a"])).to_pylist() == [{"a": 1}, {"a": 2}]
+    async with csup_async.open_dataset([p, p]) as ds:
+        assert (await ds.scan(["a"])).num_rows == 4
+    assert csup_async.read(p, ["a"]).to_pylist() == [{"a": 1}, {"a": 2}]
+    with csup_async.open_sync(p) as r:
+        assert r.num_rows == 2
+    for bad in (3, None, b"/tmp/x.csup"):
+        with pytest.raises(csup_async.ArgumentError, match="string or a path"):
+            csup_async.open(bad)  # type: ignore[arg-type]
+    with pytest.raises(csup_async.ArgumentError, match="string or a path"):
+        csup_async.open_dataset([p, 3])  # type: ignore[list-item]
