@@ -399,6 +399,8 @@ class NullCursor(Cursor):
 class PrimCursor(Cursor):
     """A primitive column: whole segments decoded in the pool, joined or sliced here."""
 
+    what = "column"  # how finish() names the column in a count error
+
     def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
         super().__init__(b)
         self.t = t
@@ -415,7 +417,7 @@ class PrimCursor(Cursor):
         return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
 
     def finish(self) -> None:
-        self.chunks.finish(f"a {self.t} column")
+        self.chunks.finish(f"a {self.t} {self.what}")
 
 
 def decode_any(t: Type, stream: Any) -> A.Array:
@@ -446,28 +448,19 @@ def decode_selectors(data: Any, size: int) -> np.ndarray:
     return sel
 
 
-class DictCursor(Cursor):
-    """A VNG dictionary column: selector segments, looked up in the decoded dictionary."""
+class DictCursor(PrimCursor):
+    """A VNG dictionary column: selector segments, looked up in the decoded dictionary
+    (a primitive column whose segments decode through the dictionary)."""
+
+    what = "dictionary column"
 
     def __init__(self, b: Build, t: Type, segmap: Segmap,
                  entries: tuple[bytes | None, ...]) -> None:
-        super().__init__(b)
-        self.t = t
+        Cursor.__init__(self, b)
+        self.t = t  # type: ignore[assignment]
         values = dictionary_values(t, entries)
         self.chunks = _Chunks(Stream(b, segmap, lambda data: values.take(
             decode_selectors(data, len(values)).astype(np.intp)), selectable=True))
-
-    def skip(self, n: int) -> None:
-        self.chunks.skip(n)
-
-    def _take(self, n: int) -> A.Array:
-        parts = self.chunks.take(n)
-        if not parts:
-            return A.null_array(self.t, 0)
-        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
-
-    def finish(self) -> None:
-        self.chunks.finish(f"a {self.t} dictionary column")
 
 
 class BodiesCursor(PrimCursor):
