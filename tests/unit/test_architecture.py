@@ -555,3 +555,19 @@ def test_the_planner_does_no_io() -> None:
     bad = {m: v for m, v in bad.items() if v}
     assert not bad, f"the planner imports outside its list: {bad}"
     assert {"asyncio", "os"} <= set(sys.stdlib_module_names) - PLANNER_IMPORTS
+
+
+def _order() -> str:
+    return " < ".join(next(iter(g)) if len(g) == 1 else "{" + ", ".join(g) + "}"
+                      for g in LAYERS)
+
+
+def test_the_documented_layers_are_the_tested_ones() -> None:
+    """docs/architecture.md states the order and names each layer in its table: both as
+    LAYERS has them, so a reader learns the rule the test enforces."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    section = page.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{_order()}`" in section, f"docs/architecture.md should state `{_order()}`"
+    rows = [line.split("|")[1].strip() for line in section.splitlines()
+            if line.startswith("| `")]
+    assert rows == [", ".join(f"`{g}`" for g in groups) for groups in LAYERS]
