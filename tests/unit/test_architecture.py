@@ -5,10 +5,11 @@ Read from the source with ``ast`` (nothing is imported), over ``csup_async/`` an
 ``planner/``.  Every import counts: at the top of a module or inside a function (a lazy
 import is still a dependency), under ``if TYPE_CHECKING:`` (a circle that only the type
 checker sees is still a circle in the design: it merely hides from the runtime), and by
-name (``importlib.import_module("csup_async.sync")`` in a module, or a ``_LAZY`` table
-of names that module hands to it).  Importing ``a.b.c`` also runs ``a/__init__`` and
-``a/b/__init__``; those implicit edges are not counted (a package's ``__init__``
-re-exporting its own modules would otherwise be a circle by construction).
+name (a module that calls ``importlib.import_module`` depends on every module it names in
+a string: ``"csup_async.sync"``, or ``".options"`` in a package's ``_LAZY`` table).
+Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``; those implicit edges
+are not counted (a package's ``__init__`` re-exporting its own modules would otherwise be
+a circle by construction).
 
 The layer order, the allowances and how to change them are in docs/architecture.md.
 """
@@ -69,8 +70,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
 #: ``test_every_allowance_is_still_needed`` fails on an entry nothing needs any more.
 ALLOWED_CLIMBS: dict[tuple[str, str], str] = {
     ("csup_async.read", "csup_async.sync"):
-        "read/__init__ makes the package callable as csup_async.read(); goes with the "
-        "rename of the read/ package (docs/architecture.md, 'Known exceptions')",
+        "read/__init__ makes the package callable as csup_async.read() (the package and "
+        "the function share the name); goes when read/ is renamed",
     ("csup_async.lake.spark", "csup_async.spark.executor"):
         "the lake's Spark reader lives in lake/ (issue 25 item 4 moves it to spark/)",
     ("csup_async.lake.spark", "csup_async.spark.options"):
@@ -88,7 +89,7 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
     ("csup_async.dataset", "csup_async.opening", "csup_async.read", "csup_async.reader",
      "csup_async.superdb.reader", "csup_async.sync", "csup_async.sync.facade"):
         "read/__init__ hands csup_async.read() to csup_async.sync by name (the read package "
-        "is callable); goes with the rename of read/ (docs/architecture.md)",
+        "is callable); goes when read/ is renamed",
     ("csup_async.lake.create", "csup_async.lake.lake", "csup_async.lake.load",
      "csup_async.lake.pool"):
         "create, load and pool name Lake/PoolConfig under TYPE_CHECKING while lake.py "
