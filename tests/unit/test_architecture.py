@@ -319,14 +319,15 @@ def _is_own(node: ast.expr) -> bool:
             and node.func.id == "super")
 
 
-def _attr_calls(tree: ast.AST) -> Iterator[tuple[ast.Call, ast.expr, str]]:
-    """``getattr``/``setattr``/``hasattr``/``delattr`` of a literal attribute name."""
+def _attr_calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str, ast.expr, str]]:
+    """``getattr``/``setattr``/``hasattr``/``delattr`` of a literal attribute name, as
+    (call, which of the four, object, attribute)."""
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                 and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
                 and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
                 and isinstance(node.args[1].value, str)):
-            yield node, node.args[0], node.args[1].value
+            yield node, node.func.id, node.args[0], node.args[1].value
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
@@ -359,9 +360,8 @@ def _members(tree: ast.Module) -> set[str]:
                 and node.func.attr == "__setattr__" and len(node.args) >= 2 \
                 and _is_own(node.args[0]) and isinstance(node.args[1], ast.Constant):
             out.add(str(node.args[1].value))
-    for call, obj, name in _attr_calls(tree):
-        if call.func.id == "setattr" and _is_own(obj):  # type: ignore[attr-defined]
-            out.add(name)
+    out |= {name for _, verb, obj, name in _attr_calls(tree)
+            if verb == "setattr" and _is_own(obj)}
     return out
 
 
@@ -371,8 +371,7 @@ def _defined(tree: ast.Module) -> set[str]:
     out = _members(tree) | set().union(*(_bound(s) for s in tree.body))
     out |= {n.attr for n in ast.walk(tree)
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
-    out |= {name for call, _, name in _attr_calls(tree)
-            if call.func.id == "setattr"}  # type: ignore[attr-defined]
+    out |= {name for _, verb, _, name in _attr_calls(tree) if verb == "setattr"}
     return {n for n in out if _private(n)}
 
 
@@ -391,7 +390,7 @@ def _reaches(trees: dict[str, ast.Module]) -> list[Reach]:
     for m, tree in sorted(trees.items()):
         hits = [(n.lineno, n.attr, ast.unparse(n)) for n in ast.walk(tree)
                 if isinstance(n, ast.Attribute) and _private(n.attr) and not _is_own(n.value)]
-        hits += [(c.lineno, name, ast.unparse(c)) for c, obj, name in _attr_calls(tree)
+        hits += [(c.lineno, name, ast.unparse(c)) for c, _, obj, name in _attr_calls(tree)
                  if _private(name) and not _is_own(obj)]
         for line, attr, text in sorted(hits):
             if attr not in members[m] and attr in owners:
