@@ -336,9 +336,11 @@ def _part_column(parts: list[Part], c: str, n: int) -> A.Array:
     segs: list[tuple[np.ndarray, Segment]] = []
     off = 0
     for part in parts:
+        col = part.columns.get(c)  # a part whose record types all lack the field: none
         for s, pos in enumerate(part.rows):
             if pos.size:
-                segs.append((pos + off if off else pos, part.columns[c][s]))
+                segs.append((pos + off if off else pos,
+                             col[s] if col is not None else Segment(None)))
         off += part.n
     live = [sg for _, sg in segs if sg.nonnull]
     t = live[0].type if live else None
