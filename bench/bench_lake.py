@@ -243,7 +243,7 @@ def parquet_case(sim: Any, profile: str, objects: int, lo: Any, hi: Any) -> Call
 
 
 def spark_plan_case(sim: Any, profile: str, where: str) -> Callable[[], Any]:
-    from csup_async.lake.spark import LakeReader
+    from csup_async.spark.lake import LakeReader
     from csup_async.spark.options import parse_options
 
     o = store_options(sim, profile)

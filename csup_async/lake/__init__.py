@@ -15,8 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Loaded on first use (PEP 562): the CLI builds its ``lake`` sub-command from
-# ``.cli`` on every start, and must not pay for numpy and the pool machinery then.
+# Loaded on first use (PEP 562): the CLI (``csup_async.cli.lake``) builds its ``lake``
+# sub-command on every start, and must not pay for numpy and the pool machinery then.
 _LAZY = {"create_lake": ".create", "LakeConflictError": ".errors", "LakeError": ".errors",
          "LakeNotFoundError": ".errors",
          "KeyRange": ".keys", "BranchConfig": ".lake", "Lake": ".lake", "PoolConfig": ".lake",

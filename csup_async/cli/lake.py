@@ -108,9 +108,9 @@ def _read_input(path: str) -> list[Any]:
 def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     """Run a ``lake`` command; ``store_opts`` are the store flags that apply to its URL."""
     from ..jsonout import dumps
-    from .filter import where_filter
-    from .keys import display
-    from .lake import open_lake
+    from ..lake.filter import where_filter
+    from ..lake.keys import display
+    from ..lake.lake import open_lake
 
     async def go() -> int:
         async with open_lake(args.url, max_journal_entries=args.max_journal_entries,
@@ -158,6 +158,6 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
 
 
 def _k(c: bytes) -> str:
-    from . import ksuid as K
+    from ..lake import ksuid as K
 
     return K.to_str(c)
