@@ -20,7 +20,7 @@ from .colscan import Part, Segment
 from .commits import DataObject, PoolState
 from .filter import PoolFilter, filter_columns, is_expr, keep_matching, pool_filter
 from .keys import KeyRange
-from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group_parts
+from .scan import Row, ScanPlan, plan_scan, read_group_parts
 
 if TYPE_CHECKING:
     from .lake import Lake, PoolConfig
@@ -139,12 +139,13 @@ class Pool:
         return self.resolve_filter(filter, key_range).key_range
 
     async def plan(self, filter: FilterArg = None, *, key_range: tuple[Any, Any] | None = None,
-                   gap: int = DEFAULT_GAP) -> ScanPlan:
-        """Which objects a scan reads and which byte ranges of each (metadata only)."""
+                   profile: str | None = None) -> ScanPlan:
+        """Which objects a scan reads and which byte ranges of each (metadata only);
+        ``profile``: the planner profile that coalesces them (default: the store's)."""
         kr = self.key_range(filter, key_range)
         return await plan_scan(self.lake.io, self.config.id_str,
                                list(self.state.objects.values()), self.config.order, kr,
-                               gap=gap)
+                               profile=profile)
 
     async def explain(self, filter: FilterArg = None, *,
                       key_range: tuple[Any, Any] | None = None) -> dict[str, Any]:

@@ -16,8 +16,11 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import planner as P
+
 from .. import bsup
 from ..errors import CsupError
+from ..rangebuf import RangeBuffer
 from ..types import Type
 from .colscan import Part, decode_part, merge_parts
 from .commits import DataObject
@@ -25,24 +28,26 @@ from .errors import LakeError, LakeNotFoundError
 from .keys import KeyRange, compare, display, family, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
-from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
+from .seek import SeekEntry, parse_seek_index, ranges_for
 
 __all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "read_group_parts", "Row"]
-
-#: Ranges of one object closer than this are read as one (a request costs more).
-DEFAULT_GAP = 64 << 10
 
 Row = tuple[Any, Type, Any]  # (key Value or None, record type, record value)
 
 
 @dataclass
 class ObjectRead:
-    """One kept object and what to read of it (``ranges`` None: all of it)."""
+    """One kept object and what to read of it (``ranges`` None: all of it).
+
+    ``runs`` are the byte ranges of the kept seek-index chunks (each run whole ZNG
+    streams), ``ranges`` the requests that fetch them: the planner's coalescing of the
+    runs for the store's profile (``planner.coalesce``, as every other read)."""
 
     object: DataObject
     ranges: list[tuple[int, int]] | None = None
     seek_entries: int = 0
     chunks_kept: int = 0
+    runs: list[tuple[int, int]] | None = None
 
     @property
     def bytes(self) -> int:
@@ -145,8 +150,13 @@ async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry
 
 
 async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order: str,
-                    key_range: KeyRange, *, gap: int = DEFAULT_GAP,
+                    key_range: KeyRange, *, profile: str | P.Profile | None = None,
                     use_seek_index: bool = True) -> ScanPlan:
+    """``profile``: the planner profile whose coalescing turns seek-index runs into
+    requests (default: the store's, as ``open`` takes it)."""
+    from ..stores.capabilities import profile_of
+
+    prof = P.get_profile(profile if profile is not None else profile_of(io.store))
     plan = ScanPlan(key_range, order, total=len(objects))
     kept: list[DataObject] = []
     for o in ordered(objects, order):
@@ -164,7 +174,8 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
                 plan.pruned_by_seek.append(o)
                 continue
             kept_chunks = sum(1 for e in entries if not key_range.prunes(e.min, e.max))
-            plan.reads.append(ObjectRead(o, coalesce(runs, gap), len(entries), kept_chunks))
+            requests = [(q.offset, q.length) for q in P.coalesce(runs, prof)]
+            plan.reads.append(ObjectRead(o, requests, len(entries), kept_chunks, runs))
     plan.groups = group(plan.reads, order)
     return plan
 
@@ -268,13 +279,20 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
                             f"{r.object.size}", path=path)
         bufs = [buf]
     else:
+        held = RangeBuffer()
         try:
-            bufs = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
+            got = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
         except CsupError as e:
             if "no such" in e.message or type(e).__name__ == "NotFoundError":
                 raise LakeNotFoundError(f"data object {r.object.name} is missing",
                                         path=path) from None
             raise
+        for (off, n), data in zip(r.ranges, got, strict=True):
+            if len(data) != n:
+                raise LakeError(f"read {len(data)} of the {n} bytes at {off} (the object is "
+                                f"shorter than its seek index says)", path=path)
+            held.add(off, data)
+        bufs = [held.get(off, n) for off, n in (r.runs or r.ranges)]
     return await asyncio.to_thread(_decode, bufs, key, key_range, path, fields, columns)
 
 
