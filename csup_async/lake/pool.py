@@ -178,7 +178,7 @@ class Pool:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
-                   csup: bool | None = None) -> ScanResult:
+                   csup: bool | None = None, profile: str | None = None) -> ScanResult:
         """All rows the filter keeps, in pool-key order; ``columns`` None: every field.
 
         ``filter``: see FilterArg.  Its comparisons of the pool key narrow what is
@@ -190,14 +190,15 @@ class Pool:
         None (default) does so for objects of 1 MiB or more when the pool has copies;
         False never.  Objects narrowed by
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
-        seek index)."""
+        seek index).  ``profile``: the planner profile whose coalescing makes the
+        requests (default: the store's)."""
         from .objects import gather_all
 
         t0 = time.perf_counter()
         io = self.lake.io
         r0, b0 = io.requests, io.bytes_read
         pf = self.resolve_filter(filter, key_range)
-        plan = await self.plan(pf.key_range)
+        plan = await self.plan(pf.key_range, profile=profile)
         cols = _columns(columns)
         read_cols = _read_columns(cols, pf)
         use_csup = await self._use_csup(csup, read_cols)
