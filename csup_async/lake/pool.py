@@ -24,6 +24,7 @@ from .scan import Row, ScanPlan, plan_scan, read_group_parts
 
 if TYPE_CHECKING:
     from .lake import Lake, PoolConfig
+    from .source import PoolSource
 
 __all__ = ["Pool", "FilterArg"]
 
@@ -146,6 +147,25 @@ class Pool:
         return await plan_scan(self.lake.io, self.config.id_str,
                                list(self.state.objects.values()), self.config.order, kr,
                                profile=profile)
+
+    async def source(self, filter: FilterArg = None, *,
+                     key_range: tuple[Any, Any] | None = None,
+                     profile: str | None = None) -> PoolSource:
+        """The objects a scan reads (URLs, sizes, key spans, byte ranges, columnar
+        copies) and its whole filter in the common filter model (metadata only); any
+        reader can read them: see ``csup_async.lake.source``."""
+        from .source import pool_source
+
+        pf = self.resolve_filter(filter, key_range)
+        plan = await self.plan(pf.key_range, profile=profile)
+        copies: dict[bytes, str] = {}
+        for r in plan.reads:
+            if r.object.id in self.state.vectors:
+                copies[r.object.id] = ".vng"
+        if len(copies) < len(plan.reads) and await self.has_csup():
+            for r in plan.reads:
+                copies.setdefault(r.object.id, ".csup")
+        return pool_source(self, plan, pf.expr, self.lake.url, copies)
 
     async def explain(self, filter: FilterArg = None, *,
                       key_range: tuple[Any, Any] | None = None) -> dict[str, Any]:
