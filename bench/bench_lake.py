@@ -327,7 +327,7 @@ def main() -> None:
         results["peer_pyarrow"] = {"median_s": pmed, "best_s": pbest, "rows": table.num_rows,
                                    "requests": c.requests // runs, "bytes": c.bytes // runs}
         # 3. Spark driver planning
-        where = f"ts>={int(lo.astype('int64'))};ts<={int(hi.astype('int64'))}"
+        where = f"ts>='{lo}Z';ts<='{hi}Z'"  # a time key compares with times, not ints
         mark = netsim.log_mark(sim.log)
         smed, sbest, parts = timed(spark_plan_case(sim, "s3", where), args.repeat)
         c = netsim.log_count(sim.log, mark)

@@ -2,8 +2,10 @@
 
 Planning is metadata only: ``data.Object`` min/max drop objects a key range
 cannot touch, then the seek index of each remaining object (one small GET
-each, all at once, cached) narrows it to byte ranges of whole ZNG streams.
-Reading fetches those ranges concurrently, decodes them off the event loop,
+each, all at once, cached) narrows it to byte ranges of whole ZNG streams,
+which the planner coalesces into requests for the store's profile.
+Reading fetches those requests concurrently, decodes the ranges off the event loop
+(columnar copies are read by ``open``, the key range handed over as a filter),
 keeps the rows in the key range, and merges objects whose key spans overlap
 so rows come out in pool-key order.
 """

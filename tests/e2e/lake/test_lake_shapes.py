@@ -75,6 +75,17 @@ def test_columns_and_filters_on_fields_some_objects_lack(tmp_path: Path, csup: b
     assert got.to_pylist() == expected(["ts"], lambda r: r.get("ok") is True)
 
 
+def test_batches_of_a_pool_of_several_shapes(tmp_path: Path) -> None:
+    root = make_lake(tmp_path / "lake")
+
+    async def go() -> list[dict[str, Any]]:
+        async with csup_async.open_lake(root) as lake:
+            pool = await lake.pool("p")
+            return [r async for b in pool.iter_batches(["ts", "a", "b"]) for r in b.to_pylist()]
+
+    assert asyncio.run(go()) == expected(["ts", "a", "b"])
+
+
 def test_arrow_of_a_pool_of_several_shapes(tmp_path: Path) -> None:
     pa = pytest.importorskip("pyarrow")
     root = make_lake(tmp_path / "lake")
