@@ -343,7 +343,7 @@ def main() -> None:
         t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "csup_async.cli", "lake", "scan", URL,
                             "--pool", "logs", "-c", "ts", "--where",
-                            f"ts>={lo}Z", "--where", f"ts<={hi}Z",
+                            f"ts>='{lo}Z'", "--where", f"ts<='{hi}Z'",
                             "--endpoint-url", sim.endpoint("s3"), "--region", "us-east-1"],
                            capture_output=True, text=True, env=env, timeout=300)
         t_cli = time.perf_counter() - t0
