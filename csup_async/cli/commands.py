@@ -264,7 +264,7 @@ COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect
 
 
 def _lake(args: argparse.Namespace) -> int:
-    from ..lake.cli import run
+    from .lake import run
 
     return run(args, source_options(args, args.url)[0])
 
