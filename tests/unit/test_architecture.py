@@ -72,12 +72,6 @@ ALLOWED_CLIMBS: dict[tuple[str, str], str] = {
     ("csup_async.read", "csup_async.sync"):
         "read/__init__ makes the package callable as csup_async.read() (the package and "
         "the function share the name); goes when read/ is renamed",
-    ("csup_async.lake.spark", "csup_async.spark.executor"):
-        "the lake's Spark reader lives in lake/ (issue 25 item 4 moves it to spark/)",
-    ("csup_async.lake.spark", "csup_async.spark.options"):
-        "the lake's Spark reader lives in lake/ (issue 25 item 4 moves it to spark/)",
-    ("csup_async.lake.spark", "csup_async.spark.schema"):
-        "the lake's Spark reader lives in lake/ (issue 25 item 4 moves it to spark/)",
 }
 
 #: Import circles allowed for now, as sorted tuples of module names -> why.
