@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
 
+T = TypeVar("T")
 Decoder = Callable[[Any], Any]
 """Decompressed segment bytes in, the segment's decoded values out (runs in the pool)."""
 
@@ -117,6 +118,19 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
         _POOL = concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2),
                                                       thread_name_prefix="csup-decode")
     return _POOL
+
+
+#: CPU work of this many bytes and more (a metadata section to parse: ~0.15 us a byte) goes
+#: to the pool, off the event loop; less is done in place, cheaper than the hand-off.
+OFF_LOOP_BYTES = 16 << 10
+
+
+async def off_loop(nbytes: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in the decode pool when it works on ``nbytes`` >= OFF_LOOP_BYTES
+    (it must wait for nothing there), else here."""
+    if nbytes < OFF_LOOP_BYTES:
+        return fn(*args)
+    return await asyncio.wrap_future(decode_pool().submit(fn, *args))
 
 
 class Job:

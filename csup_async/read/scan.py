@@ -188,7 +188,7 @@ def _types_by_field(types: Sequence[Any]) -> dict[str, list[int]]:
 
 #: An eager read whose decoded segments hold at most this many bytes walks its cursors
 #: on the loop (a pool hand-off costs more than the walk); a larger one, in the pool.
-INLINE_BYTES = 1 << 20
+INLINE_BYTES = 64 << 10
 
 _STEPS: concurrent.futures.ThreadPoolExecutor | None = None
 _STEPS_LOCK = threading.Lock()
