@@ -111,6 +111,23 @@ class _Range:
         return self.offset + self.length
 
 
+class _Joined:
+    """A segment's bytes in several pieces, copied into one buffer when decoded."""
+
+    __slots__ = ("buffer", "length", "parts")
+
+    def __init__(self, length: int, parts: list[tuple[int, np.ndarray]],
+                 buffer: Callable[[int], np.ndarray]) -> None:
+        self.length, self.parts, self.buffer = length, parts, buffer
+
+    def join(self) -> np.ndarray:
+        out = self.buffer(self.length)
+        for at, data in self.parts:
+            out[at: at + data.size] = data
+        self.parts = []
+        return out
+
+
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The process's decode threads (one per core): jobs never block in them."""
     global _POOL
@@ -354,22 +371,24 @@ class SegmentSource:
         return reach >= seg.end
 
     def _raw(self, job: Job) -> Any:
-        """The segment's stored bytes: a view when one piece holds them, else joined."""
+        """The segment's stored bytes: a view when one piece holds them, else a
+        :class:`_Joined` that copies the pieces together in the pool (a copy of a
+        segment is work the loop need not do)."""
         seg = job.seg
         pieces = self._pieces(job)
         for off, data in pieces:
             if off <= seg.offset and off + data.size >= seg.end:
                 return data[seg.offset - off: seg.end - off]
-        out = self._buffer(seg.length)
+        parts = []
         covered = 0
         for off, data in pieces:
             lo, hi = max(off, seg.offset), min(off + data.size, seg.end)
             if lo < hi:
-                out[lo - seg.offset: hi - seg.offset] = data[lo - off: hi - off]
+                parts.append((lo - seg.offset, data[lo - off: hi - off]))
                 covered += hi - lo
         if covered < seg.length:
             raise FormatError(f"segment at offset {seg.offset} is in no planned request")
-        return out
+        return _Joined(seg.length, parts, self._buffer)
 
     def _buffer(self, n: int) -> np.ndarray:
         """Room for ``n`` stored bytes: for batches, memory of its own that goes back to the
@@ -405,6 +424,8 @@ class SegmentSource:
                 continue
             seg = job.seg
             try:
+                if isinstance(raw, _Joined):
+                    raw = raw.join()
                 problem = check_crc(raw, seg) if self.verify else None
                 if problem is None:
                     out = job.decode(D.decompress_segment(raw, seg, max_mem_length=self.limit))
