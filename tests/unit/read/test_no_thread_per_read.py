@@ -93,3 +93,24 @@ async def test_batch_steps_share_one_bounded_pool(tmp_path: Path) -> None:
     assert not [n for n in {t.name for t in threading.enumerate()} - before
                 if not n.startswith(pools)]
     assert scan.steps_running() == 0
+
+
+@pytest.mark.parametrize(("rows", "on_loop"), [(500, True), (200_000, False)])
+async def test_an_eager_read_walks_its_cursors_after_every_segment_is_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, on_loop: bool) -> None:
+    """Every job is settled when the walk starts; a small read walks on the loop, a
+    large one in the decode pool (a walk over megabytes would hold the loop)."""
+    p = _file(tmp_path, rows, 1 << 14)
+    walks: list[tuple[int, int]] = []
+    real = scan.Read.whole
+
+    def spy(read: Any) -> Any:
+        walks.append((threading.get_ident(), read.source.unsettled))
+        return real(read)
+
+    monkeypatch.setattr(scan.Read, "whole", spy)
+    async with csup_async.open(str(p)) as r:
+        got = await r.scan(["id", "s"])
+    assert got.column("id").to_pylist() == list(range(rows))
+    assert len(walks) == 1 and walks[0][1] == 0
+    assert (walks[0][0] == threading.get_ident()) is on_loop
