@@ -140,6 +140,8 @@ def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer, way: str) -> None
 
         way, warm, slow = sys.argv[1:]
         csup_async.read(warm)
+        for _ in csup_async.open_sync(warm).iter_batches(["i"], batch_rows=10):
+            pass  # the process's pools have their threads (bounded: none per read)
         reader = csup_async.open_sync(slow)
         before = state()
         print("ready", flush=True)
