@@ -88,6 +88,18 @@ class Dataset:
         return [f.url for f in self.fragments]
 
     @property
+    def metadata_requests(self) -> int:
+        """Requests the objects opened so far made for their metadata."""
+        return sum(r.open_stats.requests for r in self.readers)
+
+    async def column_names(self, columns: Sequence[str] | str | None = None) -> list[str]:
+        """The columns ``scan(columns)`` gives: those asked for in their canonical
+        spelling, or (None) every file's top-level columns, then the partition columns;
+        ColumnNotFoundError for one no file has.  Opens every file."""
+        await self._open(self.fragments)
+        return await self._columns(columns, self.fragments)
+
+    @property
     def readers(self) -> list[Reader]:
         """The Readers of the objects opened so far, in file order."""
         return [f.reader for f in self.fragments if f.reader is not None]
@@ -256,7 +268,7 @@ class Dataset:
             out = ScanResult({c: a.slice(0, limit) for c, a in out.columns.items()}, limit,
                              out.stats)
         out.stats.wall = time.perf_counter() - t0
-        out.stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
+        out.stats.metadata_requests = self.metadata_requests
         out.plan = DatasetScanPlan(
             tuple(ScannedFile(f.url, r.plan) for f, r in results if r.plan is not None),
             tuple(P.PrunedFile(f.url, P.NO_REQUESTED_PATH, r.num_rows)
