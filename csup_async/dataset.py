@@ -61,8 +61,12 @@ class Dataset:
 
     def __init__(self, fragments: Sequence[Fragment], store: Store, *,
                  owns_store: bool = False, file_concurrency: int = DEFAULT_FILE_CONCURRENCY,
-                 profile: Any = "local", partitions: Partitions | None = None) -> None:
+                 profile: Any = "local", partitions: Partitions | None = None,
+                 missing_ok: bool = False) -> None:
         self.fragments = list(fragments)
+        #: a column no file has is nulls, not a ColumnNotFoundError (a Spark task reads
+        #: some files of a dataset whose other files may have it)
+        self.missing_ok = missing_ok
         self.store = store
         self._owns_store = owns_store
         self.file_concurrency = file_concurrency
@@ -157,7 +161,8 @@ class Dataset:
         if gone and any(f.reader is None for f in cands):  # maybe in a file not yet open
             await self._open(cands)
             gone = missing()
-        if gone and (cands or self.partitions is None):  # no file left: nothing to say
+        if gone and not self.missing_ok and (cands or self.partitions is None):
+            # (no file left: nothing to say)
             raise self.missing_error(gone)
         return cols
 
@@ -351,7 +356,8 @@ class Dataset:
                            filter: Expr | str | None = None, limit: int | None = None,
                            read_whole_below: int = READ_WHOLE_BELOW,
                            files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
-                           stats: ScanStats | None = None) -> AsyncIterator[ScanResult]:
+                           whole_files: bool = False, stats: ScanStats | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows in file order, with bounded memory:
         the rows ``filter`` keeps (files and zones it rules out unread), the first
         ``limit``.  A batch holds rows of one file and every requested column (nulls
@@ -362,6 +368,8 @@ class Dataset:
         of the one being yielded; a larger one streams through its Reader's
         ``iter_batches`` (``prefetch``, ``segment_requests`` as for a Fragment).
         Memory holds those files, one batch and the stream's window; not the result.
+        ``whole_files`` reads every file with one scan (a caller that converts whole
+        files anyway, as a Spark task does).
         ``stats``, when given, has every read's cost added to it."""
         expr = as_filter(filter)
         _check_limit(limit)
@@ -376,7 +384,8 @@ class Dataset:
 
         def small(f: Fragment) -> bool:
             r = f.reader
-            return r is not None and r.meta.object_size <= min(_SMALL_OBJECT, read_whole_below)
+            return whole_files or (r is not None and r.meta.object_size
+                                   <= min(_SMALL_OBJECT, read_whole_below))
 
         def schedule(start: int) -> None:
             for j in range(start, min(start + 1 + files_ahead, len(frags))):

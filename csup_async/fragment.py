@@ -91,7 +91,9 @@ class Fragment:
 
     def __init__(self, url: str, *, reader: Reader | None = None, opener: Opener | None = None,
                  partition: Mapping[str, Any] | None = None,
-                 partition_types: Mapping[str, str] | None = None) -> None:
+                 partition_types: Mapping[str, str] | None = None,
+                 plan: Any = None, plan_columns: Sequence[str] | None = None,
+                 unread: bool = False) -> None:
         if reader is None and opener is None:
             raise ValueError("a Fragment needs a reader or an opener")
         self.url = url
@@ -101,6 +103,10 @@ class Fragment:
         #: Hive partition values of this object, by column name (None: null)
         self.partition_values: dict[str, Any] = dict(partition or {})
         self._types: dict[str, str] = dict(partition_types or {})
+        # a plan made elsewhere (a Spark driver) for ``scan(plan_columns)``: run as made;
+        # ``unread``: that planner found nothing to read (its rows are nulls)
+        self._plan, self._unread = plan, unread
+        self._plan_columns = list(plan_columns) if plan_columns is not None else None
 
     def __repr__(self) -> str:
         from .stores import redact_url
@@ -214,6 +220,15 @@ class Fragment:
         cols, data, r = await self._layout(columns)
         if spec is False:
             return ScanResult(self._complete({}, 0, cols), 0, ScanStats())
+        if spec is None and rows is None and limit is None:
+            own = [c for c in cols if c not in self.partition_values]
+            if self._unread:
+                n = await r.count_rows()
+                return ScanResult(self._complete({}, n, cols), n, ScanStats())
+            if self._plan is not None and own == self._plan_columns:
+                res = await r.execute(self._plan, own)
+                return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                  res.num_rows, res.stats, res.plan)
         expr = None if spec is True else spec
         if data or expr is not None:
             read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
