@@ -29,7 +29,15 @@ from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, RowSelectionError, not_awaited, source_text
-from .fragment import DatasetScanPlan, Fragment, ScannedFile, absent_paths, as_filter
+from .fragment import (
+    DatasetScanPlan,
+    Fragment,
+    ScannedFile,
+    absent_paths,
+    as_filter,
+    per_segment,
+    row_indices,
+)
 from .opening import open as open_reader
 from .partitioning import check_partitioning, partitions_of, root_of
 from .read.options import split_options
@@ -328,7 +336,7 @@ class Dataset:
         """The rows at ``indices`` (row numbers over every file in file order; any
         order, repeats allowed), in the order given: only the files holding them are
         read, and of each only the segments holding them."""
-        idx = _row_indices(indices)
+        idx = row_indices(indices)
         await self._open(self.fragments)
         counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
         offsets = np.cumsum([0, *counts], dtype=np.int64)
@@ -402,8 +410,11 @@ class Dataset:
                 res: ScanResult | None = None
                 if task is not None:
                     res = await task
-                elif (left is not None and left <= batch_rows) or await self._decodes_small(
-                        f, cols, expr, read_whole_below):
+                elif left is not None and left <= batch_rows:  # the first rows' segments
+                    if segment_requests and f.reader is not None:
+                        per_segment(f.reader)
+                    res = await f.scan(cols, filter=expr, limit=left)
+                elif await self._decodes_small(f, cols, expr, read_whole_below):
                     res = await f.scan(cols, filter=expr, limit=left)
                 if res is not None:
                     if stats is not None:
@@ -537,22 +548,6 @@ def _check_limit(limit: Any) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 0):
         raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
-
-
-def _row_indices(indices: Any) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}")
-    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})")
-    if values and min(values) < 0:
-        raise RowSelectionError(f"row index {min(values)} is negative")
-    return np.asarray(values, np.int64).reshape(-1)
 
 
 class _DatasetOpener:

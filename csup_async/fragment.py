@@ -32,7 +32,8 @@ from .partitioning import constant_column
 from .read.result import ScanResult, ScanStats
 from .reader import Reader
 
-__all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter"]
+__all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter",
+           "per_segment", "row_indices"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -277,10 +278,10 @@ class Fragment:
             res = await r.take(indices, data)
             return ScanResult(self._complete(res.columns, res.num_rows, cols), res.num_rows,
                               res.stats, res.plan)
-        idx = np.asarray(list(indices), dtype=np.int64).reshape(-1)
+        idx = row_indices(indices)
         n = await r.count_rows()
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-            bad = int(idx[(idx < 0) | (idx >= n)][0])
+        if idx.size and int(idx.max()) >= n:
+            bad = int(idx[idx >= n][0])
             raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
                                     path=self.path)
         return ScanResult(self._complete({}, int(idx.size), cols), int(idx.size), ScanStats())
@@ -359,3 +360,19 @@ def _check_limit(limit: Any, path: str) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 0):
         raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)
+
+
+def row_indices(indices: Any) -> np.ndarray:
+    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
+    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
+        raise RowSelectionError(f"take() needs a sequence of row indices, not "
+                                f"{type(indices).__name__}")
+    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
+    bad = [v for v in values
+           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
+    if bad:
+        raise RowSelectionError(f"row indices must be integers, not "
+                                f"{type(bad[0]).__name__} ({bad[0]!r})")
+    if values and min(values) < 0:
+        raise RowSelectionError(f"row index {min(values)} is negative")
+    return np.asarray(values, np.int64).reshape(-1)
