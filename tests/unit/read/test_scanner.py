@@ -170,3 +170,28 @@ async def test_iter_batches_over_500_files_holds_a_batch_not_the_result(tmp_path
             tracemalloc.stop()
     assert n == n_whole == 500 * 900
     assert batches_peak * 8 < scan_peak, (batches_peak, scan_peak)
+
+
+async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch) -> None:
+    """The dataset plans no file itself: each kept file's own scan is its one plan."""
+    import planner
+    from csup_async.reader import Reader
+
+    scans: list[str] = []
+    real_scan = Reader.scan
+
+    async def counted(self: Reader, *args: Any, **kwargs: Any) -> Any:
+        scans.append(self.key.rsplit("/", 1)[1])
+        return await real_scan(self, *args, **kwargs)
+
+    def no_plan_files(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the dataset planned files itself")
+
+    async with csup_async.open_dataset(str(shapes)) as ds:
+        monkeypatch.setattr(Reader, "scan", counted)
+        monkeypatch.setattr(planner, "plan_files", no_plan_files)
+        got = await ds.scan(["x", "y"], filter="x >= 100")
+    assert got.num_rows == 60
+    # a, d: statistics rule them out (no plan, no read); b has no x (null: false); c's
+    # x is int64 in one super type and float64 in another, so its statistics say nothing
+    assert scans == ["c.csup", "e.csup"]
