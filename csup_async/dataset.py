@@ -236,7 +236,7 @@ class Dataset:
             work = await self._row_slices(rows, expr)
         else:
             work = [(f, None) for f in self._by_partition(expr)]
-        cands = [f for f, _ in work]
+        cands = self._by_partition(expr)  # the files whose columns the scan may name
         sem = asyncio.Semaphore(self.file_concurrency)
         results: list[tuple[Fragment, ScanResult]] = []
         pruned: list[P.PrunedFile] = []

@@ -195,3 +195,9 @@ async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch)
     # a, d: statistics rule them out (no plan, no read); b has no x (null: false); c's
     # x is int64 in one super type and float64 in another, so its statistics say nothing
     assert scans == ["c.csup", "e.csup"]
+
+
+async def test_rows_of_files_without_a_column_give_nulls_not_an_error(shapes) -> None:
+    async with csup_async.open_dataset(str(shapes)) as ds:
+        got = await ds.scan(["z"], rows=slice(0, 2))  # z is only in b.csup, past these rows
+    assert got.to_pylist() == [{"z": None}, {"z": None}]
