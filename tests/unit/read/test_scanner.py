@@ -7,12 +7,15 @@ The oracle is independent of the scanner: every file's values read whole
 
 from __future__ import annotations
 
+import tempfile
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import csup_async
 from csup_async import RowSelectionError
@@ -201,3 +204,35 @@ async def test_rows_of_files_without_a_column_give_nulls_not_an_error(shapes) ->
     async with csup_async.open_dataset(str(shapes)) as ds:
         got = await ds.scan(["z"], rows=slice(0, 2))  # z is only in b.csup, past these rows
     assert got.to_pylist() == [{"z": None}, {"z": None}]
+
+
+_rows_st = st.lists(st.one_of(
+    st.fixed_dictionaries({"id": st.integers(-5, 5)},
+                          optional={"s": st.one_of(st.none(), st.text(alphabet="ab", max_size=2)),
+                                    "v": st.one_of(st.none(), st.floats(-3, 3))}),
+    st.integers(0, 3)), min_size=0, max_size=30)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=st.lists(_rows_st, min_size=1, max_size=4),
+       text=st.sampled_from(["id = 1", "id >= 0 and v < 1.5", "not (id = 2)",
+                             "s startswith 'a' or v is null", "s is null", "v != 0.5"]),
+       limit=st.one_of(st.none(), st.integers(0, 40)))
+async def test_dataset_filter_and_limit_are_the_files_rows_filtered(files, text, limit) -> None:
+    """Random files (records of varying fields beside plain integers: several super
+    types) as one dataset: the rows a filter keeps, the first ``limit``."""
+    expr = parse_filter(text)
+    files = [*files, [{"id": 9, "s": "b", "v": 9.0}]]  # some file has every column
+    rows = [r for f in files for r in f]
+    want = [{"id": _value(r, "id"), "s": _value(r, "s")} for r in rows
+            if matches(expr, r if isinstance(r, dict) else {})]
+    with tempfile.TemporaryDirectory() as d:
+        for k, f in enumerate(files):
+            csup_async.write(str(Path(d) / f"{k}.csup"), f)
+        async with csup_async.open_dataset(d) as ds:
+            got = await ds.scan(["id", "s"], filter=text, limit=limit)
+            batches = [r async for b in ds.iter_batches(["id", "s"], batch_rows=7, filter=text,
+                                                        limit=limit) for r in b.to_pylist()]
+            n = await ds.count_rows(filter=text)
+    assert got.to_pylist() == batches == want[:limit]
+    assert n == len(want)
