@@ -15,10 +15,7 @@ from .batches import (
     BATCH_ROWS,
     CAT_BATCH_ROWS,
     STREAM_PREFETCH,
-    column_list,
     one_ahead,
-    plan_per_segment,
-    readers_to_read,
     scan_batches,
 )
 from .exits import EXIT_DATA, UsageError
@@ -106,21 +103,22 @@ def _cat(args: argparse.Namespace) -> int:
         return 0
     fast = J.have_pyarrow()
 
-    async def run(src: Any) -> None:
-        for r in readers_to_read(src, args.where):
-            # smaller batches than scan's: every column of the row is printed, and each
-            # batch's text (and the next batch decoding meanwhile) is held at once
-            plan_per_segment(r)
-            it = r.iter_batches([""], batch_rows=CAT_BATCH_ROWS, prefetch=STREAM_PREFETCH,
-                                filter=args.where)
-            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-                async for batch in ahead:
-                    arr = batch.columns[""]
-                    out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
-                        J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
-                    out.flush()
+    source = Source(args)
 
-    asyncio.run(Source(args).run(run))
+    async def run(src: Any) -> None:
+        # smaller batches than scan's: every column of the row is printed, and each
+        # batch's text (and the next batch decoding meanwhile) is held at once
+        it = source.scanner.iter_batches([""], batch_rows=CAT_BATCH_ROWS,
+                                         prefetch=STREAM_PREFETCH, filter=args.where,
+                                         read_whole_below=0, segment_requests=True)
+        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+            async for batch in ahead:
+                arr = batch.columns[""]
+                out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
+                    J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
+                out.flush()
+
+    asyncio.run(source.run(run))
     return 0
 
 
@@ -131,12 +129,13 @@ def _inspect(args: argparse.Namespace) -> int:
     from ..read.verify import verify_file
 
     failed = False
+    source = Source(args)
 
     async def run(src: Any) -> str:
         nonlocal failed
-        readers = src.readers if hasattr(src, "readers") else [src]
         parts = []
-        for r in readers:
+        for fragment in source.scanner.fragments:
+            r = await fragment.open()
             if getattr(r, "header_layout", False):  # SuperDB's own files
                 parts.append(await _inspect_header_layout(r, args))
                 continue
@@ -154,7 +153,7 @@ def _inspect(args: argparse.Namespace) -> int:
                 parts.append(text + ("\n" + "\n".join(check_lines(check)) if check else ""))
         return ("\n" if args.json else "\n\n").join(parts)
 
-    print(asyncio.run(Source(args).run(run)))
+    print(asyncio.run(source.run(run)))
     if failed:
         print("csup-async: verify failed: see the errors above", file=sys.stderr)
     return EXIT_DATA if failed else 0
@@ -199,10 +198,11 @@ def _scan(args: argparse.Namespace) -> int:
         nonlocal stats
         stats = ScanStats()
         t0 = time.perf_counter()
-        cols = column_list(src, args.columns)
+        scanner = source.scanner
+        cols = await scanner.column_names(args.columns)
         plan = await src.plan(cols, filter=args.where)
         if plan.missing_paths:
-            raise src.missing_error(plan.missing_paths)
+            raise scanner.missing_error(plan.missing_paths)
         if args.explain:
             text = plan.explain()
             if args.limit is not None:
@@ -229,8 +229,8 @@ def _scan(args: argparse.Namespace) -> int:
             # a table is for reading on a terminal: one of a few rows at a time appears
             # at once, where rich would lay out tens of thousands of rows first
             rows = TABLE_ROWS if renderers is None else BATCH_ROWS
-            async with contextlib.aclosing(scan_batches(src, cols, args.limit, stats,
-                                                    rows, args.where)) as it:
+            async with contextlib.aclosing(scan_batches(scanner, cols, args.limit, stats,
+                                                        rows, args.where)) as it:
                 async for batch in it:
                     if renderers is None:
                         print_table(batch)
@@ -242,7 +242,7 @@ def _scan(args: argparse.Namespace) -> int:
                     out.flush()
         stats.wall = time.perf_counter() - t0
         if source.dataset is not None:
-            stats.metadata_requests = sum(r.open_stats.requests for r in src.readers)
+            stats.metadata_requests = scanner.metadata_requests
 
     asyncio.run(source.run(run))
     if args.stats:
