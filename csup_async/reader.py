@@ -51,6 +51,9 @@ __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
 # Parsing metadata costs about 3 us a byte: 16 MiB bounds a hostile open to ~1 min of CPU
 # while holding the column trees of files with hundreds of thousands of segments.
 DEFAULT_MAX_METADATA = 16 << 20
+#: A reader keeps the row map of a file of several super types (its decoded super
+#: column, 8 bytes a row) up to this many rows; a larger one is read for each selection.
+ROW_MAP_HELD = 1 << 22
 
 
 class Reader:
@@ -87,6 +90,7 @@ class Reader:
             raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
                             "for the process's default)")
         self._counted_rows: int | None = None
+        self._rowmap: Any = None  # several super types: the row map read (RowMap)
 
     # ---------------------------------------------------------------- open ---
     def _cache_ident(self) -> tuple[Any, ...]:
@@ -220,13 +224,14 @@ class Reader:
             return self._plan(paths)
         self._plan(paths)  # ColumnNotFoundError for a projected path no type has
         ranges = await self._ranges(rows, None if filter is not None else limit)
+        rowmap, _ = await self._row_map(ranges, filter is not None)
         if filter is not None:
             from .read.selection import plan_filter
 
             try:
                 return plan_filter(self.meta, self._filter_expr(filter),
                                    paths or self._paths(None), self.profile,
-                                   self._available(), ranges)[0]
+                                   self._available(), ranges, rowmap)[0]
             except CsupError as e:  # a filter that cannot apply, statistics that lie
                 raise e.with_path(self.path) from None
         if ranges is None:
@@ -234,7 +239,37 @@ class Reader:
         from .read.selection import plan_rows
 
         return plan_rows(self.meta, self._plan(paths), ranges,
-                         verify_counts=not self.trust_counts)[0]
+                         verify_counts=not self.trust_counts, rowmap=rowmap)[0]
+
+    async def _row_map(self, ranges: Any, whole: bool = False) -> tuple[Any, ScanStats | None]:
+        """A file of several super types: which super type and index each selected row
+        is (``planner.selection.RowMap``), and what reading it cost (None when held
+        already); ``(None, None)`` with one super type or nothing selected.
+
+        The super column is read whole, or only the segments holding rows ``[0, n)``
+        when the selection is that prefix (``limit``) and its segments have ``count``.
+        """
+        if len(self.meta.super_types) <= 1 or (ranges is None and not whole):
+            return None, None
+        upto = None
+        if not whole and ranges is not None and len(ranges) <= 1 and (
+                not len(ranges) or ranges.starts[0] == 0):
+            upto = ranges.end
+        held = self._rowmap
+        if held is not None and (held.complete or (upto is not None and len(held.ids) >= upto)):
+            return held, None
+        from .read.selection import read_row_map
+
+        try:
+            got, stats = await read_row_map(self._target(), self.meta, self.profile,
+                                            self._available(), self.read_options, upto)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        if len(got.ids) <= ROW_MAP_HELD:
+            self._rowmap = got
+        if got.complete:
+            self._counted_rows = len(got.ids)
+        return got, stats
 
     def _check_limit(self, limit: Any) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
@@ -327,19 +362,23 @@ class Reader:
                                         self.read_options)
         plan = self._plan(paths)
         ranges = await self._ranges(rows, None if filter is not None else limit)
-        if filter is None:
+        expr = self._filter_expr(filter) if filter is not None else None
+        rowmap, cost = await self._row_map(ranges, filter is not None)
+        if expr is None:
             from .read.selection import scan_rows
 
-            return await scan_rows(self._target(), self.meta, plan, paths, ranges,
-                                   self.read_options, verify_counts=not self.trust_counts)
+            res = await scan_rows(self._target(), self.meta, plan, paths, ranges,
+                                  self.read_options, verify_counts=not self.trust_counts,
+                                  rowmap=rowmap)
+            return _charged(res, cost)
         from .read.selection import plan_filter, scan_filtered
 
         try:
-            fplan, work = plan_filter(self.meta, self._filter_expr(filter),
-                                      paths or self._paths(None), self.profile,
-                                      self._available(), ranges)
-            return await scan_filtered(self._target(), self.meta, fplan, work,
-                                       self.read_options, self._available(), limit)
+            fplan, work = plan_filter(self.meta, expr, paths or self._paths(None),
+                                      self.profile, self._available(), ranges, rowmap)
+            res = await scan_filtered(self._target(), self.meta, fplan, work,
+                                      self.read_options, self._available(), limit)
+            return _charged(res, cost)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
 
@@ -366,8 +405,11 @@ class Reader:
         uniq, where = np.unique(idx, return_inverse=True)
         from .read.selection import runs_of, scan_rows
 
-        res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
-                              self.read_options, verify_counts=not self.trust_counts)
+        ranges = runs_of(uniq)
+        rowmap, cost = await self._row_map(ranges)
+        res = _charged(await scan_rows(self._target(), self.meta, plan, paths, ranges,
+                                       self.read_options, verify_counts=not self.trust_counts,
+                                       rowmap=rowmap), cost)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:
                 self._counted_rows = res.total_rows
@@ -486,6 +528,15 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _charged(res: ScanResult, cost: ScanStats | None) -> ScanResult:
+    """``res`` with the requests and bytes of reading its row map counted in."""
+    if cost is not None:
+        res.stats.requests += cost.requests
+        res.stats.bytes_read += cost.bytes_read
+        res.stats.bytes_needed += cost.bytes_needed
+    return res
 
 
 def _matching(expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
