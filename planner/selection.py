@@ -249,8 +249,16 @@ class RowMap:
 
 def _rows_in(ranges: RowRanges, n: int) -> np.ndarray:
     """The row numbers of ``ranges`` below ``n``, as one sorted array."""
-    parts = [np.arange(a, min(b, n), dtype=np.int64) for a, b in ranges.pairs if a < n]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    starts = np.asarray(ranges.starts, np.int64)
+    stops = np.minimum(np.asarray(ranges.stops, np.int64), n)
+    keep = starts < stops
+    starts, stops = starts[keep], stops[keep]
+    lens = stops - starts
+    if not lens.size:
+        return np.zeros(0, np.int64)
+    # one arange, shifted per range: row k of range j is starts[j] + (k - its offset)
+    offsets = np.cumsum(lens) - lens
+    return np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - offsets, lens)
 
 
 def _runs(rows: np.ndarray) -> RowRanges:

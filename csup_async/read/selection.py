@@ -363,8 +363,9 @@ def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple
     cuts = np.flatnonzero(np.diff(truth)) + 1
     starts = np.concatenate([[0], cuts]).tolist()
     stops = [*starts[1:], n]
-    return tuple(Zone(a, b, _TRUTHS[int(truth[a])]) for a, b in zip(starts, stops,
-                                                                     strict=True))
+    kinds = truth[starts].tolist()
+    return tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
+                                                            strict=True))
 
 
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.Profile,
