@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import csup_async  # noqa: E402
+import csup_async
 
 ROOT = Path(__file__).resolve().parent / ".data" / "shapes-v2"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -115,6 +115,7 @@ async def local_counts(path: Path) -> dict[str, dict[str, int]]:
 def sim_counts(paths: dict[str, Path], runs: int) -> dict[str, dict[str, dict[str, Any]]]:
     import netsim
     import readers
+
     from csup_async.stores import S3Store
 
     root = ROOT / "root"
