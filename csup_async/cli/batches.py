@@ -99,7 +99,7 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
     ``where`` keeps, when given)."""
     from planner.selection import FilterPlan
 
-    plan = await r.plan(paths, filter=where)
+    plan = (await r.plan(paths, filter=where)).plan  # the program's ScanPlan or FilterPlan
     last = None
     size = (plan.bytes_all if isinstance(plan, FilterPlan)
             else sum(s.mem_length for s in plan.segments))

@@ -242,8 +242,15 @@ async def scan_rows(target: Target, meta: FileMeta, plan: P.ScanPlan, paths: Seq
                     rowmap: RowMap | None = None) -> ScanResult:
     """The columns at ``paths`` for the rows of ``ranges``, in row order (``verify_counts``
     and ``rowmap``: see :func:`plan_rows`)."""
-    t0 = time.perf_counter()
     cut, keep = plan_rows(meta, plan, ranges, verify_counts=verify_counts, rowmap=rowmap)
+    return await run_rows(target, meta, cut, keep, paths, ranges, options, rowmap)
+
+
+async def run_rows(target: Target, meta: FileMeta, cut: P.ScanPlan,
+                   keep: dict[int, frozenset[int]], paths: Sequence[str], ranges: RowRanges,
+                   options: ReadOptions, rowmap: RowMap | None = None) -> ScanResult:
+    """Run a :func:`plan_rows` plan: the rows of ``ranges``, in row order."""
+    t0 = time.perf_counter()
     partial = rowmap is not None and not rowmap.complete and cut.super_stream is not None
     if partial:  # the read walks the rows of the super column's prefix, and ends there
         assert cut.super_stream is not None
@@ -298,6 +305,8 @@ class _FilterWork:
     filter_paths: tuple[str, ...]  # filter columns read (some super type has them)
     surviving: RowRanges | None  # None: every row (nothing known to cut by)
     rowmap: RowMap | None = None  # several super types: rows to (type, index)
+    # the first wave as planned (its plan and kept segments): run as is, not planned again
+    first: tuple[P.ScanPlan, dict[int, frozenset[int]] | None] | None = None
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
@@ -370,18 +379,33 @@ def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple
 
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.Profile,
                 available: tuple[int, int] | None, base: RowRanges | None = None,
-                rowmap: RowMap | None = None) -> tuple[FilterPlan, _FilterWork]:
+                rowmap: RowMap | None = None, planned: P.ScanPlan | None = None
+                ) -> tuple[FilterPlan, _FilterWork]:
     """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O).
 
     A file of several super types is judged per super type with ``rowmap`` (the whole
     super column decoded): each type's zones by its own statistics, mapped to the rows
-    of the file; without one nothing is pruned."""
+    of the file; without one nothing is pruned.  ``planned``: the plan of ``wanted``,
+    made already (each projection is planned once)."""
     expr = parse_filter(filter) if isinstance(filter, str) else filter
     fpaths = list(dict.fromkeys(columns_of(expr)))
     names = _type_names(meta, fpaths)
     bound = bind(expr, names)
     spell = [P.format_path(p) for p in fpaths]
-    absent = set(P.plan_scan(meta, spell, profile).missing_paths) if spell else set()
+    plans: dict[tuple[str, ...], P.ScanPlan] = {}
+    if planned is not None:
+        plans[tuple(wanted)] = planned
+
+    def plan_of(paths: Sequence[str]) -> P.ScanPlan:
+        """Each projection planned once (the filter's, the whole scan's, the rest's)."""
+        key = tuple(paths)
+        got = plans.get(key)
+        if got is None:
+            got = plans[key] = P.plan_scan(meta, list(paths), profile, available=available)
+        return got
+
+    first_all = list(dict.fromkeys([*wanted, *spell]))
+    absent = set(plan_of(first_all).missing_paths) & set(spell)
     read_f = tuple(p for p in spell if p not in absent)
     multi = len(meta.super_types) > 1
     if multi and rowmap is not None and not rowmap.complete:
@@ -406,15 +430,17 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         surviving = base
     others = [p for p in wanted if p not in read_f]
     everything = list(dict.fromkeys([*wanted, *read_f]))
-    full = P.plan_scan(meta, everything, profile, available=available)
+    full = plan_of(everything)
+    kept: dict[int, dict[int, frozenset[int]] | None] = {}
 
     def cut(paths: list[str]) -> tuple[P.ScanPlan | None, int]:
         if not paths:
             return None, 0
-        plan = P.plan_scan(meta, paths, profile, available=available)
+        plan = plan_of(paths)
         if surviving is None:
             return plan, plan.bytes_needed
-        c, _ = plan_rows(meta, plan, surviving, verify_counts=False, rowmap=rowmap)
+        c, k = plan_rows(meta, plan, surviving, verify_counts=False, rowmap=rowmap)
+        kept[id(c)] = k
         return c, c.bytes_needed
 
     one, _ = cut(everything)
@@ -423,7 +449,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     saving = 0
     if others and read_f and surviving is not None:
         proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
-        rest_plan = P.plan_scan(meta, others, profile)
+        rest_plan = plan_of(others)
         if not multi:
             streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
             saving = late_saving(streams, selectable_segmaps(meta), surviving, proven)
@@ -442,7 +468,9 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         bytes_all=full.bytes_needed, bytes_wave1=bytes_wave1, bytes_rest=bytes_rest,
         two_waves=two, late_saving=saving, wave1=wave1 if two else one,
         type_zones=tuple(type_zones))
-    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap)
+    run = wave1 if two else one
+    first = None if run is None else (run, kept.get(id(run)))
+    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first)
 
 
 def _intersect(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -503,6 +531,20 @@ async def _read(target: Target, meta: FileMeta, profile: P.Profile,
                            rowmap=rowmap)
 
 
+async def _planned(target: Target, meta: FileMeta, work: _FilterWork, paths: list[str],
+                   options: ReadOptions, profile: P.Profile,
+                   available: tuple[int, int] | None) -> ScanResult:
+    """The first wave as :func:`plan_filter` planned it (no second planning)."""
+    if work.first is None:  # nothing to read but rows (no columns)
+        return await _read(target, meta, profile, available, paths, work.surviving, options,
+                           work.rowmap)
+    plan, keep = work.first
+    if work.surviving is None:
+        return await S.scan_columns(target, meta, plan, paths, options)
+    return await run_rows(target, meta, plan, keep or {}, paths, work.surviving, options,
+                          work.rowmap)
+
+
 def _gather(arr: A.Array, keep: np.ndarray) -> A.Array:
     """``arr.take(keep)`` for sorted ``keep``; runs of consecutive rows (a clustered
     filter's matches) as slices, which copy nothing."""
@@ -546,15 +588,14 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
         return ScanResult(res.columns, 0, stats, fplan)
     if not fplan.two_waves:
         every = list(dict.fromkeys([*wanted, *work.filter_paths]))
-        res = await _read(target, meta, prof, available, every, work.surviving, options,
-                          work.rowmap)
+        res = await _planned(target, meta, work, every, options, prof, available)
         _add(stats, res.stats)
         keep = _keep(work, res, limit)
         stats.wall = time.perf_counter() - t0
         return ScanResult({c: _gather(res.columns[c], keep) for c in wanted}, int(keep.size),
                           stats, fplan)
-    first = await _read(target, meta, prof, available, list(work.filter_paths),
-                        work.surviving, options, work.rowmap)
+    first = await _planned(target, meta, work, list(work.filter_paths), options, prof,
+                           available)
     _add(stats, first.stats)
     keep = _keep(work, first, limit)
     others = [p for p in wanted if p not in first.columns]
