@@ -97,9 +97,12 @@ async def _file_batches(r: Any, paths: list[str], rows: int, left: int | None, s
                         where: Any = None) -> AsyncIterator[tuple[dict[str, Any], int]]:
     """One file's batches: (columns, rows), at most ``left`` rows in all (of the rows
     ``where`` keeps, when given)."""
+    from planner.program import ScanProgram
     from planner.selection import FilterPlan
 
-    plan = (await r.plan(paths, filter=where)).plan  # the program's ScanPlan or FilterPlan
+    plan = await r.plan(paths, filter=where)
+    if isinstance(plan, ScanProgram):  # a CSUP reader's: its ScanPlan or FilterPlan
+        plan = plan.plan
     last = None
     size = (plan.bytes_all if isinstance(plan, FilterPlan)
             else sum(s.mem_length for s in plan.segments))
