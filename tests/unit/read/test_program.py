@@ -159,3 +159,74 @@ async def test_a_filtered_scan_plans_each_projection_once(files, counted) -> Non
         await r.scan(COLS, filter=FILTER)
     assert counted["plan_scan"] == 3
     assert counted["plan_ranges"] <= 2 * 3  # each projection's ranges, whole and cut
+
+
+# ------------------------------------------------- super column counts that lie ---
+
+def _segmap_value(segmap: tuple[Any, ...]) -> tuple[Any, Any]:
+    """A segmap with ``count`` and ``crc32`` (no bounds: nothing is pruned)."""
+    from csup_async.colvalue import SEGMAP_TYPE
+    from csup_async.types import UINT32, ArrayType, Field, RecordType
+
+    plain = [{"offset": s.offset, "length": s.length, "mem_length": s.mem_length,
+              "compression_format": s.compression} for s in segmap]
+    if not segmap or any(s.count is None or s.crc32 is None for s in segmap):
+        return SEGMAP_TYPE, plain
+    for el, s in zip(plain, segmap, strict=True):
+        el.update(count=s.count, crc32=s.crc32)
+    extra = (Field("count", UINT32), Field("crc32", UINT32))
+    return ArrayType(RecordType((*SEGMAP_TYPE.elem.fields, *extra))), plain
+
+
+def _super_counts(data: bytes, shift: int, at: int) -> bytes:
+    """``data`` with ``shift`` counts moved from super column segment ``at + 1`` to
+    segment ``at`` (every total unchanged)."""
+    from csup_async.bsup import StreamEncoder
+    from csup_async.colvalue import TRAILER_TYPE, column_value
+    from tests.support.checksum_files import file_meta
+
+    meta = file_meta(data)
+    segs = list(meta.super_column)
+    segs[at] = dataclasses.replace(segs[at], count=segs[at].count + shift)
+    segs[at + 1] = dataclasses.replace(segs[at + 1], count=segs[at + 1].count - shift)
+    out = bytearray(data[:meta.trailer.data_size])
+    enc = StreamEncoder(out)
+    for t in meta.super_types:
+        enc.write_body(t, None)
+    enc.write(*_segmap_value(tuple(segs)))
+    for c in meta.columns:
+        enc.write(*column_value(c, _segmap_value))
+    enc.end_stream()
+    size = meta.trailer.data_size
+    tenc = StreamEncoder(out, compress=False)
+    tenc.write(TRAILER_TYPE, {"magic": "super columnar", "type": "csup", "version": 1,
+                              "sections": [size, len(out) - size],
+                              "meta": {"skew_thresh": 1 << 26, "segment_thresh": 1 << 22}})
+    tenc.end_stream()
+    return bytes(out)
+
+
+@pytest.mark.parametrize("shift", [1, -1, 50])
+async def test_super_column_counts_that_lie_give_the_rows_or_an_error(files, tmp_path,
+                                                                     shift) -> None:
+    """The row map of ``limit=`` is read from the super column's first segments by their
+    counts: counts shifted between two segments give the true rows or a CsupError."""
+    data = files["two"].read_bytes()
+    p = tmp_path / "lying.csup"
+    p.write_bytes(_super_counts(data, shift, 0))
+    every = _rows(True)
+    async with csup_async.open(str(p)) as r:
+        n = r.meta.super_column[0].count
+        for limit in (5, n, n + 3):
+            try:
+                got = (await r.scan(COLS, limit=limit)).to_pylist()
+            except csup_async.CsupError as e:
+                assert str(p) in str(e)
+                continue
+            assert got == every[:limit]
+        try:
+            got = (await r.take([n - 1, n, n + 1], COLS)).to_pylist()
+        except csup_async.CsupError as e:
+            assert str(p) in str(e)
+        else:
+            assert got == [every[n - 1], every[n], every[n + 1]]
