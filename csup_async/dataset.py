@@ -449,11 +449,14 @@ class Dataset:
                              below: int) -> bool:
         if below <= 0:
             return False
+        from planner.program import ScanProgram
         from planner.selection import FilterPlan
 
         plan = await f.plan(cols, filter=expr)
         if plan is None:
             return True
+        if isinstance(plan, ScanProgram):  # a CSUP file's: the plan it runs
+            plan = plan.plan
         size = (plan.bytes_all if isinstance(plan, FilterPlan)
                 else sum(s.mem_length for s in plan.segments))
         return bool(size <= below)

@@ -185,13 +185,19 @@ class FileMeta:
 
         With one super type every super-column value is ``0``, which encodes
         as the single tag byte ``0x01``, so the count is the super column's
-        decompressed size.  With several, the super column must be read.
+        decompressed size.  With several, IDs are varints of any width: the sum
+        of the super column segments' ``count`` statistics when every segment has
+        one (this library's writer records them), else unknown until the super
+        column is read.
         """
         if len(self.super_types) == 1:
             return sum(s.mem_length for s in self.super_column)
         if not self.super_types:
             return 0
-        return None
+        counts = [s.count for s in self.super_column]
+        if any(c is None for c in counts):
+            return None
+        return sum(counts)  # type: ignore[arg-type]
 
     @property
     def reassembly_offset(self) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
+from planner.program import ScanProgram
 
 from . import arrays as A
 from . import read as R
@@ -51,6 +52,9 @@ __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
 # Parsing metadata costs about 3 us a byte: 16 MiB bounds a hostile open to ~1 min of CPU
 # while holding the column trees of files with hundreds of thousands of segments.
 DEFAULT_MAX_METADATA = 16 << 20
+#: A reader keeps the row map of a file of several super types (its decoded super
+#: column, 8 bytes a row) up to this many rows; a larger one is read for each selection.
+ROW_MAP_HELD = 1 << 22
 
 
 class Reader:
@@ -87,6 +91,7 @@ class Reader:
             raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
                             "for the process's default)")
         self._counted_rows: int | None = None
+        self._rowmap: Any = None  # several super types: the row map read (RowMap)
 
     # ---------------------------------------------------------------- open ---
     def _cache_ident(self) -> tuple[Any, ...]:
@@ -212,30 +217,99 @@ class Reader:
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> Any:
-        """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
-        ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
+                   rows: slice | None = None, limit: int | None = None) -> ScanProgram:
+        """The scan ``scan(columns, ...)`` with the same arguments runs, planned: a
+        ``planner.program.ScanProgram`` that ``explain()``s itself and that
+        :meth:`execute` runs unchanged.  Nothing is read, except for a file of several
+        super types with a row selection or a filter: its super column (the row map)."""
         paths = self._paths(columns)
         self._check_limit(limit)
+        base = self._plan(paths)  # ColumnNotFoundError for a projected path no type has
         if filter is None and rows is None and limit is None:
-            return self._plan(paths)
-        self._plan(paths)  # ColumnNotFoundError for a projected path no type has
+            return ScanProgram("all", tuple(paths), base)
         ranges = await self._ranges(rows, None if filter is not None else limit)
-        if filter is not None:
-            from .read.selection import plan_filter
+        expr = self._filter_expr(filter) if filter is not None else None
+        rowmap, cost = await self._row_map(ranges, expr is not None)
+        setup = (0, 0, 0) if cost is None else (cost.requests, cost.bytes_read,
+                                                cost.bytes_needed)
+        if expr is None:
+            from .read.selection import plan_rows
 
-            try:
-                return plan_filter(self.meta, self._filter_expr(filter),
-                                   paths or self._paths(None), self.profile,
-                                   self._available(), ranges)[0]
-            except CsupError as e:  # a filter that cannot apply, statistics that lie
-                raise e.with_path(self.path) from None
-        if ranges is None:
-            return self._plan(paths)
-        from .read.selection import plan_rows
+            cut, keep = plan_rows(self.meta, base, ranges, verify_counts=not self.trust_counts,
+                                  rowmap=rowmap)
+            return ScanProgram("rows", tuple(paths), cut, ranges, rowmap=rowmap, keep=keep,
+                               verify_counts=not self.trust_counts, setup=setup)
+        from .read.selection import plan_filter
 
-        return plan_rows(self.meta, self._plan(paths), ranges,
-                         verify_counts=not self.trust_counts)[0]
+        wanted = paths or self._paths(None)
+        try:
+            fplan, work = plan_filter(self.meta, expr, wanted, self.profile,
+                                      self._available(), ranges, rowmap,
+                                      base if wanted == paths else None)
+        except CsupError as e:  # a filter that cannot apply, statistics that lie
+            raise e.with_path(self.path) from None
+        return ScanProgram("filter", tuple(wanted), fplan, ranges, limit, rowmap=rowmap,
+                           work=work, setup=setup)
+
+    def _check_limit(self, limit: Any) -> None:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}",
+                                    path=self.path)
+
+    async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
+        """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
+        from planner.selection import RowRanges, ranges_from_slice
+
+        if rows is None and limit is None:
+            return None
+        try:
+            if rows is not None:
+                # the row count is needed only to resolve bounds from the end (a file of
+                # several super types would read its super column for it): a read
+                # stops at the end anyway
+                n = self.num_rows
+                if n is None and isinstance(rows, slice) and all(
+                        v is None or (isinstance(v, int) and v >= 0)
+                        for v in (rows.start, rows.stop)):
+                    n = 1 << 62
+                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
+            else:
+                n = self.num_rows
+                got = RowRanges.of([(0, limit if n is None else min(limit, n))])
+            return got if limit is None else got.first(limit)
+        except RowSelectionError as e:
+            raise e.with_path(self.path) from None
+
+    async def _row_map(self, ranges: Any, whole: bool = False) -> tuple[Any, ScanStats | None]:
+        """A file of several super types: which super type and index each selected row
+        is (``planner.selection.RowMap``), and what reading it cost (None when held
+        already); ``(None, None)`` with one super type or nothing selected.
+
+        The super column is read whole, or only the segments holding rows ``[0, n)``
+        when the selection is that prefix (``limit``) and its segments have ``count``.
+        """
+        if len(self.meta.super_types) <= 1 or (ranges is None and not whole):
+            return None, None
+        upto = None
+        if not whole and ranges is not None and len(ranges) <= 1 and (
+                not len(ranges) or ranges.starts[0] == 0):
+            upto = ranges.end
+        held = self._rowmap
+        if held is not None and (held.complete or (upto is not None and len(held.ids) >= upto)):
+            return held, None
+        from .read.selection import read_row_map
+
+        try:
+            got, stats = await read_row_map(self._target(), self.meta, self.profile,
+                                            self._available(), self.read_options, upto)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        if len(got.ids) <= ROW_MAP_HELD:
+            self._rowmap = got
+        if got.complete:
+            self._counted_rows = len(got.ids)
+        return got, stats
 
     def _check_limit(self, limit: Any) -> None:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
@@ -321,28 +395,8 @@ class Reader:
         rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
         only the segments holding them are fetched.
         """
-        paths = self._paths(columns)
-        self._check_limit(limit)
-        if filter is None and rows is None and limit is None:
-            return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
-                                        self.read_options)
-        plan = self._plan(paths)
-        ranges = await self._ranges(rows, None if filter is not None else limit)
-        if filter is None:
-            from .read.selection import scan_rows
-
-            return await scan_rows(self._target(), self.meta, plan, paths, ranges,
-                                   self.read_options, verify_counts=not self.trust_counts)
-        from .read.selection import plan_filter, scan_filtered
-
-        try:
-            fplan, work = plan_filter(self.meta, self._filter_expr(filter),
-                                      paths or self._paths(None), self.profile,
-                                      self._available(), ranges)
-            return await scan_filtered(self._target(), self.meta, fplan, work,
-                                       self.read_options, self._available(), limit)
-        except CsupError as e:  # a filter that cannot apply, statistics that lie
-            raise e.with_path(self.path) from None
+        return await self.execute(await self.plan(columns, filter=filter, rows=rows,
+                                                  limit=limit))
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None
                    ) -> ScanResult:
@@ -367,8 +421,11 @@ class Reader:
         uniq, where = np.unique(idx, return_inverse=True)
         from .read.selection import runs_of, scan_rows
 
-        res = await scan_rows(self._target(), self.meta, plan, paths, runs_of(uniq),
-                              self.read_options, verify_counts=not self.trust_counts)
+        ranges = runs_of(uniq)
+        rowmap, cost = await self._row_map(ranges)
+        res = _charged(await scan_rows(self._target(), self.meta, plan, paths, ranges,
+                                       self.read_options, verify_counts=not self.trust_counts,
+                                       rowmap=rowmap), cost)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:
                 self._counted_rows = res.total_rows
@@ -414,11 +471,46 @@ class Reader:
             extra = [p for p in extra if p not in absent]
         return expr, wanted, wanted + extra
 
-    async def execute(self, plan: P.ScanPlan, columns: Sequence[str] | str | None = None
-                      ) -> ScanResult:
-        """Run a plan made elsewhere (a Spark driver) for these columns: no re-planning."""
-        return await R.scan_columns(self._target(), self.meta, plan, self._paths(columns),
-                                    self.read_options)
+    async def execute(self, plan: ScanProgram | P.ScanPlan,
+                      columns: Sequence[str] | str | None = None) -> ScanResult:
+        """Run a program from :meth:`plan` as planned, or a ScanPlan made elsewhere (a
+        Spark driver) for these columns: no re-planning either way."""
+        if not isinstance(plan, ScanProgram):
+            return await R.scan_columns(self._target(), self.meta, plan,
+                                        self._paths(columns), self.read_options)
+        if columns is not None and plan.kind == "all":  # the plan's streams, these columns
+            return await self.execute(plan.plan, columns)
+        if columns is not None and self._paths(columns) != list(plan.columns):
+            raise ArgumentError(f"this scan program reads {list(plan.columns)}, not "
+                                f"{self._paths(columns)}: plan those columns", path=self.path)
+        res = await self._run(plan)
+        res.plan = plan  # what ran is what was planned: the program itself
+        return res
+
+    async def _run(self, plan: ScanProgram) -> ScanResult:
+        paths = list(plan.columns)
+        if plan.kind == "all":
+            return await R.scan_columns(self._target(), self.meta, plan.plan, paths,
+                                        self.read_options)
+        cost = ScanStats(requests=plan.setup[0], bytes_read=plan.setup[1],
+                         bytes_needed=plan.setup[2])
+        if plan.kind == "rows":
+            from .read.selection import run_rows
+
+            try:
+                res = await run_rows(self._target(), self.meta, plan.plan, plan.keep, paths,
+                                     plan.ranges, self.read_options, plan.rowmap)
+            except CsupError as e:
+                raise e.with_path(self.path) from None
+            return _charged(res, cost)
+        from .read.selection import scan_filtered
+
+        try:
+            res = await scan_filtered(self._target(), self.meta, plan.plan, plan.work,
+                                      self.read_options, self._available(), plan.limit)
+        except CsupError as e:  # a filter that cannot apply, statistics that lie
+            raise e.with_path(self.path) from None
+        return _charged(res, cost)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
@@ -487,6 +579,15 @@ class Reader:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _charged(res: ScanResult, cost: ScanStats | None) -> ScanResult:
+    """``res`` with the requests and bytes of reading its row map counted in."""
+    if cost is not None:
+        res.stats.requests += cost.requests
+        res.stats.bytes_read += cost.bytes_read
+        res.stats.bytes_needed += cost.bytes_needed
+    return res
 
 
 def _matching(expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:

@@ -624,7 +624,9 @@ class Writer:
         self._super_ids: dict[Type, int] = {}
         self._super_types: list[Type] = []
         self._builders: list[_Builder] = []
-        self._super = Stream(self)
+        # the super column's segments carry statistics too: their ``count`` sums to the
+        # rows of a file of several super types (FileMeta.row_count; docs/format.md)
+        self._super = Stream(self, INT32)
         self._closed = False
         self.rows = 0
 
@@ -754,7 +756,7 @@ class Writer:
         enc = StreamEncoder(reassembly)
         for t in self._super_types:
             enc.write_body(t, None)
-        enc.write(SEGMAP_TYPE, segmap_value(tuple(self._super.segments)))
+        enc.write(*self._segmap_value(tuple(self._super.segments)))
         for col in columns:
             ct, cv = column_value(col, self._segmap_value)
             enc.write(ct, cv)

@@ -22,11 +22,15 @@ Pure: integers, segments and statistics in, frozen dataclasses out; no I/O.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import functools
 import itertools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from csup_async.errors import RowSelectionError
 from csup_async.meta import (
@@ -46,8 +50,9 @@ from .profiles import Profile
 __all__ = [
     "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
     "direct_segmaps", "late_saving", "leaf_stream", "plan_zones", "prefer_two_waves",
-    "ranges_from_indices", "ranges_from_slice", "segments_for_ranges", "select_segments",
-    "selectable_segmaps", "value_starts",
+    "ranges_from_indices", "ranges_from_slice", "RowMap", "rows_to_ranges",
+    "segments_for_ranges", "select_segments", "selectable_segmaps", "type_view",
+    "value_starts",
 ]
 
 
@@ -183,7 +188,123 @@ def _bare(t: Any) -> Any:
     return t
 
 
-def selectable_segmaps(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
+#: The slack of a value stream of a super type whose row count is not known yet (a row
+#: map read from a prefix of the super column): any earlier value may be a row's.
+UNKNOWN_SLACK = 1 << 62
+
+
+@dataclass(frozen=True, eq=False)
+class RowMap:
+    """Rows of a file of several super types as (super type, index within it).
+
+    ``ids`` is the decoded super column, whole (``complete``) or the prefix of it a
+    selection that starts at row 0 needs.  Each super type is then a file of one
+    type of its own (:func:`type_view`): its streams' segments are selected, and its
+    zones judged, by its own row indices.
+    """
+
+    ids: np.ndarray
+    n_types: int
+    complete: bool
+
+    @functools.cached_property
+    def _order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Global rows sorted by super type (stable), and where each type starts there."""
+        ids = np.asarray(self.ids, np.int64)
+        order = np.argsort(ids, kind="stable")
+        counts = np.bincount(ids, minlength=self.n_types)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        return order, starts
+
+    @property
+    def type_rows(self) -> tuple[int | None, ...]:
+        """Rows of each super type (None for each while only a prefix is known)."""
+        if not self.complete:
+            return (None,) * self.n_types
+        _, starts = self._order
+        return tuple(int(b - a) for a, b in itertools.pairwise(starts.tolist()))
+
+    def positions(self, sid: int) -> np.ndarray:
+        """The global rows of super type ``sid``, in order."""
+        order, starts = self._order
+        return order[starts[sid]: starts[sid + 1]]
+
+    def local(self, ranges: RowRanges) -> tuple[RowRanges, ...]:
+        """Per super type, the indices within it of the rows of ``ranges`` it has."""
+        rows = _rows_in(ranges, len(self.ids))
+        out = []
+        for sid in range(self.n_types):
+            pos = self.positions(sid)
+            lo = np.searchsorted(pos, rows)
+            hit = lo < pos.size
+            hit[hit] = pos[lo[hit]] == rows[hit]
+            out.append(_runs(lo[hit]))
+        return tuple(out)
+
+    def to_global(self, sid: int, local: RowRanges) -> np.ndarray:
+        """The global rows of super type ``sid``'s rows ``local``."""
+        pos = self.positions(sid)
+        return pos[_rows_in(local, pos.size)]
+
+
+def _rows_in(ranges: RowRanges, n: int) -> np.ndarray:
+    """The row numbers of ``ranges`` below ``n``, as one sorted array."""
+    starts = np.asarray(ranges.starts, np.int64)
+    stops = np.minimum(np.asarray(ranges.stops, np.int64), n)
+    keep = starts < stops
+    starts, stops = starts[keep], stops[keep]
+    lens = stops - starts
+    if not lens.size:
+        return np.zeros(0, np.int64)
+    # one arange, shifted per range: row k of range j is starts[j] + (k - its offset)
+    offsets = np.cumsum(lens) - lens
+    return np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - offsets, lens)
+
+
+def _runs(rows: np.ndarray) -> RowRanges:
+    """Sorted distinct row numbers as ranges."""
+    if not rows.size:
+        return RowRanges()
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = rows[np.concatenate([[0], cuts])]
+    stops = rows[np.concatenate([cuts - 1, [rows.size - 1]])] + 1
+    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
+
+
+def rows_to_ranges(rows: np.ndarray) -> RowRanges:
+    """Any row numbers (unsorted, repeated) as the ranges of the distinct ones."""
+    return _runs(np.unique(np.asarray(rows, np.int64)))
+
+
+def type_view(meta: FileMeta, sid: int, rows: int | None) -> FileMeta:
+    """Super type ``sid`` of ``meta`` as a file of that one type of ``rows`` rows (its
+    segmaps are the same objects: what is selected in the view is selected in the file).
+    ``rows`` None (not known): the view's row count is the most the file could hold."""
+    n = rows if rows is not None else UNKNOWN_SLACK
+    fake = (Segment(0, 0, n, count=n),)
+    return dataclasses.replace(meta, super_types=(meta.super_types[sid],),
+                               columns=(meta.columns[sid],), super_column=fake)
+
+
+def selectable_segmaps(meta: FileMeta, type_rows: Sequence[int | None] | None = None
+                       ) -> dict[int, tuple[Segmap, int]]:
+    """:func:`selectable_segmaps_one` of a file of one super type, or with several the
+    union over the super types seen as files of their own (``type_rows``: the rows of
+    each, from a :class:`RowMap`; none given, nothing is selectable)."""
+    if len(meta.super_types) == 1:
+        return selectable_segmaps_one(meta)
+    out: dict[int, tuple[Segmap, int]] = {}
+    if type_rows is None:
+        return out
+    for sid, n in enumerate(type_rows):
+        got = selectable_segmaps_one(type_view(meta, sid, n))
+        if n is None:
+            got = {k: (segmap, UNKNOWN_SLACK) for k, (segmap, _) in got.items()}
+        out.update(got)
+    return out
+
+
+def selectable_segmaps_one(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
     """Value streams whose rows map to value indices without decoding anything, by ``id``
     of their segmap, with their *slack*.
 
@@ -447,6 +568,9 @@ class FilterPlan:
     wave1: Any = field(repr=False, default=None)
     #: Always empty: a projected path no super type has is refused before filter planning.
     missing_paths: tuple[str, ...] = ()
+    type_zones: tuple[tuple[Zone, ...], ...] = field(repr=False, default=())
+    """Several super types: each one's zones, by its own row indices (``zones`` are the
+    rows of the file they make)."""
 
     @property
     def rows_total(self) -> int:
@@ -485,6 +609,11 @@ class FilterPlan:
             f"{human(self.late_saving)}; a round trip pays above "
             f"{human(p.latency * p.bandwidth * p.concurrency)}, profile {p.name})",
         ]
+        for sid, tz in enumerate(self.type_zones):
+            rows = tz[-1].stop if tz else 0
+            gone = sum(z.stop - z.start for z in tz if z.truth is Truth.FALSE)
+            out.append(f"  super type {sid}: {len(tz)} zones by its own rows, rows pruned "
+                       f"{gone:,} of {rows:,}")
         for z in self.zones[:limit]:
             out.append(f"    rows [{z.start:,}, {z.stop:,})  {z.truth.value}")
         if n_zones > limit:

@@ -215,12 +215,14 @@ def _scan(args: argparse.Namespace) -> int:
         with progress_bar(args) as bar:
             if bar is not None:
                 from planner import MultiPlan
+                from planner.program import ScanProgram
                 from planner.selection import FilterPlan
 
                 files = len(plan.files) if isinstance(plan, MultiPlan) else 1
                 what = f"{files:,} objects" if source.dataset is not None else "1 object"
-                total = (plan.bytes_one_wave if isinstance(plan, FilterPlan)
-                         else plan.bytes_to_read)
+                inner = plan.plan if isinstance(plan, ScanProgram) else plan
+                total = (inner.bytes_one_wave if isinstance(inner, FilterPlan)
+                         else inner.bytes_to_read)
                 task = bar.add_task(f"scanning {what}", total=total or None)
                 source.store.on_bytes = lambda n: bar.advance(task, n)
             renderers = {"json": (J.json_lines, slow_json),

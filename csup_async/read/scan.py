@@ -61,8 +61,11 @@ class Read:
     def __init__(self, target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
                  paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
                  prefetch: int | None = None,
-                 keep: dict[int, frozenset[int]] | None = None) -> None:
+                 keep: dict[int, frozenset[int]] | None = None, partial: bool = False) -> None:
         self.meta = meta
+        # a row selection that reads only a prefix of the super column (``limit``):
+        # the read ends with it, the streams' later values unread and unchecked
+        self.partial = partial
         self.path = target.path
         self.stats = ScanStats(bytes_needed=plan.bytes_needed)
         self.source = SegmentSource(target, plan, options, self.stats, eager=eager,
@@ -129,6 +132,12 @@ class Read:
                 ) -> A.Array:
         """One column of the batch: the values of the super types that have it, in row
         order (nulls in the rows of the others)."""
+        return self.assemble(cs, ids, counts, lambda sid, c: c.take(counts[sid]))
+
+    def assemble(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int],
+                 part_of: Callable[[int, Cursor], A.Array]) -> A.Array:
+        """One column of rows ``ids`` from each super type's part (``part_of``: its
+        ``counts[sid]`` values, in order), nulls in the rows of the types without it."""
         n = int(ids.size)
         if len(cs) == 1 and self.n_types > 1:  # one type has the path: a mask, no gather
             sid, c = cs[0]
@@ -139,18 +148,21 @@ class Read:
                     empty = c.take(0)
                     got = self.nulls[key] = (A.NullArray(n) if empty.type == NULL
                                              else A.null_array(empty.type, n))
+                part_of(sid, c)  # the part of no rows: the cursor moves as asked
                 return got
-            part = c.take(counts[sid])
+            part = part_of(sid, c)
             return A.NullArray(n) if part.type == NULL else part.expand(ids == sid)
         parts: list[A.Array | None] = [None] * self.n_types
         for sid, c in cs:
-            parts[sid] = c.take(counts[sid])
+            parts[sid] = part_of(sid, c)
         return A.combine(parts, ids)
 
     def finish(self) -> None:
         """FormatError unless every stream read has been used up exactly."""
         if self.ids is not None:
             self.ids.finish()
+        if self.partial:
+            return
         for cs in self.cursors.values():
             for _, c in cs:
                 c.finish()
@@ -289,10 +301,10 @@ async def close_read(read: Read, worker: Stepper) -> None:
 def start_read(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
            paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
            prefetch: int | None = None,
-           keep: dict[int, frozenset[int]] | None = None) -> Read:
+           keep: dict[int, frozenset[int]] | None = None, partial: bool = False) -> Read:
     try:
         return Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
-                     prefetch=prefetch, keep=keep)
+                     prefetch=prefetch, keep=keep, partial=partial)
     except CsupError as e:
         raise e.with_path(target.path) from None
 

@@ -28,10 +28,12 @@ import numpy as np
 import planner as P
 from planner.coalescing import plan_ranges
 from planner.filters import Expr, Truth, bind, columns_of, parse_filter
+from planner.literals import FilterError
 from planner.profiles import with_amplification
 from planner.projection import path_type
 from planner.selection import (
     FilterPlan,
+    RowMap,
     RowRanges,
     Zone,
     column_stats,
@@ -42,6 +44,7 @@ from planner.selection import (
     ranges_from_indices,
     select_segments,
     selectable_segmaps,
+    type_view,
 )
 
 from .. import arrays as A
@@ -60,7 +63,8 @@ __all__ = ["plan_filter", "plan_rows", "runs_of", "scan_filtered", "scan_rows"]
 # ---------------------------------------------------------- row selection ---
 
 def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
-              verify_counts: bool = True) -> tuple[P.ScanPlan, dict[int, frozenset[int]]]:
+              verify_counts: bool = True, rowmap: RowMap | None = None
+              ) -> tuple[P.ScanPlan, dict[int, frozenset[int]]]:
     """``plan`` cut down to the segments ``ranges`` need, and the kept segments of each
     direct value stream (what the cursor tree reads; the rest it skips).
 
@@ -69,12 +73,32 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
     rows is checked against its decoded values (``select_segments(prefix=True)``): a
     file whose counts shift between segments is a FormatError naming the column and
     segment, never another row.  Only segments past the last selected row are skipped
-    unread.  Filtered scans trust counts as they trust ``min``/``max`` (False)."""
-    selectable = selectable_segmaps(meta)
-    streams = [(ref.role, ref.segmap) for refs in plan.streams for ref in refs]
-    if plan.super_stream is not None:
-        streams.append((plan.super_stream.role, plan.super_stream.segmap))
-    segs, keep = select_segments(streams, selectable, ranges, prefix=verify_counts)
+    unread.  Filtered scans trust counts as they trust ``min``/``max`` (False).
+
+    A file of several super types needs ``rowmap`` (without one every stream is read
+    whole): each super type's streams are selected by the indices within that type of
+    the selected rows.  A row map of a prefix of the super column cuts the super
+    stream to the segments it read (the read then ends there: :func:`scan_rows`)."""
+    multi = len(meta.super_types) > 1
+    if multi and rowmap is None:
+        selectable: dict[int, tuple[Any, int]] = {}
+    else:
+        selectable = selectable_segmaps(meta, rowmap.type_rows if multi and rowmap else None)
+    per_type = rowmap.local(ranges) if multi and rowmap is not None else None
+    segs: list[Any] = []
+    keep: dict[int, frozenset[int]] = {}
+    for sid, refs in enumerate(plan.streams):
+        got, k = select_segments([(ref.role, ref.segmap) for ref in refs], selectable,
+                                 per_type[sid] if per_type is not None else ranges,
+                                 prefix=verify_counts)
+        segs.extend(got)
+        keep.update(k)
+    super_stream = plan.super_stream
+    if super_stream is not None:
+        if rowmap is not None and not rowmap.complete:
+            super_stream = dataclasses.replace(
+                super_stream, segmap=super_prefix(super_stream.segmap, len(rowmap.ids)))
+        segs.extend(super_stream.segmap)
     rp = plan_ranges(segs, _selective(plan.profile), plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
             ((selectable[k][0], v) for k, v in keep.items())}
@@ -84,8 +108,24 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
                         for refs in plan.streams)
     cut = dataclasses.replace(plan, streams=streams_cut, segments=rp.segments, requests=rp.requests,
                               bytes_needed=rp.bytes_needed, bytes_to_read=rp.bytes_to_read,
-                              request_count=rp.request_count, request_cap=rp.request_cap)
+                              request_count=rp.request_count, request_cap=rp.request_cap,
+                              super_stream=super_stream)
     return cut, keep
+
+
+def super_prefix(segmap: Any, rows: int) -> tuple[Any, ...]:
+    """The first segments of the super column holding rows ``[0, rows)`` (by their
+    ``count``; all of them when a count is missing)."""
+    out = []
+    seen = 0
+    for seg in segmap:
+        if seen >= rows and out:
+            break
+        if seg.count is None:
+            return tuple(segmap)
+        out.append(seg)
+        seen += seg.count
+    return tuple(out)
 
 
 #: A selection's segments lie apart; merging the gaps between them (which a whole-column
@@ -158,22 +198,100 @@ def _select(read: S.Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int, i
     return out, rows, pos
 
 
+def _select_types(read: S.Read, rowmap: RowMap, ranges: RowRanges
+                  ) -> tuple[dict[str, A.Array], int, int]:
+    """In the read's thread, a file of several super types: each super type's cursors
+    take the selected rows of that type (its few ranges of its own rows, however the
+    types interleave), then each column is merged in file order by the row map."""
+    local = rowmap.local(ranges)
+    rows = np.concatenate([rowmap.to_global(sid, r) for sid, r in enumerate(local)] or
+                          [np.zeros(0, np.int64)])
+    rows.sort()
+    ids = np.asarray(rowmap.ids[rows], np.int32)
+    counts = np.bincount(ids, minlength=read.n_types).tolist()
+    type_rows = rowmap.type_rows
+
+    def part(sid: int, c: Any) -> A.Array:
+        pieces = []
+        pos = 0
+        for a, b in local[sid].pairs:
+            if a > pos:
+                c.skip(a - pos)
+            pieces.append(c.take(b - a))
+            pos = b
+        n = type_rows[sid]
+        if n is not None and n > pos:  # the rest: every stream's end is still checked
+            c.skip(n - pos)
+        if not pieces:
+            return c.take(0)
+        return pieces[0] if len(pieces) == 1 else A.concat(pieces)
+
+    out = {p: read.assemble(cs, ids, counts, part) for p, cs in read.cursors.items()
+           if p is not None}
+    assert read.ids is not None
+    seen = read.ids.take(len(rowmap.ids), exact=False)
+    if seen.size != len(rowmap.ids) or not np.array_equal(seen, rowmap.ids):
+        raise FormatError("the super column read differs from the one the rows were "
+                          "mapped by")
+    read.finish()
+    return out, int(rows.size), len(rowmap.ids)
+
+
 async def scan_rows(target: Target, meta: FileMeta, plan: P.ScanPlan, paths: Sequence[str],
-                    ranges: RowRanges, options: ReadOptions, *, verify_counts: bool = True
-                    ) -> ScanResult:
-    """The columns at ``paths`` for the rows of ``ranges``, in row order (``verify_counts``:
-    see :func:`plan_rows`)."""
+                    ranges: RowRanges, options: ReadOptions, *, verify_counts: bool = True,
+                    rowmap: RowMap | None = None) -> ScanResult:
+    """The columns at ``paths`` for the rows of ``ranges``, in row order (``verify_counts``
+    and ``rowmap``: see :func:`plan_rows`)."""
+    cut, keep = plan_rows(meta, plan, ranges, verify_counts=verify_counts, rowmap=rowmap)
+    return await run_rows(target, meta, cut, keep, paths, ranges, options, rowmap)
+
+
+async def run_rows(target: Target, meta: FileMeta, cut: P.ScanPlan,
+                   keep: dict[int, frozenset[int]], paths: Sequence[str], ranges: RowRanges,
+                   options: ReadOptions, rowmap: RowMap | None = None) -> ScanResult:
+    """Run a :func:`plan_rows` plan: the rows of ``ranges``, in row order."""
     t0 = time.perf_counter()
-    cut, keep = plan_rows(meta, plan, ranges, verify_counts=verify_counts)
-    read = S.start_read(target, meta, cut, options, paths, eager=True, keep=keep)
+    partial = rowmap is not None and not rowmap.complete and cut.super_stream is not None
+    if partial:  # the read walks the rows of the super column's prefix, and ends there
+        assert cut.super_stream is not None
+        meta = dataclasses.replace(meta, super_column=cut.super_stream.segmap)
+    read = S.start_read(target, meta, cut, options, paths, eager=True, keep=keep,
+                        partial=partial)
     worker = S.ReadThread()
     try:
-        cols, rows, total = await S.run_step(read, worker, S.deadline_of(options), _select, read,
-                                          ranges)
+        if rowmap is not None and len(meta.super_types) > 1:
+            cols, rows, total = await S.run_step(read, worker, S.deadline_of(options),
+                                                 _select_types, read, rowmap, ranges)
+        else:
+            cols, rows, total = await S.run_step(read, worker, S.deadline_of(options),
+                                                 _select, read, ranges)
     finally:
         await S.close_read(read, worker)
     read.stats.wall = time.perf_counter() - t0
-    return ScanResult(cols, rows, read.stats, cut, total_rows=total)
+    return ScanResult(cols, rows, read.stats, cut, total_rows=None if partial else total)
+
+
+async def read_row_map(target: Target, meta: FileMeta, profile: P.Profile,
+                       available: tuple[int, int] | None, options: ReadOptions,
+                       rows: int | None = None) -> tuple[RowMap, ScanStats]:
+    """The row map of a file of several super types: its super column decoded, whole or
+    (``rows``, when its segments have ``count``) only the segments holding rows
+    ``[0, rows)``; and what reading it cost."""
+    segmap = meta.super_column if rows is None else super_prefix(meta.super_column, rows)
+    complete = len(segmap) == len(meta.super_column)
+    part = meta if complete else dataclasses.replace(meta, super_column=segmap)
+    rp = plan_ranges(list(segmap), profile, available)
+    read = S.start_read(target, part, rp, options, [], eager=True, ids_only=True)
+    worker = S.ReadThread()
+    try:
+        _, ids = await S.run_step(read, worker, S.deadline_of(options), read.whole)
+    finally:
+        await S.close_read(read, worker)
+    ids = np.asarray(ids, np.int64)
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= len(meta.super_types)):
+        raise FormatError(f"super column holds an ID outside 0..{len(meta.super_types) - 1}",
+                          path=target.path)
+    return RowMap(ids, len(meta.super_types), complete), read.stats
 
 
 # ---------------------------------------------------------- filtered scans ---
@@ -186,6 +304,9 @@ class _FilterWork:
     wanted: tuple[str, ...]
     filter_paths: tuple[str, ...]  # filter columns read (some super type has them)
     surviving: RowRanges | None  # None: every row (nothing known to cut by)
+    rowmap: RowMap | None = None  # several super types: rows to (type, index)
+    # the first wave as planned (its plan and kept segments): run as is, not planned again
+    first: tuple[P.ScanPlan, dict[int, frozenset[int]] | None] | None = None
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
@@ -201,39 +322,107 @@ def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[
     return out
 
 
+def _zones_one(meta: FileMeta, expr: Expr, fpaths: Sequence[tuple[str, ...]]
+               ) -> tuple[tuple[Zone, ...], list[tuple[str, ...]]]:
+    """The zones of a file of one super type (or a super type's view), and the filter
+    columns whose statistics cut them."""
+    n = meta.row_count
+    if n is None:
+        return (), []
+    names = _type_names(meta, fpaths)
+    try:
+        bound = bind(expr, names)
+    except FilterError:  # a super type's column the literal cannot compare with: the
+        # rows are judged on the values, as the union the file's column is
+        return (Zone(0, n, Truth.MAYBE),), []
+    columns: dict[tuple[str, ...], tuple[list[int], list[Any]]] = {}
+    fuzzy: dict[tuple[str, ...], tuple[list[int], list[Any], int]] = {}
+    for p in fpaths:
+        leaf = leaf_stream(meta, p)
+        if leaf is None or p not in names:
+            continue
+        segmap, slack = leaf
+        stats = [segment_stats(s) for s in segmap]
+        counts = [s.count or 0 for s in segmap]
+        per = [column_stats(st.count, st.nulls, st.min, st.max, st.nan, names[p])
+               for st in stats]
+        if slack:
+            fuzzy[p] = (counts, per, slack)
+        else:
+            columns[p] = (counts, per)
+    zones = (plan_zones(bound, n, columns, fuzzy) if columns or fuzzy
+             else (Zone(0, n, Truth.MAYBE),))
+    return zones, [*columns, *fuzzy]
+
+
+_TRUTHS = (Truth.FALSE, Truth.MAYBE, Truth.TRUE)
+
+
+def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple[Zone, ...]:
+    """The zones of the super types, each judged by its own rows, as zones of the file:
+    runs of rows of the same truth in file order."""
+    n = len(rowmap.ids)
+    truth = np.full(n, 1, np.int8)
+    for sid, zones in enumerate(per_type):
+        pos = rowmap.positions(sid)
+        for z in zones:
+            truth[pos[z.start:z.stop]] = _TRUTHS.index(z.truth)
+    if not n:
+        return ()
+    cuts = np.flatnonzero(np.diff(truth)) + 1
+    starts = np.concatenate([[0], cuts]).tolist()
+    stops = [*starts[1:], n]
+    kinds = truth[starts].tolist()
+    return tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
+                                                            strict=True))
+
+
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.Profile,
-                available: tuple[int, int] | None, base: RowRanges | None = None
+                available: tuple[int, int] | None, base: RowRanges | None = None,
+                rowmap: RowMap | None = None, planned: P.ScanPlan | None = None
                 ) -> tuple[FilterPlan, _FilterWork]:
-    """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O)."""
+    """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O).
+
+    A file of several super types is judged per super type with ``rowmap`` (the whole
+    super column decoded): each type's zones by its own statistics, mapped to the rows
+    of the file; without one nothing is pruned.  ``planned``: the plan of ``wanted``,
+    made already (each projection is planned once)."""
     expr = parse_filter(filter) if isinstance(filter, str) else filter
     fpaths = list(dict.fromkeys(columns_of(expr)))
     names = _type_names(meta, fpaths)
     bound = bind(expr, names)
     spell = [P.format_path(p) for p in fpaths]
-    absent = set(P.plan_scan(meta, spell, profile).missing_paths) if spell else set()
+    plans: dict[tuple[str, ...], P.ScanPlan] = {}
+    if planned is not None:
+        plans[tuple(wanted)] = planned
+
+    def plan_of(paths: Sequence[str]) -> P.ScanPlan:
+        """Each projection planned once (the filter's, the whole scan's, the rest's)."""
+        key = tuple(paths)
+        got = plans.get(key)
+        if got is None:
+            got = plans[key] = P.plan_scan(meta, list(paths), profile, available=available)
+        return got
+
+    first_all = list(dict.fromkeys([*wanted, *spell]))
+    absent = set(plan_of(first_all).missing_paths) & set(spell)
     read_f = tuple(p for p in spell if p not in absent)
-    n = meta.row_count if len(meta.super_types) == 1 else None
-    columns: dict[tuple[str, ...], tuple[list[int], list[Any]]] = {}
-    fuzzy: dict[tuple[str, ...], tuple[list[int], list[Any], int]] = {}
-    if n is not None:
-        for p in fpaths:
-            leaf = leaf_stream(meta, p)
-            if leaf is None or p not in names:
-                continue
-            segmap, slack = leaf
-            stats = [segment_stats(s) for s in segmap]
-            counts = [s.count or 0 for s in segmap]
-            per = [column_stats(st.count, st.nulls, st.min, st.max, st.nan, names[p])
-                   for st in stats]
-            if slack:
-                fuzzy[p] = (counts, per, slack)
-            else:
-                columns[p] = (counts, per)
+    multi = len(meta.super_types) > 1
+    if multi and rowmap is not None and not rowmap.complete:
+        rowmap = None
     zones: tuple[Zone, ...] = ()
     surviving: RowRanges | None = None
-    if n is not None:
-        zones = (plan_zones(bound, n, columns, fuzzy) if columns or fuzzy
-                 else (Zone(0, n, Truth.MAYBE),))
+    pruned: list[tuple[str, ...]] = []
+    type_zones: list[tuple[Zone, ...]] = []
+    if not multi:
+        zones, pruned = _zones_one(meta, expr, fpaths)
+    elif rowmap is not None:
+        for sid, n in enumerate(rowmap.type_rows):
+            z, by = _zones_one(type_view(meta, sid, n), expr, fpaths)
+            type_zones.append(z)
+            pruned.extend(p for p in by if p not in pruned)
+        zones = _global_zones(rowmap, type_zones)
+    if zones:
         surviving = RowRanges.of((z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
         if base is not None:
             surviving = _intersect(surviving, base)
@@ -241,15 +430,17 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         surviving = base
     others = [p for p in wanted if p not in read_f]
     everything = list(dict.fromkeys([*wanted, *read_f]))
-    full = P.plan_scan(meta, everything, profile, available=available)
+    full = plan_of(everything)
+    kept: dict[int, dict[int, frozenset[int]] | None] = {}
 
     def cut(paths: list[str]) -> tuple[P.ScanPlan | None, int]:
         if not paths:
             return None, 0
-        plan = P.plan_scan(meta, paths, profile, available=available)
+        plan = plan_of(paths)
         if surviving is None:
             return plan, plan.bytes_needed
-        c, _ = plan_rows(meta, plan, surviving, verify_counts=False)
+        c, k = plan_rows(meta, plan, surviving, verify_counts=False, rowmap=rowmap)
+        kept[id(c)] = k
         return c, c.bytes_needed
 
     one, _ = cut(everything)
@@ -258,18 +449,28 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     saving = 0
     if others and read_f and surviving is not None:
         proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
-        rest_plan = P.plan_scan(meta, others, profile)
-        streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
-        saving = late_saving(streams, selectable_segmaps(meta), surviving, proven)
+        rest_plan = plan_of(others)
+        if not multi:
+            streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
+            saving = late_saving(streams, selectable_segmaps(meta), surviving, proven)
+        elif rowmap is not None:
+            selectable = selectable_segmaps(meta, rowmap.type_rows)
+            for sid, (surv, prov) in enumerate(zip(rowmap.local(surviving),
+                                                   rowmap.local(proven), strict=True)):
+                streams = [(ref.role, ref.segmap) for ref in rest_plan.streams[sid]]
+                saving += late_saving(streams, selectable, surv, prov)
     two = saving > 0 and prefer_two_waves(saving, profile)
     fplan = FilterPlan(
         filter=repr(expr), profile=profile, zones=zones, filter_columns=tuple(spell),
-        pruned_columns=tuple(P.format_path(p) for p in [*columns, *fuzzy]),
+        pruned_columns=tuple(P.format_path(p) for p in pruned),
         segments_total=len(full.segments),
         segments_pruned=len(full.segments) - (len(one.segments) if one else 0),
         bytes_all=full.bytes_needed, bytes_wave1=bytes_wave1, bytes_rest=bytes_rest,
-        two_waves=two, late_saving=saving, wave1=wave1 if two else one)
-    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving)
+        two_waves=two, late_saving=saving, wave1=wave1 if two else one,
+        type_zones=tuple(type_zones))
+    run = wave1 if two else one
+    first = None if run is None else (run, kept.get(id(run)))
+    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first)
 
 
 def _intersect(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -321,11 +522,27 @@ def _add(into: ScanStats, more: ScanStats) -> None:
 
 async def _read(target: Target, meta: FileMeta, profile: P.Profile,
                 available: tuple[int, int] | None, paths: list[str],
-                ranges: RowRanges | None, options: ReadOptions) -> ScanResult:
+                ranges: RowRanges | None, options: ReadOptions,
+                rowmap: RowMap | None = None) -> ScanResult:
     plan = P.plan_scan(meta, paths, profile, available=available)
     if ranges is None:
         return await S.scan_columns(target, meta, plan, paths, options)
-    return await scan_rows(target, meta, plan, paths, ranges, options, verify_counts=False)
+    return await scan_rows(target, meta, plan, paths, ranges, options, verify_counts=False,
+                           rowmap=rowmap)
+
+
+async def _planned(target: Target, meta: FileMeta, work: _FilterWork, paths: list[str],
+                   options: ReadOptions, profile: P.Profile,
+                   available: tuple[int, int] | None) -> ScanResult:
+    """The first wave as :func:`plan_filter` planned it (no second planning)."""
+    if work.first is None:  # nothing to read but rows (no columns)
+        return await _read(target, meta, profile, available, paths, work.surviving, options,
+                           work.rowmap)
+    plan, keep = work.first
+    if work.surviving is None:
+        return await S.scan_columns(target, meta, plan, paths, options)
+    return await run_rows(target, meta, plan, keep or {}, paths, work.surviving, options,
+                          work.rowmap)
 
 
 def _gather(arr: A.Array, keep: np.ndarray) -> A.Array:
@@ -364,20 +581,21 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
     wanted = list(work.wanted)
     prof = fplan.profile
     if work.surviving is not None and not work.surviving.rows:
-        res = await _read(target, meta, prof, available, wanted, RowRanges(), options)
+        res = await _read(target, meta, prof, available, wanted, RowRanges(), options,
+                          work.rowmap)
         _add(stats, res.stats)
         stats.wall = time.perf_counter() - t0
         return ScanResult(res.columns, 0, stats, fplan)
     if not fplan.two_waves:
         every = list(dict.fromkeys([*wanted, *work.filter_paths]))
-        res = await _read(target, meta, prof, available, every, work.surviving, options)
+        res = await _planned(target, meta, work, every, options, prof, available)
         _add(stats, res.stats)
         keep = _keep(work, res, limit)
         stats.wall = time.perf_counter() - t0
         return ScanResult({c: _gather(res.columns[c], keep) for c in wanted}, int(keep.size),
                           stats, fplan)
-    first = await _read(target, meta, prof, available, list(work.filter_paths),
-                        work.surviving, options)
+    first = await _planned(target, meta, work, list(work.filter_paths), options, prof,
+                           available)
     _add(stats, first.stats)
     keep = _keep(work, first, limit)
     others = [p for p in wanted if p not in first.columns]
@@ -385,7 +603,7 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
     if others:
         rows = keep if work.surviving is None else _rows_of(work.surviving, keep)
         second = await _read(target, meta, prof, available, others,
-                             runs_of(rows), options)
+                             runs_of(rows), options, work.rowmap)
         _add(stats, second.stats)
         if second.num_rows != keep.size:
             raise FormatError(f"the second wave read {second.num_rows} rows for "

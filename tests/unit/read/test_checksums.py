@@ -313,13 +313,15 @@ def test_inspect_and_schema_show_column_statistics(tmp_path: Path) -> None:
     assert doc["statistics"] is False and doc["columns"]["id"]["min"] is None
 
 
-def test_count_rows_reads_a_super_column_without_a_crc(tmp_path: Path) -> None:
-    """Our writer gives the super column no statistics (docs/format.md lists primitive,
-    presence, lengths and tags columns), so count_rows has nothing to check there; a
-    corrupt presence segment is no concern of count_rows, which reads only IDs."""
+def test_count_rows_of_several_super_types_reads_no_column(tmp_path: Path) -> None:
+    """The writer gives the super column statistics (``count``, ``crc32``) like every
+    other stream, so count_rows of a file of several super types is their sum: a
+    corrupt column segment is no concern of count_rows, which reads nothing."""
     data = small_segments_csup(sample_rows(two_types=True), fuse=False)
     meta = file_meta(data)
-    assert len(meta.super_types) > 1 and all(s.crc32 is None for s in meta.super_column)
+    assert len(meta.super_types) > 1
+    assert all(s.crc32 is not None and s.count for s in meta.super_column)
+    assert meta.row_count == ROWS
     _label, _i, _n, seg = find_segment(data, 'column "name" (values')
     path = tmp_path / "two.csup"
     path.write_bytes(flip_byte(data, seg))
