@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import statistics
 import sys
 import time
@@ -40,10 +41,13 @@ def _spread(xs: list[float]) -> dict[str, Any]:
     return {"median_s": med, "p90_s": p90, "p90_over_median": p90 / med, "runs": xs}
 
 
-def _timed(fn: Any) -> tuple[float, float]:
+def _timed(fn: Any) -> tuple[float, float, int]:
+    """Wall and CPU seconds, and minor page faults (fresh pages the kernel zeroed)."""
+    f = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     c, t = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - t, time.process_time() - c
+    return (time.perf_counter() - t, time.process_time() - c,
+            resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f)
 
 
 def main() -> None:
@@ -77,11 +81,13 @@ def main() -> None:
             if not args.alone:
                 theirs.append(_timed(lambda c=cols: pq.read_table(parquet, columns=c)))
         case: dict[str, Any] = {"name": name, "runs": args.runs, "alternating": not args.alone,
-                                "csup-async": {**_spread([w for w, _ in ours]),
-                                               "cpu_runs": [c for _, c in ours]}}
+                                "csup-async": {**_spread([w for w, _, _ in ours]),
+                                               "cpu_runs": [c for _, c, _ in ours],
+                                               "faults_runs": [f for _, _, f in ours]}}
         if theirs:
-            case["pyarrow"] = {**_spread([w for w, _ in theirs]),
-                               "cpu_runs": [c for _, c in theirs]}
+            case["pyarrow"] = {**_spread([w for w, _, _ in theirs]),
+                               "cpu_runs": [c for _, c, _ in theirs],
+                               "faults_runs": [f for _, _, f in theirs]}
         res["cases"].append(case)
         print(f"{name}: csup-async {case['csup-async']['median_s']:.3f} s "
               f"(p90/median {case['csup-async']['p90_over_median']:.2f})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -77,16 +78,21 @@ def warm(results: Path) -> str:
 
 
 def local(results: Path) -> str:
-    """Local full and narrow scans against pyarrow.parquet.read_table, alternating."""
+    """Local full and narrow scans against pyarrow.parquet.read_table, alternating: wall
+    (median, p90/median) and CPU medians, which a loaded machine disturbs less."""
     res = _load(results, "local.json")
     lines = ["| local file, warm process | csup-async median s | p90 / median | "
-             "pyarrow median s | p90 / median | x pyarrow |", "|---|---:|---:|---:|---:|---:|"]
+             "pyarrow median s | p90 / median | x pyarrow | CPU s (csup-async / pyarrow) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for case in res["cases"]:
         ours, theirs = case["csup-async"], case["pyarrow"]
+        cpu = (f"{statistics.median(ours['cpu_runs']):.3f} / "
+               f"{statistics.median(theirs['cpu_runs']):.3f}"
+               if ours.get("cpu_runs") and theirs.get("cpu_runs") else "")
         lines.append(f"| {case['name']} ({case['runs']} alternating runs) | "
                      f"{ours['median_s']:.3f} | {ours['p90_over_median']:.2f} | "
                      f"{theirs['median_s']:.3f} | {theirs['p90_over_median']:.2f} | "
-                     f"{ours['median_s'] / theirs['median_s']:.2f} |")
+                     f"{ours['median_s'] / theirs['median_s']:.2f} | {cpu} |")
     return "\n".join(lines)
 
 

@@ -27,8 +27,11 @@ from .errors import (
     TruncatedError,
     UnsupportedTypeError,
 )
+from .heap import keep_freed_memory
 
 __version__ = "0.2.0"
+
+keep_freed_memory()  # glibc keeps what a scan frees for the next (see csup_async.heap)
 
 _LAZY = {
     "open": "csup_async.opening",

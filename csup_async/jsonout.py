@@ -98,9 +98,23 @@ def _pa() -> tuple[Any, Any]:
     return pa, pc
 
 
-def _s(x: str) -> Any:
+# Every Arrow array and scalar here is made with ``from_buffers``: pyarrow's ``array``,
+# ``scalar`` and ``take`` of a numpy array look for pandas on each call and import it when
+# it is installed, about a third of a second of every cold ``scan --format csv``.
+
+def _np(values: np.ndarray) -> Any:
+    """A bool or number numpy array (1-D) as an Arrow array, zero-copy for numbers."""
     pa, _ = _pa()
-    return pa.scalar(x, pa.large_string())
+    values = np.ascontiguousarray(values)
+    if values.dtype == np.bool_:
+        return pa.Array.from_buffers(pa.bool_(), len(values), [
+            None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                 [None, pa.py_buffer(values)])
+
+
+def _s(x: str) -> Any:
+    return _strings([x])[0]
 
 
 def _join(*parts: Any) -> Any:
@@ -112,7 +126,11 @@ def _join(*parts: Any) -> Any:
 
 def _strings(values: list[str]) -> Any:
     pa, _ = _pa()
-    return pa.array(values, pa.large_string())
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    return pa.LargeStringArray.from_buffers(len(encoded), pa.py_buffer(offsets),
+                                            pa.py_buffer(b"".join(encoded)))
 
 
 def _quote_json(strings: Any, data: np.ndarray | None = None) -> Any:
@@ -124,8 +142,10 @@ def _quote_json(strings: Any, data: np.ndarray | None = None) -> Any:
         return quoted
     needs = pc.match_substring_regex(strings, _NEEDS_ESCAPE)
     if pc.any(needs).as_py():
-        idx = np.flatnonzero(needs.to_numpy(zero_copy_only=False))
-        fixed = [json.dumps(s, ensure_ascii=False) for s in strings.take(idx).to_pylist()]
+        found = pc.indices_nonzero(needs)  # not to_numpy(), which imports pandas too
+        idx = np.frombuffer(found.buffers()[1], np.uint64, count=len(found),
+                            offset=found.offset * 8).astype(np.int64)
+        fixed = [json.dumps(s, ensure_ascii=False) for s in strings.take(_np(idx)).to_pylist()]
         quoted = quoted.to_pylist()
         for i, s in zip(idx.tolist(), fixed, strict=True):
             quoted[i] = s
@@ -136,31 +156,31 @@ def _quote_json(strings: Any, data: np.ndarray | None = None) -> Any:
 def _with_nulls(texts: Any, validity: np.ndarray | None, null: str = "null") -> Any:
     if validity is None or validity.all():
         return texts
-    pa, pc = _pa()
-    return pc.if_else(pa.array(validity), texts, _s(null))
+    _, pc = _pa()
+    return pc.if_else(_np(validity), texts, _s(null))
 
 
 def _float_text(values: np.ndarray) -> Any:
     """Shortest round-trip text of float64 values, always with a '.' or exponent (a float
     stays a float for a JSON reader); NaN and infinities as the strings of :func:`json_value`."""
     pa, pc = _pa()
-    s = pc.cast(pa.array(values), pa.large_string())
+    s = pc.cast(_np(values), pa.large_string())
     finite = np.isfinite(values)
     whole = finite & (values == np.floor(np.where(finite, values, 0)))
     if whole.any():  # "1" -> "1.0" (but "1e+20" stays)
-        whole_arr = pc.and_(pa.array(whole), pc.invert(pc.match_substring(s, "e")))
+        whole_arr = pc.and_(_np(whole), pc.invert(pc.match_substring(s, "e")))
         s = pc.if_else(whole_arr, _join(s, ".0"), s)
     if not finite.all():
-        s = pc.if_else(pa.array(np.isnan(values)), _s('"NaN"'), s)
-        s = pc.if_else(pa.array(values == np.inf), _s('"+Inf"'), s)
-        s = pc.if_else(pa.array(values == -np.inf), _s('"-Inf"'), s)
+        s = pc.if_else(_np(np.isnan(values)), _s('"NaN"'), s)
+        s = pc.if_else(_np(values == np.inf), _s('"+Inf"'), s)
+        s = pc.if_else(_np(values == -np.inf), _s('"-Inf"'), s)
     return s
 
 
 def _time_text(values: np.ndarray) -> Any:
     """RFC 3339 UTC with the nanoseconds present (``json_value``'s form), quoted."""
     pa, pc = _pa()
-    ts = pa.array(values.view(np.int64), pa.int64()).cast(pa.timestamp("ns", tz="UTC"))
+    ts = _np(values.view(np.int64)).cast(pa.timestamp("ns", tz="UTC"))
     s = pc.cast(ts, pa.large_string())  # "2020-01-01 00:00:00.123000000Z"
     s = pc.replace_substring(s, " ", "T", max_replacements=1)
     s = pc.replace_substring_regex(s, r"\.?0+Z$", "Z")
@@ -186,7 +206,7 @@ def json_texts(arr: A.Array) -> Any:
     while isinstance(t, (NamedType, ErrorType)):
         t = t.inner
     if isinstance(arr, A.NullArray) or t == NULL:
-        return _strings(["null"]).take(np.zeros(n, np.int64)) if n else _strings([])
+        return _strings(["null"]).take(_np(np.zeros(n, np.int64))) if n else _strings([])
     if isinstance(arr, A.PrimitiveArray) and isinstance(t, PrimitiveType):
         name = t.name
         if name in _INTS or name == "bool":
@@ -196,7 +216,7 @@ def json_texts(arr: A.Array) -> Any:
         elif name == "time":
             texts = _time_text(arr.values)
         elif name == "duration":
-            texts = pc.cast(pa.array(arr.values.view(np.int64)), pa.large_string())
+            texts = pc.cast(_np(arr.values.view(np.int64)), pa.large_string())
         else:
             return _strings([dumps(v) for v in arr.to_pylist()])
         return pc.fill_null(_with_nulls(texts, arr.validity), _s("null"))
@@ -219,7 +239,7 @@ def json_texts(arr: A.Array) -> Any:
     if isinstance(arr, A.ListArray):
         child = json_texts(arr.elements())
         offs = (arr.offsets - arr.offsets[0]).astype(np.int64)
-        lists = pa.LargeListArray.from_arrays(pa.array(offs), child)
+        lists = pa.LargeListArray.from_arrays(_np(offs), child)
         return _with_nulls(_join("[", pc.binary_join(lists, _s(",")), "]"), arr.validity)
     if isinstance(arr, A.UnionArray):
         kids = [json_texts(c) for c in arr.children]
@@ -230,7 +250,7 @@ def json_texts(arr: A.Array) -> Any:
         idx = np.where(tags >= 0, base[np.maximum(tags, 0)] + arr.positions(), -1)
         allk = pa.concat_arrays([*kids, _strings(["null"])])
         idx = np.where(idx < 0, len(allk) - 1, idx)
-        return allk.take(pa.array(idx.astype(np.int64)))
+        return allk.take(_np(idx.astype(np.int64)))
     return _strings([dumps(v) for v in arr.to_pylist()])
 
 
@@ -253,13 +273,13 @@ def value_lines(arr: A.Array) -> bytes:
 def csv_cells(arr: A.Array) -> Any:
     """Each row's CSV cell: strings as they are, other values as their JSON text; quoted
     when needed (and the empty string always, so it differs from null, an empty cell)."""
-    pa, pc = _pa()
+    _, pc = _pa()
     t = arr.type
     while isinstance(t, (NamedType, ErrorType)):
         t = t.inner
     if isinstance(arr, A.BinaryArray) and t.name == "string":  # type: ignore[attr-defined]
         raw = pc.fill_null(arr.to_arrow(), _s(""))
-        special = pa.array(_csv_special(arr))
+        special = _np(_csv_special(arr))
     elif isinstance(arr, A.PrimitiveArray) and t.name in _SAFE_CSV:  # type: ignore[attr-defined]
         # numbers, booleans, times: their text never holds a comma, quote or newline
         raw = json_texts(arr)

@@ -16,7 +16,6 @@ import re
 from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any
 
-import aiohttp
 import yarl
 
 from ..errors import CsupError, StoreError, StoreTimeoutError
@@ -24,6 +23,7 @@ from ._ranged import DEFAULT_MIN_THROUGHPUT, RangedStore, Reply, status_error
 from .base import CHUNK_SIZE
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 _USER_AGENT = "csup-async"
 _ERROR_BODY_LIMIT = 4096

@@ -35,8 +35,6 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote_plus, urlsplit
 
-import aiohttp
-
 from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
 from ._aio import AiohttpStore, describe, error_detail, to_url
 from ._ranged import (
@@ -52,6 +50,7 @@ from .base import CHUNK_SIZE, ObjectInfo
 from .logmask import install_log_mask
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 __all__ = ["S3Store", "object_url", "split_s3_key"]
 

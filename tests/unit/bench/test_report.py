@@ -48,6 +48,20 @@ def test_tables_follow_the_results_files(tmp_path: Path):
     assert new.endswith("<!-- end bench/report.py -->\nend\n") and "| old |" not in new
 
 
+def test_the_local_table_gives_wall_spread_and_cpu(tmp_path: Path):
+    def side(walls: list[float], cpus: list[float]) -> dict:
+        return {"median_s": sorted(walls)[len(walls) // 2], "p90_over_median": 1.2,
+                "cpu_runs": cpus}
+
+    local = {"cases": [{"name": "all 24 columns", "runs": 3,
+                        "csup-async": side([0.3, 0.4, 0.5], [0.25, 0.2, 0.3]),
+                        "pyarrow": side([0.4, 0.5, 0.6], [0.5, 0.4, 0.45])}]}
+    (tmp_path / "local.json").write_text(json.dumps(local))
+    assert report.local(tmp_path).splitlines()[-1] == (
+        "| all 24 columns (3 alternating runs) | 0.400 | 1.20 | 0.500 | 1.20 | 0.80 "
+        "| 0.250 / 0.450 |")
+
+
 def test_an_unknown_table_is_refused(tmp_path: Path):
     page = "<!-- bench/report.py: nosuch -->\n<!-- end bench/report.py -->\n"
     with pytest.raises(SystemExit, match="nosuch"):
