@@ -11,8 +11,9 @@ another allocator (pyarrow's) churned memory in between
 freed memory for reuse, as pyarrow's and polars' own allocators do: blocks under
 32 MiB come from the heap (glibc's own largest threshold, fixed: with its default
 one moving, a trim threshold cannot be set), up to 256 MiB of free heap top is
-kept, and at most two arenas are made (a limit that must be set before other
-threads allocate, hence at import).  Measured on that table: a warm scan's CPU
+kept, and at most one arena per core is made (glibc's default is eight per core;
+a limit that must be set before other threads allocate, hence at import; on the
+2-core machine of the figures below, two).  Measured on that table: a warm scan's CPU
 0.26-0.36 s alternating with pyarrow (was 0.53-1.19 s), the peak of one whole scan
 555 MB (was 524 MB; with 64 MiB, 752 MB), ``iter_batches`` unchanged at 159 MB
 (``csup_async.read.memory`` maps its buffers itself and trims after each batch).
@@ -31,7 +32,10 @@ __all__ = ["MALLOC_SETTINGS", "keep_freed_memory", "kept"]
 # glibc's mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 #: What :func:`keep_freed_memory` sets, by mallopt parameter.
-MALLOC_SETTINGS = {_M_MMAP_THRESHOLD: 32 << 20, _M_TRIM_THRESHOLD: 256 << 20, _M_ARENA_MAX: 2}
+# arenas: one per core, so a service's decode threads on a large machine do not contend
+# for two, while a scan's threads still reuse the arenas the last scan filled
+MALLOC_SETTINGS = {_M_MMAP_THRESHOLD: 32 << 20, _M_TRIM_THRESHOLD: 256 << 20,
+                   _M_ARENA_MAX: max(2, os.cpu_count() or 2)}
 _USER_SETTINGS = ("MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_MMAP_THRESHOLD_",
                   "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
                   "GLIBC_TUNABLES")
