@@ -66,13 +66,13 @@ async def test_small_metadata_is_parsed_in_place(tmp_path: Path,
 async def test_a_segment_no_request_holds_is_an_error_not_a_hang(tmp_path: Path) -> None:
     p = _file(tmp_path, 20_000, 1 << 12)
     async with csup_async.open(str(p)) as r:
-        plan = await r.plan(["id"])
+        plan = (await r.plan(["id"])).plan  # the program's ScanPlan
         reqs = [q for q in plan.requests if not q.served]
         assert reqs
         short = dataclasses.replace(reqs[-1], length=reqs[-1].length // 2)
         cut = dataclasses.replace(plan, requests=(*plan.requests[:-1], short))
         with pytest.raises(FormatError, match="in no planned request") as e:
-            await asyncio.wait_for(r.execute(cut), 30)
+            await asyncio.wait_for(r.execute(cut, ["id"]), 30)
         assert e.value.path is not None and "f20000" in e.value.path
 
 
