@@ -44,6 +44,7 @@ from .. import decode as D
 from ..errors import CsupError, FormatError
 from ..meta import FileMeta, Segment
 from ..stores import Store
+from ..stores.hedge import counting
 from ..stores.local import LocalStore
 from .checks import check_count, check_crc, segment_error
 from .memory import pages
@@ -403,6 +404,7 @@ class SegmentSource:
         task.add_done_callback(self.tasks.discard)
 
     async def _run(self, k: int) -> None:
+        counting(self.stats)  # this task's hedged requests count in the scan's stats
         try:
             await self._stream(k)
         except asyncio.CancelledError:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
+from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
 
@@ -126,6 +127,9 @@ class RangedStore(StoreBase):
     #: The most a whole-object body may be when a server ignores Range (a tail read then
     #: needs the whole object): past it the read is refused, never downloaded.
     max_whole_body: int = DEFAULT_MAX_WHOLE_BODY
+    #: When a pinned range read is sent a second time (see stores/hedge.py); None: never.
+    hedge: HedgePolicy | None = DEFAULT_HEDGE
+    _hedge_state: HedgeState | None = None
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -184,6 +188,23 @@ class RangedStore(StoreBase):
             raise Retryable(self._late(path)) from None
         reply.body = self._timed(reply.body, deadline, path)
         return reply
+
+    async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
+                           path: str) -> Reply:
+        """``_open_until``, hedged when the read is pinned to a version and hedging is on."""
+        policy = self.hedge
+        if pin is None or policy is None:
+            return await self._open_until(key, range_, pin, deadline, path)
+        state = self._hedge_state
+        if state is None or state.policy is not policy:
+            state = self._hedge_state = HedgeState(policy)
+        return await hedged(state, lambda: self._open_until(key, range_, pin, deadline, path),
+                            _release)
+
+    @property
+    def hedge_state(self) -> HedgeState | None:
+        """This store's first-byte times and hedge counts (None before a hedgeable read)."""
+        return self._hedge_state
 
     def _late(self, path: str) -> StoreTimeoutError:
         what = (f"the {self.timeout:g} s timeout" if self.timeout is not None else
@@ -358,8 +379,8 @@ class RangedStore(StoreBase):
         while pos < end:
             try:
                 deadline = self._request_deadline(end - pos, op)
-                reply = await self._open_until(key, f"bytes={pos}-{end - 1}", pin, deadline,
-                                               path)
+                reply = await self._open_pinned(key, f"bytes={pos}-{end - 1}", pin, deadline,
+                                                path)
                 try:
                     skip, total = self._check_reply(reply, pos, end, pin, path)
                     chunks = self._chunks(reply, skip, end - pos, path,
@@ -431,6 +452,10 @@ class RangedStore(StoreBase):
             return _changed(path, None, pin)
         of = f"the {total}-byte object" if total is not None else "the object"
         return TruncatedError(f"bytes {pos}-{end - 1} lie beyond the end of {of}", path=path)
+
+
+def _release(reply: Reply) -> None:
+    reply.release()  # unread: the connection is closed, not returned to the pool
 
 
 def _changed(path: str, now: str | None, pin: str | None, *,
