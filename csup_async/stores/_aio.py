@@ -22,6 +22,7 @@ import yarl
 from ..errors import CsupError, StoreError, StoreTimeoutError
 from ._ranged import DEFAULT_MIN_THROUGHPUT, RangedStore, Reply, status_error
 from .base import CHUNK_SIZE
+from .pacing import pacer_for
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 
@@ -31,6 +32,7 @@ _JSON_BODY_LIMIT = 16 << 20  # a metadata or listing page; more is refused, not 
 _MAX_REDIRECTS = 10
 _KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's default, stated here)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_THROTTLED = frozenset({429, 503})
 # What a request keeps when a redirect leaves its origin: what the protocol needs, nothing else.
 _KEPT_ACROSS_ORIGINS = frozenset({"range", "if-match", "if-unmodified-since", "accept-encoding"})
 
@@ -208,8 +210,12 @@ class AiohttpStore(RangedStore):
 
     async def _send_once(self, session: aiohttp.ClientSession, method: str, url: yarl.URL,
                          headers: Mapping[str, str], path: str) -> aiohttp.ClientResponse:
+        pacer = pacer_for(url.scheme, url.host or "", url.port, url.raw_path)
+        await pacer.wait()
         try:
-            return await session.request(method, url, headers=headers, allow_redirects=False)
+            resp = await session.request(method, url, headers=headers, allow_redirects=False)
+            pacer.record(resp.status in _THROTTLED)
+            return resp
         except TimeoutError:
             raise Retryable(StoreTimeoutError(
                 f"no response within {self.read_timeout:g} s (read_timeout)", path=path)

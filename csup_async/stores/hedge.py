@@ -130,10 +130,12 @@ async def hedged(state: HedgeState, send: Callable[[], Awaitable[T]],
     loop = asyncio.get_running_loop()
     state.sent()
     t0 = loop.time()
-    first = asyncio.ensure_future(send())
     wait = state.delay()
-    if wait is None:
-        return await _timed(state, first, t0, discard)
+    if wait is None:  # not armed: no task in between (the body is read as soon as it can be)
+        result = await send()
+        state.observe(loop.time() - t0)
+        return result
+    first = asyncio.ensure_future(send())
     done, _ = await _wait_or_cancel({first}, wait, discard)
     if done or not state.take():
         return await _timed(state, first, t0, discard)
