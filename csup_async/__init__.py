@@ -44,6 +44,7 @@ _LAZY = {
     "ScanResult": "csup_async.reader",
     "close_stores": "csup_async.stores",
     "MetadataCache": "csup_async.metacache",
+    "DiskMetadataCache": "csup_async.diskcache",
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",

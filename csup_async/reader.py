@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any
@@ -103,6 +104,20 @@ class Reader:
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
 
+    async def _revalidate(self, cache: Any, t0: float) -> Awaitable[TailRead] | None:
+        """A tail read conditional on the version cached before (``If-None-Match``): None
+        if the object is unchanged (the cached entry is used, no tail bytes moved)."""
+        prior = cache.get(self._cache_ident())
+        unless = getattr(self.store, "read_tail_unless", None)
+        if prior is None or prior.version is None or not callable(unless):
+            return self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
+        tail = await unless(self.key, P.tail_prefetch_size(self.profile), prior.version)
+        if tail is None:
+            self.open_stats.requests = 1
+            self._use_cached(prior, prior.tail, t0)
+            return None
+        return _done(tail)
+
     async def _load(self, pending: Awaitable[TailRead] | None = None) -> None:
         """Read and parse the metadata (``pending``: the tail read, already sent)."""
         t0 = time.perf_counter()
@@ -112,6 +127,10 @@ class Reader:
             if hit is not None:  # no request at all: the version seen before is the one now
                 self._use_cached(hit, hit.tail, t0)
                 return
+        if pending is None and cache is not None:
+            pending = await self._revalidate(cache, t0)
+            if pending is None:
+                return  # 304: the cached version is still the object's
         if pending is None:
             pending = self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
         tail = await pending
@@ -633,15 +652,24 @@ def _cache_scope(store: Any) -> Any:
     return scope
 
 
+async def _done(tail: TailRead) -> TailRead:
+    return tail
+
+
 def _metadata_cache(option: Any) -> Any:
-    """The MetadataCache an option names: None/False none, True the process's default."""
+    """The MetadataCache an option names: None/False none, True the process's default,
+    a directory the process's on-disk cache there."""
     if option is None or option is False:
         return None
     from .metacache import MetadataCache, default_cache
 
     if option is True:
         return default_cache()
+    if isinstance(option, (str, os.PathLike)):
+        from .diskcache import disk_cache
+
+        return disk_cache(option)
     if not isinstance(option, MetadataCache):
-        raise CsupError(f"metadata_cache must be a MetadataCache or True, not "
+        raise CsupError(f"metadata_cache must be a MetadataCache, a directory or True, not "
                         f"{type(option).__name__}")
     return option

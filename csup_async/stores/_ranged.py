@@ -12,6 +12,7 @@ and an object replaced between requests.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
@@ -24,7 +25,12 @@ from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
 
-__all__ = ["RangedStore", "Reply", "Unsatisfiable", "parse_content_range", "status_error"]
+__all__ = ["IF_NONE_MATCH", "NotModified", "RangedStore", "Reply", "Unsatisfiable",
+           "parse_content_range", "status_error"]
+
+#: An ETag a GET of this task is conditional on (``If-None-Match``): a 304 is NotModified.
+IF_NONE_MATCH: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "csup_if_none_match", default=None)
 
 
 DEFAULT_MIN_THROUGHPUT = 64 * 1024
@@ -45,6 +51,10 @@ class Reply:
 
     def content_length(self) -> int | None:
         return parse_length(self.headers.get("content-length"))
+
+
+class NotModified(StoreError):
+    """A 304: the object is still the version a conditional request named."""
 
 
 class Unsatisfiable(StoreError):
@@ -199,7 +209,12 @@ class RangedStore(StoreBase):
         if state is None or state.policy is not policy:
             state = self._hedge_state = HedgeState(policy)
         return await hedged(state, lambda: self._open_until(key, range_, pin, deadline, path),
-                            _release)
+                            self._drop_reply)
+
+    def _drop_reply(self, reply: Reply | None) -> None:
+        """Release the reply of a copy that lost the race (unread: its connection closes)."""
+        if reply is not None:
+            reply.release()
 
     @property
     def hedge_state(self) -> HedgeState | None:
@@ -265,6 +280,23 @@ class RangedStore(StoreBase):
                     await attempts.failed(e)
 
         return await self._within(attempt(), op, path)
+
+    async def read_tail_unless(self, key: str, length: int, version: str) -> TailRead | None:
+        """``read_tail``, unless the object is still ``version``: then None, and no body.
+
+        Conditional on the version's ETag (``If-None-Match``); a version that is
+        not a strong ETag, or a server that ignores the condition, gives the
+        tail as ``read_tail`` would.
+        """
+        if not version.startswith('"'):
+            return await self.read_tail(key, length)
+        token = IF_NONE_MATCH.set(version)
+        try:
+            return await self.read_tail(key, length)
+        except NotModified:
+            return None
+        finally:
+            IF_NONE_MATCH.reset(token)
 
     async def _tail_once(self, key: str, n: int, path: str,
                          op: float | None = None) -> TailRead:
@@ -452,10 +484,6 @@ class RangedStore(StoreBase):
             return _changed(path, None, pin)
         of = f"the {total}-byte object" if total is not None else "the object"
         return TruncatedError(f"bytes {pos}-{end - 1} lie beyond the end of {of}", path=path)
-
-
-def _release(reply: Reply) -> None:
-    reply.release()  # unread: the connection is closed, not returned to the pool
 
 
 def _changed(path: str, now: str | None, pin: str | None, *,

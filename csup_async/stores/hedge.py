@@ -121,11 +121,13 @@ class HedgeState:
 
 
 async def hedged(state: HedgeState, send: Callable[[], Awaitable[T]],
-                 discard: Callable[[T], None]) -> T:
+                 discard: Callable[[T | None], None]) -> T:
     """``send()``, and once more if the first has not answered in time; the first answer.
 
-    ``discard`` releases a reply that lost the race.  A failure of one copy waits
-    for the other; if both fail, the first copy's error is raised.
+    ``discard`` releases a copy that lost the race: its reply, or None if it was
+    cancelled before it had one (its connection, if it made one, is closed).
+    A failure of one copy waits for the other; if both fail, the first copy's
+    error is raised.
     """
     loop = asyncio.get_running_loop()
     state.sent()
@@ -168,7 +170,7 @@ async def hedged(state: HedgeState, send: Callable[[], Awaitable[T]],
 
 
 async def _timed(state: HedgeState, task: asyncio.Future[T], t0: float,
-                 discard: Callable[[T], None]) -> T:
+                 discard: Callable[[T | None], None]) -> T:
     try:
         result = await asyncio.shield(task)
     except asyncio.CancelledError:
@@ -179,7 +181,7 @@ async def _timed(state: HedgeState, task: asyncio.Future[T], t0: float,
 
 
 async def _wait_or_cancel(tasks: set[asyncio.Future[T]], timeout: float | None,
-                          discard: Callable[[T], None]
+                          discard: Callable[[T | None], None]
                           ) -> tuple[set[asyncio.Future[T]], set[asyncio.Future[T]]]:
     """asyncio.wait(FIRST_COMPLETED); if we are cancelled, every copy is dropped too."""
     try:
@@ -191,11 +193,11 @@ async def _wait_or_cancel(tasks: set[asyncio.Future[T]], timeout: float | None,
         raise
 
 
-def _drop(task: asyncio.Future[T], discard: Callable[[T], None]) -> None:
-    """Cancel a copy; if it has (or will have) a reply, release it."""
+def _drop(task: asyncio.Future[T], discard: Callable[[T | None], None]) -> None:
+    """Cancel a copy and hand its reply (None if it never got one) to ``discard``."""
     def settle(t: asyncio.Future[T]) -> None:
-        if not t.cancelled() and t.exception() is None:
-            discard(t.result())
+        ok = not t.cancelled() and t.exception() is None
+        discard(t.result() if ok else None)
 
     if task.done():
         settle(task)

@@ -187,7 +187,7 @@ def test_when_both_copies_fail_the_first_error_is_raised() -> None:
             raise CsupError(f"copy {n} failed")
 
         with pytest.raises(CsupError, match="copy 1 failed"):
-            await hedged(state, send, lambda _: None)
+            await hedged(state, send, lambda _reply: None)
         assert calls == 2
 
     asyncio.run(main())
