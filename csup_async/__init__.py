@@ -12,6 +12,7 @@ from typing import Any
 from .errors import (
     AccessDeniedError,
     ArgumentError,
+    BudgetError,
     ColumnNotFoundError,
     CsupError,
     EncodeError,
@@ -59,10 +60,10 @@ _LAZY = {
 }
 
 __all__ = [
-    "AccessDeniedError", "ArgumentError", "ColumnNotFoundError", "CsupError", "EncodeError",
-    "FormatError", "LimitError", "NotAwaitedError", "NotFoundError", "ObjectChangedError",
-    "ObjectExistsError", "RowSelectionError", "StoreError", "StoreTimeoutError",
-    "TruncatedError", "UnsupportedTypeError", *_LAZY,
+    "AccessDeniedError", "ArgumentError", "BudgetError", "ColumnNotFoundError", "CsupError",
+    "EncodeError", "FormatError", "LimitError", "NotAwaitedError", "NotFoundError",
+    "ObjectChangedError", "ObjectExistsError", "RowSelectionError", "StoreError",
+    "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 
 

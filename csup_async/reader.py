@@ -320,7 +320,8 @@ class Reader:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Any = None, rows: slice | None = None,
-                   limit: int | None = None) -> ScanResult:
+                   limit: int | None = None, max_requests: int | None = None,
+                   max_bytes: int | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
@@ -338,11 +339,28 @@ class Reader:
         ``rows=slice(a, b)`` (step 1, negative bounds from the end) reads only those
         rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
         only the segments holding them are fetched.
+
+        ``max_requests`` / ``max_bytes`` refuse, with a BudgetError and before any data
+        request, a scan whose plan needs more (whole scans only, for now).
         """
         paths = self._paths(columns)
         self._check_limit(limit)
+        budget = max_requests is not None or max_bytes is not None
+        if budget:
+            from .budget import check_limits
+
+            check_limits(max_requests, max_bytes)
+            if filter is not None or rows is not None or limit is not None:
+                raise ArgumentError("max_requests/max_bytes apply to whole scans; not yet "
+                                    "with filter=, rows= or limit=")
         if filter is None and rows is None and limit is None:
-            return await R.scan_columns(self._target(), self.meta, self._plan(paths), paths,
+            plan = self._plan(paths)
+            if budget:
+                from .budget import check_budget
+
+                check_budget(plan.request_count, plan.bytes_to_read, max_requests, max_bytes,
+                             self.path)
+            return await R.scan_columns(self._target(), self.meta, plan, paths,
                                         self.read_options)
         plan = self._plan(paths)
         ranges = await self._ranges(rows, None if filter is not None else limit)
