@@ -14,7 +14,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -321,7 +321,8 @@ class Reader:
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Any = None, rows: slice | None = None,
                    limit: int | None = None, max_requests: int | None = None,
-                   max_bytes: int | None = None) -> ScanResult:
+                   max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
@@ -342,6 +343,10 @@ class Reader:
 
         ``max_requests`` / ``max_bytes`` refuse, with a BudgetError and before any data
         request, a scan whose plan needs more (whole scans only, for now).
+
+        ``on_progress(Progress)`` is called with the bytes read against the plan's
+        total as they land: monotonic, first at 0, last exactly at the total (whole
+        scans only, for now).
         """
         paths = self._paths(columns)
         self._check_limit(limit)
@@ -353,6 +358,10 @@ class Reader:
             if filter is not None or rows is not None or limit is not None:
                 raise ArgumentError("max_requests/max_bytes apply to whole scans; not yet "
                                     "with filter=, rows= or limit=")
+        if on_progress is not None and (filter is not None or rows is not None
+                                        or limit is not None):
+            raise ArgumentError("on_progress applies to whole scans; not yet with filter=, "
+                                "rows= or limit=")
         if filter is None and rows is None and limit is None:
             plan = self._plan(paths)
             if budget:
@@ -360,8 +369,16 @@ class Reader:
 
                 check_budget(plan.request_count, plan.bytes_to_read, max_requests, max_bytes,
                              self.path)
-            return await R.scan_columns(self._target(), self.meta, plan, paths,
-                                        self.read_options)
+            if on_progress is None:
+                return await R.scan_columns(self._target(), self.meta, plan, paths,
+                                            self.read_options)
+            from .progress import ProgressTracker, tracking
+
+            tracker = ProgressTracker(on_progress, plan.bytes_to_read)
+            tracker.start()
+            with tracking(tracker):
+                return await R.scan_columns(self._target(), self.meta, plan, paths,
+                                            self.read_options)
         plan = self._plan(paths)
         ranges = await self._ranges(rows, None if filter is not None else limit)
         if filter is None:

@@ -43,6 +43,7 @@ import numpy as np
 from .. import decode as D
 from ..errors import CsupError, FormatError
 from ..meta import FileMeta, Segment
+from ..progress import current_tracker
 from ..stores import Store
 from ..stores.hedge import counting
 from ..stores.local import LocalStore
@@ -166,6 +167,7 @@ class SegmentSource:
         self.verify = options.verify_checksums
         self.limit = options.limits.max_mem_length
         self.stats = stats
+        self.watch = current_tracker()  # on_progress: each chunk that lands is reported
         self.eager = eager
         self.window = options.concurrency
         reqs: list[Any] = [r for r in plan.requests if not r.served]
@@ -446,6 +448,8 @@ class SegmentSource:
                     raise FormatError(f"store returned more than the {length}-byte range")
                 view[pos: pos + m] = chunk
                 pos += m
+                if self.watch is not None:
+                    self.watch.add(m)
                 self.progress[k] = pos
                 self._advance(k)
         return pos
@@ -457,6 +461,8 @@ class SegmentSource:
             async for pos in filled:
                 if self.stats.ttfb is None:
                     self.stats.ttfb = time.perf_counter() - self.t0
+                if self.watch is not None:
+                    self.watch.add(pos - self.progress[k])
                 self.progress[k] = pos
                 self._advance(k)
         return pos
