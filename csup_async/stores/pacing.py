@@ -15,7 +15,9 @@ throttled it lets requests go at a rate it adapts (AIMD, as TCP does):
 * every later refusal multiplies the rate by ``decrease`` (at most once per
   ``cooldown`` seconds, so one burst of refusals counts once),
 * every second without a refusal adds ``increase`` of the rate (at least one
-  request a second), and after ``release`` seconds without one pacing stops.
+  request a second), and after ``release`` seconds without one pacing stops;
+* it never goes below ``min_rate`` (10 a second): a stray 503 after a quiet
+  spell (when little was accepted) must not slow the next burst to a crawl.
 
 Requests wait for their slot before they are sent, so a paced request never
 counts against its own retry budget or deadline.
@@ -37,8 +39,8 @@ class PacingPolicy:
     decrease: float = 0.7
     increase: float = 0.1
     cooldown: float = 0.5
-    release: float = 30.0
-    min_rate: float = 1.0
+    release: float = 10.0
+    min_rate: float = 10.0
 
 
 class Pacer:

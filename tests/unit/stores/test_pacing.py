@@ -105,7 +105,7 @@ def test_an_unthrottled_pacer_never_waits() -> None:
 
 
 def test_the_rate_falls_on_refusals_and_recovers() -> None:
-    p = Pacer(PacingPolicy(cooldown=0.0, release=0.3))
+    p = Pacer(PacingPolicy(cooldown=0.0, release=0.3, min_rate=1.0))
     for _ in range(10):
         p.record(False)
     p.record(True)
