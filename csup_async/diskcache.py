@@ -38,7 +38,11 @@ from .metacache import DEFAULT_CACHE_BYTES, CachedMetadata, MetadataCache
 from .rangebuf import RangeBuffer
 from .stores import ObjectInfo, TailRead
 
-__all__ = ["DEFAULT_DISK_BYTES", "DiskMetadataCache", "disk_cache"]
+__all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "DiskMetadataCache", "disk_cache", "env_cache"]
+
+#: A directory here turns the on-disk cache on for every open that names no cache:
+#: the CLI and Spark executors (``spark.executorEnv.CSUP_METADATA_CACHE``) included.
+CACHE_ENV = "CSUP_METADATA_CACHE"
 
 DEFAULT_DISK_BYTES = 256 << 20
 _MAGIC = b"CSUPMC1\n"
@@ -216,3 +220,9 @@ def disk_cache(directory: str | os.PathLike[str]) -> DiskMetadataCache:
         if cache is None:
             cache = _by_dir[where] = DiskMetadataCache(where)
         return cache
+
+
+def env_cache() -> DiskMetadataCache | None:
+    """The cache ``$CSUP_METADATA_CACHE`` names, if it names one."""
+    where = os.environ.get(CACHE_ENV)
+    return disk_cache(where) if where else None

@@ -692,10 +692,17 @@ async def _done(tail: TailRead) -> TailRead:
 
 
 def _metadata_cache(option: Any) -> Any:
-    """The MetadataCache an option names: None/False none, True the process's default,
-    a directory the process's on-disk cache there."""
-    if option is None or option is False:
+    """The MetadataCache an option names: False none, None none unless
+    ``$CSUP_METADATA_CACHE`` names a directory, True the process's default, a
+    directory the process's on-disk cache there."""
+    if option is False:
         return None
+    if option is None:
+        if not os.environ.get("CSUP_METADATA_CACHE"):
+            return None
+        from .diskcache import env_cache
+
+        return env_cache()
     from .metacache import MetadataCache, default_cache
 
     if option is True:

@@ -144,3 +144,24 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         DiskMetadataCache(tmp_path / "file" / "sub")
     with pytest.raises(CsupError, match="max_disk_bytes"):
         DiskMetadataCache(tmp_path / "ok", max_disk_bytes=-1)
+
+
+def test_the_cli_uses_the_cache_the_environment_names(range_server: Any, tmp_path: Path) -> None:
+    """A second CLI run revalidates with one conditional request and reads no tail bytes."""
+    name = "dc/cli.csup"
+    range_server.put(name, _file(3000))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CSUP_METADATA_CACHE=str(tmp_path / "cli"))
+
+    def cat() -> str:
+        out = subprocess.run([sys.executable, "-m", "csup_async.cli", "cat",
+                              range_server.url(name)], capture_output=True, text=True,
+                             env=env, timeout=120, check=False)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    first = cat()
+    range_server.reset()
+    assert cat() == first
+    tails = _tail_requests(range_server.seen(name))
+    assert len(tails) == 1 and tails[0].headers.get("If-None-Match")
+    assert list((tmp_path / "cli").glob("*.csupmeta"))
