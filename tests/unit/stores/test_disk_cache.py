@@ -165,3 +165,27 @@ def test_the_cli_uses_the_cache_the_environment_names(range_server: Any, tmp_pat
     tails = _tail_requests(range_server.seen(name))
     assert len(tails) == 1 and tails[0].headers.get("If-None-Match")
     assert list((tmp_path / "cli").glob("*.csupmeta"))
+
+
+def test_s3_revalidation_answers_304_with_no_tail_bytes(moto_s3: Any, tmp_path: Path) -> None:
+    """Against moto: a fresh cache over the same directory (as a new process would have)
+    revalidates with If-None-Match and reads no tail bytes; a replaced object is read anew."""
+    key = moto_s3.put("dc/s3.csup", _file(3000))
+    url = f"s3://{key}"
+    opts = moto_s3.store_options()
+
+    async def open_once(rows_from: int) -> tuple[int, int, int]:
+        cache = DiskMetadataCache(tmp_path / "s3")  # nothing in memory: the disk answers
+        async with csup_async.open(url, metadata_cache=cache, **opts) as r:
+            res = await r.scan(["id"])
+            assert res.to_arrow().column("id")[0].as_py() == rows_from
+            return r.open_stats.requests, r.open_stats.bytes_read, res.num_rows
+
+    import asyncio
+
+    first = asyncio.run(open_once(0))
+    assert first[1] > 0
+    assert asyncio.run(open_once(0)) == (1, 0, 3000)
+    moto_s3.put("dc/s3.csup", _file(2000, start=5))
+    _, nbytes, rows = asyncio.run(open_once(5))
+    assert nbytes > 0 and rows == 2000
