@@ -377,8 +377,10 @@ class Reader:
             tracker = ProgressTracker(on_progress, plan.bytes_to_read)
             tracker.start()
             with tracking(tracker):
-                return await R.scan_columns(self._target(), self.meta, plan, paths,
-                                            self.read_options)
+                result = await R.scan_columns(self._target(), self.meta, plan, paths,
+                                              self.read_options)
+            tracker.file_done()  # the last event: every byte and the one file done
+            return result
         plan = self._plan(paths)
         ranges = await self._ranges(rows, None if filter is not None else limit)
         if filter is None:
