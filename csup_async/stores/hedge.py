@@ -159,8 +159,9 @@ async def hedged(state: HedgeState, send: Callable[[], Awaitable[T]],
             if err is not None:
                 errors[task] = err
                 continue
-            for other in pending:
-                _drop(other, discard)
+            for other in (first, second):
+                if other is not task and other not in errors:
+                    _drop(other, discard)  # pending, or done in the same instant
             if task is second:
                 state.wins += 1
                 if counter is not None:

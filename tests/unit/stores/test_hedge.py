@@ -198,3 +198,32 @@ def test_policy_refuses_nonsense() -> None:
         HedgePolicy(floor=1.0, cap=0.5)
     with pytest.raises(CsupError, match="quantile"):
         HedgePolicy(quantile=1.0)
+
+
+def test_when_both_copies_answer_at_once_the_loser_is_released() -> None:
+    async def main() -> tuple[str, list[str | None]]:
+        state = HedgeState(HedgePolicy(floor=0.01, cap=0.01, min_samples=1, budget=1.0,
+                                       burst=1.0))
+        state.observe(0.001)
+        gate = asyncio.Event()
+        released: list[str | None] = []
+        calls = 0
+
+        async def send() -> str:
+            nonlocal calls
+            calls += 1
+            n = calls
+            await gate.wait()  # both answer in the same loop iteration
+            return f"reply {n}"
+
+        async def open_gate() -> None:
+            await asyncio.sleep(0.05)
+            gate.set()
+
+        opener = asyncio.ensure_future(open_gate())
+        got = await hedged(state, send, released.append)
+        await opener
+        return got, released
+
+    got, released = asyncio.run(main())
+    assert got == "reply 1" and released == ["reply 2"]
