@@ -9,6 +9,10 @@ a JSON header and raw bytes, checked against the key and version it claims.
 
 * Keys are a SHA-256 of the store's scope (its kind and options, credentials
   included) and the object's key: no credential or URL is written in clear.
+  Only opens through a shared store (a URL and options, not ``store=``) are
+  written: their scope means the same in every process.
+* The files hold tail bytes, which may include data: the directory is made
+  ``0700`` and the files ``0600``.
 * Writes are atomic (a temporary file in the same directory, then
   ``os.replace``), so concurrent processes see an entry whole or not at all;
   a damaged or foreign file is a miss, and removed.
@@ -87,7 +91,7 @@ class DiskMetadataCache(MetadataCache):
     # ------------------------------------------------------------ lookups ---
     def get(self, ident: Hashable, version: str | None = None) -> CachedMetadata | None:
         hit = super().get(ident, version)
-        if hit is not None:
+        if hit is not None or not _persistable(ident):
             return hit
         entry = self._read(ident)
         if entry is None or (version is not None and entry.version != version):
@@ -98,7 +102,7 @@ class DiskMetadataCache(MetadataCache):
 
     def put(self, ident: Hashable, entry: CachedMetadata) -> None:
         super().put(ident, entry)
-        if entry.version is not None:
+        if entry.version is not None and _persistable(ident):
             self._write(ident, entry)
 
     def clear(self) -> None:
@@ -162,6 +166,16 @@ class DiskMetadataCache(MetadataCache):
             with contextlib.suppress(OSError):
                 f.unlink()
             total -= size
+
+
+def _persistable(ident: Hashable) -> bool:
+    """Whether an entry may be shared with other processes: only when its scope is made
+    of the store's kind and options (a shared store), which mean the same thing in every
+    process; a store passed by hand has a scope numbered in this process only, so its
+    entries stay in memory (another process's store of that number may hold other
+    credentials)."""
+    scope = ident[0] if isinstance(ident, tuple) and ident else None
+    return isinstance(scope, tuple) and bool(scope) and scope[0] == "shared"
 
 
 def _encode(entry: CachedMetadata, digest: str) -> bytes:

@@ -189,3 +189,30 @@ def test_s3_revalidation_answers_304_with_no_tail_bytes(moto_s3: Any, tmp_path: 
     moto_s3.put("dc/s3.csup", _file(2000, start=5))
     _, nbytes, rows = asyncio.run(open_once(5))
     assert nbytes > 0 and rows == 2000
+
+
+def test_a_store_passed_by_hand_is_cached_in_memory_only(range_server: Any,
+                                                         tmp_path: Path) -> None:
+    """Its scope is numbered in this process only: on disk it could answer another
+    process's store of the same number, with other credentials."""
+    import asyncio
+
+    from csup_async.stores import HTTPStore
+
+    range_server.put("dc/own.csup", _file(500))
+    cache = DiskMetadataCache(tmp_path / "own")
+
+    async def main() -> int:
+        store = HTTPStore()
+        try:
+            for _ in range(2):
+                async with csup_async.open(range_server.url("dc/own.csup"), store=store,
+                                           metadata_cache=cache, immutable=True) as r:
+                    await r.scan(["id"])
+                    last = r.open_stats.requests
+            return last
+        finally:
+            await store.close()
+
+    assert asyncio.run(main()) == 0  # the memory layer still answers
+    assert not list((tmp_path / "own").glob("*.csupmeta"))
