@@ -1,7 +1,7 @@
 """A metadata cache that outlives the process: the next CLI run or Spark executor starts warm.
 
 ``open(url, metadata_cache=DiskMetadataCache(directory))`` (or
-``metadata_cache="directory"``) keeps, besides the in-memory LRU, one file per
+``metadata_cache=Path(directory)``) keeps, besides the in-memory LRU, one file per
 object and version under ``directory``: the tail bytes and any other bytes the
 open read, from which the metadata is parsed again on a hit (parsing is CPU
 only; what the cache saves is the requests).  Nothing is unpickled: an entry is
@@ -98,6 +98,15 @@ class DiskMetadataCache(MetadataCache):
             return None
         self.disk_hits += 1
         MetadataCache.put(self, ident, entry)  # in memory from now on
+        return entry
+
+    def peek(self, ident: Hashable) -> CachedMetadata | None:
+        hit = super().peek(ident)
+        if hit is not None or not _persistable(ident):
+            return hit
+        entry = self._read(ident)
+        if entry is not None:
+            MetadataCache.put(self, ident, entry)
         return entry
 
     def put(self, ident: Hashable, entry: CachedMetadata) -> None:
@@ -227,7 +236,7 @@ _by_dir_lock = threading.Lock()
 
 def disk_cache(directory: str | os.PathLike[str]) -> DiskMetadataCache:
     """The process's DiskMetadataCache for ``directory`` (one per directory, for
-    ``metadata_cache="directory"``)."""
+    ``metadata_cache=Path(directory)``)."""
     where = os.path.abspath(os.fspath(directory))
     with _by_dir_lock:
         cache = _by_dir.get(where)

@@ -107,14 +107,15 @@ class Reader:
     async def _revalidate(self, cache: Any, t0: float) -> Awaitable[TailRead] | None:
         """A tail read conditional on the version cached before (``If-None-Match``): None
         if the object is unchanged (the cached entry is used, no tail bytes moved)."""
-        prior = cache.get(self._cache_ident())
         unless = getattr(self.store, "read_tail_unless", None)
+        prior = cache.peek(self._cache_ident()) if callable(unless) else None
         if prior is None or prior.version is None or not callable(unless):
             return self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
         tail = await unless(self.key, P.tail_prefetch_size(self.profile), prior.version)
-        if tail is None:
+        if tail is None:  # 304
             self.open_stats.requests = 1
-            self._use_cached(prior, prior.tail, t0)
+            hit = cache.get(self._cache_ident(), prior.version) or prior  # counted as a hit
+            self._use_cached(hit, hit.tail, t0)
             return None
         return _done(tail)
 
@@ -696,7 +697,7 @@ async def _done(tail: TailRead) -> TailRead:
 def _metadata_cache(option: Any) -> Any:
     """The MetadataCache an option names: False none, None none unless
     ``$CSUP_METADATA_CACHE`` names a directory, True the process's default, a
-    directory the process's on-disk cache there."""
+    pathlib.Path the process's on-disk cache in that directory."""
     if option is False:
         return None
     if option is None:
@@ -709,11 +710,11 @@ def _metadata_cache(option: Any) -> Any:
 
     if option is True:
         return default_cache()
-    if isinstance(option, (str, os.PathLike)):
+    if isinstance(option, os.PathLike):  # a Path; a str is refused (a typo would make a dir)
         from .diskcache import disk_cache
 
         return disk_cache(option)
     if not isinstance(option, MetadataCache):
-        raise CsupError(f"metadata_cache must be a MetadataCache, a directory or True, not "
+        raise CsupError(f"metadata_cache must be a MetadataCache, a pathlib.Path or True, not "
                         f"{type(option).__name__}")
     return option

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = r"""
 import asyncio, json, sys
+from pathlib import Path
 import csup_async
 
 async def main(url, cache, immutable):
@@ -30,7 +31,7 @@ async def main(url, cache, immutable):
         print(json.dumps({"open_requests": s.requests, "open_bytes": s.bytes_read,
                           "rows": len(ids), "sum": sum(ids)}))
 
-asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] == "1"))
+asyncio.run(main(sys.argv[1], Path(sys.argv[2]), sys.argv[3] == "1"))
 """
 
 
@@ -146,25 +147,29 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         DiskMetadataCache(tmp_path / "ok", max_disk_bytes=-1)
 
 
-def test_the_cli_uses_the_cache_the_environment_names(range_server: Any, tmp_path: Path) -> None:
-    """A second CLI run revalidates with one conditional request and reads no tail bytes."""
-    name = "dc/cli.csup"
+def test_the_environment_names_the_cache_for_opens_that_name_none(range_server: Any,
+                                                                  tmp_path: Path) -> None:
+    """``$CSUP_METADATA_CACHE``: a second process that names no cache revalidates with one
+    conditional request and reads no tail bytes."""
+    name = "dc/env.csup"
     range_server.put(name, _file(3000))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CSUP_METADATA_CACHE=str(tmp_path / "cli"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CSUP_METADATA_CACHE=str(tmp_path / "env"))
+    script = SCRIPT.replace("metadata_cache=cache, ", "")
 
-    def cat() -> str:
-        out = subprocess.run([sys.executable, "-m", "csup_async.cli", "cat",
-                              range_server.url(name)], capture_output=True, text=True,
-                             env=env, timeout=120, check=False)
+    def run() -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-c", script, range_server.url(name), "-", "0"],
+                             capture_output=True, text=True, env=env, timeout=120, check=False)
         assert out.returncode == 0, out.stderr
-        return out.stdout
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
-    first = cat()
+    first = run()
     range_server.reset()
-    assert cat() == first
+    second = run()
+    assert (second["rows"], second["sum"]) == (first["rows"], first["sum"])
     tails = _tail_requests(range_server.seen(name))
     assert len(tails) == 1 and tails[0].headers.get("If-None-Match")
-    assert list((tmp_path / "cli").glob("*.csupmeta"))
+    assert second["open_bytes"] == 0
+    assert list((tmp_path / "env").glob("*.csupmeta"))
 
 
 def test_s3_revalidation_answers_304_with_no_tail_bytes(moto_s3: Any, tmp_path: Path) -> None:
