@@ -12,6 +12,7 @@ from typing import Any
 from .errors import (
     AccessDeniedError,
     ArgumentError,
+    BudgetError,
     ColumnNotFoundError,
     CsupError,
     EncodeError,
@@ -47,6 +48,7 @@ _LAZY = {
     "ScanResult": "csup_async.reader",
     "close_stores": "csup_async.stores",
     "MetadataCache": "csup_async.metacache",
+    "DiskMetadataCache": "csup_async.diskcache",
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
@@ -61,10 +63,10 @@ _LAZY = {
 }
 
 __all__ = [
-    "AccessDeniedError", "ArgumentError", "ColumnNotFoundError", "CsupError", "EncodeError",
-    "FormatError", "LimitError", "NotAwaitedError", "NotFoundError", "ObjectChangedError",
-    "ObjectExistsError", "RowSelectionError", "StoreError", "StoreTimeoutError",
-    "TruncatedError", "UnsupportedTypeError", *_LAZY,
+    "AccessDeniedError", "ArgumentError", "BudgetError", "ColumnNotFoundError", "CsupError",
+    "EncodeError", "FormatError", "LimitError", "NotAwaitedError", "NotFoundError",
+    "ObjectChangedError", "ObjectExistsError", "RowSelectionError", "StoreError",
+    "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 
 

@@ -88,6 +88,11 @@ def source_text(source: object, what: str = "url") -> str:
     raise ArgumentError(f"{what} must be a string or a path, not {type(source).__name__}")
 
 
+class BudgetError(CsupError):
+    """A plan needs more requests or bytes than the caller allowed (``max_requests=``,
+    ``max_bytes=``); raised before any of its data requests is sent."""
+
+
 class StoreError(CsupError):
     """An object store failed or refused a request."""
 

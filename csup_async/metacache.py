@@ -92,6 +92,12 @@ class MetadataCache:
             self.hits += 1
             return entry
 
+    def peek(self, ident: Hashable) -> CachedMetadata | None:
+        """The entry for ``ident`` of any version, not counted as a hit or a miss (a
+        conditional request will tell whether it is still current)."""
+        with self._lock:
+            return self._entries.get(ident)
+
     def put(self, ident: Hashable, entry: CachedMetadata) -> None:
         """Remember ``entry`` (replacing an older version); objects with no version are not
         cached, since nothing could tell a replaced one apart."""

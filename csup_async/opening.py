@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Awaitable, Generator
@@ -136,6 +137,8 @@ class _Opener:
         make one (a metadata cache may answer without a request)."""
         if reader_opts.get("metadata_cache") or reader_opts.get("immutable"):
             return None
+        if reader_opts.get("metadata_cache") is None and os.environ.get("CSUP_METADATA_CACHE"):
+            return None  # the on-disk cache (diskcache.py) may revalidate instead
         import planner as P
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,21 @@ class Reader:
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
 
+    async def _revalidate(self, cache: Any, t0: float) -> Awaitable[TailRead] | None:
+        """A tail read conditional on the version cached before (``If-None-Match``): None
+        if the object is unchanged (the cached entry is used, no tail bytes moved)."""
+        unless = getattr(self.store, "read_tail_unless", None)
+        prior = cache.peek(self._cache_ident()) if callable(unless) else None
+        if prior is None or prior.version is None or not callable(unless):
+            return self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
+        tail = await unless(self.key, P.tail_prefetch_size(self.profile), prior.version)
+        if tail is None:  # 304
+            self.open_stats.requests = 1
+            hit = cache.get(self._cache_ident(), prior.version) or prior  # counted as a hit
+            self._use_cached(hit, hit.tail, t0)
+            return None
+        return _done(tail)
+
     async def _load(self, pending: Awaitable[TailRead] | None = None) -> None:
         """Read and parse the metadata (``pending``: the tail read, already sent)."""
         t0 = time.perf_counter()
@@ -117,6 +133,10 @@ class Reader:
             if hit is not None:  # no request at all: the version seen before is the one now
                 self._use_cached(hit, hit.tail, t0)
                 return
+        if pending is None and cache is not None:
+            pending = await self._revalidate(cache, t0)
+            if pending is None:
+                return  # 304: the cached version is still the object's
         if pending is None:
             pending = self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
         tail = await pending
@@ -376,7 +396,9 @@ class Reader:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Any = None, rows: slice | None = None,
-                   limit: int | None = None) -> ScanResult:
+                   limit: int | None = None, max_requests: int | None = None,
+                   max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
@@ -394,9 +416,43 @@ class Reader:
         ``rows=slice(a, b)`` (step 1, negative bounds from the end) reads only those
         rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
         only the segments holding them are fetched.
+
+        ``max_requests`` / ``max_bytes`` refuse, with a BudgetError and before any data
+        request, a scan whose plan needs more (whole scans only, for now).
+
+        ``on_progress(Progress)`` is called with the bytes read against the plan's
+        total as they land: monotonic, first at 0, last exactly at the total (whole
+        scans only, for now).
         """
-        return await self.execute(await self.plan(columns, filter=filter, rows=rows,
-                                                  limit=limit))
+        self._check_limit(limit)
+        budget = max_requests is not None or max_bytes is not None
+        whole = filter is None and rows is None and limit is None
+        if budget:
+            from .budget import check_limits
+
+            check_limits(max_requests, max_bytes)
+            if not whole:
+                raise ArgumentError("max_requests/max_bytes apply to whole scans; not yet "
+                                    "with filter=, rows= or limit=", path=self.path)
+        if on_progress is not None and not whole:
+            raise ArgumentError("on_progress applies to whole scans; not yet with filter=, "
+                                "rows= or limit=", path=self.path)
+        program = await self.plan(columns, filter=filter, rows=rows, limit=limit)
+        if budget:
+            from .budget import check_budget
+
+            check_budget(program.plan.request_count, program.plan.bytes_to_read, max_requests,
+                         max_bytes, self.path)
+        if on_progress is None:
+            return await self.execute(program)
+        from .progress import ProgressTracker, tracking
+
+        tracker = ProgressTracker(on_progress, program.plan.bytes_to_read)
+        tracker.start()
+        with tracking(tracker):
+            result = await self.execute(program)
+        tracker.file_done()  # the last event: every byte and the one file done
+        return result
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None
                    ) -> ScanResult:
@@ -735,15 +791,31 @@ def _cache_scope(store: Any) -> Any:
     return scope
 
 
+async def _done(tail: TailRead) -> TailRead:
+    return tail
+
+
 def _metadata_cache(option: Any) -> Any:
-    """The MetadataCache an option names: None/False none, True the process's default."""
-    if option is None or option is False:
+    """The MetadataCache an option names: False none, None none unless
+    ``$CSUP_METADATA_CACHE`` names a directory, True the process's default, a
+    pathlib.Path the process's on-disk cache in that directory."""
+    if option is False:
         return None
+    if option is None:
+        if not os.environ.get("CSUP_METADATA_CACHE"):
+            return None
+        from .diskcache import env_cache
+
+        return env_cache()
     from .metacache import MetadataCache, default_cache
 
     if option is True:
         return default_cache()
+    if isinstance(option, os.PathLike):  # a Path; a str is refused (a typo would make a dir)
+        from .diskcache import disk_cache
+
+        return disk_cache(option)
     if not isinstance(option, MetadataCache):
-        raise CsupError(f"metadata_cache must be a MetadataCache or True, not "
+        raise CsupError(f"metadata_cache must be a MetadataCache, a pathlib.Path or True, not "
                         f"{type(option).__name__}")
     return option

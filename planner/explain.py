@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .bill import Prices, bill, prices_for
 from .coalescing import Request
 from .projection import StreamRef
 
@@ -81,7 +82,7 @@ def _more(shown: int, total: int, what: str, detail: str = "") -> list[str]:
     return [f"    ... and {total - shown:,} more {what}{detail}"]
 
 
-def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
+def explain_plan(plan: ScanPlan, limit: int = 20, prices: Prices | None = None) -> str:
     p = plan.profile
     out = [
         f"scan plan (profile {p.name}: first byte {p.latency * 1e3:g} ms, "
@@ -136,6 +137,9 @@ def explain_plan(plan: ScanPlan, limit: int = 20) -> str:
         out.append(f"connections: {plan.warm} warm, {plan.new_connections} new"
                    + (f" ({setup:g} ms setup each)" if plan.new_connections and setup else "")
                    + f"; estimated {plan.seconds * 1e3:.0f} ms")
+    if plan.request_count:
+        out.append(str(bill(plan.request_count, plan.bytes_to_read,
+                            prices if prices is not None else prices_for(p.name))))
     out.extend(_request_line(i, r) for i, r in enumerate(plan.requests[:limit]))
     rest_reqs = plan.requests[limit:]
     out += _more(limit, len(plan.requests), "requests",

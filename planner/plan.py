@@ -9,6 +9,7 @@ from itertools import chain
 from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta, Segment
 
+from .bill import Prices
 from .coalescing import Request, plan_ranges
 from .profiles import Profile, get_profile, with_amplification
 from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
@@ -69,11 +70,12 @@ class ScanPlan:
     def served_count(self) -> int:
         return len(self.requests) - self.request_count
 
-    def explain(self, limit: int = 20) -> str:
-        """A readable account: columns -> streams -> segments -> requests, amplification."""
+    def explain(self, limit: int = 20, prices: Prices | None = None) -> str:
+        """A readable account: columns -> streams -> segments -> requests, amplification,
+        and the estimated cost at ``prices`` (default: the store's list prices, bill.py)."""
         from .explain import explain_plan
 
-        return explain_plan(self, limit)
+        return explain_plan(self, limit, prices)
 
 
 def plan_scan(meta: FileMeta, columns: Iterable[str] | str | None = None,

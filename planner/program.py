@@ -57,8 +57,9 @@ class ScanProgram:
             raise AttributeError(name)
         return getattr(self.plan, name)
 
-    def explain(self, limit: int = 20) -> str:
-        """What the scan will do, before it reads a byte (after the row map, if any)."""
+    def explain(self, limit: int = 20, prices: Any = None) -> str:
+        """What the scan will do, before it reads a byte (after the row map, if any);
+        ``prices`` (a ``planner.bill.Prices``) price a whole scan's requests and bytes."""
         head = [f"scan program: {self.kind}; columns: {', '.join(self.columns) or '(all)'}"]
         if self.ranges is not None:
             head.append(f"rows selected: {self.ranges.rows:,} in {len(self.ranges):,} "
@@ -73,4 +74,6 @@ class ScanProgram:
                         f"({'whole' if self.rowmap.complete else 'a prefix'}; "
                         f"{req} request{'s' if req != 1 else ''}, {nbytes:,} bytes while "
                         "planning)")
-        return "\n".join([*head, self.plan.explain(limit)])
+        inner = (self.plan.explain(limit, prices=prices) if prices is not None
+                 else self.plan.explain(limit))
+        return "\n".join([*head, inner])

@@ -48,7 +48,9 @@ import numpy as np
 from .. import decode as D
 from ..errors import CsupError, FormatError
 from ..meta import FileMeta, Segment
+from ..progress import current_tracker
 from ..stores import Store
+from ..stores.hedge import counting
 from ..stores.local import LocalStore
 from .checks import check_count, check_crc, segment_error
 from .memory import pages
@@ -205,6 +207,7 @@ class SegmentSource:
         self.verify = options.verify_checksums
         self.limit = options.limits.max_mem_length
         self.stats = stats
+        self.watch = current_tracker()  # on_progress: each chunk that lands is reported
         self.eager = eager
         self.window = options.concurrency
         reqs: list[Any] = [r for r in plan.requests if not r.served]
@@ -476,6 +479,7 @@ class SegmentSource:
         task.add_done_callback(self.tasks.discard)
 
     async def _run(self, k: int) -> None:
+        counting(self.stats)  # this task's hedged requests count in the scan's stats
         try:
             await self._stream(k)
         except asyncio.CancelledError:
@@ -532,6 +536,8 @@ class SegmentSource:
                     raise FormatError(f"store returned more than the {length}-byte range")
                 view[pos: pos + m] = chunk
                 pos += m
+                if self.watch is not None:
+                    self.watch.add(m)
                 self.progress[k] = pos
                 self._advance(k)
         return pos
@@ -543,6 +549,8 @@ class SegmentSource:
             async for pos in filled:
                 if self.stats.ttfb is None:
                     self.stats.ttfb = time.perf_counter() - self.t0
+                if self.watch is not None:
+                    self.watch.add(pos - self.progress[k])
                 self.progress[k] = pos
                 self._advance(k)
         return pos

@@ -22,6 +22,8 @@ class ScanStats:
     ttfb: float | None = None  # seconds to the first response byte of the scan's first read
     wall: float = 0.0
     metadata_requests: int = 0
+    hedges: int = 0  # second copies of late range requests (stores/hedge.py)
+    hedge_wins: int = 0  # of those, the ones that answered first
 
     def __str__(self) -> str:
         ttfb = f"{self.ttfb * 1000:.1f} ms" if self.ttfb is not None else "-"

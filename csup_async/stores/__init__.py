@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import CHUNK_SIZE, ObjectInfo, Store, TailRead
+from .hedge import HedgePolicy
 from .local import LocalStore
 from .redact import redact_text, redact_url
 from .retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .s3 import S3Store
 
 __all__ = ["CHUNK_SIZE", "DEFAULT_RETRY", "NO_RETRY", "FsspecStore", "GCSStore", "HTTPStore",
-           "LocalStore", "ObjectInfo", "RetryPolicy", "S3Store", "Store", "TailRead",
+           "HedgePolicy", "LocalStore", "ObjectInfo", "RetryPolicy", "S3Store", "Store", "TailRead",
            "close_stores", "redact_text", "redact_url", "shared_store", "store_for"]
 
 _LAZY = {"S3Store": ".s3", "GCSStore": ".gcs", "HTTPStore": ".http",

@@ -19,8 +19,16 @@ from typing import Any
 import yarl
 
 from ..errors import CsupError, StoreError, StoreTimeoutError
-from ._ranged import DEFAULT_MIN_THROUGHPUT, RangedStore, Reply, status_error
+from ._ranged import (
+    DEFAULT_MIN_THROUGHPUT,
+    IF_NONE_MATCH,
+    NotModified,
+    RangedStore,
+    Reply,
+    status_error,
+)
 from .base import CHUNK_SIZE
+from .pacing import pacer_for
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 from .tls import aiohttp  # its CA certificates read on the first TLS connection
@@ -31,8 +39,10 @@ _JSON_BODY_LIMIT = 16 << 20  # a metadata or listing page; more is refused, not 
 _MAX_REDIRECTS = 10
 _KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's default, stated here)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_THROTTLED = frozenset({429, 503})
 # What a request keeps when a redirect leaves its origin: what the protocol needs, nothing else.
-_KEPT_ACROSS_ORIGINS = frozenset({"range", "if-match", "if-unmodified-since", "accept-encoding"})
+_KEPT_ACROSS_ORIGINS = frozenset({"range", "if-match", "if-unmodified-since", "if-none-match",
+                                  "accept-encoding"})
 
 
 def _origin(url: yarl.URL) -> tuple[str, str, int | None]:
@@ -150,6 +160,12 @@ class AiohttpStore(RangedStore):
         if self._loop is not None:
             self._last_used = self._loop.time()
 
+    def _drop_reply(self, reply: Reply | None) -> None:
+        super()._drop_reply(reply)
+        # A copy that lost a race closes its connection (if it had one): the planner
+        # must not count it as warm.  Counting one too few only costs a little setup.
+        self._opened = max(0, self._opened - 1)
+
     def warm_connections(self) -> int:
         """About how many connections the pool holds open: those it made, while it has
         been used within the keep-alive time (the planner charges new ones their setup).
@@ -187,8 +203,14 @@ class AiohttpStore(RangedStore):
         session = self._session()
         origin = _origin(url)
         sent = dict(headers)
+        unless = IF_NONE_MATCH.get() if method == "GET" else None
+        if unless is not None:
+            sent["If-None-Match"] = unless
         for _ in range(_MAX_REDIRECTS + 1):
             resp = await self._send_once(session, method, url, sent, path)
+            if resp.status == 304 and unless is not None:
+                resp.close()
+                raise NotModified(f"not modified since version {unless}", path=path)
             if resp.status not in _REDIRECTS or not self.follow_redirects:
                 return resp
             location = resp.headers.get("Location")
@@ -208,8 +230,12 @@ class AiohttpStore(RangedStore):
 
     async def _send_once(self, session: aiohttp.ClientSession, method: str, url: yarl.URL,
                          headers: Mapping[str, str], path: str) -> aiohttp.ClientResponse:
+        pacer = pacer_for(url.scheme, url.host or "", url.port, url.raw_path)
+        await pacer.wait()
         try:
-            return await session.request(method, url, headers=headers, allow_redirects=False)
+            resp = await session.request(method, url, headers=headers, allow_redirects=False)
+            pacer.record(resp.status in _THROTTLED)
+            return resp
         except TimeoutError:
             raise Retryable(StoreTimeoutError(
                 f"no response within {self.read_timeout:g} s (read_timeout)", path=path)

@@ -12,6 +12,7 @@ and an object replaced between requests.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
@@ -20,10 +21,16 @@ from typing import Any
 
 from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
+from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
 
-__all__ = ["RangedStore", "Reply", "Unsatisfiable", "parse_content_range", "status_error"]
+__all__ = ["IF_NONE_MATCH", "NotModified", "RangedStore", "Reply", "Unsatisfiable",
+           "parse_content_range", "status_error"]
+
+#: An ETag a GET of this task is conditional on (``If-None-Match``): a 304 is NotModified.
+IF_NONE_MATCH: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "csup_if_none_match", default=None)
 
 
 DEFAULT_MIN_THROUGHPUT = 64 * 1024
@@ -44,6 +51,10 @@ class Reply:
 
     def content_length(self) -> int | None:
         return parse_length(self.headers.get("content-length"))
+
+
+class NotModified(StoreError):
+    """A 304: the object is still the version a conditional request named."""
 
 
 class Unsatisfiable(StoreError):
@@ -126,6 +137,9 @@ class RangedStore(StoreBase):
     #: The most a whole-object body may be when a server ignores Range (a tail read then
     #: needs the whole object): past it the read is refused, never downloaded.
     max_whole_body: int = DEFAULT_MAX_WHOLE_BODY
+    #: When a pinned range read is sent a second time (see stores/hedge.py); None: never.
+    hedge: HedgePolicy | None = DEFAULT_HEDGE
+    _hedge_state: HedgeState | None = None
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -184,6 +198,28 @@ class RangedStore(StoreBase):
             raise Retryable(self._late(path)) from None
         reply.body = self._timed(reply.body, deadline, path)
         return reply
+
+    async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
+                           path: str) -> Reply:
+        """``_open_until``, hedged when the read is pinned to a version and hedging is on."""
+        policy = self.hedge
+        if pin is None or policy is None:
+            return await self._open_until(key, range_, pin, deadline, path)
+        state = self._hedge_state
+        if state is None or state.policy is not policy:
+            state = self._hedge_state = HedgeState(policy)
+        return await hedged(state, lambda: self._open_until(key, range_, pin, deadline, path),
+                            self._drop_reply)
+
+    def _drop_reply(self, reply: Reply | None) -> None:
+        """Release the reply of a copy that lost the race (unread: its connection closes)."""
+        if reply is not None:
+            reply.release()
+
+    @property
+    def hedge_state(self) -> HedgeState | None:
+        """This store's first-byte times and hedge counts (None before a hedgeable read)."""
+        return self._hedge_state
 
     def _late(self, path: str) -> StoreTimeoutError:
         what = (f"the {self.timeout:g} s timeout" if self.timeout is not None else
@@ -244,6 +280,23 @@ class RangedStore(StoreBase):
                     await attempts.failed(e)
 
         return await self._within(attempt(), op, path)
+
+    async def read_tail_unless(self, key: str, length: int, version: str) -> TailRead | None:
+        """``read_tail``, unless the object is still ``version``: then None, and no body.
+
+        Conditional on the version's ETag (``If-None-Match``); a version that is
+        not a strong ETag, or a server that ignores the condition, gives the
+        tail as ``read_tail`` would.
+        """
+        if not version.startswith('"'):
+            return await self.read_tail(key, length)
+        token = IF_NONE_MATCH.set(version)
+        try:
+            return await self.read_tail(key, length)
+        except NotModified:
+            return None
+        finally:
+            IF_NONE_MATCH.reset(token)
 
     async def _tail_once(self, key: str, n: int, path: str,
                          op: float | None = None) -> TailRead:
@@ -358,8 +411,8 @@ class RangedStore(StoreBase):
         while pos < end:
             try:
                 deadline = self._request_deadline(end - pos, op)
-                reply = await self._open_until(key, f"bytes={pos}-{end - 1}", pin, deadline,
-                                               path)
+                reply = await self._open_pinned(key, f"bytes={pos}-{end - 1}", pin, deadline,
+                                                path)
                 try:
                     skip, total = self._check_reply(reply, pos, end, pin, path)
                     chunks = self._chunks(reply, skip, end - pos, path,

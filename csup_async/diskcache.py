@@ -1,0 +1,251 @@
+"""A metadata cache that outlives the process: the next CLI run or Spark executor starts warm.
+
+``open(url, metadata_cache=DiskMetadataCache(directory))`` (or
+``metadata_cache=Path(directory)``) keeps, besides the in-memory LRU, one file per
+object and version under ``directory``: the tail bytes and any other bytes the
+open read, from which the metadata is parsed again on a hit (parsing is CPU
+only; what the cache saves is the requests).  Nothing is unpickled: an entry is
+a JSON header and raw bytes, checked against the key and version it claims.
+
+* Keys are a SHA-256 of the store's scope (its kind and options, credentials
+  included) and the object's key: no credential or URL is written in clear.
+  Only opens through a shared store (a URL and options, not ``store=``) are
+  written: their scope means the same in every process.
+* The files hold tail bytes, which may include data: the directory is made
+  ``0700`` and the files ``0600``.
+* Writes are atomic (a temporary file in the same directory, then
+  ``os.replace``), so concurrent processes see an entry whole or not at all;
+  a damaged or foreign file is a miss, and removed.
+* The directory is bounded (``max_disk_bytes``): after a write, the least
+  recently used entries (file modification time, touched on each hit) go.
+* With ``immutable=True`` a hit makes no request; otherwise the open's tail
+  read is conditional (``If-None-Match`` with the cached ETag) and a 304 ends
+  it with no body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import threading
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from .errors import CsupError
+from .format import find_trailer, parse_reassembly
+from .metacache import DEFAULT_CACHE_BYTES, CachedMetadata, MetadataCache
+from .rangebuf import RangeBuffer
+from .stores import ObjectInfo, TailRead
+
+__all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "DiskMetadataCache", "disk_cache", "env_cache"]
+
+#: A directory here turns the on-disk cache on for every open that names no cache:
+#: the CLI and Spark executors (``spark.executorEnv.CSUP_METADATA_CACHE``) included.
+CACHE_ENV = "CSUP_METADATA_CACHE"
+
+DEFAULT_DISK_BYTES = 256 << 20
+_MAGIC = b"CSUPMC1\n"
+_HEADER = struct.Struct("<I")
+_SUFFIX = ".csupmeta"
+
+
+def _stable(value: Any) -> str:
+    """A text form of a cache scope that is the same in every process (sets sorted)."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ",".join(sorted(_stable(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_stable(v) for v in value) + ")"
+    return repr(value)
+
+
+class DiskMetadataCache(MetadataCache):
+    """A MetadataCache whose entries are also kept in ``directory`` for other processes."""
+
+    def __init__(self, directory: str | os.PathLike[str], *,
+                 max_bytes: int = DEFAULT_CACHE_BYTES,
+                 max_disk_bytes: int = DEFAULT_DISK_BYTES) -> None:
+        super().__init__(max_bytes)
+        if not isinstance(max_disk_bytes, int) or max_disk_bytes < 0:
+            raise CsupError(f"max_disk_bytes must be a non-negative int, not {max_disk_bytes!r}")
+        self.directory = Path(directory)
+        try:
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as e:
+            raise CsupError(f"cannot use {str(directory)!r} as a metadata cache: "
+                            f"{e.strerror or e}") from None
+        self.max_disk_bytes = max_disk_bytes
+        self.disk_hits = 0
+
+    def __repr__(self) -> str:
+        return f"DiskMetadataCache({str(self.directory)!r}, {super().__repr__()})"
+
+    def _file(self, ident: Hashable) -> tuple[Path, str]:
+        digest = hashlib.sha256(_stable(ident).encode("utf-8", "surrogatepass")).hexdigest()
+        return self.directory / (digest + _SUFFIX), digest
+
+    # ------------------------------------------------------------ lookups ---
+    def get(self, ident: Hashable, version: str | None = None) -> CachedMetadata | None:
+        hit = super().get(ident, version)
+        if hit is not None or not _persistable(ident):
+            return hit
+        entry = self._read(ident)
+        if entry is None or (version is not None and entry.version != version):
+            return None
+        self.disk_hits += 1
+        MetadataCache.put(self, ident, entry)  # in memory from now on
+        return entry
+
+    def peek(self, ident: Hashable) -> CachedMetadata | None:
+        hit = super().peek(ident)
+        if hit is not None or not _persistable(ident):
+            return hit
+        entry = self._read(ident)
+        if entry is not None:
+            MetadataCache.put(self, ident, entry)
+        return entry
+
+    def put(self, ident: Hashable, entry: CachedMetadata) -> None:
+        super().put(ident, entry)
+        if entry.version is not None and _persistable(ident):
+            self._write(ident, entry)
+
+    def clear(self) -> None:
+        super().clear()
+        for f in self.directory.glob("*" + _SUFFIX):
+            with contextlib.suppress(OSError):
+                f.unlink()
+
+    # -------------------------------------------------------------- files ---
+    def _read(self, ident: Hashable) -> CachedMetadata | None:
+        path, digest = self._file(ident)
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            entry = _decode(raw, digest)
+        except (CsupError, ValueError, KeyError, TypeError, struct.error):
+            entry = None
+        if entry is None:
+            with contextlib.suppress(OSError):
+                path.unlink()  # damaged or not ours: a miss, and gone
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: evicted last
+        return entry
+
+    def _write(self, ident: Hashable, entry: CachedMetadata) -> None:
+        path, digest = self._file(ident)
+        blob = _encode(entry, digest)
+        if len(blob) > self.max_disk_bytes:
+            return
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(blob)
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return  # a full or read-only disk costs the cache, never the read
+        self._evict()
+
+    def _evict(self) -> None:
+        files: list[tuple[float, int, Path]] = []
+        total = 0
+        for f in self.directory.glob("*" + _SUFFIX):
+            try:
+                st = f.stat()
+            except OSError:
+                continue  # another process removed it
+            files.append((st.st_mtime, st.st_size, f))
+            total += st.st_size
+        files.sort()
+        for _, size, f in files:
+            if total <= self.max_disk_bytes:
+                break
+            with contextlib.suppress(OSError):
+                f.unlink()
+            total -= size
+
+
+def _persistable(ident: Hashable) -> bool:
+    """Whether an entry may be shared with other processes: only when its scope is made
+    of the store's kind and options (a shared store), which mean the same thing in every
+    process; a store passed by hand has a scope numbered in this process only, so its
+    entries stay in memory (another process's store of that number may hold other
+    credentials)."""
+    scope = ident[0] if isinstance(ident, tuple) and ident else None
+    return isinstance(scope, tuple) and bool(scope) and scope[0] == "shared"
+
+
+def _encode(entry: CachedMetadata, digest: str) -> bytes:
+    tail = entry.tail
+    parts = [(tail.offset, tail.data), *entry.extra]
+    header = json.dumps({"key": digest, "version": entry.version, "size": tail.info.size,
+                         "parts": [[off, len(data)] for off, data in parts]}).encode()
+    return b"".join([_MAGIC, _HEADER.pack(len(header)), header,
+                     *(bytes(data) for _, data in parts)])
+
+
+def _decode(raw: bytes, digest: str) -> CachedMetadata | None:
+    if not raw.startswith(_MAGIC):
+        return None
+    pos = len(_MAGIC)
+    (n,) = _HEADER.unpack_from(raw, pos)
+    pos += _HEADER.size
+    head = json.loads(raw[pos:pos + n])
+    pos += n
+    if head["key"] != digest or not isinstance(head["version"], str):
+        return None
+    size = int(head["size"])
+    parts: list[tuple[int, bytes]] = []
+    for off, length in head["parts"]:
+        off, length = int(off), int(length)
+        if off < 0 or length < 0 or off + length > size or pos + length > len(raw):
+            return None
+        parts.append((off, raw[pos:pos + length]))
+        pos += length
+    if pos != len(raw) or not parts:
+        return None
+    (t_off, t_data), extra = parts[0], tuple(parts[1:])
+    if t_off + len(t_data) != size:
+        return None  # a tail ends at the end of the object
+    trailer = find_trailer(t_data, size)
+    buf = RangeBuffer()
+    for off, data in parts:
+        buf.add(off, data)
+    start = trailer.data_size
+    section = buf.get(start, trailer.reassembly_size)
+    meta = parse_reassembly(section, trailer, size)
+    tail = TailRead(t_data, ObjectInfo(size, head["version"]))
+    return CachedMetadata(meta, tail, extra)
+
+
+_by_dir: dict[str, DiskMetadataCache] = {}
+_by_dir_lock = threading.Lock()
+
+
+def disk_cache(directory: str | os.PathLike[str]) -> DiskMetadataCache:
+    """The process's DiskMetadataCache for ``directory`` (one per directory, for
+    ``metadata_cache=Path(directory)``)."""
+    where = os.path.abspath(os.fspath(directory))
+    with _by_dir_lock:
+        cache = _by_dir.get(where)
+        if cache is None:
+            cache = _by_dir[where] = DiskMetadataCache(where)
+        return cache
+
+
+def env_cache() -> DiskMetadataCache | None:
+    """The cache ``$CSUP_METADATA_CACHE`` names, if it names one."""
+    where = os.environ.get(CACHE_ENV)
+    return disk_cache(where) if where else None
