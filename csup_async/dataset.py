@@ -431,4 +431,6 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    return _DatasetOpener(source, store, options)
+    from .read.options import renamed_options
+
+    return _DatasetOpener(source, store, renamed_options(options))
