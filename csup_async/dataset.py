@@ -100,14 +100,15 @@ class Dataset:
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | None = None,
-                   target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
+                   target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES,
+                   filters: Any = None) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size.
 
         With ``filter`` (an expression or its text form), files its partition part
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        filter = _as_filter(filter)
+        filter = _as_filter(filter, filters)
         readers, idx = await self._select(filter)
         self._check_filter_paths(filter)
         readers, _, pruned = self._by_statistics(readers, idx, filter)
@@ -136,7 +137,8 @@ class Dataset:
         return plan
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
-                   limit: int | None = None, filter: Expr | None = None) -> ScanResult:
+                   limit: int | None = None, filter: Expr | None = None,
+                   filters: Any = None) -> ScanResult:
         """Rows of every file in file order; with ``limit``, only the first files whose
         row counts (known from metadata) cover ``limit`` rows are read at all.
 
@@ -146,7 +148,7 @@ class Dataset:
         data request, and a filter that reads data columns is evaluated exactly on the
         scanned rows."""
         t0 = time.perf_counter()
-        filter = _as_filter(filter)
+        filter = _as_filter(filter, filters)
         residual = filter if filter is not None and not (
             self.partitions is not None and self.partitions.only_partitions(filter)) else None
         lazy = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and (
@@ -309,13 +311,12 @@ class Dataset:
         await self.close()
 
 
-def _as_filter(filter: Expr | str | None) -> Expr | None:
-    """A filter given as text (the CLI's ``--where`` grammar) parsed; others as given."""
-    if isinstance(filter, str):
-        from planner.filters import parse_filter
+def _as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
+    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
+    (``filters=``) as an expression; an expression as given."""
+    from planner.dnf import as_expr
 
-        return parse_filter(filter)
-    return filter
+    return as_expr(filter, filters)  # type: ignore[no-any-return]
 
 
 def _null_type() -> Any:

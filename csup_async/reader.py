@@ -20,6 +20,7 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
+from planner.dnf import as_expr
 
 from . import arrays as A
 from . import read as R
@@ -211,9 +212,11 @@ class Reader:
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> Any:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> Any:
         """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
         ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
+        filter = as_expr(filter, filters)  # text, or pyarrow's list form
         paths = self._paths(columns)
         self._check_limit(limit)
         if filter is None and rows is None and limit is None:
@@ -301,7 +304,7 @@ class Reader:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Any = None, rows: slice | None = None,
-                   limit: int | None = None) -> ScanResult:
+                   limit: int | None = None, filters: Any = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
         Every planned request is streamed at once (``concurrency`` in flight);
@@ -319,7 +322,11 @@ class Reader:
         ``rows=slice(a, b)`` (step 1, negative bounds from the end) reads only those
         rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
         only the segments holding them are fetched.
+
+        ``filters=`` takes pyarrow's list form (``[("a", ">", 3)]``, a list of lists
+        for OR; :mod:`planner.dnf`), as ``filter=`` does.
         """
+        filter = as_expr(filter, filters)  # text, or pyarrow's list form
         paths = self._paths(columns)
         self._check_limit(limit)
         if filter is None and rows is None and limit is None:
@@ -382,10 +389,10 @@ class Reader:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
-        from planner.filters import columns_of, parse_filter
+        from planner.filters import columns_of
 
         try:
-            expr = parse_filter(filter) if isinstance(filter, str) else filter
+            expr = as_expr(filter)
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
             raise e.with_path(self.path) from None
@@ -421,7 +428,8 @@ class Reader:
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
-                           filter: Any = None) -> AsyncIterator[ScanResult]:
+                           filter: Any = None, filters: Any = None
+                           ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
         The plan is fetched in 2 MiB pieces as the batches need them, ``prefetch``
@@ -436,6 +444,7 @@ class Reader:
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
         """
+        filter = as_expr(filter, filters)  # text, or pyarrow's list form
         batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
             prefetch = _check_count("prefetch", prefetch, 0, self.path)

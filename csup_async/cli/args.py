@@ -16,13 +16,17 @@ def _store_flags() -> argparse.ArgumentParser:
     """Store options as flags; credentials come from the environment (never from argv)."""
     s = argparse.ArgumentParser(add_help=False)
     g = s.add_argument_group("store options (also from AWS_*, GOOGLE_*, STORAGE_EMULATOR_HOST)")
-    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), "
-                   "or a GCS JSON-API endpoint for gs:// URLs")
+    g.add_argument("--endpoint", "--endpoint-url", dest="endpoint_url", metavar="URL",
+                   help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), or a GCS "
+                        "JSON-API endpoint for gs:// URLs (the endpoint option of "
+                        "open() and Spark; --endpoint-url is the old spelling)")
     g.add_argument("--region", help="S3 region")
     g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
     g.add_argument("--request-payer", action="store_true",
                    help="S3: pay for the requests to a requester-pays bucket")
     g.add_argument("--concurrency", type=int, default=None, help="requests in flight per file")
+    g.add_argument("--max-connections", type=int, default=None, metavar="N",
+                   help="connections the store may open at once (default 64)")
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
     g.add_argument("--no-verify-ssl", action="store_true", help="skip TLS verification")

@@ -27,7 +27,8 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
-from planner.filters import Expr, Truth, bind, columns_of, parse_filter
+from planner.dnf import as_expr
+from planner.filters import Expr, Truth, bind, columns_of
 from planner.profiles import with_amplification
 from planner.projection import path_type
 from planner.selection import (
@@ -205,7 +206,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
                 available: tuple[int, int] | None, base: RowRanges | None = None
                 ) -> tuple[FilterPlan, _FilterWork]:
     """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O)."""
-    expr = parse_filter(filter) if isinstance(filter, str) else filter
+    expr = as_expr(filter)
     fpaths = list(dict.fromkeys(columns_of(expr)))
     names = _type_names(meta, fpaths)
     bound = bind(expr, names)
