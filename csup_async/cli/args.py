@@ -84,14 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", parents=[common, store],
         help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet",
         description="Convert a file (BSUP/ZNG, JSON/NDJSON, Parquet, CSUP) or CSUP objects to "
-                    "a .csup or .bsup file.",
+                    "a .csup, .bsup, .parquet or .ndjson/.jsonl file (the format from the "
+                    "output's suffix, or --to), streamed in batches.",
         epilog="What changes on the way: JSON integers become int64 (uint64 above its range), "
                "other numbers float64; Parquet/Arrow timestamps of any unit become time (ns, "
                "UTC) and date32/date64 become time at midnight UTC; decimals and times of day "
-               "are refused. Several inputs must all be CSUP (read as one dataset).")
+               "are refused. Several inputs must all be CSUP (read as one dataset). To "
+               "NDJSON, each value is printed as `cat` prints it; to Parquet, columns are "
+               "typed as ScanResult.to_arrow() types them (unions unified, each change "
+               "noted on stderr).")
     c.add_argument("input", nargs="+",
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
-    c.add_argument("output", help="a .csup or .bsup file")
+    c.add_argument("output", help="a .csup, .bsup, .parquet or .ndjson/.jsonl file (.csup "
+                                  "may be an object store URL)")
+    c.add_argument("--to", choices=("csup", "bsup", "parquet", "ndjson"), default=None,
+                   help="the output's format (default: from its suffix)")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "
                         "(CSUP output; default 1 MiB)")
@@ -120,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
     c.add_argument("--where", default=None, metavar="FILTER", help=_WHERE_HELP)
+    c.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="print the first N values (N >= 0) and read only what they need")
 
     c = sub.add_parser("inspect", help="trailer, sections, super types and column tree",
                        parents=[common, store])
