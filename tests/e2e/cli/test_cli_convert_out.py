@@ -17,7 +17,7 @@ import csup_async
 from csup_async.cli import EXIT_USAGE, main
 from csup_async.cli.lines import PARQUET_BATCH_ROWS
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 T0 = dt.datetime(2024, 2, 29, 23, 59, 59, 123456, tzinfo=UTC)
 
 
@@ -61,7 +61,7 @@ def test_cat_limit_with_where_and_other_formats(data: Path, tmp_path: Path,
     src = tmp_path / "in.ndjson"
     src.write_text("".join(json.dumps({"k": i}) + "\n" for i in range(10)))
     code, out, _ = run(["cat", src, "--limit", 4], capsys)
-    assert [json.loads(x) for x in out.splitlines()] == [{"k": i} for i in range(4)]
+    assert code == 0 and [json.loads(x) for x in out.splitlines()] == [{"k": i} for i in range(4)]
     with pytest.raises(SystemExit) as e:
         main(["cat", str(src), "--limit", "-1"])
     assert e.value.code == EXIT_USAGE
