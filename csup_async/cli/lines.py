@@ -96,6 +96,40 @@ def write_lines(args: argparse.Namespace, out: IO[bytes], limit: int | None = No
     return written
 
 
+def _combined(schemas: list[Any], src: Any) -> Any:
+    """One Arrow schema for the objects' own (from their metadata): every column, in
+    order of first appearance, each type widened as Arrow promotes types."""
+    import pyarrow as pa
+
+    try:
+        return pa.unify_schemas([pa.schema(s) for s in schemas], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise CsupError(f"the objects' columns have types one Parquet schema cannot hold "
+                        f"({e}): convert them one at a time, or to NDJSON",
+                        path=getattr(src, "label", None)) from None
+
+
+def _conform(table: Any, schema: Any, label: str) -> Any:
+    """``table`` with ``schema``'s columns in its order: a column the object lacks is
+    null, one of another type is cast where Arrow can cast it exactly."""
+    import pyarrow as pa
+
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, field.type))
+            continue
+        column = table.column(field.name)
+        try:
+            columns.append(column if column.type == field.type else column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            raise CsupError(
+                f"column {field.name!r} is {column.type} here and {field.type} in the "
+                "output; one Parquet file has one schema: convert the objects one at a "
+                "time, or to NDJSON", path=label) from None
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
 def typed_python(t: Any, x: Any) -> Any:
     """A value of type ``t`` as the JSON printer prints that type: times and durations
     (integer nanoseconds in a ``Value``) as numpy's, so a time prints as RFC 3339 text
@@ -185,20 +219,18 @@ def _parquet_of_csup(args: argparse.Namespace, tmp: str) -> int:
     def append(table: pa.Table, label: str) -> None:
         writer = state["writer"]
         if writer is None:
-            state["writer"] = writer = pq.ParquetWriter(tmp, table.schema)
-        elif not table.schema.equals(writer.schema):
-            try:
-                table = table.cast(writer.schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-                raise CsupError(
-                    "its columns have other types than the first object's; one Parquet "
-                    "file has one schema: convert the objects one at a time, or to NDJSON",
-                    path=label) from None
+            schema = state.get("schema") or table.schema
+            state["writer"] = writer = pq.ParquetWriter(tmp, schema)
+        if not table.schema.equals(writer.schema):
+            table = _conform(table, writer.schema, label)
         writer.write_table(table)
         state["rows"] += table.num_rows
 
     async def run(src: Any) -> None:
-        for r in readers_to_read(src, where):
+        readers = readers_to_read(src, where)
+        if len(readers) > 1:  # many objects: one schema, every file's columns and types
+            state["schema"] = _combined([r.schema.arrow() for r in readers], src)
+        for r in readers:
             plan_per_segment(r)
             it = r.iter_batches(None, batch_rows=PARQUET_BATCH_ROWS, filter=where,
                                 prefetch=STREAM_PREFETCH)

@@ -161,3 +161,20 @@ def test_a_failed_convert_leaves_no_output(tmp_path: Path, capsys: Any) -> None:
         assert code != 0
         assert not (tmp_path / name).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csup"]
+
+
+def test_objects_with_other_columns_share_one_parquet_schema(tmp_path: Path,
+                                                             capsys: Any) -> None:
+    d = tmp_path / "events"
+    d.mkdir()
+    csup_async.write(str(d / "day1.csup"), [{"id": 1, "user": {"name": "ann"}}])
+    csup_async.write(str(d / "day2.csup"), [{"id": 2, "amount": 9.5}])
+    out = tmp_path / "all.parquet"
+    assert run(["convert", d, out], capsys)[0] == 0
+    assert pq.read_table(out).to_pylist() == [
+        {"id": 1, "user": {"name": "ann"}, "amount": None},
+        {"id": 2, "user": None, "amount": 9.5}]
+    csup_async.write(str(d / "day3.csup"), [{"id": "three"}])
+    code, _, err = run(["convert", d, tmp_path / "bad.parquet"], capsys)
+    assert code != 0 and "one Parquet schema cannot hold" in err
+    assert not (tmp_path / "bad.parquet").exists()

@@ -175,3 +175,21 @@ def test_storage_options_empty_for_a_local_path(tmp_path: Any) -> None:
     assert csup_async.read(path, storage_options=None).num_rows == 1
     with pytest.raises(csup_async.ConfigError, match="unknown option 'region' for local"):
         csup_async.read(path, region="eu-west-1")
+
+
+def test_the_docs_table_lists_every_option_and_alias() -> None:
+    """docs/stores.md's table is the reference: an option or alias added without a row
+    (or a word in one) fails here."""
+    import dataclasses
+    from pathlib import Path
+
+    from csup_async.stores.config import aliases_of
+
+    text = (Path(__file__).parents[3] / "docs" / "stores.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in text.splitlines()
+            if line.startswith("| `")}
+    for kind, cls in (("s3", S3Config), ("gcs", GCSConfig), ("http", HTTPConfig)):
+        for f in dataclasses.fields(cls):
+            assert f.name in rows, f.name
+            for alias in aliases_of(kind, f.name):
+                assert f"`{alias}`" in rows[f.name], (f.name, alias)
