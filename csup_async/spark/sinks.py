@@ -303,10 +303,10 @@ def sink_for(dest: str, options: dict[str, Any]) -> Sink:
     if scheme in ("s3", "s3a"):
         from ..stores.config import given, parse_config
 
-        names = {"endpoint": "endpoint_url", "profile": "aws_profile",
-                 "max_connections": "limit"}  # the config's names -> S3Sink's
+        names = {"endpoint": "endpoint_url", "max_connections": "limit"}  # config -> S3Sink
         kept = ("region", "access_key_id", "secret_access_key", "session_token", "anonymous",
-                "path_style", "connect_timeout", "read_timeout", "verify_ssl", *names)
+                "path_style", "connect_timeout", "read_timeout", "verify_ssl", "aws_profile",
+                *names)
         config = given(parse_config("s3", options))
         return S3Sink(**{names.get(k, k): v for k, v in config.items() if k in kept})
     if scheme in ("http", "https"):

@@ -130,7 +130,9 @@ class S3Config(_Client):
     access_key_id: str | None = None
     secret_access_key: str | None = None
     session_token: str | None = None
-    profile: str | None = None
+    #: a profile of ~/.aws (``profile`` alone is the planner's profile in ``open``;
+    #: s3fs' ``storage_options={"profile": ...}`` is this one)
+    aws_profile: str | None = None
     anonymous: bool = False
     #: path-style URLs (default: with a custom endpoint)
     path_style: bool | None = None
@@ -141,7 +143,7 @@ class S3Config(_Client):
         return {**self._client_keywords(), "endpoint_url": self.endpoint, "region": self.region,
                 "access_key_id": self.access_key_id,
                 "secret_access_key": self.secret_access_key,
-                "session_token": self.session_token, "aws_profile": self.profile,
+                "session_token": self.session_token, "aws_profile": self.aws_profile,
                 "anonymous": self.anonymous, "path_style": self.path_style,
                 "request_payer": self.request_payer}
 
@@ -213,7 +215,7 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
                               "aws_secret_key", "client_kwargs.aws_secret_access_key"),
         "session_token": ("token", "aws_session_token", "aws_token",
                           "client_kwargs.aws_session_token"),
-        "profile": ("aws_profile", "profile_name"),
+        "aws_profile": ("profile", "profile_name"),
         "anonymous": ("anon", "skip_signature", "aws_skip_signature", "unsigned"),
         "path_style": ("force_path_style", "aws_force_path_style"),
         "request_payer": ("requester_pays", "aws_request_payer"),
