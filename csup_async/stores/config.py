@@ -25,6 +25,7 @@ import dataclasses
 import difflib
 import json
 import math
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -451,6 +452,11 @@ def parse_config(kind: str, options: Mapping[str, Any], *, what: str | None = No
         if kind == "gcs" and target == "token" and isinstance(value, str) and value in (
                 "anon", "google_default", "cloud"):  # gcsfs' names for the credential kinds
             target, value = ("anonymous", True) if value == "anon" else ("adc", True)
+        elif kind == "gcs" and target == "token" and isinstance(value, str) and (
+                value.endswith(".json") or os.path.isfile(value)):
+            raise ConfigError("token is an OAuth2 access token, not a credentials file: "
+                              "point GOOGLE_APPLICATION_CREDENTIALS at the file (Application "
+                              "Default Credentials) instead")
         elif n in map(_norm, _INVERTED) and value is not None:
             value = not _coerce(target, "bool", value)
         value = _coerce(target, types[target], value)

@@ -193,3 +193,16 @@ def test_the_docs_table_lists_every_option_and_alias() -> None:
             assert f.name in rows, f.name
             for alias in aliases_of(kind, f.name):
                 assert f"`{alias}`" in rows[f.name], (f.name, alias)
+
+
+def test_gcsfs_token_kinds(tmp_path: Any) -> None:
+    """gcsfs' token names a kind of credentials, or a key file: the first map, the file
+    is refused with the way to use it (sent as a bearer token it would be a secret leak
+    and a 401)."""
+    assert parse_config("gcs", {"token": "anon"}) == GCSConfig(anonymous=True)
+    assert parse_config("gcs", {"token": "google_default"}) == GCSConfig(adc=True)
+    key = tmp_path / "key.json"
+    key.write_text("{}")
+    with pytest.raises(csup_async.ConfigError, match="GOOGLE_APPLICATION_CREDENTIALS") as e:
+        parse_config("gcs", {"storage_options": {"token": str(key)}})
+    assert str(key) not in str(e.value)
