@@ -216,7 +216,7 @@ class Reader:
                    filters: Any = None) -> Any:
         """The plan that ``scan(columns, ...)`` with the same arguments will execute: a
         ScanPlan, or with ``filter`` a ``planner.selection.FilterPlan`` (both ``explain()``)."""
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         paths = self._paths(columns)
         self._check_limit(limit)
         if filter is None and rows is None and limit is None:
@@ -326,7 +326,7 @@ class Reader:
         ``filters=`` takes pyarrow's list form (``[("a", ">", 3)]``, a list of lists
         for OR; :mod:`planner.dnf`), as ``filter=`` does.
         """
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         paths = self._paths(columns)
         self._check_limit(limit)
         if filter is None and rows is None and limit is None:
@@ -444,7 +444,7 @@ class Reader:
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
         """
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
             prefetch = _check_count("prefetch", prefetch, 0, self.path)

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from csup_async.errors import CsupError
+
 from .filters import And, Compare, Expr, IsIn, IsNull, Not, Or, parse_filter
 from .literals import FilterError, check_literal
 
@@ -97,10 +99,18 @@ def from_dnf(filters: Sequence[Any]) -> Expr:
     return _conjunction(filters)
 
 
-def as_expr(filter: Any, filters: Any = None) -> Any:
+def as_expr(filter: Any, filters: Any = None, *, path: str | None = None) -> Any:
     """One filter expression from ``filter=`` (an expression, the ``--where`` text, or
     the list form) and ``filters=`` (the list form, as pyarrow names it); None when
-    neither is given.  Both at once is a FilterError: which one wins is not obvious."""
+    neither is given.  Both at once is a FilterError: which one wins is not obvious.
+    ``path``: the object the filter is for, named by the error of a bad filter."""
+    try:
+        return _as_expr(filter, filters)
+    except CsupError as e:
+        raise e.with_path(path) from None
+
+
+def _as_expr(filter: Any, filters: Any) -> Any:
     if filters is not None:
         if filter is not None:
             raise FilterError("pass filter= or filters=, not both")

@@ -254,7 +254,7 @@ class HeaderLayoutReader(Reader):
                    rows: slice | None = None, limit: int | None = None,
                    filters: Any = None) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -392,7 +392,7 @@ class HeaderLayoutReader(Reader):
                    filters: Any = None) -> ScanResult:
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
         holding those rows only, then sliced)."""
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -488,7 +488,7 @@ class HeaderLayoutReader(Reader):
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an
         object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
-        filter = as_expr(filter, filters)  # text, or pyarrow's list form
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         paths = self._paths(columns)

@@ -90,3 +90,11 @@ def test_filter_and_filters_together_is_an_error() -> None:
 def test_a_tuple_column_is_a_nested_path() -> None:
     expr = from_dnf([(("user", "id"), ">=", 2)])
     assert matches(expr, {"user": {"id": 3}}) and not matches(expr, {"user": {"id": 1}})
+
+
+def test_a_bad_list_names_the_file(tmp_path: Path) -> None:
+    path = str(tmp_path / "named.csup")
+    csup_async.write(path, [{"a": 1}])
+    with pytest.raises(FilterError, match="'like'") as err:
+        csup_async.read(path, filters=[("a", "like", 1)])
+    assert err.value.path == path
