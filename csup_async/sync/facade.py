@@ -21,13 +21,13 @@ from ..errors import CsupError
 from .loop import AsyncIteration, run
 
 
-def as_expr(filter: Any, filters: Any = None) -> Any:
+def as_expr(filter: Any, filters: Any = None, path: str | None = None) -> Any:
     """``planner.dnf.as_expr``, imported when a call needs it (the planner is not light)."""
     if filter is None and filters is None:
         return None
     from planner.dnf import as_expr as convert
 
-    return convert(filter, filters)
+    return convert(filter, filters, path=path)
 
 __all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_dataset_sync",
            "open_sync", "read"]
@@ -119,12 +119,12 @@ class SyncReader:
 
     def scan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
              limit: int | None = None, filters: Any = None) -> Any:
-        return run(self.reader.scan(columns, filter=as_expr(filter, filters), rows=rows,
+        return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
                                     limit=limit))
 
     def plan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
              limit: int | None = None, filters: Any = None) -> Any:
-        return run(self.reader.plan(columns, filter=as_expr(filter, filters), rows=rows,
+        return run(self.reader.plan(columns, filter=filter, filters=filters, rows=rows,
                                     limit=limit))
 
     def take(self, indices: Any, columns: Columns = None) -> Any:
@@ -146,7 +146,7 @@ class SyncReader:
                      prefetch: int | None = None, filter: Any = None,
                      filters: Any = None) -> BatchStream:
         """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy)."""
-        filter = as_expr(filter, filters)
+        filter = as_expr(filter, filters, self.path)
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         r = self.reader
@@ -249,7 +249,6 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
     notebook (whose loop is running) alike.  Arguments as ``scan`` (``filters=``:
     pyarrow's list form); ``options`` as ``open`` (or ``open_dataset`` for several
     objects)."""
-    filter = as_expr(filter, filters)
     if is_many(source):
         if rows is not None:
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
@@ -258,7 +257,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             from ..dataset import open_dataset
 
             async with open_dataset(source, **options) as ds:
-                return await ds.scan(columns, filter=filter, limit=limit)
+                return await ds.scan(columns, filter=filter, filters=filters, limit=limit)
 
         return run(scan_many())
 
@@ -266,6 +265,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         from ..opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
-            return await r.scan(columns, filter=filter, rows=rows, limit=limit)
+            return await r.scan(columns, filter=filter, filters=filters, rows=rows,
+                                limit=limit)
 
     return run(scan_one())
