@@ -243,7 +243,7 @@ def parquet_case(sim: Any, profile: str, objects: int, lo: Any, hi: Any) -> Call
 
 
 def spark_plan_case(sim: Any, profile: str, where: str) -> Callable[[], Any]:
-    from csup_async.lake.spark import LakeReader
+    from csup_async.spark.lake import LakeReader
     from csup_async.spark.options import parse_options
 
     o = store_options(sim, profile)
@@ -327,7 +327,7 @@ def main() -> None:
         results["peer_pyarrow"] = {"median_s": pmed, "best_s": pbest, "rows": table.num_rows,
                                    "requests": c.requests // runs, "bytes": c.bytes // runs}
         # 3. Spark driver planning
-        where = f"ts>={int(lo.astype('int64'))};ts<={int(hi.astype('int64'))}"
+        where = f"ts>='{lo}Z';ts<='{hi}Z'"  # a time key compares with times, not ints
         mark = netsim.log_mark(sim.log)
         smed, sbest, parts = timed(spark_plan_case(sim, "s3", where), args.repeat)
         c = netsim.log_count(sim.log, mark)
@@ -343,7 +343,7 @@ def main() -> None:
         t0 = time.perf_counter()
         r = subprocess.run([sys.executable, "-m", "csup_async.cli", "lake", "scan", URL,
                             "--pool", "logs", "-c", "ts", "--where",
-                            f"ts>={lo}Z", "--where", f"ts<={hi}Z",
+                            f"ts>='{lo}Z'", "--where", f"ts<='{hi}Z'",
                             "--endpoint-url", sim.endpoint("s3"), "--region", "us-east-1"],
                            capture_output=True, text=True, env=env, timeout=300)
         t_cli = time.perf_counter() - t0

@@ -6,7 +6,8 @@ r.scan(["id", "s"])`` on bench_service's small object served by nginx on
 127.0.0.1 (no delay: the loop's own work is what is measured), with cProfile on
 the loop thread.  Call counts are deterministic for a fixed number of scans, unlike
 times on a shared machine; the report gives calls per scan of the functions the
-service issue named, the total calls per scan, and the top functions by own time.
+service issue named, the total calls per scan, the loop thread's and the process's CPU
+time per scan (from a second, unprofiled run) and the top functions by own time.
 ``--top N`` to show more, ``--json PATH`` to keep the figures.
 """
 
@@ -19,6 +20,7 @@ import json
 import pstats
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -49,6 +51,17 @@ async def load(url: str, scans: int, clients: int) -> int:
     return bad
 
 
+def _cpu_per_scan(url: str, scans: int, clients: int) -> dict[str, float]:
+    """The loop thread's and the process's CPU time per scan over ``scans`` scans."""
+    async def timed() -> tuple[float, float]:
+        loop0, cpu0 = time.thread_time(), time.process_time()
+        await load(url, scans, clients)
+        return time.thread_time() - loop0, time.process_time() - cpu0
+
+    loop_s, cpu_s = asyncio.run(timed())
+    return {"loop_ms": loop_s / scans * 1e3, "process_ms": cpu_s / scans * 1e3}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scans", type=int, default=400)
@@ -63,6 +76,7 @@ def main() -> None:
         try:
             url = f"{sim.endpoint('local')}/{BUCKET}/small.csup"
             asyncio.run(load(url, 8, 8))  # imports and first-use setup, not profiled
+            cpu = _cpu_per_scan(url, a.scans, a.clients)  # unprofiled: cProfile inflates it
             prof = cProfile.Profile()
             prof.enable()
             bad = asyncio.run(load(url, a.scans, a.clients))
@@ -78,6 +92,8 @@ def main() -> None:
     total = st.total_calls / a.scans  # type: ignore[attr-defined]
     print(f"{a.scans} scans, {a.clients} at a time, wrong results: {bad}")
     print(f"function calls per scan on the loop thread: {total:.0f}")
+    print(f"CPU per scan, unprofiled: loop thread {cpu['loop_ms']:.2f} ms, "
+          f"process {cpu['process_ms']:.2f} ms")
     for label, v in per.items():
         print(f"  {label}: {v:.2f} per scan")
     print(f"\ntop {a.top} by own time (calls per scan):")
@@ -87,7 +103,8 @@ def main() -> None:
               f"{Path(fn).name}:{line} {func}")
     if a.json:
         Path(a.json).write_text(json.dumps({"scans": a.scans, "clients": a.clients,
-                                            "calls_per_scan": total, "watched": per},
+                                            "calls_per_scan": total, "watched": per,
+                                            "cpu_ms_per_scan": cpu},
                                            indent=1) + "\n")
 
 

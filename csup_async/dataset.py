@@ -1,20 +1,24 @@
-"""Many CSUP objects scanned as one: concurrent metadata loads, pruning, concurrent scans.
+"""Many CSUP objects scanned as one: one Fragment per object, the Reader's verbs across them.
 
 Metadata of every file is fetched concurrently (one tail request per file in
-the common case) through one shared store; the planner drops files that
-cannot contribute and the rest are scanned ``file_concurrency`` at a time.
-Rows come out in file order (files sorted by name when listed from a prefix
-or glob), and a pruned file's rows are nulls, so row counts never depend on
-the projection.
+the common case) through one shared store (a Hive-partitioned dataset opens a
+file when a scan first needs it).  Every verb runs on :class:`Fragment`s: the
+files a filter's partition part or segment statistics rule out are dropped
+whole, and each kept file runs its own filtered scan, which prunes zones inside
+it and evaluates the filter (the one residual evaluation, the Reader's).  Rows
+come out in file order (files sorted by name when listed from a prefix or
+glob); a file that lacks a projected column gives nulls for it, so row counts
+never depend on the projection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import AsyncIterator, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,8 +29,17 @@ from planner.partitions import PartitionError, Partitions
 
 from . import arrays as A
 from .errors import ColumnNotFoundError, RowSelectionError, not_awaited, source_text
+from .fragment import (
+    DatasetScanPlan,
+    Fragment,
+    ScannedFile,
+    absent_paths,
+    as_filter,
+    per_segment,
+    row_indices,
+)
 from .opening import open as open_reader
-from .partitioning import check_partitioning, partition_columns, partitions_of, root_of
+from .partitioning import check_partitioning, partitions_of, root_of
 from .read.options import split_options
 from .reader import Reader, ScanResult, ScanStats
 from .stores import Store, redact_url, shared_store
@@ -34,15 +47,34 @@ from .stores.capabilities import profile_of
 from .stores.listing import DEFAULT_MATCH, list_sources
 from .tasks import gather_or_cancel
 
+__all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
+           "open_dataset"]
+
 DEFAULT_FILE_CONCURRENCY = 64
+#: Files whose projection decodes to at most this many bytes are read whole by
+#: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
+READ_WHOLE_BELOW = 8 << 20
+#: Files ``iter_batches`` reads ahead of the one whose batches are being yielded.
+FILES_AHEAD = 4
+_SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
 
 
 class Dataset:
-    """Open CSUP objects with their metadata loaded; scans across all of them."""
+    """Open CSUP objects, one :class:`Fragment` each: the scan verbs across all of them.
 
-    def __init__(self, readers: list[Reader], store: Store, owns_store: bool,
-                 file_concurrency: int, profile: Any) -> None:
-        self.readers = readers
+    ``scan``/``to_arrow``/``head``/``iter_batches``/``take``/``count_rows`` take the
+    arguments a Reader's do; ``get_fragments(filter=)`` gives the objects a filter
+    may match (the others are ruled out by partition values or segment statistics,
+    with no data request)."""
+
+    def __init__(self, fragments: Sequence[Fragment], store: Store, *,
+                 owns_store: bool = False, file_concurrency: int = DEFAULT_FILE_CONCURRENCY,
+                 profile: Any = "local", partitions: Partitions | None = None,
+                 missing_ok: bool = False) -> None:
+        self.fragments = list(fragments)
+        #: a column no file has is nulls, not a ColumnNotFoundError (a Spark task reads
+        #: some files of a dataset whose other files may have it)
+        self.missing_ok = missing_ok
         self.store = store
         self._owns_store = owns_store
         self.file_concurrency = file_concurrency
@@ -50,54 +82,99 @@ class Dataset:
         #: objects a directory or prefix listed but ``match`` left out (not read)
         self.skipped: list[str] = []
         #: Hive-style partition columns (``partitioning="hive"``), one row per file of ``files``
-        self.partitions: Partitions | None = None
-        self._urls = [r.key for r in readers]
-        self._by_url = {r.key: r for r in readers}
-        self._open_file: Any = None  # opens one more file (a partitioned dataset's lazy loads)
+        self.partitions = partitions
+
+    @classmethod
+    def of_readers(cls, readers: Sequence[Reader], store: Store | None = None,
+                   **options: Any) -> Dataset:
+        """A dataset over Readers already open (one Reader: a one-fragment dataset);
+        closing it closes them."""
+        if store is None:
+            store = readers[0].store if readers else None
+        options.setdefault("profile", readers[0].profile if readers else "local")
+        return cls([Fragment(r.key, reader=r) for r in readers], store,  # type: ignore[arg-type]
+                   **options)
 
     @property
     def files(self) -> list[str]:
-        return list(self._urls)
+        return [f.url for f in self.fragments]
 
-    async def _select(self, filter: Expr | None, limit: int | None = None
-                      ) -> tuple[list[Reader], list[int]]:
-        """The readers of the files a filter's partition part keeps (all without one),
-        opening them first if not yet open: a pruned file is never requested.  With
-        ``limit``, files are opened in file order (``file_concurrency`` at a time) only
-        until their rows cover it."""
-        idx = (self.partitions.select(filter) if self.partitions is not None
-               and filter is not None else list(range(len(self._urls))))
-        if limit is not None:
-            covered, upto = 0, 0
-            while upto < len(idx) and covered < limit:
-                batch = idx[upto: upto + self.file_concurrency]
-                readers, _ = await self._select_idx(batch)
-                for r in readers:
-                    upto += 1
-                    covered += r.num_rows if r.num_rows is not None else await r.count_rows()
-                    if covered >= limit:
-                        break
-            idx = idx[:upto]
-        return await self._select_idx(idx)
+    @property
+    def metadata_requests(self) -> int:
+        """Requests the objects opened so far made for their metadata."""
+        return sum(r.open_stats.requests for r in self.readers)
 
-    async def _select_idx(self, idx: list[int]) -> tuple[list[Reader], list[int]]:
-        need = list(dict.fromkeys(self._urls[i] for i in idx if self._urls[i] not in self._by_url))
+    async def column_names(self, columns: Sequence[str] | str | None = None) -> list[str]:
+        """The columns ``scan(columns)`` gives: those asked for in their canonical
+        spelling, or (None) every file's top-level columns, then the partition columns;
+        ColumnNotFoundError for one no file has.  Opens every file."""
+        await self._open(self.fragments)
+        return await self._columns(columns, self.fragments)
+
+    @property
+    def readers(self) -> list[Reader]:
+        """The Readers of the objects opened so far, in file order."""
+        return [f.reader for f in self.fragments if f.reader is not None]
+
+    # ------------------------------------------------------------ fragments ---
+    async def _open(self, fragments: Sequence[Fragment]) -> None:
+        need = [f for f in fragments if f.reader is None]
         if need:
-            opened = await gather_or_cancel([self._open_file(u) for u in need])
-            self._by_url.update(zip(need, opened, strict=True))
-            self.readers = [self._by_url[u] for u in dict.fromkeys(self._urls)
-                            if u in self._by_url]
-        return [self._by_url[self._urls[i]] for i in idx], idx
+            await gather_or_cancel([f.open() for f in need])
 
-    def _partition_spellings(self) -> dict[str, str]:
-        names = self.partitions.names if self.partitions is not None else ()
-        return {P.format_path((n,)): n for n in names}
+    def _by_partition(self, expr: Expr | None) -> list[Fragment]:
+        if expr is None or self.partitions is None:
+            return list(self.fragments)
+        return [self.fragments[i] for i in self.partitions.select(expr)]
 
-    def _entries(self, readers: list[Reader] | None = None
-                 ) -> list[tuple[str, Any, tuple[int, int]]]:
-        return [(r.key, r.meta, (r.tail.offset, len(r.tail.data)))
-                for r in (self.readers if readers is None else readers)]
+    async def _may_match(self, fragments: Sequence[Fragment], expr: Expr | None
+                         ) -> list[bool]:
+        if expr is None:
+            return [True] * len(fragments)
+        return list(await gather_or_cancel([f.may_match(expr) for f in fragments]))
 
+    async def get_fragments(self, filter: Expr | str | None = None) -> list[Fragment]:
+        """The objects ``filter`` may match, in file order: those its partition part or
+        the objects' segment statistics rule out are left out (metadata only: the
+        kept objects are opened, the others of a partitioned dataset are not)."""
+        expr = as_filter(filter)
+        cands = self._by_partition(expr)
+        await self._open(cands)
+        self._check_filter_paths(expr)
+        keep = await self._may_match(cands, expr)
+        return [f for f, k in zip(cands, keep, strict=True) if k]
+
+    def _partition_names(self) -> tuple[str, ...]:
+        return self.partitions.names if self.partitions is not None else ()
+
+    async def _columns(self, columns: Sequence[str] | str | None,
+                       cands: Sequence[Fragment]) -> list[str]:
+        """The output columns (every top-level column of the open candidates, then the
+        partition columns, when None); ColumnNotFoundError for one no object has."""
+        names = self._partition_names()
+        parsed = P.parse_columns(columns)
+        if parsed is None:
+            seen: dict[str, None] = {}
+            for f in cands:
+                if f.reader is not None:
+                    seen.update(dict.fromkeys(P.top_level_paths(f.reader.meta.super_types)))
+            return [c for c in seen if c not in names] + list(names)
+        cols = [s for s, _ in parsed]
+
+        def missing() -> list[str]:
+            return [c for c in cols if c not in names and all(
+                absent_paths(f.reader, c) for f in cands if f.reader is not None)]
+
+        gone = missing()
+        if gone and any(f.reader is None for f in cands):  # maybe in a file not yet open
+            await self._open(cands)
+            gone = missing()
+        if gone and not self.missing_ok and (cands or self.partitions is None):
+            # (no file left: nothing to say)
+            raise self.missing_error(gone)
+        return cols
+
+    # ----------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | None = None,
                    target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES,
@@ -108,20 +185,23 @@ class Dataset:
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        filter = _as_filter(filter, filters)
-        readers, idx = await self._select(filter)
-        self._check_filter_paths(filter)
-        readers, _, pruned = self._by_statistics(readers, idx, filter)
+        expr = as_filter(filter, filters)
+        cands = self._by_partition(expr)
+        await self._open(cands)
+        self._check_filter_paths(expr)
+        keep = await self._may_match(cands, expr)
+        kept = [f.reader for f, k in zip(cands, keep, strict=True) if k]
+        pruned = [f.reader for f, k in zip(cands, keep, strict=True) if not k]
         parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
-        spell = self._partition_spellings()
-        cols = ([spelling for spelling, _ in parsed if spelling not in spell]
+        names = set(self._partition_names())
+        cols = ([spelling for spelling, _ in parsed if spelling not in names]
                 if parsed is not None else None)
         extra: list[str] = []
-        if cols is not None and filter is not None:  # a scan reads the filter's columns too
-            extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(filter))
-                     if c not in spell and c not in cols]
+        if cols is not None and expr is not None:  # a scan reads the filter's columns too
+            extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(expr))
+                     if c not in names and c not in cols]
             cols += extra
-        plan = P.plan_files(self._entries(readers), cols, self.profile,
+        plan = P.plan_files(_entries(kept), cols, self.profile,  # type: ignore[arg-type]
                             target_task_bytes=target_task_bytes)
         if extra:  # a filter's column no file has is null: not missing
             plan = dataclasses.replace(plan, missing_paths=tuple(
@@ -130,160 +210,280 @@ class Dataset:
             from planner.pruning import STATISTICS
 
             found = {p for r in pruned for p in plan.missing_paths
-                     if p not in absent_paths(r, p)}  # a pruned file has them: not missing
+                     if p not in absent_paths(r, p)}  # type: ignore[arg-type]
             plan = dataclasses.replace(plan, missing_paths=tuple(
                 p for p in plan.missing_paths if p not in found), pruned=plan.pruned + tuple(
-                P.multi.PrunedFile(r.key, STATISTICS, r.meta.row_count) for r in pruned))
+                P.multi.PrunedFile(r.key, STATISTICS, r.meta.row_count)  # type: ignore[union-attr]
+                for r in pruned))
         return plan
 
+    # ----------------------------------------------------------------- scan ---
     async def scan(self, columns: Sequence[str] | str | None = None, *,
-                   limit: int | None = None, filter: Expr | None = None,
-                   filters: Any = None) -> ScanResult:
-        """Rows of every file in file order; with ``limit``, only the first files whose
-        row counts (known from metadata) cover ``limit`` rows are read at all.
+                   filter: Expr | str | None = None, rows: slice | None = None,
+                   limit: int | None = None, filters: Any = None) -> ScanResult:
+        """Rows of every file in file order (those ``filter`` keeps, of the dataset's
+        rows ``rows``, the first ``limit``).
 
-        ``filter`` (a ``planner.filters`` expression) keeps the rows it is true for:
-        files its partition part rules out are never opened, files whose segment
-        statistics (in the metadata read at open) prove it false for every row get no
-        data request, and a filter that reads data columns is evaluated exactly on the
-        scanned rows."""
+        Files the filter's partition part rules out are never opened; files whose
+        segment statistics prove it false for every row get no data request; every
+        other file runs its own filtered scan, which skips the zones its statistics
+        rule out and evaluates the filter exactly on the rest.  With ``limit``, files
+        are read in file order only until their rows cover it (``file_concurrency``
+        at a time; without a filter, the row counts in the metadata say which)."""
         t0 = time.perf_counter()
-        filter = _as_filter(filter, filters)
-        residual = filter if filter is not None and not (
-            self.partitions is not None and self.partitions.only_partitions(filter)) else None
-        lazy = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 and (
-            residual is None)
-        candidates, chosen_idx = await self._select(filter, limit if lazy else None)
-        self._check_filter_paths(filter)
-        spell = self._partition_spellings()
-        chosen, chosen_idx, _ = self._by_statistics(candidates, chosen_idx, residual)
-        readers = chosen
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
-            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
-        file_limit: dict[str, int] = {}  # the rows each file read for a limit must give
-        if limit is not None and residual is None:
-            readers, covered = [], 0
-            for r in chosen:
-                if covered >= limit:
-                    break
-                readers.append(r)
-                file_limit[r.key] = limit - covered
-                covered += r.num_rows if r.num_rows is not None else await r.count_rows()
-        parsed = P.parse_columns(columns)
-        cols = [spelling for spelling, _ in parsed] if parsed is not None else []
-        if not cols:
-            seen: dict[str, None] = {}
-            for r in candidates:  # a file pruned by statistics still names its columns
-                seen.update(dict.fromkeys(r._paths(None)))
-            cols = [c for c in seen if c not in spell] + list(spell)
-        wanted = cols
-        extra = [] if residual is None else [
-            P.format_path(p) for p in columns_of(residual) if P.format_path(p) not in cols]
-        part_cols = [c for c in cols + extra if c in spell]
-        cols = [c for c in cols + extra if c not in spell]  # data columns (partitions win)
-        plan = P.plan_files(self._entries(candidates), cols, self.profile)
-        missing = [p for p in plan.missing_paths if p not in extra]  # a filter's: null
-        if missing and lazy and parsed is not None:  # maybe in a file past the limit's
-            everything, _ = await self._select(filter)
-            plan = P.plan_files(self._entries(everything), cols, self.profile)
-            missing = [p for p in plan.missing_paths if p not in extra]
-        if missing and (candidates or self.partitions is None):  # no file left: nothing to say
-            raise self.missing_error(missing)
-        if readers is not candidates:  # the files a limit or statistics keep
-            plan = P.plan_files(self._entries(readers), cols, self.profile)
-        kept = {f.name for f in plan.files}
-        sem = asyncio.Semaphore(self.file_concurrency)
-        stats = ScanStats()
-
-        async def one(r: Reader) -> tuple[dict[str, A.Array], int]:
-            if r.key not in kept:
-                n = await r.count_rows()
-                n = min(n, file_limit.get(r.key, n))
-                return {c: A.null_array(_null_type(), n) for c in cols}, n
-            async with sem:
-                paths = [c for c in cols if c not in absent_paths(r, c)]
-                res = (await r.scan(paths, limit=file_limit.get(r.key)) if paths else None)
-            n = res.num_rows if res is not None else min(r.num_rows or 0,
-                                                         file_limit.get(r.key, 1 << 62))
-            if res is not None:
-                stats.requests += res.stats.requests
-                stats.bytes_read += res.stats.bytes_read
-                stats.bytes_needed += res.stats.bytes_needed
-                if stats.ttfb is None:
-                    stats.ttfb = res.stats.ttfb
-            out = {c: (res.columns[c] if res is not None and c in res.columns
-                       else A.null_array(_null_type(), n)) for c in cols}
-            return out, n
-
-        parts = await gather_or_cancel([one(r) for r in readers])
-        counts = [n for _, n in parts]
-        ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
-        columns_out = {c: A.combine([p[c] for p, _ in parts], ids) for c in cols}
-        if part_cols:
-            assert self.partitions is not None
-            where = {r.key: i for r, i in zip(chosen, chosen_idx, strict=True)}
-            got = partition_columns(self.partitions, [where[r.key] for r in readers], counts,
-                                    [spell[c] for c in part_cols])
-            columns_out.update((c, got[spell[c]]) for c in part_cols)
-        if residual is not None:
-            from planner.filters import bind
-
-            from .filtering import evaluate
-            from .types import PrimitiveType
-
-            by_path = {(spell[c],) if c in spell else P.parse_path(c): a
-                       for c, a in columns_out.items()}
-            typed = bind(residual, {p: a.type.name for p, a in by_path.items()
-                                    if isinstance(a.type, PrimitiveType)})  # '2024-..' on time
-            keep = np.flatnonzero(evaluate(typed, by_path, int(sum(counts))))
-            columns_out = {c: columns_out[c].take(keep) for c in wanted}
-            counts = [int(keep.size)]
+        expr = as_filter(filter, filters)
+        _check_limit(limit)
+        if rows is not None:
+            work = await self._row_slices(rows, expr)
         else:
-            columns_out = {c: columns_out[c] for c in wanted}
-        if limit is not None and int(sum(counts)) > limit:
-            columns_out = {c: a.slice(0, limit) for c, a in columns_out.items()}
-            counts = [limit]
-        stats.wall = time.perf_counter() - t0
-        stats.metadata_requests = sum(r.open_stats.requests for r in self.readers)
-        return ScanResult(columns_out, int(sum(counts)), stats, plan)
+            work = [(f, None) for f in self._by_partition(expr)]
+        cands = self._by_partition(expr)  # the files whose columns the scan may name
+        sem = asyncio.Semaphore(self.file_concurrency)
+        results: list[tuple[Fragment, ScanResult]] = []
+        pruned: list[P.PrunedFile] = []
+        cols: list[str] | None = None
+        left = limit
+        wave = len(work) if limit is None else self.file_concurrency
+        i = 0
+        while cols is None or (i < len(work) and (left is None or left > 0)):
+            chunk = work[i: i + wave]
+            i += wave
+            await self._open([f for f, _ in chunk])
+            if cols is None:
+                self._check_filter_paths(expr)
+                cols = await self._columns(columns, cands)
+            keep = await self._may_match([f for f, _ in chunk], expr)
+            todo: list[tuple[Fragment, slice | None, int | None]] = []
+            for (f, local), k in zip(chunk, keep, strict=True):
+                if not k:
+                    from planner.pruning import STATISTICS
 
+                    pruned.append(P.PrunedFile(f.url, STATISTICS, f.num_rows))
+                    continue
+                if left is not None and left <= 0:
+                    break
+                todo.append((f, local, left))
+                if expr is None and left is not None:  # the rows it gives are known
+                    n = await f.count_rows()
+                    left -= min(left, n if local is None else local.stop - local.start)
+
+            async def one(f: Fragment, local: slice | None, lim: int | None,
+                          cols: list[str]) -> ScanResult:
+                async with sem:
+                    return await f.scan(cols, filter=expr, rows=local, limit=lim)
+
+            got = await gather_or_cancel([one(*t, cols) for t in todo])
+            results += [(t[0], r) for t, r in zip(todo, got, strict=True)]
+            if expr is not None and left is not None:
+                left -= sum(r.num_rows for r in got)
+        assert cols is not None
+        out = _joined([r for _, r in results], cols)
+        if limit is not None and out.num_rows > limit:
+            out = ScanResult({c: a.slice(0, limit) for c, a in out.columns.items()}, limit,
+                             out.stats)
+        out.stats.wall = time.perf_counter() - t0
+        out.stats.metadata_requests = self.metadata_requests
+        out.plan = DatasetScanPlan(
+            tuple(ScannedFile(f.url, r.plan) for f, r in results if r.plan is not None),
+            tuple(P.PrunedFile(f.url, P.NO_REQUESTED_PATH, r.num_rows)
+                  for f, r in results if r.plan is None) + tuple(pruned))
+        return out
+
+    async def _row_slices(self, rows: slice, expr: Expr | None
+                          ) -> list[tuple[Fragment, slice | None]]:
+        """The files holding the dataset's rows ``rows`` (numbered over every file in
+        file order), each with its own row slice, that the filter's partition part keeps."""
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise RowSelectionError(f"rows must be a slice with step 1, not {rows!r}")
+        await self._open(self.fragments)
+        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        sel = range(int(sum(counts)))[rows]
+        lo, hi = sel.start, max(sel.start, sel.stop)
+        keep = set(map(id, self._by_partition(expr)))
+        out: list[tuple[Fragment, slice | None]] = []
+        off = 0
+        for f, n in zip(self.fragments, counts, strict=True):
+            a, b = max(lo - off, 0), min(hi - off, n)
+            if a < b and id(f) in keep:
+                out.append((f, slice(a, b)))
+            off += n
+        return out
+
+    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
+                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
+        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
+        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
+
+    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None) -> ScanResult:
+        """The first ``n`` rows in file order (of those ``filter`` keeps)."""
+        return await self.scan(columns, filter=filter, limit=n)
+
+    async def count_rows(self, filter: Expr | str | None = None) -> int:
+        """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;
+        a filter reads only its own columns, of the zones and files it may match."""
+        expr = as_filter(filter)
+        frags = await self.get_fragments(expr)
+        sem = asyncio.Semaphore(self.file_concurrency)
+
+        async def one(f: Fragment) -> int:
+            async with sem:
+                return await f.count_rows(expr)
+
+        return int(sum(await gather_or_cancel([one(f) for f in frags])))
+
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
+                   ) -> ScanResult:
+        """The rows at ``indices`` (row numbers over every file in file order; any
+        order, repeats allowed), in the order given: only the files holding them are
+        read, and of each only the segments holding them."""
+        idx = row_indices(indices)
+        await self._open(self.fragments)
+        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        offsets = np.cumsum([0, *counts], dtype=np.int64)
+        if idx.size and int(idx.max()) >= int(offsets[-1]):
+            raise RowSelectionError(f"row index {int(idx.max())} is out of range for "
+                                    f"{int(offsets[-1])} rows")
+        cols = await self._columns(columns, self.fragments)
+        which = np.searchsorted(offsets, idx, side="right") - 1
+        files = [int(k) for k in np.unique(which)]
+        sem = asyncio.Semaphore(self.file_concurrency)
+
+        async def one(k: int) -> ScanResult:
+            async with sem:
+                return await self.fragments[k].take(idx[which == k] - offsets[k], cols)
+
+        parts = await gather_or_cancel([one(k) for k in files])
+        ids = np.searchsorted(np.asarray(files, dtype=np.int64), which).astype(np.int32)
+        stats = _summed(parts)
+        out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
+               for c in cols}
+        return ScanResult(out, int(idx.size), stats)
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Expr | str | None = None, limit: int | None = None,
+                           read_whole_below: int = READ_WHOLE_BELOW,
+                           files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
+                           whole_files: bool = False, stats: ScanStats | None = None,
+                           filters: Any = None) -> AsyncIterator[ScanResult]:
+        """Batches of at most ``batch_rows`` rows in file order, with bounded memory:
+        the rows ``filter`` keeps (files and zones it rules out unread), the first
+        ``limit``.  A batch holds rows of one file and every requested column (nulls
+        where the file lacks it).
+
+        A file whose projection decodes to at most ``read_whole_below`` bytes is
+        read with one scan (the parallel decoder), ``files_ahead`` such files ahead
+        of the one being yielded; a larger one streams through its Reader's
+        ``iter_batches`` (``prefetch``, ``segment_requests`` as for a Fragment).
+        Memory holds those files, one batch and the stream's window; not the result.
+        ``whole_files`` reads every file with one scan (a caller that converts whole
+        files anyway, as a Spark task does).
+        ``stats``, when given, has every read's cost added to it.  ``filters`` (pyarrow's
+        list form) as ``filter``."""
+        expr = as_filter(filter, filters)
+        _check_limit(limit)
+        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+            from .errors import ArgumentError
+
+            raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
+        frags = await self.get_fragments(expr)
+        cols = await self._columns(columns, self._by_partition(expr))
+        left = limit
+        ahead: dict[int, asyncio.Task[ScanResult]] = {}
+
+        def small(f: Fragment) -> bool:
+            r = f.reader
+            return whole_files or (r is not None and r.meta.object_size
+                                   <= min(_SMALL_OBJECT, read_whole_below))
+
+        def schedule(start: int) -> None:
+            for j in range(start, min(start + 1 + files_ahead, len(frags))):
+                if j not in ahead and small(frags[j]):
+                    ahead[j] = asyncio.ensure_future(frags[j].scan(cols, filter=expr,
+                                                                   limit=left))
+
+        try:
+            for i, f in enumerate(frags):
+                if left is not None and left <= 0:
+                    return
+                schedule(i)
+                task = ahead.pop(i, None)
+                res: ScanResult | None = None
+                if task is not None:
+                    res = await task
+                elif left is not None and left <= batch_rows:  # the first rows' segments
+                    if segment_requests and f.reader is not None:
+                        per_segment(f.reader)
+                    res = await f.scan(cols, filter=expr, limit=left)
+                elif await self._decodes_small(f, cols, expr, read_whole_below):
+                    res = await f.scan(cols, filter=expr, limit=left)
+                if res is not None:
+                    if stats is not None:
+                        _add(stats, res.stats)
+                    n = res.num_rows if left is None else min(res.num_rows, left)
+                    for lo in range(0, n, batch_rows):
+                        hi = min(lo + batch_rows, n)
+                        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()},
+                                         hi - lo, res.stats, res.plan)
+                    if left is not None:
+                        left -= n
+                    continue
+                last: ScanStats | None = None
+                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
+                                    filter=expr, limit=left, segment_requests=segment_requests)
+                async with contextlib.aclosing(it):
+                    async for b in it:
+                        last = b.stats
+                        yield b
+                        if left is not None:
+                            left -= b.num_rows
+                if stats is not None and last is not None:
+                    _add(stats, last)
+        finally:
+            for t in ahead.values():
+                t.cancel()
+            if ahead:
+                await asyncio.gather(*ahead.values(), return_exceptions=True)
+
+    @staticmethod
+    async def _decodes_small(f: Fragment, cols: list[str], expr: Expr | None,
+                             below: int) -> bool:
+        if below <= 0:
+            return False
+        from planner.selection import FilterPlan
+
+        plan = await f.plan(cols, filter=expr)
+        if plan is None:
+            return True
+        size = (plan.bytes_all if isinstance(plan, FilterPlan)
+                else sum(s.mem_length for s in plan.segments))
+        return bool(size <= below)
+
+    # ---------------------------------------------------------------- checks ---
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
         """``(kept, pruned)``: the open files whose segment statistics do not, and do,
         prove ``filter`` false for every row (no request: the metadata is loaded)."""
-        readers = list(self.readers)
-        kept, _, pruned = self._by_statistics(readers, list(range(len(readers))),
-                                              _as_filter(filter))
-        return kept, pruned
-
-    def _by_statistics(self, readers: list[Reader], idx: list[int], filter: Expr | None
-                       ) -> tuple[list[Reader], list[int], list[Reader]]:
-        """``(kept, their indices, pruned)``: files whose segment statistics prove the
-        filter false for every row are dropped (metadata already loaded: no request)."""
-        if filter is None or not readers:
-            return readers, idx, []
         from planner.pruning import prune_files
 
         from .colvalue import segment_stats
 
-        partition_paths = {(n,) for n in self._partition_spellings().values()}
-        verdict = prune_files([r.meta for r in readers], filter, segment_stats,
-                              unknown=partition_paths)
-        if not verdict.pruned:
-            return readers, idx, []
-        return ([readers[i] for i in verdict.kept], [idx[i] for i in verdict.kept],
-                [readers[i] for i in verdict.pruned])
+        readers = self.readers
+        unknown = {(n,) for n in self._partition_names()}
+        verdict = prune_files([r.meta for r in readers], as_filter(filter),  # type: ignore[arg-type]
+                              segment_stats, unknown=unknown)
+        return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
 
     def _check_filter_paths(self, filter: Expr | None) -> None:
         """ColumnNotFoundError when the filter names a data path no file of the dataset
         has (a misspelling would match nothing, silently).  Only said when every file is
         open: a file a partition filter kept closed may have it."""
-        if filter is None or len(self.readers) < len(set(self._urls)):
+        if filter is None or any(f.reader is None for f in self.fragments):
             return
-        spell = self._partition_spellings()
+        names = set(self._partition_names())
         from planner.pruning import type_has_path
 
-        paths = [p for p in dict.fromkeys(columns_of(filter)) if P.format_path(p) not in spell]
+        paths = [p for p in dict.fromkeys(columns_of(filter)) if P.format_path(p) not in names]
         missing = [P.format_path(p) for p in paths
                    if not any(type_has_path(t, p) for r in self.readers
                               for t in r.meta.super_types)]
@@ -300,7 +500,7 @@ class Dataset:
                                    f"columns: {P.describe_paths(types)}")
 
     async def close(self) -> None:
-        await asyncio.gather(*(r.close() for r in self.readers), return_exceptions=True)
+        await asyncio.gather(*(f.close() for f in self.fragments), return_exceptions=True)
         if self._owns_store:
             await self.store.close()
 
@@ -311,26 +511,45 @@ class Dataset:
         await self.close()
 
 
-def _as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
-    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
-    (``filters=``) as an expression; an expression as given."""
-    from planner.dnf import as_expr
-
-    return as_expr(filter, filters)  # type: ignore[no-any-return]
+def _entries(readers: Sequence[Reader]) -> list[tuple[str, Any, tuple[int, int]]]:
+    return [(r.key, r.meta, (r.tail.offset, len(r.tail.data))) for r in readers]
 
 
-def _null_type() -> Any:
+def _null(n: int) -> A.Array:
     from .types import NULL
 
-    return NULL
+    return A.null_array(NULL, n)
 
 
-def absent_paths(r: Reader, path: str) -> set[str]:
-    """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
-    if getattr(r, "header_layout", False):  # a SuperDB file (csup_async.superdb)
-        return set(r.missing_paths([path]))
-    res = P.resolve_paths(r.meta, [path])
-    return set(res.missing_paths)
+def _add(total: ScanStats, s: ScanStats) -> None:
+    total.requests += s.requests
+    total.bytes_read += s.bytes_read
+    total.bytes_needed += s.bytes_needed
+    if total.ttfb is None:
+        total.ttfb = s.ttfb
+
+
+def _summed(parts: Sequence[ScanResult]) -> ScanStats:
+    stats = ScanStats()
+    for p in parts:
+        _add(stats, p.stats)
+    return stats
+
+
+def _joined(parts: Sequence[ScanResult], cols: list[str]) -> ScanResult:
+    """The rows of ``parts`` one after another (a column's types combined as a union
+    where files differ)."""
+    counts = [p.num_rows for p in parts]
+    ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
+    out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
+           for c in cols}
+    return ScanResult(out, int(sum(counts)), _summed(parts))
+
+
+def _check_limit(limit: Any) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 0):
+        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
 
 
 class _DatasetOpener:
@@ -382,11 +601,16 @@ class _DatasetOpener:
             if owns:
                 await store.close()
             raise
-        self.dataset = Dataset(readers, store, owns, file_concurrency, reader_opts["profile"])
+        if parts is None:
+            fragments = [Fragment(u, reader=r) for u, r in zip(urls, readers, strict=True)]
+        else:
+            types = {c.name: c.type for c in parts.columns}
+            fragments = [Fragment(u, opener=one, partition=parts.row(i), partition_types=types)
+                         for i, u in enumerate(urls)]
+        self.dataset = Dataset(fragments, store, owns_store=owns,
+                               file_concurrency=file_concurrency,
+                               profile=reader_opts["profile"], partitions=parts)
         self.dataset.skipped = skipped
-        if parts is not None:
-            self.dataset.partitions, self.dataset._urls = parts, list(urls)
-            self.dataset._open_file = one
         return self.dataset
 
     def __await__(self) -> Generator[Any, None, Dataset]:

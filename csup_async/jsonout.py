@@ -217,7 +217,7 @@ def json_texts(arr: A.Array) -> Any:
                       json_texts(child)]
         return _with_nulls(_join(*parts, "}"), arr.validity)
     if isinstance(arr, A.ListArray):
-        child = json_texts(arr._child(arr.values))
+        child = json_texts(arr.elements())
         offs = (arr.offsets - arr.offsets[0]).astype(np.int64)
         lists = pa.LargeListArray.from_arrays(pa.array(offs), child)
         return _with_nulls(_join("[", pc.binary_join(lists, _s(",")), "]"), arr.validity)

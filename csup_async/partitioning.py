@@ -21,8 +21,8 @@ from . import types as T
 from .stores import redact_url
 from .stores.listing import glob_base
 
-__all__ = ["PARTITIONINGS", "check_partitioning", "partition_columns", "partitions_of",
-           "root_of"]
+__all__ = ["PARTITIONINGS", "check_partitioning", "constant_column", "partition_columns",
+           "partitions_of", "root_of"]
 
 #: the values of ``open_dataset(partitioning=...)`` (and Spark's ``partitioning`` option)
 PARTITIONINGS = ("hive", "none")
@@ -81,3 +81,13 @@ def partition_columns(parts: Partitions, files: Sequence[int], counts: Sequence[
         per_file = A.from_pylist(t, [parts.values[i][j] for i in files])
         out[name] = per_file.take(ids)
     return out
+
+
+def constant_column(type_name: str, value: Any, n: int) -> A.Array:
+    """A partition column over one file's ``n`` rows: ``value`` (None: null) on every row,
+    typed by the column (``int64``, ``float64``, ``string``, ``null``), so the files of a
+    dataset give one type whatever their values."""
+    t = _TYPES[type_name]
+    if t is T.NULL or value is None:
+        return A.null_array(t, n)
+    return A.from_pylist(t, [value]).take(np.zeros(n, dtype=np.int64))

@@ -34,7 +34,7 @@ from .errors import (
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
 from .rangebuf import RangeBuffer
-from .read.fetch import Target
+from .read.fetch import Target, off_loop
 from .read.options import (
     DEFAULT_CONCURRENCY,
     Limits,
@@ -157,8 +157,9 @@ class Reader:
                 self.open_stats.requests += 1
                 self.open_stats.bytes_read += n
             section = buf.get(start, end - start)
-            self.meta = parse_reassembly(section, trailer, obj_size,
-                                         max_metadata=self.max_metadata)
+            # a large section is parsed in the pool: the loop serves other requests
+            self.meta = await off_loop(trailer.reassembly_size, functools.partial(
+                parse_reassembly, max_metadata=self.max_metadata), section, trailer, obj_size)
         except CsupError as e:
             raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0

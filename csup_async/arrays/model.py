@@ -444,6 +444,11 @@ class ListArray(Array):
         lo, hi = int(self.offsets[0]), int(self.offsets[-1])
         return child if (lo, hi) == (0, len(child)) else child._slice(lo, hi)
 
+    def elements(self) -> Array:
+        """The elements these lists hold, in order, and only those: a slice of a list
+        array keeps the whole child, so ``values`` may hold elements of other rows."""
+        return self._child(self.values)
+
     def to_pylist(self, typed: bool = False) -> list[Any]:
         child = self._child(self.values).to_pylist(typed)
         rel = (self.offsets - self.offsets[0]).tolist()

@@ -1,6 +1,6 @@
 """The command line's grammar: the argparse parser, its shared flag groups, and the
 checks argparse cannot make.  Building it loads no reader, store or lake module (the
-lake's subcommand is added by its own light ``lake.cli``)."""
+lake's subcommand is added by its own light ``cli.lake``)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             c.add_argument("--explain", action="store_true",
                            help="accepted for symmetry with scan: plan always explains")
-    from ..lake.cli import add_parser as add_lake_parser
+    from .lake import add_parser as add_lake_parser
 
     add_lake_parser(sub, common, store)
     for name, cp in sub.choices.items():  # usage errors show the sub-command's usage

@@ -12,7 +12,6 @@ from typing import Any
 
 from .batches import (
     BATCH_ROWS,
-    column_list,
     scan_batches,
 )
 from .exits import EXIT_DATA, UsageError
@@ -125,12 +124,13 @@ def _inspect(args: argparse.Namespace) -> int:
     from ..read.verify import verify_file
 
     failed = False
+    source = Source(args)
 
     async def run(src: Any) -> str:
         nonlocal failed
-        readers = src.readers if hasattr(src, "readers") else [src]
         parts = []
-        for r in readers:
+        for fragment in source.scanner.fragments:
+            r = await fragment.open()
             if getattr(r, "header_layout", False):  # SuperDB's own files
                 parts.append(await _inspect_header_layout(r, args))
                 continue
@@ -148,7 +148,7 @@ def _inspect(args: argparse.Namespace) -> int:
                 parts.append(text + ("\n" + "\n".join(check_lines(check)) if check else ""))
         return ("\n" if args.json else "\n\n").join(parts)
 
-    print(asyncio.run(Source(args).run(run)))
+    print(asyncio.run(source.run(run)))
     if failed:
         print("csup-async: verify failed: see the errors above", file=sys.stderr)
     return EXIT_DATA if failed else 0
@@ -193,10 +193,11 @@ def _scan(args: argparse.Namespace) -> int:
         nonlocal stats
         stats = ScanStats()
         t0 = time.perf_counter()
-        cols = column_list(src, args.columns)
+        scanner = source.scanner
+        cols = await scanner.column_names(args.columns)
         plan = await src.plan(cols, filter=args.where)
         if plan.missing_paths:
-            raise src.missing_error(plan.missing_paths)
+            raise scanner.missing_error(plan.missing_paths)
         if args.explain:
             text = plan.explain()
             if args.limit is not None:
@@ -223,8 +224,8 @@ def _scan(args: argparse.Namespace) -> int:
             # a table is for reading on a terminal: one of a few rows at a time appears
             # at once, where rich would lay out tens of thousands of rows first
             rows = TABLE_ROWS if renderers is None else BATCH_ROWS
-            async with contextlib.aclosing(scan_batches(src, cols, args.limit, stats,
-                                                    rows, args.where)) as it:
+            async with contextlib.aclosing(scan_batches(scanner, cols, args.limit, stats,
+                                                        rows, args.where)) as it:
                 async for batch in it:
                     if renderers is None:
                         print_table(batch)
@@ -236,7 +237,7 @@ def _scan(args: argparse.Namespace) -> int:
                     out.flush()
         stats.wall = time.perf_counter() - t0
         if source.dataset is not None:
-            stats.metadata_requests = sum(r.open_stats.requests for r in src.readers)
+            stats.metadata_requests = scanner.metadata_requests
 
     asyncio.run(source.run(run))
     if args.stats:
@@ -258,7 +259,7 @@ COMMANDS = {"demo": _demo, "convert": _convert, "cat": _cat, "inspect": _inspect
 
 
 def _lake(args: argparse.Namespace) -> int:
-    from ..lake.cli import run
+    from .lake import run
 
     return run(args, source_options(args, args.url)[0])
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..errors import CsupError
-from .batches import CAT_BATCH_ROWS, STREAM_PREFETCH, one_ahead, plan_per_segment, readers_to_read
+from .batches import CAT_BATCH_ROWS, STREAM_PREFETCH, one_ahead
 from .exits import UsageError
 from .output import render_in_thread
 from .sources import Source, input_values, is_csup_input
@@ -68,35 +68,28 @@ def write_lines(args: argparse.Namespace, out: IO[bytes], limit: int | None = No
     where = getattr(args, "where", None)
     written = 0
 
+    source = Source(args)
+
     async def run(src: Any) -> None:
         nonlocal written
-        rows = CAT_BATCH_ROWS if limit is None else max(1, min(CAT_BATCH_ROWS, limit))
-        for r in readers_to_read(src, where):
-            # smaller batches than scan's: every column of the row is printed, and each
-            # batch's text (and the next batch decoding meanwhile) is held at once
-            plan_per_segment(r)
-            it = r.iter_batches([""], batch_rows=rows, filter=where,
-                                prefetch=STREAM_PREFETCH if limit is None else 0)
-            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-                async for batch in ahead:
-                    arr = batch.columns[""]
-                    text = (await render_in_thread(J.value_lines, arr) if fast else "".join(
-                        J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
-                    if limit is not None and written + batch.num_rows > limit:
-                        keep = limit - written  # one line per value: JSON escapes newlines
-                        text = b"".join(text.splitlines(keepends=True)[:keep])
-                        out.write(text)
-                        written = limit
-                        return
-                    out.write(text)
-                    out.flush()
-                    written += batch.num_rows
+        # smaller batches than scan's: every column of the row is printed, and each
+        # batch's text (and the next batch decoding meanwhile) is held at once
+        it = source.scanner.iter_batches([""], batch_rows=CAT_BATCH_ROWS,
+                                         prefetch=STREAM_PREFETCH, filter=where, limit=limit,
+                                         read_whole_below=0, segment_requests=True)
+        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+            async for batch in ahead:
+                arr = batch.columns[""]
+                out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
+                    J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
+                out.flush()
+                written += batch.num_rows
 
-    asyncio.run(Source(args).run(run))
+    asyncio.run(source.run(run))
     return written
 
 
-def _combined(schemas: list[Any], src: Any) -> Any:
+def _combined(schemas: list[Any], label: str) -> Any:
     """One Arrow schema for the objects' own (from their metadata): every column, in
     order of first appearance, each type widened as Arrow promotes types."""
     import pyarrow as pa
@@ -106,7 +99,7 @@ def _combined(schemas: list[Any], src: Any) -> Any:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         raise CsupError(f"the objects' columns have types one Parquet schema cannot hold "
                         f"({e}): convert them one at a time, or to NDJSON",
-                        path=getattr(src, "label", None)) from None
+                        path=label) from None
 
 
 def _conform(table: Any, schema: Any, label: str) -> Any:
@@ -226,25 +219,28 @@ def _parquet_of_csup(args: argparse.Namespace, tmp: str) -> int:
         writer.write_table(table)
         state["rows"] += table.num_rows
 
+    source = Source(args)
+
     async def run(src: Any) -> None:
-        readers = readers_to_read(src, where)
-        if len(readers) > 1:  # many objects: one schema, every file's columns and types
-            state["schema"] = _combined([r.schema.arrow() for r in readers], src)
-        for r in readers:
-            plan_per_segment(r)
-            it = r.iter_batches(None, batch_rows=PARQUET_BATCH_ROWS, filter=where,
-                                prefetch=STREAM_PREFETCH)
-            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-                async for batch in ahead:
-                    table = batch.to_arrow()
-                    for note in getattr(batch, "conversions", ()) or ():
-                        if note not in state["said"]:
-                            state["said"].add(note)
-                            print(f"csup-async: {note}", file=sys.stderr)
-                    await asyncio.to_thread(append, table, r.path)
+        scanner = source.scanner
+        await scanner.column_names(None)  # opens every object: their schemas are known
+        own = [r.schema.arrow() for r in scanner.readers] if len(scanner.readers) > 1 else []
+        it = scanner.iter_batches(None, batch_rows=PARQUET_BATCH_ROWS, filter=where,
+                                  prefetch=STREAM_PREFETCH)
+        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+            async for batch in ahead:
+                table = batch.to_arrow()
+                for note in getattr(batch, "conversions", ()) or ():
+                    if note not in state["said"]:
+                        state["said"].add(note)
+                        print(f"csup-async: {note}", file=sys.stderr)
+                if "schema" not in state:  # the batch's columns (partition ones too) in
+                    # its order, each typed to hold every object's values
+                    state["schema"] = _combined([table.schema, *own], source.label)
+                await asyncio.to_thread(append, table, source.label)
 
     try:
-        asyncio.run(Source(args).run(run))
+        asyncio.run(source.run(run))
     finally:
         if state["writer"] is not None:
             state["writer"].close()

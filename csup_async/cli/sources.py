@@ -110,7 +110,10 @@ def looks_many(url: str) -> bool:
 
 
 class Source:
-    """One object (a Reader) or many (a Dataset) behind one store the command owns."""
+    """One object (a Reader) or many (a Dataset) behind one store the command owns.
+
+    :attr:`scanner` is a Dataset either way (one object: a one-fragment dataset), so
+    commands read through one set of verbs and never ask which they were given."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         from ..opening import warm_up
@@ -123,7 +126,20 @@ class Source:
         self.store = MeteredStore(store_for(self.urls[0], **store_opts)[0])
         self.reader: Any = None
         self.dataset: Any = None
+        self._scanner: Any = None
         self.skipped: list[str] = []
+
+    @property
+    def scanner(self) -> Any:
+        """The Dataset the opened object or objects are read through (after :meth:`open`)."""
+        if self._scanner is None:
+            if self.dataset is not None:
+                self._scanner = self.dataset
+            else:
+                from ..dataset import Dataset
+
+                self._scanner = Dataset.of_readers([self.reader], self.store)
+        return self._scanner
 
     @property
     def match(self) -> str | None:
@@ -249,15 +265,16 @@ def _csup_values(args: argparse.Namespace) -> Iterator[Any]:
     source = Source(args)
     with asyncio.Runner() as runner:
         try:
-            opened = runner.run(source.__aenter__())
+            runner.run(source.__aenter__())
         except CsupError as e:
             raise e.with_path(source.label) from None
         try:
-            for r in opened.readers if source.dataset is not None else [opened]:
+            for fragment in source.scanner.fragments:
                 try:
+                    r = runner.run(fragment.open())
                     values = runner.run(r.read_values())
                 except CsupError as e:
-                    raise e.with_path(r.path) from None
+                    raise e.with_path(fragment.path) from None
                 yield from values
         finally:
             runner.run(source.close())

@@ -6,8 +6,11 @@
 Modules, one job each: ``ksuid`` (IDs), ``zedtypes`` (metadata record types),
 ``objects`` (store reads, writes and the cache), ``journal`` (HEAD/TAIL/entries/
 snap.zng replay), ``commits`` (commit objects, state at a commit), ``keys``
-(pool-key order and key ranges), ``seek`` (seek indexes to byte ranges),
-``scan`` (plan and merge), ``pool`` and ``lake`` (the API), ``load`` (commits).
+(pool-key order, key ranges and their filter form), ``seek`` (seek indexes to byte
+ranges), ``scan`` (prune, fetch as the planner coalesces, merge in key order),
+``source`` (what a scan reads, as data any reader can take), ``pool`` and ``lake``
+(the API), ``load`` (commits).  The command line's and Spark's faces are
+``csup_async.cli.lake`` and ``csup_async.spark.lake``: this package imports neither.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Loaded on first use (PEP 562): the CLI builds its ``lake`` sub-command from
-# ``.cli`` on every start, and must not pay for numpy and the pool machinery then.
+# Loaded on first use (PEP 562): the CLI (``csup_async.cli.lake``) builds its ``lake``
+# sub-command on every start, and must not pay for numpy and the pool machinery then.
 _LAZY = {"create_lake": ".create", "LakeConflictError": ".errors", "LakeError": ".errors",
          "LakeNotFoundError": ".errors",
          "KeyRange": ".keys", "BranchConfig": ".lake", "Lake": ".lake", "PoolConfig": ".lake",

@@ -1,6 +1,6 @@
 """Create a lake and its pools in zed v1.7.0's layout (what ``zed init`` / ``zed create`` write).
 
-A lake is ``lake.zng`` plus an empty ``pools/`` journal; a pool is a
+A lake is ``lake.zng`` plus empty ``pools/`` and ``index_rules/`` journals; a pool is a
 ``journal.Add`` of its ``pools.Config`` to ``pools/`` (put-if-absent, retried
 on a lost race like any journal commit) and a branch journal whose first
 entry adds ``main`` with a nil commit.
@@ -21,9 +21,9 @@ from ..types import Type
 from . import ksuid as K
 from . import zedtypes as Z
 from .config import LAKE_MAGIC, LAKE_VERSION, PoolConfig, pool_config
-from .errors import LakeConflictError, LakeError, LakeNotFoundError
+from .errors import LakeConflictError, LakeNotFoundError
 from .journal import JournalState, read_journal
-from .objects import LakeIO
+from .objects import LakeIO, gather_all
 
 if TYPE_CHECKING:
     from .lake import Lake
@@ -41,7 +41,7 @@ async def _journal_init(io: LakeIO, d: str) -> None:
 
 
 async def create_lake(url: str, **options: Any) -> None:
-    """Write an empty lake at ``url`` (LakeError if one is already there)."""
+    """Write an empty lake at ``url`` (LakeConflictError if one is already there)."""
     store, root = store_for(url.rstrip("/") or "/", **options)
     async with store:
         io = LakeIO(store, root)
@@ -49,8 +49,10 @@ async def create_lake(url: str, **options: Any) -> None:
                                                     "version": LAKE_VERSION})])
         exists = await io.get_or_none("lake.zng") is not None
         if exists or not await io.put_if_absent("lake.zng", magic):
-            raise LakeError("a lake already exists here", path=io.display("lake.zng"))
-        await _journal_init(io, "pools")
+            raise LakeConflictError("a lake already exists here", path=io.display("lake.zng"))
+        # zed v1.7 opens the index rules' journal with the pools' (an empty one is
+        # what ``zed init`` writes; without it ``zed`` refuses the lake)
+        await gather_all([_journal_init(io, "pools"), _journal_init(io, "index_rules")])
 
 
 async def _append(io: LakeIO, d: str,
@@ -87,7 +89,8 @@ async def create_pool(lake: Lake, name: str, *, key: str = "ts", order: str = "d
 
     def add_pool(journal: JournalState) -> list[tuple[Type, Any]]:
         if name in journal.entries:
-            raise LakeError(f"pool {name!r} already exists", path=io.display("pools"))
+            raise LakeConflictError(f"pool {name!r} already exists",
+                                    path=io.display("pools"))
         return [(Z.journal_add(Z.POOL_CONFIG), {"entry": cfg})]
 
     bdir = f"{K.to_str(pid)}/branches"
@@ -109,7 +112,7 @@ async def create_branch(lake: Lake, pool: str, name: str, *, from_branch: str = 
 
     def add_branch(journal: JournalState) -> list[tuple[Type, Any]]:
         if name in journal.entries:
-            raise LakeError(f"branch {name!r} already exists", path=io.display(bdir))
+            raise LakeConflictError(f"branch {name!r} already exists", path=io.display(bdir))
         src = journal.entries.get(from_branch)
         if src is None:
             raise LakeNotFoundError(f"no branch {from_branch!r}", path=io.display(bdir))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.filters import And, Compare, Expr
 from planner.literals import duration_ns, time_ns
 
 from ..errors import CsupError
@@ -244,9 +245,58 @@ class KeyRange:
         return (fams.pop(), None if self.lo is None else self.lo.value,
                 None if self.hi is None else self.hi.value)
 
+    def families(self) -> set[str]:
+        """The value families of the bounds (empty: unbounded)."""
+        return {_family(v.type) for v in (self.lo, self.hi) if v is not None}
+
+    def to_filter(self, key: tuple[str, ...]) -> Expr | None:
+        """This range as a filter of the common model on column ``key`` (None: it is
+        unbounded, or a bound is of a type filters cannot hold, such as ``ip``).
+
+        On keys of the bounds' family the filter keeps exactly the keys ``contains``
+        keeps (a null key neither: SQL semantics); Zed's order across families (by
+        type name) has no filter form, so a caller checks the families first."""
+        if self.unbounded:
+            return None
+        lits = [_literal(v) for v in (self.lo, self.hi) if v is not None]
+        if any(x is None for x in lits):
+            return None
+        parts: list[Expr] = []
+        if (self.lo is not None and self.hi is not None and self.lo_inclusive
+                and self.hi_inclusive and compare(self.lo, self.hi) == 0):
+            return Compare("==", key, lits[0])
+        if self.lo is not None:
+            parts.append(Compare(">=" if self.lo_inclusive else ">", key, lits[0]))
+        if self.hi is not None:
+            parts.append(Compare("<=" if self.hi_inclusive else "<", key, lits[-1]))
+        return parts[0] if len(parts) == 1 else And(tuple(parts))
+
     def __str__(self) -> str:
         lo_op = "<=" if self.lo_inclusive else "<"
         hi_op = "<=" if self.hi_inclusive else "<"
         lo = "" if self.lo is None else f"{display(self.lo)!r} {lo_op} "
         hi = "" if self.hi is None else f" {hi_op} {display(self.hi)!r}"
         return f"{lo}key{hi}"
+
+
+_FILTER_KINDS = frozenset({"bool", "string", "bytes", "float16", "float32", "float64",
+                           *(f"{s}int{n}" for s in ("", "u") for n in (8, 16, 32, 64))})
+
+
+def _literal(v: Value) -> Any:
+    """A key bound as a filter literal (times and durations as numpy ns), or None when
+    its type has no literal form in the filter model."""
+    u = underlying(v.type)
+    if not isinstance(u, PrimitiveType):
+        return None
+    x = v.value
+    if u.name in ("time", "duration"):
+        unit = "datetime64" if u.name == "time" else "timedelta64"
+        if isinstance(x, int):
+            return np.array(x, np.int64).view(f"{unit}[ns]")[()]
+        return x if isinstance(x, (np.datetime64, np.timedelta64)) else None
+    if u.name not in _FILTER_KINDS:
+        return None
+    if isinstance(x, Fraction):
+        return None
+    return x

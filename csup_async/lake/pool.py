@@ -20,10 +20,11 @@ from .colscan import Part, Segment
 from .commits import DataObject, PoolState
 from .filter import PoolFilter, filter_columns, is_expr, keep_matching, pool_filter
 from .keys import KeyRange
-from .scan import DEFAULT_GAP, Row, ScanPlan, plan_scan, read_group_parts
+from .scan import Row, ScanPlan, plan_scan, read_group_parts
 
 if TYPE_CHECKING:
     from .lake import Lake, PoolConfig
+    from .source import PoolSource
 
 __all__ = ["Pool", "FilterArg"]
 
@@ -139,12 +140,32 @@ class Pool:
         return self.resolve_filter(filter, key_range).key_range
 
     async def plan(self, filter: FilterArg = None, *, key_range: tuple[Any, Any] | None = None,
-                   gap: int = DEFAULT_GAP) -> ScanPlan:
-        """Which objects a scan reads and which byte ranges of each (metadata only)."""
+                   profile: str | None = None) -> ScanPlan:
+        """Which objects a scan reads and which byte ranges of each (metadata only);
+        ``profile``: the planner profile that coalesces them (default: the store's)."""
         kr = self.key_range(filter, key_range)
         return await plan_scan(self.lake.io, self.config.id_str,
                                list(self.state.objects.values()), self.config.order, kr,
-                               gap=gap)
+                               profile=profile)
+
+    async def source(self, filter: FilterArg = None, *,
+                     key_range: tuple[Any, Any] | None = None,
+                     profile: str | None = None) -> PoolSource:
+        """The objects a scan reads (URLs, sizes, key spans, byte ranges, columnar
+        copies) and its whole filter in the common filter model (metadata only); any
+        reader can read them: see ``csup_async.lake.source``."""
+        from .source import pool_source
+
+        pf = self.resolve_filter(filter, key_range)
+        plan = await self.plan(pf.key_range, profile=profile)
+        copies: dict[bytes, str] = {}
+        for r in plan.reads:
+            if r.object.id in self.state.vectors:
+                copies[r.object.id] = ".vng"
+        if len(copies) < len(plan.reads) and await self.has_csup():
+            for r in plan.reads:
+                copies.setdefault(r.object.id, ".csup")
+        return pool_source(self, plan, pf.expr, self.lake.url, copies)
 
     async def explain(self, filter: FilterArg = None, *,
                       key_range: tuple[Any, Any] | None = None) -> dict[str, Any]:
@@ -177,7 +198,7 @@ class Pool:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
-                   csup: bool | None = None) -> ScanResult:
+                   csup: bool | None = None, profile: str | None = None) -> ScanResult:
         """All rows the filter keeps, in pool-key order; ``columns`` None: every field.
 
         ``filter``: see FilterArg.  Its comparisons of the pool key narrow what is
@@ -189,14 +210,15 @@ class Pool:
         None (default) does so for objects of 1 MiB or more when the pool has copies;
         False never.  Objects narrowed by
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
-        seek index)."""
+        seek index).  ``profile``: the planner profile whose coalescing makes the
+        requests (default: the store's)."""
         from .objects import gather_all
 
         t0 = time.perf_counter()
         io = self.lake.io
         r0, b0 = io.requests, io.bytes_read
         pf = self.resolve_filter(filter, key_range)
-        plan = await self.plan(pf.key_range)
+        plan = await self.plan(pf.key_range, profile=profile)
         cols = _columns(columns)
         read_cols = _read_columns(cols, pf)
         use_csup = await self._use_csup(csup, read_cols)
@@ -336,9 +358,11 @@ def _part_column(parts: list[Part], c: str, n: int) -> A.Array:
     segs: list[tuple[np.ndarray, Segment]] = []
     off = 0
     for part in parts:
+        col = part.columns.get(c)  # a part whose record types all lack the field: none
         for s, pos in enumerate(part.rows):
             if pos.size:
-                segs.append((pos + off if off else pos, part.columns[c][s]))
+                segs.append((pos + off if off else pos,
+                             col[s] if col is not None else Segment(None)))
         off += part.n
     live = [sg for _, sg in segs if sg.nonnull]
     t = live[0].type if live else None

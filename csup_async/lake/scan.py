@@ -2,8 +2,10 @@
 
 Planning is metadata only: ``data.Object`` min/max drop objects a key range
 cannot touch, then the seek index of each remaining object (one small GET
-each, all at once, cached) narrows it to byte ranges of whole ZNG streams.
-Reading fetches those ranges concurrently, decodes them off the event loop,
+each, all at once, cached) narrows it to byte ranges of whole ZNG streams,
+which the planner coalesces into requests for the store's profile.
+Reading fetches those requests concurrently, decodes the ranges off the event loop
+(columnar copies are read by ``open``, the key range handed over as a filter),
 keeps the rows in the key range, and merges objects whose key spans overlap
 so rows come out in pool-key order.
 """
@@ -16,33 +18,41 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+import planner as P
+from planner.paths import format_path
+
 from .. import bsup
 from ..errors import CsupError
-from ..types import Type
-from .colscan import Part, decode_part, merge_parts
+from ..rangebuf import RangeBuffer
+from ..types import Field, RecordType, Type
+from .colscan import Part, Segment, decode_part, merge_parts
 from .commits import DataObject
 from .errors import LakeError, LakeNotFoundError
 from .keys import KeyRange, compare, display, family, sort_key
 from .objects import LakeIO, gather_all
 from .rowdecode import decoder_for, key_getter
-from .seek import SeekEntry, coalesce, parse_seek_index, ranges_for
+from .seek import SeekEntry, parse_seek_index, ranges_for
 
 __all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "read_group_parts", "Row"]
-
-#: Ranges of one object closer than this are read as one (a request costs more).
-DEFAULT_GAP = 64 << 10
 
 Row = tuple[Any, Type, Any]  # (key Value or None, record type, record value)
 
 
 @dataclass
 class ObjectRead:
-    """One kept object and what to read of it (``ranges`` None: all of it)."""
+    """One kept object and what to read of it (``ranges`` None: all of it).
+
+    ``runs`` are the byte ranges of the kept seek-index chunks (each run whole ZNG
+    streams), ``ranges`` the requests that fetch them: the planner's coalescing of the
+    runs for the store's profile (``planner.coalesce``, as every other read)."""
 
     object: DataObject
     ranges: list[tuple[int, int]] | None = None
     seek_entries: int = 0
     chunks_kept: int = 0
+    runs: list[tuple[int, int]] | None = None
 
     @property
     def bytes(self) -> int:
@@ -145,8 +155,13 @@ async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry
 
 
 async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order: str,
-                    key_range: KeyRange, *, gap: int = DEFAULT_GAP,
+                    key_range: KeyRange, *, profile: str | P.Profile | None = None,
                     use_seek_index: bool = True) -> ScanPlan:
+    """``profile``: the planner profile whose coalescing turns seek-index runs into
+    requests (default: the store's, as ``open`` takes it)."""
+    from ..stores.capabilities import profile_of
+
+    prof = P.get_profile(profile if profile is not None else profile_of(io.store))
     plan = ScanPlan(key_range, order, total=len(objects))
     kept: list[DataObject] = []
     for o in ordered(objects, order):
@@ -164,7 +179,8 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
                 plan.pruned_by_seek.append(o)
                 continue
             kept_chunks = sum(1 for e in entries if not key_range.prunes(e.min, e.max))
-            plan.reads.append(ObjectRead(o, coalesce(runs, gap), len(entries), kept_chunks))
+            requests = [(q.offset, q.length) for q in P.coalesce(runs, prof)]
+            plan.reads.append(ObjectRead(o, requests, len(entries), kept_chunks, runs))
     plan.groups = group(plan.reads, order)
     return plan
 
@@ -199,41 +215,70 @@ def csup_usable(columns: list[str] | None) -> bool:
 
 async def read_object_csup(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, ...],
                            key_range: KeyRange, columns: list[str], suffix: str = ".csup"
-                           ) -> list[Row] | None:
+                           ) -> list[Row] | Part | None:
     """The object's rows from ``<o>.csup`` (only ``columns`` and the key), or None if
     there is no such copy.  Same rows, same order as the ``.zng`` (the loader's promise).
     ``suffix`` ``.vng``: the VNG copy ``zed vector add`` wrote (the commit says which
-    objects have one)."""
+    objects have one).
+
+    The copy is read by the ordinary reader (``open``: its planner coalescing, read
+    pipeline and statistics pruning), handed the key range as a filter of the common
+    model when the object's keys are of the range's family (Zed's order across
+    families has no filter form: then the range is applied here, row by row)."""
     from ..dataset import absent_paths
     from ..errors import NotFoundError
     from ..opening import open as open_reader
-    from ..types import Field, RecordType
-    from ..values import Value
 
     rel = f"{pool_dir}/data/{r.object.name}{suffix}"
     try:
         reader = await open_reader(io.key(rel), store=io.store)
     except NotFoundError:
         return None
-    key_name = ".".join(key)
+    key_name = format_path(key)
+    fams = key_range.families()
+    o = r.object
+    pushed = key_range.unbounded or (
+        o.min is not None and o.max is not None and len(fams) == 1
+        and {family(o.min.type), family(o.max.type)} == fams)
+    key_filter = key_range.to_filter(key) if pushed else None
+    if key_filter is None and not key_range.unbounded:
+        pushed = False
     async with reader:
         want = [c for c in dict.fromkeys([key_name, *columns]) if c not in absent_paths(reader, c)]
-        res = await reader.scan(want) if want else None
+        res = (await reader.scan(want, filter=key_filter if pushed else None)
+               if want else None)
         io.requests += reader.open_stats.requests + (res.stats.requests if res else 0)
         io.bytes_read += len(reader.tail.data) + (res.stats.bytes_read if res else 0)
     if res is None:
-        return [(None, RecordType(()), {}) for _ in range(r.object.count)]
-    arrays = {c: res.columns[c] for c in want}
+        return [(None, RecordType(()), {}) for _ in range(o.count)]
+    if pushed:
+        return part_of(res, key_name)
+    return _rows_in_range(res, key_name, key_range)
+
+
+def part_of(res: Any, key_name: str) -> Part:
+    """A reader's ScanResult as a Part of one record type (its columns)."""
+    n = res.num_rows
+    rt = RecordType(tuple(Field(c, a.type) for c, a in res.columns.items()))
+    cols = {c: [Segment(a.type, array=a, nonnull=n - int(getattr(a, "null_count", 0) or 0))]
+            for c, a in res.columns.items()}
+    return Part(n, key_name, [rt], [np.arange(n, dtype=np.int64)], [np.zeros(n, bool)], cols)
+
+
+def _rows_in_range(res: Any, key_name: str, key_range: KeyRange) -> list[Row]:
+    """The rows of ``res`` whose key is in ``key_range`` by Zed's order (any family)."""
+    from ..values import Value
+
+    arrays = res.columns
     rt = RecordType(tuple(Field(c, a.type) for c, a in arrays.items()))
     lists = {c: a.to_pylist() for c, a in arrays.items()}
     kt = arrays[key_name].type if key_name in arrays else None
     out: list[Row] = []
-    keep_all = key_range.unbounded
     for i in range(res.num_rows):
         row = {c: lists[c][i] for c in lists}
         kv = row.get(key_name) if kt is not None else None
         k = Value(kt, kv) if kv is not None and kt is not None else None
-        if keep_all or key_range.contains(k):
+        if key_range.contains(k):
             out.append((k, rt, row))
     return out
 
@@ -268,13 +313,20 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
                             f"{r.object.size}", path=path)
         bufs = [buf]
     else:
+        held = RangeBuffer()
         try:
-            bufs = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
+            got = await gather_all([io.get_range(rel, off, n) for off, n in r.ranges])
         except CsupError as e:
             if "no such" in e.message or type(e).__name__ == "NotFoundError":
                 raise LakeNotFoundError(f"data object {r.object.name} is missing",
                                         path=path) from None
             raise
+        for (off, n), data in zip(r.ranges, got, strict=True):
+            if len(data) != n:
+                raise LakeError(f"read {len(data)} of the {n} bytes at {off} (the object is "
+                                f"shorter than its seek index says)", path=path)
+            held.add(off, data)
+        bufs = [held.get(off, n) for off, n in (r.runs or r.ranges)]
     return await asyncio.to_thread(_decode, bufs, key, key_range, path, fields, columns)
 
 

@@ -2,8 +2,8 @@
 
 ``<o>-seek.zng`` holds one entry per chunk: ``{min, max, val_off, val_cnt,
 offset, length}``; each chunk is a standalone ZNG stream of ``val_cnt`` rows.
-Runs of kept chunks become one range each; ranges closer than ``gap`` bytes
-are merged (reading a small gap costs less than another request).  If every
+Runs of kept chunks become one range each (the planner's coalescing, as for any
+read, turns them into requests).  If every
 chunk is pruned the object holds no match: we read nothing (Zed reads the whole
 object in that case, which is a quirk, not a contract).
 """
@@ -17,7 +17,7 @@ from . import zedtypes as Z
 from .errors import LakeError
 from .keys import KeyRange, norm
 
-__all__ = ["SeekEntry", "parse_seek_index", "ranges_for", "coalesce"]
+__all__ = ["SeekEntry", "parse_seek_index", "ranges_for"]
 
 
 @dataclass(frozen=True)
@@ -66,16 +66,4 @@ def ranges_for(entries: list[SeekEntry], key_range: KeyRange) -> list[tuple[int,
             out.append((0, 0))
         run[1] += e.length
         out[-1] = (run[0], run[1])
-    return out
-
-
-def coalesce(ranges: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
-    """Merge ranges whose gap is at most ``gap`` bytes."""
-    out: list[tuple[int, int]] = []
-    for off, n in sorted(ranges):
-        if out and off - (out[-1][0] + out[-1][1]) <= gap:
-            s, m = out[-1]
-            out[-1] = (s, max(s + m, off + n) - s)
-        else:
-            out.append((off, n))
     return out

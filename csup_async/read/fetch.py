@@ -19,10 +19,15 @@ way, with their own errors.  The source
   (unless ``verify_checksums`` is off) and its ``count`` on the decoded values
   (:mod:`.checks`), in the pool too.
 
-State changes happen on the event loop only; a consumer thread waits for a
-job on the source's condition variable.  :meth:`SegmentSource.close` cancels
-the fetches (and waits for them, so no task keeps a pooled connection) and
-fails every job not yet done, so a consumer thread waiting for one wakes up.
+State changes happen on the event loop only.  An eager read's consumer never
+waits in a thread: it awaits :meth:`SegmentSource.settled` on the loop (every
+job decoded or failed) and only then walks its cursors, which find every
+segment done.  A batch consumer (a step of ``iter_batches``, run in the
+process's bounded step pool) waits for a job on the source's condition
+variable; decode jobs never wait for anything, so steps waiting for them
+cannot starve the decode pool.  :meth:`SegmentSource.close` cancels the
+fetches (and waits for them, so no task keeps a pooled connection) and fails
+every job not yet done, so a step waiting for one wakes up.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -50,6 +55,7 @@ from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
 
+T = TypeVar("T")
 Decoder = Callable[[Any], Any]
 """Decompressed segment bytes in, the segment's decoded values out (runs in the pool)."""
 
@@ -105,6 +111,23 @@ class _Range:
         return self.offset + self.length
 
 
+class _Joined:
+    """A segment's bytes in several pieces, copied into one buffer when decoded."""
+
+    __slots__ = ("buffer", "length", "parts")
+
+    def __init__(self, length: int, parts: list[tuple[int, np.ndarray]],
+                 buffer: Callable[[int], np.ndarray]) -> None:
+        self.length, self.parts, self.buffer = length, parts, buffer
+
+    def join(self) -> np.ndarray:
+        out = self.buffer(self.length)
+        for at, data in self.parts:
+            out[at: at + data.size] = data
+        self.parts = []
+        return out
+
+
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The process's decode threads (one per core): jobs never block in them."""
     global _POOL
@@ -112,6 +135,19 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
         _POOL = concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2),
                                                       thread_name_prefix="csup-decode")
     return _POOL
+
+
+#: CPU work of this many bytes and more (a metadata section to parse: ~0.15 us a byte) goes
+#: to the pool, off the event loop; less is done in place, cheaper than the hand-off.
+OFF_LOOP_BYTES = 16 << 10
+
+
+async def off_loop(nbytes: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, in the decode pool when it works on ``nbytes`` >= OFF_LOOP_BYTES
+    (it must wait for nothing there), else here."""
+    if nbytes < OFF_LOOP_BYTES:
+        return fn(*args)
+    return await asyncio.wrap_future(decode_pool().submit(fn, *args))
 
 
 class Job:
@@ -133,9 +169,13 @@ class Job:
         self.error: BaseException | None = None
 
     def take(self) -> Any:
-        """The decoded segment (blocking); the job lets go of it, so memory follows the
-        consumer.  Raises the job's error, or CancelledError once the source is closed."""
+        """The decoded segment (blocking, for batches); the job lets go of it, so memory
+        follows the consumer.  Raises the job's error, or CancelledError once the source
+        is closed."""
         if not self.done:
+            if self.source.eager:  # consumers run after settled(): a wait here is a bug
+                raise RuntimeError(f"segment at offset {self.seg.offset} taken before it "
+                                   "was settled")
             cond = self.source.cond
             with cond:
                 while not self.done:
@@ -196,12 +236,19 @@ class SegmentSource:
         self.cond = threading.Condition()
         self.batch: list[tuple[Job, Any]] = []  # dispatched jobs not yet handed to the pool
         self.batch_bytes = 0
+        self.unsettled = 0  # jobs neither decoded nor failed (under cond)
+        self.mem_total = 0  # decoded bytes of every job's segment
+        self.complete = 0  # requests whose bytes have all arrived
+        self.waiter: asyncio.Future[None] | None = None  # settled()'s, while awaited
 
     # ------------------------------------------------------------ jobs ---
     def job(self, seg: Segment, decode: Decoder) -> Job:
         """Register one read of ``seg`` (call before :meth:`start`)."""
         job = Job(self, seg, decode)
         self.jobs.append(job)
+        with self.cond:
+            self.unsettled += 1
+        self.mem_total += seg.mem_length
         if seg.length == 0:  # no bytes: decoded at once (an LZ4 claim is still checked)
             job.sent = True
             self._work([(job, b"")])
@@ -239,6 +286,22 @@ class SegmentSource:
             for k in range(len(self.reqs)):
                 if self.pending[k]:
                     self._fetch(k)
+
+    async def settled(self) -> None:
+        """Wait, on the loop and without a thread, until every job is decoded or failed
+        (an eager read's consumer then walks its cursors without waiting)."""
+        with self.cond:
+            if not self.unsettled:
+                return
+            waiter = self.waiter
+            if waiter is None or waiter.done():
+                waiter = self.waiter = self.loop.create_future()
+        await waiter
+
+    def _wake(self) -> None:
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
 
     def want(self, job: Job, ahead: Sequence[Job] = ()) -> None:
         """A consumer takes ``job`` now and ``ahead`` later (from any thread): ``ahead`` is
@@ -308,22 +371,24 @@ class SegmentSource:
         return reach >= seg.end
 
     def _raw(self, job: Job) -> Any:
-        """The segment's stored bytes: a view when one piece holds them, else joined."""
+        """The segment's stored bytes: a view when one piece holds them, else a
+        :class:`_Joined` that copies the pieces together in the pool (a copy of a
+        segment is work the loop need not do)."""
         seg = job.seg
         pieces = self._pieces(job)
         for off, data in pieces:
             if off <= seg.offset and off + data.size >= seg.end:
                 return data[seg.offset - off: seg.end - off]
-        out = self._buffer(seg.length)
+        parts = []
         covered = 0
         for off, data in pieces:
             lo, hi = max(off, seg.offset), min(off + data.size, seg.end)
             if lo < hi:
-                out[lo - seg.offset: hi - seg.offset] = data[lo - off: hi - off]
+                parts.append((lo - seg.offset, data[lo - off: hi - off]))
                 covered += hi - lo
         if covered < seg.length:
             raise FormatError(f"segment at offset {seg.offset} is in no planned request")
-        return out
+        return _Joined(seg.length, parts, self._buffer)
 
     def _buffer(self, n: int) -> np.ndarray:
         """Room for ``n`` stored bytes: for batches, memory of its own that goes back to the
@@ -359,6 +424,8 @@ class SegmentSource:
                 continue
             seg = job.seg
             try:
+                if isinstance(raw, _Joined):
+                    raw = raw.join()
                 problem = check_crc(raw, seg) if self.verify else None
                 if problem is None:
                     out = job.decode(D.decompress_segment(raw, seg, max_mem_length=self.limit))
@@ -372,9 +439,15 @@ class SegmentSource:
 
     def _settle(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
         with self.cond:
-            if not job.done:
-                job.value, job.error, job.done = value, error, True
-                self.cond.notify_all()
+            if job.done:
+                return
+            job.value, job.error, job.done = value, error, True
+            self.unsettled -= 1
+            last = not self.unsettled and self.waiter is not None
+            self.cond.notify_all()
+        if last:  # from a pool thread or the loop: the waiter is woken on the loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                self.loop.call_soon_threadsafe(self._wake)
 
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
@@ -424,13 +497,28 @@ class SegmentSource:
         if pos != r.length:
             raise FormatError(f"store returned {pos} bytes for a {r.length}-byte range")
         self.state[k] = 2
+        self.complete += 1
         self.stats.requests += 1
         self.stats.bytes_read += r.length
         for job in self.by_req[k]:  # jobs spanning into requests that finished earlier
             if job.wanted and not job.sent and self._ready(job):
                 self._dispatch(job)
+        if self.complete == len(self.reqs):
+            self._unreachable()
         self._flush()
         self._release(k)
+
+    def _unreachable(self) -> None:
+        """Every request is in: a wanted job still unsent has bytes no request holds (a
+        plan that disagrees with its cursors); it fails rather than waits forever."""
+        for job in self.jobs:
+            if job.wanted and not job.sent:
+                if self._ready(job):
+                    self._dispatch(job)
+                    continue
+                job.sent = True
+                self._settle(job, error=FormatError(f"segment at offset {job.seg.offset} "
+                                                    "is in no planned request"))
 
     async def _copy(self, k: int, view: memoryview, chunks: AsyncIterator[bytes]) -> int:
         """Copy a store's chunks into request ``k``'s buffer as they arrive."""

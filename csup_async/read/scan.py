@@ -12,17 +12,27 @@ The sinks differ only in how many rows each step takes and what they keep:
 * :func:`read_rows`: whole rows (every column of every super type);
 * :func:`count_rows`: the super column alone.
 
-The cursor tree runs in a thread of its own (it blocks on decode futures;
-the default executor is left to the stores, which may need it to make
-progress).  Whatever ends a read (its end, an error, a cancellation, the
+No read starts a thread.  An eager read (whole columns, rows, counts) awaits
+its source's :meth:`~.fetch.SegmentSource.settled` on the event loop while
+its segments are fetched and decoded in the pool, and then walks its cursor
+tree, which finds every segment done: on the loop when the read is small
+(cheaper than a hand-off), else as one task in the decode pool (it waits for
+nothing there, so it cannot hold up the decode jobs).  A batch step of
+:func:`iter_batches` may wait for its segments, so it runs in the process's
+bounded step pool (:func:`step_pool`), apart from the decode pool whose jobs
+it waits for (and which never wait for a step); the default executor is left
+to the stores.  Whatever ends a read (its end, an error, a cancellation, the
 ``timeout`` option) closes the source, which cancels and awaits the fetches
-and wakes that thread, and then waits for the thread: nothing is left behind.
+and wakes a waiting step, and then awaits the step's future (no polling):
+nothing is left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -37,7 +47,7 @@ from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
 from ..types import NULL, ErrorType, NamedType, RecordType
 from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, path_cursor
-from .fetch import PlanLike, SegmentSource, Target
+from .fetch import PlanLike, SegmentSource, Target, decode_pool
 from .memory import trim
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
@@ -176,39 +186,70 @@ def _types_by_field(types: Sequence[Any]) -> dict[str, list[int]]:
     return out
 
 
-class ReadThread:
-    """Runs the cursor tree's steps in one thread of its own, one step at a time."""
+#: An eager read whose decoded segments hold at most this many bytes walks its cursors
+#: on the loop (a pool hand-off costs more than the walk); a larger one, in the pool.
+INLINE_BYTES = 64 << 10
+
+_STEPS: concurrent.futures.ThreadPoolExecutor | None = None
+_STEPS_LOCK = threading.Lock()
+_running = 0  # steps in the step pool now (under _STEPS_LOCK)
+
+
+def step_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's threads for batch steps (bounded: more concurrent readers queue
+    for a step, they never add threads).  Steps wait for decode jobs, never the other
+    way round, so the two pools cannot deadlock."""
+    global _STEPS
+    with _STEPS_LOCK:
+        if _STEPS is None:
+            _STEPS = concurrent.futures.ThreadPoolExecutor(
+                max(4, 4 * (os.cpu_count() or 2)), thread_name_prefix="csup-step")
+        return _STEPS
+
+
+def steps_running() -> int:
+    """Batch steps running in the step pool now (0 once every read is closed)."""
+    return _running
+
+
+def _counted(fn: Callable[..., T], *args: Any) -> T:
+    global _running
+    with _STEPS_LOCK:
+        _running += 1
+    try:
+        return fn(*args)
+    finally:
+        with _STEPS_LOCK:
+            _running -= 1
+
+
+class Stepper:
+    """Runs one read's cursor steps, one at a time, and knows the one in flight."""
 
     def __init__(self) -> None:
-        self.thread: threading.Thread | None = None
+        self.future: concurrent.futures.Future[Any] | None = None
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
-
-        def settle(value: Any, exc: BaseException | None) -> None:
-            if not fut.done():
-                if exc is not None:
-                    fut.set_exception(exc)
-                else:
-                    fut.set_result(value)
-
-        def body() -> None:
-            try:
-                value, exc = fn(*args), None
-            except BaseException as e:
-                value, exc = None, e
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-                loop.call_soon_threadsafe(settle, value, exc)
-
-        self.thread = threading.Thread(target=body, name="csup-read", daemon=True)
-        self.thread.start()
-        return await fut
+    async def run(self, fn: Callable[..., T], *args: Any, waits: bool = True,
+                  inline: bool = False) -> T:
+        """``fn(*args)``: here (``inline``), in the decode pool (``waits=False``: it
+        finds every segment it takes done), or in the step pool (it may wait)."""
+        if inline:
+            return fn(*args)
+        if waits:
+            self.future = step_pool().submit(_counted, fn, *args)
+        else:
+            self.future = decode_pool().submit(fn, *args)
+        return await asyncio.wrap_future(self.future)
 
     async def join(self) -> None:
-        t = self.thread
-        while t is not None and t.is_alive():
-            await asyncio.sleep(0.001)
+        """Wait for the step in flight, if any (after the source is closed, it ends)."""
+        f = self.future
+        if f is not None and not f.done():
+            with contextlib.suppress(BaseException):
+                await asyncio.wrap_future(f)
+
+
+ReadThread = Stepper  # the name callers outside this module knew
 
 
 def deadline_of(options: ReadOptions) -> float | None:
@@ -217,10 +258,17 @@ def deadline_of(options: ReadOptions) -> float | None:
     return asyncio.get_running_loop().time() + options.timeout
 
 
-async def run_step(read: Read, worker: ReadThread, deadline: float | None,
+async def run_step(read: Read, worker: Stepper, deadline: float | None,
                 fn: Callable[..., T], *args: Any) -> T:
+    """One step of ``read``: an eager read's after every segment is settled (it then
+    waits for nothing); a batch step in the step pool."""
     try:
         async with asyncio.timeout_at(deadline):
+            source = read.source
+            if source.eager:
+                await source.settled()
+                return await worker.run(fn, *args, waits=False,
+                                        inline=source.mem_total <= INLINE_BYTES)
             return await worker.run(fn, *args)
     except TimeoutError:
         raise StoreTimeoutError("the read did not finish within its timeout",
@@ -233,7 +281,7 @@ async def run_step(read: Read, worker: ReadThread, deadline: float | None,
         raise
 
 
-async def close_read(read: Read, worker: ReadThread) -> None:
+async def close_read(read: Read, worker: Stepper) -> None:
     await read.source.close()
     await asyncio.shield(worker.join())
 
@@ -251,7 +299,7 @@ def start_read(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOpti
 
 async def _whole(read: Read, options: ReadOptions
                  ) -> tuple[dict[str | None, A.Array], np.ndarray]:
-    worker = ReadThread()
+    worker = Stepper()
     try:
         return await run_step(read, worker, deadline_of(options), read.whole)
     finally:
@@ -301,7 +349,7 @@ async def iter_batches(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
     t0 = time.perf_counter()
     deadline = deadline_of(options)
     read = start_read(target, meta, plan, options, paths, eager=False, prefetch=prefetch)
-    worker = ReadThread()
+    worker = Stepper()
     try:
         while True:
             got = await run_step(read, worker, deadline, read.next_or_finish, batch_rows)

@@ -13,7 +13,6 @@ super IDs that agree with the values they place).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,7 +48,6 @@ from .checks import column_label
 from .columns import decode_any, decode_int32s, decode_selectors, decode_values
 from .fetch import Decoder, SegmentSource
 from .result import ScanStats
-from .scan import ReadThread
 
 
 @dataclass
@@ -161,13 +159,12 @@ async def verify_file(reader: Any) -> FileCheck:
                 except CsupError as e:
                     c.errors.append(str(e.with_path(reader.path)))
 
-    worker = ReadThread()
     try:
         source.start()
-        await worker.run(collect)
+        await source.settled()  # on the loop: then collecting waits for nothing
+        collect()
     finally:
         await source.close()
-        await asyncio.shield(worker.join())
     if isinstance(source.error, CsupError):  # the store failed: no verdict on the file
         raise source.error.with_path(reader.path)
     out = FileCheck(reader.path, checks, stats=stats)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +29,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from .. import arrays as A
+from ..dataset import Dataset
 from ..errors import CsupError
+from ..fragment import Fragment
 from ..reader import reader_from_meta
 from ..stores import Store, shared_store
 from .convert import conform
@@ -36,7 +39,6 @@ from .options import Settings
 from .planning import CsupPartition, FilePart
 from .scaleout import UnopenedPartition, open_and_read
 
-_Result = tuple[dict[str, A.Array], int]
 _Columns = tuple[dict[str, A.Array], int, tuple[tuple[str, str], ...]]
 _thread = threading.local()
 
@@ -49,35 +51,65 @@ def _worker_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-async def _read_file(fp: FilePart, paths: list[str], store: Store,
-                     reader_opts: dict[str, Any]) -> _Result:
-    # fp.served: the driver's bytes for the plan's served requests (no request for them)
+def fragment_of(fp: FilePart, paths: list[str], store: Store,
+                reader_opts: dict[str, Any]) -> Fragment:
+    """A planned file as a Fragment that runs the driver's plan (or, with none, gives
+    its rows as nulls); ``fp.served``, the driver's bytes for the plan's served
+    requests, are held by its reader, so they cost no request."""
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,
                               available=fp.served, **reader_opts)
-    if fp.plan is None:
-        n = fp.rows if fp.rows is not None else await reader.count_rows()
-        return {}, n
-    res = await reader.execute(fp.plan, paths)
-    return res.columns, res.num_rows
+    return Fragment(fp.url, reader=reader, plan=fp.plan, plan_columns=paths,
+                    unread=fp.plan is None)
 
 
-def _file_reads(part: CsupPartition, schema: StructType, store: Store,
-                reader_opts: dict[str, Any]) -> Iterator[Coroutine[Any, Any, _Columns]]:
-    """One coroutine per file of the partition, in order: run the driver's plan, or (an
-    unopened partition) open, prune, plan and read the file here."""
-    if isinstance(part, UnopenedPartition):
-        names = [f.name for f in schema.fields]
-        for url in part.urls:
-            yield open_and_read(url, names, part.filters, store, reader_opts)
-        return
+async def _unopened(part: UnopenedPartition, schema: StructType, store: Store,
+                    settings: Settings) -> AsyncIterator[_Columns]:
+    """An unopened partition's files, in order, ``fileConcurrency`` in flight: each is
+    opened, pruned, planned and read here (:func:`.scaleout.open_and_read`; a file's
+    columns depend on its own types, so each is its own one-file read)."""
+    names = [f.name for f in schema.fields]
+    opts = settings.reader_options()
+    urls = iter(part.urls)
+    pending: collections.deque[asyncio.Future[_Columns]] = collections.deque()
+
+    def submit() -> None:
+        url = next(urls, None)
+        if url is not None:
+            pending.append(asyncio.ensure_future(
+                open_and_read(url, names, part.filters, store, opts)))
+
+    try:
+        for _ in range(settings.file_concurrency):
+            submit()
+        while pending:
+            got = await pending.popleft()
+            submit()
+            yield got
+    finally:
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _planned(part: CsupPartition, store: Store, settings: Settings
+                   ) -> AsyncIterator[_Columns]:
+    """A planned partition's rows, through the dataset scanner: its files in order,
+    ``fileConcurrency`` read ahead, each by the driver's plan."""
     paths = list(dict.fromkeys(p for _, p in part.columns))
-
-    async def planned(fp: FilePart) -> _Columns:
-        cols, n = await _read_file(fp, paths, store, reader_opts)
-        return cols, n, part.columns
-
-    for fp in part.files:
-        yield planned(fp)
+    opts = settings.reader_options()
+    if not paths:  # no column (a count): every file's rows, from its metadata
+        for fp in part.files:
+            yield {}, await fragment_of(fp, paths, store, opts).count_rows(), part.columns
+        return
+    ds = Dataset([fragment_of(fp, paths, store, opts) for fp in part.files], store,
+                 file_concurrency=settings.file_concurrency, missing_ok=True,
+                 profile=opts.get("profile") or "local")
+    batches = ds.iter_batches(paths, batch_rows=settings.batch_rows, whole_files=True,
+                              files_ahead=settings.file_concurrency)
+    async with contextlib.aclosing(batches):
+        async for b in batches:
+            yield b.columns, b.num_rows, part.columns
 
 
 def read_partition(part: CsupPartition, schema: StructType, settings: Settings
@@ -93,29 +125,23 @@ def read_partition(part: CsupPartition, schema: StructType, settings: Settings
     loop = _worker_loop()
     store, _, shared = loop.run_until_complete(
         shared_store(first, **settings.store_options(first)))
-    pending: collections.deque[asyncio.Task[_Columns]] = collections.deque()
-    files = _file_reads(part, schema, store, settings.reader_options())
-
-    def submit() -> None:
-        coro = next(files, None)
-        if coro is not None:
-            pending.append(loop.create_task(coro))
+    if isinstance(part, UnopenedPartition):
+        files = _unopened(part, schema, store, settings)
+    else:
+        files = _planned(part, store, settings)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for _ in range(settings.file_concurrency):
-            submit()
-        while pending:
-            cols, n, columns = loop.run_until_complete(pending.popleft())
-            submit()
+        while True:
+            try:
+                cols, n, columns = loop.run_until_complete(files.__anext__())
+            except StopAsyncIteration:
+                return
             yield from record_batches(cols, n, columns, arrow_schema, settings.batch_rows)
 
     try:
         yield from _joined(batches(), settings.batch_rows)
     finally:
-        for t in pending:
-            t.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(files.aclose())
         if not shared:
             loop.run_until_complete(store.close())
 

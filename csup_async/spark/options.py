@@ -59,7 +59,7 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     # Hive-style key=value directories (planner.partitions): "hive" (default) or "none"
     "partitioning": ("partitioning", "str"),
     "basepath": ("base_path", "str"),
-    # Zed lake pools (csup_async.lake.spark): the path is the lake's root
+    # Zed lake pools (csup_async.spark.lake): the path is the lake's root
     "pool": ("pool", "str"),
     "at": ("pool_at", "str"),
     "where": ("pool_where", "str"),
@@ -125,7 +125,7 @@ class Settings:
     segment_thresh: int | None = None
     skew_thresh: int | None = None
     compress: bool | None = None
-    pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.lake.spark)
+    pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.spark.lake)
     pool_at: str | None = None  # a branch journal ID or a commit ID
     pool_where: str | None = None  # filters in the --where grammar, ";"-separated, ANDed
     partitioning: str | None = "hive"  # key=value directories become columns (None: off)

@@ -35,7 +35,7 @@ class CsupDataSource(DataSource):
     def schema(self) -> StructType:
         settings = parse_options(self.options)
         if settings.pool:
-            from ..lake.spark import lake_schema
+            from .lake import lake_schema
 
             return lake_schema(settings)
         loaded = load_sync(settings)
@@ -51,7 +51,7 @@ class CsupDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         settings = parse_options(self.options)
         if settings.pool:
-            from ..lake.spark import LakeFilteringReader, LakeReader
+            from .lake import LakeFilteringReader, LakeReader
 
             return (LakeFilteringReader if settings.pushdown else LakeReader)(schema, settings)
         cls = CsupFilteringReader if settings.pushdown else CsupReader

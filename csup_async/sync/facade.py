@@ -196,6 +196,17 @@ class SyncDataset:
              filters: Any = None) -> Any:
         return run(self.dataset.plan(columns, filter=as_expr(filter, filters)))
 
+    def take(self, indices: Any, columns: Columns = None) -> Any:
+        """Rows by their number over every file in file order (``Dataset.take``)."""
+        return run(self.dataset.take(indices, columns))
+
+    def count_rows(self, filter: Any = None) -> int:
+        n: int = run(self.dataset.count_rows(filter))
+        return n
+
+    def head(self, n: int = 5, columns: Columns = None, *, filter: Any = None) -> Any:
+        return run(self.dataset.head(n, columns, filter=filter))
+
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every column of every file, as one scan (a dataset's files may type a column
         differently, so batches come from the combined result)."""

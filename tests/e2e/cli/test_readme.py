@@ -240,7 +240,7 @@ def test_cli_synopsis_matches_the_parser(capsys: pytest.CaptureFixture[str]) -> 
         assert words[0] == "csup-async"
         rest = words[2:]
         subs = [[words[1]]]
-        if rest and re.fullmatch(r"[a-z]+(\|[a-z]+)*", rest[0]):
+        if rest and re.fullmatch(r"[a-z][a-z-]*(\|[a-z][a-z-]*)*", rest[0]):
             subs = [[words[1], s] for s in rest[0].split("|")]
             rest = rest[1:]
         for sub in subs:

@@ -116,6 +116,9 @@ def test_dataset_and_glob(tmp_path: Path) -> None:
     assert res.to_pylist() == [{"k": 0}, {"k": 1}, {"k": 2}]
     with csup_async.open_dataset_sync(str(tmp_path) + "/") as ds:
         assert len(ds.files) == 3 and ds.scan("i", limit=5).num_rows == 5
+        assert ds.count_rows(filter="i >= 1") == 9
+        assert ds.take([5, 0], "k,i").to_pylist() == [{"k": 1, "i": 1}, {"k": 0, "i": 0}]
+        assert ds.head(2, ["i"], filter="k = 2").to_pylist() == [{"i": 0}, {"i": 1}]
 
 
 @pytest.mark.parametrize("way", ["read", "iter_batches"])
@@ -140,6 +143,8 @@ def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer, way: str) -> None
 
         way, warm, slow = sys.argv[1:]
         csup_async.read(warm)
+        for _ in csup_async.open_sync(warm).iter_batches(["i"], batch_rows=10):
+            pass  # the process's pools have their threads (bounded: none per read)
         reader = csup_async.open_sync(slow)
         before = state()
         print("ready", flush=True)

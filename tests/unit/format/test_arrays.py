@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import json
 import math
 import sys
 from typing import Any
@@ -21,6 +22,7 @@ from csup_async.errors import (
     FormatError,
     UnsupportedTypeError,
 )
+from csup_async.jsonout import value_lines
 from csup_async.types import (
     BOOL,
     BYTES,
@@ -685,3 +687,18 @@ def test_utf8_checked_skips_arrow_validation_only_when_set() -> None:
         assert arr.utf8_checked
         assert arr.to_arrow().to_pylist() == arr.to_pylist()
     assert isinstance(good.to_arrow(), pa.Array)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.lists(st.integers(-5, 5), max_size=4)), max_size=12),
+       st.integers(0, 12), st.integers(0, 12))
+def test_elements_of_a_list_slice_are_its_rows_elements(rows: list[list[int] | None],
+                                                        start: int, stop: int) -> None:
+    """A slice of a list array shares the whole child; ``elements()`` is only its rows' own,
+    which is what JSON output of a sliced column is built from."""
+    sl = A.from_pylist(ArrayType(INT64), rows).slice(start, stop)
+    assert isinstance(sl, A.ListArray)
+    want = [x for r in rows[start:stop] if r is not None for x in r]
+    assert sl.elements().to_pylist() == want
+    assert [json.loads(t) for t in value_lines(sl).decode().splitlines()] == \
+        rows[start:stop]

@@ -9,10 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import planner as P
 from csup_async import bsup
 from csup_async.lake.keys import KeyRange, compare, sort_key
 from csup_async.lake.load import encode_object
-from csup_async.lake.seek import SeekEntry, coalesce, ranges_for
+from csup_async.lake.seek import SeekEntry, ranges_for
 from csup_async.types import INT64, STRING
 from csup_async.values import Value
 
@@ -54,9 +55,9 @@ def test_pruning_keeps_every_span_holding_a_match(ks: list[int], lo: Any, hi: An
 
 
 @given(st.lists(st.tuples(keys, st.integers(1, 50), st.integers(1, 500)), min_size=1,
-                max_size=20), bound, bound, st.integers(0, 1000))
+                max_size=20), bound, bound, st.sampled_from(sorted(P.PROFILES)))
 def test_ranges_cover_exactly_the_kept_chunks(chunks: list[Any], lo: Any, hi: Any,
-                                              gap: int) -> None:
+                                              profile: str) -> None:
     entries, off, start = [], 0, 0
     for base, width, length in chunks:
         start = max(start, base)
@@ -69,9 +70,10 @@ def test_ranges_cover_exactly_the_kept_chunks(chunks: list[Any], lo: Any, hi: An
     runs = ranges_for(entries, r)
     covered = {b for a, n in runs for b in range(a, a + n)}
     assert covered == {b for a, n in kept for b in range(a, a + n)}
-    merged = coalesce(runs, gap)
-    assert all(b > a + n + gap for (a, n), (b, _) in itertools.pairwise(merged))
-    assert covered <= {b for a, n in merged for b in range(a, a + n)}
+    # the planner's coalescing (what a scan sends) fetches every byte of every run
+    requests = [(q.offset, q.length) for q in P.coalesce(runs, profile)]
+    assert all(b >= a + n for (a, n), (b, _) in itertools.pairwise(requests))
+    assert covered <= {b for a, n in requests for b in range(a, a + n)}
 
 
 @settings(max_examples=40, deadline=None)

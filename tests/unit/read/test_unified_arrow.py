@@ -208,3 +208,29 @@ def test_random_rows_convert_to_pandas_and_polars(
         return  # rows of empty records: nothing to compare
     got = [_from_struct_form(r) for r in table.to_pylist()]
     assert all(_eq(w, g) for w, g in zip(rows, got, strict=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.data_too_large])
+@given(rows=st.one_of(_rows, st.lists(_json, min_size=1, max_size=30)), fuse=st.booleans(),
+       batch_rows=st.integers(1, 7))
+def test_every_batch_has_the_schema_of_the_whole_scan(
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Any], fuse: bool,
+        batch_rows: int) -> None:
+    """A consumer appending batches to one table (``pa.Table.from_batches``, a polars
+    concat) needs one schema: a batch that happens to lack a member type or a field
+    must still come out in the file's schema, and the batches' rows are the scan's."""
+    path = tmp_path_factory.mktemp("b") / "x.csup"
+    csup_async.write(path, rows, fuse=fuse)
+
+    async def go() -> tuple[pa.Table, list[pa.Table]]:
+        async with csup_async.open(str(path)) as r:
+            whole = (await r.scan()).to_arrow()
+            parts = [b.to_arrow() async for b in r.iter_batches(batch_rows=batch_rows)]
+            return whole, parts
+
+    whole, parts = asyncio.run(go())
+    for part in parts:
+        assert part.schema == whole.schema
+    if parts:
+        assert pa.concat_tables(parts).to_pylist() == whole.to_pylist()

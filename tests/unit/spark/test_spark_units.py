@@ -284,7 +284,7 @@ def test_plan_prunes_ships_packs_and_pickles_small(tmp_path: Path) -> None:
 
 async def test_shipped_bytes_serve_the_executor_and_results_repr_short(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A partition's shipped bytes reach the reader through ``reader_from_meta(available=)``
+    """A partition's shipped bytes reach the fragment's reader (``reader_from_meta(available=)``)
     (a small file costs the executor no request), and what ``asyncio.run`` returns on the
     driver has a short repr: Python 3.11's ``asyncio.run`` builds the result's repr
     (twice) while restoring the SIGINT handler."""
@@ -306,10 +306,10 @@ async def test_shipped_bytes_serve_the_executor_and_results_repr_short(
     monkeypatch.setattr(store, "read_range", no_reads)
     monkeypatch.setattr(store, "read_tail", no_reads)
     try:
-        cols, n = await executor._read_file(a, ["k", "v"], store, {})
+        res = await executor.fragment_of(a, ["k", "v"], store, {}).scan(["k", "v"])
     finally:
         await store.close()
-    assert n == 100 and cols["v"].to_pylist() == list(range(100))
+    assert res.num_rows == 100 and res.column("v").to_pylist() == list(range(100))
 
 
 def test_min_partitions_split_data_over_the_cores(tmp_path: Path) -> None:

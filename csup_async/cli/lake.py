@@ -1,5 +1,7 @@
 """``csup-async lake``: list pools and branches, scan and explain a pool, load rows.
 
+    csup-async lake create URL                  an empty lake (as ``zed init``)
+    csup-async lake create-pool URL logs --order ts:asc   a pool (as ``zed create``)
     csup-async lake ls URL                      pools: name, ID, key, order
     csup-async lake ls URL --pool logs@main     the pool's branches and live objects
     csup-async lake scan URL --pool logs -c ts,msg --where "ts >= 100 and msg = 'x'"
@@ -28,7 +30,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
     lake = sub.add_parser("lake", help="Zed lakes: list pools, scan, explain, load",
                           parents=[common])
     cmds = lake.add_subparsers(dest="lake_command", required=True,
-                               help="ls, scan, explain or load")
+                               help="create, create-pool, ls, scan, explain or load")
+    c = cmds.add_parser("create", help="write an empty lake (what `zed init` writes)",
+                        parents=[common, store])
+    c.add_argument("url", metavar="URL", help="the new lake's root (directory, s3://, gs://)")
+    c.set_defaults(command_parser=c)
+    c = cmds.add_parser("create-pool", help="add a pool and its main branch (as `zed create`)",
+                        parents=[common, store])
+    c.add_argument("url", metavar="URL", help="the lake's root (directory, s3://, gs://)")
+    c.add_argument("name", metavar="NAME", help="the pool's name")
+    c.add_argument("--order", default="ts:desc", metavar="KEY[:asc|:desc]",
+                   help="the pool key (a dotted path) and its order, as zed's -orderby "
+                        "(default ts:desc)")
+    c.add_argument("--seek-stride", type=int, default=None, metavar="BYTES",
+                   help="bytes of a data object per seek-index entry (default 65536)")
+    c.set_defaults(command_parser=c)
     for name, helptext in (("ls", "list pools, or a pool's branches and objects"),
                            ("scan", "print a pool's rows in key order (JSON lines)"),
                            ("explain", "objects kept and pruned, byte ranges to read"),
@@ -105,12 +121,49 @@ def _read_input(path: str) -> list[Any]:
     return read_values(data, typed=False)
 
 
+def parse_order(text: str) -> tuple[str, str]:
+    """``--order``'s ``key[:asc|:desc]`` as (key, order); a bad one is a UsageError."""
+    from .exits import UsageError
+
+    key, sep, order = text.rpartition(":")
+    if not sep:
+        key, order = text, "desc"
+    order = order.lower()
+    if not key or order not in ("asc", "desc"):
+        raise UsageError(f"--order takes KEY, KEY:asc or KEY:desc, not {text!r}")
+    return key, order
+
+
+async def _create(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
+    from ..lake.create import create_lake
+    from ..lake.lake import open_lake
+    from ..stores.redact import redact_url
+
+    if args.lake_command == "create":
+        await create_lake(args.url, **store_opts)
+        print(f"lake created: {redact_url(args.url)}")
+        return 0
+    key, order = parse_order(args.order)
+    stride = {} if args.seek_stride is None else {"seek_stride": args.seek_stride}
+    if args.seek_stride is not None and args.seek_stride < 1:
+        from .exits import UsageError
+
+        raise UsageError(f"--seek-stride must be at least 1, not {args.seek_stride}")
+    async with open_lake(args.url, **store_opts) as lake:
+        cfg = await lake.create_pool(args.name, key=key, order=order, **stride)
+    print(f"pool created: {cfg.name} {cfg.id_str}")
+    return 0
+
+
 def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     """Run a ``lake`` command; ``store_opts`` are the store flags that apply to its URL."""
     from ..jsonout import dumps
-    from .filter import where_filter
-    from .keys import display
-    from .lake import open_lake
+    from ..lake.filter import where_filter
+    from ..lake.keys import display
+    from ..lake.lake import open_lake
+
+    if args.lake_command in ("create", "create-pool"):
+        return asyncio.run(_create(args, store_opts))
 
     async def go() -> int:
         async with open_lake(args.url, max_journal_entries=args.max_journal_entries,
@@ -158,6 +211,6 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
 
 
 def _k(c: bytes) -> str:
-    from . import ksuid as K
+    from ..lake import ksuid as K
 
     return K.to_str(c)

@@ -25,12 +25,12 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..errors import CsupError
-from ..spark.options import Settings
+from ..lake.filter import PoolFilter
+from ..lake.keys import KeyRange, as_value
+from ..lake.objects import gather_all
+from ..lake.scan import ObjectRead, ScanPlan, read_group, read_group_parts, seek_index
 from ..types import underlying
-from .filter import PoolFilter
-from .keys import KeyRange, as_value
-from .objects import gather_all
-from .scan import ObjectRead, ScanPlan, read_group, read_group_parts, seek_index
+from .options import Settings
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]
 
@@ -50,7 +50,7 @@ def _run(coro: Any) -> Any:
 
 
 async def _open_pool(settings: Settings) -> tuple[Any, Any]:
-    from .lake import open_lake
+    from ..lake.lake import open_lake
 
     url = _lake_url(settings)
     lake = await open_lake(url, **settings.store_options(url))
@@ -66,7 +66,7 @@ async def _open_pool(settings: Settings) -> tuple[Any, Any]:
 
 
 def lake_schema(settings: Settings) -> T.StructType:
-    from ..spark.schema import merge_types, spark_type
+    from .schema import merge_types, spark_type
 
     async def sample() -> list[Any]:
         lake, pool = await _open_pool(settings)
@@ -122,7 +122,7 @@ class LakePartition(InputPartition):
 def pool_filter_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> PoolFilter:
     """The ``where`` option (``;``-separated filters in the --where grammar, ANDed) bound
     to the pool, its key range narrowed further by the pushed filters on the key."""
-    from .filter import where_filter
+    from ..lake.filter import where_filter
 
     wheres = [w for w in (settings.pool_where or "").split(";") if w.strip()]
     pf = pool.resolve_filter(where_filter(wheres))
@@ -208,12 +208,12 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
                         ) -> Iterator[pa.RecordBatch]:
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from ..lake.filter import filter_columns, keep_matching
+    from ..lake.objects import LakeIO
+    from ..lake.pool import scan_result
     from ..reader import ScanStats
-    from ..spark.executor import record_batches
     from ..stores import store_for
-    from .filter import filter_columns, keep_matching
-    from .objects import LakeIO
-    from .pool import scan_result
+    from .executor import record_batches
 
     url = _lake_url(settings)
     arrow_schema = to_arrow_schema(schema, timezone="UTC")

@@ -1,0 +1,379 @@
+"""One object of a dataset, scanned with the verbs a Reader and a Dataset share.
+
+A Fragment is an object (opened once, lazily, through its dataset's store and
+pinned to the version its tail read saw), its Hive partition values, and the
+columns a dataset's projection names that this object lacks.  Its verbs take a
+dataset's view of columns and filters and hand the object's own part to its
+Reader: partition columns are constants, paths no super type of the object has
+are nulls, and the filter is specialised to the object
+(:func:`planner.specialize.specialize`) before the Reader's filtered scan prunes
+zones by statistics and evaluates it.  The residual filter is therefore
+evaluated in one place, the Reader's, for one object or many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import planner as P
+from planner.filters import Expr, bind, columns_of
+from planner.specialize import specialize
+
+from . import arrays as A
+from .errors import RowSelectionError
+from .partitioning import constant_column
+from .read.result import ScanResult, ScanStats
+from .reader import Reader
+
+__all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter",
+           "per_segment", "row_indices"]
+
+Opener = Callable[[str], Awaitable[Reader]]
+
+
+def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
+    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
+    (``filter=`` or ``filters=``: :mod:`planner.dnf`) as an expression; others as given."""
+    from planner.dnf import as_expr
+
+    return as_expr(filter, filters)  # type: ignore[no-any-return]
+
+
+def absent_paths(r: Reader, path: str) -> set[str]:
+    """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
+    if getattr(r, "header_layout", False):  # a SuperDB file (csup_async.superdb)
+        return set(r.missing_paths([path]))
+    res = P.resolve_paths(r.meta, [path])
+    return set(res.missing_paths)
+
+
+def _null(n: int) -> A.Array:
+    from .types import NULL
+
+    return A.null_array(NULL, n)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    """One object a dataset scan read, with the plan its Reader executed."""
+
+    name: str
+    plan: Any = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetScanPlan:
+    """What a dataset scan did: the objects read (each with its executed plan) and the
+    objects that needed no data request (``planner.PrunedFile``, with the reason)."""
+
+    files: tuple[ScannedFile, ...]
+    pruned: tuple[P.PrunedFile, ...]
+
+    def explain(self) -> str:
+        lines = [f"dataset scan: {len(self.files)} objects read, {len(self.pruned)} "
+                 f"needed no data request"]
+        lines += [f"  pruned {p.name}: {p.reason}" for p in self.pruned[:20]]
+        return "\n".join(lines)
+
+
+class Fragment:
+    """One CSUP object of a dataset (or on its own): the scan verbs over its rows.
+
+    ``scan``/``to_arrow``/``head``/``iter_batches``/``take``/``count_rows`` take
+    ``columns`` (dotted paths; a Hive partition name; a path the object lacks, read
+    as nulls) and ``filter`` (an expression or its text form) as a Reader's do.
+    """
+
+    def __init__(self, url: str, *, reader: Reader | None = None, opener: Opener | None = None,
+                 partition: Mapping[str, Any] | None = None,
+                 partition_types: Mapping[str, str] | None = None,
+                 plan: Any = None, plan_columns: Sequence[str] | None = None,
+                 unread: bool = False) -> None:
+        if reader is None and opener is None:
+            raise ValueError("a Fragment needs a reader or an opener")
+        self.url = url
+        self._reader = reader
+        self._opener = opener
+        self._lock = asyncio.Lock()
+        #: Hive partition values of this object, by column name (None: null)
+        self.partition_values: dict[str, Any] = dict(partition or {})
+        self._types: dict[str, str] = dict(partition_types or {})
+        # a plan made elsewhere (a Spark driver) for ``scan(plan_columns)``: run as made;
+        # ``unread``: that planner found nothing to read (its rows are nulls)
+        self._plan, self._unread = plan, unread
+        self._plan_columns = list(plan_columns) if plan_columns is not None else None
+
+    def __repr__(self) -> str:
+        from .stores import redact_url
+
+        return f"<Fragment {redact_url(self.url)}>"
+
+    # -------------------------------------------------------------- object ---
+    @property
+    def reader(self) -> Reader | None:
+        """The open Reader, or None until a verb (or :meth:`open`) opened the object."""
+        return self._reader
+
+    @property
+    def path(self) -> str:
+        from .stores import redact_url
+
+        return redact_url(self.url)
+
+    async def open(self) -> Reader:
+        """The object's Reader, opened (one tail read) on first use."""
+        if self._reader is None:
+            async with self._lock:
+                if self._reader is None:
+                    assert self._opener is not None
+                    self._reader = await self._opener(self.url)
+        return self._reader
+
+    @property
+    def num_rows(self) -> int | None:
+        """Rows of the object when known from metadata (None before it is opened)."""
+        return self._reader.num_rows if self._reader is not None else None
+
+    async def column_names(self) -> list[str]:
+        """The object's top-level columns, then its partition columns."""
+        r = await self.open()
+        own = P.top_level_paths(r.meta.super_types)
+        return [c for c in own if c not in self.partition_values] + list(self.partition_values)
+
+    # -------------------------------------------------------------- filter ---
+    def partition_filter(self, filter: Expr | None) -> Expr | bool | None:
+        """``filter`` with the partition columns replaced by this object's values (no
+        request): False when no row can match, True when every row does."""
+        if filter is None or not self.partition_values:
+            return filter
+        names = {(n,): n for n in self.partition_values}
+        if not any(p in names for p in columns_of(filter)):
+            return filter
+        bound = bind(filter, {(n,): t for n, t in self._types.items() if t != "null"})
+        return specialize(bound, {p: self.partition_values[n] for p, n in names.items()})
+
+    async def file_filter(self, filter: Expr | None) -> Expr | bool | None:
+        """``filter`` specialised to this object: partition values and paths no super
+        type of it has (null on every row) replaced; opens the object unless the
+        partition values alone decide it."""
+        spec = self.partition_filter(filter)
+        if spec is None or isinstance(spec, bool):
+            return spec
+        r = await self.open()
+        from planner.pruning import type_has_path
+
+        absent = {p: None for p in columns_of(spec)
+                  if not any(type_has_path(t, p) for t in r.meta.super_types)}
+        return specialize(spec, absent) if absent else spec
+
+    async def may_match(self, filter: Expr | str | None) -> bool:
+        """False when the partition values or the segment statistics (metadata, no data
+        request) prove ``filter`` false for every row of the object."""
+        spec = await self.file_filter(as_filter(filter))
+        if spec is None or spec is True:
+            return True
+        if spec is False:
+            return False
+        from planner.pruning import prune_files
+
+        from .colvalue import segment_stats
+
+        r = await self.open()
+        return not prune_files([r.meta], spec, segment_stats).pruned
+
+    # ------------------------------------------------------------ columns ---
+    async def _layout(self, columns: Sequence[str] | str | None
+                      ) -> tuple[list[str], list[str], Reader]:
+        """(the output columns, the ones this object's Reader reads, the Reader)."""
+        r = await self.open()
+        parsed = P.parse_columns(columns)
+        cols = ([s for s, _ in parsed] if parsed is not None else await self.column_names())
+        data = [c for c in cols if c not in self.partition_values and not absent_paths(r, c)]
+        return cols, data, r
+
+    def _complete(self, got: Mapping[str, A.Array], n: int, cols: list[str]
+                  ) -> dict[str, A.Array]:
+        out: dict[str, A.Array] = {}
+        for c in cols:
+            if c in self.partition_values:
+                out[c] = constant_column(self._types.get(c, "null"), self.partition_values[c], n)
+            else:
+                out[c] = got[c] if c in got else _null(n)
+        return out
+
+    @staticmethod
+    def _filter_paths(spec: Expr, r: Reader) -> list[str]:
+        paths = [P.format_path(p) for p in columns_of(spec)]
+        return [p for p in dict.fromkeys(paths) if not absent_paths(r, p)]
+
+    # --------------------------------------------------------------- verbs ---
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None, rows: slice | None = None,
+                   limit: int | None = None) -> ScanResult:
+        """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``)."""
+        spec = await self.file_filter(as_filter(filter))
+        cols, data, r = await self._layout(columns)
+        if spec is False:
+            return ScanResult(self._complete({}, 0, cols), 0, ScanStats())
+        if spec is None and rows is None and limit is None:
+            own = [c for c in cols if c not in self.partition_values]
+            if self._unread:
+                n = await r.count_rows()
+                return ScanResult(self._complete({}, n, cols), n, ScanStats())
+            if self._plan is not None and own == self._plan_columns:
+                res = await r.execute(self._plan, own)
+                return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                  res.num_rows, res.stats, res.plan)
+        expr = None if spec is True else spec
+        if data or expr is not None:
+            read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
+            res = await r.scan(read, filter=expr, rows=rows, limit=limit)
+            return ScanResult(self._complete(res.columns if data else {}, res.num_rows, cols),
+                              res.num_rows, res.stats, res.plan, res.total_rows)
+        n = await self._selected(r, rows, limit)
+        return ScanResult(self._complete({}, n, cols), n, ScanStats())
+
+    async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
+        """How many rows ``rows`` and ``limit`` select, with no column to read."""
+        _check_limit(limit, self.path)
+        n = r.num_rows if r.num_rows is not None else await r.count_rows()
+        if rows is not None:
+            if not isinstance(rows, slice) or rows.step not in (None, 1):
+                raise RowSelectionError(f"rows must be a slice with step 1, not {rows!r}",
+                                        path=self.path)
+            n = len(range(n)[rows])
+        return n if limit is None else min(n, limit)
+
+    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
+                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
+        """The scan as a pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
+        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
+
+    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None) -> ScanResult:
+        """The first ``n`` rows (of those ``filter`` keeps)."""
+        return await self.scan(columns, filter=filter, limit=n)
+
+    async def count_rows(self, filter: Expr | str | None = None) -> int:
+        """Rows of the object (that ``filter`` keeps): from metadata where it can be."""
+        spec = await self.file_filter(as_filter(filter))
+        if spec is False:
+            return 0
+        r = await self.open()
+        if spec is None or spec is True:
+            return await r.count_rows()
+        return (await r.scan(self._filter_paths(spec, r), filter=spec)).num_rows
+
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
+                   ) -> ScanResult:
+        """The rows at ``indices`` (row numbers of this object, any order, repeats)."""
+        cols, data, r = await self._layout(columns)
+        if data:
+            res = await r.take(indices, data)
+            return ScanResult(self._complete(res.columns, res.num_rows, cols), res.num_rows,
+                              res.stats, res.plan)
+        idx = row_indices(indices)
+        n = await r.count_rows()
+        if idx.size and int(idx.max()) >= n:
+            bad = int(idx[idx >= n][0])
+            raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
+                                    path=self.path)
+        return ScanResult(self._complete({}, int(idx.size), cols), int(idx.size), ScanStats())
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Expr | str | None = None, limit: int | None = None,
+                           segment_requests: bool = False) -> AsyncIterator[ScanResult]:
+        """Batches of at most ``batch_rows`` rows in object order (of those ``filter``
+        keeps; the first ``limit``), with the bounded memory of Reader.iter_batches.
+
+        ``segment_requests`` plans requests of at most one segment, merging no gaps:
+        for a reader that may stop early, the read-ahead then holds segments, not
+        merged tens of megabytes."""
+        _check_limit(limit, self.path)
+        spec = await self.file_filter(as_filter(filter))
+        cols, data, r = await self._layout(columns)
+        if spec is False or limit == 0:
+            return
+        expr = None if spec is True else spec
+        if not data and expr is None:
+            n = await self._selected(r, None, limit)
+            for lo in range(0, n, batch_rows):
+                k = min(batch_rows, n - lo)
+                yield ScanResult(self._complete({}, k, cols), k, ScanStats())
+            return
+        if segment_requests:
+            per_segment(r)
+        read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
+        left = limit
+        it = r.iter_batches(read, batch_rows=batch_rows, prefetch=prefetch, filter=expr)
+        async with contextlib.aclosing(it):
+            async for b in it:
+                n = b.num_rows if left is None else min(b.num_rows, left)
+                got = {c: a.slice(0, n) for c, a in b.columns.items()} if data else {}
+                yield ScanResult(self._complete(got, n, cols), n, b.stats, b.plan)
+                if left is not None:
+                    left -= n
+                    if left <= 0:
+                        return
+
+    async def plan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None) -> Any:
+        """The plan the Reader executes for this object's part of the scan (None when
+        nothing of it is read: no column of it projected, or a filter it cannot match)."""
+        spec = await self.file_filter(as_filter(filter))
+        _, data, r = await self._layout(columns)
+        if spec is False:
+            return None
+        expr = None if spec is True else spec
+        if not data and expr is None:
+            return None
+        return await r.plan(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+                            filter=expr)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+
+
+def per_segment(r: Reader) -> None:
+    """Plan ``r``'s reads in requests of at most one segment's size, merging no gaps
+    (adjacent small segments may still share a request, up to the largest segment's
+    size; no segment is split): a read that stops after its first rows fetches little
+    beyond the segments they lie in, and the read-ahead window holds that many
+    segments, not merged tens of megabytes kept until their last segment is decoded."""
+    from .meta import iter_segmaps
+
+    cap = max((s.length for c in r.meta.columns for segmap in iter_segmaps(c)
+               for s in segmap), default=1) or 1
+    r.profile = dataclasses.replace(P.get_profile(r.profile), max_gap=0, max_request=cap,
+                                    split_size=cap, min_part=0)
+
+
+def _check_limit(limit: Any, path: str) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 0):
+        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)
+
+
+def row_indices(indices: Any) -> np.ndarray:
+    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
+    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
+        raise RowSelectionError(f"take() needs a sequence of row indices, not "
+                                f"{type(indices).__name__}")
+    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
+    bad = [v for v in values
+           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
+    if bad:
+        raise RowSelectionError(f"row indices must be integers, not "
+                                f"{type(bad[0]).__name__} ({bad[0]!r})")
+    if values and min(values) < 0:
+        raise RowSelectionError(f"row index {min(values)} is negative")
+    return np.asarray(values, np.int64).reshape(-1)

@@ -1,0 +1,197 @@
+"""A service's event loop under concurrent scans: it never blocks, and threads stay put.
+
+A service runs ``async with csup_async.open(url) as r: await r.scan(cols)`` for
+many clients at once on one loop.  Here 200 such scans run concurrently in
+asyncio's debug mode with ``slow_callback_duration = 0.01``, on a local file and
+through the HTTP server fixture; a thread started from the loop, or a callback
+that spent 10 ms of the loop thread's CPU (a metadata parse, a decode, a cursor
+walk), fails the test.  And the process's thread count, sampled while 100 and
+then 200 scans run, must not grow with them (the pools are bounded; no read
+starts a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import io
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import csup_async
+from tests.support import servers
+
+ROWS = 20_000
+COLUMNS = ["id", "s"]
+
+
+def _object() -> bytes:
+    out = io.BytesIO()
+    csup_async.write(out, [{"id": i, "s": f"row {i:06d}", "x": i * 0.5} for i in range(ROWS)],
+                     segment_thresh=1 << 15)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def data() -> bytes:
+    return _object()
+
+
+@pytest.fixture
+def http_server(request: pytest.FixtureRequest) -> Any:
+    if servers.nginx_binary() is not None:
+        return request.getfixturevalue("nginx_server")
+    return request.getfixturevalue("range_server")
+
+
+@pytest.fixture(params=["local", "http"])
+def url(request: pytest.FixtureRequest, data: bytes, tmp_path: Path) -> str:
+    if request.param == "local":
+        p = tmp_path / "svc.csup"
+        p.write_bytes(data)
+        return str(p)
+    server = request.getfixturevalue("http_server")
+    put = server.put("loop/svc.csup", data)
+    return put if put.startswith("http") else server.url(put)
+
+
+async def _scans(url: str, n: int, sample: Callable[[], None] | None = None) -> None:
+    """``n`` concurrent open+scan requests, each checked for its rows."""
+    done = asyncio.Event()
+
+    async def one(i: int) -> None:
+        async with csup_async.open(url) as r:
+            got = await r.scan(COLUMNS)
+        assert got.num_rows == ROWS
+        k = i % ROWS
+        assert got.column("id").slice(k, k + 1).to_pylist() == [k]
+
+    async def sampler() -> None:
+        while not done.is_set() and sample is not None:
+            sample()
+            await asyncio.sleep(0.002)
+
+    watch = asyncio.ensure_future(sampler())
+    try:
+        tasks = []
+        for i in range(n):  # requests arrive one at a time, as a server accepts them
+            tasks.append(asyncio.ensure_future(one(i * 97)))
+            await asyncio.sleep(0)
+        await asyncio.gather(*tasks)
+    finally:
+        done.set()
+        await watch
+
+
+class _LoopWatch:
+    """What held the event loop's thread: callbacks that spent 10 ms of its CPU time
+    (asyncio's debug mode reports wall time, which on a shared machine is mostly the
+    wait for a core or for the GIL that pool threads hold; the garbage collector's
+    passes, which land in whichever callback allocates at the time, are not counted),
+    and threads started from it (``Thread.start`` waits until the new thread runs)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.on = False
+        self.loop_thread = threading.get_ident()
+        self.heavy: list[str] = []
+        self.starts: list[str] = []
+        self.slow_wall = 0
+        self.gc_cpu = self.gc_start = 0.0  # the collector's CPU on the loop thread
+        run, start = asyncio.events.Handle._run, threading.Thread.start
+        watch = self
+
+        def timed(handle: asyncio.Handle) -> None:
+            if not watch.on:
+                return run(handle)
+            cpu, wall, gc0 = time.thread_time(), time.perf_counter(), watch.gc_cpu
+            try:
+                return run(handle)
+            finally:
+                if time.perf_counter() - wall >= LIMIT:
+                    watch.slow_wall += 1
+                used = time.thread_time() - cpu - (watch.gc_cpu - gc0)
+                if used >= LIMIT:
+                    watch.heavy.append(f"{used * 1e3:.1f} ms of CPU: {handle!r}"[:400])
+
+        def collecting(phase: str, info: dict[str, Any]) -> None:
+            if threading.get_ident() != watch.loop_thread:
+                return
+            if phase == "start":
+                watch.gc_start = time.thread_time()
+            else:
+                watch.gc_cpu += time.thread_time() - watch.gc_start
+
+        def counted(thread: threading.Thread) -> None:
+            if watch.on and threading.get_ident() == watch.loop_thread:
+                watch.starts.append(thread.name)
+            start(thread)
+
+        monkeypatch.setattr(asyncio.events.Handle, "_run", timed)
+        monkeypatch.setattr(threading.Thread, "start", counted)
+        monkeypatch.setattr(gc, "callbacks", [*gc.callbacks, collecting])
+
+
+LIMIT = 0.01  # seconds: asyncio's slow_callback_duration in this test
+
+
+def _in_debug_loop(main: Callable[[], Awaitable[None]], watch: _LoopWatch) -> None:
+    """Run ``main`` twice in one loop in asyncio's debug mode: the first time to warm up
+    (imports, the loop's executor and the pools start their threads, once in a
+    service's life), the second watched, with ``slow_callback_duration = 0.01``.
+
+    Between the two, ``gc.freeze()``, as a service does once it has started (see
+    docs/performance.md): a full collection walks every object the process holds
+    (pytest's too, 50 ms here), a pause that is the heap's, not a request's."""
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        loop.slow_callback_duration = 10.0
+        await main()
+        # the loop's default executor (a local store's file reads) grows a thread at a
+        # time when a burst finds none idle, up to its bound: at full size, as it is soon
+        # after a service starts
+        await asyncio.gather(*(asyncio.to_thread(time.sleep, 0.05) for _ in range(64)))
+        gc.collect()
+        gc.freeze()
+        loop.slow_callback_duration = LIMIT
+        watch.on = True
+        try:
+            await main()
+        finally:
+            watch.on = False
+            gc.unfreeze()
+
+    asyncio.run(run(), debug=True)
+
+
+def test_200_concurrent_scans_never_block_the_loop(url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    watch = _LoopWatch(monkeypatch)
+    _in_debug_loop(lambda: _scans(url, 200), watch)
+    assert not watch.starts, f"threads started on the loop: {watch.starts[:5]}"
+    assert not watch.heavy, "\n".join(watch.heavy[:10])
+
+
+def test_threads_do_not_grow_with_concurrent_scans(url: str) -> None:
+    names: set[str] = set()
+    peak = {"n": 0}
+
+    def sample() -> None:
+        peak["n"] = max(peak["n"], threading.active_count())
+        names.update(t.name for t in threading.enumerate())
+
+    async def main() -> tuple[int, int]:
+        await _scans(url, 100)  # the bounded pools (and the loop's executor) fill up
+        await _scans(url, 100, sample)
+        at_100, peak["n"] = peak["n"], 0
+        await _scans(url, 200, sample)
+        return at_100, peak["n"]
+
+    at_100, at_200 = asyncio.run(main())
+    assert not [n for n in names if n.startswith("csup-read")]
+    assert at_200 <= at_100, sorted(names)
