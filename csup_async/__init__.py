@@ -14,6 +14,7 @@ from .errors import (
     ArgumentError,
     BudgetError,
     ColumnNotFoundError,
+    ConfigError,
     CsupError,
     EncodeError,
     FormatError,
@@ -60,13 +61,17 @@ _LAZY = {
     "col": "planner.filters",
     "parse_filter": "planner.filters",
     "FilterError": "planner.filters",
+    "S3Config": "csup_async.stores.config",
+    "GCSConfig": "csup_async.stores.config",
+    "HTTPConfig": "csup_async.stores.config",
+    "RetryConfig": "csup_async.stores.config",
 }
 
 __all__ = [
-    "AccessDeniedError", "ArgumentError", "BudgetError", "ColumnNotFoundError", "CsupError",
-    "EncodeError", "FormatError", "LimitError", "NotAwaitedError", "NotFoundError",
-    "ObjectChangedError", "ObjectExistsError", "RowSelectionError", "StoreError",
-    "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
+    "AccessDeniedError", "ArgumentError", "BudgetError", "ColumnNotFoundError", "ConfigError",
+    "CsupError", "EncodeError", "FormatError", "LimitError", "NotAwaitedError",
+    "NotFoundError", "ObjectChangedError", "ObjectExistsError", "RowSelectionError",
+    "StoreError", "StoreTimeoutError", "TruncatedError", "UnsupportedTypeError", *_LAZY,
 ]
 
 
@@ -78,3 +83,9 @@ def __getattr__(name: str) -> Any:
     value = mod if module.endswith("." + name) else getattr(mod, name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API, the lazy names included (``dir()`` would list a lazy name only
+    after its first use), and the module's own dunders."""
+    return sorted(set(__all__) | {"__version__"} | {n for n in globals() if n.startswith("__")})

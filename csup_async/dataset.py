@@ -177,14 +177,15 @@ class Dataset:
     # ----------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | None = None,
-                   target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES) -> P.MultiPlan:
+                   target_task_bytes: int = P.multi.DEFAULT_TARGET_TASK_BYTES,
+                   filters: Any = None) -> P.MultiPlan:
         """Which files contribute, what each must read, and tasks of about the target size.
 
         With ``filter`` (an expression or its text form), files its partition part
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        expr = as_filter(filter)
+        expr = as_filter(filter, filters)
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -219,7 +220,7 @@ class Dataset:
     # ----------------------------------------------------------------- scan ---
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None, rows: slice | None = None,
-                   limit: int | None = None) -> ScanResult:
+                   limit: int | None = None, filters: Any = None) -> ScanResult:
         """Rows of every file in file order (those ``filter`` keeps, of the dataset's
         rows ``rows``, the first ``limit``).
 
@@ -230,7 +231,7 @@ class Dataset:
         are read in file order only until their rows cover it (``file_concurrency``
         at a time; without a filter, the row counts in the metadata say which)."""
         t0 = time.perf_counter()
-        expr = as_filter(filter)
+        expr = as_filter(filter, filters)
         _check_limit(limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
@@ -364,8 +365,8 @@ class Dataset:
                            filter: Expr | str | None = None, limit: int | None = None,
                            read_whole_below: int = READ_WHOLE_BELOW,
                            files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
-                           whole_files: bool = False, stats: ScanStats | None = None
-                           ) -> AsyncIterator[ScanResult]:
+                           whole_files: bool = False, stats: ScanStats | None = None,
+                           filters: Any = None) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows in file order, with bounded memory:
         the rows ``filter`` keeps (files and zones it rules out unread), the first
         ``limit``.  A batch holds rows of one file and every requested column (nulls
@@ -378,8 +379,9 @@ class Dataset:
         Memory holds those files, one batch and the stream's window; not the result.
         ``whole_files`` reads every file with one scan (a caller that converts whole
         files anyway, as a Spark task does).
-        ``stats``, when given, has every read's cost added to it."""
-        expr = as_filter(filter)
+        ``stats``, when given, has every read's cost added to it.  ``filters`` (pyarrow's
+        list form) as ``filter``."""
+        expr = as_filter(filter, filters)
         _check_limit(limit)
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
             from .errors import ArgumentError
@@ -657,4 +659,6 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    return _DatasetOpener(source, store, options)
+    from .read.options import renamed_options
+
+    return _DatasetOpener(source, store, renamed_options(options))

@@ -73,6 +73,11 @@ class ArgumentError(CsupError, ValueError):
     message; a ``ValueError`` too, for callers that catch that."""
 
 
+class ConfigError(ArgumentError):
+    """A store or reader option that is unknown (named, with the nearest accepted name),
+    of the wrong type or out of range.  Never shows a credential's value."""
+
+
 def source_text(source: object, what: str = "url") -> str:
     """A URL or path argument as text: ``pathlib.Path`` and other ``os.PathLike``
     objects are taken as paths (the habit of pyarrow, polars and pandas); anything but

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import planner as P
-from planner.filters import Expr, bind, columns_of, parse_filter
+from planner.filters import Expr, bind, columns_of
 from planner.specialize import specialize
 
 from . import arrays as A
@@ -38,11 +38,12 @@ __all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_fil
 Opener = Callable[[str], Awaitable[Reader]]
 
 
-def as_filter(filter: Expr | str | None) -> Expr | None:
-    """A filter given as text (the CLI's ``--where`` grammar) parsed; others as given."""
-    if isinstance(filter, str):
-        return parse_filter(filter)
-    return filter
+def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
+    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
+    (``filter=`` or ``filters=``: :mod:`planner.dnf`) as an expression; others as given."""
+    from planner.dnf import as_expr
+
+    return as_expr(filter, filters)  # type: ignore[no-any-return]
 
 
 def absent_paths(r: Reader, path: str) -> set[str]:

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
 from .errors import not_awaited, source_text
-from .read.options import split_options
+from .read.options import renamed_options, split_options
 from .stores import Store, shared_store
 from .superdb.detect import HeaderLayout
 
@@ -194,6 +194,9 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     column and segment), ``trust_counts`` (False: ``take``, ``rows=`` and ``limit=``
     decode every segment up to the last selected row, so segment counts that lie are
     a FormatError; True skips those before it unread, for files you trust), and the
-    store's own options (credentials, ...).
+    store's own options (``max_connections``, ``endpoint``, credentials, ...: see
+    :mod:`csup_async.stores.config`; ``storage_options={...}`` with fsspec's, polars'
+    or object_store's names works too).  ``limit=`` as the connection count is
+    deprecated (``max_connections=``): ``limit`` means rows.
     """
-    return _Opener(source_text(url), store, options)
+    return _Opener(source_text(url), store, renamed_options(options))

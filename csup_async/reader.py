@@ -21,6 +21,7 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
+from planner.dnf import as_expr
 from planner.program import ScanProgram
 
 from . import arrays as A
@@ -237,11 +238,14 @@ class Reader:
 
     # ---------------------------------------------------------------- plan ---
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> ScanProgram:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> ScanProgram:
         """The scan ``scan(columns, ...)`` with the same arguments runs, planned: a
         ``planner.program.ScanProgram`` that ``explain()``s itself and that
         :meth:`execute` runs unchanged.  Nothing is read, except for a file of several
-        super types with a row selection or a filter: its super column (the row map)."""
+        super types with a row selection or a filter: its super column (the row map).
+        ``filters=``: pyarrow's list form, as for :meth:`scan`."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         paths = self._paths(columns)
         self._check_limit(limit)
         base = self._plan(paths)  # ColumnNotFoundError for a projected path no type has
@@ -331,36 +335,6 @@ class Reader:
             self._counted_rows = len(got.ids)
         return got, stats
 
-    def _check_limit(self, limit: Any) -> None:
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
-            raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}",
-                                    path=self.path)
-
-    async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
-        """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
-        from planner.selection import RowRanges, ranges_from_slice
-
-        if rows is None and limit is None:
-            return None
-        try:
-            if rows is not None:
-                # the row count is needed only to resolve bounds from the end (a file of
-                # several super types would read its super column for it): a read
-                # stops at the end anyway
-                n = self.num_rows
-                if n is None and isinstance(rows, slice) and all(
-                        v is None or (isinstance(v, int) and v >= 0)
-                        for v in (rows.start, rows.stop)):
-                    n = 1 << 62
-                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
-            else:
-                n = self.num_rows
-                got = RowRanges.of([(0, limit if n is None else min(limit, n))])
-            return got if limit is None else got.first(limit)
-        except RowSelectionError as e:
-            raise e.with_path(self.path) from None
-
     def _warm(self) -> int:
         """Connections the store holds open: a request beyond them pays a connection's
         setup, which the planner weighs (0 for a store that does not say)."""
@@ -396,8 +370,8 @@ class Reader:
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Any = None, rows: slice | None = None,
-                   limit: int | None = None, max_requests: int | None = None,
-                   max_bytes: int | None = None,
+                   limit: int | None = None, filters: Any = None,
+                   max_requests: int | None = None, max_bytes: int | None = None,
                    on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """Read the columns at these dotted paths (all top-level columns when None).
 
@@ -417,6 +391,9 @@ class Reader:
         rows, ``limit=n`` the first ``n`` (of ``rows``, or of the filter's matches);
         only the segments holding them are fetched.
 
+        ``filters=`` takes pyarrow's list form (``[("a", ">", 3)]``, a list of lists
+        for OR; :mod:`planner.dnf`), as ``filter=`` does.
+
         ``max_requests`` / ``max_bytes`` refuse, with a BudgetError and before any data
         request, a scan whose plan needs more (whole scans only, for now).
 
@@ -424,6 +401,7 @@ class Reader:
         total as they land: monotonic, first at 0, last exactly at the total (whole
         scans only, for now).
         """
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
         budget = max_requests is not None or max_bytes is not None
         whole = filter is None and rows is None and limit is None
@@ -496,10 +474,10 @@ class Reader:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
-        from planner.filters import columns_of, parse_filter
+        from planner.filters import columns_of
 
         try:
-            expr = parse_filter(filter) if isinstance(filter, str) else filter
+            expr = as_expr(filter)
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
             raise e.with_path(self.path) from None
@@ -570,7 +548,8 @@ class Reader:
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
-                           filter: Any = None) -> AsyncIterator[ScanResult]:
+                           filter: Any = None, filters: Any = None
+                           ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
         The plan is fetched in 2 MiB pieces as the batches need them, ``prefetch``
@@ -585,6 +564,7 @@ class Reader:
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
         """
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
             prefetch = _check_count("prefetch", prefetch, 0, self.path)

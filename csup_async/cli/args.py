@@ -16,13 +16,17 @@ def _store_flags() -> argparse.ArgumentParser:
     """Store options as flags; credentials come from the environment (never from argv)."""
     s = argparse.ArgumentParser(add_help=False)
     g = s.add_argument_group("store options (also from AWS_*, GOOGLE_*, STORAGE_EMULATOR_HOST)")
-    g.add_argument("--endpoint-url", help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), "
-                   "or a GCS JSON-API endpoint for gs:// URLs")
+    g.add_argument("--endpoint", "--endpoint-url", dest="endpoint_url", metavar="URL",
+                   help="S3-compatible endpoint (e.g. http://127.0.0.1:9000), or a GCS "
+                        "JSON-API endpoint for gs:// URLs (the endpoint option of "
+                        "open() and Spark; --endpoint-url is the old spelling)")
     g.add_argument("--region", help="S3 region")
     g.add_argument("--anonymous", action="store_true", help="unsigned S3 / anonymous GCS")
     g.add_argument("--request-payer", action="store_true",
                    help="S3: pay for the requests to a requester-pays bucket")
     g.add_argument("--concurrency", type=int, default=None, help="requests in flight per file")
+    g.add_argument("--max-connections", type=int, default=None, metavar="N",
+                   help="connections the store may open at once (default 64)")
     g.add_argument("--file-concurrency", type=int, default=None,
                    help="files read at once in a multi-file source (default 64)")
     g.add_argument("--no-verify-ssl", action="store_true", help="skip TLS verification")
@@ -80,14 +84,21 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", parents=[common, store],
         help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet",
         description="Convert a file (BSUP/ZNG, JSON/NDJSON, Parquet, CSUP) or CSUP objects to "
-                    "a .csup or .bsup file.",
+                    "a .csup, .bsup, .parquet or .ndjson/.jsonl file (the format from the "
+                    "output's suffix, or --to), streamed in batches.",
         epilog="What changes on the way: JSON integers become int64 (uint64 above its range), "
                "other numbers float64; Parquet/Arrow timestamps of any unit become time (ns, "
                "UTC) and date32/date64 become time at midnight UTC; decimals and times of day "
-               "are refused. Several inputs must all be CSUP (read as one dataset).")
+               "are refused. Several inputs must all be CSUP (read as one dataset). To "
+               "NDJSON, each value is printed as `cat` prints it; to Parquet, columns are "
+               "typed as ScanResult.to_arrow() types them (unions unified, each change "
+               "noted on stderr).")
     c.add_argument("input", nargs="+",
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
-    c.add_argument("output", help="a .csup or .bsup file")
+    c.add_argument("output", help="a .csup, .bsup, .parquet or .ndjson/.jsonl file (.csup "
+                                  "may be an object store URL)")
+    c.add_argument("--to", choices=("csup", "bsup", "parquet", "ndjson"), default=None,
+                   help="the output's format (default: from its suffix)")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "
                         "(CSUP output; default 1 MiB)")
@@ -116,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
     c.add_argument("--match", default=None, metavar="PATTERN", help=_MATCH_HELP)
     c.add_argument("--where", default=None, metavar="FILTER", help=_WHERE_HELP)
+    c.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="print the first N values (N >= 0) and read only what they need")
 
     c = sub.add_parser("inspect", help="trailer, sections, super types and column tree",
                        parents=[common, store])

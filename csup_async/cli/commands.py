@@ -10,12 +10,8 @@ import os
 import sys
 from typing import Any
 
-from ..errors import CsupError
 from .batches import (
     BATCH_ROWS,
-    CAT_BATCH_ROWS,
-    STREAM_PREFETCH,
-    one_ahead,
     scan_batches,
 )
 from .exits import EXIT_DATA, UsageError
@@ -29,18 +25,22 @@ from .output import (
     vectorised_output,
 )
 from .progress import progress_bar, with_progress
-from .sources import Source, input_values, is_csup_input, source_options
+from .sources import Source, input_values, source_options
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from ..inputs import kind_of
+    from .lines import output_kind
 
-    try:
-        out_kind = kind_of(args.output)
-    except CsupError:
-        out_kind = None
-    if out_kind not in ("csup", "bsup"):
-        raise UsageError("the output must be a .csup or .bsup file", path=args.output)
+    out_kind = output_kind(args.output, args.to)
+    remote = "://" in args.output and not args.output.startswith("file://")
+    if out_kind in ("parquet", "ndjson"):
+        if remote:
+            raise UsageError(f"{out_kind} output is a local file (write .csup to an object "
+                             "store)", path=args.output)
+        n = _convert_out(args, out_kind)
+        print(f"wrote {n:,} {'rows' if out_kind == 'parquet' else 'values'} to "
+              f"{args.output}", file=sys.stderr)
+        return 0
     first = args.input[0]
     label = f"converting {os.path.basename(first.rstrip('/')) or first}"
     values = with_progress(input_values(args), label, args)
@@ -70,6 +70,23 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert_out(args: argparse.Namespace, kind: str) -> int:
+    """To Parquet or NDJSON: batch by batch, the file made whole or not at all."""
+    from .lines import write_lines, write_parquet
+
+    if kind == "parquet":
+        return write_parquet(args, args.output)
+    tmp = f"{args.output}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            n = write_lines(args, f)
+        os.replace(tmp, args.output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return n
+
+
 def _write_bsup(path: str, values: Any) -> int:
     from ..bsup import StreamEncoder, encode_value
     from ..values import Value, infer_type
@@ -92,33 +109,11 @@ def _write_bsup(path: str, values: Any) -> int:
 
 
 def _cat(args: argparse.Namespace) -> int:
-    """Every value as a JSON line; CSUP objects stream in batches of rows, vectorised."""
-    from .. import jsonout as J
-    from ..values import Value
+    """Every value (the first ``--limit``) as a JSON line; CSUP objects stream in batches
+    of rows, vectorised (:mod:`csup_async.cli.lines`)."""
+    from .lines import write_lines
 
-    out = sys.stdout.buffer
-    if not is_csup_input(args):
-        for v in input_values(args):
-            out.write((J.dumps(v.to_python() if isinstance(v, Value) else v) + "\n").encode())
-        return 0
-    fast = J.have_pyarrow()
-
-    source = Source(args)
-
-    async def run(src: Any) -> None:
-        # smaller batches than scan's: every column of the row is printed, and each
-        # batch's text (and the next batch decoding meanwhile) is held at once
-        it = source.scanner.iter_batches([""], batch_rows=CAT_BATCH_ROWS,
-                                         prefetch=STREAM_PREFETCH, filter=args.where,
-                                         read_whole_below=0, segment_requests=True)
-        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-            async for batch in ahead:
-                arr = batch.columns[""]
-                out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
-                    J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
-                out.flush()
-
-    asyncio.run(source.run(run))
+    write_lines(args, sys.stdout.buffer, args.limit)
     return 0
 
 

@@ -78,10 +78,10 @@ def source_options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], 
     s3 = url.startswith(("s3://", "s3a://"))
     remote = "://" in url and not url.startswith("file://")
     gcs = url.startswith(("gs://", "gcs://"))
-    if s3 and getattr(args, "endpoint_url", None):
-        store["endpoint_url"] = args.endpoint_url
-    if gcs and getattr(args, "endpoint_url", None):
-        store["endpoint"] = args.endpoint_url
+    if (s3 or gcs) and getattr(args, "endpoint_url", None):
+        store["endpoint"] = args.endpoint_url  # one spelling: csup_async.stores.config
+    if remote and getattr(args, "max_connections", None) and not url.startswith("memory://"):
+        store["max_connections"] = args.max_connections
     if s3 and getattr(args, "region", None):
         store["region"] = args.region
     if s3 and getattr(args, "request_payer", False):

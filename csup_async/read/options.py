@@ -8,6 +8,7 @@ reader is made), so a process can lower them for every reader at once.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,23 @@ READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "m
                   "trust_counts")
 #: Options both take: ``timeout`` bounds a whole read and each store operation in it.
 SHARED_OPTIONS = ("timeout",)
+
+
+def renamed_options(options: dict[str, Any], stacklevel: int = 3) -> dict[str, Any]:
+    """``options`` with the old name of the connection count (``limit``, which means
+    rows in ``scan``, ``read`` and the CLI) taken as ``max_connections``, with a
+    DeprecationWarning pointing at the caller of ``open``/``open_dataset``."""
+    if "limit" not in options:
+        return options
+    warnings.warn("open(..., limit=) is deprecated: the number of connections is "
+                  "max_connections= (limit= means rows in scan, read and the CLI)",
+                  DeprecationWarning, stacklevel=stacklevel)
+    out = {k: v for k, v in options.items() if k != "limit"}
+    if "max_connections" in out and out["max_connections"] != options["limit"]:
+        raise CsupError("limit= (deprecated) and max_connections= disagree: pass "
+                        "max_connections= only")
+    out["max_connections"] = options["limit"]
+    return out
 
 
 def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

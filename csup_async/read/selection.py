@@ -27,7 +27,8 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
-from planner.filters import Expr, Truth, bind, columns_of, parse_filter
+from planner.dnf import as_expr
+from planner.filters import Expr, Truth, bind, columns_of
 from planner.literals import FilterError
 from planner.profiles import with_amplification
 from planner.projection import path_type
@@ -387,7 +388,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     super column decoded): each type's zones by its own statistics, mapped to the rows
     of the file; without one nothing is pruned.  ``planned``: the plan of ``wanted``,
     made already (each projection is planned once)."""
-    expr = parse_filter(filter) if isinstance(filter, str) else filter
+    expr = as_expr(filter)
     fpaths = list(dict.fromkeys(columns_of(expr)))
     names = _type_names(meta, fpaths)
     bound = bind(expr, names)

@@ -19,40 +19,29 @@ token crosses a pickle; only secrets a user passes as options travel, hidden.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CsupError
+from ..errors import ConfigError, CsupError
+from ..stores.config import all_names, known_option
 
 MiB = 1 << 20
 #: files above which tasks plan their own files (bench/results/spark.md: the crossover)
 PLAN_ON_EXECUTORS_THRESHOLD = 500
 
-# option (lower case) -> (store keyword, parser); "endpoint" depends on the scheme
-_STORE_OPTIONS: dict[str, tuple[str, str]] = {
-    "endpoint": ("endpoint", "str"),
-    "region": ("region", "str"),
-    "accesskeyid": ("access_key_id", "str"),
-    "secretaccesskey": ("secret_access_key", "str"),
-    "sessiontoken": ("session_token", "str"),
-    "awsprofile": ("aws_profile", "str"),
-    "anonymous": ("anonymous", "bool"),
-    "adc": ("adc", "bool"),
-    "requestpayer": ("request_payer", "bool"),
-    "pathstyle": ("path_style", "bool"),
-    "token": ("token", "str"),
-    "headers": ("headers", "json"),
-    "storageoptions": ("storage_options", "json"),
-    "connections": ("limit", "int"),
-    "connecttimeout": ("connect_timeout", "float"),
-    "readtimeout": ("read_timeout", "float"),
-    "verifyssl": ("verify_ssl", "bool"),
-}
-_SECRET_KEYWORDS = frozenset({"secret_access_key", "session_token", "token", "headers",
-                              "storage_options", "access_key_id"})
+# Store options are the one vocabulary of csup_async.stores.config (its names and
+# aliases, any case, "_" or "-" ignored); values stay text until a path's scheme says
+# which store's configuration parses them.
+#: option names whose values are never shown (normalised: lower case, no "_" or "-")
+_SECRET_NAMES = frozenset({
+    "accesskeyid", "key", "accesskey", "awsaccesskeyid", "awsaccesskey",
+    "secretaccesskey", "secret", "secretkey", "awssecretaccesskey", "awssecretkey",
+    "sessiontoken", "token", "awssessiontoken", "awstoken", "googleoauthtoken",
+    "accesstoken", "oauthtoken", "headers", "httpheaders", "storageoptions", "config"})
 
 # option (lower case) -> (Settings attribute, parser)
 _READ_OPTIONS: dict[str, tuple[str, str]] = {
@@ -144,7 +133,8 @@ class Settings:
     partition_by: list[str] = field(default_factory=list)  # write: key=value directories
 
     def __repr__(self) -> str:
-        shown = {k: ("<hidden>" if k in _SECRET_KEYWORDS else v) for k, v in self.store.items()}
+        shown = {k: ("<hidden>" if _norm(k) in _SECRET_NAMES else v)
+                 for k, v in self.store.items()}
         return (f"Settings(paths={len(self.paths)}, store={shown}, profile={self.profile!r}, "
                 f"target_partition_bytes={self.target_partition_bytes})")
 
@@ -163,23 +153,21 @@ class Settings:
         return {k: v for k, v in out.items() if v is not None}
 
     def store_options(self, url: str) -> dict[str, Any]:
-        """The store keywords for ``url``'s scheme; an option that does not apply is an error."""
-        from ..stores.resolve import store_class
-        from ..stores.resolve import store_options as accepted_by
+        """The store options for ``url``'s scheme, by their canonical names (as
+        ``open`` takes them); an option that does not apply is an error."""
+        from ..stores.config import config_kind, given, parse_config
 
         scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-        opts = dict(self.store)
-        if "endpoint" in opts and scheme in ("s3", "s3a"):
-            opts["endpoint_url"] = opts.pop("endpoint")
-        cls = store_class(scheme)
-        accepted = set(accepted_by(cls))
-        unknown = sorted(set(opts) - accepted)
-        if unknown:
-            names = {v[0]: k for k, v in _STORE_OPTIONS.items()} | {"endpoint_url": "endpoint"}
-            raise CsupError(f"option{'s' if len(unknown) > 1 else ''} "
-                            f"{', '.join(names.get(u, u) for u in unknown)} do not apply to "
-                            f"{scheme or 'local'} paths")
-        return opts
+        kind = config_kind(scheme)
+        if kind is not None:
+            return given(parse_config(kind, self.store, what=f"{scheme}:// paths"))
+        opts = {k: v for k, v in self.store.items() if _norm(k) != "storageoptions"}
+        if opts or (scheme in ("", "file") and self.store):
+            names = ", ".join(sorted(opts or self.store))
+            raise ConfigError(f"option{'s' if len(opts) > 1 else ''} {names} do not apply to "
+                              f"{scheme or 'local'} paths")
+        so = next((v for k, v in self.store.items() if _norm(k) == "storageoptions"), None)
+        return {} if so is None else {"storage_options": _parse("storageOptions", "json", so)}
 
 
 def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Settings:
@@ -192,16 +180,19 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
             s.paths = [raw]
         elif name == "paths":
             s.paths = list(json.loads(raw)) if isinstance(raw, str) else list(raw)
-        elif name in _STORE_OPTIONS:
-            kw, kind = _STORE_OPTIONS[name]
-            s.store[kw] = _parse(raw_name, kind, raw)
         elif name in own:
             attr, kind = own[name]
             setattr(s, attr, _parse(raw_name, kind, raw))
+        elif known_option(raw_name):
+            s.store[raw_name] = raw
         else:
-            accepted = sorted(_STORE_OPTIONS) + sorted(own)
-            raise CsupError(f"unknown option {raw_name!r} for format csup; accepted "
-                            f"(case-insensitive): {', '.join(accepted)}")
+            accepted = sorted(all_names()) + sorted(own)
+            near = difflib.get_close_matches(name, [_norm(a) for a in accepted], n=1)
+            hint = ""
+            if near:
+                hint = f" (did you mean {next(a for a in accepted if _norm(a) == near[0])!r}?)"
+            raise ConfigError(f"unknown option {raw_name!r} for format csup{hint}; accepted "
+                              f"(any case, '_' ignored): {', '.join(accepted)}")
     for attr in ("concurrency", "file_concurrency", "target_partition_bytes",
                  "min_partitions", "batch_rows"):
         if getattr(s, attr) < 1:

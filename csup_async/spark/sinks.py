@@ -301,8 +301,14 @@ def sink_for(dest: str, options: dict[str, Any]) -> Sink:
     if scheme in ("", "file"):
         return LocalSink()
     if scheme in ("s3", "s3a"):
-        return S3Sink(**{k: v for k, v in options.items()
-                         if k not in ("retry", "chunk_size")})
+        from ..stores.config import given, parse_config
+
+        names = {"endpoint": "endpoint_url", "max_connections": "limit"}  # config -> S3Sink
+        kept = ("region", "access_key_id", "secret_access_key", "session_token", "anonymous",
+                "path_style", "connect_timeout", "read_timeout", "verify_ssl", "aws_profile",
+                *names)
+        config = given(parse_config("s3", options))
+        return S3Sink(**{names.get(k, k): v for k, v in config.items() if k in kept})
     if scheme in ("http", "https"):
         raise CsupError("cannot write to http(s) URLs (HTTP has no upload protocol); write "
                         "to s3://, gs://, another fsspec URL or a local path",

@@ -10,13 +10,14 @@ aiobotocore alone takes a noticeable part of a second to import.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import inspect
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import CsupError
+from ..errors import ConfigError, CsupError
 from .base import Store
 from .local import LocalStore
 from .redact import redact_url
@@ -63,12 +64,28 @@ def _accepted(cls: type) -> tuple[str, ...]:
 
 def _make(cls: type, options: dict[str, Any], what: str, **fixed: Any) -> Any:
     accepted = _accepted(cls)
+    if cls is LocalStore and not options.get("storage_options", True):
+        options = {k: v for k, v in options.items() if k != "storage_options"}  # polars'
+        # storage_options=None (or {}) for a local path: nothing to configure
     unknown = sorted(set(options) - set(accepted) | set(options) & set(fixed))
     if unknown:
-        raise CsupError(f"unknown option{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(map(repr, unknown))} for {what}; accepted: "
-                        f"{', '.join(n for n in accepted if n not in fixed) or '(none)'}")
+        names = [n for n in accepted if n not in fixed]
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        raise ConfigError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(map(repr, unknown))} for {what}"
+                          f"{f' (did you mean {near[0]!r}?)' if near else ''}; accepted: "
+                          f"{', '.join(names) or '(none)'}")
     return cls(**fixed, **options)
+
+
+def _configured(scheme: str, options: dict[str, Any], what: str) -> Any:
+    """A store of the built-in networked kinds, its options read in any accepted spelling."""
+    from .config import config_kind, parse_config
+
+    kind = config_kind(scheme)
+    assert kind is not None
+    return store_class(scheme)(**parse_config(kind, options, what=what).store_keywords()
+                               if options else {})
 
 
 def store_for(url: str, **options: Any) -> tuple[Store, str]:
@@ -80,14 +97,14 @@ def store_for(url: str, **options: Any) -> tuple[Store, str]:
         from .s3 import split_s3_key
 
         bucket, key = split_s3_key(url)
-        return _make(store_class(scheme), options, "s3:// URLs"), f"{bucket}/{key}"
+        return _configured(scheme, options, "s3:// URLs"), f"{bucket}/{key}"
     if scheme in ("gs", "gcs"):
         from .gcs import split_gcs_key
 
         bucket, key = split_gcs_key(url)
-        return _make(store_class(scheme), options, "gs:// URLs"), f"{bucket}/{key}"
+        return _configured(scheme, options, "gs:// URLs"), f"{bucket}/{key}"
     if scheme in STORE_CLASSES:  # http(s): the key is the whole URL
-        return _make(store_class(scheme), options, "http(s):// URLs"), url
+        return _configured(scheme, options, "http(s):// URLs"), url
     import fsspec
 
     try:

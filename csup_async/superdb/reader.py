@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import planner as P
+from planner.dnf import as_expr
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
@@ -194,12 +195,13 @@ class HeaderLayoutReader(Reader):
         """The filter expression (parsed from text), or None."""
         if filter is None:
             return None
-        from planner.filters import bind, columns_of, parse_filter
+        from planner.dnf import as_expr
+        from planner.filters import bind, columns_of
 
         from ..types import PrimitiveType
 
         try:
-            expr = parse_filter(filter) if isinstance(filter, str) else filter
+            expr = as_expr(filter)
             # literals checked and coerced against the columns' types, as for any file
             paths = [P.format_path(p) for p in columns_of(expr)]
             types = self._types(paths)
@@ -249,8 +251,10 @@ class HeaderLayoutReader(Reader):
                           res.stats, res.plan)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> HeaderLayoutPlan:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -384,9 +388,11 @@ class HeaderLayoutReader(Reader):
             raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> ScanResult:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> ScanResult:
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
         holding those rows only, then sliced)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -478,9 +484,11 @@ class HeaderLayoutReader(Reader):
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
-                           filter: Any = None) -> AsyncIterator[ScanResult]:
+                           filter: Any = None, filters: Any = None
+                           ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an
         object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         paths = self._paths(columns)

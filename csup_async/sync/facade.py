@@ -20,6 +20,15 @@ from ..arrowschema import ArrowSchema
 from ..errors import CsupError
 from .loop import AsyncIteration, run
 
+
+def as_expr(filter: Any, filters: Any = None, path: str | None = None) -> Any:
+    """``planner.dnf.as_expr``, imported when a call needs it (the planner is not light)."""
+    if filter is None and filters is None:
+        return None
+    from planner.dnf import as_expr as convert
+
+    return convert(filter, filters, path=path)
+
 __all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_dataset_sync",
            "open_sync", "read"]
 
@@ -109,12 +118,14 @@ class SyncReader:
         return schema
 
     def scan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
-             limit: int | None = None) -> Any:
-        return run(self.reader.scan(columns, filter=filter, rows=rows, limit=limit))
+             limit: int | None = None, filters: Any = None) -> Any:
+        return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
+                                    limit=limit))
 
     def plan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
-             limit: int | None = None) -> Any:
-        return run(self.reader.plan(columns, filter=filter, rows=rows, limit=limit))
+             limit: int | None = None, filters: Any = None) -> Any:
+        return run(self.reader.plan(columns, filter=filter, filters=filters, rows=rows,
+                                    limit=limit))
 
     def take(self, indices: Any, columns: Columns = None) -> Any:
         return run(self.reader.take(indices, columns))
@@ -132,8 +143,10 @@ class SyncReader:
         return values
 
     def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
-                     prefetch: int | None = None, filter: Any = None) -> BatchStream:
+                     prefetch: int | None = None, filter: Any = None,
+                     filters: Any = None) -> BatchStream:
         """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy)."""
+        filter = as_expr(filter, filters, self.path)
         if batch_rows < 1:
             raise CsupError("batch_rows must be at least 1")
         r = self.reader
@@ -176,11 +189,12 @@ class SyncDataset:
         return ArrowSchema(run(self.dataset.scan(columns, limit=0)).columns)
 
     def scan(self, columns: Columns = None, *, filter: Any = None,
-             limit: int | None = None) -> Any:
-        return run(self.dataset.scan(columns, filter=filter, limit=limit))
+             limit: int | None = None, filters: Any = None) -> Any:
+        return run(self.dataset.scan(columns, filter=as_expr(filter, filters), limit=limit))
 
-    def plan(self, columns: Columns = None, *, filter: Any = None) -> Any:
-        return run(self.dataset.plan(columns, filter=filter))
+    def plan(self, columns: Columns = None, *, filter: Any = None,
+             filters: Any = None) -> Any:
+        return run(self.dataset.plan(columns, filter=as_expr(filter, filters)))
 
     def take(self, indices: Any, columns: Columns = None) -> Any:
         """Rows by their number over every file in file order (``Dataset.take``)."""
@@ -239,11 +253,13 @@ def is_many(source: str | Sequence[str]) -> bool:
 
 
 def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = None,
-         rows: slice | None = None, limit: int | None = None, **options: Any) -> Any:
+         rows: slice | None = None, limit: int | None = None, filters: Any = None,
+         **options: Any) -> Any:
     """Read ``columns`` of a CSUP object, or of several (a list, glob or prefix), and
     close it: a :class:`ScanResult`, without ``await``; works in a script and in a
-    notebook (whose loop is running) alike.  Arguments as ``scan``; ``options`` as
-    ``open`` (or ``open_dataset`` for several objects)."""
+    notebook (whose loop is running) alike.  Arguments as ``scan`` (``filters=``:
+    pyarrow's list form); ``options`` as ``open`` (or ``open_dataset`` for several
+    objects)."""
     if is_many(source):
         if rows is not None:
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
@@ -252,7 +268,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             from ..dataset import open_dataset
 
             async with open_dataset(source, **options) as ds:
-                return await ds.scan(columns, filter=filter, limit=limit)
+                return await ds.scan(columns, filter=filter, filters=filters, limit=limit)
 
         return run(scan_many())
 
@@ -260,6 +276,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         from ..opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
-            return await r.scan(columns, filter=filter, rows=rows, limit=limit)
+            return await r.scan(columns, filter=filter, filters=filters, rows=rows,
+                                limit=limit)
 
     return run(scan_one())

@@ -191,7 +191,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert "--limit must be 0 or more" in usage(["scan", p, "--limit", "-1"], capsys)
     assert "unclosed backquote" in usage(["plan", p, "-c", "`a"], capsys)
     code, _, err = run(["convert", p, tmp_path / "out.json"], capsys)
-    assert code == EXIT_USAGE and "must be a .csup or .bsup file" in err
+    assert code == EXIT_USAGE and "not known from its name" in err and "--to" in err
     src = tmp_path / "a.ndjson"
     src.write_text("{}\n")
     code, _, err = run(["convert", src, src, tmp_path / "x.csup"], capsys)

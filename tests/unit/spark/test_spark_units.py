@@ -217,8 +217,8 @@ def test_options_parse_validate_and_hide_secrets() -> None:
                        "anonymous": "false", "targetpartitionbytes": "1_000_000",
                        "pushdown": "true", "profile": "s3"})
     assert s.store_options("s3://b/p/") == {
-        "endpoint_url": "http://127.0.0.1:1", "access_key_id": "AKID",
-        "secret_access_key": "TOPSECRET", "anonymous": False}
+        "endpoint": "http://127.0.0.1:1", "access_key_id": "AKID",
+        "secret_access_key": "TOPSECRET"}  # anonymous=False is the default
     assert s.target_partition_bytes == 1_000_000 and s.pushdown
     assert "TOPSECRET" not in repr(s) and "AKID" not in repr(s)
     with pytest.raises(CsupError, match="region do not apply to local"):

@@ -169,9 +169,9 @@ def test_store_for_rejects_unknown_options_and_schemes() -> None:
 def test_store_for_passes_options() -> None:
     policy = RetryPolicy(attempts=2)
     store, _ = store_for("s3://b/k", endpoint_url="http://127.0.0.1:1", anonymous=True,
-                         retry=policy, limit=5)
+                         retry=policy, max_connections=5)
     assert isinstance(store, S3Store)
-    assert store.retry is policy and store.limit == 5 and store.path_style
+    assert store.retry == policy and store.limit == 5 and store.path_style
     store, _ = store_for("memory://b/k", storage_options={})
     assert isinstance(store, FsspecStore) and store.default_profile == "local"
 
@@ -190,7 +190,7 @@ def test_opening_per_request_reads_a_store_signature_once(
 
     monkeypatch.setattr(inspect, "signature", counting)
     for _ in range(50):
-        store, _k = store_for("http://127.0.0.1:1/x.csup", limit=4)
+        store, _k = store_for("http://127.0.0.1:1/x.csup", max_connections=4)
         assert store.limit == 4
     with pytest.raises(CsupError, match="unknown option 'limt'"):
         store_for("http://127.0.0.1:1/x.csup", limt=4)
