@@ -166,7 +166,7 @@ def main() -> None:
     cols = COLUMNS
     import zlib
 
-    from csup_async.read import checks
+    from csup_async.pipeline import checks
 
     fast = checks.crc32
     configs = {"off": (False, fast), f"on ({fast.__module__})": (True, fast),

@@ -53,7 +53,7 @@ _LAZY = {
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
-    "read": "csup_async.read",  # the read package, callable: csup_async.sync.read
+    "read": "csup_async.sync",
     "open_sync": "csup_async.sync",
     "open_dataset_sync": "csup_async.sync",
     "scan_polars": "csup_async.polars_source",

@@ -40,7 +40,7 @@ from .fragment import (
 )
 from .opening import open as open_reader
 from .partitioning import check_partitioning, partitions_of, root_of
-from .read.options import split_options
+from .pipeline.options import split_options
 from .reader import Reader, ScanResult, ScanStats
 from .stores import Store, redact_url, shared_store
 from .stores.capabilities import profile_of
@@ -659,6 +659,6 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    from .read.options import renamed_options
+    from .pipeline.options import renamed_options
 
     return _DatasetOpener(source, store, renamed_options(options))

@@ -29,7 +29,7 @@ from planner.specialize import specialize
 from . import arrays as A
 from .errors import RowSelectionError
 from .partitioning import constant_column
-from .read.result import ScanResult, ScanStats
+from .pipeline.result import ScanResult, ScanStats
 from .reader import Reader
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter",

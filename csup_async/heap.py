@@ -16,7 +16,7 @@ a limit that must be set before other threads allocate, hence at import; on the
 2-core machine of the figures below, two).  Measured on that table: a warm scan's CPU
 0.26-0.36 s alternating with pyarrow (was 0.53-1.19 s), the peak of one whole scan
 555 MB (was 524 MB; with 64 MiB, 752 MB), ``iter_batches`` unchanged at 159 MB
-(``csup_async.read.memory`` maps its buffers itself and trims after each batch).
+(``csup_async.pipeline.memory`` maps its buffers itself and trims after each batch).
 
 ``CSUP_ASYNC_MALLOC=system`` in the environment, or any of glibc's own
 ``MALLOC_*_`` / ``GLIBC_TUNABLES`` settings, leaves malloc as it is; so does any

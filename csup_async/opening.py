@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
 from .errors import not_awaited, source_text
-from .read.options import renamed_options, split_options
+from .pipeline.options import renamed_options, split_options
 from .stores import Store, shared_store
 from .superdb.detect import HeaderLayout
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["open"]
 
 #: What a scan needs that ``open`` need not wait for (imported off the loop when cold).
-_DECODING = ("csup_async.reader", "csup_async.read.scan")
+_DECODING = ("csup_async.reader", "csup_async.pipeline.scan")
 
 
 _warming: concurrent.futures.Future[None] | None = None

@@ -200,7 +200,7 @@ def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: in
 
 
 def _slice(res: Any, start: int, stop: int) -> Any:
-    from .read.result import ScanResult
+    from .pipeline.result import ScanResult
 
     if start == 0 and stop == res.num_rows:
         return res

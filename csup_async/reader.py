@@ -2,7 +2,7 @@
 
 ``open`` fetches the trailer and, in the common case, the whole reassembly
 section with one suffix request; ``scan`` asks the planner which byte ranges a
-projection needs and hands the plan to the read pipeline (:mod:`csup_async.read`),
+projection needs and hands the plan to the read pipeline (:mod:`csup_async.pipeline`),
 which fetches it pinned to the version the tail read saw and decodes segments
 off the event loop as they land.
 """
@@ -25,7 +25,7 @@ from planner.dnf import as_expr
 from planner.program import ScanProgram
 
 from . import arrays as A
-from . import read as R
+from . import pipeline as R
 from .errors import (
     ArgumentError,
     ColumnNotFoundError,
@@ -35,15 +35,15 @@ from .errors import (
 )
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
-from .rangebuf import RangeBuffer
-from .read.fetch import Target, off_loop
-from .read.options import (
+from .pipeline.fetch import Target, off_loop
+from .pipeline.options import (
     DEFAULT_CONCURRENCY,
     Limits,
     ReadOptions,
     split_options,
 )
-from .read.result import ScanResult, ScanStats
+from .pipeline.result import ScanResult, ScanStats
+from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
 from .stores.capabilities import profile_of
 from .superdb.detect import HeaderLayout, is_header_layout
@@ -257,13 +257,13 @@ class Reader:
         setup = (0, 0, 0) if cost is None else (cost.requests, cost.bytes_read,
                                                 cost.bytes_needed)
         if expr is None:
-            from .read.selection import plan_rows
+            from .pipeline.selection import plan_rows
 
             cut, keep = plan_rows(self.meta, base, ranges, verify_counts=not self.trust_counts,
                                   rowmap=rowmap)
             return ScanProgram("rows", tuple(paths), cut, ranges, rowmap=rowmap, keep=keep,
                                verify_counts=not self.trust_counts, setup=setup)
-        from .read.selection import plan_filter
+        from .pipeline.selection import plan_filter
 
         wanted = paths or self._paths(None)
         try:
@@ -322,7 +322,7 @@ class Reader:
         held = self._rowmap
         if held is not None and (held.complete or (upto is not None and len(held.ids) >= upto)):
             return held, None
-        from .read.selection import read_row_map
+        from .pipeline.selection import read_row_map
 
         try:
             got, stats = await read_row_map(self._target(), self.meta, self.profile,
@@ -453,7 +453,7 @@ class Reader:
         if n is not None and idx.size and int(idx.max()) >= n:
             raise out_of_range(n)
         uniq, where = np.unique(idx, return_inverse=True)
-        from .read.selection import runs_of, scan_rows
+        from .pipeline.selection import runs_of, scan_rows
 
         ranges = runs_of(uniq)
         rowmap, cost = await self._row_map(ranges)
@@ -529,7 +529,7 @@ class Reader:
         cost = ScanStats(requests=plan.setup[0], bytes_read=plan.setup[1],
                          bytes_needed=plan.setup[2])
         if plan.kind == "rows":
-            from .read.selection import run_rows
+            from .pipeline.selection import run_rows
 
             try:
                 res = await run_rows(self._target(), self.meta, plan.plan, plan.keep, paths,
@@ -537,7 +537,7 @@ class Reader:
             except CsupError as e:
                 raise e.with_path(self.path) from None
             return _charged(res, cost)
-        from .read.selection import scan_filtered
+        from .pipeline.selection import scan_filtered
 
         try:
             res = await scan_filtered(self._target(), self.meta, plan.plan, plan.work,

@@ -121,7 +121,7 @@ def _inspect(args: argparse.Namespace) -> int:
     """One object's layout and statistics; for many, each object's in turn (file order).
     ``--verify`` reads and checks every segment and reports every failure (exit 4)."""
     from ..describe import check_json, check_lines, describe_file, file_json
-    from ..read.verify import verify_file
+    from ..pipeline.verify import verify_file
 
     failed = False
     source = Source(args)
@@ -188,7 +188,7 @@ def _scan(args: argparse.Namespace) -> int:
         import time
 
         from .. import jsonout as J
-        from ..read.result import ScanStats
+        from ..pipeline.result import ScanStats
 
         nonlocal stats
         stats = ScanStats()

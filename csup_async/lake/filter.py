@@ -19,7 +19,7 @@ import numpy as np
 from planner.filters import And, Compare, Expr, IsIn, IsNull, Not, Or, StartsWith, bind
 from planner.paths import format_path, parse_path
 
-from ..read.result import ScanResult
+from ..pipeline.result import ScanResult
 from ..types import PrimitiveType, Type, underlying
 from .keys import KeyRange, as_value
 

@@ -28,7 +28,7 @@ from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
 from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
 from ..meta import PrimitiveColumn, Segment
-from ..read.result import ScanResult, ScanStats
+from ..pipeline.result import ScanResult, ScanStats
 from ..reader import Reader
 from ..types import NULL, RecordType, Type
 from ..values import Value, unify

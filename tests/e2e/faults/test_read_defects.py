@@ -291,7 +291,7 @@ async def test_millions_of_zero_length_presence_runs_in_linear_time(tmp_path: Pa
 # ------------------------------------- 12: cancellation, and a deadline ---
 def _busy_threads() -> list[str]:
     """Steps of reads still running, and any thread a read started of its own."""
-    from csup_async.read.scan import steps_running
+    from csup_async.pipeline.scan import steps_running
 
     return (["step"] * steps_running()
             + [t.name for t in threading.enumerate() if t.name.startswith("csup-read")])
@@ -371,7 +371,7 @@ async def test_timeout_option_bounds_the_whole_read(stall_server: RangeServer,
 
 
 def test_timeout_must_be_positive() -> None:
-    from csup_async.read.options import Limits, ReadOptions
+    from csup_async.pipeline.options import Limits, ReadOptions
 
     with pytest.raises(CsupError):
         ReadOptions(4, Limits.of(), timeout=0)

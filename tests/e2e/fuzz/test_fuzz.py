@@ -60,7 +60,7 @@ from csup_async.meta import (
     Segment,
     UnionColumn,
 )
-from csup_async.read import options as read_options
+from csup_async.pipeline import options as read_options
 from csup_async.types import (
     INT64,
     STRING,

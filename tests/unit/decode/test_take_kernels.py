@@ -247,7 +247,7 @@ def test_value_slicer_refuses_a_cut_stream() -> None:
 def test_batch_buffers_and_trim() -> None:
     """Buffers of a batch read: writable arrays of the size asked, small or mapped; trimming
     malloc's free pages is harmless wherever it is called (a no-op off glibc)."""
-    from csup_async.read import memory
+    from csup_async.pipeline import memory
 
     for n in (0, 5, memory.OWN_PAGES_FROM, memory.OWN_PAGES_FROM * 3 + 7):
         a = memory.pages(n)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import csup_async
 from csup_async import arrays as A
 from csup_async.errors import FormatError, UnsupportedTypeError
-from csup_async.read.result import ScanResult
+from csup_async.pipeline.result import ScanResult
 from csup_async.types import INT64, STRING, EnumType, MapType, Type
 from csup_async.values import Value
 from tests.support.strategies import types, values_of

@@ -20,7 +20,7 @@ import pytest
 import csup_async
 import csup_async.reader as reader_mod
 from csup_async.errors import FormatError
-from csup_async.read import fetch, scan
+from csup_async.pipeline import fetch, scan
 
 
 def _file(tmp_path: Path, rows: int, segment_thresh: int) -> Path:

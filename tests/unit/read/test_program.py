@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import csup_async
-import csup_async.read.selection as read_selection
+import csup_async.pipeline.selection as read_selection
 import csup_async.reader as reader_mod
 import planner
 import planner.coalescing as coalescing

@@ -15,8 +15,6 @@ through :mod:`.scan`.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 # Loaded on first use (PEP 562): ``open`` needs only :mod:`.options` before its
@@ -43,18 +41,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
-
-class ReadPackage(types.ModuleType):
-    """This package, callable: ``csup_async.read(url, ...)`` is the synchronous read.
-
-    The package had the name first, and importing it sets ``csup_async.read`` to it
-    whatever ``csup_async`` holds, so the package itself answers the call, handing
-    it to :func:`csup_async.sync.read` (loaded by name: the synchronous face is
-    built on this package, not the other way round).
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return importlib.import_module("csup_async.sync").read(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = ReadPackage

@@ -83,7 +83,7 @@ class ReadOptions:
     ``verify_checksums`` (default True): every segment whose statistics carry a
     ``crc32`` is checked against its stored bytes before they are decompressed,
     and every segment with a ``count`` against the values it decodes to
-    (:mod:`csup_async.read.checks`); False skips the CRC only (it is the one
+    (:mod:`csup_async.pipeline.checks`); False skips the CRC only (it is the one
     check that costs CPU), for a caller who trusts the store's own integrity.
     """
 
