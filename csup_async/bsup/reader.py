@@ -42,7 +42,7 @@ from ..superdb.columns import type_at
 from ..types import NULL, PrimitiveType, RecordType, Type, underlying
 from ..values import Value, unify
 from .columns import NotColumnar, decode_records, part_column
-from .frames import FRAME_TYPES, iter_raw_values, read_frames
+from .frames import FRAME_TYPES, iter_raw_values, read_frames, stream_shape
 from .tags import read_uvarint
 from .typecodec import TypeContext
 from .valuecodec import decode_value
@@ -109,17 +109,14 @@ class BsupReader(Reader):
             if len(data) != size:
                 raise TruncatedError(f"short read: {len(data)} of {size} bytes",
                                      path=self.path)
-        types: dict[Type, None] = {}
-        rows = 0
-        limit = self.read_options.limits.max_rows
         try:
-            for t, _ in iter_raw_values(data, max_total=self.max_mem_length):
-                types.setdefault(t, None)
-                rows += 1
-                if rows > limit:
-                    raise LimitError(f"the stream holds over max_rows={limit:,} values")
+            types, rows = stream_shape(data, max_total=self.max_mem_length)
         except CsupError as e:
             raise e.with_path(self.path) from None
+        limit = self.read_options.limits.max_rows
+        if rows > limit:
+            raise LimitError(f"the stream holds {rows:,} values, over max_rows={limit:,}",
+                             path=self.path)
         self._data = data
         self.meta = BsupMeta(size, tuple(types), rows)
         self.open_stats.metadata_requests = self.open_stats.requests

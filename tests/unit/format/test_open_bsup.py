@@ -7,14 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import csup_async
 from csup_async import arrays as A
-from csup_async.bsup import encode_stream, read_values
+from csup_async.bsup import StreamEncoder, encode_stream, read_values, stream_shape
 from csup_async.bsup.reader import BsupReader
 from csup_async.errors import FormatError
 from csup_async.types import Field, PrimitiveType, RecordType, Type
 from csup_async.values import Value, strip_unions, unify
+from tests.support.strategies import typed_values
 from tests.support.zedjson import load_lines, zed_json
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
@@ -212,3 +215,23 @@ async def test_over_http_the_object_is_read_in_ranges(range_server: Any) -> None
     async with csup_async.open(url) as r:
         got = await r.read_values()
     assert _same(got) == _same(read_values(data))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(typed_values, max_size=12), st.booleans(), st.integers(1, 64))
+def test_stream_shape_agrees_with_the_codec(values: list[tuple[Type, Any]], compress: bool,
+                                            frame_size: int) -> None:
+    """The open's frame walk finds the values and types ``read_values`` decodes, in any
+    framing (small frames split values over many)."""
+    out = bytearray()
+    enc = StreamEncoder(out, compress=compress, frame_size=frame_size)
+    for t, v in values:
+        enc.write(t, v)
+    enc.end_stream()
+    codec = read_values(bytes(out))
+    types, n = stream_shape(bytes(out))
+    assert n == len(codec) == len(values)
+    assert types == list(dict.fromkeys(v.type for v in codec))
+    if n:
+        with pytest.raises(FormatError):
+            stream_shape(bytes(out)[:-2])  # the end marker and a byte of the last frame gone
