@@ -1,12 +1,13 @@
 """Reading a BSUP (ZNG) object through the library's Reader API.
 
-``open()`` reads the tail as for any CSUP object; when it holds no CSUP trailer
-and the object starts with a sound BSUP frame, the reader becomes a
+``open()`` reads the tail as for any CSUP object; when it holds no CSUP trailer,
+the object starts with a sound BSUP frame and its frames walk to the end (or its
+name says BSUP: then a damaged stream is a BSUP error), the reader becomes a
 :class:`BsupReader`: the same verbs (``scan``, ``iter_batches``, ``read_rows``,
 ``read_values``, ``take``, ``count_rows``, ``schema``) over the values of the
 stream.  BSUP has no column index, so the open reads the whole object (one
-more request for what the tail read did not hold) and walks its frames once
-(types, row count: a truncated or corrupt stream fails here, naming the path).
+or two more requests for what the tail read did not hold) and walks its frames once
+(types, row count), decoding no body.
 
 A scan of top-level columns of a stream of records is decoded column-wise
 (:mod:`.columns`, the path the lake's ``.zng`` objects take); anything else
@@ -21,7 +22,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -42,13 +43,9 @@ from ..superdb.columns import type_at
 from ..types import NULL, PrimitiveType, RecordType, Type, underlying
 from ..values import Value, unify
 from .columns import NotColumnar, decode_records, part_column
-from .frames import FRAME_TYPES, iter_raw_values, read_frames, stream_shape
+from .frames import iter_raw_values, read_frames, stream_shape
 from .tags import read_uvarint
-from .typecodec import TypeContext
 from .valuecodec import decode_value
-
-if TYPE_CHECKING:
-    from ..stores import TailRead
 
 __all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "start_problem"]
 
@@ -56,26 +53,34 @@ __all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "start_problem"]
 SUFFIXES = (".zng", ".bsup")
 
 
-def start_problem(head: bytes, size: int) -> str | None:
-    """Why ``head`` (the first bytes of a ``size``-byte object) does not start a BSUP
-    stream, or None when it does (the first frame sound; when the head holds all of it,
-    its typedefs parse)."""
-    if not head:
+#: ``start_problem``'s answer when the first frame runs past the bytes given it.
+MORE = "its first frame runs past the bytes read"
+
+
+def start_problem(data: bytes, size: int) -> str | None:
+    """Why ``data`` (the first bytes of a ``size``-byte object) does not start a BSUP
+    stream, or None when it does: its first frame is whole and sound (a known version
+    and kind; typedefs that parse, or values of types it has), or the end marker.
+    :data:`MORE` when the first frame's header is sound but the frame runs past ``data``
+    (yet not past the object): the caller reads more and asks again."""
+    if not data:
         return "the object is empty"
-    hdr = head[0]
-    if hdr == 0xFF:
-        return None  # an end-of-stream marker: an empty stream
     try:
-        for kind, payload, _ in read_frames(head):
-            if kind == FRAME_TYPES:
-                assert payload is not None
-                TypeContext().parse_typedefs(payload)
-            return None
-    except TruncatedError:  # the frame runs past the head: its header must fit the object
-        rest, pos = read_uvarint(head, 1, len(head))
-        length = (rest << 4) | (hdr & 0x0F)
-        return None if pos + length <= size else (
+        _, _, end = next(read_frames(data))
+    except StopIteration:
+        return "the object is empty"
+    except TruncatedError:
+        try:
+            rest, pos = read_uvarint(data, 1, len(data))
+        except CsupError:
+            return MORE
+        length = (rest << 4) | (data[0] & 0x0F)
+        return MORE if pos + length <= size else (
             f"its first frame of {length} bytes runs past the {size}-byte object")
+    except CsupError as e:
+        return f"its first frame is not BSUP: {e.message}"
+    try:
+        stream_shape(data[:end])
     except CsupError as e:
         return f"its first frame is not BSUP: {e.message}"
     return None
@@ -97,28 +102,13 @@ class BsupReader(Reader):
     bsup = True
     meta: BsupMeta  # type: ignore[assignment]
 
-    async def _load_bsup(self, tail: TailRead, head: bytes, t0: float) -> None:
-        size, version = tail.info.size, tail.info.version
-        data = head
-        if len(data) < size:
-            got = bytes(await self.store.read_range(self.key, len(data), size - len(data),
-                                                    version))
-            self.open_stats.requests += 1
-            self.open_stats.bytes_read += len(got)
-            data += got
-            if len(data) != size:
-                raise TruncatedError(f"short read: {len(data)} of {size} bytes",
-                                     path=self.path)
-        try:
-            types, rows = stream_shape(data, max_total=self.max_mem_length)
-        except CsupError as e:
-            raise e.with_path(self.path) from None
+    def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
         limit = self.read_options.limits.max_rows
         if rows > limit:
             raise LimitError(f"the stream holds {rows:,} values, over max_rows={limit:,}",
                              path=self.path)
         self._data = data
-        self.meta = BsupMeta(size, tuple(types), rows)
+        self.meta = BsupMeta(len(data), tuple(types), rows)
         self.open_stats.metadata_requests = self.open_stats.requests
         self.open_stats.wall = time.perf_counter() - t0
 
@@ -359,28 +349,58 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
     if tail.offset == 0:
         head = bytes(tail.data)
     else:
-        n = min(size, P.tail_prefetch_size(reader.profile, size), tail.offset)
-        head = bytes(await reader.store.read_range(reader.key, 0, n, tail.info.version))
-        reader.open_stats.requests += 1
-        reader.open_stats.bytes_read += len(head)
-        if len(head) != n:
-            raise TruncatedError(f"short read: {len(head)} of {n} bytes", path=reader.path)
+        head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
+                                           tail.offset))
     problem = start_problem(head, size) if size else None
+    if problem == MORE and tail.offset > 0:
+        if size > reader.max_mem_length:
+            problem = (f"its first frame is larger than its first {len(head):,} bytes, and "
+                       f"the object is larger than max_mem_length={reader.max_mem_length:,}")
+        else:  # the object whole (as a BSUP object is read anyway), then its first frame
+            head = await _whole(reader, head)
+            problem = start_problem(head, size)
     named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
     if problem is not None or (not size and not named):
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
                               path=reader.path)
         return False
-    if tail.offset > len(head):  # the head, the gap and the tail: the object whole
-        gap = bytes(await reader.store.read_range(reader.key, len(head),
-                                                  tail.offset - len(head), tail.info.version))
-        reader.open_stats.requests += 1
-        reader.open_stats.bytes_read += len(gap)
-        head += gap
-    if tail.offset > 0:
-        head = head[:tail.offset] + bytes(tail.data)
+    if len(head) < size:
+        if size > reader.max_mem_length:
+            if named:
+                raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                                 f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+            return False
+        head = await _whole(reader, head)
+    try:  # the frames walked, no body decoded: a truncated or corrupt stream fails here
+        types, rows = stream_shape(head, max_total=reader.max_mem_length)
+    except CsupError as e:
+        if named:
+            raise e.with_path(reader.path) from None
+        # unnamed, the object must be a whole BSUP stream to be one (a damaged CSUP or
+        # VNG file may start like a frame): else the trailer error stands
+        return False
     reader.__class__ = BsupReader
     assert isinstance(reader, BsupReader)
-    await reader._load_bsup(tail, head, t0)
+    reader._load_bsup(head, types, rows, t0)
     return True
+
+
+async def _read(reader: Reader, off: int, n: int) -> bytes:
+    """``n`` bytes at ``off`` of the object (the version the tail read saw)."""
+    data = bytes(await reader.store.read_range(reader.key, off, n, reader.tail.info.version))
+    reader.open_stats.requests += 1
+    reader.open_stats.bytes_read += len(data)
+    if len(data) != n:
+        raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}",
+                             path=reader.path)
+    return data
+
+
+async def _whole(reader: Reader, head: bytes) -> bytes:
+    """The object whole: ``head`` (its first bytes, none past the tail read), the bytes
+    between it and the tail read, and the tail read."""
+    tail = reader.tail
+    if len(head) < tail.offset:
+        head += await _read(reader, len(head), tail.offset - len(head))
+    return head[:tail.offset] + bytes(tail.data)

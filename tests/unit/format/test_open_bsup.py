@@ -177,9 +177,21 @@ async def test_a_truncated_zng_is_a_format_error_naming_the_path(tmp_path: Path,
     data = (REAL / "zed1.12-all.zng").read_bytes()
     p = tmp_path / "cut-short.zng"
     p.write_bytes(data[: int(len(data) * cut)])
-    with pytest.raises(FormatError, match=r"cut-short\.zng"):
+    with pytest.raises(FormatError, match=r"cut-short\.zng: .*runs past") as e:
         async with csup_async.open(str(p)) as r:
             await r.read_values()
+    assert "trailer" not in str(e.value)  # its name says BSUP: the BSUP error
+
+
+async def test_a_truncated_stream_without_a_bsup_name_keeps_the_trailer_error(
+        tmp_path: Path) -> None:
+    """Unnamed, an object is BSUP only when it is a whole stream: a damaged CSUP or VNG
+    file may start like a frame, so the error stays the CSUP reader's."""
+    data = (REAL / "zed1.12-all.zng").read_bytes()
+    p = tmp_path / "cut-short"
+    p.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FormatError, match=r"cut-short: .*trailer"):
+        await csup_async.open(str(p))
 
 
 async def test_a_corrupt_start_named_zng_says_it_is_neither_format(tmp_path: Path) -> None:
