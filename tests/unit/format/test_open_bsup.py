@@ -14,7 +14,7 @@ import csup_async
 from csup_async import arrays as A
 from csup_async.bsup import StreamEncoder, encode_stream, read_values, stream_shape
 from csup_async.bsup.reader import BsupReader
-from csup_async.errors import FormatError
+from csup_async.errors import FormatError, LimitError
 from csup_async.types import Field, PrimitiveType, RecordType, Type
 from csup_async.values import Value, strip_unions, unify
 from tests.support.strategies import typed_values
@@ -247,3 +247,16 @@ def test_stream_shape_agrees_with_the_codec(values: list[tuple[Type, Any]], comp
     if n:
         with pytest.raises(FormatError):
             stream_shape(bytes(out)[:-2])  # the end marker and a byte of the last frame gone
+
+
+async def test_max_rows_refuses_a_longer_stream_at_the_open() -> None:
+    with pytest.raises(LimitError, match=r"zed1\.12-all\.zng: .*max_rows=100"):
+        await csup_async.open(str(REAL / "zed1.12-all.zng"), max_rows=100)
+
+
+async def test_the_schema_gives_the_arrow_schema_of_a_scan() -> None:
+    path = LAKE_DATA[0]
+    async with csup_async.open(str(path)) as r:
+        res = await r.scan()
+        schema = r.schema.arrow()
+    assert schema == res.to_arrow().schema
