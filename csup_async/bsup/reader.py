@@ -360,6 +360,8 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
             head = await _whole(reader, head)
             problem = start_problem(head, size)
     named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
+        problem = "it starts with an end-of-stream marker"
     if problem is not None or (not size and not named):
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",

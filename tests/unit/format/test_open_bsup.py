@@ -212,13 +212,22 @@ async def test_other_bytes_keep_the_csup_error(tmp_path: Path) -> None:
     assert "nor a BSUP stream" not in str(e.value)
 
 
-async def test_an_empty_zng_has_no_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("data", [b"", b"\xff", b"\xff\xff"])
+async def test_an_empty_zng_has_no_rows(tmp_path: Path, data: bytes) -> None:
     p = tmp_path / "empty.zng"
-    p.write_bytes(b"")
+    p.write_bytes(data)
     async with csup_async.open(str(p)) as r:
         assert isinstance(r, BsupReader)
         assert await r.read_rows() == []
         assert (await r.scan()).num_rows == 0
+
+
+async def test_end_markers_alone_without_a_bsup_name_are_not_bsup(tmp_path: Path) -> None:
+    """Nothing in them says BSUP (no type, no value): the CSUP reader's error stands."""
+    p = tmp_path / "markers.csup"
+    p.write_bytes(b"\xff" * 8192)
+    with pytest.raises(FormatError, match="trailer"):
+        await csup_async.open(str(p))
 
 
 async def test_over_http_the_object_is_read_in_ranges(range_server: Any) -> None:
