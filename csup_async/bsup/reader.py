@@ -37,6 +37,7 @@ from ..errors import (
     RowSelectionError,
     TruncatedError,
 )
+from ..format import find_trailer
 from ..read.result import ScanResult, ScanStats
 from ..reader import Reader
 from ..superdb.columns import type_at
@@ -346,6 +347,12 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
         return False
     t0 = time.perf_counter() if t0 is None else t0
     size = tail.info.size
+    try:
+        find_trailer(tail.data, size)
+    except CsupError:
+        pass  # no trailer (or a BSUP record where one would be): maybe a BSUP stream
+    else:
+        return False  # a trailer: a CSUP or VNG object whose metadata failed
     if tail.offset == 0:
         head = bytes(tail.data)
     else:
