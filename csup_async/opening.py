@@ -23,7 +23,7 @@ import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
-from .errors import not_awaited, source_text
+from .errors import FormatError, not_awaited, source_text
 from .pipeline.options import renamed_options, split_options
 from .stores import Store, shared_store
 from .superdb.detect import HeaderLayout
@@ -123,6 +123,11 @@ class _Opener:
                 from .superdb.reader import become
 
                 await become(r, found.tail, found.t0, found.head)
+            except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
+                from .bsup.reader import become_if_bsup
+
+                if not await become_if_bsup(r):
+                    raise
         except BaseException:
             await _discard(tail)
             await r.close()

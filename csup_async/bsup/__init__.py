@@ -25,6 +25,7 @@ from .frames import (
     iter_raw_values,
     read_frames,
     read_values,
+    stream_shape,
 )
 from .limits import LZ4_MAX_RATIO, MAX_DEPTH, MAX_FRAME, MAX_TYPE_NODES, MAX_TYPE_SIZE, MAX_TYPES
 from .tags import (
@@ -86,5 +87,5 @@ __all__ = [
     "decode_type_value", "decode_uint", "decode_value", "encode_int", "encode_primitive",
     "encode_stream", "encode_type_value", "encode_uint", "encode_value", "iter_raw_values",
     "iter_tagged", "read_counted", "read_frames", "read_uvarint", "read_values",
-    "select_member", "split_tagged", "type_limits", "uvarint",
+    "select_member", "split_tagged", "stream_shape", "type_limits", "uvarint",
 ]

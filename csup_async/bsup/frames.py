@@ -114,6 +114,48 @@ def iter_raw_values(buf: bytes | memoryview, pos: int = 0, *, end_at_eos: bool =
                 p += n
 
 
+def stream_shape(buf: bytes | memoryview, *, max_total: int | None = None
+                 ) -> tuple[list[Type], int]:
+    """(the value types in first-seen order, the number of values) of the streams in
+    ``buf``, walking the frames without decoding a body: what a reader of a whole
+    stream learns at its open (a truncated or corrupt frame fails here)."""
+    types: dict[Type, None] = {}
+    count = 0
+    ctx = TypeContext()
+    seen: set[int] = set()  # type IDs of this context already in ``types``
+    for kind, payload, _ in read_frames(buf, max_total=max_total):
+        if kind == -1:
+            ctx, seen = TypeContext(), set()
+        elif kind == FRAME_TYPES:
+            assert payload is not None
+            ctx.parse_typedefs(payload)
+        elif kind == FRAME_VALUES:
+            assert payload is not None
+            b = bytes(payload)
+            p, end = 0, len(b)
+            while p < end:
+                tid = b[p]
+                if tid < 0x80:
+                    p += 1
+                else:
+                    tid, p = read_uvarint(b, p, end)
+                if tid not in seen:
+                    types.setdefault(ctx.lookup(tid), None)
+                    seen.add(tid)
+                if p >= end:
+                    raise TruncatedError("value runs past its frame")
+                tag = b[p]
+                if tag < 0x80:
+                    p += 1
+                else:
+                    tag, p = read_uvarint(b, p, end)
+                if tag > 1 and p + tag - 1 > end:
+                    raise TruncatedError(f"value of {tag - 1} bytes runs past its frame")
+                p += max(tag - 1, 0)
+                count += 1
+    return list(types), count
+
+
 def read_values(buf: bytes | memoryview, *, typed: bool = True) -> list[Value]:
     """Every value of a BSUP byte string, as typed ``Value``s."""
     return [Value(t, decode_value(t, b, typed=typed)) for t, b in iter_raw_values(buf)]

@@ -6,17 +6,14 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from planner.filters import Expr
 
 from .. import arrays as A
+from ..bsup.columns import Part, build_column, part_column
 from ..errors import CsupError
 from ..reader import ScanResult, ScanStats
-from ..types import DURATION, NULL, TIME, PrimitiveType, RecordType, Type, underlying
-from ..values import unify
+from ..types import NULL, RecordType, Type, underlying
 from . import ksuid as K
-from .colscan import Part, Segment
 from .commits import DataObject, PoolState
 from .filter import PoolFilter, filter_columns, is_expr, keep_matching, pool_filter
 from .keys import KeyRange
@@ -301,7 +298,6 @@ def _get(v: Any, t: Type, path: list[str]) -> tuple[Any, Type]:
 
 
 _MISSING = object()
-_NS_KINDS = ("time", "duration")
 
 
 def _column(rows: list[Row], c: str) -> A.Array:
@@ -326,75 +322,7 @@ def _column(rows: list[Row], c: str) -> A.Array:
             x, xt = _get(v, t, path)
         vals.append(x)
         vtypes.append(xt)
-    return _build_column(vals, vtypes)
-
-
-def _build_column(vals: list[Any], vtypes: list[Type]) -> A.Array:
-    """The array of a column's values (times and durations as int ns) and their types."""
-    types: list[Type] = []
-    seen: set[int] = set()
-    for x, xt in zip(vals, vtypes, strict=True):
-        if x is not None and id(xt) not in seen:
-            seen.add(id(xt))
-            if xt not in types:
-                types.append(xt)
-    ut = unify(types)
-    p = underlying(ut)
-    if isinstance(p, PrimitiveType) and p.name in _NS_KINDS:
-        validity = np.fromiter((x is not None for x in vals), bool, count=len(vals))
-        ns = np.array([0 if x is None else x if type(x) is int else _ns(x) for x in vals],
-                      np.int64)
-        return A.PrimitiveArray(ut, ns, validity)
-    if any(underlying(xt) in (TIME, DURATION) for xt in types):  # unions holding times
-        vals = [np.datetime64(x, "ns") if type(x) is int and underlying(xt) == TIME else
-                np.timedelta64(x, "ns") if type(x) is int and underlying(xt) == DURATION
-                else x for x, xt in zip(vals, vtypes, strict=True)]
-    return A.from_pylist(ut, vals)
-
-
-def _part_column(parts: list[Part], c: str, n: int) -> A.Array:
-    """One column of column-wise parts: the segments' arrays joined and put in row order
-    when they hold one type; else the values go through ``_build_column``."""
-    segs: list[tuple[np.ndarray, Segment]] = []
-    off = 0
-    for part in parts:
-        col = part.columns.get(c)  # a part whose record types all lack the field: none
-        for s, pos in enumerate(part.rows):
-            if pos.size:
-                segs.append((pos + off if off else pos,
-                             col[s] if col is not None else Segment(None)))
-        off += part.n
-    live = [sg for _, sg in segs if sg.nonnull]
-    t = live[0].type if live else None
-    if (t is not None and all(sg.type == t and sg.array is not None for sg in live)
-            and unify([t]) == t):
-        arrays = [sg.array if sg.type == t and sg.array is not None
-                  else A.null_array(t, pos.size) for pos, sg in segs]
-        arr = A.concat(arrays, t)  # type: ignore[arg-type]
-        if len(segs) == 1:
-            return arr
-        pos = np.concatenate([p for p, _ in segs])
-        if np.array_equal(pos, np.arange(n)):
-            return arr
-        order = np.empty(n, np.int64)
-        order[pos] = np.arange(n)
-        return arr.take(order)
-    vals: list[Any] = [None] * n
-    vtypes: list[Type] = [NULL] * n
-    for pos, sg in segs:
-        xt = sg.type if sg.type is not None else NULL
-        for p, x in zip(pos.tolist(), sg.pyvalues(pos.size), strict=True):
-            vals[p] = x
-            vtypes[p] = xt
-    return _build_column(vals, vtypes)
-
-
-def _ns(x: Any) -> int:
-    if isinstance(x, np.datetime64):
-        return int(x.astype("datetime64[ns]").astype(np.int64))
-    if isinstance(x, np.timedelta64):
-        return int(x.astype("timedelta64[ns]").astype(np.int64))
-    return int(x)
+    return build_column(vals, vtypes)
 
 
 def scan_result(pieces: list[list[Row] | Part], columns: list[str] | None, stats: ScanStats,
@@ -426,7 +354,7 @@ def _parts_result(parts: list[Part], columns: list[str] | None, stats: ScanStats
             for f in getattr(underlying(t), "fields", ()):
                 seen.setdefault(f.name, None)
         columns = list(seen)
-    out = {c: _part_column(parts, c, n) for c in columns}
+    out = {c: part_column(parts, c, n) for c in columns}
     return ScanResult(out, n, stats, plan)
 
 

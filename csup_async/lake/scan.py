@@ -23,16 +23,16 @@ import numpy as np
 import planner as P
 from planner.paths import format_path
 
-from .. import bsup
+from ..bsup.rows import iter_rows
 from ..errors import CsupError
 from ..rangebuf import RangeBuffer
-from ..types import Field, RecordType, Type
+from ..types import Field, NamedType, RecordType, Type, underlying
+from ..values import Value
 from .colscan import Part, Segment, decode_part, merge_parts
 from .commits import DataObject
 from .errors import LakeError, LakeNotFoundError
-from .keys import KeyRange, compare, display, family, sort_key
+from .keys import KeyRange, compare, display, family, key_of, sort_key
 from .objects import LakeIO, gather_all
-from .rowdecode import decoder_for, key_getter
 from .seek import SeekEntry, parse_seek_index, ranges_for
 
 __all__ = ["ObjectRead", "ScanPlan", "plan_scan", "read_group", "read_group_parts", "Row"]
@@ -185,22 +185,40 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
     return plan
 
 
+def key_getter(t: Type, path: tuple[str, ...]) -> Any:
+    """row value -> its pool key as a Value (None when missing or null), for type ``t``."""
+    u = underlying(t)
+    if len(path) == 1 and isinstance(u, RecordType):
+        f = u.field(path[0])
+        if f is None:
+            return lambda v: None
+        kt = f.type
+        while isinstance(kt, NamedType):
+            kt = kt.inner
+        name = path[0]
+
+        def one(v: Any) -> Any:
+            x = v.get(name) if v is not None else None
+            return None if x is None else Value(kt, x)
+        return one
+    return lambda v: key_of(v, t, path)
+
+
 def decode_rows(buf: bytes | memoryview, key: tuple[str, ...], key_range: KeyRange,
                 path: str, fields: frozenset[str] | None = None) -> list[Row]:
-    """Rows of one or more whole ZNG streams, keeping those whose key is in range;
-    with ``fields``, only those top-level fields (and the key) are decoded."""
+    """Rows of one or more whole ZNG streams (decoded by ``bsup.rows``), keeping those
+    whose key is in range; with ``fields``, only those top-level fields (and the key)."""
     if fields is not None:
         fields = fields | {key[0]}
     out: list[Row] = []
     keep_all = key_range.unbounded
     by_id: dict[int, Any] = {}  # types of one stream are the same objects: skip hashing
     try:
-        for t, body in bsup.iter_raw_values(buf):
-            fns = by_id.get(id(t))
-            if fns is None:
-                fns = by_id[id(t)] = (decoder_for(t, fields), key_getter(t, key))
-            v = fns[0](body)
-            k = fns[1](v)
+        for t, v in iter_rows(buf, fields):
+            get = by_id.get(id(t))
+            if get is None:
+                get = by_id[id(t)] = key_getter(t, key)
+            k = get(v)
             if keep_all or key_range.contains(k):
                 out.append((k, t, v))
     except CsupError as e:
@@ -330,7 +348,7 @@ async def read_object(io: LakeIO, pool_dir: str, r: ObjectRead, key: tuple[str, 
     return await asyncio.to_thread(_decode, bufs, key, key_range, path, fields, columns)
 
 
-#: Whether ``.zng`` ranges are decoded column-wise (``colscan``); False: row by row,
+#: Whether ``.zng`` ranges are decoded column-wise (``bsup.columns``); False: row by row,
 #: the reference (tests compare the two).
 COLUMNAR = True
 

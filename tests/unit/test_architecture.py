@@ -49,13 +49,13 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"arrays": ("csup_async.arrays.*", "csup_async.filtering", "csup_async.arrowschema",
                 "csup_async.jsonout")},
     # the read pipeline and the metadata views built on it (superdb is a second format's)
-    {"read": ("csup_async.pipeline.*", "csup_async.superdb.*", "csup_async.colstats",
-              "csup_async.describe", "csup_async.partitioning")},
+    # (bsup.columns: BSUP frames into arrays, beside the codec it builds on)
+    {"read": ("csup_async.pipeline.*", "csup_async.superdb.*", "csup_async.bsup.columns",
+              "csup_async.colstats", "csup_async.describe", "csup_async.partitioning")},
     # what a program calls: open a file or a dataset, scan it, async or synchronous
     {"api": ("csup_async.reader", "csup_async.opening", "csup_async.dataset",
-             "csup_async.fragment",
-             "csup_async.superdb.reader", "csup_async.sync.*", "csup_async.polars_source",
-             "csup_async.duckdb_source")},
+             "csup_async.fragment", "csup_async.superdb.reader", "csup_async.bsup.reader",
+             "csup_async.sync.*", "csup_async.polars_source", "csup_async.duckdb_source")},
     {"write": ("csup_async.writer", "csup_async.writing", "csup_async.write_inputs",
                "csup_async.arrow_input", "csup_async.arrow_write", "csup_async.pyrows",
                "csup_async.fuse", "csup_async.segstats", "csup_async.batch",

@@ -246,9 +246,13 @@ async def test_bit_flips_never_escape_as_other_errors(tmp_path):
 
 async def test_wrong_magic_and_not_csup(tmp_path):
     p = tmp_path / "w.csup"
-    p.write_bytes(bsup.encode_stream([(INT64, 1)]))
-    with pytest.raises(FormatError):
+    # a one-value stream after bytes that are not BSUP: tried as a trailer, wrong magic
+    p.write_bytes(b"\xf3" * 9 + b"\xff" + bsup.encode_stream([(INT64, 1)]))
+    with pytest.raises(FormatError, match="magic"):
         await csup_async.open(str(p))
+    p.write_bytes(bsup.encode_stream([(INT64, 1)]))  # a whole BSUP stream: open reads it
+    async with csup_async.open(str(p)) as r:
+        assert await r.read_rows() == [1]
     p.write_bytes(b"PAR1" + b"\x00" * 100)
     with pytest.raises(FormatError, match="trailer"):
         await csup_async.open(str(p))

@@ -1,28 +1,27 @@
-"""Row-by-row decoding of data-object rows: one decoder per record type, built once.
+"""Record values decoded row by row: one decoder per record type, built once.
 
-Scans decode column-wise (``colscan``); this is their reference and their
-fallback (a nested column path, a value that is not a record, bad data).
-
-``bsup.decode_value`` walks the type for every value; a pool's rows are
-records of a few types, so a decoder specialised per type (fields split
-once, each primitive field decoded by a function picked ahead of time)
-decodes them several times faster.  Times and durations of top-level fields
-come out as int nanoseconds (the scan turns them into time arrays).  The
-primitive functions are bsup's own (``decode_int``, ``decode_uint``,
-``decode_primitive``), so the codec's fixes reach this path too.  Anything
-but primitive fields goes through ``decode_value``.
+The reference of :mod:`.columns` and its fallback (a nested column path, a value
+that is not a record, bad data).  ``decode_value`` walks the type for every
+value; rows of a stream are records of a few types, so a decoder specialised
+per type (fields split once, each primitive field decoded by a function picked
+ahead of time) decodes them several times faster.  Times and durations of
+top-level fields come out as int nanoseconds (as :func:`.columns.build_column`
+takes them).  The primitive functions are the codec's own, so its fixes reach
+this path too.  Anything but primitive fields goes through ``decode_value``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import bsup
 from ..errors import FormatError
 from ..types import NamedType, PrimitiveType, RecordType, Type, underlying
+from .frames import iter_raw_values
+from .tags import decode_int, split_tagged
+from .valuecodec import decode_primitive, decode_value
 
-__all__ = ["decoder_for", "key_getter"]
+__all__ = ["decoder_for", "iter_rows"]
 
 Decoder = Callable[[Any], Any]
 _CACHE: dict[Type, Decoder] = {}
@@ -32,7 +31,7 @@ _UNSIGNED = {"uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8}
 
 def _primitive(t: PrimitiveType) -> Decoder:
     name = t.name
-    dint = bsup.decode_int
+    dint = decode_int
     if name == "int64":
         def int64(b: Any) -> int:
             if len(b) > 8:
@@ -42,7 +41,7 @@ def _primitive(t: PrimitiveType) -> Decoder:
     if name in _SIGNED:
         # narrow signed ints are sign-and-magnitude like int64 (int8's -128 is two
         # bytes), so they are bsup's: read as int64, then range-checked
-        return lambda b: bsup.decode_primitive(t, b)
+        return lambda b: decode_primitive(t, b)
     if name in _UNSIGNED:
         width = _UNSIGNED[name]
 
@@ -66,7 +65,7 @@ def _primitive(t: PrimitiveType) -> Decoder:
             except UnicodeDecodeError as e:
                 raise FormatError(f"string value is not valid UTF-8: {e.reason}") from None
         return string
-    return lambda b: bsup.decode_primitive(t, b)
+    return lambda b: decode_primitive(t, b)
 
 
 def decoder_for(t: Type, fields: frozenset[str] | None = None) -> Decoder:
@@ -88,7 +87,7 @@ def decoder_for(t: Type, fields: frozenset[str] | None = None) -> Decoder:
                         else None)
         types = [f.type for f in u.fields]
         n = len(names)
-        split = bsup.split_tagged
+        split = split_tagged
         keep = [fields is None or name in fields for name in names]
 
         def record(body: Any) -> Any:
@@ -106,12 +105,12 @@ def decoder_for(t: Type, fields: frozenset[str] | None = None) -> Decoder:
                 elif dec is not None:
                     out[name] = dec(p)
                 else:
-                    out[name] = bsup.decode_value(ft, p)
+                    out[name] = decode_value(ft, p)
             return out
         d = record
     else:
         def generic(body: Any) -> Any:
-            return bsup.decode_value(t, body)
+            return decode_value(t, body)
         d = generic
     if len(_CACHE) > 4096:
         _CACHE.clear()
@@ -119,23 +118,13 @@ def decoder_for(t: Type, fields: frozenset[str] | None = None) -> Decoder:
     return d
 
 
-def key_getter(t: Type, path: tuple[str, ...]) -> Callable[[Any], Any]:
-    """row value -> its pool key as a Value (None when missing or null), for type ``t``."""
-    from ..values import Value
-    from .keys import key_of
-
-    u = underlying(t)
-    if len(path) == 1 and isinstance(u, RecordType):
-        f = u.field(path[0])
-        if f is None:
-            return lambda v: None
-        kt = f.type
-        while isinstance(kt, NamedType):
-            kt = kt.inner
-        name = path[0]
-
-        def one(v: Any) -> Any:
-            x = v.get(name) if v is not None else None
-            return None if x is None else Value(kt, x)
-        return one
-    return lambda v: key_of(v, t, path)
+def iter_rows(buf: bytes | memoryview, fields: frozenset[str] | None = None
+              ) -> Iterator[tuple[Type, Any]]:
+    """(type, plain Python value) of every value of one or more whole BSUP streams; of
+    records, only the top-level ``fields`` (all when None)."""
+    by_id: dict[int, Decoder] = {}  # types of one stream are the same objects: skip hashing
+    for t, body in iter_raw_values(buf):
+        dec = by_id.get(id(t))
+        if dec is None:
+            dec = by_id[id(t)] = decoder_for(t, fields)
+        yield t, dec(body)
