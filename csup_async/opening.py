@@ -118,7 +118,7 @@ class _Opener:
             raise
         try:
             try:
-                await r._load(tail)
+                await r.load(tail)
             except HeaderLayout as found:  # a SuperDB file: the reader becomes its kind
                 from .superdb.reader import become
 
@@ -138,7 +138,7 @@ class _Opener:
     @staticmethod
     def _early_tail(store: Store, key: str, reader_opts: dict[str, Any]
                     ) -> asyncio.Task[TailRead] | None:
-        """The tail read ``Reader._load`` would make, sent now; None when it might not
+        """The tail read ``Reader.load`` would make, sent now; None when it might not
         make one (a metadata cache may answer without a request)."""
         if reader_opts.get("metadata_cache") or reader_opts.get("immutable"):
             return None

@@ -125,7 +125,7 @@ class Reader:
             return None
         return _done(tail)
 
-    async def _load(self, pending: Awaitable[TailRead] | None = None) -> None:
+    async def load(self, pending: Awaitable[TailRead] | None = None) -> None:
         """Read and parse the metadata (``pending``: the tail read, already sent)."""
         t0 = time.perf_counter()
         cache = self.metadata_cache
@@ -212,8 +212,8 @@ class Reader:
         n = self.num_rows
         if n is not None:
             return n
-        plan = plan_ranges(list(self.meta.super_column), self.profile, self._available())
-        self._counted_rows = await R.count_rows(self._target(), self.meta, plan,
+        plan = plan_ranges(list(self.meta.super_column), self.profile, self.held_span())
+        self._counted_rows = await R.count_rows(self.target(), self.meta, plan,
                                                 self.read_options)
         return self._counted_rows
 
@@ -222,8 +222,8 @@ class Reader:
         metadata; several: the super column is read)."""
         if len(self.meta.super_types) <= 1:
             return [await self.count_rows()] if self.meta.super_types else []
-        plan = plan_ranges(list(self.meta.super_column), self.profile, self._available())
-        counts = await R.type_counts(self._target(), self.meta, plan, self.read_options)
+        plan = plan_ranges(list(self.meta.super_column), self.profile, self.held_span())
+        counts = await R.type_counts(self.target(), self.meta, plan, self.read_options)
         self._counted_rows = int(counts.sum())
         return [int(c) for c in counts]
 
@@ -268,7 +268,7 @@ class Reader:
         wanted = paths or self._paths(None)
         try:
             fplan, work = plan_filter(self.meta, expr, wanted, self.profile,
-                                      self._available(), ranges, rowmap,
+                                      self.held_span(), ranges, rowmap,
                                       base if wanted == paths else None)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
@@ -325,8 +325,8 @@ class Reader:
         from .pipeline.selection import read_row_map
 
         try:
-            got, stats = await read_row_map(self._target(), self.meta, self.profile,
-                                            self._available(), self.read_options, upto)
+            got, stats = await read_row_map(self.target(), self.meta, self.profile,
+                                            self.held_span(), self.read_options, upto)
         except CsupError as e:
             raise e.with_path(self.path) from None
         if len(got.ids) <= ROW_MAP_HELD:
@@ -361,10 +361,14 @@ class Reader:
                                                        self.max_mem_length), self.timeout,
                            self.verify_checksums)
 
-    def _available(self) -> tuple[int, int]:
+    def held_span(self) -> tuple[int, int]:
+        """``(offset, length)`` of the object's bytes the open already holds: the planner
+        serves requests inside it without a request."""
         return (self.tail.offset, len(self.tail.data))
 
-    def _target(self) -> Target:
+    def target(self) -> Target:
+        """What a read of this object needs: the store, the key, the version the open saw
+        (every read is pinned to it) and the bytes held."""
         held = ((self.tail.offset, self.tail.data), *self._extra)
         return Target(self.store, self.key, self.tail.info.version, self.path, held)
 
@@ -457,7 +461,7 @@ class Reader:
 
         ranges = runs_of(uniq)
         rowmap, cost = await self._row_map(ranges)
-        res = _charged(await scan_rows(self._target(), self.meta, plan, paths, ranges,
+        res = _charged(await scan_rows(self.target(), self.meta, plan, paths, ranges,
                                        self.read_options, verify_counts=not self.trust_counts,
                                        rowmap=rowmap), cost)
         if res.num_rows != uniq.size:
@@ -510,7 +514,7 @@ class Reader:
         """Run a program from :meth:`plan` as planned, or a ScanPlan made elsewhere (a
         Spark driver) for these columns: no re-planning either way."""
         if not isinstance(plan, ScanProgram):
-            return await R.scan_columns(self._target(), self.meta, plan,
+            return await R.scan_columns(self.target(), self.meta, plan,
                                         self._paths(columns), self.read_options)
         if columns is not None and plan.kind == "all":  # the plan's streams, these columns
             return await self.execute(plan.plan, columns)
@@ -524,7 +528,7 @@ class Reader:
     async def _run(self, plan: ScanProgram) -> ScanResult:
         paths = list(plan.columns)
         if plan.kind == "all":
-            return await R.scan_columns(self._target(), self.meta, plan.plan, paths,
+            return await R.scan_columns(self.target(), self.meta, plan.plan, paths,
                                         self.read_options)
         cost = ScanStats(requests=plan.setup[0], bytes_read=plan.setup[1],
                          bytes_needed=plan.setup[2])
@@ -532,7 +536,7 @@ class Reader:
             from .pipeline.selection import run_rows
 
             try:
-                res = await run_rows(self._target(), self.meta, plan.plan, plan.keep, paths,
+                res = await run_rows(self.target(), self.meta, plan.plan, plan.keep, paths,
                                      plan.ranges, self.read_options, plan.rowmap)
             except CsupError as e:
                 raise e.with_path(self.path) from None
@@ -540,8 +544,8 @@ class Reader:
         from .pipeline.selection import scan_filtered
 
         try:
-            res = await scan_filtered(self._target(), self.meta, plan.plan, plan.work,
-                                      self.read_options, self._available(), plan.limit)
+            res = await scan_filtered(self.target(), self.meta, plan.plan, plan.work,
+                                      self.read_options, self.held_span(), plan.limit)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
         return _charged(res, cost)
@@ -573,7 +577,7 @@ class Reader:
         try:  # a filter that cannot parse or apply names the file, as scan's does
             if filter is not None:
                 expr, paths, read = self._filter_columns(paths, filter)
-            batches = R.iter_batches(self._target(), self.meta, self._plan(read), read,
+            batches = R.iter_batches(self.target(), self.meta, self._plan(read), read,
                                      self.read_options, batch_rows, prefetch=prefetch)
             async with contextlib.aclosing(batches):
                 async for batch in batches:
@@ -587,8 +591,8 @@ class Reader:
             raise e.with_path(self.path) from None
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
-        plan = P.plan_scan(self.meta, None, self.profile, available=self._available())
-        return await R.read_rows(self._target(), self.meta, plan, self.read_options)
+        plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
+        return await R.read_rows(self.target(), self.meta, plan, self.read_options)
 
     async def read_rows(self) -> list[Any]:
         """Every value of the file in order, in the documented Python mapping."""
@@ -761,11 +765,11 @@ _scopes = itertools.count()
 def _cache_scope(store: Any) -> Any:
     """The metadata-cache scope of ``store``: set by the shared-store registry (kind and
     options), else unique to this store instance for the life of the process."""
-    scope = getattr(store, "_cache_scope", None)
+    scope = getattr(store, "cache_scope", None)
     if scope is None:
         scope = ("instance", next(_scopes))
         try:
-            store._cache_scope = scope
+            store.cache_scope = scope
         except AttributeError:  # a store that takes no attributes: it cannot share entries
             return ("uncached", id(store), next(_scopes))
     return scope

@@ -36,7 +36,7 @@ from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta
 
 from .coalescing import Request
-from .explain import shown
+from .explain import count_of, human, more_lines, shown
 from .plan import ScanPlan, plan_resolved
 from .profiles import Profile, get_profile, with_amplification
 from .projection import normalize_columns, resolve_parsed
@@ -119,8 +119,6 @@ class MultiPlan:
         return self.bytes_to_read / self.bytes_needed if self.bytes_needed else 1.0
 
     def explain(self, limit: int = 20) -> str:
-        from .explain import explain_multi
-
         return explain_multi(self, limit)
 
 
@@ -237,3 +235,35 @@ def _pack(kept: list[FileScan], target: int, cost: int, split_files: bool) -> tu
         pk.add(TaskFile(fs.name, plan, tuple(chunk), complete), w, b, c)
     pk.close()
     return tuple(pk.tasks)
+
+
+def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
+    p = mp.profile
+    n_tasks = len(mp.tasks)
+    size = (f" of {human(mp.bytes_needed / n_tasks)} on average (target "
+            f"{human(mp.target_task_bytes)})" if n_tasks else "")
+    out = [
+        f"multi-file plan (profile {p.name}): {count_of(len(mp.files), 'file')} to read, "
+        f"{len(mp.pruned):,} pruned, {count_of(n_tasks, 'task')}{size}",
+        "columns: " + ("all" if mp.columns is None
+                       else ", ".join(c or '""' for c in mp.columns)),
+    ]
+    if mp.missing_paths:
+        out.append("missing in every file: " + ", ".join(mp.missing_paths))
+    amp = (f"amplification {mp.amplification:.3f}x" if mp.bytes_to_read >= mp.bytes_needed
+           else "the tail reads held " + ("them" if not mp.bytes_to_read else "the rest"))
+    out.append(f"requests: {mp.request_count:,}, {human(mp.bytes_to_read)} to read for "
+               f"{human(mp.bytes_needed)} needed ({amp})")
+    out.append("tasks:")
+    for t in mp.tasks[:limit]:
+        names = ", ".join(shown(f.name) for f in t.files[:3])
+        if len(t.files) > 3:
+            names += f", ... ({len(t.files):,} files)"
+        out.append(f"    task {t.index:<5} {count_of(t.request_count, 'request'):>15} "
+                   f"{human(t.bytes_to_read):>10}  {names}")
+    out += more_lines(limit, len(mp.tasks), "tasks")
+    if mp.pruned:
+        out.append("pruned:")
+        out.extend(f"    {shown(f.name)}: {f.reason}" for f in mp.pruned[:limit])
+        out += more_lines(limit, len(mp.pruned), "pruned files")
+    return "\n".join(out)

@@ -9,8 +9,9 @@ from itertools import chain
 from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta, Segment
 
-from .bill import Prices
+from .bill import Prices, bill, prices_for
 from .coalescing import Request, plan_ranges
+from .explain import TYPE_WIDTH, count_of, human, more_lines, request_line, span_of, stream_line
 from .profiles import Profile, get_profile, with_amplification
 from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
 
@@ -73,8 +74,6 @@ class ScanPlan:
     def explain(self, limit: int = 20, prices: Prices | None = None) -> str:
         """A readable account: columns -> streams -> segments -> requests, amplification,
         and the estimated cost at ``prices`` (default: the store's list prices, bill.py)."""
-        from .explain import explain_plan
-
         return explain_plan(self, limit, prices)
 
 
@@ -117,3 +116,76 @@ def plan_resolved(meta: FileMeta, res: Resolution, prof: Profile,
         request_cap=rp.request_cap, available=available, profile=prof,
         meta=meta, warm=rp.warm, new_connections=rp.new_connections, seconds=rp.seconds,
     )
+
+
+def explain_plan(plan: ScanPlan, limit: int = 20, prices: Prices | None = None) -> str:
+    p = plan.profile
+    out = [
+        f"scan plan (profile {p.name}: first byte {p.latency * 1e3:g} ms, "
+        f"{p.bandwidth / 1e6:g} MB/s per connection, {p.concurrency} connections; "
+        f"merge gaps <= {human(p.gap_limit)}, requests <= {human(plan.request_cap)}"
+        + (f", gap bytes <= {p.max_amplification:g} x needed"
+           if p.max_amplification is not None else "") + ")",
+        "columns: " + ("all" if plan.columns is None
+                       else ", ".join(c or '""' for c in plan.columns)),
+    ]
+    if plan.missing_paths:
+        out.append("missing (no super type has them): " + ", ".join(plan.missing_paths))
+    if plan.null_paths:
+        out.append("all null (nothing to read): " + ", ".join(plan.null_paths))
+    types = plan.meta.super_types
+    out.append(f"streams ({len(types)} super type{'' if len(types) == 1 else 's'}):")
+    for sid, refs in enumerate(plan.streams[:limit]):
+        t = str(types[sid]) if sid < len(types) else "?"
+        if len(t) > TYPE_WIDTH:
+            t = t[: TYPE_WIDTH - 3] + "..."
+        has = ""
+        if plan.columns is not None:
+            has = "  has: " + (", ".join(c or '""' for c in plan.found[sid]) or "none")
+        out.append(f"  super type {sid} {t}{has}")
+        if not refs:
+            out.append("    (nothing to read)")
+        out.extend(stream_line(r) for r in refs[:limit])
+        rest = refs[limit:]
+        if rest:
+            n, b = span_of(rest)
+            out += more_lines(limit, len(refs), "streams",
+                              f" ({count_of(n, 'segment')}, {human(b)})")
+    if len(plan.streams) > limit:
+        rest_refs = [r for refs in plan.streams[limit:] for r in refs]
+        n, b = span_of(rest_refs)
+        out += more_lines(limit, len(plan.streams), "super types",
+                     f" ({count_of(len(rest_refs), 'stream')}, {count_of(n, 'segment')}, "
+                     f"{human(b)})")
+    if plan.super_stream is not None:
+        out.append("  super column (which super type each row has)")
+        out.append(stream_line(plan.super_stream))
+    segs = plan.segments
+    out.append(f"segments: {len(segs):,} needed, {human(plan.bytes_needed)} "
+               f"({plan.bytes_needed:,} bytes)")
+    served = plan.served_count
+    head = f"requests: {plan.request_count:,} to read, {human(plan.bytes_to_read)}"
+    if served:
+        a, n = plan.available or (0, 0)
+        head += f"; {served} served from available bytes [{a:,} .. {a + n:,})"
+    out.append(head)
+    if plan.request_count:
+        setup = p.connect_latency * 1e3
+        out.append(f"connections: {plan.warm} warm, {plan.new_connections} new"
+                   + (f" ({setup:g} ms setup each)" if plan.new_connections and setup else "")
+                   + f"; estimated {plan.seconds * 1e3:.0f} ms")
+    if plan.request_count:
+        out.append(str(bill(plan.request_count, plan.bytes_to_read,
+                            prices if prices is not None else prices_for(p.name))))
+    out.extend(request_line(i, r) for i, r in enumerate(plan.requests[:limit]))
+    rest_reqs = plan.requests[limit:]
+    out += more_lines(limit, len(plan.requests), "requests",
+                 f" ({human(sum(r.length for r in rest_reqs))})")
+    if plan.bytes_to_read < plan.bytes_needed:  # a ratio below 1x would mean nothing
+        out.append(f"read amplification: none ({plan.bytes_to_read:,} bytes to read for "
+                   f"{plan.bytes_needed:,} needed: the tail read held "
+                   + ("them)" if plan.bytes_to_read == 0 else "the rest)"))
+    else:
+        out.append(f"read amplification: {plan.amplification:.3f}x "
+                   f"({plan.bytes_to_read:,} bytes to read / {plan.bytes_needed:,} needed)")
+    return "\n".join(out)

@@ -139,10 +139,10 @@ async def verify_file(reader: Any) -> FileCheck:
     except CsupError as e:
         return FileCheck(reader.path, [], read_error=str(e.with_path(reader.path)))
     segs = [s for _, segmap, _ in streams for s in segmap]
-    plan = plan_ranges(list(segs), reader.profile, reader._available())
+    plan = plan_ranges(list(segs), reader.profile, reader.held_span())
     stats = ScanStats(bytes_needed=plan.bytes_needed)
     options = dataclasses.replace(reader.read_options, verify_checksums=True)
-    source = SegmentSource(reader._target(), plan, options, stats, eager=True, meta=meta)
+    source = SegmentSource(reader.target(), plan, options, stats, eager=True, meta=meta)
     checks = []
     jobs = []
     for label, segmap, decode in streams:

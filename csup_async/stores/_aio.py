@@ -185,6 +185,19 @@ class AiohttpStore(RangedStore):
         s = self._session_obj
         return None if s is None or s.closed else s.connector
 
+    def abandon(self) -> None:
+        """Forget the session of a loop that is gone, touching nothing of that loop: its
+        connections are marked closed (no "unclosed" warning at exit) and detached."""
+        s, self._session_obj = self._session_obj, None
+        self._loop = None
+        if s is None:
+            return
+        connector = s.connector
+        s.detach()
+        if connector is not None:
+            with contextlib.suppress(Exception):
+                connector._close()  # aiohttp's synchronous close: no await on a dead loop
+
     async def close(self) -> None:
         s, self._session_obj = self._session_obj, None
         self._loop = None

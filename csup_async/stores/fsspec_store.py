@@ -219,3 +219,12 @@ class FsspecStore(StoreBase):
         data = await self.read_range(key, offset, length, version)
         for i in range(0, len(data), self.chunk_size):
             yield data[i:i + self.chunk_size]
+
+    async def write_object(self, key: str, data: bytes, if_absent: bool, path: str) -> bool:
+        """``pipe_file`` (fsspec has no atomic create: ``if_absent`` is refused)."""
+        if if_absent:  # fsspec has no atomic create across its filesystems
+            raise StoreError("the fsspec store cannot put an object only if absent "
+                             "(the local, s3 and gcs stores can)", path=path)
+        target = self.fs._strip_protocol(key)
+        await self._call("pipe_file", path, target, data)
+        return True

@@ -562,6 +562,28 @@ class S3Store(AiohttpStore):
                                     path=err.path)
         return err
 
+    async def write_object(self, key: str, data: bytes, if_absent: bool, path: str) -> bool:
+        """One ``PutObject`` (``If-None-Match: *`` when ``if_absent``); False when the
+        object exists and ``if_absent`` was asked (``stores.put.put_object``)."""
+        from botocore.exceptions import ClientError
+
+        bucket, name = split_s3_key(key)
+        params: dict[str, Any] = {"Bucket": bucket, "Key": name, "Body": data}
+        if if_absent:
+            params["IfNoneMatch"] = "*"
+        client = await self._client()
+        try:
+            await client.put_object(**params)
+        except ClientError as e:
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = e.response.get("Error", {}).get("Code")
+            if if_absent and (status == 412 or code in ("PreconditionFailed",
+                                                         "ConditionalRequestConflict")):
+                return False
+            raise self._error(e, path) from None
+        except Exception as e:
+            raise self._error(e, path) from None
+        return True
 
 def _parse_listing(body: bytes, path: str) -> tuple[list[str], str]:
     """Keys and the continuation token of a ListObjectsV2 page."""

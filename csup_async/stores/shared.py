@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
 import weakref
 from collections.abc import AsyncGenerator, Hashable, Mapping
 from typing import Any
@@ -124,7 +123,7 @@ async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
     found = entry.stores.setdefault(ident, store)
     # what the metadata cache may share between stores: same kind, same options
     # (credentials included), whichever loop they belong to
-    found._cache_scope = ("shared", ident)  # type: ignore[attr-defined]
+    found.cache_scope = ("shared", ident)  # type: ignore[attr-defined]
     return found, key, True
 
 
@@ -140,12 +139,9 @@ async def close_stores() -> None:
 
 
 def _abandon(store: Any) -> None:
-    session = getattr(store, "_session_obj", None)
-    connector = getattr(session, "_connector", None)
-    if connector is not None:
-        with contextlib.suppress(Exception):
-            connector._close()  # on a closed loop: marks it closed, touches nothing
-        session._connector = None
+    abandon = getattr(store, "abandon", None)  # the aiohttp stores hold a session
+    if callable(abandon):
+        abandon()
 
 
 @atexit.register

@@ -15,7 +15,7 @@ MAGIC = b"CSUP"
 
 
 class HeaderLayout(Exception):
-    """Raised by ``Reader._load`` for ``open`` to read the object as SuperDB's layout."""
+    """Raised by ``Reader.load`` for ``open`` to read the object as SuperDB's layout."""
 
     def __init__(self, tail: TailRead, head: bytes | None, t0: float) -> None:
         super().__init__("a SuperDB (header layout) CSUP object")

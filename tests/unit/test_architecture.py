@@ -74,10 +74,6 @@ ALLOWED_CLIMBS: dict[tuple[str, str], str] = {}
 
 #: Import circles allowed for now, as sorted tuples of module names -> why.
 ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
-    ("planner.explain", "planner.multi", "planner.plan"):
-        "explain.py names ScanPlan and MultiPlan under TYPE_CHECKING while plan.py and "
-        "multi.py import it; planner/plan.py is being restructured (issue 25 item 1): "
-        "move explain_plan beside ScanPlan and explain_multi beside MultiPlan",
     ("csup_async.lake.create", "csup_async.lake.lake", "csup_async.lake.load",
      "csup_async.lake.pool"):
         "create, load and pool name Lake/PoolConfig under TYPE_CHECKING while lake.py "
@@ -87,21 +83,6 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
 #: Private attributes of other modules' objects reached today in modules being
 #: restructured elsewhere, as (module that reaches, attribute) -> why.
 ALLOWED_REACHES: dict[tuple[str, str], str] = {
-    ("csup_async.opening", "_load"): "Reader._load: opening builds the reader it loads",
-    ("csup_async.pipeline.verify", "_available"): "Reader._available: the held tail bytes",
-    ("csup_async.pipeline.verify", "_target"): "Reader._target: the pinned object version",
-    ("csup_async.reader", "_cache_scope"):
-        "a private attribute reader.py sets on store objects (stores/shared.py sets it "
-        "too): the store should say its own cache scope",
-    ("csup_async.stores.shared", "_cache_scope"): "see ('csup_async.reader', '_cache_scope')",
-    ("csup_async.stores.shared", "_session_obj"): "the aiohttp session of a store (_aio.py)",
-    ("csup_async.stores.shared", "_connector"):
-        "aiohttp's ClientSession._connector, closed by hand when its loop is gone",
-    ("csup_async.stores.put", "_client"): "S3Store._client: put needs a public write verb",
-    ("csup_async.stores.put", "_headers"): "GCSStore/HTTPStore._headers: the same",
-    ("csup_async.stores.put", "_call"): "S3Store/FsspecStore._call: the same",
-    ("csup_async.stores.put", "_error"): "S3Store._error: the same",
-    ("csup_async.stores.put", "_session"): "the stores' aiohttp session: the same",
     ("csup_async.lake.colscan", "_fast"): "KeyRange._fast (lake/keys.py): issue 25 item 4",
 }
 
