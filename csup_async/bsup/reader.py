@@ -38,7 +38,7 @@ from ..errors import (
     TruncatedError,
 )
 from ..format import find_trailer
-from ..read.result import ScanResult, ScanStats
+from ..pipeline.result import ScanResult, ScanStats
 from ..reader import Reader
 from ..superdb.columns import type_at
 from ..types import NULL, PrimitiveType, RecordType, Type, underlying
