@@ -49,7 +49,7 @@ def _key_mask(f: Fields, j: int | None, kt: Type | None, key_range: KeyRange
     if j is None or kt is None:
         return np.zeros(m, bool)  # a missing key matches no comparison
     ku = unnamed(kt)
-    fast = key_range._fast
+    fast = key_range.int_bounds
     rows = np.arange(m)
     if (isinstance(ku, PrimitiveType) and ku.name in _INT_KEYS and fast is not None
             and family(ku) == fast[0]):

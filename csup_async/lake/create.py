@@ -26,7 +26,7 @@ from .journal import JournalState, read_journal
 from .objects import LakeIO, gather_all
 
 if TYPE_CHECKING:
-    from .lake import Lake
+    from .objects import LakeHandle
 
 __all__ = ["create_lake", "create_pool"]
 
@@ -71,7 +71,7 @@ async def _append(io: LakeIO, d: str,
                             path=io.display(d))
 
 
-async def create_pool(lake: Lake, name: str, *, key: str = "ts", order: str = "desc",
+async def create_pool(lake: LakeHandle, name: str, *, key: str = "ts", order: str = "desc",
                       seek_stride: int = DEFAULT_SEEK_STRIDE,
                       threshold: int = DEFAULT_THRESHOLD) -> PoolConfig:
     """Add pool ``name`` sorted by ``key`` (a dotted path) ``order`` ("asc"/"desc"; zed's
@@ -103,7 +103,7 @@ async def create_pool(lake: Lake, name: str, *, key: str = "ts", order: str = "d
     return pool_config(rec, io.display("pools"))
 
 
-async def create_branch(lake: Lake, pool: str, name: str, *, from_branch: str = "main"
+async def create_branch(lake: LakeHandle, pool: str, name: str, *, from_branch: str = "main"
                         ) -> None:
     """Branch ``name`` at the commit ``from_branch`` points to."""
     cfg = lake.pool_config(pool)

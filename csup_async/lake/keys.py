@@ -225,7 +225,7 @@ class KeyRange:
     def contains(self, k: Value | None) -> bool:
         if k is None or k.value is None:
             return self.unbounded  # a null key matches no comparison
-        fast = self._fast
+        fast = self.int_bounds
         if fast is not None and _family(k.type) == fast[0] and type(k.value) is int:
             x = k.value
             lo, hi = fast[1], fast[2]
@@ -235,7 +235,7 @@ class KeyRange:
         return not self.prunes(k, k)
 
     @cached_property
-    def _fast(self) -> tuple[str, int | None, int | None] | None:
+    def int_bounds(self) -> tuple[str, int | None, int | None] | None:
         """(family, lo, hi) when both bounds are ints of one family: the per-row check
         is then two int comparisons."""
         fams = {_family(b.type) for b in (self.lo, self.hi) if b is not None}

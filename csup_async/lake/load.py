@@ -37,7 +37,8 @@ from .keys import family, key_of, norm, sort_key
 from .objects import gather_all
 
 if TYPE_CHECKING:
-    from .lake import Lake, PoolConfig
+    from .config import PoolConfig
+    from .objects import LakeHandle
 
 __all__ = ["load", "encode_object", "MAX_ATTEMPTS"]
 
@@ -150,7 +151,7 @@ def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]]) -> bytes:
     return buf.getvalue()
 
 
-async def load(lake: Lake, cfg: PoolConfig, branch: str, data: Any, *, message: str = "",
+async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, message: str = "",
                author: str = "", csup: bool = False, meta: Any = None) -> str:
     io = lake.io
     pool_dir = cfg.id_str
@@ -212,7 +213,7 @@ def commit_object(commit: bytes, parent: bytes, retries: int, author: str, messa
     return bsup.encode_stream(vals)
 
 
-async def _journal_snapshot(lake: Lake, bdir: str, entries: dict[str, Z.Record], branch: str,
+async def _journal_snapshot(lake: LakeHandle, bdir: str, entries: dict[str, Z.Record], branch: str,
                             ts: Any, commit: bytes, at: int) -> None:
     """``snap.zng``: the journal ID, then every branch config at it (a hint: a failed
     write is harmless, readers replay the entries)."""

@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import AccessDeniedError, NotFoundError
 from ..stores import LocalStore, Store
 from ..stores.capabilities import Lister, display_of
 from ..stores.put import local_path, put_object
 from ..tasks import gather_or_cancel
+from .config import PoolConfig
 from .errors import LakeError
 
-__all__ = ["LakeIO", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES"]
+__all__ = ["LakeIO", "LakeHandle", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES"]
 
 WHOLE = 1 << 62  # a suffix length beyond any object: read_tail returns all of it
 DEFAULT_CACHE_BYTES = 256 << 20
@@ -150,3 +151,15 @@ async def gather_all(coros: list[Any]) -> list[Any]:
 
 def _local(key: str) -> str:
     return local_path(key)
+
+
+class LakeHandle(Protocol):
+    """What creating, loading and reading a pool need of a lake (``lake.Lake`` is one):
+    named here so those modules do not import the module that imports them."""
+
+    io: LakeIO
+    url: str
+
+    def pool_config(self, name_or_id: str) -> PoolConfig: ...
+
+    async def refresh(self) -> None: ...

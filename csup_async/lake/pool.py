@@ -20,7 +20,8 @@ from .keys import KeyRange
 from .scan import Row, ScanPlan, plan_scan, read_group_parts
 
 if TYPE_CHECKING:
-    from .lake import Lake, PoolConfig
+    from .config import PoolConfig
+    from .objects import LakeHandle
     from .source import PoolSource
 
 __all__ = ["Pool", "FilterArg"]
@@ -34,7 +35,7 @@ FilterArg = Expr | str | KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, A
 class Pool:
     """Pool ``config`` at ``commit`` (reached from ``branch``, or named directly)."""
 
-    def __init__(self, lake: Lake, config: PoolConfig, branch: str | None, commit: bytes,
+    def __init__(self, lake: LakeHandle, config: PoolConfig, branch: str | None, commit: bytes,
                  state: PoolState, journal_id: int | None) -> None:
         self.lake = lake
         self.config = config
