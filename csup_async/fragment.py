@@ -32,7 +32,7 @@ from .partitioning import constant_column
 from .pipeline.result import ScanResult, ScanStats
 from .reader import Reader
 
-__all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter",
+__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
            "per_segment", "row_indices"]
 
 Opener = Callable[[str], Awaitable[Reader]]
@@ -83,7 +83,27 @@ class DatasetScanPlan:
         return "\n".join(lines)
 
 
-class Fragment:
+class ScanVerbs:
+    """The verbs a Fragment and a Dataset both derive from their ``scan``: one
+    definition, so the two answer them alike."""
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None, limit: int | None = None,
+                   **options: Any) -> ScanResult:
+        raise NotImplementedError
+
+    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
+                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
+        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
+        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
+
+    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None) -> ScanResult:
+        """The first ``n`` rows in file order (of those ``filter`` keeps)."""
+        return await self.scan(columns, filter=filter, limit=n)
+
+
+class Fragment(ScanVerbs):
     """One CSUP object of a dataset (or on its own): the scan verbs over its rows.
 
     ``scan``/``to_arrow``/``head``/``iter_batches``/``take``/``count_rows`` take
@@ -250,16 +270,6 @@ class Fragment:
                                         path=self.path)
             n = len(range(n)[rows])
         return n if limit is None else min(n, limit)
-
-    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
-                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
-        """The scan as a pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
-        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
-
-    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
-                   filter: Expr | str | None = None) -> ScanResult:
-        """The first ``n`` rows (of those ``filter`` keeps)."""
-        return await self.scan(columns, filter=filter, limit=n)
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the object (that ``filter`` keeps): from metadata where it can be."""
