@@ -31,6 +31,7 @@ from .errors import RowSelectionError
 from .partitioning import constant_column
 from .pipeline.result import ScanResult, ScanStats
 from .reader import Reader
+from .stores.redact import redact_url
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
            "per_segment", "row_indices"]
@@ -67,6 +68,10 @@ class ScannedFile:
     name: str
     plan: Any = field(repr=False)
 
+    def __repr__(self) -> str:
+        # a repr is a rendering: the one redaction, never a signed URL's query
+        return f"ScannedFile(name={redact_url(self.name)!r})"
+
 
 @dataclass(frozen=True, slots=True)
 class DatasetScanPlan:
@@ -79,7 +84,7 @@ class DatasetScanPlan:
     def explain(self) -> str:
         lines = [f"dataset scan: {len(self.files)} objects read, {len(self.pruned)} "
                  f"needed no data request"]
-        lines += [f"  pruned {p.name}: {p.reason}" for p in self.pruned[:20]]
+        lines += [f"  pruned {redact_url(p.name)}: {p.reason}" for p in self.pruned[:20]]
         return "\n".join(lines)
 
 
@@ -131,8 +136,6 @@ class Fragment(ScanVerbs):
         self._plan_columns = list(plan_columns) if plan_columns is not None else None
 
     def __repr__(self) -> str:
-        from .stores import redact_url
-
         return f"<Fragment {redact_url(self.url)}>"
 
     # -------------------------------------------------------------- object ---
@@ -143,8 +146,6 @@ class Fragment(ScanVerbs):
 
     @property
     def path(self) -> str:
-        from .stores import redact_url
-
         return redact_url(self.url)
 
     async def open(self) -> Reader:
