@@ -33,6 +33,7 @@ from .fragment import (
     DatasetScanPlan,
     Fragment,
     ScannedFile,
+    ScanVerbs,
     absent_paths,
     as_filter,
     per_segment,
@@ -59,7 +60,7 @@ FILES_AHEAD = 4
 _SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
 
 
-class Dataset:
+class Dataset(ScanVerbs):
     """Open CSUP objects, one :class:`Fragment` each: the scan verbs across all of them.
 
     ``scan``/``to_arrow``/``head``/``iter_batches``/``take``/``count_rows`` take the
@@ -308,16 +309,6 @@ class Dataset:
                 out.append((f, slice(a, b)))
             off += n
         return out
-
-    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
-                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
-        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
-        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
-
-    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
-                   filter: Expr | str | None = None) -> ScanResult:
-        """The first ``n`` rows in file order (of those ``filter`` keeps)."""
-        return await self.scan(columns, filter=filter, limit=n)
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;

@@ -31,8 +31,9 @@ from .errors import RowSelectionError
 from .partitioning import constant_column
 from .pipeline.result import ScanResult, ScanStats
 from .reader import Reader
+from .stores.redact import redact_url
 
-__all__ = ["DatasetScanPlan", "Fragment", "ScannedFile", "absent_paths", "as_filter",
+__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
            "per_segment", "row_indices"]
 
 Opener = Callable[[str], Awaitable[Reader]]
@@ -67,6 +68,10 @@ class ScannedFile:
     name: str
     plan: Any = field(repr=False)
 
+    def __repr__(self) -> str:
+        # a repr is a rendering: the one redaction, never a signed URL's query
+        return f"ScannedFile(name={redact_url(self.name)!r})"
+
 
 @dataclass(frozen=True, slots=True)
 class DatasetScanPlan:
@@ -79,11 +84,31 @@ class DatasetScanPlan:
     def explain(self) -> str:
         lines = [f"dataset scan: {len(self.files)} objects read, {len(self.pruned)} "
                  f"needed no data request"]
-        lines += [f"  pruned {p.name}: {p.reason}" for p in self.pruned[:20]]
+        lines += [f"  pruned {redact_url(p.name)}: {p.reason}" for p in self.pruned[:20]]
         return "\n".join(lines)
 
 
-class Fragment:
+class ScanVerbs:
+    """The verbs a Fragment and a Dataset both derive from their ``scan``: one
+    definition, so the two answer them alike."""
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None, limit: int | None = None,
+                   **options: Any) -> ScanResult:
+        raise NotImplementedError
+
+    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
+                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
+        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
+        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
+
+    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
+                   filter: Expr | str | None = None) -> ScanResult:
+        """The first ``n`` rows in file order (of those ``filter`` keeps)."""
+        return await self.scan(columns, filter=filter, limit=n)
+
+
+class Fragment(ScanVerbs):
     """One CSUP object of a dataset (or on its own): the scan verbs over its rows.
 
     ``scan``/``to_arrow``/``head``/``iter_batches``/``take``/``count_rows`` take
@@ -111,8 +136,6 @@ class Fragment:
         self._plan_columns = list(plan_columns) if plan_columns is not None else None
 
     def __repr__(self) -> str:
-        from .stores import redact_url
-
         return f"<Fragment {redact_url(self.url)}>"
 
     # -------------------------------------------------------------- object ---
@@ -123,8 +146,6 @@ class Fragment:
 
     @property
     def path(self) -> str:
-        from .stores import redact_url
-
         return redact_url(self.url)
 
     async def open(self) -> Reader:
@@ -250,16 +271,6 @@ class Fragment:
                                         path=self.path)
             n = len(range(n)[rows])
         return n if limit is None else min(n, limit)
-
-    async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
-                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
-        """The scan as a pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
-        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
-
-    async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
-                   filter: Expr | str | None = None) -> ScanResult:
-        """The first ``n`` rows (of those ``filter`` keeps)."""
-        return await self.scan(columns, filter=filter, limit=n)
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the object (that ``filter`` keeps): from metadata where it can be."""

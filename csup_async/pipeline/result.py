@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 import planner as P
 
 from .. import arrays as A
 from ..arrays import unify as U
-from ..errors import ColumnNotFoundError, CsupError
+from ..errors import ColumnNotFoundError, CsupError, RowSelectionError
 
 
 @dataclass
@@ -144,3 +146,17 @@ class ScanResult:
 
     def __len__(self) -> int:
         return self.num_rows
+
+
+def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:
+    """``take`` of a reader that reads its object whole (BSUP, SuperDB's layout): the rows
+    at ``indices`` of the whole scan, in the order given, each index checked first."""
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise RowSelectionError("indices must be a 1-d sequence of integers", path=path)
+    n = result.num_rows
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise RowSelectionError(f"row index {bad} is out of range for {n} rows", path=path)
+    return ScanResult({c: a.take(idx) for c, a in result.columns.items()}, int(idx.size),
+                      result.stats, result.plan)

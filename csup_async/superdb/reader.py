@@ -28,7 +28,7 @@ from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
 from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
 from ..meta import PrimitiveColumn, Segment
-from ..pipeline.result import ScanResult, ScanStats
+from ..pipeline.result import ScanResult, ScanStats, rows_of_whole
 from ..reader import Reader
 from ..types import NULL, RecordType, Type
 from ..values import Value, unify
@@ -466,17 +466,9 @@ class HeaderLayoutReader(Reader):
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None
                    ) -> ScanResult:
-        idx = np.asarray(indices)
-        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-            raise RowSelectionError("indices must be a 1-d sequence of integers", path=self.path)
-        n = self.meta.row_count
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-            bad = int(idx[(idx < 0) | (idx >= n)][0])
-            raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
-                                    path=self.path)
-        res = await self.scan(columns)
-        return ScanResult({c: a.take(idx) for c, a in res.columns.items()}, int(idx.size),
-                          res.stats, res.plan)
+        """The rows at ``indices`` (any order, repeats allowed): the object is read whole
+        anyway, so this is its scan's rows."""
+        return rows_of_whole(await self.scan(columns), indices, self.path)
 
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:
