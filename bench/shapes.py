@@ -233,6 +233,13 @@ def report(paths: dict[str, Path], local: dict[str, Any], sim: dict[str, Any],
               "- Many super types: a full scan costs per stream segment and per cursor "
               "(super types x columns: ~2,500 segments for 1 MB here), not per byte; the "
               "selection work of issue 25 does not change it, and the target is missed.",
+              "- Where a many-types scan's time goes (cProfile and timers, 2026-11-25: 46 "
+              "ms a scan): building the cursor tree 11 ms (1,320 path walks = 132 types x "
+              "10 paths, 921 cursors and 921 jobs); planning ~6 ms (the projection walks "
+              "the same 1,320 pairs again); fetch dispatch ~10 ms (per job: `_pieces`, "
+              "`_ready`, `_raw`); the rest the wait for the pool's decode of 921 tiny "
+              "segments and the per-type combine. Every part scales with segments and "
+              "cursors; none is per byte.",
               ""]
     return "\n".join(lines)
 

@@ -399,9 +399,10 @@ class SegmentSource:
         from one scan to the next)."""
         return np.empty(n, np.uint8) if self.eager else pages(n)
 
-    def _dispatch(self, job: Job) -> None:
+    def _dispatch(self, job: Job, raw: Any = None) -> None:
         job.sent = True
-        raw = self._raw(job)
+        if raw is None:
+            raw = self._raw(job)
         for k in job.reqs:
             self.pending[k] -= 1
             self._release(k)
@@ -464,7 +465,16 @@ class SegmentSource:
         while i < len(lst) and min(lst[i].seg.end, r.end) - r.offset <= pos:
             job = lst[i]
             i += 1
-            if job.wanted and self._ready(job):
+            if not job.wanted or job.sent:
+                continue
+            seg = job.seg
+            if job.reqs == (k,) and seg.offset >= r.offset and seg.end <= r.end:
+                # wholly in this request (the common case): its bytes are a view of the
+                # buffer, with no search of the other pieces (a file of many super types
+                # has thousands of small segments per request)
+                buf = self.bufs[k]
+                self._dispatch(job, buf[seg.offset - r.offset: seg.end - r.offset])
+            elif self._ready(job):
                 self._dispatch(job)
         self.ptr[k] = i
         self._flush()
