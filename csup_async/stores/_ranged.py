@@ -212,14 +212,17 @@ class RangedStore(StoreBase):
 
     async def _measured(self, body: AsyncGenerator[bytes, None],
                         first_byte: float) -> AsyncGenerator[bytes, None]:
-        # Only a body read to its end is a sample: an abandoned one says nothing of bandwidth.
+        # A body its reader stops taking once it has its bytes still measured what it moved.
         loop = asyncio.get_running_loop()
         t0, n = loop.time(), 0
-        async with aclosing(body) as chunks:
-            async for chunk in chunks:
-                n += len(chunk)
-                yield chunk
-        self.measurements.record(first_byte, n, loop.time() - t0)
+        try:
+            async with aclosing(body) as chunks:
+                async for chunk in chunks:
+                    n += len(chunk)
+                    yield chunk
+        finally:
+            if n:
+                self.measurements.record(first_byte, n, loop.time() - t0)
 
     async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
                            path: str) -> Reply:
