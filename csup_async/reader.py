@@ -62,17 +62,33 @@ ROW_MAP_HELD = 1 << 22
 class Reader:
     """An open CSUP object: its metadata, and scans of it."""
 
+    @property
+    def profile(self) -> P.Profile:
+        """The profile plans assume: the static one, calibrated from measured requests."""
+        m = getattr(self.store, "measurements", None)
+        if not self.calibrate or m is None:
+            return self.static_profile
+        return m.profile(self.static_profile)
+
+    @profile.setter
+    def profile(self, value: P.Profile) -> None:
+        self.static_profile = value
+
     def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
                  concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
-                 verify_checksums: bool = True, trust_counts: bool = False) -> None:
+                 verify_checksums: bool = True, trust_counts: bool = False,
+                 calibrate: bool = True) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
         self._owns_store = owns_store
-        self.profile = P.get_profile(profile)
+        self.static_profile = P.get_profile(profile)
+        # plan with latency/bandwidth measured on this store's endpoint once it has enough
+        # requests (planner.calibration); False: always the static profile
+        self.calibrate = bool(calibrate)
         self.concurrency = concurrency
         self.max_metadata = max_metadata or DEFAULT_MAX_METADATA
         self.max_mem_length = max_mem_length

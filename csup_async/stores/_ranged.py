@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
+from .calibrate import Measurements
 from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
@@ -140,6 +141,7 @@ class RangedStore(StoreBase):
     #: When a pinned range read is sent a second time (see stores/hedge.py); None: never.
     hedge: HedgePolicy | None = DEFAULT_HEDGE
     _hedge_state: HedgeState | None = None
+    _measurements: Measurements | None = None
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -191,13 +193,36 @@ class RangedStore(StoreBase):
     async def _open_until(self, key: str, range_: str | None, pin: str | None,
                           deadline: float, path: str) -> Reply:
         """``_open`` with a deadline on the response and on every read of its body."""
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
         try:
             async with asyncio.timeout_at(deadline):
                 reply = await self._open(key, range_, pin)
         except TimeoutError:
             raise Retryable(self._late(path)) from None
-        reply.body = self._timed(reply.body, deadline, path)
+        reply.body = self._measured(self._timed(reply.body, deadline, path), loop.time() - t0)
         return reply
+
+    @property
+    def measurements(self) -> Measurements:
+        """This endpoint's recent requests, for a calibrated planning profile."""
+        if self._measurements is None:
+            self._measurements = Measurements()
+        return self._measurements
+
+    async def _measured(self, body: AsyncGenerator[bytes, None],
+                        first_byte: float) -> AsyncGenerator[bytes, None]:
+        # A body its reader stops taking once it has its bytes still measured what it moved.
+        loop = asyncio.get_running_loop()
+        t0, n = loop.time(), 0
+        try:
+            async with aclosing(body) as chunks:
+                async for chunk in chunks:
+                    n += len(chunk)
+                    yield chunk
+        finally:
+            if n:
+                self.measurements.record(first_byte, n, loop.time() - t0)
 
     async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
                            path: str) -> Reply:

@@ -227,3 +227,29 @@ def test_when_both_copies_answer_at_once_the_loser_is_released() -> None:
 
     got, released = asyncio.run(main())
     assert got == "reply 1" and released == ["reply 2"]
+
+
+def test_ranged_reads_are_measured_for_calibration(range_server: Any) -> None:
+    """Each ranged read the store finishes becomes a sample; five give a measured profile."""
+    from planner.profiles import PROFILES
+
+    range_server.put("h/m.bin", DATA)
+    url = range_server.url("h/m.bin")
+
+    async def main() -> Any:
+        store = HTTPStore()
+        try:
+            await _warm(store, url, n=6)
+            return store.measurements
+        finally:
+            await store.close()
+
+    m = asyncio.run(main())
+    assert len(m.samples) >= 6
+    assert all(s.nbytes in (1000, len(DATA)) or s.nbytes > 0 for s in m.samples)
+    assert sum(1 for s in m.samples if s.nbytes == 1000) == 6
+    static = PROFILES["http"]
+    measured = m.profile(static)
+    assert measured is not static and measured.name == "http (measured)"
+    assert 0 < measured.latency < static.latency * 10
+    assert m.profile(static, calibrate=False) is static

@@ -1,0 +1,52 @@
+"""A profile calibrated from measured requests: static until enough samples, bounded moves."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from csup_async.stores.calibrate import Measurements
+from planner.calibration import Sample, calibrated
+from planner.profiles import PROFILES, MiB
+
+S3 = PROFILES["s3"]
+
+
+def _slow_store(n: int) -> list[Sample]:
+    # A store at 150 ms / 30 MB/s: 4 MiB takes 4 MiB / 30e6 s after the first byte.
+    return [Sample(0.150, 4 * MiB, 4 * MiB / 30e6) for _ in range(n)]
+
+
+def test_static_profile_until_five_requests() -> None:
+    assert calibrated(S3, _slow_store(4)) is S3
+
+
+def test_five_requests_move_the_profile_to_the_measured_store() -> None:
+    p = calibrated(S3, _slow_store(5))
+    assert abs(p.latency - 0.150) / 0.150 < 0.25
+    assert abs(p.bandwidth - 30e6) / 30e6 < 0.25
+    # The coalescing gap follows: break-even 150 ms x 30 MB/s = 4.5 MB, not S3's 5 MB.
+    assert p.breakeven == int(p.latency * p.bandwidth)
+    assert p.concurrency == S3.concurrency and p.max_gap == S3.max_gap
+
+
+def test_small_requests_leave_bandwidth_alone() -> None:
+    samples = [Sample(0.150, 4096, 0.0001) for _ in range(10)]
+    p = calibrated(S3, samples)
+    assert p.bandwidth == S3.bandwidth and abs(p.latency - 0.150) < 1e-9
+
+
+def test_opt_out_keeps_the_static_profile() -> None:
+    m = Measurements()
+    for s in _slow_store(8):
+        m.record(s.first_byte, s.nbytes, s.transfer)
+    assert m.profile(S3, calibrate=False) is S3
+    assert m.profile(S3).latency == 0.150
+
+
+@given(st.lists(st.tuples(st.floats(0, 100), st.integers(0, 1 << 30), st.floats(0, 100)),
+                min_size=5, max_size=40))
+def test_moves_are_bounded(raw: list[tuple[float, int, float]]) -> None:
+    p = calibrated(S3, [Sample(*r) for r in raw])
+    assert S3.latency / 10 <= p.latency <= S3.latency * 10
+    assert S3.bandwidth / 10 <= p.bandwidth <= S3.bandwidth * 10
