@@ -80,7 +80,7 @@ class Reader:
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
                  verify_checksums: bool = True, trust_counts: bool = False,
-                 calibrate: bool = True) -> None:
+                 calibrate: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
