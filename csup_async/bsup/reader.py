@@ -120,19 +120,6 @@ class BsupReader(Reader):
 
         return HeaderLayoutSchema(self.meta)  # type: ignore[arg-type]  # (super_types only)
 
-    @property
-    def num_rows(self) -> int:
-        return self.meta.row_count
-
-    async def count_rows(self) -> int:
-        return self.meta.row_count
-
-    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
-        parsed = P.parse_columns(columns)
-        if parsed is not None:
-            return [spelling for spelling, _ in parsed]
-        return P.top_level_paths(self.meta.super_types)
-
     def _missing(self, paths: list[str]) -> list[str]:
         return [p for p in paths
                 if all(type_at(t, _comps(p)) is None for t in self.meta.super_types)]

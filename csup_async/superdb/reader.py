@@ -144,19 +144,6 @@ class HeaderLayoutReader(Reader):
     def schema(self) -> Any:
         return HeaderLayoutSchema(self.meta)
 
-    @property
-    def num_rows(self) -> int:
-        return self.meta.row_count
-
-    async def count_rows(self) -> int:
-        return self.meta.row_count
-
-    def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
-        parsed = P.parse_columns(columns)
-        if parsed is not None:
-            return [spelling for spelling, _ in parsed]
-        return P.top_level_paths(self.meta.super_types)
-
     def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
         return [P.parse_path(p) if p else () for p in paths]
 
