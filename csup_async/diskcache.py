@@ -36,11 +36,14 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+from planner.calibration import Sample
+
 from .errors import CsupError
 from .format import find_trailer, parse_reassembly
 from .metacache import DEFAULT_CACHE_BYTES, CachedMetadata, MetadataCache
 from .rangebuf import RangeBuffer
 from .stores import ObjectInfo, TailRead
+from .stores.calibrate import Measurements, from_rows, to_rows
 
 __all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "DiskMetadataCache", "disk_cache", "env_cache"]
 
@@ -52,6 +55,7 @@ DEFAULT_DISK_BYTES = 256 << 20
 _MAGIC = b"CSUPMC1\n"
 _HEADER = struct.Struct("<I")
 _SUFFIX = ".csupmeta"
+_CAL_SUFFIX = ".csupcal"  # one endpoint's measured requests (stores/calibrate.py)
 
 
 def _stable(value: Any) -> str:
@@ -116,9 +120,32 @@ class DiskMetadataCache(MetadataCache):
 
     def clear(self) -> None:
         super().clear()
-        for f in self.directory.glob("*" + _SUFFIX):
-            with contextlib.suppress(OSError):
-                f.unlink()
+        for suffix in (_SUFFIX, _CAL_SUFFIX):
+            for f in self.directory.glob("*" + suffix):
+                with contextlib.suppress(OSError):
+                    f.unlink()
+
+    # ----------------------------------------------------- measurements ---
+    def _cal_file(self, endpoint: str) -> Path:
+        digest = hashlib.sha256(("endpoint " + endpoint).encode()).hexdigest()
+        return self.directory / (digest + _CAL_SUFFIX)
+
+    def get_measurements(self, endpoint: str) -> list[Sample]:
+        """The requests an earlier process measured at ``endpoint`` (none if unknown)."""
+        try:
+            head = json.loads(self._cal_file(endpoint).read_bytes())
+        except (OSError, ValueError):
+            return []
+        if not isinstance(head, dict) or head.get("endpoint") != endpoint:
+            return []
+        return from_rows(head.get("samples"))
+
+    def put_measurements(self, endpoint: str, m: Measurements) -> None:
+        """Keep ``endpoint``'s measured requests for the next process (atomically; a
+        failed write costs the next process its calibration, never this read)."""
+        blob = json.dumps({"endpoint": endpoint, "samples": to_rows(m)}).encode()
+        with contextlib.suppress(OSError):
+            _atomic_write(self.directory, self._cal_file(endpoint), blob)
 
     # -------------------------------------------------------------- files ---
     def _read(self, ident: Hashable) -> CachedMetadata | None:
@@ -145,15 +172,7 @@ class DiskMetadataCache(MetadataCache):
         if len(blob) > self.max_disk_bytes:
             return
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".part")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                os.replace(tmp, path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            _atomic_write(self.directory, path, blob)
         except OSError:
             return  # a full or read-only disk costs the cache, never the read
         self._evict()
@@ -175,6 +194,19 @@ class DiskMetadataCache(MetadataCache):
             with contextlib.suppress(OSError):
                 f.unlink()
             total -= size
+
+
+def _atomic_write(directory: Path, path: Path, blob: bytes) -> None:
+    """``path`` holds ``blob`` whole or not at all, whatever other processes do."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _persistable(ident: Hashable) -> bool:

@@ -10,6 +10,7 @@ off the event loop as they land.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import os
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 import planner as P
+from planner.calibration import Calibration
 from planner.coalescing import plan_ranges
 from planner.dnf import as_expr
 from planner.program import ScanProgram
@@ -45,6 +47,7 @@ from .pipeline.options import (
 from .pipeline.result import ScanResult, ScanStats
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
+from .stores.calibrate import Measurements
 from .stores.capabilities import profile_of
 from .superdb.detect import HeaderLayout, is_header_layout
 from .superdb.detect import probe as probe_header_layout
@@ -57,6 +60,9 @@ DEFAULT_MAX_METADATA = 16 << 20
 #: A reader keeps the row map of a file of several super types (its decoded super
 #: column, 8 bytes a row) up to this many rows; a larger one is read for each selection.
 ROW_MAP_HELD = 1 << 22
+#: Whether a reader plans with the profile measured on its endpoint when ``calibrate``
+#: is not given (see bench/results/calibrate.md for the numbers behind it).
+CALIBRATE_BY_DEFAULT = False
 
 
 class Reader:
@@ -65,10 +71,27 @@ class Reader:
     @property
     def profile(self) -> P.Profile:
         """The profile plans assume: the static one, calibrated from measured requests."""
-        m = getattr(self.store, "measurements", None)
+        m = self.measurements
         if not self.calibrate or m is None:
             return self.static_profile
         return m.profile(self.static_profile)
+
+    @property
+    def measurements(self) -> Measurements | None:
+        """The process's recent requests to this object's endpoint (None: the store
+        measures nothing, as local files)."""
+        of = getattr(self.store, "measurements_of", None)
+        m = of(self.key) if callable(of) else None
+        return m if isinstance(m, Measurements) else None
+
+    def calibration(self) -> Calibration | None:
+        """The static profile, the one measured on the endpoint and which plans assume."""
+        m = self.measurements
+        if m is None:
+            return None
+        measured = m.profile(self.static_profile)
+        return Calibration(self.static_profile, measured, len(m.samples), m.endpoint,
+                           self.calibrate)
 
     @profile.setter
     def profile(self, value: P.Profile) -> None:
@@ -80,15 +103,16 @@ class Reader:
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
                  verify_checksums: bool = True, trust_counts: bool = False,
-                 calibrate: bool = False) -> None:
+                 calibrate: bool | None = None) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
         self._owns_store = owns_store
         self.static_profile = P.get_profile(profile)
         # plan with latency/bandwidth measured on this store's endpoint once it has enough
-        # requests (planner.calibration); False: always the static profile
-        self.calibrate = bool(calibrate)
+        # requests (planner.calibration); False: always the static profile; None: the
+        # default for the store (on for object stores, which measure; off for local files)
+        self.calibrate = CALIBRATE_BY_DEFAULT if calibrate is None else bool(calibrate)
         self.concurrency = concurrency
         self.max_metadata = max_metadata or DEFAULT_MAX_METADATA
         self.max_mem_length = max_mem_length
@@ -145,6 +169,7 @@ class Reader:
         """Read and parse the metadata (``pending``: the tail read, already sent)."""
         t0 = time.perf_counter()
         cache = self.metadata_cache
+        self._restore_measurements()
         if cache is not None and self.immutable:
             hit = cache.get(self._cache_ident())
             if hit is not None:  # no request at all: the version seen before is the one now
@@ -362,6 +387,9 @@ class Reader:
         plan = P.plan_scan(self.meta, paths or None, self.profile,
                            available=(self.tail.offset, len(self.tail.data)),
                            warm=self._warm())
+        calibration = self.calibration()
+        if calibration is not None:
+            plan = dataclasses.replace(plan, calibration=calibration)
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:
             raise ColumnNotFoundError(
@@ -373,9 +401,20 @@ class Reader:
     @property
     def read_options(self) -> ReadOptions:
         """How this reader's reads run (concurrency, caps, deadline)."""
-        return ReadOptions(self.concurrency, Limits.of(self.max_rows, self.max_values,
+        return ReadOptions(self._in_flight(), Limits.of(self.max_rows, self.max_values,
                                                        self.max_mem_length), self.timeout,
                            self.verify_checksums)
+
+    def _in_flight(self) -> int:
+        """Requests a scan keeps in flight: ``concurrency``, or more when the calibrated
+        profile asks for more connections than the static one (slower connections: the
+        plan cut the scan into more parts to run in one wave)."""
+        n = self.concurrency
+        if self.calibrate:
+            p = self.profile
+            if p.concurrency > self.static_profile.concurrency:
+                n = max(n, n * p.concurrency // self.static_profile.concurrency)
+        return n
 
     def held_span(self) -> tuple[int, int]:
         """``(offset, length)`` of the object's bytes the open already holds: the planner
@@ -627,8 +666,28 @@ class Reader:
                 for i, v in zip(ids.tolist(), typed, strict=True)]
 
     async def close(self) -> None:
+        self._keep_measurements()
         if self._owns_store:
             await self.store.close()
+
+    def _restore_measurements(self) -> None:
+        """A new endpoint starts from what an earlier process measured there, when the
+        on-disk metadata cache kept it."""
+        m = self.measurements
+        keeper = getattr(self.metadata_cache, "get_measurements", None)
+        if m is None or m.loaded or not callable(keeper):
+            return
+        m.loaded = True
+        if not m.enough:
+            m.extend(keeper(m.endpoint))
+
+    def _keep_measurements(self) -> None:
+        """Write the endpoint's measurements to the on-disk cache for the next process."""
+        m = self.measurements
+        keeper = getattr(self.metadata_cache, "put_measurements", None)
+        if m is not None and callable(keeper) and m.recorded != m.kept and m.enough:
+            keeper(m.endpoint, m)
+            m.kept = m.recorded
 
     async def __aenter__(self) -> Reader:
         return self

@@ -10,6 +10,7 @@ from csup_async.errors import ColumnNotFoundError
 from csup_async.meta import FileMeta, Segment
 
 from .bill import Prices, bill, prices_for
+from .calibration import Calibration
 from .coalescing import Request, plan_ranges
 from .explain import TYPE_WIDTH, count_of, human, more_lines, request_line, span_of, stream_line
 from .profiles import Profile, get_profile, with_amplification
@@ -61,6 +62,9 @@ class ScanPlan:
     """Connections the requests open beyond ``warm``; each pays ``profile.connect_latency``."""
     seconds: float = 0.0
     """The cost model's wall time for the requests, connection setup included."""
+    calibration: Calibration | None = field(default=None, repr=False, compare=False)
+    """The profile measured on the endpoint, and whether this plan assumed it (the
+    reader's, for ``explain()``); None when the store measures nothing."""
 
     @property
     def amplification(self) -> float:
@@ -129,6 +133,8 @@ def explain_plan(plan: ScanPlan, limit: int = 20, prices: Prices | None = None) 
         "columns: " + ("all" if plan.columns is None
                        else ", ".join(c or '""' for c in plan.columns)),
     ]
+    if plan.calibration is not None:
+        out.extend(plan.calibration.describe())
     if plan.missing_paths:
         out.append("missing (no super type has them): " + ", ".join(plan.missing_paths))
     if plan.null_paths:

@@ -65,3 +65,14 @@ def range_server(range_server_session: servers.RangeServer) -> servers.RangeServ
     """The session's aiohttp range server with no faults, modes or request log left over."""
     range_server_session.reset()
     return range_server_session
+
+
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_measurements() -> Iterator[None]:
+    """Each test starts with no endpoint measured: the process-wide calibration windows
+    (csup_async/stores/calibrate.py) would otherwise carry one test's requests into the
+    next test's plans (servers on loopback share hosts, and session servers ports)."""
+    from csup_async.stores.calibrate import forget
+
+    forget()
+    yield

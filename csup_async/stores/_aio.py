@@ -28,6 +28,7 @@ from ._ranged import (
     status_error,
 )
 from .base import CHUNK_SIZE
+from .calibrate import note_connection_opened
 from .pacing import pacer_for
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
@@ -155,6 +156,7 @@ class AiohttpStore(RangedStore):
 
     async def _connection_opened(self, *_: object) -> None:
         self._opened += 1
+        note_connection_opened()  # this request's first byte paid the setup (calibration)
 
     async def _request_ended(self, *_: object) -> None:
         if self._loop is not None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
-from .calibrate import Measurements
+from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
 from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
@@ -195,23 +195,38 @@ class RangedStore(StoreBase):
         """``_open`` with a deadline on the response and on every read of its body."""
         loop = asyncio.get_running_loop()
         t0 = loop.time()
+        opened = watch_connections()
         try:
             async with asyncio.timeout_at(deadline):
                 reply = await self._open(key, range_, pin)
         except TimeoutError:
             raise Retryable(self._late(path)) from None
-        reply.body = self._measured(self._timed(reply.body, deadline, path), loop.time() - t0)
+        m = self.measurements_of(key)
+        reply.body = self._measured(self._timed(reply.body, deadline, path), m,
+                                    loop.time() - t0, opened[0])
         return reply
+
+    def endpoint_for(self, key: str) -> str:
+        """Where requests for ``key`` go (``scheme://host:port``): what measurements are
+        kept per.  Keys that are URLs (HTTP) name it; other stores override."""
+        return endpoint_of(key)
+
+    def measurements_of(self, key: str) -> Measurements:
+        """The process's recent requests to ``key``'s endpoint, for a calibrated profile."""
+        m = measurements_for(self.endpoint_for(key))
+        self._measurements = m
+        return m
 
     @property
     def measurements(self) -> Measurements:
-        """This endpoint's recent requests, for a calibrated planning profile."""
+        """The recent requests of the endpoint this store used last."""
         if self._measurements is None:
             self._measurements = Measurements()
         return self._measurements
 
-    async def _measured(self, body: AsyncGenerator[bytes, None],
-                        first_byte: float) -> AsyncGenerator[bytes, None]:
+    @staticmethod
+    async def _measured(body: AsyncGenerator[bytes, None], m: Measurements,
+                        first_byte: float, fresh: bool) -> AsyncGenerator[bytes, None]:
         # A body its reader stops taking once it has its bytes still measured what it moved.
         loop = asyncio.get_running_loop()
         t0, n = loop.time(), 0
@@ -222,7 +237,7 @@ class RangedStore(StoreBase):
                     yield chunk
         finally:
             if n:
-                self.measurements.record(first_byte, n, loop.time() - t0)
+                m.record(first_byte, n, loop.time() - t0, fresh)
 
     async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
                            path: str) -> Reply:

@@ -1,29 +1,136 @@
-"""Per-endpoint request measurements, kept in memory for the planner's calibrated profile.
+"""Per-endpoint request measurements, shared by the process, for the planner's calibrated profile.
 
-A store records each ranged read it makes (first byte, bytes, transfer time);
-:meth:`Measurements.profile` turns the recent window into a profile with
+A store records each ranged read it makes (first byte, bytes, transfer time,
+whether it opened a connection) under the endpoint it went to: scheme, host
+and port, never a path, query or credential.  Every store and reader of the
+process that talks to that endpoint shares the window, so a new reader starts
+calibrated; :meth:`Measurements.profile` turns the window into a profile with
 :func:`planner.calibration.calibrated`, so the planner stays free of I/O.
+:func:`to_rows` / :func:`from_rows` are the plain form the on-disk metadata
+cache keeps (csup_async/diskcache.py), so a second process starts calibrated too.
 """
 
 from __future__ import annotations
 
+import contextvars
+import math
+import threading
 from collections import deque
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
 
-from planner.calibration import Sample, calibrated
+from planner.calibration import MIN_SAMPLES, Sample, calibrated
 from planner.profiles import Profile
+
+WINDOW = 64
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Measurements:
-    """The last ``window`` requests of one endpoint (one store instance / host)."""
+    """The last ``window`` requests of one endpoint."""
 
-    def __init__(self, window: int = 64) -> None:
+    def __init__(self, window: int = WINDOW, endpoint: str = "") -> None:
+        self.endpoint = endpoint
         self.samples: deque[Sample] = deque(maxlen=window)
+        self.loaded = False  # the on-disk cache was consulted for this endpoint
+        self.recorded = 0  # samples recorded in this process
+        self.kept = 0  # ``recorded`` when last written to the on-disk cache
 
-    def record(self, first_byte: float, nbytes: int, transfer: float) -> None:
-        self.samples.append(Sample(first_byte, nbytes, transfer))
+    def __repr__(self) -> str:
+        return f"Measurements({self.endpoint!r}, {len(self.samples)} samples)"
+
+    def record(self, first_byte: float, nbytes: int, transfer: float,
+               fresh: bool = False) -> None:
+        self.samples.append(Sample(first_byte, nbytes, transfer, fresh))
+        self.recorded += 1
+
+    def extend(self, samples: Iterable[Sample]) -> None:
+        """Add samples measured earlier (another process's), oldest first."""
+        self.samples.extend(samples)
+
+    @property
+    def enough(self) -> bool:
+        """Whether the window is big enough for a measured profile."""
+        return sum(not s.fresh for s in self.samples) >= MIN_SAMPLES
 
     def profile(self, static: Profile, *, calibrate: bool = True) -> Profile:
         """The profile a plan on this endpoint should assume; ``static`` when opted out."""
         if not calibrate:
             return static
         return calibrated(static, list(self.samples))
+
+
+def endpoint_of(url: str) -> str:
+    """``scheme://host:port`` of ``url``, lower case, default port filled in: what
+    requests to one server have in common (no user, password, path or query)."""
+    parts = urlsplit(url)
+    scheme = (parts.scheme or "http").lower()
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(scheme, 0)
+    except ValueError:
+        port = 0
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+_registry: dict[str, Measurements] = {}
+_lock = threading.Lock()
+
+
+def measurements_for(endpoint: str) -> Measurements:
+    """The process's window for ``endpoint`` (made on first use)."""
+    found = _registry.get(endpoint)
+    if found is None:
+        with _lock:
+            found = _registry.setdefault(endpoint, Measurements(endpoint=endpoint))
+    return found
+
+
+def forget() -> None:
+    """Drop every endpoint's measurements (tests, and a process that moved networks)."""
+    with _lock:
+        _registry.clear()
+
+
+def to_rows(m: Measurements) -> list[list[Any]]:
+    """The window as plain JSON-able rows: ``[first_byte, nbytes, transfer, fresh]``."""
+    return [[s.first_byte, s.nbytes, s.transfer, s.fresh] for s in m.samples]
+
+
+def from_rows(rows: Any) -> list[Sample]:
+    """Samples from :func:`to_rows`' form; anything malformed is skipped, not trusted."""
+    out: list[Sample] = []
+    if not isinstance(rows, list):
+        return out
+    for row in rows[-WINDOW:]:
+        if not (isinstance(row, list) and len(row) == 4):
+            continue
+        fb, n, t, fresh = row
+        if (isinstance(fb, (int, float)) and isinstance(t, (int, float))
+                and isinstance(n, int) and not isinstance(n, bool) and isinstance(fresh, bool)
+                and math.isfinite(fb) and math.isfinite(t) and fb >= 0 and t >= 0 and n >= 0):
+            out.append(Sample(float(fb), n, float(t), fresh))
+    return out
+
+
+#: Set for the duration of one request: the store's connection pool marks it when the
+#: request had to open a connection (its first byte then also paid the setup).
+_OPENED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "csup_connection_opened", default=None)
+
+
+def watch_connections() -> list[bool]:
+    """A flag the current task's next request sets if it opens a connection."""
+    box = [False]
+    _OPENED.set(box)
+    return box
+
+
+def note_connection_opened() -> None:
+    """Called by a connection pool when the current task's request opened a connection."""
+    box = _OPENED.get()
+    if box is not None:
+        box[0] = True

@@ -42,6 +42,7 @@ from ..errors import AccessDeniedError, CsupError, StoreError
 from ._aio import AiohttpStore, to_url
 from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
+from .calibrate import endpoint_of
 from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
@@ -126,6 +127,10 @@ class GCSStore(AiohttpStore):
         auth = ("token=<hidden>" if self._token is not None else
                 repr(self._adc) if self._adc is not None else self._credentials)
         return f"GCSStore(endpoint={redact_url(self.endpoint)!r}, {auth}, limit={self.limit})"
+
+    def endpoint_for(self, key: str) -> str:
+        """The JSON API's endpoint: what measurements are kept per."""
+        return endpoint_of(self.endpoint)
 
     def _display(self, key: str) -> str:
         try:

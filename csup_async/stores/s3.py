@@ -47,6 +47,7 @@ from ._ranged import (
 )
 from .aws_credentials import StaticCredentials, chain, env_credentials
 from .base import CHUNK_SIZE, ObjectInfo
+from .calibrate import endpoint_of
 from .logmask import install_log_mask
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
@@ -192,6 +193,13 @@ class S3Store(AiohttpStore):
         except CsupError:
             return redact_url(key)
         return f"s3://{bucket}/{name}"
+
+    def endpoint_for(self, key: str) -> str:
+        """The endpoint URL, or AWS's regional one: what measurements are kept per."""
+        if self._endpoint:
+            return endpoint_of(self._endpoint)
+        region = self.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        return endpoint_of(f"https://s3.{region}.amazonaws.com")
 
     def _needs_client(self, bucket: str) -> bool:
         """Whether only aiobotocore's endpoint rules can address ``bucket``."""
