@@ -98,7 +98,7 @@ class Reader:
         self.static_profile = value
 
     def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
-                 concurrency: int = DEFAULT_CONCURRENCY, max_metadata: int | None = None,
+                 concurrency: int | None = None, max_metadata: int | None = None,
                  max_mem_length: int = 256 << 20, max_rows: int | None = None,
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
@@ -113,7 +113,9 @@ class Reader:
         # requests (planner.calibration); False: always the static profile; None: the
         # default for the store (on for object stores, which measure; off for local files)
         self.calibrate = CALIBRATE_BY_DEFAULT if calibrate is None else bool(calibrate)
-        self.concurrency = concurrency
+        # None: DEFAULT_CONCURRENCY, or more when the profile plans more connections
+        self._concurrency_given = concurrency is not None
+        self.concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency
         self.max_metadata = max_metadata or DEFAULT_MAX_METADATA
         self.max_mem_length = max_mem_length
         self.max_rows = max_rows  # None: read.options.DEFAULT_MAX_ROWS when a read starts
@@ -406,15 +408,12 @@ class Reader:
                            self.verify_checksums)
 
     def _in_flight(self) -> int:
-        """Requests a scan keeps in flight: ``concurrency``, or more when the calibrated
-        profile asks for more connections than the static one (slower connections: the
-        plan cut the scan into more parts to run in one wave)."""
-        n = self.concurrency
-        if self.calibrate:
-            p = self.profile
-            if p.concurrency > self.static_profile.concurrency:
-                n = max(n, n * p.concurrency // self.static_profile.concurrency)
-        return n
+        """Requests a scan keeps in flight: ``concurrency`` when given; else the default,
+        or the profile's connections when it plans more (a calibrated profile of slow
+        connections cuts a scan into more parts, to run them in one wave)."""
+        if self._concurrency_given:
+            return self.concurrency
+        return max(self.concurrency, self.profile.concurrency)
 
     def held_span(self) -> tuple[int, int]:
         """``(offset, length)`` of the object's bytes the open already holds: the planner

@@ -44,7 +44,8 @@ MIN_BANDWIDTH_BYTES = 256 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One request as measured: seconds to its first byte, bytes received, seconds after.
+    """One request as measured: seconds to its first byte (the response's headers), the
+    body's bytes and the seconds from the headers to its last byte.
 
     ``fresh``: the request opened a new connection, so its first byte also paid
     the connection's setup (it measures ``connect_latency``, not ``latency``).

@@ -202,8 +202,9 @@ class RangedStore(StoreBase):
         except TimeoutError:
             raise Retryable(self._late(path)) from None
         m = self.measurements_of(key)
+        headers = loop.time()
         reply.body = self._measured(self._timed(reply.body, deadline, path), m,
-                                    loop.time() - t0, opened[0])
+                                    headers - t0, headers, opened[0])
         return reply
 
     def endpoint_for(self, key: str) -> str:
@@ -226,10 +227,14 @@ class RangedStore(StoreBase):
 
     @staticmethod
     async def _measured(body: AsyncGenerator[bytes, None], m: Measurements,
-                        first_byte: float, fresh: bool) -> AsyncGenerator[bytes, None]:
+                        first_byte: float, t0: float, fresh: bool
+                        ) -> AsyncGenerator[bytes, None]:
         # A body its reader stops taking once it has its bytes still measured what it moved.
+        # The body's time runs from the headers' arrival (``first_byte`` after the
+        # request), not from when its reader first asks: bytes that arrived meanwhile
+        # would otherwise look free.
         loop = asyncio.get_running_loop()
-        t0, n = loop.time(), 0
+        n = 0
         try:
             async with aclosing(body) as chunks:
                 async for chunk in chunks:
