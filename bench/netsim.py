@@ -44,12 +44,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # The port helpers the test servers use (tests/support/net.py): one copy for both.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.net import HOST, free_port, stop_process, wait_for_port
 
 CHUNK = 128 << 10
+FIRST_PACKET = 1460  # one TCP segment: what arrives first after the round trip
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ PROFILES = {
 class _Conn:
     """Per-connection schedule: when the current response may start, and its bytes so far."""
 
-    __slots__ = ("fresh", "gate", "ready", "sent", "start")
+    __slots__ = ("fresh", "gate", "last", "port", "ready", "sent", "start")
 
     def __init__(self, ready: float) -> None:
         self.ready = ready  # when a real client could send its first request (setup done)
@@ -94,6 +96,8 @@ class _Conn:
         self.start = 0.0
         self.sent = 0
         self.fresh = False
+        self.last = 0.0  # when the current response's latest bytes were written
+        self.port = 0  # the listener (profile) this connection came in on
 
 
 async def _pipe_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -113,6 +117,12 @@ async def _pipe_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWri
             writer.close()
 
 
+async def _sleep_until(loop: asyncio.AbstractEventLoop, when: float) -> None:
+    now = loop.time()
+    if when > now:
+        await asyncio.sleep(when - now)
+
+
 async def _pipe_responses(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                           conn: _Conn, bandwidth: float) -> None:
     loop = asyncio.get_running_loop()
@@ -121,26 +131,50 @@ async def _pipe_responses(reader: asyncio.StreamReader, writer: asyncio.StreamWr
             now = loop.time()
             if conn.fresh:  # the first bytes of the response to the latest request
                 conn.fresh = False
+                _delivered(conn)
                 conn.start = max(now, conn.gate)
                 conn.sent = 0
+                if bandwidth and len(data) > FIRST_PACKET:
+                    # the headers (and the first packet) go out after the round trip;
+                    # held until the whole read's bytes were due, they would arrive a
+                    # read's transfer late, as no network delivers them
+                    conn.sent = FIRST_PACKET
+                    await _sleep_until(loop, conn.start + FIRST_PACKET / bandwidth)
+                    writer.write(data[:FIRST_PACKET])
+                    data = data[FIRST_PACKET:]
             conn.sent += len(data)
             due = conn.start + conn.sent / bandwidth if bandwidth else conn.start
-            if due > now:
-                await asyncio.sleep(due - now)
+            await _sleep_until(loop, due)
             writer.write(data)
             await writer.drain()
+            conn.last = loop.time()
     except (ConnectionError, OSError):
         pass
     finally:
+        _delivered(conn)
         if not writer.is_closing():
             writer.close()
+
+
+_LOG: list[Any] = []  # the open response log, if the proxy was given one
+
+
+def _delivered(conn: _Conn) -> None:
+    """Log the response just finished: listener port, bytes, seconds from its first byte
+    to its last (what the simulated connection really delivered, under this machine's
+    load), for benchmarks that check a client's measurement against it."""
+    if _LOG and conn.sent and conn.last > conn.start:
+        _LOG[0].write(f"{conn.port} {conn.sent} {conn.last - conn.start:.6f}\n")
+        _LOG[0].flush()
+    conn.sent = 0
 
 
 async def _proxy_main(listen: list[tuple[int, float, float, float]], upstream: int) -> None:
     servers = []
     for port, rtt, bw, setup in listen:
         async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
-                         rtt: float = rtt, bw: float = bw, setup: float = setup) -> None:
+                         rtt: float = rtt, bw: float = bw, setup: float = setup,
+                         port: int = port) -> None:
             ready = asyncio.get_running_loop().time() + setup
             try:
                 ur, uw = await asyncio.open_connection(HOST, upstream)
@@ -152,6 +186,7 @@ async def _proxy_main(listen: list[tuple[int, float, float, float]], upstream: i
                 if sock is not None:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn = _Conn(ready)
+            conn.port = port
             await asyncio.gather(_pipe_requests(cr, uw, conn, rtt),
                                  _pipe_responses(ur, cw, conn, bw))
 
@@ -167,8 +202,12 @@ async def _proxy_main(listen: list[tuple[int, float, float, float]], upstream: i
 
 
 def serve_proxy(args: list[str]) -> None:
-    """``upstream_port port:rtt:bw:setup [...]`` (the proxy process's command line)."""
+    """``upstream_port port:rtt:bw:setup [...]`` (the proxy process's command line);
+    ``$NETSIM_RESPONSE_LOG``: a file to log each response's delivery to."""
     upstream = int(args[0])
+    where = os.environ.get("NETSIM_RESPONSE_LOG")
+    if where:
+        _LOG.append(open(where, "a", encoding="ascii"))  # noqa: SIM115 (lives with the process)
     listen = []
     for spec in args[1:]:
         port, rtt, bw, setup = spec.split(":")
@@ -227,13 +266,15 @@ class SimStore:
     REGION = "us-east-1"
 
     def __init__(self, root: Path, workdir: Path,
-                 profiles: dict[str, NetProfile] | None = None) -> None:
+                 profiles: dict[str, NetProfile] | None = None,
+                 response_log: Path | None = None) -> None:
         self.root = root
         self.work = workdir
         self.profiles = PROFILES if profiles is None else profiles
         self.nginx_port = free_port()
         self.ports = {"local": self.nginx_port}
         self._procs: list[subprocess.Popen[bytes]] = []
+        self.response_log = response_log
 
     def start(self) -> SimStore:
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -258,7 +299,11 @@ class SimStore:
                 continue
             self.ports[name] = free_port()
             specs.append(f"{self.ports[name]}:{p.rtt}:{p.bandwidth}:{p.setup}")
+        env = dict(os.environ)
+        if self.response_log is not None:
+            env["NETSIM_RESPONSE_LOG"] = str(self.response_log)
         px = subprocess.Popen([sys.executable, __file__, "proxy", str(self.nginx_port), *specs],
+                              env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._procs.append(px)
         for name in self.profiles:

@@ -74,6 +74,13 @@ def source_options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], 
         reader["concurrency"] = args.concurrency
     if getattr(args, "no_verify", False):
         reader["verify_checksums"] = False
+    if getattr(args, "immutable", False):
+        from ..diskcache import CACHE_ENV
+
+        if not os.environ.get(CACHE_ENV):
+            raise UsageError(f"--immutable needs ${CACHE_ENV} (the directory of the "
+                             "metadata cache it answers from)")
+        reader["immutable"] = True
     store: dict[str, Any] = {}
     s3 = url.startswith(("s3://", "s3a://"))
     remote = "://" in url and not url.startswith("file://")
@@ -118,12 +125,16 @@ class Source:
     def __init__(self, args: argparse.Namespace) -> None:
         from ..opening import warm_up
         from ..stores import store_for
+        from ..stores.shared import with_stable_scope
 
         warm_up()  # the reader's side imports in a thread while the store's side does here
         self.args = args
         self.urls = source_urls(args)
         store_opts, self.reader_opts = source_options(args, self.urls[0])
-        self.store = MeteredStore(store_for(self.urls[0], **store_opts)[0])
+        # the scope a shared store of these options has: the on-disk metadata cache
+        # ($CSUP_METADATA_CACHE) then serves this command's objects to the next one
+        inner = with_stable_scope(store_for(self.urls[0], **store_opts)[0], store_opts)
+        self.store = MeteredStore(inner)
         self.reader: Any = None
         self.dataset: Any = None
         self._scanner: Any = None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import weakref
 from collections.abc import AsyncGenerator, Hashable, Mapping
 from typing import Any
@@ -96,6 +97,27 @@ async def _guard(entry: _LoopStores) -> AsyncGenerator[None, None]:
         entry.guard = None  # the generator refers to its loop: let both go
 
 
+def store_ident(store: Store, options: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What makes a store of these options the same in every process: its kind and
+    options (credentials included); None if an option has no stable form."""
+    try:
+        return (type(store).__module__, type(store).__qualname__,
+                getattr(store, "protocol", None), _freeze(options))
+    except TypeError:
+        return None
+
+
+def with_stable_scope(store: Store, options: dict[str, Any]) -> Store:
+    """``store`` (made by ``store_for(url, **options)``) with the metadata-cache scope a
+    shared store of these options has, so the on-disk cache shares its entries with
+    other processes (the CLI's own store, which it wraps to meter)."""
+    ident = store_ident(store, options)
+    if ident is not None:
+        with contextlib.suppress(AttributeError):
+            store.cache_scope = ("shared", ident)  # type: ignore[attr-defined]
+    return store
+
+
 async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
     """The store for ``url`` (shared when it can be) and the key to ask it for.
 
@@ -103,10 +125,8 @@ async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
     close it) or private (the caller owns it).
     """
     store, key = store_for(url, **options)
-    try:
-        ident = (type(store).__module__, type(store).__qualname__,
-                 getattr(store, "protocol", None), _freeze(options))
-    except TypeError:
+    ident = store_ident(store, options)
+    if ident is None:
         return store, key, False
     loop = asyncio.get_running_loop()
     entry = _registry.get(loop)
