@@ -198,7 +198,10 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     is checked before decompression; a mismatch is a FormatError naming the
     column and segment), ``trust_counts`` (False: ``take``, ``rows=`` and ``limit=``
     decode every segment up to the last selected row, so segment counts that lie are
-    a FormatError; True skips those before it unread, for files you trust), and the
+    a FormatError; True skips those before it unread, for files you trust),
+    ``calibrate`` (default: on for S3, GCS and HTTP, off for local files: plans assume
+    the latency and bandwidth measured on the endpoint once 5 requests are known,
+    :mod:`planner.calibration`; False keeps the static ``profile``), and the
     store's own options (``max_connections``, ``endpoint``, credentials, ...: see
     :mod:`csup_async.stores.config`; ``storage_options={...}`` with fsspec's, polars'
     or object_store's names works too).  ``limit=`` as the connection count is

@@ -60,9 +60,10 @@ DEFAULT_MAX_METADATA = 16 << 20
 #: A reader keeps the row map of a file of several super types (its decoded super
 #: column, 8 bytes a row) up to this many rows; a larger one is read for each selection.
 ROW_MAP_HELD = 1 << 22
-#: Whether a reader plans with the profile measured on its endpoint when ``calibrate``
-#: is not given (see bench/results/calibrate.md for the numbers behind it).
-CALIBRATE_BY_DEFAULT = False
+#: Whether a reader of an object store (S3, GCS, HTTP: stores that measure their
+#: requests) plans with the profile measured on its endpoint when ``calibrate`` is not
+#: given; local files never do. bench/results/calibrate.md has the numbers behind it.
+CALIBRATE_BY_DEFAULT = True
 
 
 class Reader:
@@ -112,7 +113,10 @@ class Reader:
         # plan with latency/bandwidth measured on this store's endpoint once it has enough
         # requests (planner.calibration); False: always the static profile; None: the
         # default for the store (on for object stores, which measure; off for local files)
-        self.calibrate = CALIBRATE_BY_DEFAULT if calibrate is None else bool(calibrate)
+        if calibrate is None:
+            calibrate = CALIBRATE_BY_DEFAULT and callable(getattr(store, "measurements_of",
+                                                                  None))
+        self.calibrate = bool(calibrate)
         # None: DEFAULT_CONCURRENCY, or more when the profile plans more connections
         self._concurrency_given = concurrency is not None
         self.concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency

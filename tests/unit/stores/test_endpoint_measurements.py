@@ -97,6 +97,23 @@ def test_explain_shows_the_profile_assumed_and_the_one_measured(range_server: An
     assert "profile measured: first byte" in text and "scan plan (profile s3:" in text
 
 
+def test_calibration_is_on_by_default_for_http_and_off_for_local(range_server: Any,
+                                                                  tmp_path: Path) -> None:
+    range_server.put("m/d.csup", _file())
+    (tmp_path / "d.csup").write_bytes(_file())
+
+    async def main() -> tuple[bool, bool, bool]:
+        async with csup_async.open(range_server.url("m/d.csup"), profile="s3") as r:
+            on = r.calibrate
+            for _ in range(6):
+                await r.scan(["a", "b"])
+            moved = r.profile is not r.static_profile
+        async with csup_async.open(str(tmp_path / "d.csup")) as local:
+            return on, moved, local.calibrate
+
+    assert asyncio.run(main()) == (True, True, False)
+
+
 def test_local_files_measure_nothing_and_explain_says_nothing(tmp_path: Path) -> None:
     (tmp_path / "f.csup").write_bytes(_file())
 
