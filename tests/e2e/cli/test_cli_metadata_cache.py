@@ -4,7 +4,6 @@ about metadata (immutable objects) or one conditional request per object."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import subprocess
 import sys
