@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -170,14 +171,19 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def markdown(summary: dict[str, Any], rounds: int, command: str) -> str:
+def markdown(summary: dict[str, Any], rounds: int, command: str, load: str) -> str:
     lines = [
         "# Calibration: measured profile vs the truth (bench/bench_calibrate.py)", "",
         f"Command: `{command}` ({rounds} rounds; medians). netsim behind nginx; a new "
         "connection pays TCP + TLS 1.3 (2 round trips). Each reader: a cold pool, six "
         "scans of 20 of 80 float columns (20 x 0.6 MB, 1.8 MB apart). `calibrated` "
         "starts from the static s3 profile with `calibrate=True`; `static` keeps it; "
-        "`true` is given the simulator's figures by hand (`planner.calibration.derived`).",
+        "`true` is given the simulator's figures by hand (`planner.calibration.derived`). "
+        "`measured` is the calibrated reader's profile after its fifth scan; `delivered` "
+        "is the median rate the delay proxy really delivered per connection over those "
+        "scans (its log), against which the measured bandwidth is also compared: one "
+        "Python proxy on a loaded machine cannot always keep every connection at the "
+        f"profile's rate. Load average {load}.",
         "",
         "| network | measured first byte | measured bandwidth | delivered | connections | "
         "6th scan: calibrated | static | true | calibrated / true | calibrated / static |",
@@ -210,6 +216,7 @@ def main() -> None:
     ap.add_argument("--md", type=Path)
     args = ap.parse_args()
     command = "python bench/bench_calibrate.py " + " ".join(sys.argv[1:])
+    before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         (root / "bench").mkdir(parents=True)
@@ -222,7 +229,8 @@ def main() -> None:
         finally:
             sim.stop()
     summary = summarize(rounds)
-    text = markdown(summary, args.rounds, command.strip())
+    load = f"{before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores"
+    text = markdown(summary, args.rounds, command.strip(), load)
     print(text)
     if args.json:
         args.json.write_text(json.dumps({"command": command.strip(), "summary": summary},
