@@ -38,6 +38,11 @@ MIN_SAMPLES = 5
 MAX_FACTOR = 10.0
 MAX_CONCURRENCY_FACTOR = 4
 """Connections a calibrated profile may ask for, as a multiple of the static count."""
+LATENCY_QUANTILE = 0.25
+BANDWIDTH_QUANTILE = 0.75
+"""A client's own delays (a busy event loop, a short CPU) only ever add time to what it
+measures, so the less delayed requests say more about the endpoint: a low quantile of
+first bytes and a high quantile of rates, not their medians."""
 MIN_BANDWIDTH_BYTES = 256 * 1024
 """Requests smaller than this say little about bandwidth (their time is mostly latency)."""
 
@@ -57,10 +62,13 @@ class Sample:
     fresh: bool = False
 
 
-def _median(values: Sequence[float]) -> float:
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, interpolated between neighbours (0.5: the median)."""
     ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    at = q * (len(ordered) - 1)
+    lo = int(at)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (at - lo)
 
 
 def _bounded(measured: float, static: float, factor: float) -> float:
@@ -69,7 +77,7 @@ def _bounded(measured: float, static: float, factor: float) -> float:
 
 def calibrated(static: Profile, samples: Sequence[Sample], *, min_samples: int = MIN_SAMPLES,
                max_factor: float = MAX_FACTOR) -> Profile:
-    """``static`` with latency and bandwidth taken from ``samples`` (medians, bounded),
+    """``static`` with latency and bandwidth taken from ``samples`` (quantiles, bounded),
     and the knobs that follow from them derived again (:func:`derived`).
 
     Latency comes from requests on warm connections; while fewer than
@@ -80,16 +88,18 @@ def calibrated(static: Profile, samples: Sequence[Sample], *, min_samples: int =
     warm = [s.first_byte for s in samples if not s.fresh]
     if len(warm) < min_samples:
         return static
-    latency = _bounded(_median(warm), static.latency, max_factor)
+    latency = _bounded(_quantile(warm, LATENCY_QUANTILE), static.latency, max_factor)
     rates = [s.nbytes / s.transfer for s in samples
              if s.nbytes >= MIN_BANDWIDTH_BYTES and s.transfer > 0]
     bandwidth = static.bandwidth
     if len(rates) >= min_samples:
-        bandwidth = _bounded(_median(rates), static.bandwidth, max_factor)
+        bandwidth = _bounded(_quantile(rates, BANDWIDTH_QUANTILE), static.bandwidth,
+                             max_factor)
     setups = [s.first_byte - latency for s in samples if s.fresh]
     connect = None
     if len(setups) >= min_samples and static.connect_latency:
-        connect = _bounded(max(0.0, _median(setups)), static.connect_latency, max_factor)
+        connect = _bounded(max(0.0, _quantile(setups, 0.5)), static.connect_latency,
+                           max_factor)
     return derived(static, latency, bandwidth, connect)
 
 

@@ -87,3 +87,14 @@ def test_derived_knobs_are_a_valid_profile_within_bounds(
     assert S3.concurrency <= p.concurrency <= 4 * S3.concurrency
     assert p.split_size <= p.max_request and p.tail_min <= p.tail_max
     assert S3.connect_latency / 10 <= p.connect_latency <= S3.connect_latency * 10
+
+
+def test_a_busy_client_s_delays_do_not_set_the_figures() -> None:
+    """A client short of CPU adds its own delay to most of what it times; the requests it
+    delayed least (a low quantile of first bytes, a high one of rates) still measure
+    the endpoint, where medians would measure the client."""
+    true = [Sample(0.150, 4 * MiB, 4 * MiB / 30e6) for _ in range(4)]
+    busy = [Sample(0.150 + 0.1, 4 * MiB, 4 * MiB / 30e6 + 0.3) for _ in range(6)]
+    p = calibrated(S3, true + busy)
+    assert abs(p.latency - 0.150) / 0.150 < 0.25
+    assert abs(p.bandwidth - 30e6) / 30e6 < 0.25
