@@ -80,7 +80,7 @@ class Reader:
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
                  verify_checksums: bool = True, trust_counts: bool = False,
-                 calibrate: bool = False) -> None:
+                 verify_counts: bool = False, calibrate: bool = False) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -96,9 +96,14 @@ class Reader:
         self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
         self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
         self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
-        # row selection: skip the segments before a selected row unread, trusting their
-        # counts (read.selection.plan_rows); off, they are decoded and checked
+        # row selection reads only the segments holding the rows, each checked against
+        # its count, every column's counts against its rows (pipeline.selection.plan_rows)
+        # trust_counts: skip the totals check too; verify_counts: decode and check every
+        # segment before a selected row as well (counts shifted between unread segments)
         self.trust_counts = bool(trust_counts)
+        self.verify_counts = bool(verify_counts)
+        if self.trust_counts and self.verify_counts:
+            raise CsupError("trust_counts=True and verify_counts=True contradict each other")
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
@@ -275,10 +280,10 @@ class Reader:
         if expr is None:
             from .pipeline.selection import plan_rows
 
-            cut, keep = plan_rows(self.meta, base, ranges, verify_counts=not self.trust_counts,
+            cut, keep = plan_rows(self.meta, base, ranges, verify_counts=self.verify_counts,
                                   rowmap=rowmap)
             return ScanProgram("rows", tuple(paths), cut, ranges, rowmap=rowmap, keep=keep,
-                               verify_counts=not self.trust_counts, setup=setup)
+                               verify_counts=self.verify_counts, setup=setup)
         from .pipeline.selection import plan_filter
 
         wanted = paths or self._paths(None)
@@ -478,7 +483,7 @@ class Reader:
         ranges = runs_of(uniq)
         rowmap, cost = await self._row_map(ranges)
         res = _charged(await scan_rows(self.target(), self.meta, plan, paths, ranges,
-                                       self.read_options, verify_counts=not self.trust_counts,
+                                       self.read_options, verify_counts=self.verify_counts,
                                        rowmap=rowmap), cost)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:

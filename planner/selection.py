@@ -297,14 +297,15 @@ def selectable_segmaps(meta: FileMeta, type_rows: Sequence[int | None] | None = 
     if type_rows is None:
         return out
     for sid, n in enumerate(type_rows):
-        got = selectable_segmaps_one(type_view(meta, sid, n))
+        got = selectable_segmaps_one(type_view(meta, sid, n), exact=n is not None)
         if n is None:
             got = {k: (segmap, UNKNOWN_SLACK) for k, (segmap, _) in got.items()}
         out.update(got)
     return out
 
 
-def selectable_segmaps_one(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
+def selectable_segmaps_one(meta: FileMeta, exact: bool = True
+                           ) -> dict[int, tuple[Segmap, int]]:
     """Value streams whose rows map to value indices without decoding anything, by ``id``
     of their segmap, with their *slack*.
 
@@ -313,31 +314,36 @@ def selectable_segmaps_one(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
     ``[r - slack, r]`` where ``slack`` is the rows without a value (rows less values).
     A stream without presence, or whose presence leaves no row out, has slack 0: its
     value index is the row index (a *direct* stream).  Every segment must have
-    ``count``; anything else is read whole.
+    ``count``; anything else is read whole.  A stream below no presence runs must count
+    exactly the rows (``exact``; False while the rows are not known): the first check
+    against counts that lie, which costs no read.
     """
     out: dict[int, tuple[Segmap, int]] = {}
     if len(meta.super_types) != 1 or meta.row_count is None:
         return out
     n = meta.row_count
 
-    def walk(t: Any, col: Any) -> None:
+    def walk(t: Any, col: Any, nullable: bool) -> None:
         if col is None:
             return
         if isinstance(col, NullsColumn):
-            walk(t, col.values)
+            walk(t, col.values, True)
             return
         u = _bare(t)
         if isinstance(u, (PrimitiveType, EnumType)) and isinstance(col, PrimitiveColumn):
             counts = _counts(col.segmap)
-            if counts is not None and sum(counts) <= n:
+            # below no presence runs every row has its value: counts that do not add up
+            # to the rows lie (read whole, the decode says where); below them, at most
+            if counts is not None and (sum(counts) == n if exact and not nullable
+                                       else sum(counts) <= n):
                 out[id(col.segmap)] = (col.segmap, n - sum(counts))
         elif isinstance(u, RecordType) and isinstance(col, RecordColumn):
             for f in u.fields:
                 fc = col.field(f.name)
                 if fc is not None:
-                    walk(f.type, fc.column)
+                    walk(f.type, fc.column, nullable)
 
-    walk(meta.super_types[0], meta.columns[0])
+    walk(meta.super_types[0], meta.columns[0], False)
     return out
 
 

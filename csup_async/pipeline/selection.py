@@ -95,10 +95,9 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
         segs.extend(got)
         keep.update(k)
     super_stream = plan.super_stream
-    if super_stream is not None:
-        if rowmap is not None and not rowmap.complete:
-            super_stream = dataclasses.replace(
-                super_stream, segmap=super_prefix(super_stream.segmap, len(rowmap.ids)))
+    if multi and rowmap is not None:
+        super_stream = None  # decoded once, while planning: the row map is its IDs
+    elif super_stream is not None:
         segs.extend(super_stream.segmap)
     rp = plan_ranges(segs, _selective(plan.profile), plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
@@ -229,11 +228,6 @@ def _select_types(read: S.Read, rowmap: RowMap, ranges: RowRanges
 
     out = {p: read.assemble(cs, ids, counts, part) for p, cs in read.cursors.items()
            if p is not None}
-    assert read.ids is not None
-    seen = read.ids.take(len(rowmap.ids), exact=False)
-    if seen.size != len(rowmap.ids) or not np.array_equal(seen, rowmap.ids):
-        raise FormatError("the super column read differs from the one the rows were "
-                          "mapped by")
     read.finish()
     return out, int(rows.size), len(rowmap.ids)
 
@@ -252,10 +246,10 @@ async def run_rows(target: Target, meta: FileMeta, cut: P.ScanPlan,
                    options: ReadOptions, rowmap: RowMap | None = None) -> ScanResult:
     """Run a :func:`plan_rows` plan: the rows of ``ranges``, in row order."""
     t0 = time.perf_counter()
-    partial = rowmap is not None and not rowmap.complete and cut.super_stream is not None
-    if partial:  # the read walks the rows of the super column's prefix, and ends there
-        assert cut.super_stream is not None
-        meta = dataclasses.replace(meta, super_column=cut.super_stream.segmap)
+    by_map = rowmap is not None and len(meta.super_types) > 1
+    partial = by_map and rowmap is not None and not rowmap.complete
+    if by_map:  # the row map holds the super column's IDs: the read does not fetch them
+        meta = dataclasses.replace(meta, super_column=())
     read = S.start_read(target, meta, cut, options, paths, eager=True, keep=keep,
                         partial=partial)
     worker = S.ReadThread()
