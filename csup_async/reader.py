@@ -597,6 +597,12 @@ class Reader:
         expr, read = None, paths
         try:  # a filter that cannot parse or apply names the file, as scan's does
             if filter is not None:
+                pruned = await self._pruned_batches(paths, filter, batch_rows, prefetch)
+                if pruned is not None:
+                    async with contextlib.aclosing(pruned):
+                        async for batch in pruned:
+                            yield batch
+                    return
                 expr, paths, read = self._filter_columns(paths, filter)
             batches = R.iter_batches(self.target(), self.meta, self._plan(read), read,
                                      self.read_options, batch_rows, prefetch=prefetch)
@@ -610,6 +616,32 @@ class Reader:
                         yield kept
         except CsupError as e:
             raise e.with_path(self.path) from None
+
+    async def _pruned_batches(self, paths: list[str], filter: Any, batch_rows: int,
+                              prefetch: int | None) -> AsyncIterator[ScanResult] | None:
+        """Filtered batches that skip the zones the statistics rule out (each super type's
+        by its own), as ``scan(filter=)`` does; None when they rule out nothing (the
+        streamed read then serves, and the filter is evaluated on each batch)."""
+        program = await self.plan(paths, filter=filter)
+        work = program.work
+        if work is None or work.surviving is None or not program.plan.rows_pruned:
+            return None
+        from .pipeline.selection import iter_filtered
+
+        setup = program.setup
+        inner = iter_filtered(self.target(), self.meta, program.plan, work, self.read_options,
+                              batch_rows, prefetch != 0)
+
+        async def charged() -> AsyncIterator[ScanResult]:
+            async with contextlib.aclosing(inner):
+                async for batch in inner:
+                    batch.stats.requests += setup[0]  # the row map read while planning
+                    batch.stats.bytes_read += setup[1]
+                    batch.stats.bytes_needed += setup[2]
+                    batch.plan = program
+                    yield batch
+
+        return charged()
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
