@@ -196,9 +196,11 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     given to the store too, where it bounds each store operation),
     ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
     is checked before decompression; a mismatch is a FormatError naming the
-    column and segment), ``trust_counts`` (False: ``take``, ``rows=`` and ``limit=``
-    decode every segment up to the last selected row, so segment counts that lie are
-    a FormatError; True skips those before it unread, for files you trust), and the
+    column and segment), ``verify_counts`` (False: ``take``, ``rows=`` and ``limit=``
+    read only the segments holding the rows, each checked against its count and each
+    column's counts against its rows; True also decodes every segment before the last
+    selected row, so counts shifted between unread segments are a FormatError),
+    ``trust_counts`` (the earlier opt-out: reads what the default reads), and the
     store's own options (``max_connections``, ``endpoint``, credentials, ...: see
     :mod:`csup_async.stores.config`; ``storage_options={...}`` with fsspec's, polars'
     or object_store's names works too).  ``limit=`` as the connection count is

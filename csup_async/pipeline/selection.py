@@ -311,6 +311,7 @@ class _FilterWork:
     # ``limit`` cuts piece by piece (one wave, or the first of two)
     full: P.ScanPlan | None = None
     filter_plan: P.ScanPlan | None = None
+    every_row: bool = False  # ``surviving`` is every row: ``first`` is read whole
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
@@ -436,12 +437,16 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     everything = list(dict.fromkeys([*wanted, *read_f]))
     full = plan_of(everything)
     kept: dict[int, dict[int, frozenset[int]] | None] = {}
+    # one super type, every row surviving (the statistics rule nothing out, as in most
+    # small files of a dataset): the plans are read as they are, not cut to every row
+    every_row = (not multi and surviving is not None and len(surviving) == 1
+                 and surviving.starts[0] == 0 and surviving.stops[0] == meta.row_count)
 
     def cut(paths: list[str]) -> tuple[P.ScanPlan | None, int]:
         if not paths:
             return None, 0
         plan = plan_of(paths)
-        if surviving is None:
+        if surviving is None or every_row:
             return plan, plan.bytes_needed
         c, k = plan_rows(meta, plan, surviving, verify_counts=False, rowmap=rowmap)
         kept[id(c)] = k
@@ -475,7 +480,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     run = wave1 if two else one
     first = None if run is None else (run, kept.get(id(run)))
     return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first, full,
-                              plan_of(list(read_f)) if two and read_f else None)
+                              plan_of(list(read_f)) if two and read_f else None, every_row)
 
 
 def _intersect(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -544,7 +549,7 @@ async def _planned(target: Target, meta: FileMeta, work: _FilterWork, paths: lis
         return await _read(target, meta, profile, available, paths, work.surviving, options,
                            work.rowmap)
     plan, keep = work.first
-    if work.surviving is None:
+    if work.surviving is None or work.every_row:
         return await S.scan_columns(target, meta, plan, paths, options)
     return await run_rows(target, meta, plan, keep or {}, paths, work.surviving, options,
                           work.rowmap)
