@@ -363,9 +363,11 @@ def _zones_one(meta: FileMeta, expr: Expr, fpaths: Sequence[tuple[str, ...]]
 _TRUTHS = (Truth.FALSE, Truth.MAYBE, Truth.TRUE)
 
 
-def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple[Zone, ...]:
+def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]
+                  ) -> tuple[tuple[Zone, ...], RowRanges, RowRanges]:
     """The zones of the super types, each judged by its own rows, as zones of the file:
-    runs of rows of the same truth in file order."""
+    runs of rows of the same truth in file order; and the rows not proven false and
+    those proven true (from the same array: the zones can be thousands)."""
     n = len(rowmap.ids)
     truth = np.full(n, 1, np.int8)
     for sid, zones in enumerate(per_type):
@@ -373,13 +375,22 @@ def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple
         for z in zones:
             truth[pos[z.start:z.stop]] = _TRUTHS.index(z.truth)
     if not n:
-        return ()
+        return (), RowRanges(), RowRanges()
     cuts = np.flatnonzero(np.diff(truth)) + 1
     starts = np.concatenate([[0], cuts]).tolist()
     stops = [*starts[1:], n]
     kinds = truth[starts].tolist()
-    return tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
-                                                            strict=True))
+    zones_out = tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
+                                                                strict=True))
+    return zones_out, _mask_runs(truth != 0), _mask_runs(truth == 2)
+
+
+def _mask_runs(mask: np.ndarray) -> RowRanges:
+    """The runs of True rows of ``mask`` as row ranges."""
+    edges = np.diff(np.concatenate([[0], mask.view(np.int8), [0]]))
+    starts = np.flatnonzero(edges == 1)
+    stops = np.flatnonzero(edges == -1)
+    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
 
 
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.Profile,
@@ -416,6 +427,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     if multi and rowmap is not None and not rowmap.complete:
         rowmap = None
     zones: tuple[Zone, ...] = ()
+    kept_rows = proven_rows = RowRanges()
     surviving: RowRanges | None = None
     pruned: list[tuple[str, ...]] = []
     type_zones: list[tuple[Zone, ...]] = []
@@ -426,9 +438,10 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
             z, by = _zones_one(type_view(meta, sid, n), expr, fpaths)
             type_zones.append(z)
             pruned.extend(p for p in by if p not in pruned)
-        zones = _global_zones(rowmap, type_zones)
+        zones, kept_rows, proven_rows = _global_zones(rowmap, type_zones)
     if zones:
-        surviving = RowRanges.of((z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
+        surviving = kept_rows if multi else RowRanges.of(
+            (z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
         if base is not None:
             surviving = _intersect(surviving, base)
     elif base is not None:
@@ -457,7 +470,8 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     _, bytes_rest = cut(others)
     saving = 0
     if others and read_f and surviving is not None:
-        proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
+        proven = proven_rows if multi else RowRanges.of(
+            (z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
         rest_plan = plan_of(others)
         if not multi:
             streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
