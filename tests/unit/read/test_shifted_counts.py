@@ -139,3 +139,11 @@ async def test_counts_that_do_not_add_up_to_the_rows_are_refused_without_the_pre
             await reads[how]()
     msg = str(err.value)
     assert err.value.path == str(p) and 'column "a"' in msg and "segment 0 of" in msg
+
+
+async def test_trusting_and_verifying_counts_at_once_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "rows.csup"
+    csup_async.write(p, ROWS)
+    with pytest.raises(csup_async.CsupError, match="contradict"):
+        async with csup_async.open(str(p), trust_counts=True, verify_counts=True):
+            pass
