@@ -248,3 +248,15 @@ async def test_super_column_counts_that_lie_give_the_rows_or_an_error(files, tmp
             assert str(p) in str(e)
         else:
             assert got == [every[n - 1], every[n], every[n + 1]]
+
+
+async def test_a_filter_that_rules_out_no_row_reads_its_plans_uncut(files, counted) -> None:
+    """Statistics that keep every zone (most small files of a dataset): the plans are run
+    as planned, none is cut again to 'every row' (three more plannings of ranges before),
+    and the rows are all of them."""
+    async with csup_async.open(str(files["one"]), profile=NEVER_LATE) as r:
+        counted.update(plan_scan=0, plan_ranges=0)
+        got = await r.scan(COLS, filter="ts >= 0")
+        program = await r.plan(COLS, filter="ts >= 0")
+    assert got.num_rows == ROWS and program.rows_pruned == 0
+    assert counted["plan_ranges"] == counted["plan_scan"] == 2 * 3  # scan's, then plan's
