@@ -242,9 +242,9 @@ def report(paths: dict[str, Path], local: dict[str, Any], sim: dict[str, Any],
               "pays above 780 KiB) and in one on `s3` (above 76 MiB): there it reads the "
               "other columns of the surviving zones with the filter's, as the cost model "
               "prefers. A super type's zones are as coarse as its own `ts` segments: the "
-              "`k = None` third of the rows has 64 KiB `ts` segments of ~22,000 of its "
-              "rows, each spanning ~66,000 rows of the file, so 1 % of rows leaves ~25 % "
-              "of that type's rows (and ~12 % of the other's) to read. `filter 1% (two "
+              "`k = None` third of the rows has `ts` segments of 16,384 of its rows, each "
+              "spanning ~49,000 rows of the file (the other type's ~24,700), so 1 % of "
+              "rows leaves 24.6 % of that type's rows (and 12.3 % of the other's) to read. `filter 1% (two "
               "waves)` is the same scan planned by the `local` profile on the same store: "
               "it reads the bytes of the target and costs a round trip more (the time "
               "column): the cost model chooses time.",
