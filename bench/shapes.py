@@ -246,8 +246,8 @@ def report(paths: dict[str, Path], local: dict[str, Any], sim: dict[str, Any],
               "spanning ~49,000 rows of the file (the other type's ~24,700), so 1 % of "
               "rows leaves 24.6 % of that type's rows (and 12.3 % of the other's) to read. "
               "`filter 1% (two waves)` is the same scan planned by the `local` profile on "
-              "the same store: it reads the bytes of the target and costs a round trip more (the time "
-              "column): the cost model chooses time.",
+              "the same store: it reads the bytes of the target and costs a round trip "
+              "more (the time column): the cost model chooses time.",
               "- `filter 1% limit=10` reads the surviving zones in file order, a piece at "
               "a time (the zones the statistics cannot judge: at most 4,096 rows, then 4x "
               "more each time; zones proven true: only the rows still needed), and stops "
