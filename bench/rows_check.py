@@ -10,8 +10,9 @@ the way users do (``open(url)``, no store or profile passed)::
     python3 bench/rows_check.py 262144     # 256 KiB segments
 
 Wall times are printed but the machine is shared: compare requests and bytes.  The
-last lines compare row selection with counts checked (the default) and trusted
-(``trust_counts=True``).
+last lines compare row selection as it reads by default (only the segments holding the
+rows, each checked against its count) with ``verify_counts=True`` (every segment up to
+the last selected row decoded and checked as well).
 """
 
 from __future__ import annotations
@@ -76,11 +77,11 @@ async def run(url: str) -> list[str]:
         res = await r.take(idx)
         rec("take 100 random rows, all cols", res, t0,
             f"{res.stats.bytes_read / hold:.2f}x the segments holding them")
-    # counts checked (the default: every segment up to the last selected row is decoded)
-    # against trusted (trust_counts=True: only the segments holding the rows)
-    for trust in (False, True):
-        async with csup_async.open(url, trust_counts=trust) as r:
-            how = "trusted" if trust else "checked"
+    # the default (only the segments holding the rows) against verify_counts=True (every
+    # segment up to the last selected row decoded and checked too)
+    for verify in (True, False):
+        async with csup_async.open(url, verify_counts=verify) as r:
+            how = "verified" if verify else "default"
             t0 = time.perf_counter()
             rec(f"take [999999], 6 cols, {how}", await r.take([999_999], SIX), t0)
             t0 = time.perf_counter()

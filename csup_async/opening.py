@@ -196,9 +196,11 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     given to the store too, where it bounds each store operation),
     ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
     is checked before decompression; a mismatch is a FormatError naming the
-    column and segment), ``trust_counts`` (False: ``take``, ``rows=`` and ``limit=``
-    decode every segment up to the last selected row, so segment counts that lie are
-    a FormatError; True skips those before it unread, for files you trust),
+    column and segment), ``verify_counts`` (False: ``take``, ``rows=`` and ``limit=``
+    read only the segments holding the rows, each checked against its count and each
+    column's counts against its rows; True also decodes every segment before the last
+    selected row, so counts shifted between unread segments are a FormatError),
+    ``trust_counts`` (the earlier opt-out: reads what the default reads),
     ``calibrate`` (default: on for S3, GCS and HTTP, off for local files: plans assume
     the latency and bandwidth measured on the endpoint once 5 requests are known,
     :mod:`planner.calibration`; False keeps the static ``profile``), and the

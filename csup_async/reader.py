@@ -104,7 +104,7 @@ class Reader:
                  max_values: int | None = None, timeout: float | None = None,
                  metadata_cache: Any = None, immutable: bool = False,
                  verify_checksums: bool = True, trust_counts: bool = False,
-                 calibrate: bool | None = None) -> None:
+                 verify_counts: bool = False, calibrate: bool | None = None) -> None:
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
@@ -126,9 +126,14 @@ class Reader:
         self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
         self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
         self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
-        # row selection: skip the segments before a selected row unread, trusting their
-        # counts (read.selection.plan_rows); off, they are decoded and checked
+        # row selection reads only the segments holding the rows, each checked against
+        # its count, every column's counts against its rows (pipeline.selection.plan_rows)
+        # trust_counts: skip the totals check too; verify_counts: decode and check every
+        # segment before a selected row as well (counts shifted between unread segments)
         self.trust_counts = bool(trust_counts)
+        self.verify_counts = bool(verify_counts)
+        if self.trust_counts and self.verify_counts:
+            raise CsupError("trust_counts=True and verify_counts=True contradict each other")
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
@@ -306,10 +311,10 @@ class Reader:
         if expr is None:
             from .pipeline.selection import plan_rows
 
-            cut, keep = plan_rows(self.meta, base, ranges, verify_counts=not self.trust_counts,
+            cut, keep = plan_rows(self.meta, base, ranges, verify_counts=self.verify_counts,
                                   rowmap=rowmap)
             return ScanProgram("rows", tuple(paths), cut, ranges, rowmap=rowmap, keep=keep,
-                               verify_counts=not self.trust_counts, setup=setup)
+                               verify_counts=self.verify_counts, setup=setup)
         from .pipeline.selection import plan_filter
 
         wanted = paths or self._paths(None)
@@ -520,7 +525,7 @@ class Reader:
         ranges = runs_of(uniq)
         rowmap, cost = await self._row_map(ranges)
         res = _charged(await scan_rows(self.target(), self.meta, plan, paths, ranges,
-                                       self.read_options, verify_counts=not self.trust_counts,
+                                       self.read_options, verify_counts=self.verify_counts,
                                        rowmap=rowmap), cost)
         if res.num_rows != uniq.size:
             if n is None and res.total_rows is not None:
@@ -634,6 +639,12 @@ class Reader:
         expr, read = None, paths
         try:  # a filter that cannot parse or apply names the file, as scan's does
             if filter is not None:
+                pruned = await self._pruned_batches(paths, filter, batch_rows, prefetch)
+                if pruned is not None:
+                    async with contextlib.aclosing(pruned):
+                        async for batch in pruned:
+                            yield batch
+                    return
                 expr, paths, read = self._filter_columns(paths, filter)
             batches = R.iter_batches(self.target(), self.meta, self._plan(read), read,
                                      self.read_options, batch_rows, prefetch=prefetch)
@@ -647,6 +658,32 @@ class Reader:
                         yield kept
         except CsupError as e:
             raise e.with_path(self.path) from None
+
+    async def _pruned_batches(self, paths: list[str], filter: Any, batch_rows: int,
+                              prefetch: int | None) -> AsyncIterator[ScanResult] | None:
+        """Filtered batches that skip the zones the statistics rule out (each super type's
+        by its own), as ``scan(filter=)`` does; None when they rule out nothing (the
+        streamed read then serves, and the filter is evaluated on each batch)."""
+        program = await self.plan(paths, filter=filter)
+        work = program.work
+        if work is None or work.surviving is None or not program.plan.rows_pruned:
+            return None
+        from .pipeline.selection import iter_filtered
+
+        setup = program.setup
+        inner = iter_filtered(self.target(), self.meta, program.plan, work, self.read_options,
+                              batch_rows, prefetch != 0)
+
+        async def charged() -> AsyncIterator[ScanResult]:
+            async with contextlib.aclosing(inner):
+                async for batch in inner:
+                    batch.stats.requests += setup[0]  # the row map read while planning
+                    batch.stats.bytes_read += setup[1]
+                    batch.stats.bytes_needed += setup[2]
+                    batch.plan = program
+                    yield batch
+
+        return charged()
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())

@@ -67,7 +67,8 @@ class ScanProgram:
                         + (f" (first [{self.ranges.starts[0]:,}, {self.ranges.stops[0]:,}))"
                            if len(self.ranges) else ""))
         if self.limit is not None:
-            head.append(f"limit: the first {self.limit:,} matches")
+            head.append(f"limit: the first {self.limit:,} matches (the surviving zones read "
+                        "in file order, a piece at a time, until that many matched)")
         if self.rowmap is not None:
             req, nbytes, _ = self.setup
             head.append(f"row map: the super column's first {len(self.rowmap.ids):,} IDs "

@@ -51,8 +51,8 @@ __all__ = [
     "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
     "direct_segmaps", "late_saving", "leaf_stream", "plan_zones", "prefer_two_waves",
     "ranges_from_indices", "ranges_from_slice", "RowMap", "rows_to_ranges",
-    "segments_for_ranges", "select_segments", "selectable_segmaps", "type_view",
-    "value_starts",
+    "segments_for_ranges", "segments_for_spans", "select_segments", "selectable_segmaps",
+    "type_view", "value_starts",
 ]
 
 
@@ -166,15 +166,36 @@ def value_starts(counts: Sequence[int]) -> tuple[int, ...]:
 
 def segments_for_ranges(counts: Sequence[int], ranges: RowRanges) -> tuple[int, ...]:
     """Indices of the segments (``counts`` values each) holding any value in ``ranges``."""
-    starts = value_starts(counts)
-    keep: list[int] = []
-    for a, b in ranges.pairs:
-        i = max(bisect.bisect_right(starts, a) - 1, 0)
-        while i < len(counts) and starts[i] < b:
-            if counts[i] and starts[i + 1] > a and (not keep or keep[-1] != i):
-                keep.append(i)
-            i += 1
-    return tuple(keep)
+    return segments_for_spans(counts, ranges.starts, ranges.stops)
+
+
+def segments_for_spans(counts: Sequence[int], lo: Any, hi: Any) -> tuple[int, ...]:
+    """Indices of the segments (``counts`` values each) holding any value of the spans
+    ``[lo[i], hi[i])`` (in any order, overlapping or empty): vectorised, as a filter on
+    a file of several super types has thousands of spans."""
+    c = np.asarray(counts, np.int64)
+    n = c.size
+    lo_a, hi_a = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    if not n or not lo_a.size:
+        return ()
+    starts = np.concatenate([[0], np.cumsum(c)])
+    hi_a = np.minimum(hi_a, starts[-1])
+    ok = (hi_a > lo_a) & (lo_a < starts[-1])
+    lo_a, hi_a = np.maximum(lo_a[ok], 0), hi_a[ok]
+    if not lo_a.size:
+        return ()
+    first = np.searchsorted(starts, lo_a, "right") - 1  # the segment holding lo
+    last = np.searchsorted(starts, hi_a - 1, "right") - 1  # ... and hi - 1
+    mark = np.zeros(n + 1, np.int64)
+    np.add.at(mark, first, 1)
+    np.add.at(mark, last + 1, -1)
+    hit = (np.cumsum(mark)[:n] > 0) & (c > 0)
+    return tuple(np.flatnonzero(hit).tolist())
+
+
+def _arrays(ranges: RowRanges) -> tuple[np.ndarray, np.ndarray]:
+    """A selection's starts and stops as arrays (spans of values: ``segments_for_spans``)."""
+    return np.asarray(ranges.starts, np.int64), np.asarray(ranges.stops, np.int64)
 
 
 def _counts(segmap: Segmap) -> list[int] | None:
@@ -297,14 +318,15 @@ def selectable_segmaps(meta: FileMeta, type_rows: Sequence[int | None] | None = 
     if type_rows is None:
         return out
     for sid, n in enumerate(type_rows):
-        got = selectable_segmaps_one(type_view(meta, sid, n))
+        got = selectable_segmaps_one(type_view(meta, sid, n), exact=n is not None)
         if n is None:
             got = {k: (segmap, UNKNOWN_SLACK) for k, (segmap, _) in got.items()}
         out.update(got)
     return out
 
 
-def selectable_segmaps_one(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
+def selectable_segmaps_one(meta: FileMeta, exact: bool = True
+                           ) -> dict[int, tuple[Segmap, int]]:
     """Value streams whose rows map to value indices without decoding anything, by ``id``
     of their segmap, with their *slack*.
 
@@ -313,31 +335,36 @@ def selectable_segmaps_one(meta: FileMeta) -> dict[int, tuple[Segmap, int]]:
     ``[r - slack, r]`` where ``slack`` is the rows without a value (rows less values).
     A stream without presence, or whose presence leaves no row out, has slack 0: its
     value index is the row index (a *direct* stream).  Every segment must have
-    ``count``; anything else is read whole.
+    ``count``; anything else is read whole.  A stream below no presence runs must count
+    exactly the rows (``exact``; False while the rows are not known): the first check
+    against counts that lie, which costs no read.
     """
     out: dict[int, tuple[Segmap, int]] = {}
     if len(meta.super_types) != 1 or meta.row_count is None:
         return out
     n = meta.row_count
 
-    def walk(t: Any, col: Any) -> None:
+    def walk(t: Any, col: Any, nullable: bool) -> None:
         if col is None:
             return
         if isinstance(col, NullsColumn):
-            walk(t, col.values)
+            walk(t, col.values, True)
             return
         u = _bare(t)
         if isinstance(u, (PrimitiveType, EnumType)) and isinstance(col, PrimitiveColumn):
             counts = _counts(col.segmap)
-            if counts is not None and sum(counts) <= n:
+            # below no presence runs every row has its value: counts that do not add up
+            # to the rows lie (read whole, the decode says where); below them, at most
+            if counts is not None and (sum(counts) == n if exact and not nullable
+                                       else sum(counts) <= n):
                 out[id(col.segmap)] = (col.segmap, n - sum(counts))
         elif isinstance(u, RecordType) and isinstance(col, RecordColumn):
             for f in u.fields:
                 fc = col.field(f.name)
                 if fc is not None:
-                    walk(f.type, fc.column)
+                    walk(f.type, fc.column, nullable)
 
-    walk(meta.super_types[0], meta.columns[0])
+    walk(meta.super_types[0], meta.columns[0], False)
     return out
 
 
@@ -399,10 +426,9 @@ def select_segments(streams: Iterable[tuple[str, Segmap]],
         if role == "values" and id(segmap) in selectable:
             _, slack = selectable[id(segmap)]
             counts = [s.count or 0 for s in segmap]
-            total = sum(counts)
-            values = RowRanges.of((max(0, a - slack), min(b, total)) for a, b in ranges.pairs)
-            idx = frozenset(segments_for_ranges(counts, values)) | keep.get(id(segmap),
-                                                                             frozenset())
+            lo, hi = _arrays(ranges)
+            idx = frozenset(segments_for_spans(counts, lo - slack, hi)) | keep.get(
+                id(segmap), frozenset())
             if prefix and idx:
                 idx = frozenset(range(max(idx) + 1))
             keep[id(segmap)] = idx
@@ -426,12 +452,8 @@ def late_saving(streams: Iterable[tuple[str, Segmap]],
             continue
         _, slack = selectable[id(segmap)]
         counts = [s.count or 0 for s in segmap]
-        total = sum(counts)
-
-        def values(rows: RowRanges, slack: int = slack, total: int = total) -> RowRanges:
-            return RowRanges.of((max(0, a - slack), min(b, total)) for a, b in rows.pairs)
-
-        maybe = set(segments_for_ranges(counts, values(surviving)))
+        lo, hi = _arrays(surviving)
+        maybe = set(segments_for_spans(counts, lo - slack, hi))
         must = (set(segments_for_ranges(counts, proven)) if proven.rows and not slack
                 else set())
         rest = [segmap[i].length for i in maybe - must]

@@ -30,7 +30,7 @@ DEFAULT_MAX_METADATA = 16 << 20
 #: The option names that belong to the reader; every other option goes to the store.
 READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "max_rows",
                   "max_values", "metadata_cache", "immutable", "verify_checksums",
-                  "trust_counts", "calibrate")
+                  "trust_counts", "verify_counts", "calibrate")
 #: Options both take: ``timeout`` bounds a whole read and each store operation in it.
 SHARED_OPTIONS = ("timeout",)
 

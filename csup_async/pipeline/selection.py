@@ -18,9 +18,13 @@ only for the selected rows (two waves).
 
 from __future__ import annotations
 
+import asyncio
+import bisect
+import contextlib
 import dataclasses
+import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,7 +62,8 @@ from .fetch import Target
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
 
-__all__ = ["plan_filter", "plan_rows", "runs_of", "scan_filtered", "scan_rows"]
+__all__ = ["iter_filtered", "next_piece", "plan_filter", "plan_rows", "runs_of",
+           "scan_filtered", "scan_rows", "surviving_runs"]
 
 
 # ---------------------------------------------------------- row selection ---
@@ -95,10 +100,9 @@ def plan_rows(meta: FileMeta, plan: P.ScanPlan, ranges: RowRanges, *,
         segs.extend(got)
         keep.update(k)
     super_stream = plan.super_stream
-    if super_stream is not None:
-        if rowmap is not None and not rowmap.complete:
-            super_stream = dataclasses.replace(
-                super_stream, segmap=super_prefix(super_stream.segmap, len(rowmap.ids)))
+    if multi and rowmap is not None:
+        super_stream = None  # decoded once, while planning: the row map is its IDs
+    elif super_stream is not None:
         segs.extend(super_stream.segmap)
     rp = plan_ranges(segs, _selective(plan.profile), plan.available)
     kept = {id(segmap): tuple(segmap[i] for i in sorted(idx)) for segmap, idx in
@@ -229,11 +233,6 @@ def _select_types(read: S.Read, rowmap: RowMap, ranges: RowRanges
 
     out = {p: read.assemble(cs, ids, counts, part) for p, cs in read.cursors.items()
            if p is not None}
-    assert read.ids is not None
-    seen = read.ids.take(len(rowmap.ids), exact=False)
-    if seen.size != len(rowmap.ids) or not np.array_equal(seen, rowmap.ids):
-        raise FormatError("the super column read differs from the one the rows were "
-                          "mapped by")
     read.finish()
     return out, int(rows.size), len(rowmap.ids)
 
@@ -252,10 +251,10 @@ async def run_rows(target: Target, meta: FileMeta, cut: P.ScanPlan,
                    options: ReadOptions, rowmap: RowMap | None = None) -> ScanResult:
     """Run a :func:`plan_rows` plan: the rows of ``ranges``, in row order."""
     t0 = time.perf_counter()
-    partial = rowmap is not None and not rowmap.complete and cut.super_stream is not None
-    if partial:  # the read walks the rows of the super column's prefix, and ends there
-        assert cut.super_stream is not None
-        meta = dataclasses.replace(meta, super_column=cut.super_stream.segmap)
+    by_map = rowmap is not None and len(meta.super_types) > 1
+    partial = by_map and rowmap is not None and not rowmap.complete
+    if by_map:  # the row map holds the super column's IDs: the read does not fetch them
+        meta = dataclasses.replace(meta, super_column=())
     read = S.start_read(target, meta, cut, options, paths, eager=True, keep=keep,
                         partial=partial)
     worker = S.ReadThread()
@@ -308,6 +307,11 @@ class _FilterWork:
     rowmap: RowMap | None = None  # several super types: rows to (type, index)
     # the first wave as planned (its plan and kept segments): run as is, not planned again
     first: tuple[P.ScanPlan, dict[int, frozenset[int]] | None] | None = None
+    # the filter's and projected columns, and the filter's alone, every row: what a
+    # ``limit`` cuts piece by piece (one wave, or the first of two)
+    full: P.ScanPlan | None = None
+    filter_plan: P.ScanPlan | None = None
+    every_row: bool = False  # ``surviving`` is every row: ``first`` is read whole
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
@@ -359,9 +363,11 @@ def _zones_one(meta: FileMeta, expr: Expr, fpaths: Sequence[tuple[str, ...]]
 _TRUTHS = (Truth.FALSE, Truth.MAYBE, Truth.TRUE)
 
 
-def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple[Zone, ...]:
+def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]
+                  ) -> tuple[tuple[Zone, ...], RowRanges, RowRanges]:
     """The zones of the super types, each judged by its own rows, as zones of the file:
-    runs of rows of the same truth in file order."""
+    runs of rows of the same truth in file order; and the rows not proven false and
+    those proven true (from the same array: the zones can be thousands)."""
     n = len(rowmap.ids)
     truth = np.full(n, 1, np.int8)
     for sid, zones in enumerate(per_type):
@@ -369,13 +375,22 @@ def _global_zones(rowmap: RowMap, per_type: Sequence[tuple[Zone, ...]]) -> tuple
         for z in zones:
             truth[pos[z.start:z.stop]] = _TRUTHS.index(z.truth)
     if not n:
-        return ()
+        return (), RowRanges(), RowRanges()
     cuts = np.flatnonzero(np.diff(truth)) + 1
     starts = np.concatenate([[0], cuts]).tolist()
     stops = [*starts[1:], n]
     kinds = truth[starts].tolist()
-    return tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
-                                                            strict=True))
+    zones_out = tuple(Zone(a, b, _TRUTHS[k]) for a, b, k in zip(starts, stops, kinds,
+                                                                strict=True))
+    return zones_out, _mask_runs(truth != 0), _mask_runs(truth == 2)
+
+
+def _mask_runs(mask: np.ndarray) -> RowRanges:
+    """The runs of True rows of ``mask`` as row ranges."""
+    edges = np.diff(np.concatenate([[0], mask.view(np.int8), [0]]))
+    starts = np.flatnonzero(edges == 1)
+    stops = np.flatnonzero(edges == -1)
+    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
 
 
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.Profile,
@@ -412,6 +427,7 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     if multi and rowmap is not None and not rowmap.complete:
         rowmap = None
     zones: tuple[Zone, ...] = ()
+    kept_rows = proven_rows = RowRanges()
     surviving: RowRanges | None = None
     pruned: list[tuple[str, ...]] = []
     type_zones: list[tuple[Zone, ...]] = []
@@ -422,9 +438,10 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
             z, by = _zones_one(type_view(meta, sid, n), expr, fpaths)
             type_zones.append(z)
             pruned.extend(p for p in by if p not in pruned)
-        zones = _global_zones(rowmap, type_zones)
+        zones, kept_rows, proven_rows = _global_zones(rowmap, type_zones)
     if zones:
-        surviving = RowRanges.of((z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
+        surviving = kept_rows if multi else RowRanges.of(
+            (z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
         if base is not None:
             surviving = _intersect(surviving, base)
     elif base is not None:
@@ -433,12 +450,16 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     everything = list(dict.fromkeys([*wanted, *read_f]))
     full = plan_of(everything)
     kept: dict[int, dict[int, frozenset[int]] | None] = {}
+    # one super type, every row surviving (the statistics rule nothing out, as in most
+    # small files of a dataset): the plans are read as they are, not cut to every row
+    every_row = (not multi and surviving is not None and len(surviving) == 1
+                 and surviving.starts[0] == 0 and surviving.stops[0] == meta.row_count)
 
     def cut(paths: list[str]) -> tuple[P.ScanPlan | None, int]:
         if not paths:
             return None, 0
         plan = plan_of(paths)
-        if surviving is None:
+        if surviving is None or every_row:
             return plan, plan.bytes_needed
         c, k = plan_rows(meta, plan, surviving, verify_counts=False, rowmap=rowmap)
         kept[id(c)] = k
@@ -449,7 +470,8 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
     _, bytes_rest = cut(others)
     saving = 0
     if others and read_f and surviving is not None:
-        proven = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
+        proven = proven_rows if multi else RowRanges.of(
+            (z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
         rest_plan = plan_of(others)
         if not multi:
             streams = [(ref.role, ref.segmap) for refs in rest_plan.streams for ref in refs]
@@ -471,7 +493,8 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: P.P
         type_zones=tuple(type_zones))
     run = wave1 if two else one
     first = None if run is None else (run, kept.get(id(run)))
-    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first)
+    return fplan, _FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first, full,
+                              plan_of(list(read_f)) if two and read_f else None, every_row)
 
 
 def _intersect(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -540,7 +563,7 @@ async def _planned(target: Target, meta: FileMeta, work: _FilterWork, paths: lis
         return await _read(target, meta, profile, available, paths, work.surviving, options,
                            work.rowmap)
     plan, keep = work.first
-    if work.surviving is None:
+    if work.surviving is None or work.every_row:
         return await S.scan_columns(target, meta, plan, paths, options)
     return await run_rows(target, meta, plan, keep or {}, paths, work.surviving, options,
                           work.rowmap)
@@ -587,6 +610,9 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
         _add(stats, res.stats)
         stats.wall = time.perf_counter() - t0
         return ScanResult(res.columns, 0, stats, fplan)
+    if limit is not None and work.surviving is not None and work.full is not None:
+        return await _scan_limited(target, meta, fplan, work, options, limit, stats, t0,
+                                   available)
     if not fplan.two_waves:
         every = list(dict.fromkeys([*wanted, *work.filter_paths]))
         res = await _planned(target, meta, work, every, options, prof, available)
@@ -615,3 +641,167 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
             cols[c] = _gather(first.columns[c], keep)
     stats.wall = time.perf_counter() - t0
     return ScanResult({c: cols[c] for c in wanted}, int(keep.size), stats, fplan)
+
+
+#: A filtered scan with ``limit`` reads its surviving rows in pieces of at most this
+#: many rows of zones the statistics cannot judge (a piece costs a round trip; fewer
+#: rows would still read whole segments),
+LIMIT_PIECE_ROWS = 4096
+#: each piece this many times the one before (a filter matching few of the rows it
+#: cannot rule out pays a few round trips, never one per piece of a long file).
+LIMIT_GROWTH = 4
+
+
+def surviving_runs(surviving: RowRanges, zones: Sequence[Zone]
+                   ) -> list[tuple[int, int, bool]]:
+    """The surviving rows in file order as ``(start, stop, proven)`` runs: ``proven``
+    where the statistics prove the filter true (no zones: nothing proven)."""
+    true = RowRanges.of((z.start, z.stop) for z in zones if z.truth is Truth.TRUE)
+    edges = sorted({*true.starts, *true.stops})
+    out: list[tuple[int, int, bool]] = []
+    for a, b in surviving.pairs:
+        inner = edges[bisect.bisect_right(edges, a):bisect.bisect_left(edges, b)]
+        for lo, hi in itertools.pairwise([a, *inner, b]):
+            k = bisect.bisect_right(true.starts, lo) - 1
+            sure = k >= 0 and true.stops[k] > lo
+            if out and out[-1][1] == lo and out[-1][2] == sure:
+                out[-1] = (out[-1][0], hi, sure)
+            else:
+                out.append((lo, hi, sure))
+    return out
+
+
+def next_piece(runs: Sequence[tuple[int, int, bool]], at: tuple[int, int], need: int,
+               cap: int) -> tuple[RowRanges, tuple[int, int]]:
+    """The next piece of a filtered scan with ``limit``: from position ``at`` (run index,
+    row) in ``runs`` (:func:`surviving_runs`), rows in file order until the proven rows
+    reach ``need`` or the unproven ones ``cap``; and the position after it."""
+    i, row = at
+    pairs: list[tuple[int, int]] = []
+    proven = unproven = 0
+    while i < len(runs) and proven < need and unproven < cap:
+        a, b, sure = runs[i]
+        a = max(a, row)
+        take = min(b - a, need - proven if sure else cap - unproven)
+        pairs.append((a, a + take))
+        if sure:
+            proven += take
+        else:
+            unproven += take
+        if a + take < b:
+            row = a + take
+            break
+        i, row = i + 1, 0
+    return RowRanges.of(pairs), (i, row)
+
+
+async def _scan_limited(target: Target, meta: FileMeta, fplan: FilterPlan, work: _FilterWork,
+                        options: ReadOptions, limit: int, stats: ScanStats, t0: float,
+                        available: tuple[int, int] | None) -> ScanResult:
+    """The first ``limit`` matches: the surviving zones read in file order, piece by piece
+    (:func:`next_piece`), until enough rows matched; the rest of the file is never
+    read.  With two waves, each piece reads the filter's columns, and the other columns
+    are read once at the end for the rows kept."""
+    assert work.surviving is not None and work.full is not None
+    wanted = list(work.wanted)
+    others = [p for p in wanted if p not in work.filter_paths]
+    two = fplan.two_waves and bool(others) and work.filter_plan is not None
+    first_paths = (list(work.filter_paths) if two
+                   else list(dict.fromkeys([*wanted, *work.filter_paths])))
+    first_plan = work.filter_plan if two else work.full
+    assert first_plan is not None
+    parts: dict[str, list[A.Array]] = {c: [] for c in wanted if c in first_paths}
+    rows: list[np.ndarray] = []
+    found = 0
+    runs = surviving_runs(work.surviving, fplan.zones) if limit else []
+    at, cap = (0, 0), max(limit, LIMIT_PIECE_ROWS)
+    while True:
+        piece, at = next_piece(runs, at, limit - found, cap)
+        cap *= LIMIT_GROWTH
+        cut, keep = plan_rows(meta, first_plan, piece, verify_counts=False,
+                              rowmap=work.rowmap)
+        res = await run_rows(target, meta, cut, keep, first_paths, piece, options,
+                             work.rowmap)
+        _add(stats, res.stats)
+        if res.num_rows != piece.rows:
+            raise FormatError(f"read {res.num_rows} rows for the {piece.rows} of a piece")
+        kept = _keep(work, res, limit - found)
+        for c in parts:
+            parts[c].append(_gather(res.columns[c], kept))
+        rows.append(_rows_of(piece, kept) if piece.rows else kept)
+        found += int(kept.size)
+        if found >= limit or at[0] >= len(runs):
+            break
+    cols = {c: lst[0] if len(lst) == 1 else A.concat(lst) for c, lst in parts.items()}
+    if two:
+        second = await _read(target, meta, fplan.profile, available, others,
+                             runs_of(np.concatenate(rows)), options, work.rowmap)
+        _add(stats, second.stats)
+        if second.num_rows != found:
+            raise FormatError(f"the second wave read {second.num_rows} rows for "
+                              f"{found} selected")
+        cols.update(second.columns)
+    stats.wall = time.perf_counter() - t0
+    return ScanResult({c: cols[c] for c in wanted}, found, stats, fplan)
+
+
+async def iter_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work: _FilterWork,
+                        options: ReadOptions, batch_rows: int, prefetch: bool = True
+                        ) -> AsyncIterator[ScanResult]:
+    """``iter_batches(filter=)`` on a file whose statistics rule zones out: the surviving
+    rows in file order, in pieces of ``batch_rows`` rows, each read (the filter's and
+    projected columns of the segments holding it; ruled-out zones never) and filtered;
+    a piece's matches are one batch (not yielded when none).  Memory holds a piece and,
+    with ``prefetch``, the next one, whose read starts before the batch is handed on."""
+    assert work.surviving is not None and work.full is not None
+    wanted = list(work.wanted)
+    every = list(dict.fromkeys([*wanted, *work.filter_paths]))
+    pieces = _pieces_of(work.surviving, batch_rows)
+    stats = ScanStats()
+    t0 = time.perf_counter()
+
+    async def read(piece: RowRanges) -> ScanResult:
+        assert work.full is not None
+        cut, keep = plan_rows(meta, work.full, piece, verify_counts=False, rowmap=work.rowmap)
+        return await run_rows(target, meta, cut, keep, every, piece, options, work.rowmap)
+
+    pending: asyncio.Task[ScanResult] | None = None
+    try:
+        for i, piece in enumerate(pieces):
+            res = await pending if pending is not None else await read(piece)
+            pending = None
+            if prefetch and i + 1 < len(pieces):
+                pending = asyncio.ensure_future(read(pieces[i + 1]))
+            if res.num_rows != piece.rows:
+                raise FormatError(f"read {res.num_rows} rows for the {piece.rows} of a piece")
+            _add(stats, res.stats)
+            kept = _keep(work, res, None)
+            if not kept.size:
+                continue
+            stats.wall = time.perf_counter() - t0
+            yield ScanResult({c: _gather(res.columns[c], kept) for c in wanted},
+                             int(kept.size), dataclasses.replace(stats), fplan)
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+
+
+def _pieces_of(rows: RowRanges, n: int) -> list[RowRanges]:
+    """``rows`` in file order, cut into pieces of ``n`` rows (the last fewer)."""
+    out: list[RowRanges] = []
+    cur: list[tuple[int, int]] = []
+    have = 0
+    for a, b in rows.pairs:
+        while a < b:
+            k = min(b - a, n - have)
+            cur.append((a, a + k))
+            have += k
+            a += k
+            if have == n:
+                out.append(RowRanges.of(cur))
+                cur, have = [], 0
+    if cur:
+        out.append(RowRanges.of(cur))
+    return out

@@ -85,9 +85,27 @@ async def test_limit_on_two_super_types_reads_only_the_first_segments(files) -> 
         program = await r.plan(COLS, limit=10)
     assert got.to_pylist() == _rows(True)[:10]
     assert got.stats.bytes_read < 0.05 * whole.stats.bytes_read
-    super_segs = program.plan.super_stream.segmap
-    assert len(super_segs) < len(program.plan.meta.super_column)  # a prefix of it
+    assert not program.rowmap.complete and len(program.rowmap.ids) < ROWS  # a prefix
     assert "a prefix" in program.explain()
+
+
+@pytest.mark.parametrize("how", ["take", "rows", "limit", "filter"])
+async def test_the_super_column_is_read_once_on_two_super_types(files, how: str) -> None:
+    """The row map decodes the super column while planning; the scan uses its IDs and
+    fetches none of the super column's segments again."""
+    async with csup_async.open(str(files["two"]), profile=NEVER_LATE) as r:
+        runs = {"take": lambda: r.take([29_000, 3, 15_007], COLS),
+                "rows": lambda: r.scan(COLS, rows=slice(20_000, 20_050)),
+                "limit": lambda: r.scan(COLS, limit=10),
+                "filter": lambda: r.scan(COLS, filter=FILTER)}
+        got = await runs[how]()
+        supers = {(s.offset, s.length) for s in r.meta.super_column}
+        program = got.plan if isinstance(got.plan, ScanProgram) else None
+        inner = got.plan.plan if program is not None else got.plan
+        first = getattr(inner, "wave1", None) or inner
+        planned = {(s.offset, s.length) for s in first.segments}
+    assert not planned & supers
+    assert got.num_rows > 0
 
 
 async def test_take_and_rows_on_two_super_types_read_only_their_segments(files) -> None:
@@ -230,3 +248,15 @@ async def test_super_column_counts_that_lie_give_the_rows_or_an_error(files, tmp
             assert str(p) in str(e)
         else:
             assert got == [every[n - 1], every[n], every[n + 1]]
+
+
+async def test_a_filter_that_rules_out_no_row_reads_its_plans_uncut(files, counted) -> None:
+    """Statistics that keep every zone (most small files of a dataset): the plans are run
+    as planned, none is cut again to 'every row' (three more plannings of ranges before),
+    and the rows are all of them."""
+    async with csup_async.open(str(files["one"]), profile=NEVER_LATE) as r:
+        counted.update(plan_scan=0, plan_ranges=0)
+        got = await r.scan(COLS, filter="ts >= 0")
+        program = await r.plan(COLS, filter="ts >= 0")
+    assert got.num_rows == ROWS and program.rows_pruned == 0
+    assert counted["plan_ranges"] == counted["plan_scan"] == 2 * 3  # scan's, then plan's
