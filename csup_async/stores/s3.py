@@ -3,10 +3,10 @@
 Building an aiobotocore client costs about 0.2 s of CPU (botocore loads the
 S3 service model and endpoint rules) plus its imports, which was the largest
 part of a cold one-shot scan.  A reader needs only GET with a Range, HEAD and
-ListObjectsV2, so those are built here, signed with botocore's own SigV4
-signer (``S3SigV4Auth``: the canonical request is exactly what a client would
-send; imported on the first signed request) and sent through the store's one
-aiohttp session.  Credentials are the options', the
+ListObjectsV2, so those are built here, signed by :mod:`.sigv4` (the
+signature botocore's ``S3SigV4Auth`` makes, header for header, without
+importing botocore's signer stack on the first request) and sent through the
+store's one aiohttp session.  Credentials are the options', the
 environment's (read as botocore's first link reads them) or, for anything
 else, botocore's chain (profiles, SSO, web identity, IMDS), resolved once per
 process in a worker thread since it may block (:mod:`.aws_credentials`).
@@ -50,6 +50,7 @@ from .base import CHUNK_SIZE, ObjectInfo
 from .logmask import install_log_mask
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+from .sigv4 import SigV4Signer
 from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 __all__ = ["S3Store", "object_url", "split_s3_key"]
@@ -168,7 +169,7 @@ class S3Store(AiohttpStore):
         self._regions: dict[str, str] = {}  # bucket -> region its redirect named
         self._default_region: str | None = region
         self._creds: Any = None  # StaticCredentials, or botocore's (maybe refreshable)
-        self._signers: dict[tuple[Any, str], Any] = {}
+        self._signers: dict[tuple[str, str, str | None, str], SigV4Signer] = {}
         self._prepared = False
         self._prepare_lock: asyncio.Lock | None = None
         self._use_client = (os.environ.get("AWS_USE_FIPS_ENDPOINT", "").lower() in _TRUE or
@@ -249,8 +250,8 @@ class S3Store(AiohttpStore):
                 "and credentials files, SSO, web identity or instance metadata); pass "
                 "anonymous=True for public buckets")
 
-    async def _signer(self, region: str, path: str) -> Any:
-        """botocore's signer for the credentials now (refreshed first if about to expire)."""
+    async def _signer(self, region: str, path: str) -> SigV4Signer:
+        """A signer for the credentials now (refreshed first if about to expire)."""
         creds = self._creds
         try:
             if getattr(creds, "refresh_needed", None) is not None and creds.refresh_needed():
@@ -262,14 +263,14 @@ class S3Store(AiohttpStore):
                                     f"({type(e).__name__})", path=path) from None
         if frozen.access_key is None or frozen.secret_key is None:
             raise AccessDeniedError(self._no_credentials_message(), path=path)
-        signer = self._signers.get((frozen, region))
+        ident = (frozen.access_key, frozen.secret_key, frozen.token, region)
+        signer = self._signers.get(ident)
         if signer is None:
-            from botocore.auth import S3SigV4Auth
-
             install_log_mask(frozen.secret_key, frozen.token)
             if len(self._signers) > 64:
                 self._signers.clear()
-            signer = self._signers[(frozen, region)] = S3SigV4Auth(frozen, "s3", region)
+            signer = self._signers[ident] = SigV4Signer(frozen.access_key, frozen.secret_key,
+                                                        frozen.token, region)
         return signer
 
     # ----------------------------------------------------------- requests ---
@@ -290,11 +291,7 @@ class S3Store(AiohttpStore):
             if self.request_payer:
                 sent["x-amz-request-payer"] = "requester"  # signed with the rest
             if not self.anonymous:
-                from botocore.awsrequest import AWSRequest
-
-                request = AWSRequest(method, url, headers=sent)
-                (await self._signer(region, path)).add_auth(request)
-                sent = dict(request.headers.items())
+                sent = (await self._signer(region, path)).sign(method, url, sent)
             resp = await self._send(method, to_url(url), sent, path)
             moved = resp.headers.get("x-amz-bucket-region", "")
             if resp.status in (301, 307, 400) and moved != region and _REGION.fullmatch(moved):
