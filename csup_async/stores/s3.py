@@ -128,13 +128,15 @@ class S3Store(AiohttpStore):
     on every request), ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
     (30 s of silence), ``timeout`` (whole operation), ``min_throughput``,
     ``retry``, ``verify_ssl`` (True), ``chunk_size``, ``trust_env`` (proxies
-    from the environment).
+    from the environment), ``preconnect`` (connections opened beside a cold
+    pool's first tail read, 7; 0: none).
     """
 
     name = "s3"
     default_profile = "s3"
     follow_redirects = False  # a signature is for one host; region redirects are ours
     encoding_is_metadata = True  # S3 returns the stored bytes with their stored encoding
+    default_preconnect = 7  # beside a cold pool's tail read: 8 warm for the data requests
 
     def __init__(self, *, endpoint_url: str | None = None, region: str | None = None,
                  access_key_id: str | None = None, secret_access_key: str | None = None,
@@ -145,11 +147,11 @@ class S3Store(AiohttpStore):
                  chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
                  timeout: float | None = None,
                  min_throughput: float = DEFAULT_MIN_THROUGHPUT,
-                 request_payer: bool = False) -> None:
+                 request_payer: bool = False, preconnect: int | None = None) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
                          chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
-                         min_throughput=min_throughput)
+                         min_throughput=min_throughput, preconnect=preconnect)
         if (access_key_id is None) != (secret_access_key is None):
             raise CsupError("pass both access_key_id and secret_access_key, or neither")
         if region is not None and not _REGION.fullmatch(region):
