@@ -199,8 +199,11 @@ class AiohttpStore(RangedStore):
         is simply not there (its request opens its own, as before).  True if it
         started any.
         """
-        if (self.preconnect <= 0 or self._warming or self.warm_connections()
-                or self.trust_env or session.connector is None):
+        # Only a cold pool: aiohttp's connect() hands out an idle connection when the
+        # pool has one, so on a warm pool this would open nothing and count it.
+        n = min(self.preconnect, self.limit - 1)
+        if (n <= 0 or self._warming or self.warm_connections() or self.trust_env
+                or session.connector is None):
             return False
         connector = session.connector
         try:  # the key of the pool the session's own requests use (no proxy, default ssl)
@@ -217,7 +220,7 @@ class AiohttpStore(RangedStore):
             self._opened += 1
             conn.release()  # idle in the pool, for the next request to this origin
 
-        for _ in range(min(self.preconnect, self.limit - 1)):
+        for _ in range(n):
             task = asyncio.get_running_loop().create_task(open_one())
             self._warming.add(task)
             task.add_done_callback(self._warming.discard)
