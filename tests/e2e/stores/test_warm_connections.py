@@ -6,6 +6,7 @@ planner weighs that only if it knows how many connections are already open.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import sys
 from collections.abc import Iterator
@@ -126,6 +127,29 @@ async def test_a_warm_s3_pool_opens_no_more_connections(sim) -> None:
                 await r.scan(["x"])
             opened.append(store.warm_connections())
         assert opened == [1 + S3Store.default_preconnect] * 3
+    finally:
+        await store.close()
+
+
+async def test_an_open_cancelled_during_its_tail_read_leaves_no_connection_opening(sim) -> None:
+    """Cancelled while the tail read (and the connections beside it) are in flight: no
+    task is left behind, and the store still reads afterwards."""
+    store = S3Store(endpoint_url=sim.endpoint("t"), region="us-east-1", access_key_id="k",
+                    secret_access_key="s")
+    try:
+        async def opened() -> None:
+            async with csup_async.open("s3://bkt/w.csup", store=store, profile="s3"):
+                pass
+
+        task = asyncio.ensure_future(opened())
+        await asyncio.sleep(0.02)  # the tail's answer is 2 x 30 ms setup + 30 ms away
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        async with csup_async.open("s3://bkt/w.csup", store=store, profile="s3") as r:
+            res = await r.scan(["x"])
+        assert res.column("x").to_numpy().sum() == _expected_sum()
     finally:
         await store.close()
 
