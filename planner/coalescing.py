@@ -19,13 +19,20 @@ The policy, for ranges that must be read (the *needed* bytes):
    never below ``min_part`` (:func:`_spread`): every request then starts at
    once, and the scan waits for the largest part, not for a second wave of
    requests.  ``cap`` then reports the largest part.
+5. With ``profile.min_part`` set and no ``max_amplification``, when there are a
+   few more requests than ``concurrency`` (a second wave), neighbours are
+   merged across the smallest gaps of at most ``profile.breakeven`` until
+   exactly ``concurrency`` remain, if :func:`wave_seconds` says that is no
+   slower (:func:`_one_wave`): e.g. 6 columns of a file written in 4 frames
+   are 18 runs, two of them a second wave on 16 connections.
 
 Guarantees (asserted by the tests): requests are sorted and disjoint, each
 starts and ends on needed bytes, no request exceeds ``cap``, every needed byte
-is in exactly one request, each hole inside a request is ``<= gap_limit``,
+is in exactly one request, each hole inside a request is ``<= gap_limit``
+(``<= breakeven`` in a one-wave plan of step 5),
 and with ``max_amplification = x`` the bytes read exceed the needed bytes by
 at most ``x * needed``.  So ``bytes_to_read <= needed + min(x * needed,
-(runs - 1) * gap_limit)``.
+(runs - 1) * gap_limit)`` (plus step 5's merged gaps).
 
 The work per segment is done by C-level builtins (sort, map, accumulate,
 compress, bisect) so planning 10,000 segments stays in the low milliseconds;
@@ -207,6 +214,10 @@ def plan_ranges(segs: list[Segment], profile: Profile,
                 bounds, cap, chosen = spread, max(cap, largest), True
         if not chosen and len(bounds) < profile.concurrency:  # (above max_request x conc.)
             bounds = _spread(bounds, run_s, run_e, profile.concurrency, profile.min_part)
+        elif (not chosen and len(bounds) > profile.concurrency
+              and profile.max_amplification is None):
+            bounds = _one_wave(bounds, profile, warm, available)
+            cap = max(cap, max(b - a for a, b in bounds))
     flags = [False] * len(bounds)
     if served is not None:
         at = bisect_left(bounds, served)
@@ -244,6 +255,41 @@ def _cheapest_spread(whole: list[tuple[int, int]], run_s: list[int], run_e: list
         if t < best_t - 1e-9 or (t <= best_t + 1e-9 and len(parts) < len(best)):
             best, best_t = parts, t
     return best
+
+
+def _one_wave(bounds: list[tuple[int, int]], profile: Profile, warm: int,
+              available: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """Policy step 5: a few requests more than connections are merged into one wave
+    when the cost model says it is no slower.
+
+    The requests beyond ``concurrency`` would wait for a connection to free up:
+    a second wave, one more latency.  Merging neighbours across the smallest
+    gaps (each at most the break-even, where a gap's transfer costs no more
+    than a request's latency) until exactly ``concurrency`` remain puts every
+    request in the first wave; the merge is kept only if :func:`wave_seconds`
+    is no higher and no request exceeds ``max_request``.  Never across bytes
+    the caller already holds.
+    """
+    excess = len(bounds) - profile.concurrency
+    lo, hi = available if available is not None else (0, 0)
+    hi += lo
+    gaps = sorted((bounds[i + 1][0] - bounds[i][1], i) for i in range(len(bounds) - 1)
+                  if bounds[i + 1][0] - bounds[i][1] <= profile.breakeven
+                  and not (bounds[i][1] < hi and bounds[i + 1][0] > lo))
+    if len(gaps) < excess:
+        return bounds
+    joined = {i for _, i in gaps[:excess]}
+    merged: list[tuple[int, int]] = []
+    for i, (a, b) in enumerate(bounds):
+        if i and i - 1 in joined:
+            merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    if max(b - a for a, b in merged) > profile.max_request:
+        return bounds
+    before = wave_seconds([b - a for a, b in bounds], profile, warm)
+    after = wave_seconds([b - a for a, b in merged], profile, warm)
+    return merged if after <= before + 1e-9 else bounds
 
 
 def _prepare(segs: list[Segment]) -> tuple[tuple[Segment, ...], list[Segment], list[int],

@@ -103,14 +103,20 @@ class AiohttpStore(RangedStore):
     #: Whether Content-Encoding only describes the stored bytes (S3 object metadata)
     #: rather than an encoding the server applied to this response.
     encoding_is_metadata = False
+    #: Connections opened beside a cold pool's first tail read (see :meth:`_warm_up`);
+    #: 0: none.  Stores set ``preconnect`` per instance.
+    default_preconnect = 0
 
     def __init__(self, *, limit: int = 64, connect_timeout: float = 10.0,
                  read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
                  verify_ssl: bool = True, chunk_size: int = CHUNK_SIZE,
                  trust_env: bool = False, timeout: float | None = None,
-                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT,
+                 preconnect: int | None = None) -> None:
         common_options(limit, connect_timeout, read_timeout, chunk_size, timeout,
                        min_throughput)
+        if preconnect is not None and (not isinstance(preconnect, int) or preconnect < 0):
+            raise CsupError(f"preconnect must be an integer >= 0, not {preconnect!r}")
         self.timeout = timeout
         self.min_throughput = min_throughput
         if not isinstance(retry, RetryPolicy):
@@ -126,6 +132,8 @@ class AiohttpStore(RangedStore):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._opened = 0  # connections the session has made (aiohttp's trace signal)
         self._last_used = 0.0  # loop time a request last ended
+        self.preconnect = self.default_preconnect if preconnect is None else preconnect
+        self._warming: set[asyncio.Task[None]] = set()
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -181,6 +189,53 @@ class AiohttpStore(RangedStore):
             return 0
         return min(self._opened, self.limit)
 
+    def _warm_up(self, session: aiohttp.ClientSession, url: yarl.URL) -> bool:
+        """Open ``preconnect`` connections to ``url``'s origin while a cold pool's tail read
+        is in flight.
+
+        Every reader's first request is a tail read, and the data requests follow
+        it one round trip later; on a cold pool each of them would first pay a new
+        connection's setup (TCP, and TLS's one or two round trips).  Opened beside
+        the tail read, the connections are ready when the data requests go, and the
+        planner counts them as warm.  Best effort: a connection that fails to open
+        is simply not there (its request opens its own, as before).  True if it
+        started any.
+        """
+        # Only a cold pool: aiohttp's connect() hands out an idle connection when the
+        # pool has one, so on a warm pool this would open nothing and count it.
+        n = min(self.preconnect, self.limit - 1)
+        if (n <= 0 or self._warming or self.warm_connections() or self.trust_env
+                or session.connector is None):
+            return False
+        connector = session.connector
+        try:  # the key of the pool the session's own requests use (no proxy, default ssl)
+            req = aiohttp.ClientRequest("GET", url, loop=asyncio.get_running_loop())
+        except Exception:  # an aiohttp without this constructor: no warm-up
+            return False
+        timeout = session.timeout
+
+        async def open_one() -> None:
+            try:
+                conn = await connector.connect(req, [], timeout)
+            except (Exception, asyncio.CancelledError):
+                return
+            self._opened += 1
+            conn.release()  # idle in the pool, for the next request to this origin
+
+        for _ in range(n):
+            task = asyncio.get_running_loop().create_task(open_one())
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+        return True
+
+    async def _stop_warming(self) -> None:
+        """Cancel connections still opening (the request they were for failed)."""
+        warming, self._warming = self._warming, set()
+        for task in warming:
+            task.cancel()
+        if warming:
+            await asyncio.gather(*warming, return_exceptions=True)
+
     @property
     def connector(self) -> aiohttp.BaseConnector | None:
         """The live connection pool, if any (for diagnostics and tests)."""
@@ -192,6 +247,7 @@ class AiohttpStore(RangedStore):
         connections are marked closed (no "unclosed" warning at exit) and detached."""
         s, self._session_obj = self._session_obj, None
         self._loop = None
+        self._warming = set()  # tasks of that loop: gone with it
         if s is None:
             return
         connector = s.connector
@@ -203,6 +259,7 @@ class AiohttpStore(RangedStore):
     async def close(self) -> None:
         s, self._session_obj = self._session_obj, None
         self._loop = None
+        await self._stop_warming()
         if s is not None and not s.closed:
             await s.close()
 
@@ -218,6 +275,22 @@ class AiohttpStore(RangedStore):
         session = self._session()
         origin = _origin(url)
         sent = dict(headers)
+        # a tail read: the data requests come next (if it fails, so do they)
+        if (method == "GET" and str(sent.get("Range", "")).startswith("bytes=-")
+                and self._warm_up(session, url)):
+            try:
+                return await self._send_from(session, method, url, sent, path, origin)
+            except NotModified:  # the metadata held is current: data requests follow
+                raise
+            except BaseException:
+                await self._stop_warming()
+                raise
+        return await self._send_from(session, method, url, sent, path, origin)
+
+    async def _send_from(self, session: aiohttp.ClientSession, method: str, url: yarl.URL,
+                         sent: dict[str, str], path: str, origin: tuple[str, str, int | None]
+                         ) -> aiohttp.ClientResponse:
+        """:meth:`_send`'s redirect loop."""
         unless = IF_NONE_MATCH.get() if method == "GET" else None
         if unless is not None:
             sent["If-None-Match"] = unless

@@ -3,10 +3,10 @@
 Building an aiobotocore client costs about 0.2 s of CPU (botocore loads the
 S3 service model and endpoint rules) plus its imports, which was the largest
 part of a cold one-shot scan.  A reader needs only GET with a Range, HEAD and
-ListObjectsV2, so those are built here, signed with botocore's own SigV4
-signer (``S3SigV4Auth``: the canonical request is exactly what a client would
-send; imported on the first signed request) and sent through the store's one
-aiohttp session.  Credentials are the options', the
+ListObjectsV2, so those are built here, signed by :mod:`.sigv4` (the
+signature botocore's ``S3SigV4Auth`` makes, header for header, without
+importing botocore's signer stack on the first request) and sent through the
+store's one aiohttp session.  Credentials are the options', the
 environment's (read as botocore's first link reads them) or, for anything
 else, botocore's chain (profiles, SSO, web identity, IMDS), resolved once per
 process in a worker thread since it may block (:mod:`.aws_credentials`).
@@ -51,6 +51,7 @@ from .calibrate import endpoint_of
 from .logmask import install_log_mask
 from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
+from .sigv4 import SigV4Signer
 from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 __all__ = ["S3Store", "object_url", "split_s3_key"]
@@ -128,13 +129,16 @@ class S3Store(AiohttpStore):
     on every request), ``limit`` (connections, 64), ``connect_timeout`` (10 s), ``read_timeout``
     (30 s of silence), ``timeout`` (whole operation), ``min_throughput``,
     ``retry``, ``verify_ssl`` (True), ``chunk_size``, ``trust_env`` (proxies
-    from the environment).
+    from the environment), ``preconnect`` (connections opened beside a cold
+    pool's first tail read, 15: the ``s3`` profile's 16 in all; 0: none).
     """
 
     name = "s3"
     default_profile = "s3"
     follow_redirects = False  # a signature is for one host; region redirects are ours
     encoding_is_metadata = True  # S3 returns the stored bytes with their stored encoding
+    # beside a cold pool's tail read: the s3 profile's 16 connections warm for the data
+    default_preconnect = 15
 
     def __init__(self, *, endpoint_url: str | None = None, region: str | None = None,
                  access_key_id: str | None = None, secret_access_key: str | None = None,
@@ -145,11 +149,11 @@ class S3Store(AiohttpStore):
                  chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
                  timeout: float | None = None,
                  min_throughput: float = DEFAULT_MIN_THROUGHPUT,
-                 request_payer: bool = False) -> None:
+                 request_payer: bool = False, preconnect: int | None = None) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
                          chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
-                         min_throughput=min_throughput)
+                         min_throughput=min_throughput, preconnect=preconnect)
         if (access_key_id is None) != (secret_access_key is None):
             raise CsupError("pass both access_key_id and secret_access_key, or neither")
         if region is not None and not _REGION.fullmatch(region):
@@ -169,7 +173,7 @@ class S3Store(AiohttpStore):
         self._regions: dict[str, str] = {}  # bucket -> region its redirect named
         self._default_region: str | None = region
         self._creds: Any = None  # StaticCredentials, or botocore's (maybe refreshable)
-        self._signers: dict[tuple[Any, str], Any] = {}
+        self._signers: dict[tuple[str, str, str | None, str], SigV4Signer] = {}
         self._prepared = False
         self._prepare_lock: asyncio.Lock | None = None
         self._use_client = (os.environ.get("AWS_USE_FIPS_ENDPOINT", "").lower() in _TRUE or
@@ -257,8 +261,8 @@ class S3Store(AiohttpStore):
                 "and credentials files, SSO, web identity or instance metadata); pass "
                 "anonymous=True for public buckets")
 
-    async def _signer(self, region: str, path: str) -> Any:
-        """botocore's signer for the credentials now (refreshed first if about to expire)."""
+    async def _signer(self, region: str, path: str) -> SigV4Signer:
+        """A signer for the credentials now (refreshed first if about to expire)."""
         creds = self._creds
         try:
             if getattr(creds, "refresh_needed", None) is not None and creds.refresh_needed():
@@ -270,14 +274,14 @@ class S3Store(AiohttpStore):
                                     f"({type(e).__name__})", path=path) from None
         if frozen.access_key is None or frozen.secret_key is None:
             raise AccessDeniedError(self._no_credentials_message(), path=path)
-        signer = self._signers.get((frozen, region))
+        ident = (frozen.access_key, frozen.secret_key, frozen.token, region)
+        signer = self._signers.get(ident)
         if signer is None:
-            from botocore.auth import S3SigV4Auth
-
             install_log_mask(frozen.secret_key, frozen.token)
             if len(self._signers) > 64:
                 self._signers.clear()
-            signer = self._signers[(frozen, region)] = S3SigV4Auth(frozen, "s3", region)
+            signer = self._signers[ident] = SigV4Signer(frozen.access_key, frozen.secret_key,
+                                                        frozen.token, region)
         return signer
 
     # ----------------------------------------------------------- requests ---
@@ -298,11 +302,7 @@ class S3Store(AiohttpStore):
             if self.request_payer:
                 sent["x-amz-request-payer"] = "requester"  # signed with the rest
             if not self.anonymous:
-                from botocore.awsrequest import AWSRequest
-
-                request = AWSRequest(method, url, headers=sent)
-                (await self._signer(region, path)).add_auth(request)
-                sent = dict(request.headers.items())
+                sent = (await self._signer(region, path)).sign(method, url, sent)
             resp = await self._send(method, to_url(url), sent, path)
             moved = resp.headers.get("x-amz-bucket-region", "")
             if resp.status in (301, 307, 400) and moved != region and _REGION.fullmatch(moved):

@@ -351,8 +351,9 @@ def check_requests(segments, requests, profile, available=None,  # type: ignore[
             assert r.length <= profile.max_request  # one wave, spread (step 4)
         else:
             assert r.length <= cap, (r.length, cap)
-        for (_, e1), (s2, _) in itertools.pairwise(cov):
-            assert s2 - e1 <= profile.gap_limit
+        one_wave = profile.min_part and n_unserved <= profile.concurrency
+        for (_, e1), (s2, _) in itertools.pairwise(cov):  # (step 5: up to the break-even)
+            assert s2 - e1 <= (profile.breakeven if one_wave else profile.gap_limit)
     assert set(got) == needed_segs
     for seg, parts in got.items():
         pos = 0

@@ -425,8 +425,11 @@ async def test_s3_direct_gets_are_signed_exactly_as_the_client_signs(
 
     import botocore.auth
 
+    from csup_async.stores import sigv4
+
     fixed = datetime.datetime(2026, 1, 2, 3, 4, 5)
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: fixed)
+    monkeypatch.setattr(sigv4, "utc_timestamp", lambda: fixed.strftime("%Y%m%dT%H%M%SZ"))
     name = "bkt/dir/a b+c~d%e.bin"
     range_server.put(name, DATA)
     signed = ("authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token",

@@ -73,8 +73,8 @@ def test_a_local_scan_imports_no_network_or_arrow_library(tmp_path: Path) -> Non
 
 
 def test_an_s3_scan_with_environment_keys_asks_only_the_endpoint(moto_s3: MotoS3) -> None:
-    """Keys and region in the environment: the signed requests need botocore's signer
-    only (not aiobotocore's client), and every connection the process opens goes to
+    """Keys and region in the environment: the signed requests need nothing of botocore
+    (the store signs them itself), and every connection the process opens goes to
     the endpoint (no credential chain: an instance metadata lookup would show as a
     connection to the address named here, a loopback port)."""
     key = moto_s3.put("cold/env.csup", _table(3000))
@@ -99,7 +99,7 @@ def test_an_s3_scan_with_environment_keys_asks_only_the_endpoint(moto_s3: MotoS3
                 assert got.column("id").to_pylist() == list(range(3000))
 
         asyncio.run(main())
-        chain = ("aiobotocore", "boto3")
+        chain = ("aiobotocore", "boto3", "botocore", "urllib3", "dateutil")
         print(json.dumps({"modules": sorted(m for m in chain if m in sys.modules),
                           "connects": connects}))
         """, f"s3://{key}", env=env)

@@ -398,3 +398,50 @@ def test_fewer_parts_never_exceed_max_request():
     got = P.coalescing.plan_ranges(list(segs), p, None, 1)
     check_requests(segs, got.requests, p)
     assert got.request_count == 2 and max(r.length for r in got.requests) <= p.max_request
+
+
+# ------------------------------------------------------- one wave (step 5) ---
+
+def test_a_few_requests_over_the_connections_merge_into_one_wave():
+    """4 columns of a file written in 5 frames: 18 runs, on 16 connections two of them
+    wait for a second wave.  Merging the two smallest gaps (1.7 MB each, under the 5 MB
+    break-even) reads 3.4 MB more in 16 requests that all start at once: faster by the
+    model, so that is the plan; with gaps over the break-even it stays 18."""
+    def frames(gap: int) -> list[Segment]:
+        out, at = [], 0
+        for _ in range(5):
+            for size, after in ((1_200_000, gap), (1_500_000, 6 * MiB), (2_700_000, 6 * MiB),
+                                (4_700_000, 30 * MiB)):
+                out.append(seg(at, size))
+                at += size + after
+        return out[:18]
+
+    segs = frames(1_700_000)
+    merged = P.coalescing.plan_ranges(list(segs), S3, None, 16)
+    check_requests(segs, merged.requests, S3)
+    two_waves = P.coalescing.plan_ranges(
+        list(segs), dataclasses.replace(S3, max_amplification=1e9), None, 16)
+    assert (two_waves.request_count, merged.request_count) == (18, 16)
+    assert merged.bytes_to_read == two_waves.bytes_to_read + 2 * 1_700_000
+    assert merged.seconds < two_waves.seconds
+    far = frames(6 * MiB)
+    assert P.coalescing.plan_ranges(list(far), S3, None, 16).request_count == 18
+
+
+@settings(max_examples=300, deadline=None)
+@given(ranges, st.integers(0, 10), st.integers(1, 6), st.sampled_from([0.0, 0.05]))
+def test_one_wave_merges_are_never_slower(rs: list[tuple[int, int]], warm: int, conc: int,
+                                          setup: float):
+    p = tiny_profile(concurrency=conc, min_part=300, connect_latency=setup)
+    segs = [seg(o, n) for o, n in rs]
+    got = P.coalescing.plan_ranges(list(segs), p, None, warm)
+    check_requests(segs, got.requests, p)
+    # a huge amplification budget merges what no budget does, without step 5
+    base = P.coalescing.plan_ranges(list(segs), dataclasses.replace(p, max_amplification=1e9),
+                                    None, warm)
+    assert got.seconds <= base.seconds + 1e-9
+    if got.request_count != base.request_count:
+        assert got.request_count == conc < base.request_count
+        assert got.bytes_to_read > base.bytes_to_read
+    else:
+        assert got.requests == base.requests
