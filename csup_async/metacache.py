@@ -27,6 +27,7 @@ several event loops.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -124,6 +125,18 @@ class MetadataCache:
 
 _default: MetadataCache | None = None
 _default_lock = threading.Lock()
+
+
+def _reinit_locks() -> None:
+    """A forked child may have been forked while another thread held a lock: its copy
+    would stay held for ever there (a pre-forking server's workers share nothing)."""
+    global _default_lock
+    _default_lock = threading.Lock()
+    if _default is not None:
+        _default._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reinit_locks)
 
 
 def default_cache() -> MetadataCache:
