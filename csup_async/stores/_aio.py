@@ -103,6 +103,8 @@ class AiohttpStore(RangedStore):
     #: Whether Content-Encoding only describes the stored bytes (S3 object metadata)
     #: rather than an encoding the server applied to this response.
     encoding_is_metadata = False
+    #: The session's ``sock_read`` timeout ends any read silent for ``read_timeout``.
+    silence_timeout = True
 
     def __init__(self, *, limit: int = 64, connect_timeout: float = 10.0,
                  read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
