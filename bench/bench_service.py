@@ -2,9 +2,10 @@
 
 This is how a web service uses the library: one event loop, every request doing
 ``async with csup_async.open(url) as r: await r.scan(["id", "s"])`` (mode
-``open``; ``open(cache)`` adds ``metadata_cache=True``: the tail read still asks
-for the object's version, the parse of an unchanged one is reused), or every
-request scanning one long-lived reader (mode ``reader``); ``open() x2`` is the
+``open()``; ``open(cache)`` adds ``metadata_cache=True``: the tail read still asks
+for the object's version, the parse and the plan of an unchanged one are reused;
+``open(immutable)`` also skips the tail read of an object opened before), or every
+request scanning one long-lived reader (mode ``reader``); ``open(cache) x2`` is the
 pattern past one core, two worker processes with a loop each.
 The peers read the same rows as Parquet the way a service would with them:
 polars ``scan_parquet(...).select(...).collect()`` and pyarrow
@@ -175,8 +176,16 @@ async def _async_cell(scan: Callable[[], Any], clients: int, seconds: float,
     return lat, elapsed, time.thread_time() - loop0, time.process_time() - cpu0, wrong
 
 
+def _options(engine: str) -> dict[str, Any]:
+    """The open() options an engine's name asks for: ``open(cache)`` the process's metadata
+    cache, ``open(immutable)`` that and no tail read for an object opened before."""
+    if "immutable" in engine:
+        return {"metadata_cache": True, "immutable": True}
+    return {"metadata_cache": True} if "cache" in engine else {}
+
+
 def run_csup(url: str, rows: int, clients: int, seconds: float, long_lived: bool,
-             cached: bool = False) -> tuple[list[float], float, float, float, int]:
+             opts: dict[str, Any] | None = None) -> tuple[list[float], float, float, float, int]:
     async def main() -> tuple[list[float], float, float, float, int]:
         if long_lived:
             async with csup_async.open(url) as reader:
@@ -184,28 +193,26 @@ def run_csup(url: str, rows: int, clients: int, seconds: float, long_lived: bool
                     return (await reader.scan(COLUMNS)).num_rows
                 return await _async_cell(scan, clients, seconds, rows)
 
-        opts = {"metadata_cache": True} if cached else {}
-
         async def scan_open() -> int:
-            async with csup_async.open(url, **opts) as r:
+            async with csup_async.open(url, **(opts or {})) as r:
                 return (await r.scan(COLUMNS)).num_rows
         return await _async_cell(scan_open, clients, seconds, rows)
 
     return asyncio.run(main())
 
 
-def _worker(url: str, rows: int, clients: int, seconds: float, start_at: float
-            ) -> tuple[list[float], float, float, float, int, int, int]:
-    """One worker process of ``csup open() xN``: its own loop, from ``start_at`` (epoch
-    seconds, so that every worker's window is the same)."""
+def _worker(url: str, rows: int, clients: int, seconds: float, start_at: float,
+            opts: dict[str, Any]) -> tuple[list[float], float, float, float, int, int, int]:
+    """One worker process of ``csup open(cache) xN``: its own loop, from ``start_at``
+    (epoch seconds, so that every worker's window is the same)."""
     time.sleep(max(0.0, start_at - time.time()))
     with Sampler() as sampler:
-        out = run_csup(url, rows, clients, seconds, long_lived=False)
+        out = run_csup(url, rows, clients, seconds, long_lived=False, opts=opts)
     return (*out, sampler.threads, sampler.rss_kb)
 
 
-def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int
-                ) -> tuple[list[float], float, float, float, int, int, int]:
+def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int,
+                opts: dict[str, Any]) -> tuple[list[float], float, float, float, int, int, int]:
     """The pattern of a service past one core: ``workers`` processes, each one event loop
     serving ``clients / workers`` of the clients."""
     import multiprocessing
@@ -215,7 +222,7 @@ def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int
     start_at = time.time() + 4.0  # the workers import csup_async meanwhile
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
         got = list(ex.map(_worker, [url] * workers, [rows] * workers, share,
-                          [seconds] * workers, [start_at] * workers))
+                          [seconds] * workers, [start_at] * workers, [opts] * workers))
     lat = [x for g in got for x in g[0]]
     return (lat, max(g[1] for g in got), sum(g[2] for g in got), sum(g[3] for g in got),
             sum(g[4] for g in got), sum(g[5] for g in got), sum(g[6] for g in got))
@@ -264,23 +271,24 @@ def pyarrow_scan(endpoint: str, key: str) -> Callable[[], int]:
     return lambda: pq.read_table(path, columns=COLUMNS, filesystem=fs).num_rows
 
 
-ENGINES = ("csup open()", "csup open(cache)", "csup reader", "csup open() x2", "polars",
-           "pyarrow")
+ENGINES = ("csup open()", "csup open(cache)", "csup open(immutable)", "csup reader",
+           "csup open(cache) x2", "polars", "pyarrow")
 
 
 def run_cell(engine: str, endpoint: str, obj: str, rows: int, clients: int,
              seconds: float) -> Cell:
-    if engine.startswith("csup open() x"):
+    if engine.startswith("csup open") and " x" in engine:
         workers = int(engine.rsplit("x", 1)[1])
         lat, elapsed, loop_cpu, cpu, wrong, threads, rss = run_workers(
-            f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds, workers)
+            f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds, workers,
+            _options(engine))
         sampler = Sampler()
         sampler.threads, sampler.rss_kb = threads, rss
         return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
     with Sampler() as sampler:
         if engine.startswith("csup"):
             r = run_csup(f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds,
-                         long_lived=engine == "csup reader", cached="cache" in engine)
+                         long_lived=engine == "csup reader", opts=_options(engine))
             lat, elapsed, loop_cpu, cpu, wrong = r
             return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
         make = polars_scan if engine == "polars" else pyarrow_scan
@@ -316,7 +324,7 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
     out += ["", "Loop CPU is the event-loop thread's CPU time over the cell divided by scans "
             "(csup only: the peers have no loop). Peak threads and RSS are the whole "
             "process's, sampled every 20 ms, so they include earlier cells' pools. "
-            "`csup open() x2`: two worker processes, each one event loop serving half "
+            "`csup open(cache) x2`: two worker processes, each one event loop serving half "
             "the clients (CPU, threads and RSS summed over the workers)."]
     return "\n".join(out) + "\n"
 

@@ -31,7 +31,8 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import CsupError
 from .meta import FileMeta
@@ -48,6 +49,10 @@ class CachedMetadata:
     meta: FileMeta
     tail: TailRead
     extra: tuple[tuple[int, bytes], ...]  # other bytes read while opening: (offset, data)
+    #: plans made for this metadata by the readers that used it (Reader._plan's memo):
+    #: a plan is a pure function of the metadata, projection, profile, held bytes and
+    #: warm connections, which its key holds
+    plans: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def version(self) -> str | None:
