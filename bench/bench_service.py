@@ -99,27 +99,63 @@ def _status(field: str) -> int:
     return 0
 
 
+def _runq_waits() -> dict[str, int]:
+    """Per thread of this process, nanoseconds it has waited on a run queue for a core
+    (/proc/self/task/*/schedstat, second field)."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            out[task.name] = int((task / "schedstat").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 class Sampler:
-    """Peak OS threads and RSS of this process, every 20 ms, from a thread of its own."""
+    """Peak OS threads and RSS of this process, every 20 ms, from a thread of its own; and
+    the time its threads waited for a core (a machine busy with other work starves a
+    process of few threads more than one of many: the kernel shares by thread)."""
 
     def __init__(self) -> None:
         self.threads = 0
         self.rss_kb = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+        self._first: dict[str, int] = {}
+        self._last: dict[str, int] = {}
+        self._t0 = self._t1 = 0.0
+
+    def _waits(self) -> None:
+        for tid, ns in _runq_waits().items():
+            self._first.setdefault(tid, 0)  # a thread started since: all of its wait
+            self._last[tid] = ns
 
     def _run(self) -> None:
         while not self._stop.wait(0.02):
             self.threads = max(self.threads, _status("Threads:"))
             self.rss_kb = max(self.rss_kb, _status("VmRSS:"))
+            self._waits()
+
+    @property
+    def waiting(self) -> float | None:
+        """How many of this process's threads waited for a core, on average (None when
+        not measured)."""
+        if not self._t1:
+            return None
+        ns = sum(v - self._first.get(k, 0) for k, v in self._last.items())
+        return ns / 1e9 / max(self._t1 - self._t0, 1e-9)
 
     def __enter__(self) -> Sampler:
+        self._first = _runq_waits()
+        self._t0 = time.perf_counter()
         self._t.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join()
+        self._waits()
+        self._t1 = time.perf_counter()
 
 
 @dataclass
@@ -138,6 +174,12 @@ class Cell:
     peak_threads: int
     peak_rss_mb: float
     wrong: int
+    #: cores the simulated store (nginx and the delay proxy) kept busy over the cell: near
+    #: the machine's free cores, the store, not the client, sets the pace
+    store_cores: float | None = None
+    #: this process's threads waiting for a core, on average over the cell (warm-up
+    #: included): CPU the client wanted and the machine did not give it
+    waiting_threads: float | None = None
 
 
 def _cell(engine: str, obj: str, clients: int, lat: list[float], elapsed: float,
@@ -148,7 +190,29 @@ def _cell(engine: str, obj: str, clients: int, lat: list[float], elapsed: float,
                 round(float(q[0]), 1), round(float(q[1]), 1), round(float(q[2]), 1),
                 None if loop_cpu is None else round(loop_cpu / max(n, 1) * 1000, 3),
                 round(cpu / max(n, 1) * 1000, 3), sampler.threads,
-                round(sampler.rss_kb / 1024, 1), wrong)
+                round(sampler.rss_kb / 1024, 1), wrong,
+                waiting_threads=None if sampler.waiting is None else round(sampler.waiting, 2))
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of a process and its live children (nginx's workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def store_cpu(sim: SimStore) -> float:
+    """CPU seconds the simulated store's processes have used so far."""
+    return sum(_cpu_of(p.pid) for p in sim._procs)
 
 
 # --------------------------------------------------------------- engines ---
@@ -289,12 +353,12 @@ def run_cell(engine: str, endpoint: str, obj: str, rows: int, clients: int,
         if engine.startswith("csup"):
             r = run_csup(f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds,
                          long_lived=engine == "csup reader", opts=_options(engine))
-            lat, elapsed, loop_cpu, cpu, wrong = r
-            return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
-        make = polars_scan if engine == "polars" else pyarrow_scan
-        lat, elapsed, _, cpu, wrong = _threaded(make(endpoint, f"{obj}.parquet"), clients,
-                                                seconds, rows)
-        return _cell(engine, obj, clients, lat, elapsed, None, cpu, sampler, wrong)
+        else:
+            make = polars_scan if engine == "polars" else pyarrow_scan
+            r = _threaded(make(endpoint, f"{obj}.parquet"), clients, seconds, rows)
+    lat, elapsed, loop_cpu, cpu, wrong = r
+    return _cell(engine, obj, clients, lat, elapsed,
+                 loop_cpu if engine.startswith("csup") else None, cpu, sampler, wrong)
 
 
 # ---------------------------------------------------------------- report ---
@@ -310,8 +374,9 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
                                    f"Parquet {v['parquet'] / 1e6:.2f} MB"
                                    for k, v in meta["objects"].items()), "",
            "| object | clients | engine | scans/s | vs polars | p50 ms | p99 ms | p99.9 ms "
-           "| loop CPU ms/scan | process CPU ms/scan | peak threads | peak RSS MB | wrong |",
-           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| loop CPU ms/scan | process CPU ms/scan | peak threads | peak RSS MB | wrong "
+           "| store cores | threads waiting for a core |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     polars = {(c.object, c.clients): c.scans_per_s for c in cells if c.engine == "polars"}
     for c in cells:
         ref = polars.get((c.object, c.clients))
@@ -320,12 +385,19 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
         out.append(f"| {c.object} | {c.clients} | {c.engine} | {c.scans_per_s} | {ratio} | "
                    f"{c.p50_ms} | {c.p99_ms} | {c.p999_ms} | {loop} | "
                    f"{c.process_cpu_ms_per_scan:.2f} | {c.peak_threads} | {c.peak_rss_mb} | "
-                   f"{c.wrong} |")
+                   f"{c.wrong} | {'' if c.store_cores is None else c.store_cores} | "
+                   f"{'' if c.waiting_threads is None else c.waiting_threads} |")
     out += ["", "Loop CPU is the event-loop thread's CPU time over the cell divided by scans "
             "(csup only: the peers have no loop). Peak threads and RSS are the whole "
             "process's, sampled every 20 ms, so they include earlier cells' pools. "
             "`csup open(cache) x2`: two worker processes, each one event loop serving half "
-            "the clients (CPU, threads and RSS summed over the workers)."]
+            "the clients (CPU, threads and RSS summed over the workers). Store cores: the CPU "
+            "the simulated store (nginx and the Python delay proxy) used over the cell, "
+            "warm-up included, divided by its wall time. Threads waiting for a core: the "
+            "time this process's threads spent runnable but not running (/proc schedstat) "
+            "over the cell's wall time; near or above 1, the machine's other work, not "
+            "the engine, set the pace (the kernel shares cores by thread, so an engine of "
+            "many threads gets more of a busy machine)."]
     return "\n".join(out) + "\n"
 
 
@@ -356,7 +428,10 @@ def main() -> None:
             for obj in objects:
                 for n in clients:
                     for engine in engines:
+                        used0, wall0 = store_cpu(sim), time.perf_counter()
                         cell = run_cell(engine, endpoint, obj, OBJECTS[obj], n, seconds)
+                        cell.store_cores = round((store_cpu(sim) - used0)
+                                                 / (time.perf_counter() - wall0), 2)
                         print(json.dumps(asdict(cell)), flush=True)
                         cells.append(cell)
         finally:
