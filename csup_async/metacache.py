@@ -141,7 +141,8 @@ def _reinit_locks() -> None:
         _default._lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_reinit_locks)
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_reinit_locks)
 
 
 def default_cache() -> MetadataCache:

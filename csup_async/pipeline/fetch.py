@@ -146,7 +146,8 @@ def _forget_pool() -> None:
     _POOL = None
 
 
-os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 #: CPU work of this many bytes and more (a metadata section to parse: ~0.15 us a byte) goes

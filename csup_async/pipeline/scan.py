@@ -226,7 +226,8 @@ def _forget_steps() -> None:
     _STEPS, _STEPS_LOCK, _running = None, threading.Lock(), 0
 
 
-os.register_at_fork(after_in_child=_forget_steps)
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_forget_steps)
 
 
 def steps_running() -> int:
