@@ -2,9 +2,10 @@
 
 This is how a web service uses the library: one event loop, every request doing
 ``async with csup_async.open(url) as r: await r.scan(["id", "s"])`` (mode
-``open``; ``open(cache)`` adds ``metadata_cache=True``: the tail read still asks
-for the object's version, the parse of an unchanged one is reused), or every
-request scanning one long-lived reader (mode ``reader``); ``open() x2`` is the
+``open()``; ``open(cache)`` adds ``metadata_cache=True``: the tail read still asks
+for the object's version, the parse and the plan of an unchanged one are reused;
+``open(immutable)`` also skips the tail read of an object opened before), or every
+request scanning one long-lived reader (mode ``reader``); ``open(cache) x2`` is the
 pattern past one core, two worker processes with a loop each.
 The peers read the same rows as Parquet the way a service would with them:
 polars ``scan_parquet(...).select(...).collect()`` and pyarrow
@@ -98,27 +99,63 @@ def _status(field: str) -> int:
     return 0
 
 
+def _runq_waits() -> dict[str, int]:
+    """Per thread of this process, nanoseconds it has waited on a run queue for a core
+    (/proc/self/task/*/schedstat, second field)."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            out[task.name] = int((task / "schedstat").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 class Sampler:
-    """Peak OS threads and RSS of this process, every 20 ms, from a thread of its own."""
+    """Peak OS threads and RSS of this process, every 20 ms, from a thread of its own; and
+    the time its threads waited for a core (a machine busy with other work starves a
+    process of few threads more than one of many: the kernel shares by thread)."""
 
     def __init__(self) -> None:
         self.threads = 0
         self.rss_kb = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+        self._first: dict[str, int] = {}
+        self._last: dict[str, int] = {}
+        self._t0 = self._t1 = 0.0
+
+    def _waits(self) -> None:
+        for tid, ns in _runq_waits().items():
+            self._first.setdefault(tid, 0)  # a thread started since: all of its wait
+            self._last[tid] = ns
 
     def _run(self) -> None:
         while not self._stop.wait(0.02):
             self.threads = max(self.threads, _status("Threads:"))
             self.rss_kb = max(self.rss_kb, _status("VmRSS:"))
+            self._waits()
+
+    @property
+    def waiting(self) -> float | None:
+        """How many of this process's threads waited for a core, on average (None when
+        not measured)."""
+        if not self._t1:
+            return None
+        ns = sum(v - self._first.get(k, 0) for k, v in self._last.items())
+        return ns / 1e9 / max(self._t1 - self._t0, 1e-9)
 
     def __enter__(self) -> Sampler:
+        self._first = _runq_waits()
+        self._t0 = time.perf_counter()
         self._t.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._t.join()
+        self._waits()
+        self._t1 = time.perf_counter()
 
 
 @dataclass
@@ -137,6 +174,12 @@ class Cell:
     peak_threads: int
     peak_rss_mb: float
     wrong: int
+    #: cores the simulated store (nginx and the delay proxy) kept busy over the cell: near
+    #: the machine's free cores, the store, not the client, sets the pace
+    store_cores: float | None = None
+    #: this process's threads waiting for a core, on average over the cell (warm-up
+    #: included): CPU the client wanted and the machine did not give it
+    waiting_threads: float | None = None
 
 
 def _cell(engine: str, obj: str, clients: int, lat: list[float], elapsed: float,
@@ -147,7 +190,29 @@ def _cell(engine: str, obj: str, clients: int, lat: list[float], elapsed: float,
                 round(float(q[0]), 1), round(float(q[1]), 1), round(float(q[2]), 1),
                 None if loop_cpu is None else round(loop_cpu / max(n, 1) * 1000, 3),
                 round(cpu / max(n, 1) * 1000, 3), sampler.threads,
-                round(sampler.rss_kb / 1024, 1), wrong)
+                round(sampler.rss_kb / 1024, 1), wrong,
+                waiting_threads=None if sampler.waiting is None else round(sampler.waiting, 2))
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of a process and its live children (nginx's workers), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def store_cpu(sim: SimStore) -> float:
+    """CPU seconds the simulated store's processes have used so far."""
+    return sum(_cpu_of(p.pid) for p in sim._procs)
 
 
 # --------------------------------------------------------------- engines ---
@@ -175,8 +240,16 @@ async def _async_cell(scan: Callable[[], Any], clients: int, seconds: float,
     return lat, elapsed, time.thread_time() - loop0, time.process_time() - cpu0, wrong
 
 
+def _options(engine: str) -> dict[str, Any]:
+    """The open() options an engine's name asks for: ``open(cache)`` the process's metadata
+    cache, ``open(immutable)`` that and no tail read for an object opened before."""
+    if "immutable" in engine:
+        return {"metadata_cache": True, "immutable": True}
+    return {"metadata_cache": True} if "cache" in engine else {}
+
+
 def run_csup(url: str, rows: int, clients: int, seconds: float, long_lived: bool,
-             cached: bool = False) -> tuple[list[float], float, float, float, int]:
+             opts: dict[str, Any] | None = None) -> tuple[list[float], float, float, float, int]:
     async def main() -> tuple[list[float], float, float, float, int]:
         if long_lived:
             async with csup_async.open(url) as reader:
@@ -184,28 +257,26 @@ def run_csup(url: str, rows: int, clients: int, seconds: float, long_lived: bool
                     return (await reader.scan(COLUMNS)).num_rows
                 return await _async_cell(scan, clients, seconds, rows)
 
-        opts = {"metadata_cache": True} if cached else {}
-
         async def scan_open() -> int:
-            async with csup_async.open(url, **opts) as r:
+            async with csup_async.open(url, **(opts or {})) as r:
                 return (await r.scan(COLUMNS)).num_rows
         return await _async_cell(scan_open, clients, seconds, rows)
 
     return asyncio.run(main())
 
 
-def _worker(url: str, rows: int, clients: int, seconds: float, start_at: float
-            ) -> tuple[list[float], float, float, float, int, int, int]:
-    """One worker process of ``csup open() xN``: its own loop, from ``start_at`` (epoch
-    seconds, so that every worker's window is the same)."""
+def _worker(url: str, rows: int, clients: int, seconds: float, start_at: float,
+            opts: dict[str, Any]) -> tuple[list[float], float, float, float, int, int, int]:
+    """One worker process of ``csup open(cache) xN``: its own loop, from ``start_at``
+    (epoch seconds, so that every worker's window is the same)."""
     time.sleep(max(0.0, start_at - time.time()))
     with Sampler() as sampler:
-        out = run_csup(url, rows, clients, seconds, long_lived=False)
+        out = run_csup(url, rows, clients, seconds, long_lived=False, opts=opts)
     return (*out, sampler.threads, sampler.rss_kb)
 
 
-def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int
-                ) -> tuple[list[float], float, float, float, int, int, int]:
+def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int,
+                opts: dict[str, Any]) -> tuple[list[float], float, float, float, int, int, int]:
     """The pattern of a service past one core: ``workers`` processes, each one event loop
     serving ``clients / workers`` of the clients."""
     import multiprocessing
@@ -215,7 +286,7 @@ def run_workers(url: str, rows: int, clients: int, seconds: float, workers: int
     start_at = time.time() + 4.0  # the workers import csup_async meanwhile
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
         got = list(ex.map(_worker, [url] * workers, [rows] * workers, share,
-                          [seconds] * workers, [start_at] * workers))
+                          [seconds] * workers, [start_at] * workers, [opts] * workers))
     lat = [x for g in got for x in g[0]]
     return (lat, max(g[1] for g in got), sum(g[2] for g in got), sum(g[3] for g in got),
             sum(g[4] for g in got), sum(g[5] for g in got), sum(g[6] for g in got))
@@ -264,29 +335,30 @@ def pyarrow_scan(endpoint: str, key: str) -> Callable[[], int]:
     return lambda: pq.read_table(path, columns=COLUMNS, filesystem=fs).num_rows
 
 
-ENGINES = ("csup open()", "csup open(cache)", "csup reader", "csup open() x2", "polars",
-           "pyarrow")
+ENGINES = ("csup open()", "csup open(cache)", "csup open(immutable)", "csup reader",
+           "csup open(cache) x2", "polars", "pyarrow")
 
 
 def run_cell(engine: str, endpoint: str, obj: str, rows: int, clients: int,
              seconds: float) -> Cell:
-    if engine.startswith("csup open() x"):
+    if engine.startswith("csup open") and " x" in engine:
         workers = int(engine.rsplit("x", 1)[1])
         lat, elapsed, loop_cpu, cpu, wrong, threads, rss = run_workers(
-            f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds, workers)
+            f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds, workers,
+            _options(engine))
         sampler = Sampler()
         sampler.threads, sampler.rss_kb = threads, rss
         return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
     with Sampler() as sampler:
         if engine.startswith("csup"):
             r = run_csup(f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds,
-                         long_lived=engine == "csup reader", cached="cache" in engine)
-            lat, elapsed, loop_cpu, cpu, wrong = r
-            return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
-        make = polars_scan if engine == "polars" else pyarrow_scan
-        lat, elapsed, _, cpu, wrong = _threaded(make(endpoint, f"{obj}.parquet"), clients,
-                                                seconds, rows)
-        return _cell(engine, obj, clients, lat, elapsed, None, cpu, sampler, wrong)
+                         long_lived=engine == "csup reader", opts=_options(engine))
+        else:
+            make = polars_scan if engine == "polars" else pyarrow_scan
+            r = _threaded(make(endpoint, f"{obj}.parquet"), clients, seconds, rows)
+    lat, elapsed, loop_cpu, cpu, wrong = r
+    return _cell(engine, obj, clients, lat, elapsed,
+                 loop_cpu if engine.startswith("csup") else None, cpu, sampler, wrong)
 
 
 # ---------------------------------------------------------------- report ---
@@ -302,8 +374,9 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
                                    f"Parquet {v['parquet'] / 1e6:.2f} MB"
                                    for k, v in meta["objects"].items()), "",
            "| object | clients | engine | scans/s | vs polars | p50 ms | p99 ms | p99.9 ms "
-           "| loop CPU ms/scan | process CPU ms/scan | peak threads | peak RSS MB | wrong |",
-           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "| loop CPU ms/scan | process CPU ms/scan | peak threads | peak RSS MB | wrong "
+           "| store cores | threads waiting for a core |",
+           "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     polars = {(c.object, c.clients): c.scans_per_s for c in cells if c.engine == "polars"}
     for c in cells:
         ref = polars.get((c.object, c.clients))
@@ -312,12 +385,19 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
         out.append(f"| {c.object} | {c.clients} | {c.engine} | {c.scans_per_s} | {ratio} | "
                    f"{c.p50_ms} | {c.p99_ms} | {c.p999_ms} | {loop} | "
                    f"{c.process_cpu_ms_per_scan:.2f} | {c.peak_threads} | {c.peak_rss_mb} | "
-                   f"{c.wrong} |")
+                   f"{c.wrong} | {'' if c.store_cores is None else c.store_cores} | "
+                   f"{'' if c.waiting_threads is None else c.waiting_threads} |")
     out += ["", "Loop CPU is the event-loop thread's CPU time over the cell divided by scans "
             "(csup only: the peers have no loop). Peak threads and RSS are the whole "
             "process's, sampled every 20 ms, so they include earlier cells' pools. "
-            "`csup open() x2`: two worker processes, each one event loop serving half "
-            "the clients (CPU, threads and RSS summed over the workers)."]
+            "`csup open(cache) x2`: two worker processes, each one event loop serving half "
+            "the clients (CPU, threads and RSS summed over the workers). Store cores: the CPU "
+            "the simulated store (nginx and the Python delay proxy) used over the cell, "
+            "warm-up included, divided by its wall time. Threads waiting for a core: the "
+            "time this process's threads spent runnable but not running (/proc schedstat) "
+            "over the cell's wall time; near or above 1, the machine's other work, not "
+            "the engine, set the pace (the kernel shares cores by thread, so an engine of "
+            "many threads gets more of a busy machine)."]
     return "\n".join(out) + "\n"
 
 
@@ -348,7 +428,10 @@ def main() -> None:
             for obj in objects:
                 for n in clients:
                     for engine in engines:
+                        used0, wall0 = store_cpu(sim), time.perf_counter()
                         cell = run_cell(engine, endpoint, obj, OBJECTS[obj], n, seconds)
+                        cell.store_cores = round((store_cpu(sim) - used0)
+                                                 / (time.perf_counter() - wall0), 2)
                         print(json.dumps(asdict(cell)), flush=True)
                         cells.append(cell)
         finally:

@@ -18,6 +18,7 @@ import asyncio
 import cProfile
 import json
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -38,72 +39,123 @@ WATCH = {
 }
 
 
-async def load(url: str, scans: int, clients: int) -> int:
+#: The steps of one request, each the cumulative time of one function (file suffix, name),
+#: nested as their indentation shows (a coroutine's time counts only while it runs).
+STEPS = {
+    "open() total": ("opening.py", "_open"),
+    "  store lookup (shared_store)": ("shared.py", "shared_store"),
+    "  Reader.load (tail + metadata)": ("reader.py", "load"),
+    "    tail request (send + body)": ("_ranged.py", "_tail_once"),
+    "    metadata parse (parse_reassembly)": ("format.py", "parse_reassembly"),
+    "scan() total": ("reader.py", "scan"),
+    "  plan (Reader.plan)": ("reader.py", "plan"),
+    "  read setup (start_read: cursors)": ("scan.py", "start_read"),
+    "  data requests (SegmentSource._stream)": ("fetch.py", "_stream"),
+    "    request sent, headers in (_open_until)": ("_ranged.py", "_open_until"),
+    "    body into buffers (SegmentSource._copy)": ("fetch.py", "_copy"),
+    "  walk + assembly (Read.whole)": ("scan.py", "whole"),
+    "close (Reader.close)": ("reader.py", "close"),
+}
+
+
+async def load(url: str, scans: int, clients: int, rows: int = OBJECTS["small"],
+               **options: object) -> int:
     sem = asyncio.Semaphore(clients)
     bad = 0
 
     async def one() -> None:
         nonlocal bad
-        async with sem, csup_async.open(url) as r:
-            bad += (await r.scan(COLUMNS)).num_rows != OBJECTS["small"]
+        async with sem, csup_async.open(url, **options) as r:
+            bad += (await r.scan(COLUMNS)).num_rows != rows
 
     await asyncio.gather(*(one() for _ in range(scans)))
     return bad
 
 
-def _cpu_per_scan(url: str, scans: int, clients: int) -> dict[str, float]:
-    """The loop thread's and the process's CPU time per scan over ``scans`` scans."""
-    async def timed() -> tuple[float, float]:
-        loop0, cpu0 = time.thread_time(), time.process_time()
-        await load(url, scans, clients)
-        return time.thread_time() - loop0, time.process_time() - cpu0
+def _cpu_per_scan(url: str, scans: int, clients: int, rounds: int, rows: int,
+                  **options: object) -> dict[str, float]:
+    """The loop thread's and the process's CPU time per scan over ``scans`` scans, the
+    median of ``rounds`` rounds in one loop (the machine's other work moves single ones)."""
+    async def timed() -> list[tuple[float, float]]:
+        await load(url, clients, clients, rows, **options)  # the pool's connections
+        out = []
+        for _ in range(rounds):
+            loop0, cpu0 = time.thread_time(), time.process_time()
+            await load(url, scans, clients, rows, **options)
+            out.append((time.thread_time() - loop0, time.process_time() - cpu0))
+        return out
 
-    loop_s, cpu_s = asyncio.run(timed())
-    return {"loop_ms": loop_s / scans * 1e3, "process_ms": cpu_s / scans * 1e3}
+    got = asyncio.run(timed())
+    return {"loop_ms": statistics.median(g[0] for g in got) / scans * 1e3,
+            "process_ms": statistics.median(g[1] for g in got) / scans * 1e3}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scans", type=int, default=400)
     ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--object", default="small", choices=sorted(OBJECTS))
+    ap.add_argument("--cache", action="store_true", help="open(url, metadata_cache=True)")
+    ap.add_argument("--rounds", type=int, default=3, help="unprofiled rounds (median)")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    rows = OBJECTS[a.object]
+    options: dict[str, object] = {"metadata_cache": True} if a.cache else {}
     with tempfile.TemporaryDirectory(prefix="csup-profile-") as tmp:
         root = Path(tmp) / "root"
-        write_objects(root, ["small"])
+        write_objects(root, [a.object])
         sim = SimStore(root, Path(tmp) / "nginx").start()
         try:
-            url = f"{sim.endpoint('local')}/{BUCKET}/small.csup"
-            asyncio.run(load(url, 8, 8))  # imports and first-use setup, not profiled
-            cpu = _cpu_per_scan(url, a.scans, a.clients)  # unprofiled: cProfile inflates it
+            url = f"{sim.endpoint('local')}/{BUCKET}/{a.object}.csup"
+            asyncio.run(load(url, 8, 8, rows, **options))  # imports, first-use setup
+            # unprofiled: cProfile inflates it
+            cpu = _cpu_per_scan(url, a.scans, a.clients, a.rounds, rows, **options)
             prof = cProfile.Profile()
-            prof.enable()
-            bad = asyncio.run(load(url, a.scans, a.clients))
-            prof.disable()
+
+            async def profiled() -> int:
+                await load(url, a.clients, a.clients, rows, **options)  # connections
+                prof.enable()
+                try:
+                    return await load(url, a.scans, a.clients, rows, **options)
+                finally:
+                    prof.disable()
+
+            bad = asyncio.run(profiled())
         finally:
             sim.stop()
     st = pstats.Stats(prof)
-    per = {}
-    for label, (fname, func) in WATCH.items():
-        calls = sum(v[1] for k, v in st.stats.items()  # type: ignore[attr-defined]
-                    if k[0].endswith(fname) and k[2] == func)
-        per[label] = calls / a.scans
+    stats = st.stats  # type: ignore[attr-defined]
+
+    def matching(fname: str, func: str) -> list[tuple[int, float, float]]:
+        return [(v[1], v[2], v[3]) for k, v in stats.items()
+                if k[0].endswith(fname) and k[2] == func]
+
+    per = {label: sum(c for c, _, _ in matching(*key)) / a.scans
+           for label, key in WATCH.items()}
+    steps = {label: sum(ct for _, _, ct in matching(*key)) / a.scans * 1e6
+             for label, key in STEPS.items()}
     total = st.total_calls / a.scans  # type: ignore[attr-defined]
-    print(f"{a.scans} scans, {a.clients} at a time, wrong results: {bad}")
+    print(f"{a.scans} scans of the {a.object} object, {a.clients} at a time"
+          f"{', metadata_cache=True' if a.cache else ''}, wrong results: {bad}")
     print(f"function calls per scan on the loop thread: {total:.0f}")
-    print(f"CPU per scan, unprofiled: loop thread {cpu['loop_ms']:.2f} ms, "
-          f"process {cpu['process_ms']:.2f} ms")
+    print(f"CPU per scan, unprofiled (median of {a.rounds}): loop thread "
+          f"{cpu['loop_ms']:.2f} ms, process {cpu['process_ms']:.2f} ms")
     for label, v in per.items():
         print(f"  {label}: {v:.2f} per scan")
+    print("\nsteps, profiled time per scan (cProfile roughly doubles it; compare runs):")
+    for label, us in steps.items():
+        print(f"  {us:8.0f} us  {label}")
     print(f"\ntop {a.top} by own time (calls per scan):")
-    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])  # type: ignore[attr-defined]
-    for (fn, line, func), (_cc, nc, tt, _ct, _) in rows[:a.top]:
+    rows_ = sorted(stats.items(), key=lambda kv: -kv[1][2])
+    for (fn, line, func), (_cc, nc, tt, _ct, _) in rows_[:a.top]:
         print(f"  {tt / a.scans * 1e6:8.0f} us  {nc / a.scans:7.2f}  "
               f"{Path(fn).name}:{line} {func}")
     if a.json:
         Path(a.json).write_text(json.dumps({"scans": a.scans, "clients": a.clients,
+                                            "object": a.object, "cache": a.cache,
                                             "calls_per_scan": total, "watched": per,
+                                            "steps_us_per_scan": steps,
                                             "cpu_ms_per_scan": cpu},
                                            indent=1) + "\n")
 

@@ -27,10 +27,12 @@ several event loops.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import CsupError
 from .meta import FileMeta
@@ -47,6 +49,10 @@ class CachedMetadata:
     meta: FileMeta
     tail: TailRead
     extra: tuple[tuple[int, bytes], ...]  # other bytes read while opening: (offset, data)
+    #: plans made for this metadata by the readers that used it (Reader._plan's memo):
+    #: a plan is a pure function of the metadata, projection, profile, held bytes and
+    #: warm connections, which its key holds
+    plans: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def version(self) -> str | None:
@@ -124,6 +130,19 @@ class MetadataCache:
 
 _default: MetadataCache | None = None
 _default_lock = threading.Lock()
+
+
+def _reinit_locks() -> None:
+    """A forked child may have been forked while another thread held a lock: its copy
+    would stay held for ever there (a pre-forking server's workers share nothing)."""
+    global _default_lock
+    _default_lock = threading.Lock()
+    if _default is not None:
+        _default._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_reinit_locks)
 
 
 def default_cache() -> MetadataCache:

@@ -15,7 +15,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,7 @@ __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
 # Parsing metadata costs about 3 us a byte: 16 MiB bounds a hostile open to ~1 min of CPU
 # while holding the column trees of files with hundreds of thousands of segments.
 DEFAULT_MAX_METADATA = 16 << 20
+_PLANS_KEPT = 32  # plans remembered per metadata (projections x profiles x warm counts)
 #: A reader keeps the row map of a file of several super types (its decoded super
 #: column, 8 bytes a row) up to this many rows; a larger one is read for each selection.
 ROW_MAP_HELD = 1 << 22
@@ -145,6 +146,8 @@ class Reader:
                             "for the process's default)")
         self._counted_rows: int | None = None
         self._rowmap: Any = None  # several super types: the row map read (RowMap)
+        # plans made for this metadata (shared with its metadata-cache entry), see _plan
+        self._plans: dict[Hashable, P.ScanPlan] = {}
 
     # ---------------------------------------------------------------- open ---
     def _cache_ident(self) -> tuple[Any, ...]:
@@ -157,6 +160,7 @@ class Reader:
     def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
         self.meta = hit.meta
         self.tail = tail
+        self._plans = hit.plans
         self._extra = list(hit.extra)
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
@@ -244,7 +248,9 @@ class Reader:
         if cache is not None:
             from .metacache import CachedMetadata
 
-            cache.put(self._cache_ident(), CachedMetadata(self.meta, tail, tuple(self._extra)))
+            entry = CachedMetadata(self.meta, tail, tuple(self._extra))
+            cache.put(self._cache_ident(), entry)
+            self._plans = entry.plans
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -395,11 +401,20 @@ class Reader:
         return n if isinstance(n, int) and n > 0 else 0
 
     def _plan(self, paths: list[str]) -> P.ScanPlan:
-        plan = P.plan_scan(self.meta, paths or None, self.profile,
-                           available=(self.tail.offset, len(self.tail.data)),
-                           warm=self._warm())
+        # A plan is a pure function of the metadata and these: a service scanning the
+        # same projection of one object (a long-lived reader, or open() per request with
+        # the metadata cache) plans it once, not on the event loop of every request.
+        key = (tuple(paths), self.profile, (self.tail.offset, len(self.tail.data)),
+               self._warm())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = P.plan_scan(self.meta, paths or None, key[1], available=key[2],
+                               warm=key[3])
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            self._plans[key] = plan
         calibration = self.calibration()
-        if calibration is not None:
+        if calibration is not None:  # what explain() reports; the plan itself is the same
             plan = dataclasses.replace(plan, calibration=calibration)
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:

@@ -139,6 +139,17 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool() -> None:
+    """A forked child (a pre-forking server's worker) has none of its parent's threads:
+    the parent's pool would take jobs no thread ever runs, so the child makes its own."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 #: CPU work of this many bytes and more (a metadata section to parse: ~0.15 us a byte) goes
 #: to the pool, off the event loop; less is done in place, cheaper than the hand-off.
 OFF_LOOP_BYTES = 16 << 10

@@ -219,6 +219,17 @@ def step_pool() -> concurrent.futures.ThreadPoolExecutor:
         return _STEPS
 
 
+def _forget_steps() -> None:
+    """A forked child has none of its parent's threads (nor its lock holders): the step
+    pool, its lock and its count start afresh there."""
+    global _STEPS, _STEPS_LOCK, _running
+    _STEPS, _STEPS_LOCK, _running = None, threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
+    os.register_at_fork(after_in_child=_forget_steps)
+
+
 def steps_running() -> int:
     """Batch steps running in the step pool now (0 once every read is closed)."""
     return _running

@@ -39,6 +39,7 @@ _ERROR_BODY_LIMIT = 4096
 _JSON_BODY_LIMIT = 16 << 20  # a metadata or listing page; more is refused, not buffered
 _MAX_REDIRECTS = 10
 _KEEPALIVE = 15.0  # seconds an idle connection is kept (aiohttp's default, stated here)
+_READ_BUFSIZE = 1 << 20  # a response's buffer before aiohttp pauses the socket (twice this)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _THROTTLED = frozenset({429, 503})
 # What a request keeps when a redirect leaves its origin: what the protocol needs, nothing else.
@@ -106,6 +107,8 @@ class AiohttpStore(RangedStore):
     #: Connections opened beside a cold pool's first tail read (see :meth:`_warm_up`);
     #: 0: none.  Stores set ``preconnect`` per instance.
     default_preconnect = 0
+    #: The session's ``sock_read`` timeout ends any read silent for ``read_timeout``.
+    silence_timeout = True
 
     def __init__(self, *, limit: int = 64, connect_timeout: float = 10.0,
                  read_timeout: float = 30.0, retry: RetryPolicy = DEFAULT_RETRY,
@@ -321,7 +324,8 @@ class AiohttpStore(RangedStore):
         pacer = pacer_for(url.scheme, url.host or "", url.port, url.raw_path)
         await pacer.wait()
         try:
-            resp = await session.request(method, url, headers=headers, allow_redirects=False)
+            resp = await session.request(method, url, headers=headers, allow_redirects=False,
+                                         read_bufsize=_READ_BUFSIZE)
             pacer.record(resp.status in _THROTTLED)
             return resp
         except TimeoutError:
@@ -392,9 +396,19 @@ class AiohttpStore(RangedStore):
                                        path=path)) from None
 
     async def _body(self, resp: aiohttp.ClientResponse, path: str) -> AsyncGenerator[bytes, None]:
+        # The chunks as the socket delivered them (no join of several into one); the
+        # request's read buffer (_READ_BUFSIZE) is large enough that a reader which copies
+        # each chunk away at once never pauses the transport (each pause and resume is an
+        # epoll_ctl on the loop thread, about one per 128 KiB at aiohttp's default).
+        size = self.chunk_size
         with self._reading_body(path):
-            async for chunk in resp.content.iter_chunked(self.chunk_size):
-                yield chunk
+            async for chunk, _ in resp.content.iter_chunks():
+                if len(chunk) <= size:
+                    if chunk:
+                        yield chunk
+                    continue
+                for i in range(0, len(chunk), size):
+                    yield chunk[i:i + size]
 
     async def _get_json(self, url: yarl.URL, headers: Mapping[str, str],
                         path: str) -> dict[str, Any]:

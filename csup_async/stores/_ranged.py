@@ -142,6 +142,10 @@ class RangedStore(StoreBase):
     hedge: HedgePolicy | None = DEFAULT_HEDGE
     _hedge_state: HedgeState | None = None
     _measurements: Measurements | None = None
+    #: Whether the store's connections fail a read silent for ``read_timeout`` on their
+    #: own (aiohttp's ``sock_read``), so a body's reads need no timer while the request's
+    #: deadline is further off than that.
+    silence_timeout: bool = False
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -203,8 +207,8 @@ class RangedStore(StoreBase):
             raise Retryable(self._late(path)) from None
         m = self.measurements_of(key)
         headers = loop.time()
-        reply.body = self._measured(self._timed(reply.body, deadline, path), m,
-                                    headers - t0, headers, opened[0])
+        reply.body = self._timed(reply.body, deadline, path, headers - t0, m, headers,
+                                 opened[0])
         return reply
 
     def endpoint_for(self, key: str) -> str:
@@ -224,25 +228,6 @@ class RangedStore(StoreBase):
         if self._measurements is None:
             self._measurements = Measurements()
         return self._measurements
-
-    @staticmethod
-    async def _measured(body: AsyncGenerator[bytes, None], m: Measurements,
-                        first_byte: float, t0: float, fresh: bool
-                        ) -> AsyncGenerator[bytes, None]:
-        # A body its reader stops taking once it has its bytes still measured what it moved.
-        # The body's time runs from the headers' arrival (``first_byte`` after the
-        # request), not from when its reader first asks: bytes that arrived meanwhile
-        # would otherwise look free.
-        loop = asyncio.get_running_loop()
-        n = 0
-        try:
-            async with aclosing(body) as chunks:
-                async for chunk in chunks:
-                    n += len(chunk)
-                    yield chunk
-        finally:
-            if n:
-                m.record(first_byte, n, loop.time() - t0, fresh)
 
     async def _open_pinned(self, key: str, range_: str, pin: str | None, deadline: float,
                            path: str) -> Reply:
@@ -271,20 +256,43 @@ class RangedStore(StoreBase):
                 "its deadline (connect_timeout + read_timeout + size / min_throughput)")
         return StoreTimeoutError(f"the request did not finish within {what}", path=path)
 
-    async def _timed(self, body: AsyncGenerator[bytes, None], deadline: float,
-                     path: str) -> AsyncGenerator[bytes, None]:
-        # The timeout wraps each read only, never a yield: the consumer's own
-        # awaits between chunks must not be cancelled by it.
-        async with aclosing(body) as chunks:
-            while True:
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    raise Retryable(self._late(path)) from None
-                yield chunk
+    async def _timed(self, body: AsyncGenerator[bytes, None], deadline: float, path: str,
+                     first_byte: float, m: Measurements, t0: float, fresh: bool
+                     ) -> AsyncGenerator[bytes, None]:
+        """The body, ended at ``deadline``, and measured (what it moved, how fast) for
+        a calibrated profile, even when its reader stops taking it early.
+
+        The timeout wraps each read only, never a yield: the consumer's own awaits
+        between chunks must not be cancelled by it.  A store whose connections end a
+        silent read after ``read_timeout`` (``silence_timeout``) needs no timer of
+        its own while the deadline is further off than that: any read either
+        returns or fails before the deadline.  That spares a timer armed and
+        cancelled per chunk on the event loop, most of a body's chunks.
+
+        The body's time runs from the headers' arrival (``t0``, ``first_byte`` after the
+        request), not from when its reader first asks: bytes that arrived meanwhile
+        would otherwise look free.  ``fresh``: the request opened its connection."""
+        loop = asyncio.get_running_loop()
+        silence = self.read_timeout if self.silence_timeout else None
+        n = 0
+        try:
+            async with aclosing(body) as chunks:
+                while True:
+                    try:
+                        if silence is not None and deadline - loop.time() > silence:
+                            chunk = await anext(chunks)
+                        else:
+                            async with asyncio.timeout_at(deadline):
+                                chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        return
+                    except TimeoutError:
+                        raise Retryable(self._late(path)) from None
+                    n += len(chunk)
+                    yield chunk
+        finally:
+            if n:
+                m.record(first_byte, n, loop.time() - t0, fresh)
 
     async def _within(self, coro: Any, op_deadline: float | None, path: str) -> Any:
         if op_deadline is None:

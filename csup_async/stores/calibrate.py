@@ -24,6 +24,10 @@ from planner.calibration import MIN_SAMPLES, Sample, calibrated
 from planner.profiles import Profile
 
 WINDOW = 64
+STEADY = 0.10
+"""A measured profile within this fraction of the one last assumed (latency and bandwidth)
+keeps that one: measurements jitter with every request, and a plan that changed with
+each would never be planned once and reused (``Reader``'s plan memo)."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -36,6 +40,7 @@ class Measurements:
         self.loaded = False  # the on-disk cache was consulted for this endpoint
         self.recorded = 0  # samples recorded in this process
         self.kept = 0  # ``recorded`` when last written to the on-disk cache
+        self._assumed: dict[str, Profile] = {}  # by static profile name: last returned
 
     def __repr__(self) -> str:
         return f"Measurements({self.endpoint!r}, {len(self.samples)} samples)"
@@ -58,7 +63,21 @@ class Measurements:
         """The profile a plan on this endpoint should assume; ``static`` when opted out."""
         if not calibrate:
             return static
-        return calibrated(static, list(self.samples))
+        p = calibrated(static, list(self.samples))
+        if p is static:
+            return p
+        last = self._assumed.get(static.name)
+        if last is not None and _near(last, p):
+            return last
+        self._assumed[static.name] = p
+        return p
+
+
+def _near(a: Profile, b: Profile) -> bool:
+    return (abs(a.latency - b.latency) <= STEADY * a.latency
+            and abs(a.bandwidth - b.bandwidth) <= STEADY * a.bandwidth
+            and abs(a.connect_latency - b.connect_latency) <= STEADY * max(a.connect_latency,
+                                                                             1e-3))
 
 
 def endpoint_of(url: str) -> str:

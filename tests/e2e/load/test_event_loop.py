@@ -195,3 +195,44 @@ def test_threads_do_not_grow_with_concurrent_scans(url: str) -> None:
     at_100, at_200 = asyncio.run(main())
     assert not [n for n in names if n.startswith("csup-read")]
     assert at_200 <= at_100, sorted(names)
+
+
+def _busy(seconds: float) -> None:
+    """Work the loop thread's CPU for ``seconds`` (thread time, not wall time)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_the_watch_fails_a_callback_that_works_10_ms_on_the_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above is only as good as its watch: a callback that spends 10 ms of
+    the loop thread's CPU is caught; one that only waits 20 ms (a blocking sleep:
+    wall time, no CPU) is not counted as work, nor is a 5 ms callback."""
+    watch = _LoopWatch(monkeypatch)
+
+    async def main() -> None:
+        await asyncio.sleep(0)
+        _busy(1.2 * LIMIT)  # one callback: from the resumption to the next await
+        await asyncio.sleep(0)
+        time.sleep(2 * LIMIT)
+        await asyncio.sleep(0)
+        _busy(LIMIT / 2)
+        await asyncio.sleep(0)
+
+    _in_debug_loop(main, watch)
+    assert len(watch.heavy) == 1, watch.heavy
+    assert float(watch.heavy[0].split(" ms")[0]) >= LIMIT * 1e3
+    assert watch.slow_wall >= 2  # the sleep held the loop in wall time, not in CPU
+
+
+def test_the_watch_sees_a_thread_started_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    watch = _LoopWatch(monkeypatch)
+
+    async def main() -> None:
+        t = threading.Thread(target=lambda: None, name="started-on-the-loop")
+        t.start()
+        t.join()
+
+    _in_debug_loop(main, watch)
+    assert watch.starts == ["started-on-the-loop"]

@@ -190,6 +190,46 @@ async def test_metadata_cache_skips_the_parse_of_a_known_version(
         await csup_async.close_stores()
 
 
+async def test_a_repeated_projection_is_planned_once_per_metadata(
+        range_server: RangeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived reader, or open() per request with the metadata cache, plans the same
+    projection once (plans are a pure function of the metadata): the plan run is the
+    one a fresh planner makes, and another projection or another version plans anew."""
+    import csup_async.reader as reader_mod
+
+    plans: list[tuple[str, ...]] = []
+    real = reader_mod.P.plan_scan
+
+    def counted(meta: Any, columns: Any, *a: Any, **k: Any) -> Any:
+        plans.append(tuple(columns or ()))
+        return real(meta, columns, *a, **k)
+
+    monkeypatch.setattr(reader_mod.P, "plan_scan", counted)
+    range_server.put("m/p.csup", DATA)
+    url = range_server.url("m/p.csup")
+    cache = MetadataCache()
+    try:
+        async with csup_async.open(url) as r:
+            first = await r.scan(["id"])
+            again = await r.scan(["id"])
+            assert again.plan.plan is first.plan.plan  # the one made for the first scan
+            assert again.column("id").to_pylist() == list(range(3000))
+            assert (await r.scan(["name"])).column("name").to_pylist()[:2] == ["n0", "n1"]
+            fresh = real(r.meta, ["id"], r.profile, available=r.held_span(),
+                         warm=r.store.warm_connections())
+            assert first.plan.plan == fresh
+        assert plans == [("id",), ("name",)]
+        plans.clear()
+        for _ in range(3):
+            assert await _ids(url, metadata_cache=cache) == list(range(3000))
+        assert plans == [("id",)] and cache.hits == 2
+        range_server.put("m/p.csup", OTHER)  # a new version: new metadata, planned anew
+        assert await _ids(url, metadata_cache=cache) == list(range(7, 3007))
+        assert plans == [("id",), ("id",)]
+    finally:
+        await csup_async.close_stores()
+
+
 async def test_immutable_skips_the_tail_read_and_stays_pinned(range_server: RangeServer) -> None:
     range_server.put("m/b.csup", DATA)
     url = range_server.url("m/b.csup")
