@@ -13,7 +13,7 @@ from .bill import Prices, bill, prices_for
 from .coalescing import Request, plan_ranges
 from .explain import TYPE_WIDTH, count_of, human, more_lines, request_line, span_of, stream_line
 from .profiles import Profile, get_profile, with_amplification
-from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
+from .projection import Leg, Resolution, StreamRef, normalize_columns, resolve_parsed
 
 
 class _Unset:
@@ -61,6 +61,9 @@ class ScanPlan:
     """Connections the requests open beyond ``warm``; each pays ``profile.connect_latency``."""
     seconds: float = 0.0
     """The cost model's wall time for the requests, connection setup included."""
+    legs: tuple[tuple[Leg, ...], ...] = field(default=(), repr=False, compare=False)
+    """Per column of ``columns``, how each super type that has it holds it: the reader
+    builds its cursors from these (the projection is walked once, when planning)."""
 
     @property
     def amplification(self) -> float:
@@ -115,6 +118,7 @@ def plan_resolved(meta: FileMeta, res: Resolution, prof: Profile,
         bytes_to_read=rp.bytes_to_read, request_count=rp.request_count,
         request_cap=rp.request_cap, available=available, profile=prof,
         meta=meta, warm=rp.warm, new_connections=rp.new_connections, seconds=rp.seconds,
+        legs=res.legs,
     )
 
 

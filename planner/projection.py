@@ -79,6 +79,25 @@ class StreamRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Leg:
+    """How one super type holds one requested path: the pipeline builds the path's
+    cursor from this, so the projection is walked once (here), never again by the reader.
+
+    ``presences`` are the presence runs met on the way down (outermost first): each
+    narrows the rows that reach the next.  ``column`` is the target's column, None
+    when every value there is null (then nothing is read, not even the presences);
+    ``type`` is the declared type at the path.  ``error`` says why the metadata's
+    column does not match the type (the reader raises it as a FormatError).
+    """
+
+    sid: int
+    type: Type
+    column: AnyColumn | None
+    presences: tuple[Segmap, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Resolution:
     """What a projection needs from one file, before any byte-range decisions."""
 
@@ -93,6 +112,9 @@ class Resolution:
     """Requested paths no super type has."""
     null_paths: tuple[str, ...]
     """Requested paths some super type has, but whose values are all null wherever present."""
+    legs: tuple[tuple[Leg, ...], ...] = ()
+    """Per requested path (in ``columns`` order), each super type that has it, by super ID
+    (empty when ``columns`` is None: whole rows)."""
 
 
 _MISSING, _NULL, _FOUND = 0, 1, 2
@@ -168,6 +190,7 @@ def resolve_parsed(meta: FileMeta,
     streams: list[tuple[StreamRef, ...]] = []
     found: list[tuple[str, ...]] = []
     status = [_MISSING] * len(parsed) if parsed is not None else []
+    legs: list[list[Leg]] = [[] for _ in parsed] if parsed is not None else []
     matched = False
     # which paths start with each name: a type is walked only for the paths that can be
     # in it, so the work follows the metadata, not super types x paths
@@ -186,7 +209,7 @@ def resolve_parsed(meta: FileMeta,
             hits = []
             for k in _candidates(t, by_first, rootless):
                 spelling, comps = parsed[k]
-                st = _walk(sid, t, col, comps, out)
+                st = _walk(sid, t, col, comps, out, legs[k])
                 if st != _MISSING:
                     hits.append(spelling)
                     matched = True
@@ -203,7 +226,8 @@ def resolve_parsed(meta: FileMeta,
     spellings = tuple(p for p, _ in parsed)
     missing = tuple(p for p, s in zip(spellings, status, strict=True) if s == _MISSING)
     null = tuple(p for p, s in zip(spellings, status, strict=True) if s == _NULL)
-    return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null)
+    return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null,
+                      tuple(map(tuple, legs)))
 
 
 def _candidates(t: Type, by_first: dict[str, list[int]], rootless: list[int]) -> list[int]:
@@ -219,11 +243,13 @@ def _candidates(t: Type, by_first: dict[str, list[int]], rootless: list[int]) ->
 
 
 def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
-          out: dict[_StreamKey, StreamRef]) -> int:
-    """Add the streams ``comps`` needs in super type ``sid``; return its status there.
+          out: dict[_StreamKey, StreamRef], legs: list[Leg]) -> int:
+    """Add the streams ``comps`` needs in super type ``sid`` (and its :class:`Leg` to
+    ``legs``); return its status there.
 
-    Ancestor streams are staged and only committed once the type is known to
-    have the path, so a super type lacking the path contributes nothing.
+    Ancestor streams are staged and only committed once the type is known to have
+    the path with values, so a super type lacking the path, or holding only nulls
+    there, contributes nothing.
     """
     staged: list[tuple[str, str, Segmap]] = []
     label = ""
@@ -242,24 +268,45 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
         ft = t.field(name)
         if ft is None:
             return _MISSING
-        label = label + "." + quote_component(name) if label else quote_component(name)
+        label = label + "." + _quote(name) if label else _quote(name)
         fc = col.field(name) if isinstance(col, RecordColumn) else None
         if fc is None or fc.column is None:
             # every value null (or a column that does not match its type, which the
             # reader reports): nothing to read below, if the type has the rest of the path
-            if path_type(ft.type, comps[depth + 1:]) is None:
+            target = path_type(ft.type, comps[depth + 1:]) if depth + 1 < len(comps) else ft.type
+            if target is None:
                 return _MISSING
-            _commit(sid, staged, out)
+            error = None
+            if col is not None and not isinstance(col, RecordColumn):
+                error = f"column for {t} is not a record column"
+            elif col is not None and fc is None:
+                error = f"record column lacks field {name!r}"
+            legs.append(Leg(sid, target, None, (), error))
             return _NULL
         if fc.presence:
             staged.append((label, PRESENCE, fc.presence))
         col = fc.column
         t = ft.type
     _commit(sid, staged, out)
-    if col is None:
+    if col is None:  # the top-level value of a type with no column: all null
+        legs.append(Leg(sid, t, None))
         return _NULL
+    legs.append(Leg(sid, t, col, tuple(seg for _, _, seg in staged)))
     _subtree(sid, col, label, out)
     return _FOUND
+
+
+_QUOTED: dict[str, str] = {}
+
+
+def _quote(name: str) -> str:
+    """:func:`quote_component`, remembered: the same field names recur in every super type."""
+    got = _QUOTED.get(name)
+    if got is None:
+        got = quote_component(name)
+        if len(_QUOTED) < 4096:
+            _QUOTED[name] = got
+    return got
 
 
 def path_type(t: Type, path: tuple[str, ...]) -> Type | None:
@@ -303,7 +350,7 @@ def _subtree(sid: int, col: AnyColumn | None, label: str,
     elif isinstance(col, RecordColumn):
         prefix = label + "." if label else ""
         for f in col.fields:
-            flabel = prefix + quote_component(f.name)
+            flabel = prefix + _quote(f.name)
             _add(out, sid, flabel, PRESENCE, f.presence)
             _subtree(sid, f.column, flabel, out)
     elif isinstance(col, ArrayColumn):

@@ -52,7 +52,7 @@ from ..progress import current_tracker
 from ..stores import Store
 from ..stores.hedge import counting
 from ..stores.local import LocalStore
-from .checks import check_count, check_crc, segment_error
+from .checks import check_count, check_crc, count_problem, segment_error
 from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
@@ -189,6 +189,43 @@ class Job:
         return out
 
 
+GroupDecoder = Callable[[list[Any]], tuple[Any, np.ndarray]]
+"""The decompressed bytes of a group's segments in, ``(value, values per segment)`` out."""
+
+#: A group whose segments hold fewer stored bytes than this is checked and decoded on the
+#: event loop when its bytes are in (a pool hand-off costs more than the work).
+INLINE_GROUP_BYTES = 8 << 10
+
+
+class GroupJob:
+    """One consumer's read of many segments at once, for an eager read (a column of a
+    file of many super types: hundreds of tiny segments, one job, one decode).  It is
+    dispatched when every request holding its segments is complete."""
+
+    __slots__ = ("decode", "done", "error", "nbytes", "reqs", "segs", "sent", "value",
+                 "waiting")
+
+    def __init__(self, segs: list[Segment], decode: GroupDecoder) -> None:
+        self.segs = segs
+        self.decode = decode
+        self.nbytes = 0  # stored bytes of the segments
+        self.reqs: tuple[int, ...] = ()
+        self.waiting = 0  # requests not yet complete
+        self.sent = False
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def take(self) -> Any:
+        """The decoded group (after the source is settled); raises the group's error."""
+        if not self.done:
+            raise RuntimeError("a segment group was taken before it was settled")
+        if self.error is not None:
+            raise self.error
+        out, self.value = self.value, None
+        return out
+
+
 class SegmentSource:
     """Jobs in, decoded segments out; see the module docstring.
 
@@ -230,6 +267,8 @@ class SegmentSource:
                        if prefetch is None else max(prefetch, 0) * PIECE_BYTES)
         self.ahead = 0  # bytes of segments decoded ahead of their consumer (batches)
         self.jobs: list[Job] = []
+        self.groups: list[GroupJob] = []
+        self.by_req_groups: list[list[GroupJob]] = [[] for _ in range(n)]
         self.tasks: set[asyncio.Task[None]] = set()
         self.sem = asyncio.Semaphore(options.concurrency)
         self.error: BaseException | None = None
@@ -269,6 +308,48 @@ class SegmentSource:
             self.pending[k] += 1
         return job
 
+    def _reqs_of(self, seg: Segment) -> list[int]:
+        """The requests holding bytes of ``seg``."""
+        i = max(bisect.bisect_right(self.starts, seg.offset) - 1, 0)
+        reqs = []
+        while i < len(self.reqs) and self.reqs[i].offset < seg.end:
+            if self.reqs[i].end > seg.offset:
+                reqs.append(i)
+            i += 1
+        return reqs
+
+    def group(self, segs: list[Segment], decode: GroupDecoder) -> GroupJob:
+        """Register one read of all of ``segs`` at once (an eager read's; call before
+        :meth:`start`): decoded together by ``decode`` once every request holding them is
+        complete, each segment's CRC and count checked as a job's are."""
+        if not self.eager:
+            raise RuntimeError("segment groups are for eager reads")
+        g = GroupJob(segs, decode)
+        self.groups.append(g)
+        with self.cond:
+            self.unsettled += 1
+        reqs: set[int] = set()
+        starts, rs = self.starts, self.reqs
+        nbytes = mem = 0
+        for seg in segs:
+            nbytes += seg.length
+            mem += seg.mem_length
+            if not seg.length:
+                continue
+            i = bisect.bisect_right(starts, seg.offset) - 1
+            if i >= 0 and seg.end <= rs[i].end:  # in one request (the common case)
+                reqs.add(i)
+            else:
+                reqs.update(self._reqs_of(seg))
+        self.mem_total += mem
+        g.nbytes = nbytes
+        g.reqs = tuple(sorted(reqs))
+        g.waiting = len(g.reqs)
+        for k in g.reqs:
+            self.by_req_groups[k].append(g)
+            self.pending[k] += 1
+        return g
+
     def start(self) -> None:
         """Jobs are registered: serve what needs no request, and (eagerly) fetch the rest."""
         for lst, r in zip(self.by_req, self.reqs, strict=True):
@@ -282,6 +363,9 @@ class SegmentSource:
                     self._queue(job, self._raw(job))
                 except CsupError as e:
                     self._settle(job, error=e)
+        for g in self.groups:
+            if not g.waiting:
+                self._dispatch_group(g)
         self._flush()
         if self.eager:
             for job in self.jobs:
@@ -351,10 +435,12 @@ class SegmentSource:
     # ----------------------------------------------------------- bytes ---
     def _pieces(self, job: Job) -> list[tuple[int, np.ndarray]]:
         """(offset, bytes) of what is here of the job's segment: held bytes, then requests."""
-        seg = job.seg
+        return self._pieces_of(job.seg, job.reqs)
+
+    def _pieces_of(self, seg: Segment, reqs: Sequence[int]) -> list[tuple[int, np.ndarray]]:
         out = [(off, data) for off, data in self.avail
                if off < seg.end and off + data.size > seg.offset]
-        for k in job.reqs:
+        for k in reqs:
             buf = self.bufs.get(k)
             if buf is not None and self.progress[k]:
                 out.append((self.reqs[k].offset, buf[: self.progress[k]]))
@@ -377,8 +463,10 @@ class SegmentSource:
         """The segment's stored bytes: a view when one piece holds them, else a
         :class:`_Joined` that copies the pieces together in the pool (a copy of a
         segment is work the loop need not do)."""
-        seg = job.seg
-        pieces = self._pieces(job)
+        return self._raw_of(job.seg, job.reqs)
+
+    def _raw_of(self, seg: Segment, reqs: Sequence[int]) -> Any:
+        pieces = self._pieces_of(seg, reqs)
         for off, data in pieces:
             if off <= seg.offset and off + data.size >= seg.end:
                 return data[seg.offset - off: seg.end - off]
@@ -441,7 +529,8 @@ class SegmentSource:
             else:
                 self._settle(job, out)
 
-    def _settle(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
+    def _settle(self, job: Job | GroupJob, value: Any = None,
+                error: BaseException | None = None) -> None:
         with self.cond:
             if job.done:
                 return
@@ -452,6 +541,58 @@ class SegmentSource:
         if last:  # from a pool thread or the loop: the waiter is woken on the loop
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 self.loop.call_soon_threadsafe(self._wake)
+
+    def _dispatch_group(self, g: GroupJob) -> None:
+        """Every request of the group is complete: hand its segments' bytes (views of the
+        requests' buffers, or of bytes held) to the pool, or check and decode them here
+        when they are few."""
+        g.sent = True
+        raws: list[Any] = []
+        try:
+            starts, rs, bufs = self.starts, self.reqs, self.bufs
+            for seg in g.segs:
+                i = bisect.bisect_right(starts, seg.offset) - 1 if seg.length else -1
+                if i >= 0 and seg.end <= rs[i].end and i in bufs:
+                    off = rs[i].offset
+                    raws.append(bufs[i][seg.offset - off: seg.end - off])
+                else:
+                    raws.append(self._raw_of(seg, self._reqs_of(seg)) if seg.length else b"")
+        except CsupError as e:
+            self._settle(g, error=e)
+            raws = []
+        for k in g.reqs:
+            self.pending[k] -= 1
+            self._release(k)
+        if not raws and g.done:
+            return
+        if g.nbytes < INLINE_GROUP_BYTES:
+            self._work_group(g, raws)
+        else:
+            self.pool.submit(self._work_group, g, raws)
+
+    def _work_group(self, g: GroupJob, raws: list[Any]) -> None:
+        if self.closed or g.done:
+            return
+        seg = None
+        try:
+            data = []
+            for seg, raw in zip(g.segs, raws, strict=True):
+                if isinstance(raw, _Joined):
+                    raw = raw.join()
+                problem = check_crc(raw, seg) if self.verify else None
+                if problem is not None:
+                    raise segment_error(problem, seg, self.meta, self.target.path)
+                data.append(D.decompress_segment(raw, seg, max_mem_length=self.limit))
+            seg = None
+            value, counts = g.decode(data)
+            for seg, n in zip(g.segs, counts.tolist(), strict=True):
+                problem = count_problem(n, seg)
+                if problem is not None:
+                    raise segment_error(problem, seg, self.meta, self.target.path)
+        except BaseException as e:  # the consumer gets it, whatever it is
+            self._settle(g, error=e)
+        else:
+            self._settle(g, (value, counts))
 
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
@@ -517,6 +658,10 @@ class SegmentSource:
         for job in self.by_req[k]:  # jobs spanning into requests that finished earlier
             if job.wanted and not job.sent and self._ready(job):
                 self._dispatch(job)
+        for g in self.by_req_groups[k]:
+            g.waiting -= 1
+            if not g.waiting and not g.sent:
+                self._dispatch_group(g)
         if self.complete == len(self.reqs):
             self._unreachable()
         self._flush()
@@ -568,7 +713,7 @@ class SegmentSource:
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
-        for job in self.jobs:
+        for job in [*self.jobs, *self.groups]:
             self._settle(job, error=e)
         for task in list(self.tasks):
             if task is not asyncio.current_task():
@@ -582,6 +727,6 @@ class SegmentSource:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        for job in self.jobs:
+        for job in [*self.jobs, *self.groups]:
             self._settle(job, error=concurrent.futures.CancelledError())
         self.bufs.clear()
