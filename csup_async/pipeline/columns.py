@@ -50,7 +50,6 @@ from ..types import (
     EnumType,
     ErrorType,
     MapType,
-    NamedType,
     PrimitiveType,
     RecordType,
     SetType,

@@ -47,8 +47,8 @@ from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
 from ..types import NULL
 from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, leg_cursor
-from .grouped import ColumnGroup
 from .fetch import PlanLike, SegmentSource, Target, decode_pool
+from .grouped import ColumnGroup
 from .memory import trim
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
