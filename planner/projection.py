@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from csup_async.errors import FormatError
 from csup_async.meta import (
@@ -78,8 +79,7 @@ class StreamRef:
         return sum(s.length for s in self.segmap)
 
 
-@dataclass(frozen=True, slots=True)
-class Leg:
+class Leg(NamedTuple):
     """How one super type holds one requested path: the pipeline builds the path's
     cursor from this, so the projection is walked once (here), never again by the reader.
 
@@ -132,14 +132,14 @@ def normalize_columns(columns: Iterable[str | tuple[str, ...]] | str | None
 def top_level_paths(types: Iterable[Type]) -> list[str]:
     """The default column list: each top-level field once (canonical spelling), and
     ``""`` (the whole value) once if some super type is not a record."""
-    out: dict[str, None] = {}
+    names: dict[str | None, None] = {}  # None: the whole value ("")
     for t in types:
         u = _bare(t)
         if isinstance(u, RecordType):
-            out.update(dict.fromkeys(format_path((f.name,)) for f in u.fields))
+            names.update(dict.fromkeys([f.name for f in u.fields]))
         else:
-            out[""] = None
-    return list(out)
+            names.setdefault(None, None)
+    return ["" if n is None else _quote(n) for n in names]
 
 
 def all_paths(types: Iterable[Type]) -> list[str]:
@@ -198,6 +198,7 @@ def resolve_parsed(meta: FileMeta,
     rootless: list[int] = []  # paths with no component ("" the whole value)
     for k, (_, comps) in enumerate(parsed or ()):
         (by_first.setdefault(comps[0], []) if comps else rootless).append(k)
+    simple = parsed is not None and not rootless and all(len(c) == 1 for _, c in parsed)
     for sid, t in enumerate(types):
         col = cols[sid] if sid < len(cols) else None
         out: dict[_StreamKey, StreamRef] = {}
@@ -205,6 +206,13 @@ def resolve_parsed(meta: FileMeta,
             _subtree(sid, col, "", out)
             has: tuple[str, ...] = ()
             matched = True
+        elif (simple and type(t) is RecordType and type(col) is RecordColumn
+              and len(t.fields) == len(col.fields)):
+            # top-level paths of a plain record type (most scans of most files): one pass
+            # over its fields, no lookups
+            hits_k = _fields_pass(sid, t, col, by_first, out, legs, status)
+            has = tuple(parsed[k][0] for k in sorted(hits_k))
+            matched = matched or bool(hits_k)
         else:
             hits = []
             for k in _candidates(t, by_first, rootless):
@@ -294,6 +302,47 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
     legs.append(Leg(sid, t, col, tuple(seg for _, _, seg in staged)))
     _subtree(sid, col, label, out)
     return _FOUND
+
+
+def _fields_pass(sid: int, t: RecordType, col: RecordColumn, by_first: dict[str, list[int]],
+                 out: dict[_StreamKey, StreamRef], legs: list[list[Leg]],
+                 status: list[int]) -> list[int]:
+    """:func:`_walk` of every requested top-level field of a plain record type at once:
+    one pass over its fields and their columns (a field whose column is named otherwise
+    is one the reader reports).  Returns the indexes of the paths the type has."""
+    hits: list[int] = []
+    for f, fc in zip(t.fields, col.fields):
+        ks = by_first.get(f.name)
+        if ks is None:
+            continue
+        c = fc.column if fc.name == f.name else None
+        if c is None:
+            leg = _leg((sid, f.type, None, (), None if fc.name == f.name else
+                        f"record column lacks field {f.name!r}"))
+            st = _NULL
+        else:
+            label = _quote(f.name)
+            if fc.presence:
+                _add(out, sid, label, PRESENCE, fc.presence)
+                leg = _leg((sid, f.type, c, (fc.presence,), None))
+            else:
+                leg = _leg((sid, f.type, c, (), None))
+            if type(c) is PrimitiveColumn:
+                _add(out, sid, label, VALUES, c.segmap)
+            else:
+                _subtree(sid, c, label, out)
+            st = _FOUND
+        for k in ks:
+            legs[k].append(leg)
+            hits.append(k)
+            if st > status[k]:
+                status[k] = st
+    return hits
+
+
+def _leg(fields: tuple[Any, ...]) -> Leg:
+    """A Leg from its five fields (without the NamedTuple's Python-level constructor)."""
+    return tuple.__new__(Leg, fields)  # type: ignore[type-var, arg-type]
 
 
 _QUOTED: dict[str, str] = {}

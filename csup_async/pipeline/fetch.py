@@ -52,7 +52,7 @@ from ..progress import current_tracker
 from ..stores import Store
 from ..stores.hedge import counting
 from ..stores.local import LocalStore
-from .checks import check_count, check_crc, count_problem, segment_error
+from .checks import check_count, check_crc, count_problem, crc32, segment_error
 from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
@@ -189,8 +189,9 @@ class Job:
         return out
 
 
-GroupDecoder = Callable[[list[Any]], tuple[Any, np.ndarray]]
-"""The decompressed bytes of a group's segments in, ``(value, values per segment)`` out."""
+GroupDecoder = Callable[[Any, np.ndarray], tuple[Any, np.ndarray]]
+"""The decompressed bytes of a group's segments end to end and where each ends in, the
+decoded value and the values of each segment out."""
 
 #: A group whose segments hold fewer stored bytes than this is checked and decoded on the
 #: event loop when its bytes are in (a pool hand-off costs more than the work).
@@ -203,7 +204,7 @@ class GroupJob:
     dispatched when every request holding its segments is complete."""
 
     __slots__ = ("decode", "done", "error", "nbytes", "reqs", "segs", "sent", "value",
-                 "waiting")
+                 "waiting", "where")
 
     def __init__(self, segs: list[Segment], decode: GroupDecoder) -> None:
         self.segs = segs
@@ -211,6 +212,7 @@ class GroupJob:
         self.nbytes = 0  # stored bytes of the segments
         self.reqs: tuple[int, ...] = ()
         self.waiting = 0  # requests not yet complete
+        self.where: list[tuple[int, int, int]] = []  # per segment: (request, start, end)
         self.sent = False
         self.done = False
         self.value: Any = None
@@ -331,18 +333,22 @@ class SegmentSource:
         reqs: set[int] = set()
         starts, rs = self.starts, self.reqs
         nbytes = mem = 0
+        where: list[tuple[int, int, int]] = []  # (request, start, end) in its buffer
         for seg in segs:
-            nbytes += seg.length
+            off, length = seg.offset, seg.length
+            nbytes += length
             mem += seg.mem_length
-            if not seg.length:
-                continue
-            i = bisect.bisect_right(starts, seg.offset) - 1
-            if i >= 0 and seg.end <= rs[i].end:  # in one request (the common case)
+            i = bisect.bisect_right(starts, off) - 1
+            if length and i >= 0 and off + length <= rs[i].end:  # in one request (common)
                 reqs.add(i)
-            else:
-                reqs.update(self._reqs_of(seg))
+                lo = off - rs[i].offset
+                where.append((i, lo, lo + length))
+            else:  # empty, held, or cut across requests: found at dispatch
+                reqs.update(self._reqs_of(seg) if length else ())
+                where.append((-1, 0, 0))
         self.mem_total += mem
         g.nbytes = nbytes
+        g.where = where
         g.reqs = tuple(sorted(reqs))
         g.waiting = len(g.reqs)
         for k in g.reqs:
@@ -543,48 +549,52 @@ class SegmentSource:
                 self.loop.call_soon_threadsafe(self._wake)
 
     def _dispatch_group(self, g: GroupJob) -> None:
-        """Every request of the group is complete: hand its segments' bytes (views of the
-        requests' buffers, or of bytes held) to the pool, or check and decode them here
-        when they are few."""
+        """Every request of the group is complete: hand it to the pool with the requests'
+        buffers (the segments are cut from them there), or check and decode it here when
+        it is small."""
         g.sent = True
-        raws: list[Any] = []
+        bufs = {k: memoryview(self.bufs[k]) for k in g.reqs if k in self.bufs}
+        odd: dict[int, Any] = {}
         try:
-            starts, rs, bufs = self.starts, self.reqs, self.bufs
-            for seg in g.segs:
-                i = bisect.bisect_right(starts, seg.offset) - 1 if seg.length else -1
-                if i >= 0 and seg.end <= rs[i].end and i in bufs:
-                    off = rs[i].offset
-                    raws.append(bufs[i][seg.offset - off: seg.end - off])
-                else:
-                    raws.append(self._raw_of(seg, self._reqs_of(seg)) if seg.length else b"")
+            for j, (k, _, _) in enumerate(g.where):
+                if k < 0:  # bytes held, cut across requests, or none
+                    seg = g.segs[j]
+                    odd[j] = self._raw_of(seg, self._reqs_of(seg)) if seg.length else b""
         except CsupError as e:
             self._settle(g, error=e)
-            raws = []
         for k in g.reqs:
             self.pending[k] -= 1
             self._release(k)
-        if not raws and g.done:
+        if g.done:
             return
         if g.nbytes < INLINE_GROUP_BYTES:
-            self._work_group(g, raws)
+            self._work_group(g, bufs, odd)
         else:
-            self.pool.submit(self._work_group, g, raws)
+            self.pool.submit(self._work_group, g, bufs, odd)
 
-    def _work_group(self, g: GroupJob, raws: list[Any]) -> None:
+    def _work_group(self, g: GroupJob, bufs: dict[int, memoryview], odd: dict[int, Any]
+                    ) -> None:
+        """Check each segment's CRC, decompress it, lay them all end to end and decode
+        them in one call; then check each segment's count."""
         if self.closed or g.done:
             return
-        seg = None
+        verify, limit = self.verify, self.limit
         try:
-            data = []
-            for seg, raw in zip(g.segs, raws, strict=True):
+            pieces: list[Any] = []
+            for j, (seg, (k, lo, hi)) in enumerate(zip(g.segs, g.where, strict=True)):
+                raw = bufs[k][lo:hi] if k >= 0 else odd[j]
                 if isinstance(raw, _Joined):
                     raw = raw.join()
-                problem = check_crc(raw, seg) if self.verify else None
-                if problem is not None:
-                    raise segment_error(problem, seg, self.meta, self.target.path)
-                data.append(D.decompress_segment(raw, seg, max_mem_length=self.limit))
-            seg = None
-            value, counts = g.decode(data)
+                if verify and seg.crc32 is not None and crc32(raw) != seg.crc32:
+                    raise segment_error(check_crc(raw, seg) or "checksum mismatch", seg,
+                                        self.meta, self.target.path)
+                if seg.compression or seg.mem_length != seg.length or k < 0:
+                    raw = D.decompress_segment(raw, seg, max_mem_length=limit)
+                pieces.append(raw)
+            ends = np.cumsum(np.fromiter((memoryview(p).nbytes for p in pieces), np.int64,
+                                         len(pieces)))
+            joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            value, counts = g.decode(joined, ends)
             for seg, n in zip(g.segs, counts.tolist(), strict=True):
                 problem = count_problem(n, seg)
                 if problem is not None:

@@ -91,17 +91,9 @@ class ColumnGroup:
             return None
         return cls(b, t, sids, segs, ends)
 
-    def _decode(self, data: list[Any]) -> tuple[A.Array, np.ndarray]:
-        """In the pool (or on the loop when small): the segments' bytes end to end,
-        counted per segment and decoded in one call."""
-        sizes = np.fromiter((memoryview(d).nbytes for d in data), np.int64, len(data))
-        ends = np.cumsum(sizes)
-        if len(data) == 1:
-            joined = data[0]
-        elif data:
-            joined = np.concatenate([np.frombuffer(d, np.uint8) for d in data])
-        else:
-            joined = b""
+    def _decode(self, joined: Any, ends: np.ndarray) -> tuple[A.Array, np.ndarray]:
+        """In the pool (or on the loop when small): the segments' bytes end to end, counted
+        per segment in one C walk and decoded in one call."""
         counts = D.count_ranges(joined, ends)
         return decode_values(self.t, joined, int(counts.sum())), counts
 
