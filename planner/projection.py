@@ -311,7 +311,7 @@ def _fields_pass(sid: int, t: RecordType, col: RecordColumn, by_first: dict[str,
     one pass over its fields and their columns (a field whose column is named otherwise
     is one the reader reports).  Returns the indexes of the paths the type has."""
     hits: list[int] = []
-    for f, fc in zip(t.fields, col.fields):
+    for f, fc in zip(t.fields, col.fields, strict=True):
         ks = by_first.get(f.name)
         if ks is None:
             continue
