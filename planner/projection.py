@@ -199,6 +199,8 @@ def resolve_parsed(meta: FileMeta,
     for k, (_, comps) in enumerate(parsed or ()):
         (by_first.setdefault(comps[0], []) if comps else rootless).append(k)
     simple = parsed is not None and not rootless and all(len(c) == 1 for _, c in parsed)
+    only = {comps[0]: k for k, (_, comps) in enumerate(parsed)} if simple else {}  # type: ignore[arg-type]
+    spellings_of = [p for p, _ in parsed or ()]
     for sid, t in enumerate(types):
         col = cols[sid] if sid < len(cols) else None
         out: dict[_StreamKey, StreamRef] = {}
@@ -210,9 +212,15 @@ def resolve_parsed(meta: FileMeta,
               and len(t.fields) == len(col.fields)):
             # top-level paths of a plain record type (most scans of most files): one pass
             # over its fields, no lookups
-            hits_k = _fields_pass(sid, t, col, by_first, out, legs, status)
-            has = tuple(parsed[k][0] for k in sorted(hits_k))
-            matched = matched or bool(hits_k)
+            refs: list[StreamRef] = []
+            hits_k = _fields_pass(sid, t, col, only, refs, legs, status)
+            if hits_k:
+                matched = True
+                hits_k.sort()
+            has = tuple([spellings_of[k] for k in hits_k])
+            streams.append(tuple(refs))
+            found.append(has)
+            continue
         else:
             hits = []
             for k in _candidates(t, by_first, rootless):
@@ -304,39 +312,40 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
     return _FOUND
 
 
-def _fields_pass(sid: int, t: RecordType, col: RecordColumn, by_first: dict[str, list[int]],
-                 out: dict[_StreamKey, StreamRef], legs: list[list[Leg]],
-                 status: list[int]) -> list[int]:
-    """:func:`_walk` of every requested top-level field of a plain record type at once:
-    one pass over its fields and their columns (a field whose column is named otherwise
-    is one the reader reports).  Returns the indexes of the paths the type has."""
+def _fields_pass(sid: int, t: RecordType, col: RecordColumn, only: dict[str, int],
+                 refs: list[StreamRef], legs: list[list[Leg]], status: list[int]) -> list[int]:
+    """:func:`_walk` of every requested top-level field of a plain record type at once
+    (``only``: each path's one name), into ``refs`` (this type's streams): one pass over
+    its fields and their columns, no lookups (a field whose column is named otherwise is
+    one the reader reports).  Returns the indexes of the paths the type has."""
     hits: list[int] = []
+    new = tuple.__new__
     for f, fc in zip(t.fields, col.fields, strict=True):
-        ks = by_first.get(f.name)
-        if ks is None:
+        k = only.get(f.name)
+        if k is None:
             continue
-        c = fc.column if fc.name == f.name else None
-        if c is None:
-            leg = _leg((sid, f.type, None, (), None if fc.name == f.name else
-                        f"record column lacks field {f.name!r}"))
-            st = _NULL
+        hits.append(k)
+        c = fc.column
+        if c is None or fc.name != f.name:
+            legs[k].append(new(Leg, (sid, f.type, None, (), None if fc.name == f.name else
+                                     f"record column lacks field {f.name!r}")))
+            if not status[k]:
+                status[k] = _NULL
+            continue
+        status[k] = _FOUND
+        label = _QUOTED.get(f.name) or _quote(f.name)
+        if fc.presence:
+            refs.append(StreamRef(sid, label, PRESENCE, fc.presence))
+            legs[k].append(new(Leg, (sid, f.type, c, (fc.presence,), None)))
         else:
-            label = _quote(f.name)
-            if fc.presence:
-                _add(out, sid, label, PRESENCE, fc.presence)
-                leg = _leg((sid, f.type, c, (fc.presence,), None))
-            else:
-                leg = _leg((sid, f.type, c, (), None))
-            if type(c) is PrimitiveColumn:
-                _add(out, sid, label, VALUES, c.segmap)
-            else:
-                _subtree(sid, c, label, out)
-            st = _FOUND
-        for k in ks:
-            legs[k].append(leg)
-            hits.append(k)
-            if st > status[k]:
-                status[k] = st
+            legs[k].append(new(Leg, (sid, f.type, c, (), None)))
+        if type(c) is PrimitiveColumn:
+            if c.segmap:
+                refs.append(StreamRef(sid, label, VALUES, c.segmap))
+        else:
+            out: dict[_StreamKey, StreamRef] = {}
+            _subtree(sid, c, label, out)
+            refs.extend(out.values())
     return hits
 
 

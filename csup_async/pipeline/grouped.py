@@ -72,7 +72,7 @@ class ColumnGroup:
             if leg.error is not None:
                 return None
             if col is None:  # all null in this type: its rows are null
-                if leg.type != NULL:
+                if leg.type is not NULL and leg.type != NULL:  # types are interned: `is` first
                     others.append(leg.type)
                 continue
             lt = leg.type
@@ -82,12 +82,12 @@ class ColumnGroup:
                 return None
             if t is None:
                 t = lt
-            elif lt != t:
+            elif lt is not t and lt != t:
                 return None
             sids.append(leg.sid)
             segs.extend(col.segmap)
             ends.append(len(segs))
-        if t is None or any(o != t for o in others):
+        if t is None or any(o is not t and o != t for o in others):
             return None
         return cls(b, t, sids, segs, ends)
 
