@@ -203,7 +203,7 @@ class GroupJob:
     file of many super types: hundreds of tiny segments, one job, one decode).  It is
     dispatched when every request holding its segments is complete."""
 
-    __slots__ = ("decode", "done", "error", "nbytes", "reqs", "segs", "sent", "value",
+    __slots__ = ("decode", "done", "error", "expect", "nbytes", "reqs", "segs", "sent", "value",
                  "waiting", "where")
 
     def __init__(self, segs: list[Segment], decode: GroupDecoder) -> None:
@@ -212,7 +212,8 @@ class GroupJob:
         self.nbytes = 0  # stored bytes of the segments
         self.reqs: tuple[int, ...] = ()
         self.waiting = 0  # requests not yet complete
-        self.where: list[tuple[int, int, int]] = []  # per segment: (request, start, end)
+        self.where: list[tuple[int, int, int, int, bool]] = []  # see SegmentSource.group
+        self.expect = np.zeros(0, np.int64)  # per segment: its count, -1 if unknown
         self.sent = False
         self.done = False
         self.value: Any = None
@@ -333,19 +334,27 @@ class SegmentSource:
         reqs: set[int] = set()
         starts, rs = self.starts, self.reqs
         nbytes = mem = 0
-        where: list[tuple[int, int, int]] = []  # (request, start, end) in its buffer
+        # per segment: (request, start, end) in its buffer, its crc32 (-1: none), whether
+        # it is stored plain; and its count (-1: none)
+        where: list[tuple[int, int, int, int, bool]] = []
+        expect: list[int] = []
         for seg in segs:
-            off, length = seg.offset, seg.length
+            off, length, m = seg.offset, seg.length, seg.mem_length
             nbytes += length
-            mem += seg.mem_length
+            mem += m
+            crc = seg.crc32
+            count = seg.count
+            expect.append(-1 if count is None else count)
             i = bisect.bisect_right(starts, off) - 1
             if length and i >= 0 and off + length <= rs[i].end:  # in one request (common)
                 reqs.add(i)
                 lo = off - rs[i].offset
-                where.append((i, lo, lo + length))
+                where.append((i, lo, lo + length, -1 if crc is None else crc,
+                              not seg.compression and m == length))
             else:  # empty, held, or cut across requests: found at dispatch
                 reqs.update(self._reqs_of(seg) if length else ())
-                where.append((-1, 0, 0))
+                where.append((-1, 0, 0, -1, False))
+        g.expect = np.asarray(expect, np.int64)
         self.mem_total += mem
         g.nbytes = nbytes
         g.where = where
@@ -556,7 +565,8 @@ class SegmentSource:
         bufs = {k: memoryview(self.bufs[k]) for k in g.reqs if k in self.bufs}
         odd: dict[int, Any] = {}
         try:
-            for j, (k, _, _) in enumerate(g.where):
+            for j, w in enumerate(g.where):
+                k = w[0]
                 if k < 0:  # bytes held, cut across requests, or none
                     seg = g.segs[j]
                     odd[j] = self._raw_of(seg, self._reqs_of(seg)) if seg.length else b""
@@ -581,28 +591,39 @@ class SegmentSource:
         verify, limit = self.verify, self.limit
         try:
             pieces: list[Any] = []
-            for j, (seg, (k, lo, hi)) in enumerate(zip(g.segs, g.where, strict=True)):
-                raw = bufs[k][lo:hi] if k >= 0 else odd[j]
-                if isinstance(raw, _Joined):
-                    raw = raw.join()
-                if verify and seg.crc32 is not None and crc32(raw) != seg.crc32:
-                    raise segment_error(check_crc(raw, seg) or "checksum mismatch", seg,
-                                        self.meta, self.target.path)
-                if seg.compression or seg.mem_length != seg.length or k < 0:
+            segs = g.segs
+            for j, (k, lo, hi, crc, plain) in enumerate(g.where):
+                if k >= 0:
+                    raw = bufs[k][lo:hi]
+                    if verify and crc >= 0 and crc32(raw) != crc:
+                        raise self._bad_crc(raw, segs[j])
+                    if not plain:
+                        raw = D.decompress_segment(raw, segs[j], max_mem_length=limit)
+                else:  # bytes held or cut across requests: checked as a job's
+                    seg = segs[j]
+                    raw = odd[j]
+                    if isinstance(raw, _Joined):
+                        raw = raw.join()
+                    if verify and seg.crc32 is not None and crc32(raw) != seg.crc32:
+                        raise self._bad_crc(raw, seg)
                     raw = D.decompress_segment(raw, seg, max_mem_length=limit)
                 pieces.append(raw)
-            ends = np.cumsum(np.fromiter((memoryview(p).nbytes for p in pieces), np.int64,
-                                         len(pieces)))
+            ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
             joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             value, counts = g.decode(joined, ends)
-            for seg, n in zip(g.segs, counts.tolist(), strict=True):
-                problem = count_problem(n, seg)
-                if problem is not None:
-                    raise segment_error(problem, seg, self.meta, self.target.path)
+            bad = np.flatnonzero((counts != g.expect) & (g.expect >= 0))
+            if bad.size:
+                seg = segs[int(bad[0])]
+                raise segment_error(count_problem(int(counts[bad[0]]), seg) or "bad count", seg,
+                                    self.meta, self.target.path)
         except BaseException as e:  # the consumer gets it, whatever it is
             self._settle(g, error=e)
         else:
             self._settle(g, (value, counts))
+
+    def _bad_crc(self, raw: Any, seg: Segment) -> FormatError:
+        return segment_error(check_crc(raw, seg) or "checksum mismatch", seg, self.meta,
+                             self.target.path)
 
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
