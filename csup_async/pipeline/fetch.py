@@ -321,6 +321,13 @@ class SegmentSource:
             i += 1
         return reqs
 
+    def _held(self, off: int, length: int) -> int:
+        """The index of the held piece (``avail``) holding these bytes whole, or -1."""
+        for h, (at, data) in enumerate(self.avail):
+            if at <= off and off + length <= at + data.size:
+                return h
+        return -1
+
     def group(self, segs: list[Segment], decode: GroupDecoder) -> GroupJob:
         """Register one read of all of ``segs`` at once (an eager read's; call before
         :meth:`start`): decoded together by ``decode`` once every request holding them is
@@ -351,9 +358,15 @@ class SegmentSource:
                 lo = off - rs[i].offset
                 where.append((i, lo, lo + length, -1 if crc is None else crc,
                               not seg.compression and m == length))
-            else:  # empty, held, or cut across requests: found at dispatch
-                reqs.update(self._reqs_of(seg) if length else ())
-                where.append((-1, 0, 0, -1, False))
+            else:
+                h = self._held(off, length) if length else -1
+                if h >= 0:  # in bytes already held (the tail read): buffer -2 - h
+                    lo = off - self.avail[h][0]
+                    where.append((-2 - h, lo, lo + length, -1 if crc is None else crc,
+                                  not seg.compression and m == length))
+                else:  # empty, or cut across requests: found at dispatch
+                    reqs.update(self._reqs_of(seg) if length else ())
+                    where.append((-1, 0, 0, -1, False))
         g.expect = np.asarray(expect, np.int64)
         self.mem_total += mem
         g.nbytes = nbytes
@@ -512,7 +525,10 @@ class SegmentSource:
         self._queue(job, raw)
 
     def _queue(self, job: Job, raw: Any) -> None:
-        """Hand the job to the pool, small ones together (a pool task costs ~50 us)."""
+        """Hand the job to the pool, small ones together (a pool task costs ~50 us).  Even
+        a tiny segment goes there: decoded on the loop instead, a 132-super-type scan of
+        921 segments took twice the wall time (the loop stops following the transfer;
+        bench/results/shapes.md)."""
         self.batch.append((job, raw))
         self.batch_bytes += job.seg.mem_length
         if self.batch_bytes >= _BATCH_BYTES:
@@ -563,11 +579,13 @@ class SegmentSource:
         it is small."""
         g.sent = True
         bufs = {k: memoryview(self.bufs[k]) for k in g.reqs if k in self.bufs}
+        for h, (_, data) in enumerate(self.avail):
+            bufs[-2 - h] = memoryview(data)
         odd: dict[int, Any] = {}
         try:
             for j, w in enumerate(g.where):
                 k = w[0]
-                if k < 0:  # bytes held, cut across requests, or none
+                if k == -1:  # cut across requests, or no bytes
                     seg = g.segs[j]
                     odd[j] = self._raw_of(seg, self._reqs_of(seg)) if seg.length else b""
         except CsupError as e:
@@ -593,13 +611,13 @@ class SegmentSource:
             pieces: list[Any] = []
             segs = g.segs
             for j, (k, lo, hi, crc, plain) in enumerate(g.where):
-                if k >= 0:
+                if k != -1:  # in one request's buffer, or in bytes held
                     raw = bufs[k][lo:hi]
                     if verify and crc >= 0 and crc32(raw) != crc:
                         raise self._bad_crc(raw, segs[j])
                     if not plain:
                         raw = D.decompress_segment(raw, segs[j], max_mem_length=limit)
-                else:  # bytes held or cut across requests: checked as a job's
+                else:  # cut across requests, or empty: checked as a job's
                     seg = segs[j]
                     raw = odd[j]
                     if isinstance(raw, _Joined):
