@@ -130,11 +130,15 @@ class _Joined:
         return out
 
 
+#: The decode pool's threads: one per core, two at least.
+POOL_THREADS = max(2, os.cpu_count() or 2)
+
+
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The process's decode threads (one per core): jobs never block in them."""
     global _POOL
     if _POOL is None:
-        _POOL = concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2),
+        _POOL = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
                                                       thread_name_prefix="csup-decode")
     return _POOL
 
@@ -272,6 +276,7 @@ class SegmentSource:
         self.jobs: list[Job] = []
         self.groups: list[GroupJob] = []
         self.by_req_groups: list[list[GroupJob]] = [[] for _ in range(n)]
+        self.ready_groups: list[tuple[GroupJob, dict[int, memoryview], dict[int, Any]]] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self.sem = asyncio.Semaphore(options.concurrency)
         self.error: BaseException | None = None
@@ -394,6 +399,7 @@ class SegmentSource:
         for g in self.groups:
             if not g.waiting:
                 self._dispatch_group(g)
+        self._flush_groups()
         self._flush()
         if self.eager:
             for job in self.jobs:
@@ -598,7 +604,29 @@ class SegmentSource:
         if g.nbytes < INLINE_GROUP_BYTES:
             self._work_group(g, bufs, odd)
         else:
-            self.pool.submit(self._work_group, g, bufs, odd)
+            self.ready_groups.append((g, bufs, odd))
+
+    def _flush_groups(self) -> None:
+        """Hand the groups made ready together to the pool as one task per thread (a
+        task each would cost a hand-off each), split by their bytes."""
+        ready, self.ready_groups = self.ready_groups, []
+        if not ready:
+            return
+        n = min(len(ready), POOL_THREADS)
+        tasks: list[list[tuple[GroupJob, dict[int, memoryview], dict[int, Any]]]] = [
+            [] for _ in range(n)]
+        load = [0] * n
+        for item in sorted(ready, key=lambda r: -r[0].nbytes):
+            i = load.index(min(load))
+            tasks[i].append(item)
+            load[i] += item[0].nbytes
+        for task in tasks:
+            self.pool.submit(self._work_groups, task)
+
+    def _work_groups(self, items: list[tuple[GroupJob, dict[int, memoryview],
+                                             dict[int, Any]]]) -> None:
+        for g, bufs, odd in items:
+            self._work_group(g, bufs, odd)
 
     def _work_group(self, g: GroupJob, bufs: dict[int, memoryview], odd: dict[int, Any]
                     ) -> None:
@@ -711,6 +739,7 @@ class SegmentSource:
             g.waiting -= 1
             if not g.waiting and not g.sent:
                 self._dispatch_group(g)
+        self._flush_groups()
         if self.complete == len(self.reqs):
             self._unreachable()
         self._flush()
