@@ -264,8 +264,7 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
     ``legs``); return its status there.
 
     Ancestor streams are staged and only committed once the type is known to have
-    the path with values, so a super type lacking the path, or holding only nulls
-    there, contributes nothing.
+    the path, so a super type lacking it contributes nothing.
     """
     staged: list[tuple[str, str, Segmap]] = []
     label = ""
@@ -297,6 +296,9 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
                 error = f"column for {t} is not a record column"
             elif col is not None and fc is None:
                 error = f"record column lacks field {name!r}"
+            # the presences on the way stay planned (the plan says what the path spans),
+            # though the reader, knowing every value is null, reads none of them
+            _commit(sid, staged, out)
             legs.append(Leg(sid, target, None, (), error))
             return _NULL
         if fc.presence:

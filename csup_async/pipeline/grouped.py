@@ -5,8 +5,8 @@ null pattern) holds each column as one short stream per super type: hundreds of
 segments of a few dozen bytes.  Read as a cursor and a job per (super type, path)
 pair, a scan costs per pair and per segment, not per byte (``bench/shapes.py``).
 When every super type that has a column holds it as plain primitive values of one
-type (no presence on the way, no dictionary or constant), an eager whole read takes
-it as a group instead:
+type (no presence on the way, no dictionary or constant) and two types at least hold
+values, an eager whole read takes it as a group instead:
 
 * one :class:`~.fetch.GroupJob` over every type's segments, dispatched once the
   requests holding them are in (checked and decoded on the loop when small);
@@ -87,8 +87,9 @@ class ColumnGroup:
             sids.append(leg.sid)
             segs.extend(col.segmap)
             ends.append(len(segs))
-        if t is None or any(o is not t and o != t for o in others):
-            return None
+        if len(sids) < 2 or any(o is not t and o != t for o in others):
+            return None  # one type holds values: its cursor and a mask cost less
+        assert t is not None
         return cls(b, t, sids, segs, ends)
 
     def _decode(self, joined: Any, ends: np.ndarray) -> tuple[A.Array, np.ndarray]:
