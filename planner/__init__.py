@@ -37,6 +37,7 @@ from .plan import ScanPlan, plan_scan
 from .profiles import PROFILES, Profile, get_profile
 from .projection import (
     ROLES,
+    Leg,
     Resolution,
     StreamRef,
     all_paths,
@@ -49,7 +50,7 @@ __all__ = [
     "ALL_NULL", "NO_REQUESTED_PATH", "NO_ROWS", "PROFILES", "ROLES", "ColumnStats",
     "FileScan", "FilterError", "Truth", "col", "parse_filter", "zone_truth",
     "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
-    "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
+    "Leg", "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
     "all_paths", "coalesce", "describe_paths", "format_path", "get_profile",
     "metadata_followup", "parse_columns", "parse_path", "plan_files", "plan_scan",
     "resolve_paths", "tail_prefetch_size", "top_level_paths", "wave_seconds",

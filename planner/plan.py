@@ -14,7 +14,7 @@ from .calibration import Calibration
 from .coalescing import Request, plan_ranges
 from .explain import TYPE_WIDTH, count_of, human, more_lines, request_line, span_of, stream_line
 from .profiles import Profile, get_profile, with_amplification
-from .projection import Resolution, StreamRef, normalize_columns, resolve_parsed
+from .projection import Leg, Resolution, StreamRef, normalize_columns, resolve_parsed
 
 
 class _Unset:
@@ -65,6 +65,9 @@ class ScanPlan:
     calibration: Calibration | None = field(default=None, repr=False, compare=False)
     """The profile measured on the endpoint, and whether this plan assumed it (the
     reader's, for ``explain()``); None when the store measures nothing."""
+    legs: tuple[tuple[Leg, ...], ...] = field(default=(), repr=False, compare=False)
+    """Per column of ``columns``, how each super type that has it holds it: the reader
+    builds its cursors from these (the projection is walked once, when planning)."""
 
     @property
     def amplification(self) -> float:
@@ -119,6 +122,7 @@ def plan_resolved(meta: FileMeta, res: Resolution, prof: Profile,
         bytes_to_read=rp.bytes_to_read, request_count=rp.request_count,
         request_cap=rp.request_cap, available=available, profile=prof,
         meta=meta, warm=rp.warm, new_connections=rp.new_connections, seconds=rp.seconds,
+        legs=res.legs,
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from csup_async.errors import FormatError
 from csup_async.meta import (
@@ -78,6 +79,24 @@ class StreamRef:
         return sum(s.length for s in self.segmap)
 
 
+class Leg(NamedTuple):
+    """How one super type holds one requested path: the pipeline builds the path's
+    cursor from this, so the projection is walked once (here), never again by the reader.
+
+    ``presences`` are the presence runs met on the way down (outermost first): each
+    narrows the rows that reach the next.  ``column`` is the target's column, None
+    when every value there is null (then nothing is read, not even the presences);
+    ``type`` is the declared type at the path.  ``error`` says why the metadata's
+    column does not match the type (the reader raises it as a FormatError).
+    """
+
+    sid: int
+    type: Type
+    column: AnyColumn | None
+    presences: tuple[Segmap, ...] = ()
+    error: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class Resolution:
     """What a projection needs from one file, before any byte-range decisions."""
@@ -93,6 +112,9 @@ class Resolution:
     """Requested paths no super type has."""
     null_paths: tuple[str, ...]
     """Requested paths some super type has, but whose values are all null wherever present."""
+    legs: tuple[tuple[Leg, ...], ...] = ()
+    """Per requested path (in ``columns`` order), each super type that has it, by super ID
+    (empty when ``columns`` is None: whole rows)."""
 
 
 _MISSING, _NULL, _FOUND = 0, 1, 2
@@ -110,14 +132,14 @@ def normalize_columns(columns: Iterable[str | tuple[str, ...]] | str | None
 def top_level_paths(types: Iterable[Type]) -> list[str]:
     """The default column list: each top-level field once (canonical spelling), and
     ``""`` (the whole value) once if some super type is not a record."""
-    out: dict[str, None] = {}
+    names: dict[str | None, None] = {}  # None: the whole value ("")
     for t in types:
         u = _bare(t)
         if isinstance(u, RecordType):
-            out.update(dict.fromkeys(format_path((f.name,)) for f in u.fields))
+            names.update(dict.fromkeys([f.name for f in u.fields]))
         else:
-            out[""] = None
-    return list(out)
+            names.setdefault(None, None)
+    return ["" if n is None else _quote(n) for n in names]
 
 
 def all_paths(types: Iterable[Type]) -> list[str]:
@@ -168,6 +190,7 @@ def resolve_parsed(meta: FileMeta,
     streams: list[tuple[StreamRef, ...]] = []
     found: list[tuple[str, ...]] = []
     status = [_MISSING] * len(parsed) if parsed is not None else []
+    legs: list[list[Leg]] = [[] for _ in parsed] if parsed is not None else []
     matched = False
     # which paths start with each name: a type is walked only for the paths that can be
     # in it, so the work follows the metadata, not super types x paths
@@ -175,6 +198,9 @@ def resolve_parsed(meta: FileMeta,
     rootless: list[int] = []  # paths with no component ("" the whole value)
     for k, (_, comps) in enumerate(parsed or ()):
         (by_first.setdefault(comps[0], []) if comps else rootless).append(k)
+    simple = parsed is not None and not rootless and all(len(c) == 1 for _, c in parsed)
+    only = {comps[0]: k for k, (_, comps) in enumerate(parsed)} if simple else {}  # type: ignore[arg-type]
+    spellings_of = [p for p, _ in parsed or ()]
     for sid, t in enumerate(types):
         col = cols[sid] if sid < len(cols) else None
         out: dict[_StreamKey, StreamRef] = {}
@@ -182,11 +208,24 @@ def resolve_parsed(meta: FileMeta,
             _subtree(sid, col, "", out)
             has: tuple[str, ...] = ()
             matched = True
+        elif (simple and type(t) is RecordType and type(col) is RecordColumn
+              and len(t.fields) == len(col.fields)):
+            # top-level paths of a plain record type (most scans of most files): one pass
+            # over its fields, no lookups
+            refs: list[StreamRef] = []
+            hits_k = _fields_pass(sid, t, col, only, refs, legs, status)
+            if hits_k:
+                matched = True
+                hits_k.sort()
+            has = tuple([spellings_of[k] for k in hits_k])
+            streams.append(tuple(refs))
+            found.append(has)
+            continue
         else:
             hits = []
             for k in _candidates(t, by_first, rootless):
                 spelling, comps = parsed[k]
-                st = _walk(sid, t, col, comps, out)
+                st = _walk(sid, t, col, comps, out, legs[k])
                 if st != _MISSING:
                     hits.append(spelling)
                     matched = True
@@ -203,7 +242,8 @@ def resolve_parsed(meta: FileMeta,
     spellings = tuple(p for p, _ in parsed)
     missing = tuple(p for p, s in zip(spellings, status, strict=True) if s == _MISSING)
     null = tuple(p for p, s in zip(spellings, status, strict=True) if s == _NULL)
-    return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null)
+    return Resolution(spellings, tuple(streams), super_stream, tuple(found), missing, null,
+                      tuple(map(tuple, legs)))
 
 
 def _candidates(t: Type, by_first: dict[str, list[int]], rootless: list[int]) -> list[int]:
@@ -219,11 +259,12 @@ def _candidates(t: Type, by_first: dict[str, list[int]], rootless: list[int]) ->
 
 
 def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
-          out: dict[_StreamKey, StreamRef]) -> int:
-    """Add the streams ``comps`` needs in super type ``sid``; return its status there.
+          out: dict[_StreamKey, StreamRef], legs: list[Leg]) -> int:
+    """Add the streams ``comps`` needs in super type ``sid`` (and its :class:`Leg` to
+    ``legs``); return its status there.
 
-    Ancestor streams are staged and only committed once the type is known to
-    have the path, so a super type lacking the path contributes nothing.
+    Ancestor streams are staged and only committed once the type is known to have
+    the path, so a super type lacking it contributes nothing.
     """
     staged: list[tuple[str, str, Segmap]] = []
     label = ""
@@ -242,24 +283,90 @@ def _walk(sid: int, t: Type, col: AnyColumn | None, comps: tuple[str, ...],
         ft = t.field(name)
         if ft is None:
             return _MISSING
-        label = label + "." + quote_component(name) if label else quote_component(name)
+        label = label + "." + _quote(name) if label else _quote(name)
         fc = col.field(name) if isinstance(col, RecordColumn) else None
         if fc is None or fc.column is None:
             # every value null (or a column that does not match its type, which the
             # reader reports): nothing to read below, if the type has the rest of the path
-            if path_type(ft.type, comps[depth + 1:]) is None:
+            target = path_type(ft.type, comps[depth + 1:]) if depth + 1 < len(comps) else ft.type
+            if target is None:
                 return _MISSING
+            error = None
+            if col is not None and not isinstance(col, RecordColumn):
+                error = f"column for {t} is not a record column"
+            elif col is not None and fc is None:
+                error = f"record column lacks field {name!r}"
+            # the presences on the way stay planned (the plan says what the path spans),
+            # though the reader, knowing every value is null, reads none of them
             _commit(sid, staged, out)
+            legs.append(Leg(sid, target, None, (), error))
             return _NULL
         if fc.presence:
             staged.append((label, PRESENCE, fc.presence))
         col = fc.column
         t = ft.type
     _commit(sid, staged, out)
-    if col is None:
+    if col is None:  # the top-level value of a type with no column: all null
+        legs.append(Leg(sid, t, None))
         return _NULL
+    legs.append(Leg(sid, t, col, tuple(seg for _, _, seg in staged)))
     _subtree(sid, col, label, out)
     return _FOUND
+
+
+def _fields_pass(sid: int, t: RecordType, col: RecordColumn, only: dict[str, int],
+                 refs: list[StreamRef], legs: list[list[Leg]], status: list[int]) -> list[int]:
+    """:func:`_walk` of every requested top-level field of a plain record type at once
+    (``only``: each path's one name), into ``refs`` (this type's streams): one pass over
+    its fields and their columns, no lookups (a field whose column is named otherwise is
+    one the reader reports).  Returns the indexes of the paths the type has."""
+    hits: list[int] = []
+    new = tuple.__new__
+    for f, fc in zip(t.fields, col.fields, strict=True):
+        k = only.get(f.name)
+        if k is None:
+            continue
+        hits.append(k)
+        c = fc.column
+        if c is None or fc.name != f.name:
+            legs[k].append(new(Leg, (sid, f.type, None, (), None if fc.name == f.name else
+                                     f"record column lacks field {f.name!r}")))
+            if not status[k]:
+                status[k] = _NULL
+            continue
+        status[k] = _FOUND
+        label = _QUOTED.get(f.name) or _quote(f.name)
+        if fc.presence:
+            refs.append(StreamRef(sid, label, PRESENCE, fc.presence))
+            legs[k].append(new(Leg, (sid, f.type, c, (fc.presence,), None)))
+        else:
+            legs[k].append(new(Leg, (sid, f.type, c, (), None)))
+        if type(c) is PrimitiveColumn:
+            if c.segmap:
+                refs.append(StreamRef(sid, label, VALUES, c.segmap))
+        else:
+            out: dict[_StreamKey, StreamRef] = {}
+            _subtree(sid, c, label, out)
+            refs.extend(out.values())
+    return hits
+
+
+def _leg(fields: tuple[Any, ...]) -> Leg:
+    """A Leg from its five fields (without the NamedTuple's Python-level constructor)."""
+    return tuple.__new__(Leg, fields)  # type: ignore[type-var, arg-type]
+
+
+_QUOTED: dict[str, str] = {}
+
+
+def _quote(name: str) -> str:
+    """:func:`quote_component`, remembered: the same field names recur in every super type."""
+    got = _QUOTED.get(name)
+    if got is None:
+        got = quote_component(name)
+        if len(_QUOTED) < 4096:
+            _QUOTED[name] = got
+    return got
 
 
 def path_type(t: Type, path: tuple[str, ...]) -> Type | None:
@@ -303,7 +410,7 @@ def _subtree(sid: int, col: AnyColumn | None, label: str,
     elif isinstance(col, RecordColumn):
         prefix = label + "." if label else ""
         for f in col.fields:
-            flabel = prefix + quote_component(f.name)
+            flabel = prefix + _quote(f.name)
             _add(out, sid, flabel, PRESENCE, f.presence)
             _subtree(sid, f.column, flabel, out)
     elif isinstance(col, ArrayColumn):

@@ -55,7 +55,7 @@ parts into rows) and :mod:`.from_python` (``from_pylist``).
 from ..values import UnionValue
 from .arrow import MissingDependencyError
 from .buffers import group_ranks, range_indices
-from .combine import combine
+from .combine import combine, gather
 from .from_python import from_pylist
 from .model import (
     Array,
@@ -75,6 +75,6 @@ from .model import (
 __all__ = [
     "Array", "PrimitiveArray", "BinaryArray", "NullArray", "ListArray", "MapArray",
     "StructArray", "UnionArray", "UnionValue", "ArrayIndexError", "MissingDependencyError",
-    "concat", "null_array", "combine", "fold_nulls", "from_pylist", "group_ranks",
+    "concat", "null_array", "combine", "gather", "fold_nulls", "from_pylist", "group_ranks",
     "range_indices",
 ]

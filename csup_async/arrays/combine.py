@@ -102,6 +102,14 @@ def _gather(parts: Sequence[Array | None], sid: np.ndarray, sel: np.ndarray, t: 
     base = np.full(len(parts), -1, np.int64)
     base[chosen] = np.cumsum(sizes) - sizes
     idx = route(sid, base)  # -1: a row of an unselected part
+    return _take_rows(ps, idx, t, nulls, int(sizes.sum()))
+
+
+def _take_rows(ps: Sequence[Array], idx: np.ndarray, t: Type, nulls: bool,
+               size: int | None = None) -> Array:
+    """Row ``r`` is value ``idx[r]`` of the parts laid end to end (null where -1)."""
+    if size is None:
+        size = sum(len(p) for p in ps)
     if all(isinstance(p, BinaryArray) for p in ps):
         bs: list[BinaryArray] = ps  # type: ignore[assignment]
         valid_in = concat_validity(bs)
@@ -124,11 +132,25 @@ def _gather(parts: Sequence[Array | None], sid: np.ndarray, sel: np.ndarray, t: 
     blocks = [p for p in ps if p is not None]
     if nulls:
         blocks.append(null_array(t, 1))
-        idx = np.where(idx >= 0, idx, int(sizes.sum()))
+        idx = np.where(idx >= 0, idx, size)
     whole = concat(blocks, type=t)
     if idx.size == len(whole) and bool((idx == np.arange(idx.size)).all()):
         return whole
     return whole.take(idx)
+
+
+def gather(values: Array, super_ids: Any, base: np.ndarray, t: Type) -> Array:
+    """Rows in file order from every super type's values laid end to end in ``values``
+    (type ``s``'s from ``base[s]``; -1 for a type whose rows are null): one pass over
+    the IDs in C (:func:`route`), then one take.  A file of many super types combines
+    a column so, whatever the number of types."""
+    sid = np.asarray(super_ids)
+    idx = route(sid, base)
+    nulls = bool(idx.size) and int(idx.min()) < 0
+    if not nulls and idx.size == len(values) and (
+            not idx.size or (int(idx[0]) == 0 and bool((np.diff(idx) == 1).all()))):
+        return values  # one type, every row: the values as they are
+    return _take_rows([values], idx, t, nulls)
 
 
 def _taken_validity(idx: np.ndarray, valid_in: np.ndarray | None,

@@ -31,6 +31,7 @@ from .columns import DEFAULT_MAX_MEM_LENGTH, Decoded, decompress_segment
 from .kernels import (
     ENV_VAR,
     ValueSlicer,
+    count_ranges,
     decode_bools,
     decode_floats,
     decode_int32s,
@@ -48,5 +49,5 @@ __all__ = [
     "DEFAULT_MAX_MEM_LENGTH", "ENV_VAR", "Decoded", "decompress_segment", "scan_tags",
     "decode_ints", "decode_floats", "decode_bools", "decode_varbinary", "validate_utf8",
     "decode_int32s", "presence_to_validity", "lengths_to_offsets", "decode_primitive",
-    "native_available", "ValueSlicer",
+    "native_available", "ValueSlicer", "count_ranges",
 ]

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
 from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ..types import PrimitiveType
-from .scan import SERIAL_BELOW, scan_values
+from .scan import SERIAL_BELOW, scan_tags, scan_values
 from .tags import (
     ANY_PROFILE,
     BOOL_PROFILE,
@@ -391,6 +391,29 @@ def copy_ranges(src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.
     dest = np.cumsum(lengths) - lengths
     idx = np.arange(total, dtype=np.int64) + np.repeat(starts - dest, lengths)
     return src.view(np.uint8)[idx]
+
+
+def count_ranges(stream: Buffer, ends: np.ndarray) -> np.ndarray:
+    """The values in each byte range ``[ends[j - 1], ends[j])`` of ``stream`` (the first
+    from 0; the last must end the stream): the segments of one column laid end to end,
+    counted each.  A range that does not hold whole values is a FormatError naming it."""
+    mv = memoryview(stream).cast("B")
+    ends = np.asarray(ends, dtype=np.int64)
+    if ends.ndim != 1 or (ends.size and int(ends[-1]) != mv.nbytes) or (
+            not ends.size and mv.nbytes):
+        raise FormatError(f"byte ranges ending at {ends.tolist()[-3:]} do not cover the "
+                          f"{mv.nbytes} bytes of the stream")
+    out = np.zeros(ends.size, np.int64)
+    start = 0
+    for j, end in enumerate(ends.tolist()):
+        if end < start:
+            raise FormatError(f"byte range {j} ends at {end}, before it starts at {start}")
+        try:
+            out[j] = len(scan_tags(mv[start:end], None)[1])
+        except FormatError as e:
+            raise FormatError(f"byte range {j} [{start}, {end}): {e}") from None
+        start = end
+    return out
 
 
 def route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:

@@ -57,7 +57,12 @@ def check_count(values: Any, seg: Segment) -> str | None:
         return None
     # a batch read keeps a segment as its stream, counted (not decoded) in the pool
     n = values.count if isinstance(values, ValueSlicer) else len(values)
-    if n == seg.count:
+    return count_problem(n, seg)
+
+
+def count_problem(n: int, seg: Segment) -> str | None:
+    """What is wrong with ``seg`` decoding to ``n`` values by its ``count``, or None."""
+    if seg.count is None or n == seg.count:
         return None
     return f"decodes to {n} values, its count statistic says {seg.count}"
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.projection import path_type
+from planner.projection import Leg
 
 from .. import arrays as A
 from .. import decode as D
@@ -50,7 +50,6 @@ from ..types import (
     EnumType,
     ErrorType,
     MapType,
-    NamedType,
     PrimitiveType,
     RecordType,
     SetType,
@@ -811,51 +810,22 @@ def _field(b: Build, t: Type, col: AnyColumn | None, presence: Segmap) -> Cursor
     return MaskedCursor(b, RunsCursor(b, presence), inner) if presence else inner
 
 
-def path_cursor(b: Build, t: Type, col: AnyColumn | None,
-                path: tuple[str, ...]) -> Cursor | None:
-    """A cursor over the values at ``path`` (record field names), None when ``t`` lacks it.
+def leg_cursor(b: Build, leg: Leg) -> Cursor:
+    """A cursor over the values one super type holds at a projected path, built from the
+    planner's :class:`planner.projection.Leg` (the projection is not walked again).
 
-    Only the streams on the way down are read: each presence (field presence,
-    nulls wrapper) on the way narrows the rows, and the target's values are
-    expanded back to every row.  A target that is all null reads nothing (the
-    planner plans no bytes for it).
+    Only the streams on the way down are read: each presence on the way narrows the
+    rows, and the target's values are expanded back to every row.  A target that is
+    all null reads nothing (the planner plans no bytes for it).
     """
-    if not path:
-        return cursor_for(b, t, col)
-    target = path_type(t, path)
-    if target is None:
-        return None
-    return _down(b, t, col, path, target)
-
-
-def _down(b: Build, t: Type, col: AnyColumn | None, path: tuple[str, ...],
-          target: Type) -> Cursor:
-    if not path:
-        return cursor_for(b, t, col)
-    if col is None:
-        return NullCursor(b, target)
-    if isinstance(col, NullsColumn):
-        inner = _down(b, t, col.values, path, target)
-        if not col.presence or isinstance(inner, NullCursor):
-            return inner  # all null: the presence need not be read
-        return MaskedCursor(b, RunsCursor(b, col.presence), inner)
-    u = t
-    while isinstance(u, (NamedType, ErrorType)):
-        u = u.inner
-    assert isinstance(u, RecordType)
-    ft = u.field(path[0])
-    assert ft is not None
-    if not isinstance(col, RecordColumn):
-        raise FormatError(f"column for {u} is not a record column")
-    fc = col.field(path[0])
-    if fc is None:
-        raise FormatError(f"record column lacks field {path[0]!r}")
-    if fc.column is None:
-        return NullCursor(b, target)
-    inner = _down(b, ft.type, fc.column, path[1:], target)
-    if isinstance(inner, NullCursor) or not fc.presence:
-        return inner
-    return MaskedCursor(b, RunsCursor(b, fc.presence), inner)
+    if leg.error is not None:
+        raise FormatError(leg.error)
+    if leg.column is None:
+        return NullCursor(b, leg.type)
+    cursor = cursor_for(b, leg.type, leg.column)
+    for presence in reversed(leg.presences):
+        cursor = MaskedCursor(b, RunsCursor(b, presence), cursor)
+    return cursor
 
 
 CursorFactory = Callable[[Build], Cursor]

@@ -52,7 +52,7 @@ from ..progress import current_tracker
 from ..stores import Store
 from ..stores.hedge import counting
 from ..stores.local import LocalStore
-from .checks import check_count, check_crc, segment_error
+from .checks import check_count, check_crc, count_problem, crc32, segment_error
 from .memory import pages
 from .options import ReadOptions
 from .result import ScanStats
@@ -130,11 +130,15 @@ class _Joined:
         return out
 
 
+#: The decode pool's threads: one per core, two at least.
+POOL_THREADS = max(2, os.cpu_count() or 2)
+
+
 def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The process's decode threads (one per core): jobs never block in them."""
     global _POOL
     if _POOL is None:
-        _POOL = concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2),
+        _POOL = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
                                                       thread_name_prefix="csup-decode")
     return _POOL
 
@@ -200,6 +204,46 @@ class Job:
         return out
 
 
+GroupDecoder = Callable[[Any, np.ndarray], tuple[Any, np.ndarray]]
+"""The decompressed bytes of a group's segments end to end and where each ends in, the
+decoded value and the values of each segment out."""
+
+#: A group whose segments hold fewer stored bytes than this is checked and decoded on the
+#: event loop when its bytes are in (a pool hand-off costs more than the work).
+INLINE_GROUP_BYTES = 8 << 10
+
+
+class GroupJob:
+    """One consumer's read of many segments at once, for an eager read (a column of a
+    file of many super types: hundreds of tiny segments, one job, one decode).  It is
+    dispatched when every request holding its segments is complete."""
+
+    __slots__ = ("decode", "done", "error", "expect", "nbytes", "reqs", "segs", "sent", "value",
+                 "waiting", "where")
+
+    def __init__(self, segs: list[Segment], decode: GroupDecoder) -> None:
+        self.segs = segs
+        self.decode = decode
+        self.nbytes = 0  # stored bytes of the segments
+        self.reqs: tuple[int, ...] = ()
+        self.waiting = 0  # requests not yet complete
+        self.where: list[tuple[int, int, int, int, bool]] = []  # see SegmentSource.group
+        self.expect = np.zeros(0, np.int64)  # per segment: its count, -1 if unknown
+        self.sent = False
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def take(self) -> Any:
+        """The decoded group (after the source is settled); raises the group's error."""
+        if not self.done:
+            raise RuntimeError("a segment group was taken before it was settled")
+        if self.error is not None:
+            raise self.error
+        out, self.value = self.value, None
+        return out
+
+
 class SegmentSource:
     """Jobs in, decoded segments out; see the module docstring.
 
@@ -241,6 +285,9 @@ class SegmentSource:
                        if prefetch is None else max(prefetch, 0) * PIECE_BYTES)
         self.ahead = 0  # bytes of segments decoded ahead of their consumer (batches)
         self.jobs: list[Job] = []
+        self.groups: list[GroupJob] = []
+        self.by_req_groups: list[list[GroupJob]] = [[] for _ in range(n)]
+        self.ready_groups: list[tuple[GroupJob, dict[int, memoryview], dict[int, Any]]] = []
         self.tasks: set[asyncio.Task[None]] = set()
         self.sem = asyncio.Semaphore(options.concurrency)
         self.error: BaseException | None = None
@@ -280,6 +327,73 @@ class SegmentSource:
             self.pending[k] += 1
         return job
 
+    def _reqs_of(self, seg: Segment) -> list[int]:
+        """The requests holding bytes of ``seg``."""
+        i = max(bisect.bisect_right(self.starts, seg.offset) - 1, 0)
+        reqs = []
+        while i < len(self.reqs) and self.reqs[i].offset < seg.end:
+            if self.reqs[i].end > seg.offset:
+                reqs.append(i)
+            i += 1
+        return reqs
+
+    def _held(self, off: int, length: int) -> int:
+        """The index of the held piece (``avail``) holding these bytes whole, or -1."""
+        for h, (at, data) in enumerate(self.avail):
+            if at <= off and off + length <= at + data.size:
+                return h
+        return -1
+
+    def group(self, segs: list[Segment], decode: GroupDecoder) -> GroupJob:
+        """Register one read of all of ``segs`` at once (an eager read's; call before
+        :meth:`start`): decoded together by ``decode`` once every request holding them is
+        complete, each segment's CRC and count checked as a job's are."""
+        if not self.eager:
+            raise RuntimeError("segment groups are for eager reads")
+        g = GroupJob(segs, decode)
+        self.groups.append(g)
+        with self.cond:
+            self.unsettled += 1
+        reqs: set[int] = set()
+        starts, rs = self.starts, self.reqs
+        nbytes = mem = 0
+        # per segment: (request, start, end) in its buffer, its crc32 (-1: none), whether
+        # it is stored plain; and its count (-1: none)
+        where: list[tuple[int, int, int, int, bool]] = []
+        expect: list[int] = []
+        for seg in segs:
+            off, length, m = seg.offset, seg.length, seg.mem_length
+            nbytes += length
+            mem += m
+            crc = seg.crc32
+            count = seg.count
+            expect.append(-1 if count is None else count)
+            i = bisect.bisect_right(starts, off) - 1
+            if length and i >= 0 and off + length <= rs[i].end:  # in one request (common)
+                reqs.add(i)
+                lo = off - rs[i].offset
+                where.append((i, lo, lo + length, -1 if crc is None else crc,
+                              not seg.compression and m == length))
+            else:
+                h = self._held(off, length) if length else -1
+                if h >= 0:  # in bytes already held (the tail read): buffer -2 - h
+                    lo = off - self.avail[h][0]
+                    where.append((-2 - h, lo, lo + length, -1 if crc is None else crc,
+                                  not seg.compression and m == length))
+                else:  # empty, or cut across requests: found at dispatch
+                    reqs.update(self._reqs_of(seg) if length else ())
+                    where.append((-1, 0, 0, -1, False))
+        g.expect = np.asarray(expect, np.int64)
+        self.mem_total += mem
+        g.nbytes = nbytes
+        g.where = where
+        g.reqs = tuple(sorted(reqs))
+        g.waiting = len(g.reqs)
+        for k in g.reqs:
+            self.by_req_groups[k].append(g)
+            self.pending[k] += 1
+        return g
+
     def start(self) -> None:
         """Jobs are registered: serve what needs no request, and (eagerly) fetch the rest."""
         for lst, r in zip(self.by_req, self.reqs, strict=True):
@@ -293,6 +407,10 @@ class SegmentSource:
                     self._queue(job, self._raw(job))
                 except CsupError as e:
                     self._settle(job, error=e)
+        for g in self.groups:
+            if not g.waiting:
+                self._dispatch_group(g)
+        self._flush_groups()
         self._flush()
         if self.eager:
             for job in self.jobs:
@@ -362,10 +480,12 @@ class SegmentSource:
     # ----------------------------------------------------------- bytes ---
     def _pieces(self, job: Job) -> list[tuple[int, np.ndarray]]:
         """(offset, bytes) of what is here of the job's segment: held bytes, then requests."""
-        seg = job.seg
+        return self._pieces_of(job.seg, job.reqs)
+
+    def _pieces_of(self, seg: Segment, reqs: Sequence[int]) -> list[tuple[int, np.ndarray]]:
         out = [(off, data) for off, data in self.avail
                if off < seg.end and off + data.size > seg.offset]
-        for k in job.reqs:
+        for k in reqs:
             buf = self.bufs.get(k)
             if buf is not None and self.progress[k]:
                 out.append((self.reqs[k].offset, buf[: self.progress[k]]))
@@ -388,8 +508,10 @@ class SegmentSource:
         """The segment's stored bytes: a view when one piece holds them, else a
         :class:`_Joined` that copies the pieces together in the pool (a copy of a
         segment is work the loop need not do)."""
-        seg = job.seg
-        pieces = self._pieces(job)
+        return self._raw_of(job.seg, job.reqs)
+
+    def _raw_of(self, seg: Segment, reqs: Sequence[int]) -> Any:
+        pieces = self._pieces_of(seg, reqs)
         for off, data in pieces:
             if off <= seg.offset and off + data.size >= seg.end:
                 return data[seg.offset - off: seg.end - off]
@@ -420,7 +542,10 @@ class SegmentSource:
         self._queue(job, raw)
 
     def _queue(self, job: Job, raw: Any) -> None:
-        """Hand the job to the pool, small ones together (a pool task costs ~50 us)."""
+        """Hand the job to the pool, small ones together (a pool task costs ~50 us).  Even
+        a tiny segment goes there: decoded on the loop instead, a 132-super-type scan of
+        921 segments took twice the wall time (the loop stops following the transfer;
+        bench/results/shapes.md)."""
         self.batch.append((job, raw))
         self.batch_bytes += job.seg.mem_length
         if self.batch_bytes >= _BATCH_BYTES:
@@ -452,7 +577,8 @@ class SegmentSource:
             else:
                 self._settle(job, out)
 
-    def _settle(self, job: Job, value: Any = None, error: BaseException | None = None) -> None:
+    def _settle(self, job: Job | GroupJob, value: Any = None,
+                error: BaseException | None = None) -> None:
         with self.cond:
             if job.done:
                 return
@@ -463,6 +589,98 @@ class SegmentSource:
         if last:  # from a pool thread or the loop: the waiter is woken on the loop
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 self.loop.call_soon_threadsafe(self._wake)
+
+    def _dispatch_group(self, g: GroupJob) -> None:
+        """Every request of the group is complete: hand it to the pool with the requests'
+        buffers (the segments are cut from them there), or check and decode it here when
+        it is small."""
+        g.sent = True
+        bufs = {k: memoryview(self.bufs[k]) for k in g.reqs if k in self.bufs}
+        for h, (_, data) in enumerate(self.avail):
+            bufs[-2 - h] = memoryview(data)
+        odd: dict[int, Any] = {}
+        try:
+            for j, w in enumerate(g.where):
+                k = w[0]
+                if k == -1:  # cut across requests, or no bytes
+                    seg = g.segs[j]
+                    odd[j] = self._raw_of(seg, self._reqs_of(seg)) if seg.length else b""
+        except CsupError as e:
+            self._settle(g, error=e)
+        for k in g.reqs:
+            self.pending[k] -= 1
+            self._release(k)
+        if g.done:
+            return
+        if g.nbytes < INLINE_GROUP_BYTES:
+            self._work_group(g, bufs, odd)
+        else:
+            self.ready_groups.append((g, bufs, odd))
+
+    def _flush_groups(self) -> None:
+        """Hand the groups made ready together to the pool as one task per thread (a
+        task each would cost a hand-off each), split by their bytes."""
+        ready, self.ready_groups = self.ready_groups, []
+        if not ready:
+            return
+        n = min(len(ready), POOL_THREADS)
+        tasks: list[list[tuple[GroupJob, dict[int, memoryview], dict[int, Any]]]] = [
+            [] for _ in range(n)]
+        load = [0] * n
+        for item in sorted(ready, key=lambda r: -r[0].nbytes):
+            i = load.index(min(load))
+            tasks[i].append(item)
+            load[i] += item[0].nbytes
+        for task in tasks:
+            self.pool.submit(self._work_groups, task)
+
+    def _work_groups(self, items: list[tuple[GroupJob, dict[int, memoryview],
+                                             dict[int, Any]]]) -> None:
+        for g, bufs, odd in items:
+            self._work_group(g, bufs, odd)
+
+    def _work_group(self, g: GroupJob, bufs: dict[int, memoryview], odd: dict[int, Any]
+                    ) -> None:
+        """Check each segment's CRC, decompress it, lay them all end to end and decode
+        them in one call; then check each segment's count."""
+        if self.closed or g.done:
+            return
+        verify, limit = self.verify, self.limit
+        try:
+            pieces: list[Any] = []
+            segs = g.segs
+            for j, (k, lo, hi, crc, plain) in enumerate(g.where):
+                if k != -1:  # in one request's buffer, or in bytes held
+                    raw = bufs[k][lo:hi]
+                    if verify and crc >= 0 and crc32(raw) != crc:
+                        raise self._bad_crc(raw, segs[j])
+                    if not plain:
+                        raw = D.decompress_segment(raw, segs[j], max_mem_length=limit)
+                else:  # cut across requests, or empty: checked as a job's
+                    seg = segs[j]
+                    raw = odd[j]
+                    if isinstance(raw, _Joined):
+                        raw = raw.join()
+                    if verify and seg.crc32 is not None and crc32(raw) != seg.crc32:
+                        raise self._bad_crc(raw, seg)
+                    raw = D.decompress_segment(raw, seg, max_mem_length=limit)
+                pieces.append(raw)
+            ends = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))
+            joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            value, counts = g.decode(joined, ends)
+            bad = np.flatnonzero((counts != g.expect) & (g.expect >= 0))
+            if bad.size:
+                seg = segs[int(bad[0])]
+                raise segment_error(count_problem(int(counts[bad[0]]), seg) or "bad count", seg,
+                                    self.meta, self.target.path)
+        except BaseException as e:  # the consumer gets it, whatever it is
+            self._settle(g, error=e)
+        else:
+            self._settle(g, (value, counts))
+
+    def _bad_crc(self, raw: Any, seg: Segment) -> FormatError:
+        return segment_error(check_crc(raw, seg) or "checksum mismatch", seg, self.meta,
+                             self.target.path)
 
     def _release(self, k: int) -> None:
         if self.pending[k] <= 0 and self.state[k] == 2 and k in self.bufs:
@@ -528,6 +746,11 @@ class SegmentSource:
         for job in self.by_req[k]:  # jobs spanning into requests that finished earlier
             if job.wanted and not job.sent and self._ready(job):
                 self._dispatch(job)
+        for g in self.by_req_groups[k]:
+            g.waiting -= 1
+            if not g.waiting and not g.sent:
+                self._dispatch_group(g)
+        self._flush_groups()
         if self.complete == len(self.reqs):
             self._unreachable()
         self._flush()
@@ -579,7 +802,7 @@ class SegmentSource:
     def _fail(self, e: BaseException) -> None:
         if self.error is None:
             self.error = e
-        for job in self.jobs:
+        for job in [*self.jobs, *self.groups]:
             self._settle(job, error=e)
         for task in list(self.tasks):
             if task is not asyncio.current_task():
@@ -593,6 +816,6 @@ class SegmentSource:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        for job in self.jobs:
+        for job in [*self.jobs, *self.groups]:
             self._settle(job, error=concurrent.futures.CancelledError())
         self.bufs.clear()

@@ -45,9 +45,10 @@ import planner as P
 from .. import arrays as A
 from ..errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..meta import FileMeta
-from ..types import NULL, ErrorType, NamedType, RecordType
-from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, path_cursor
+from ..types import NULL
+from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, leg_cursor
 from .fetch import PlanLike, SegmentSource, Target, decode_pool
+from .grouped import ColumnGroup
 from .memory import trim
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
@@ -61,7 +62,8 @@ class Read:
     def __init__(self, target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
                  paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
                  prefetch: int | None = None,
-                 keep: dict[int, frozenset[int]] | None = None, partial: bool = False) -> None:
+                 keep: dict[int, frozenset[int]] | None = None, partial: bool = False,
+                 grouped: bool = False) -> None:
         self.meta = meta
         # a row selection that reads only a prefix of the super column (``limit``):
         # the read ends with it, the streams' later values unread and unchecked
@@ -80,22 +82,25 @@ class Read:
                              f"max_rows={options.limits.max_rows}")
         self.ids = (Int32Cursor(b, meta.super_column, "the super column")
                     if self.n_types > 1 else None)
-        # per output column, the super types that have it and their cursors (a path
-        # is walked only where it can be: work follows the metadata, not types x paths)
+        # per output column, the super types that have it and their cursors, built from
+        # the plan's legs (the projection was walked once, by the planner)
         self.cursors: dict[str | None, list[tuple[int, Cursor]]] = {}
+        # an eager whole read of several super types: columns whose every type holds
+        # plain primitive values are read as one group (one job, one combine)
+        self.groups: dict[str, ColumnGroup] = {}
         if ids_only:
             pass
         elif paths is None:
             self.cursors[None] = [(sid, cursor_for(b, t, c)) for sid, (t, c)
                                   in enumerate(zip(types, meta.columns, strict=True))]
-        else:
-            having = _types_by_field(types)
-            for p in paths:
-                comps = P.parse_path(p)
-                sids = range(self.n_types) if not comps else having.get(comps[0], ())
-                row = [(sid, path_cursor(b, types[sid], meta.columns[sid], comps))
-                       for sid in sids]
-                self.cursors[p] = [(sid, c) for sid, c in row if c is not None]
+        elif paths:
+            for p, legs in zip(paths, legs_of(meta, plan, paths), strict=True):
+                group = (ColumnGroup.of(b, legs) if grouped and self.n_types > 1 else None)
+                if group is not None:
+                    self.groups[p] = group
+                    self.cursors[p] = []
+                else:
+                    self.cursors[p] = [(leg.sid, leg_cursor(b, leg)) for leg in legs]
         self.nulls: dict[tuple[int, int], A.Array] = {}
         self.source.start()
 
@@ -126,7 +131,9 @@ class Read:
                 c.plan(k)
             for c, _ in planned:
                 c.launch()
-        return {p: self.column(cs, ids, counts) for p, cs in self.cursors.items()}, ids
+        return {p: (self.groups[p].column(ids, counts) if p in self.groups
+                    else self.column(cs, ids, counts))
+                for p, cs in self.cursors.items()}, ids
 
     def column(self, cs: list[tuple[int, Cursor]], ids: np.ndarray, counts: list[int]
                 ) -> A.Array:
@@ -173,7 +180,9 @@ class Read:
         got = self.batch(rows) if rows else None
         if got is None:
             ids = np.zeros(0, np.int32)
-            got = ({p: self.column(cs, ids, [0] * self.n_types)
+            counts = [0] * self.n_types
+            got = ({p: (self.groups[p].column(ids, counts) if p in self.groups
+                        else self.column(cs, ids, counts))
                     for p, cs in self.cursors.items()}, ids)
         self.finish()
         return got
@@ -186,16 +195,16 @@ class Read:
         return got
 
 
-def _types_by_field(types: Sequence[Any]) -> dict[str, list[int]]:
-    """Which super types have each top-level field: a path is walked only where it can be."""
-    out: dict[str, list[int]] = {}
-    for sid, t in enumerate(types):
-        while isinstance(t, (NamedType, ErrorType)):
-            t = t.inner
-        if isinstance(t, RecordType):
-            for f in t.fields:
-                out.setdefault(f.name, []).append(sid)
-    return out
+def legs_of(meta: FileMeta, plan: PlanLike, paths: Sequence[str]
+            ) -> list[tuple[P.Leg, ...]]:
+    """Per path, the legs the plan resolved (the plan of these very columns), else those
+    of one planner walk of ``paths`` (a plan made for other columns, or a RangePlan)."""
+    legs = getattr(plan, "legs", ())
+    if legs and tuple(getattr(plan, "columns", None) or ()) == tuple(paths):
+        return list(legs)
+    res = P.resolve_paths(meta, list(paths))
+    by = dict(zip(res.columns or (), res.legs, strict=True))
+    return [by[p] if p in by else by[P.format_path(P.parse_path(p))] for p in paths]
 
 
 #: An eager read whose decoded segments hold at most this many bytes walks its cursors
@@ -312,10 +321,11 @@ async def close_read(read: Read, worker: Stepper) -> None:
 def start_read(target: Target, meta: FileMeta, plan: PlanLike, options: ReadOptions,
            paths: Sequence[str] | None, *, eager: bool, ids_only: bool = False,
            prefetch: int | None = None,
-           keep: dict[int, frozenset[int]] | None = None, partial: bool = False) -> Read:
+           keep: dict[int, frozenset[int]] | None = None, partial: bool = False,
+           grouped: bool = False) -> Read:
     try:
         return Read(target, meta, plan, options, paths, eager=eager, ids_only=ids_only,
-                     prefetch=prefetch, keep=keep, partial=partial)
+                    prefetch=prefetch, keep=keep, partial=partial, grouped=grouped)
     except CsupError as e:
         raise e.with_path(target.path) from None
 
@@ -333,7 +343,7 @@ async def scan_columns(target: Target, meta: FileMeta, plan: PlanLike, paths: Se
                        options: ReadOptions) -> ScanResult:
     """The columns at ``paths`` for every row: all requests at once, decoded as they land."""
     t0 = time.perf_counter()
-    read = start_read(target, meta, plan, options, paths, eager=True)
+    read = start_read(target, meta, plan, options, paths, eager=True, grouped=True)
     cols, ids = await _whole(read, options)
     read.stats.wall = time.perf_counter() - t0
     return ScanResult({p: a for p, a in cols.items() if p is not None}, int(ids.size),
