@@ -40,8 +40,8 @@ from .typecodec import TypeContext
 from .valuecodec import decode_value
 
 __all__ = ["FAST_KINDS", "Fields", "NotColumnar", "Part", "RowMask", "Segment",
-           "build_column", "decode_field", "decode_records", "fast_kind", "field_names",
-           "fields_of", "part_column", "tagged", "unnamed"]
+           "Walked", "build_column", "decode_field", "decode_records", "fast_kind",
+           "field_names", "fields_of", "part_column", "tagged", "unnamed", "walk"]
 
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 _UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
@@ -168,9 +168,23 @@ def _walk(payload: bytes, slot_of: dict[int, int], new_slot: Any, slots: list[in
         p += n
 
 
-def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray, np.ndarray]:
-    """Every value of the streams in ``bufs``: (all values payloads joined, record types
-    by slot, per value its slot, body start and length in the joined bytes)."""
+@dataclass(frozen=True)
+class Walked:
+    """Every value of whole streams of records, walked once (no body decoded): the
+    values payloads joined, the record types by slot (first seen first), and per value
+    its slot, body start in ``joined`` and body length (-1: a null record)."""
+
+    joined: bytes
+    types: list[Type]
+    slot: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+
+def walk(bufs: list[Any], *, max_total: int | None = None) -> Walked:
+    """The values of the streams in ``bufs`` (see :class:`Walked`); NotColumnar for a
+    value that is not a record or a body past its frame, the codec's errors for a
+    frame that is not sound; ``max_total`` caps the decompressed frames."""
     payloads: list[bytes] = []
     base = 0
     types: list[Type] = []
@@ -196,7 +210,7 @@ def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray,
         ctx = TypeContext()
         slot_of: dict[int, int] = {}
         new_slot = slots_for(ctx)
-        for kind, payload, _ in read_frames(buf):
+        for kind, payload, _ in read_frames(buf, max_total=max_total):
             if kind == -1:
                 ctx = TypeContext()
                 slot_of = {}
@@ -210,8 +224,8 @@ def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray,
                 _walk(b, slot_of, new_slot, slots, starts, lens, base)
                 payloads.append(b)
                 base += len(b)
-    return (b"".join(payloads), types, np.array(slots, np.int64),
-            np.array(starts, np.int64), np.array(lens, np.int64))
+    return Walked(b"".join(payloads), types, np.array(slots, np.int64),
+                  np.array(starts, np.int64), np.array(lens, np.int64))
 
 
 def _tag_len(lengths: np.ndarray) -> np.ndarray:
@@ -294,13 +308,15 @@ def decode_field(f: Fields, j: int, rows: np.ndarray, ft: Type, kind: str | None
 RowMask = Callable[[Fields, "int | None", "Type | None"], np.ndarray]
 
 
-def decode_records(bufs: list[Any], fields: frozenset[str] | None = None,
+def decode_records(bufs: list[Any] | Walked, fields: frozenset[str] | None = None,
                    key_name: str | None = None, row_mask: RowMask | None = None) -> Part:
     """The values of whole BSUP streams, all records, column-wise: every top-level field
     (in first-seen order), or ``fields`` and ``key_name``.  ``row_mask`` is asked once per
     record type with the position of ``key_name`` among its fields and keeps rows.
-    Raises :class:`NotColumnar` (see the module docstring) or the codec's FormatError."""
-    joined, types, slot, starts, lengths = _frames(bufs)
+    Raises :class:`NotColumnar` (see the module docstring) or the codec's FormatError.
+    ``bufs`` may be their :func:`walk` already made."""
+    w = bufs if isinstance(bufs, Walked) else walk(bufs)
+    joined, types, slot, starts, lengths = w.joined, w.types, w.slot, w.starts, w.lengths
     buf = np.frombuffer(joined, np.uint8)
     part = Part(0, key_name)
     per_slot: list[tuple[np.ndarray, Fields, np.ndarray]] = []

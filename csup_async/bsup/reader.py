@@ -43,12 +43,13 @@ from ..tasks import gather_or_cancel
 from ..types import RecordType, Type, underlying
 from ..values import Value
 from ..wholeobject import WholeObjectReader
-from .columns import NotColumnar, decode_records, part_column
+from .columns import NotColumnar, Walked, decode_records, part_column, walk
 from .frames import iter_raw_values, read_frames, stream_shape
 from .tags import read_uvarint
 from .valuecodec import decode_value
 
-__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "start_problem"]
+__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "reader_of_frames",
+           "start_problem"]
 
 #: Suffixes that name a BSUP object: a hint for the error message only (content decides).
 SUFFIXES = (".zng", ".bsup")
@@ -102,6 +103,7 @@ class BsupReader(WholeObjectReader):
 
     bsup = True
     holds = "value"
+    _walked: Walked | None = None  # the values walked by ``hold`` (records only)
     meta: BsupMeta  # type: ignore[assignment]
 
     def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
@@ -113,6 +115,26 @@ class BsupReader(WholeObjectReader):
         self.meta = BsupMeta(len(data), tuple(types), rows)
         self.open_stats.metadata_requests = self.open_stats.requests
         self.open_stats.wall = time.perf_counter() - t0
+
+    def hold(self, data: bytes, t0: float) -> None:
+        """Read ``data``, whole BSUP streams, as this reader's values: its frames are
+        walked (types, row count), no body decoded."""
+        try:
+            try:  # records (as a lake's objects hold): the one walk a scan decodes from
+                self._walked = walk([data], max_total=self.max_mem_length)
+                types = list(dict.fromkeys(self._walked.types))
+                rows = int(self._walked.slot.size)
+            except NotColumnar:
+                types, rows = stream_shape(data, max_total=self.max_mem_length)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        self._load_bsup(data, types, rows, t0)
+
+    @property
+    def frames(self) -> bytes:
+        """The bytes of the frames this reader holds (the whole object, or the runs it
+        was opened on)."""
+        return self._data
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -137,7 +159,7 @@ class BsupReader(WholeObjectReader):
             return None
         names = {p: _comps(p)[0] for p in paths}
         try:
-            part = decode_records([self._data], frozenset(names.values()))
+            part = decode_records(self._walked or [self._data], frozenset(names.values()))
         except NotColumnar:
             return None
         return {p: part_column([part], names[p], part.n) for p in paths}
@@ -344,8 +366,15 @@ async def open_runs(store: Store, key: str, runs: Sequence[tuple[int, int]], *,
                 raise CsupError(f"the reads do not cover the frames at {off} (+{n})",
                                 path=reader.path)
         data = b"".join(bytes(held.get(off, n)) for off, n in runs)
-        types, rows = stream_shape(data, max_total=reader.max_mem_length)
     except CsupError as e:
         raise e.with_path(reader.path) from None
-    reader._load_bsup(data, types, rows, t0)
+    await asyncio.to_thread(reader.hold, data, t0)  # (the frames walked off the loop)
+    return reader
+
+
+def reader_of_frames(store: Store, key: str, data: bytes, **options: Any) -> BsupReader:
+    """A :class:`BsupReader` over frames already read (``BsupReader.frames`` of an
+    earlier one): the object at ``key`` is not read again."""
+    reader = BsupReader(store, key, owns_store=False, **options)
+    reader.hold(data, time.perf_counter())
     return reader
