@@ -107,6 +107,8 @@ class WholeObjectReader(Reader):
             keep = np.flatnonzero(evaluate(typed, by_path, n))
         except CsupError as e:
             raise e.with_path(self.path) from None
+        if keep.size == n:  # every row: nothing to gather
+            return {c: cols[c] for c in wanted}, n
         return {c: cols[c].take(keep) for c in wanted}, int(keep.size)
 
     # ---------------------------------------------------------------- rows ---

@@ -368,8 +368,15 @@ async def open_runs(store: Store, key: str, runs: Sequence[tuple[int, int]], *,
         data = b"".join(bytes(held.get(off, n)) for off, n in runs)
     except CsupError as e:
         raise e.with_path(reader.path) from None
-    await asyncio.to_thread(reader.hold, data, t0)  # (the frames walked off the loop)
+    if len(data) <= _WALK_ON_LOOP:  # a walk of this size takes less than a thread hop
+        reader.hold(data, t0)
+    else:
+        await asyncio.to_thread(reader.hold, data, t0)
     return reader
+
+
+#: Frames up to this many bytes are walked on the event loop (about a millisecond).
+_WALK_ON_LOOP = 128 << 10
 
 
 def reader_of_frames(store: Store, key: str, data: bytes, **options: Any) -> BsupReader:
