@@ -309,3 +309,18 @@ def test_columnwise_bsup_scans_equal_the_codecs_values(drawn: Any, data: Any) ->
         got = res.columns[c]
         assert got.type == want.type
         assert got.to_pylist() == want.to_pylist()
+
+
+def test_a_column_null_on_every_row_keeps_its_declared_type() -> None:
+    """A field whose rows are all null (or whose record is null) is still of its type,
+    as the schema says; and a field of two types is their union though one is null."""
+    t1 = RecordType((Field("a", INT64), Field("b", STRING)))
+    t2 = RecordType((Field("b", INT64),))
+    raw = bsup.encode_stream([(t1, None), (t1, {"a": None, "b": None}), (t2, {"b": 7})])
+    r = reader_of_frames(LocalStore(), "x.zng", raw)
+    res = asyncio.run(r.scan(["a", "b"]))
+    assert res.columns["a"].type == INT64
+    assert res.columns["b"].type == unify([STRING, INT64])
+    assert res.to_pylist() == [{"a": None, "b": None}, {"a": None, "b": None},
+                               {"a": None, "b": 7}]
+    assert r.schema.arrow(["a", "b"]) == res.to_arrow().schema
