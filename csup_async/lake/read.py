@@ -28,7 +28,7 @@ from planner.paths import format_path
 from .. import arrays as A
 from ..bsup.reader import open_runs, reader_of_frames
 from ..dataset import Dataset
-from ..errors import CsupError, NotFoundError, TruncatedError
+from ..errors import FormatError, LimitError, NotFoundError, TruncatedError
 from ..fragment import Fragment
 from ..pipeline.result import ScanResult, ScanStats
 from ..reader import Reader
@@ -132,7 +132,9 @@ class PoolRead:
                             path=path) from None
         except LakeError:
             raise
-        except CsupError as e:
+        except FormatError as e:
+            if isinstance(e, LimitError):
+                raise
             raise LakeError(f"data object is not valid ZNG: {e.message}", path=path) from None
 
     # --------------------------------------------------------------- reads ---
@@ -154,10 +156,8 @@ class PoolRead:
         try:
             parts = await asyncio.gather(*(f.scan(cols + extra, filter=self.filter)
                                            for f in frags))
-        except LakeError:
-            raise
-        except CsupError as e:
-            if e.path is not None and e.path.endswith(".zng"):
+        except FormatError as e:  # (not a filter's or a store's error: those stand)
+            if e.path is not None and e.path.endswith(".zng") and not isinstance(e, LimitError):
                 raise LakeError(f"data object is not valid ZNG: {e.message}",
                                 path=e.path) from None
             raise

@@ -324,3 +324,21 @@ def test_a_column_null_on_every_row_keeps_its_declared_type() -> None:
     assert res.to_pylist() == [{"a": None, "b": None}, {"a": None, "b": None},
                                {"a": None, "b": 7}]
     assert r.schema.arrow(["a", "b"]) == res.to_arrow().schema
+
+
+def test_a_filter_of_the_wrong_type_is_a_filter_error_not_a_damaged_object(
+        tmp_path: Path) -> None:
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs", key="ts", key_type="int64")
+    b.load(p, "main", [{"ts": i, "s": "abc"} for i in range(50)],
+           rec(("ts", "int64"), ("s", "string")))
+
+    async def go(where: str) -> Any:
+        async with csup_async.open_lake(str(b.root)) as lake:
+            return await (await lake.pool("logs")).scan(["ts"], filter=where)
+
+    with pytest.raises(csup_async.FilterError) as e:
+        asyncio.run(go("s > 5"))
+    assert not isinstance(e.value, csup_async.LakeError)
+    assert asyncio.run(go("ts >= 10 and s = 'abc'")).columns["ts"].to_pylist() == \
+        list(range(10, 50))
