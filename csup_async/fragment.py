@@ -32,6 +32,7 @@ from .partitioning import constant_column
 from .pipeline.result import ScanResult, ScanStats
 from .reader import Reader
 from .stores.redact import redact_url
+from .wholeobject import WholeObjectReader
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
            "per_segment", "row_indices"]
@@ -49,7 +50,7 @@ def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Exp
 
 def absent_paths(r: Reader, path: str) -> set[str]:
     """The spellings of ``path`` no super type of ``r``'s file has (empty: it is there)."""
-    if getattr(r, "header_layout", False):  # a SuperDB file (csup_async.superdb)
+    if isinstance(r, WholeObjectReader):  # BSUP, SuperDB: paths by their super types
         return set(r.missing_paths([path]))
     res = P.resolve_paths(r.meta, [path])
     return set(res.missing_paths)

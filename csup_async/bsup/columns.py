@@ -6,8 +6,6 @@ length); everything per field is numpy and the C decoders:
 * the bodies of the values of one record type, concatenated, are a tag stream
   of ``rows x fields`` values (a record body is its fields, tag-encoded), so
   one ``scan_tags`` finds every field of every row;
-* a caller's ``row_mask`` (the lake's key range) may drop rows after one field
-  is decoded, so only the rows kept are decoded further;
 * a primitive field's tagged values are gathered into one stream and decoded
   by ``decode_primitive`` (the CSUP column decoders) into an array;
   other field types are decoded value by value with the BSUP codec.
@@ -24,7 +22,6 @@ Placed in the read layer (it builds arrays), though it lives beside the codec.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,15 +30,15 @@ import numpy as np
 from .. import arrays as A
 from ..decode.kernels import decode_primitive, scan_tags
 from ..types import DURATION, NULL, TIME, NamedType, PrimitiveType, RecordType, Type, underlying
-from ..values import Value, unify
+from ..values import unify
 from .frames import FRAME_TYPES, FRAME_VALUES, read_frames
 from .tags import read_uvarint
 from .typecodec import TypeContext
 from .valuecodec import decode_value
 
-__all__ = ["FAST_KINDS", "Fields", "NotColumnar", "Part", "RowMask", "Segment",
-           "build_column", "decode_field", "decode_records", "fast_kind", "field_names",
-           "fields_of", "part_column", "tagged", "unnamed"]
+__all__ = ["FAST_KINDS", "Fields", "NotColumnar", "Part", "Segment",
+           "Walked", "build_column", "decode_field", "decode_records", "fast_kind",
+           "field_names", "fields_of", "part_column", "tagged", "unnamed", "walk"]
 
 _SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 _UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
@@ -92,7 +89,7 @@ class Segment:
 
 @dataclass
 class Part:
-    """The kept rows of one object read, column-wise.
+    """The values of whole streams of records, column-wise.
 
     ``types[s]`` is a record type (its rows' type, as the stream defined it),
     ``rows[s]`` the positions (in ``0..n-1``) of its rows,
@@ -100,33 +97,9 @@ class Part:
     """
 
     n: int
-    key_name: str | None  # the pool key (None: rows carry no key)
     types: list[Type] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
-    nulls: list[np.ndarray] = field(default_factory=list)  # per slot: row value is null
     columns: dict[str, list[Segment]] = field(default_factory=dict)
-
-    def to_rows(self) -> list[tuple[Any, Type, Any]]:
-        """The rows as (key Value or None, record type, dict of field values)."""
-        out: list[Any] = [None] * self.n
-        names = list(self.columns)
-        for s, t in enumerate(self.types):
-            pos = self.rows[s].tolist()
-            m = len(pos)
-            cols = {c: self.columns[c][s] for c in names}
-            present = [c for c in names if cols[c].type is not None]
-            vals = {c: cols[c].pyvalues(m) for c in present}
-            kseg = cols.get(self.key_name) if self.key_name is not None else None
-            kt = unnamed(kseg.type) if kseg is not None and kseg.type is not None else None
-            isnull = self.nulls[s].tolist()
-            for i, p in enumerate(pos):
-                if isnull[i]:
-                    out[p] = (None, t, None)
-                    continue
-                v = {c: vals[c][i] for c in present}
-                kx = v.get(self.key_name) if kt is not None and self.key_name else None
-                out[p] = (None if kx is None else Value(kt, kx), t, v)
-        return out
 
 
 class NotColumnar(Exception):
@@ -168,9 +141,23 @@ def _walk(payload: bytes, slot_of: dict[int, int], new_slot: Any, slots: list[in
         p += n
 
 
-def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray, np.ndarray]:
-    """Every value of the streams in ``bufs``: (all values payloads joined, record types
-    by slot, per value its slot, body start and length in the joined bytes)."""
+@dataclass(frozen=True)
+class Walked:
+    """Every value of whole streams of records, walked once (no body decoded): the
+    values payloads joined, the record types by slot (first seen first), and per value
+    its slot, body start in ``joined`` and body length (-1: a null record)."""
+
+    joined: bytes
+    types: list[Type]
+    slot: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+
+def walk(bufs: list[Any], *, max_total: int | None = None) -> Walked:
+    """The values of the streams in ``bufs`` (see :class:`Walked`); NotColumnar for a
+    value that is not a record or a body past its frame, the codec's errors for a
+    frame that is not sound; ``max_total`` caps the decompressed frames."""
     payloads: list[bytes] = []
     base = 0
     types: list[Type] = []
@@ -196,7 +183,7 @@ def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray,
         ctx = TypeContext()
         slot_of: dict[int, int] = {}
         new_slot = slots_for(ctx)
-        for kind, payload, _ in read_frames(buf):
+        for kind, payload, _ in read_frames(buf, max_total=max_total):
             if kind == -1:
                 ctx = TypeContext()
                 slot_of = {}
@@ -210,8 +197,8 @@ def _frames(bufs: list[Any]) -> tuple[bytes, list[Type], np.ndarray, np.ndarray,
                 _walk(b, slot_of, new_slot, slots, starts, lens, base)
                 payloads.append(b)
                 base += len(b)
-    return (b"".join(payloads), types, np.array(slots, np.int64),
-            np.array(starts, np.int64), np.array(lens, np.int64))
+    return Walked(b"".join(payloads), types, np.array(slots, np.int64),
+                  np.array(starts, np.int64), np.array(lens, np.int64))
 
 
 def _tag_len(lengths: np.ndarray) -> np.ndarray:
@@ -289,51 +276,25 @@ def decode_field(f: Fields, j: int, rows: np.ndarray, ft: Type, kind: str | None
     return Segment(ft, values=vals, nonnull=sum(v is not None for v in vals))
 
 
-#: rows of one record type (their fields located), the key field's index (None: the
-#: type has no such field) and type -> which rows to keep
-RowMask = Callable[[Fields, "int | None", "Type | None"], np.ndarray]
-
-
-def decode_records(bufs: list[Any], fields: frozenset[str] | None = None,
-                   key_name: str | None = None, row_mask: RowMask | None = None) -> Part:
+def decode_records(bufs: list[Any] | Walked, fields: frozenset[str] | None = None) -> Part:
     """The values of whole BSUP streams, all records, column-wise: every top-level field
-    (in first-seen order), or ``fields`` and ``key_name``.  ``row_mask`` is asked once per
-    record type with the position of ``key_name`` among its fields and keeps rows.
-    Raises :class:`NotColumnar` (see the module docstring) or the codec's FormatError."""
-    joined, types, slot, starts, lengths = _frames(bufs)
+    (in first-seen order), or ``fields``.  Raises :class:`NotColumnar` (see the module
+    docstring) or the codec's FormatError.  ``bufs`` may be their :func:`walk` already
+    made."""
+    w = bufs if isinstance(bufs, Walked) else walk(bufs)
+    joined, types, slot, starts, lengths = w.joined, w.types, w.slot, w.starts, w.lengths
     buf = np.frombuffer(joined, np.uint8)
-    part = Part(0, key_name)
-    per_slot: list[tuple[np.ndarray, Fields, np.ndarray]] = []
-    keep_all = np.zeros(slot.size, bool)
-    for s, t in enumerate(types):
-        u = unnamed(t)
-        assert isinstance(u, RecordType)
-        idx = np.flatnonzero(slot == s)
-        f = fields_of(buf, starts[idx], lengths[idx], len(u.fields))
-        if row_mask is None:
-            mask = np.ones(idx.size, bool)
-        else:
-            kf = u.field(key_name) if key_name is not None else None
-            kj = None if kf is None else [x.name for x in u.fields].index(kf.name)
-            mask = row_mask(f, kj, None if kf is None else kf.type)
-        keep_all[idx[mask]] = True
-        per_slot.append((idx, f, mask))
-    kept = np.flatnonzero(keep_all)
-    part.n = int(kept.size)
-    new_pos = np.cumsum(keep_all) - 1  # old row -> position among kept rows
-    if fields is None:
-        names = field_names(types)
-    else:
-        names = sorted(fields | ({key_name} if key_name is not None else set()))
+    part = Part(int(slot.size))
+    names = field_names(types) if fields is None else sorted(fields)
     part.columns = {c: [] for c in names}
     for s, t in enumerate(types):
-        idx, f, mask = per_slot[s]
         u = unnamed(t)
         assert isinstance(u, RecordType)
-        rows = np.flatnonzero(mask)
+        idx = np.flatnonzero(slot == s)  # this type's rows, in stream order
+        f = fields_of(buf, starts[idx], lengths[idx], len(u.fields))
+        rows = np.arange(idx.size)
         part.types.append(t)
-        part.rows.append(new_pos[idx[rows]])
-        part.nulls.append(lengths[idx[rows]] < 0)
+        part.rows.append(idx)
         positions = {fd.name: j for j, fd in enumerate(u.fields)}
         for c in names:
             j = positions.get(c)
@@ -357,8 +318,11 @@ def field_names(types: list[Type]) -> list[str]:
 _NS_KINDS = ("time", "duration")
 
 
-def build_column(vals: list[Any], vtypes: list[Type]) -> A.Array:
-    """The array of a column's values (times and durations as int ns) and their types."""
+def build_column(vals: list[Any], vtypes: list[Type],
+                 declared: list[Type] | None = None) -> A.Array:
+    """The array of a column's values (times and durations as int ns) and their types;
+    ``declared``: the column's types as the record types say (also those of fields
+    that are null on every row), else those of the values."""
     types: list[Type] = []
     seen: set[int] = set()
     for x, xt in zip(vals, vtypes, strict=True):
@@ -366,7 +330,7 @@ def build_column(vals: list[Any], vtypes: list[Type]) -> A.Array:
             seen.add(id(xt))
             if xt not in types:
                 types.append(xt)
-    ut = unify(types)
+    ut = unify(list(dict.fromkeys(declared)) if declared else types)
     p = underlying(ut)
     if isinstance(p, PrimitiveType) and p.name in _NS_KINDS:
         validity = np.fromiter((x is not None for x in vals), bool, count=len(vals))
@@ -393,9 +357,12 @@ def part_column(parts: list[Part], c: str, n: int) -> A.Array:
                              col[s] if col is not None else Segment(None)))
         off += part.n
     live = [sg for _, sg in segs if sg.nonnull]
+    declared = [sg.type for _, sg in segs if sg.type is not None]
     t = live[0].type if live else None
+    if not live:  # null on every row: typed as the record types say
+        return A.null_array(unify(list(dict.fromkeys(declared))) if declared else NULL, n)
     if (t is not None and all(sg.type == t and sg.array is not None for sg in live)
-            and unify([t]) == t):
+            and all(d == t for d in declared) and unify([t]) == t):
         arrays = [sg.array if sg.type == t and sg.array is not None
                   else A.null_array(t, pos.size) for pos, sg in segs]
         arr = A.concat(arrays, t)  # type: ignore[arg-type]
@@ -414,7 +381,7 @@ def part_column(parts: list[Part], c: str, n: int) -> A.Array:
         for p, x in zip(pos.tolist(), sg.pyvalues(pos.size), strict=True):
             vals[p] = x
             vtypes[p] = xt
-    return build_column(vals, vtypes)
+    return build_column(vals, vtypes, declared)
 
 
 def _ns(x: Any) -> int:

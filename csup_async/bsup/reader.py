@@ -19,36 +19,37 @@ reader uses.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 import planner as P
 
 from .. import arrays as A
 from ..errors import (
-    ColumnNotFoundError,
     CsupError,
     FormatError,
     LimitError,
-    RowSelectionError,
     TruncatedError,
 )
 from ..format import find_trailer
-from ..pipeline.result import ScanResult, ScanStats, rows_of_whole
+from ..pipeline.result import ScanResult, ScanStats
+from ..rangebuf import RangeBuffer
 from ..reader import Reader
-from ..superdb.columns import type_at
-from ..types import NULL, PrimitiveType, RecordType, Type, underlying
-from ..values import Value, unify
-from .columns import NotColumnar, decode_records, part_column
+from ..stores import Store
+from ..tasks import gather_or_cancel
+from ..types import RecordType, Type, underlying
+from ..values import Value
+from ..wholeobject import WholeObjectReader
+from .columns import NotColumnar, Walked, decode_records, part_column, walk
 from .frames import iter_raw_values, read_frames, stream_shape
 from .tags import read_uvarint
 from .valuecodec import decode_value
 
-__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "start_problem"]
+__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "reader_of_frames",
+           "start_problem"]
 
 #: Suffixes that name a BSUP object: a hint for the error message only (content decides).
 SUFFIXES = (".zng", ".bsup")
@@ -97,10 +98,12 @@ class BsupMeta:
         self.columns: tuple[Any, ...] = ()  # no column index (the CLI's inspect asks)
 
 
-class BsupReader(Reader):
+class BsupReader(WholeObjectReader):
     """A Reader over a BSUP object (made by ``open``, never directly)."""
 
     bsup = True
+    holds = "value"
+    _walked: Walked | None = None  # the values walked by ``hold`` (records only)
     meta: BsupMeta  # type: ignore[assignment]
 
     def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
@@ -113,30 +116,32 @@ class BsupReader(Reader):
         self.open_stats.metadata_requests = self.open_stats.requests
         self.open_stats.wall = time.perf_counter() - t0
 
+    def hold(self, data: bytes, t0: float) -> None:
+        """Read ``data``, whole BSUP streams, as this reader's values: its frames are
+        walked (types, row count), no body decoded."""
+        try:
+            try:  # records (as a lake's objects hold): the one walk a scan decodes from
+                self._walked = walk([data], max_total=self.max_mem_length)
+                types = list(dict.fromkeys(self._walked.types))
+                rows = int(self._walked.slot.size)
+            except NotColumnar:
+                types, rows = stream_shape(data, max_total=self.max_mem_length)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        self._load_bsup(data, types, rows, t0)
+
+    @property
+    def frames(self) -> bytes:
+        """The bytes of the frames this reader holds (the whole object, or the runs it
+        was opened on)."""
+        return self._data
+
     # -------------------------------------------------------------- schema ---
     @property
     def schema(self) -> Any:
         from ..superdb.reader import HeaderLayoutSchema
 
         return HeaderLayoutSchema(self.meta)  # type: ignore[arg-type]  # (super_types only)
-
-    def _missing(self, paths: list[str]) -> list[str]:
-        return [p for p in paths
-                if all(type_at(t, _comps(p)) is None for t in self.meta.super_types)]
-
-    def _check_paths(self, paths: list[str]) -> None:
-        missing = self._missing(paths)
-        if missing:
-            raise ColumnNotFoundError(
-                f"no value has column {', '.join(map(repr, missing))}; "
-                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
-
-    def _types(self, paths: list[str]) -> dict[str, Type]:
-        out = {}
-        for p in paths:
-            ts = [t for st in self.meta.super_types if (t := type_at(st, _comps(p))) is not None]
-            out[p] = unify(ts) if ts else NULL
-        return out
 
     # -------------------------------------------------------------- decode ---
     def _values(self, typed: bool = False) -> Iterator[Value]:
@@ -154,7 +159,7 @@ class BsupReader(Reader):
             return None
         names = {p: _comps(p)[0] for p in paths}
         try:
-            part = decode_records([self._data], frozenset(names.values()))
+            part = decode_records(self._walked or [self._data], frozenset(names.values()))
         except NotColumnar:
             return None
         return {p: part_column([part], names[p], part.n) for p in paths}
@@ -174,46 +179,6 @@ class BsupReader(Reader):
             raise e.with_path(self.path) from None
         return cols, len(values)
 
-    # -------------------------------------------------------------- filter ---
-    def _filter(self, filter: Any) -> Any:
-        if filter is None:
-            return None
-        from planner.filters import bind, columns_of, parse_filter
-
-        try:
-            expr = parse_filter(filter) if isinstance(filter, str) else filter
-            paths = [P.format_path(p) for p in columns_of(expr)]
-            types = self._types(paths)
-            return bind(expr, {_comps(p): t.name for p, t in types.items()
-                               if isinstance(t, PrimitiveType)})
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-
-    def _read_paths(self, expr: Any, paths: list[str]) -> list[str]:
-        """``paths`` and the filter's present columns (read too, dropped after)."""
-        if expr is None:
-            return paths
-        from planner.filters import columns_of
-
-        extra = [P.format_path(p) for p in columns_of(expr)]
-        extra = [p for p in dict.fromkeys(extra) if p not in paths]
-        return paths + [p for p in extra if p not in set(self._missing(extra))]
-
-    def _apply(self, expr: Any, cols: dict[str, A.Array], n: int, wanted: list[str]
-               ) -> tuple[dict[str, A.Array], int]:
-        from planner.filters import bind
-
-        from ..filtering import evaluate
-
-        by_path = {_comps(c): a for c, a in cols.items()}
-        try:
-            typed = bind(expr, {p: a.type.name for p, a in by_path.items()
-                                if isinstance(a.type, PrimitiveType)})
-            keep = np.flatnonzero(evaluate(typed, by_path, n))
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-        return {c: cols[c].take(keep) for c in wanted}, int(keep.size)
-
     # ---------------------------------------------------------------- read ---
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None) -> Any:
@@ -230,56 +195,26 @@ class BsupReader(Reader):
         t0 = time.perf_counter()
         lo, hi = self._row_bounds(rows)
         stop = hi if expr is not None or limit is None else min(hi, lo + limit)
-        cols, n = await self._run(self._decode, self._read_paths(expr, paths),
+        cols, n = await self._in_thread(self._decode, self._filter_paths(expr, paths),
                                   None if stop >= self.meta.row_count else stop)
         cols = {p: a.slice(lo, min(stop, n)) for p, a in cols.items()}
         n = max(0, min(stop, n) - lo)
         if expr is not None:
-            cols, n = self._apply(expr, cols, n, paths)
+            cols, n = self._keep(expr, cols, n, paths)
             if limit is not None and n > limit:
                 cols, n = {p: a.slice(0, limit) for p, a in cols.items()}, limit
         stats = ScanStats(bytes_needed=self.meta.object_size, wall=time.perf_counter() - t0)
         return ScanResult(cols, n, stats, None)
 
-    def _row_bounds(self, rows: slice | None) -> tuple[int, int]:
-        n = self.meta.row_count
-        if rows is None:
-            return 0, n
-        if not isinstance(rows, slice) or rows.step not in (None, 1):
-            raise RowSelectionError("rows must be a slice with step 1", path=self.path)
-        lo, hi, _ = rows.indices(n)
-        return lo, max(lo, hi)
-
-    async def _run(self, fn: Any, *args: Any) -> Any:
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
         """``fn(*args)`` off the event loop, within the reader's ``timeout``."""
-        import asyncio
-
-        work = asyncio.to_thread(fn, *args)
-        if self.timeout is None:
-            return await work
-        from ..errors import StoreTimeoutError
-
-        try:
-            return await asyncio.wait_for(work, self.timeout)
-        except TimeoutError:
-            raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
-
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
-        """The rows at ``indices`` (any order, repeats allowed): the object is read whole
-        anyway, so this is its scan's rows."""
-        return rows_of_whole(await self.scan(columns), indices, self.path)
-
-    async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
-                      ) -> ScanResult:
-        return await self.scan(columns)
+        return await self._timed(asyncio.to_thread(fn, *args))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
                            filter: Any = None) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan."""
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+        self._check_batch_rows(batch_rows)
         res = await self.scan(columns, filter=filter)
         for lo in range(0, res.num_rows, batch_rows):
             hi = min(res.num_rows, lo + batch_rows)
@@ -297,7 +232,7 @@ class BsupReader(Reader):
 
     async def _all(self, typed: bool) -> list[Value]:
         try:
-            return await self._run(lambda: list(self._values(typed)))  # type: ignore[no-any-return]
+            return await self._in_thread(lambda: list(self._values(typed)))  # type: ignore[no-any-return]
         except CsupError as e:
             raise e.with_path(self.path) from None
 
@@ -392,3 +327,61 @@ async def _whole(reader: Reader, head: bytes) -> bytes:
     if len(head) < tail.offset:
         head += await _read(reader, len(head), tail.offset - len(head))
     return head[:tail.offset] + bytes(tail.data)
+
+
+async def open_runs(store: Store, key: str, runs: Sequence[tuple[int, int]], *,
+                    requests: Sequence[tuple[int, int]] | None = None,
+                    **options: Any) -> BsupReader:
+    """A :class:`BsupReader` over the frames in ``runs`` of the BSUP object at ``key``:
+    byte ranges ``(offset, length)``, each whole streams (frames are self-delimiting and
+    a stream ends with its end-of-stream marker, so the runs one after another are one
+    stream of their values: a lake's seek-index chunks, or ``[(0, size)]`` for all of
+    it).  ``requests`` are the reads that fetch them (default: the planner's coalescing
+    of the runs for the reader's profile); they are sent at once, and the reader's
+    ``open_stats`` counts them.  ``options`` are ``open``'s reader options."""
+    t0 = time.perf_counter()
+    reader = BsupReader(store, key, owns_store=False, **options)
+    if requests is None:
+        requests = [(q.offset, q.length) for q in P.coalesce(runs, reader.profile)]
+    sem = asyncio.Semaphore(max(1, reader.concurrency))
+    held = RangeBuffer()
+
+    async def one(off: int, n: int) -> None:
+        async with sem:
+            data = await store.read_range(key, off, n)
+        if reader.open_stats.ttfb is None:
+            reader.open_stats.ttfb = time.perf_counter() - t0
+        reader.open_stats.requests += 1
+        reader.open_stats.bytes_read += len(data)
+        if len(data) != n:
+            raise TruncatedError(f"read {len(data)} of the {n} bytes at {off}: the object "
+                                 f"is shorter than its frames were said to be",
+                                 path=reader.path)
+        held.add(off, data)
+
+    try:
+        await gather_or_cancel([one(off, n) for off, n in requests])
+        for off, n in runs:
+            if not held.covers(off, n):
+                raise CsupError(f"the reads do not cover the frames at {off} (+{n})",
+                                path=reader.path)
+        data = b"".join(bytes(held.get(off, n)) for off, n in runs)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    if len(data) <= _WALK_ON_LOOP:  # a walk of this size takes less than a thread hop
+        reader.hold(data, t0)
+    else:
+        await asyncio.to_thread(reader.hold, data, t0)
+    return reader
+
+
+#: Frames up to this many bytes are walked on the event loop (about a millisecond).
+_WALK_ON_LOOP = 128 << 10
+
+
+def reader_of_frames(store: Store, key: str, data: bytes, **options: Any) -> BsupReader:
+    """A :class:`BsupReader` over frames already read (``BsupReader.frames`` of an
+    earlier one): the object at ``key`` is not read again."""
+    reader = BsupReader(store, key, owns_store=False, **options)
+    reader.hold(data, time.perf_counter())
+    return reader

@@ -7,8 +7,10 @@ Modules, one job each: ``ksuid`` (IDs), ``zedtypes`` (metadata record types),
 ``objects`` (store reads, writes and the cache), ``journal`` (HEAD/TAIL/entries/
 snap.zng replay), ``commits`` (commit objects, state at a commit), ``keys``
 (pool-key order, key ranges and their filter form), ``seek`` (seek indexes to byte
-ranges), ``scan`` (prune, fetch as the planner coalesces, merge in key order),
-``source`` (what a scan reads, as data any reader can take), ``pool`` and ``lake``
+ranges), ``plan`` (prune objects, seek-index runs, the planner's requests, groups of
+overlapping objects), ``source`` (what a scan reads, as data any reader can take),
+``read`` (the source's objects as fragments of a Dataset, merged in key order: the
+lake decodes nothing itself), ``pool`` and ``lake``
 (the API), ``load`` (commits).  The command line's and Spark's faces are
 ``csup_async.cli.lake`` and ``csup_async.spark.lake``: this package imports neither.
 """

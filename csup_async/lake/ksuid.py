@@ -7,6 +7,7 @@ zero bytes (Zed writes it, never a null).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -28,7 +29,9 @@ def new(now: float | None = None) -> bytes:
     return secs.to_bytes(4, "big") + os.urandom(16)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def to_str(k: bytes) -> str:
+    """The 27 base62 characters of a KSUID (cached: a pool names its objects often)."""
     n = int.from_bytes(k, "big")
     out = []
     while n:

@@ -102,6 +102,17 @@ class LakeIO:
         self._remember(ck, data)
         return data
 
+    def cached(self, k: str) -> bytes | None:
+        """What :meth:`remember` kept under ``k`` (None: nothing, or evicted)."""
+        hit = self._cache.get(k)
+        if hit is not None:
+            self._cache.move_to_end(k)
+        return hit
+
+    def remember(self, k: str, data: bytes) -> None:
+        """Keep the bytes of an immutable object (or of runs of one) under ``k``."""
+        self._remember(k, data)
+
     def _remember(self, k: str, data: bytes) -> None:
         if len(data) > self.cache_bytes // 4:
             return

@@ -6,30 +6,32 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import planner as P
 from planner.filters import Expr
 
-from .. import arrays as A
-from ..bsup.columns import Part, build_column, part_column
 from ..errors import CsupError
-from ..reader import ScanResult, ScanStats
-from ..types import NULL, RecordType, Type, underlying
+from ..reader import ScanResult
+from ..types import Type
 from . import ksuid as K
 from .commits import DataObject, PoolState
-from .filter import PoolFilter, filter_columns, is_expr, keep_matching, pool_filter
+from .filter import PoolFilter, filter_columns, is_expr, pool_filter
 from .keys import KeyRange
-from .scan import Row, ScanPlan, plan_scan, read_group_parts
+from .plan import ScanPlan, plan_scan
 
 if TYPE_CHECKING:
     from .config import PoolConfig
     from .objects import LakeHandle
+    from .read import PoolRead
     from .source import PoolSource
 
 __all__ = ["Pool", "FilterArg"]
 
 #: What ``filter=`` takes: a filter of the common model (``col("ts") >= x``, or its
 #: text form ``"ts >= 5 and kind = 'a'"``), a KeyRange, ``(lo, hi)`` (inclusive,
-#: either None), or comparisons of the pool key ``[("ts", ">=", x), ...]``.
-FilterArg = Expr | str | KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]] | None
+#: either None), comparisons of the pool key ``[("ts", ">=", x), ...]``, or a
+#: PoolFilter already resolved (``resolve_filter``'s answer).
+FilterArg = (Expr | str | KeyRange | tuple[Any, Any] | Sequence[tuple[str, str, Any]]
+             | PoolFilter | None)
 
 
 class Pool:
@@ -67,7 +69,7 @@ class Pool:
 
     async def _use_csup(self, csup: bool | None, cols: list[str] | None) -> bool | None:
         """True (use copies), None (auto: large objects), False (never)."""
-        from .scan import CSUP_MIN_OBJECT, csup_usable
+        from .plan import CSUP_MIN_OBJECT, csup_usable
 
         if csup is False or not csup_usable(cols):
             return False
@@ -93,7 +95,7 @@ class Pool:
     @property
     def objects(self) -> list[DataObject]:
         """Live data objects in Zed's listing order (by key span)."""
-        from .scan import ordered
+        from .plan import ordered
 
         return ordered(list(self.state.objects.values()), self.config.order)
 
@@ -110,6 +112,8 @@ class Pool:
                        key_range: tuple[Any, Any] | None = None) -> PoolFilter:
         """A ``filter``/``key_range`` argument (see FilterArg) as the expression to
         evaluate on the rows (None: the key range alone is exact) and the key range."""
+        if isinstance(filter, PoolFilter) and key_range is None:
+            return filter
         r = KeyRange()
         expr: Any = None
         for f in (filter, key_range):
@@ -152,17 +156,23 @@ class Pool:
         """The objects a scan reads (URLs, sizes, key spans, byte ranges, columnar
         copies) and its whole filter in the common filter model (metadata only); any
         reader can read them: see ``csup_async.lake.source``."""
+        return await self._source(self.resolve_filter(filter, key_range), profile)
+
+    async def _source(self, pf: PoolFilter, profile: str | P.Profile | None = None,
+                      columnar: bool = True) -> PoolSource:
+        """The source of a scan with ``pf`` (``columnar`` False: its columnar copies
+        are not looked for, which may take a request)."""
         from .source import pool_source
 
-        pf = self.resolve_filter(filter, key_range)
         plan = await self.plan(pf.key_range, profile=profile)
         copies: dict[bytes, str] = {}
-        for r in plan.reads:
-            if r.object.id in self.state.vectors:
-                copies[r.object.id] = ".vng"
-        if len(copies) < len(plan.reads) and await self.has_csup():
+        if columnar:
             for r in plan.reads:
-                copies.setdefault(r.object.id, ".csup")
+                if r.object.id in self.state.vectors:
+                    copies[r.object.id] = ".vng"
+            if len(copies) < len(plan.reads) and await self.has_csup():
+                for r in plan.reads:
+                    copies.setdefault(r.object.id, ".csup")
         return pool_source(self, plan, pf.expr, self.lake.url, copies)
 
     async def explain(self, filter: FilterArg = None, *,
@@ -173,26 +183,32 @@ class Pool:
              "key": self.config.key_name, **d}
         return d
 
+    async def _read(self, columns: Sequence[str] | str | None, filter: FilterArg,
+                    key_range: tuple[Any, Any] | None, csup: bool | None,
+                    profile: str | P.Profile | None = None) -> PoolRead:
+        """The read of a scan: its source, and how each kept object is opened."""
+        from .plan import CSUP_MIN_OBJECT
+        from .read import PoolRead
+
+        pf = self.resolve_filter(filter, key_range)
+        cols = _columns(columns)
+        use = await self._use_csup(csup, _read_columns(cols, pf))
+        src = await self._source(pf, profile, columnar=use is not False)
+        columnar: bool | frozenset[str] = use if use is not None else frozenset(
+            o.id for o in src.objects if o.size >= CSUP_MIN_OBJECT)
+        return PoolRead(self.lake.io, self.config.id_str, src, cols, where=pf.expr,
+                        columnar=columnar, profile=profile)
+
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
                            csup: bool | None = None) -> AsyncIterator[ScanResult]:
         """One ScanResult per group of overlapping objects, in pool-key order."""
-        pf = self.resolve_filter(filter, key_range)
-        plan = await self.plan(pf.key_range)
-        cols = _columns(columns)
-        read_cols = _read_columns(cols, pf)
-        use_csup = await self._use_csup(csup, read_cols)
-        io = self.lake.io
-        for g in plan.groups:
-            r0, b0 = io.requests, io.bytes_read
+        read = await self._read(columns, filter, key_range, csup)
+        for g in read.source.groups:
             t0 = time.perf_counter()
-            rows = await read_group_parts(io, self.config.id_str, g, self.config.key,
-                                           plan.key_range, self.config.order, read_cols,
-                                           use_csup, self.state.vectors)
-            stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
-                              bytes_needed=sum(r.bytes for r in g),
-                              wall=time.perf_counter() - t0)
-            yield _filtered([rows], cols, read_cols, pf, stats, plan)
+            res = await read.read_group(g)
+            res.stats.wall = time.perf_counter() - t0
+            yield res
 
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,
@@ -201,7 +217,8 @@ class Pool:
 
         ``filter``: see FilterArg.  Its comparisons of the pool key narrow what is
         read; the whole filter is evaluated on the rows (SQL semantics, as
-        ``Reader.scan``).
+        ``Reader.scan``).  The kept objects are read as the fragments of one dataset
+        (``csup_async.lake.read``).
 
         ``csup``: True reads whole objects from their ``.csup`` copies, or the ``.vng``
         copies ``zed vector add`` made (only the columns asked for, top-level fields);
@@ -210,23 +227,15 @@ class Pool:
         the seek index are read as ``.zng`` ranges either way (a CSUP object has no
         seek index).  ``profile``: the planner profile whose coalescing makes the
         requests (default: the store's)."""
-        from .objects import gather_all
-
         t0 = time.perf_counter()
         io = self.lake.io
         r0, b0 = io.requests, io.bytes_read
-        pf = self.resolve_filter(filter, key_range)
-        plan = await self.plan(pf.key_range, profile=profile)
-        cols = _columns(columns)
-        read_cols = _read_columns(cols, pf)
-        use_csup = await self._use_csup(csup, read_cols)
-        parts = await gather_all([read_group_parts(io, self.config.id_str, g, self.config.key,
-                                                   plan.key_range, self.config.order,
-                                                   read_cols, use_csup, self.state.vectors)
-                                  for g in plan.groups])
-        stats = ScanStats(requests=io.requests - r0, bytes_read=io.bytes_read - b0,
-                          bytes_needed=plan.bytes_to_read, wall=time.perf_counter() - t0)
-        return _filtered(parts, cols, read_cols, pf, stats, plan)
+        read = await self._read(columns, filter, key_range, csup, profile)
+        res = await read.read()
+        res.stats.requests = io.requests - r0
+        res.stats.bytes_read = io.bytes_read - b0
+        res.stats.wall = time.perf_counter() - t0
+        return res
 
     async def count_rows(self, filter: FilterArg = None, *,
                          key_range: tuple[Any, Any] | None = None) -> int:
@@ -236,6 +245,24 @@ class Pool:
             return sum(o.count for o in self.state.objects.values())
         res = await self.scan([self.config.key_name], filter=filter, key_range=key_range)
         return res.num_rows
+
+    async def sample_types(self, n: int) -> list[Type]:
+        """The record types of the first seek-index chunk of up to ``n`` objects spread
+        over the pool (what a schema is inferred from; one chunk read per object)."""
+        from .objects import gather_all
+        from .plan import seek_index
+        from .read import first_chunk_types
+
+        objs = self.objects
+        picked = objs[::max(1, len(objs) // max(n, 1))][:n]
+        io, pdir = self.lake.io, self.config.id_str
+
+        async def one(o: DataObject) -> list[Type]:
+            entries = await seek_index(io, pdir, o)
+            run = (entries[0].offset, entries[0].length) if entries else (0, o.size)
+            return await first_chunk_types(io, pdir, o.name, run)
+
+        return [t for ts in await gather_all([one(o) for o in picked]) for t in ts]
 
     async def load(self, data: Any, *, message: str = "", author: str = "",
                    csup: bool = False) -> str:
@@ -262,115 +289,8 @@ def _read_columns(cols: list[str] | None, pf: PoolFilter) -> list[str] | None:
     return list(dict.fromkeys([*cols, *filter_columns(pf.expr)]))
 
 
-def _filtered(pieces: list[list[Row] | Part], cols: list[str] | None,
-              read_cols: list[str] | None, pf: PoolFilter, stats: ScanStats,
-              plan: ScanPlan | None) -> ScanResult:
-    """The ScanResult of ``pieces`` with the filter applied to its rows."""
-    res = scan_result(pieces, read_cols, stats, plan)
-    if pf.expr is None:
-        return res
-    if cols is None and res.num_rows:
-        # every top-level field was read; a nested path the filter reads is taken from
-        # the same decoded rows (by rows: a path through a null parent is null)
-        nested = [c for c in filter_columns(pf.expr) if c not in res.columns and "." in c]
-        if nested:
-            rows = [p.to_rows() if isinstance(p, Part) else p for p in pieces]
-            extra = scan_result(rows, nested, stats, plan)
-            both = ScanResult({**res.columns, **extra.columns}, res.num_rows, stats, plan)
-            return keep_matching(both, pf.expr, list(res.columns))
-    return keep_matching(res, pf.expr, cols)
-
-
 def _columns(columns: Sequence[str] | str | None) -> list[str] | None:
     if columns is None:
         return None
     cols = columns.split(",") if isinstance(columns, str) else list(columns)
     return [c for c in cols if c] or None
-
-
-def _get(v: Any, t: Type, path: list[str]) -> tuple[Any, Type]:
-    for name in path:
-        u = underlying(t)
-        f = u.field(name) if hasattr(u, "field") else None
-        if f is None or not isinstance(v, dict):
-            return None, NULL
-        t, v = f.type, v.get(name)
-    return v, t
-
-
-_MISSING = object()
-
-
-def _column(rows: list[Row], c: str) -> A.Array:
-    """One column of the rows: values by field (types looked up once per row type, by
-    identity), then an array; times decoded as int nanoseconds go straight into one."""
-    path = c.split(".")
-    name = path[0]
-    single = len(path) == 1
-    field_types: dict[int, Any] = {}
-    vals: list[Any] = []
-    vtypes: list[Type] = []
-    for _, t, v in rows:
-        if single:
-            ft = field_types.get(id(t), _MISSING)
-            if ft is _MISSING:
-                u = underlying(t)
-                f = u.field(name) if isinstance(u, RecordType) else None
-                ft = field_types[id(t)] = None if f is None else f.type
-            x = v.get(name) if ft is not None and isinstance(v, dict) else None
-            xt = ft if ft is not None else NULL
-        else:
-            x, xt = _get(v, t, path)
-        vals.append(x)
-        vtypes.append(xt)
-    return build_column(vals, vtypes)
-
-
-def scan_result(pieces: list[list[Row] | Part], columns: list[str] | None, stats: ScanStats,
-            plan: ScanPlan | None) -> ScanResult:
-    """The ScanResult of the rows of ``pieces`` (in order): column-wise parts are joined
-    as arrays; any row list among them turns them all into rows (the reference)."""
-    if all(isinstance(p, Part) for p in pieces):
-        return _parts_result([p for p in pieces if isinstance(p, Part)], columns, stats, plan)
-    rows: list[Row] = []
-    for p in pieces:
-        rows += p.to_rows() if isinstance(p, Part) else p
-    return _rows_result(rows, columns, stats, plan)
-
-
-def _parts_result(parts: list[Part], columns: list[str] | None, stats: ScanStats,
-                  plan: ScanPlan | None) -> ScanResult:
-    n = sum(p.n for p in parts)
-    if columns is None:  # every field, in the order the rows' types first show them
-        firsts: list[tuple[int, Type]] = []
-        off = 0
-        for part in parts:
-            for t, pos in zip(part.types, part.rows, strict=True):
-                if pos.size:
-                    firsts.append((off + int(pos.min()), t))
-            off += part.n
-        firsts.sort(key=lambda x: x[0])
-        seen: dict[str, None] = {}
-        for _, t in firsts:
-            for f in getattr(underlying(t), "fields", ()):
-                seen.setdefault(f.name, None)
-        columns = list(seen)
-    out = {c: part_column(parts, c, n) for c in columns}
-    return ScanResult(out, n, stats, plan)
-
-
-def _rows_result(rows: list[Row], columns: list[str] | None, stats: ScanStats,
-                 plan: ScanPlan | None) -> ScanResult:
-    if columns is None:
-        seen: dict[str, None] = {}
-        ids: set[int] = set()
-        for _, t, _v in rows:
-            if id(t) in ids:
-                continue
-            ids.add(id(t))
-            u = underlying(t)
-            for f in getattr(u, "fields", ()):
-                seen.setdefault(f.name, None)
-        columns = list(seen)
-    out = {c: _column(rows, c) for c in columns}
-    return ScanResult(out, len(rows), stats, plan)

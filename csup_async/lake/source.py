@@ -11,14 +11,15 @@ CSUP/VNG files.  Nothing here reads data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.filters import And, Expr
 
+from ..values import Value
 from .commits import DataObject
 from .keys import KeyRange, display
-from .scan import ScanPlan
+from .plan import ScanPlan
 
 __all__ = ["PoolSource", "SourceObject", "combine"]
 
@@ -36,6 +37,8 @@ class SourceObject:
     runs: tuple[tuple[int, int], ...] | None  # seek-index chunk runs (None: all of it)
     requests: tuple[tuple[int, int], ...] | None  # the planner's requests for the runs
     columnar: str | None  # its ``.vng`` (Zed's vector copy) or ``.csup`` copy, if any
+    key_min: Value | None = field(default=None, repr=False)  # the span as typed values
+    key_max: Value | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ def pool_source(pool: Any, plan: ScanPlan, expr: Expr | None, base_url: str,
         return SourceObject(o.name, f"{pdir}/{o.name}.zng", o.size, o.count, display(o.min),
                             display(o.max), None if runs is None else tuple(runs),
                             None if requests is None else tuple(requests),
-                            None if suffix is None else f"{pdir}/{o.name}{suffix}")
+                            None if suffix is None else f"{pdir}/{o.name}{suffix}",
+                            o.min, o.max)
 
     key_filter = plan.key_range.to_filter(pool.config.key)
     return PoolSource(

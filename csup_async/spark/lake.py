@@ -1,12 +1,14 @@
 """Spark reads of a lake pool: ``spark.read.format("csup").option("pool", "logs@main").load(lake)``.
 
-The driver resolves the branch, prunes objects by the pool key (from the
-``where`` option, and from pushed filters on the key when ``pushdown`` is on)
-and narrows each kept ``.zng`` object to seek-index byte ranges; partitions
-carry those plans (groups of overlapping objects stay together, so each
-partition's rows come out in key order).  Executors fetch the ranges and
-decode them.  Pushed filters are still handed back to Spark: it evaluates
-them on the rows, so SQL semantics hold exactly; pruning only skips bytes.
+The driver resolves the branch to the pool's source (``Pool.source``: objects
+pruned by the pool key from the ``where`` option, and from pushed filters on
+the key when ``pushdown`` is on, each kept ``.zng`` object narrowed to
+seek-index byte runs); partitions carry parts of that source (groups of
+overlapping objects stay together, so each partition's rows come out in key
+order).  Executors read their part as any pool scan does
+(``csup_async.lake.read``: the objects as fragments of one dataset).  Pushed
+filters are still handed back to Spark: it evaluates them on the rows, so SQL
+semantics hold exactly; pruning only skips bytes.
 
 The schema is inferred from the first chunk (per the seek index) of up to
 ``SAMPLE_OBJECTS`` objects, or given by the user.
@@ -15,6 +17,7 @@ The schema is inferred from the first chunk (per the seek index) of up to
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -27,8 +30,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from ..errors import CsupError
 from ..lake.filter import PoolFilter
 from ..lake.keys import KeyRange, as_value
-from ..lake.objects import gather_all
-from ..lake.scan import ObjectRead, ScanPlan, read_group, read_group_parts, seek_index
+from ..lake.source import PoolSource
 from ..types import underlying
 from .options import Settings
 
@@ -71,19 +73,7 @@ def lake_schema(settings: Settings) -> T.StructType:
     async def sample() -> list[Any]:
         lake, pool = await _open_pool(settings)
         try:
-            objs = pool.objects
-            step = max(1, len(objs) // SAMPLE_OBJECTS)
-            picked = objs[::step][:SAMPLE_OBJECTS]
-            io, pdir = lake.io, pool.config.id_str
-
-            async def first_chunk(o: Any) -> list[Any]:
-                entries = await seek_index(io, pdir, o)
-                rng = [(entries[0].offset, entries[0].length)] if entries else None
-                return await read_group(io, pdir, [ObjectRead(o, rng)], pool.config.key,
-                                        KeyRange(), pool.config.order)
-
-            parts = await gather_all([first_chunk(o) for o in picked])
-            return [t for p in parts for _, t, _ in p]
+            return await pool.sample_types(SAMPLE_OBJECTS)  # type: ignore[no-any-return]
         finally:
             await lake.close()
 
@@ -102,21 +92,17 @@ def lake_schema(settings: Settings) -> T.StructType:
 
 
 class LakePartition(InputPartition):
-    """Groups of overlapping objects (with their byte ranges) read by one task."""
+    """Groups of overlapping objects (the part of the pool's source) read by one task."""
 
-    def __init__(self, index: int, pool_dir: str, key: tuple[str, ...], order: str,
-                 key_range: KeyRange, groups: tuple[tuple[ObjectRead, ...], ...],
-                 expr: Any = None) -> None:
+    def __init__(self, index: int, pool_dir: str, source: PoolSource, expr: Any = None
+                 ) -> None:
         self.index = index
         self.pool_dir = pool_dir
-        self.key = key
-        self.order = order
-        self.key_range = key_range
-        self.groups = groups
+        self.source = source  # its objects and groups: this task's share
         self.expr = expr  # the where option's filter, evaluated on the rows
 
     def __repr__(self) -> str:
-        return f"LakePartition(index={self.index}, groups={len(self.groups)})"
+        return f"LakePartition(index={self.index}, groups={len(self.source.groups)})"
 
 
 def pool_filter_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> PoolFilter:
@@ -143,19 +129,32 @@ def key_range_from(pool: Any, kr: KeyRange, filters: Sequence[Any]) -> KeyRange:
     return kr
 
 
-def _pack(plan: ScanPlan, target: int, min_parts: int) -> list[list[tuple[ObjectRead, ...]]]:
-    total = plan.bytes_to_read
+def _bytes(o: Any) -> int:
+    return o.size if o.runs is None else sum(n for _, n in o.runs)
+
+
+def _pack(src: PoolSource, target: int, min_parts: int) -> list[PoolSource]:
+    """The source split into parts of about ``target`` bytes, groups kept whole."""
+    total = sum(_bytes(o) for o in src.objects)
     target = max(1, min(target, total // max(min_parts, 1) or 1))
-    parts: list[list[tuple[ObjectRead, ...]]] = []
+    parts: list[list[tuple[int, ...]]] = []
     size = 0
-    for g in plan.groups:
-        b = sum(r.bytes for r in g)
+    for g in src.groups:
+        b = sum(_bytes(src.objects[i]) for i in g)
         if not parts or (size + b > target and parts[-1]):
             parts.append([])
             size = 0
-        parts[-1].append(tuple(g))
+        parts[-1].append(g)
         size += b
-    return parts
+    out = []
+    for gs in parts:
+        objs = [src.objects[i] for g in gs for i in g]
+        groups, k = [], 0
+        for g in gs:
+            groups.append(tuple(range(k, k + len(g))))
+            k += len(g)
+        out.append(dataclasses.replace(src, objects=tuple(objs), groups=tuple(groups)))
+    return out
 
 
 class LakeReader(DataSourceReader):
@@ -168,26 +167,28 @@ class LakeReader(DataSourceReader):
         return f"{type(self).__name__}(pool={self.settings.pool!r})"
 
     def _plan(self) -> list[LakePartition]:
-        async def go() -> tuple[Any, PoolFilter, ScanPlan]:
+        async def go() -> tuple[Any, PoolFilter, PoolSource, Any]:
             lake, pool = await _open_pool(self.settings)
             try:
                 pf = pool_filter_from(pool, self.settings, self.filters)
-                return pool, pf, await pool.plan(pf.key_range)
+                src = await pool.source(pf)
+                plan = (await pool.plan(pf.key_range) if self.settings.plan_report
+                        else None)  # (the seek indexes are cached: no request)
+                return pool, pf, src, plan
             finally:
                 await lake.close()
 
-        pool, pf, plan = _run(go())
-        if self.settings.plan_report:
+        pool, pf, src, plan = _run(go())
+        if plan is not None:
             d = {"pool": pool.name, "commit": pool.commit_id, **plan.describe()}
             tmp = f"{self.settings.plan_report}.tmp-{os.getpid()}"
             with open(tmp, "w") as f:
                 json.dump(d, f, default=str)
             os.replace(tmp, self.settings.plan_report)
-        packed = _pack(plan, self.settings.target_partition_bytes,
+        packed = _pack(src, self.settings.target_partition_bytes,
                        self.settings.min_partitions)
-        return [LakePartition(i, pool.config.id_str, pool.config.key, pool.config.order,
-                              plan.key_range, tuple(gs), pf.expr)
-                for i, gs in enumerate(packed)]
+        return [LakePartition(i, pool.config.id_str, part, pf.expr)
+                for i, part in enumerate(packed)]
 
     def partitions(self) -> Sequence[InputPartition]:
         return self._plan()
@@ -208,10 +209,8 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
                         ) -> Iterator[pa.RecordBatch]:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from ..lake.filter import filter_columns, keep_matching
     from ..lake.objects import LakeIO
-    from ..lake.pool import scan_result
-    from ..reader import ScanStats
+    from ..lake.read import PoolRead
     from ..stores import store_for
     from .executor import record_batches
 
@@ -219,20 +218,15 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     names = [f.name for f in schema.fields]
     columns = tuple((n, n) for n in names)
-    read = names if part.expr is None else list(dict.fromkeys(
-        [*names, *filter_columns(part.expr)]))
     loop = asyncio.new_event_loop()
     store, root = store_for(url.rstrip("/"), **settings.store_options(url))
     io = LakeIO(store, root, concurrency=settings.concurrency)
+    read = PoolRead(io, part.pool_dir, part.source, names, where=part.expr)
     try:
-        for g in part.groups:
-            got = loop.run_until_complete(read_group_parts(io, part.pool_dir, list(g), part.key,
-                                                           part.key_range, part.order, read))
-            res = scan_result([got], read, ScanStats(), None)
-            if part.expr is not None:
-                res = keep_matching(res, part.expr, names)
+        for g in part.source.groups:
+            res = loop.run_until_complete(read.read_group(g))
             yield from record_batches(res.columns, res.num_rows, columns, arrow_schema,
-                                settings.batch_rows)
+                                      settings.batch_rows)
     finally:
         loop.run_until_complete(store.close())
         loop.close()

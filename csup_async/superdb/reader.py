@@ -18,20 +18,19 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 import planner as P
 from planner.dnf import as_expr
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
-from ..errors import ColumnNotFoundError, CsupError, RowSelectionError, TruncatedError
+from ..errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..meta import PrimitiveColumn, Segment
-from ..pipeline.result import ScanResult, ScanStats, rows_of_whole
+from ..pipeline.result import ScanResult, ScanStats
 from ..reader import Reader
 from ..types import NULL, RecordType, Type
 from ..values import Value, unify
+from ..wholeobject import WholeObjectReader
 from . import columns as C
 from .held import HeldBytes
 from .meta import (
@@ -60,7 +59,7 @@ class FileView(SuperDBMeta):
         return (PrimitiveColumn(segs),)
 
 
-class HeaderLayoutReader(Reader):
+class HeaderLayoutReader(WholeObjectReader):
     """A Reader over a SuperDB CSUP file (made by ``open``, never directly)."""
 
     header_layout = True
@@ -147,11 +146,6 @@ class HeaderLayoutReader(Reader):
     def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
         return [P.parse_path(p) if p else () for p in paths]
 
-    def missing_paths(self, paths: list[str]) -> list[str]:
-        """The paths no super type of the file has."""
-        return [p for p, comps in zip(paths, self._comps(paths), strict=True)
-                if all(C.type_at(t, comps) is None for t in self.meta.super_types)]
-
     def _segments(self, paths: list[str], objects: Sequence[ObjectMeta]) -> list[Segment]:
         comps = self._comps(paths)
         segs: list[Segment] = []
@@ -171,32 +165,6 @@ class HeaderLayoutReader(Reader):
                                   available=(held[0], len(held[1])),
                                   held=tuple((o, len(d)) for o, d in self._held))
 
-    def _check_paths(self, paths: list[str]) -> None:
-        missing = self.missing_paths(paths)
-        if missing:
-            raise ColumnNotFoundError(
-                f"no super type has column {', '.join(map(repr, missing))}; "
-                f"columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
-
-    def _filter(self, filter: Any) -> Any:
-        """The filter expression (parsed from text), or None."""
-        if filter is None:
-            return None
-        from planner.dnf import as_expr
-        from planner.filters import bind, columns_of
-
-        from ..types import PrimitiveType
-
-        try:
-            expr = as_expr(filter)
-            # literals checked and coerced against the columns' types, as for any file
-            paths = [P.format_path(p) for p in columns_of(expr)]
-            types = self._types(paths)
-            return bind(expr, {(P.parse_path(p) if p else ()): t.name
-                               for p, t in types.items() if isinstance(t, PrimitiveType)})
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
@@ -210,32 +178,10 @@ class HeaderLayoutReader(Reader):
         return [o for o in objs
                 if zone_truth(expr, lambda p, o=o: object_stats(o, p)) != Truth.FALSE]
 
-    def _filter_paths(self, expr: Any, paths: list[str]) -> list[str]:
-        """``paths`` and the filter's present columns (read too, dropped after)."""
-        from planner.filters import columns_of
-
-        if expr is None:
-            return paths
-        extra = [P.format_path(p) for p in columns_of(expr)]
-        extra = [p for p in dict.fromkeys(extra) if p not in paths]
-        return paths + [p for p in extra if p not in set(self.missing_paths(extra))]
-
-    def _apply(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
-        """The rows of ``res`` the filter keeps (SQL semantics), columns ``wanted``."""
-        from planner.filters import bind
-
-        from ..filtering import evaluate
-        from ..types import PrimitiveType
-
-        by_path = {(P.parse_path(c) if c else ()): a for c, a in res.columns.items()}
-        try:
-            typed = bind(expr, {p: a.type.name for p, a in by_path.items()
-                                if isinstance(a.type, PrimitiveType)})
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-        keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
-        return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
-                          res.stats, res.plan)
+    def _matching(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
+        """The rows of ``res`` the filter keeps, columns ``wanted``."""
+        cols, n = self._keep(expr, res.columns, res.num_rows, wanted)
+        return ScanResult(cols, n, res.stats, res.plan)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
@@ -299,13 +245,6 @@ class HeaderLayoutReader(Reader):
             out[p] = parts[0] if len(parts) == 1 else C.interleave(tags, parts)
         return out
 
-    def _types(self, paths: list[str]) -> dict[str, Type]:
-        out = {}
-        for p, comps in zip(paths, self._comps(paths), strict=True):
-            ts = [t for st in self.meta.super_types if (t := C.type_at(st, comps)) is not None]
-            out[p] = unify(ts) if ts else NULL
-        return out
-
     def _arrays(self, obj: ObjectMeta, paths: list[str], types: dict[str, Type]
                 ) -> dict[str, A.Array]:
         """Each path's column over the rows of ``obj``: primitive columns built with numpy
@@ -337,7 +276,7 @@ class HeaderLayoutReader(Reader):
         plan = self._hl_plan(paths, objects)
         types = self._types(paths)
         try:
-            await self._run(self._fetch(plan, stats))
+            await self._timed(self._fetch(plan, stats))
             parts: dict[str, list[A.Array]] = {p: [] for p in paths}
             for o in objects:
                 got = await asyncio.to_thread(self._arrays, o, paths, types)
@@ -354,7 +293,7 @@ class HeaderLayoutReader(Reader):
         """The decoded Python values of ``paths`` (read_rows: exact, absent fields left out)."""
         plan = self._hl_plan(paths, objects)
         try:
-            await self._run(self._fetch(plan, ScanStats()))
+            await self._timed(self._fetch(plan, ScanStats()))
             cols: dict[str, list[Any]] = {p: [] for p in paths}
             for o in objects:
                 got = await asyncio.to_thread(self._decode, o, paths)
@@ -363,16 +302,6 @@ class HeaderLayoutReader(Reader):
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols
-
-    async def _run(self, aw: Any) -> Any:
-        if self.timeout is None:
-            return await aw
-        from ..errors import StoreTimeoutError
-
-        try:
-            return await asyncio.wait_for(aw, self.timeout)
-        except TimeoutError:
-            raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
@@ -404,7 +333,7 @@ class HeaderLayoutReader(Reader):
             a, b = max(lo - starts[o.offset], 0), min(hi - starts[o.offset], o.length)
             b = max(a, b)
             res = self._result({p: v.slice(a, b) for p, v in cols.items()}, b - a, stats, plan)
-            parts.append(self._apply(expr, res, paths))
+            parts.append(self._matching(expr, res, paths))
             self._drop(o)
             if limit is not None and sum(r.num_rows for r in parts) >= limit:
                 break
@@ -428,18 +357,6 @@ class HeaderLayoutReader(Reader):
                 if parts else A.from_pylist(types[p], []) for p in paths}
         return ScanResult(cols, n, stats, plan)
 
-    def _row_bounds(self, rows: slice | None, limit: int | None) -> tuple[int, int]:
-        n = self.meta.row_count
-        lo, hi = 0, n
-        if rows is not None:
-            if not isinstance(rows, slice) or rows.step not in (None, 1):
-                raise RowSelectionError("rows must be a slice with step 1", path=self.path)
-            lo, hi, _ = rows.indices(n)
-            hi = max(lo, hi)
-        if limit is not None:
-            hi = min(hi, lo + limit)
-        return lo, hi
-
     def _objects_for(self, lo: int, hi: int) -> tuple[list[ObjectMeta], int]:
         """The objects holding rows ``[lo, hi)`` and the first row of the first of them."""
         out, first, at = [], None, 0
@@ -451,16 +368,6 @@ class HeaderLayoutReader(Reader):
             at = end
         return out, first or 0
 
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
-        """The rows at ``indices`` (any order, repeats allowed): the object is read whole
-        anyway, so this is its scan's rows."""
-        return rows_of_whole(await self.scan(columns), indices, self.path)
-
-    async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
-                      ) -> ScanResult:
-        return await self.scan(columns)
-
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
@@ -468,8 +375,7 @@ class HeaderLayoutReader(Reader):
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an
         object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+        self._check_batch_rows(batch_rows)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -483,7 +389,7 @@ class HeaderLayoutReader(Reader):
                 res = self._result({p: v.slice(lo, hi) for p, v in cols.items()}, hi - lo,
                                    stats if lo == 0 else ScanStats(), plan)
                 if expr is not None:
-                    res = self._apply(expr, res, paths)
+                    res = self._matching(expr, res, paths)
                     if not res.num_rows:
                         continue
                 yield res
@@ -503,7 +409,7 @@ class HeaderLayoutReader(Reader):
     async def read_values(self) -> list[Value]:
         """Every value with its super type (unions inside as UnionValue)."""
         stats = ScanStats()
-        await self._run(self._fetch(self._hl_plan([""]), stats))
+        await self._timed(self._fetch(self._hl_plan([""]), stats))
         out: list[Value] = []
         try:
             for o in self.meta.objects:

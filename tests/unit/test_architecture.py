@@ -54,7 +54,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
               "csup_async.colstats", "csup_async.describe", "csup_async.partitioning")},
     # what a program calls: open a file or a dataset, scan it, async or synchronous
     {"api": ("csup_async.reader", "csup_async.opening", "csup_async.dataset",
-             "csup_async.fragment", "csup_async.superdb.reader", "csup_async.bsup.reader",
+             "csup_async.fragment", "csup_async.wholeobject", "csup_async.superdb.reader",
+             "csup_async.bsup.reader",
              "csup_async.sync.*", "csup_async.polars_source", "csup_async.duckdb_source")},
     {"write": ("csup_async.writer", "csup_async.writing", "csup_async.write_inputs",
                "csup_async.arrow_input", "csup_async.arrow_write", "csup_async.pyrows",
