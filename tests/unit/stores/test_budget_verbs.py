@@ -210,7 +210,8 @@ def test_count_rows_reads_the_super_column_within_its_budget(
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(verb=st.sampled_from(VERBS), shape=st.sampled_from(["one", "two", "nostats"]),
-       profile=st.sampled_from([TWO_WAVES, ONE_WAVE, SHORT_TAIL]), chunk=st.sampled_from([4096, 1 << 20]),
+       profile=st.sampled_from([TWO_WAVES, ONE_WAVE, SHORT_TAIL]),
+       chunk=st.sampled_from([4096, 1 << 20]),
        lo=st.integers(0, ROWS - 1), width=st.integers(1, 3000))
 def test_every_verbs_progress_is_monotonic_and_exact(range_server: Any,
                                                       files: dict[str, bytes], verb: str,
