@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .budget import check_budget, check_limits
 from .errors import ArgumentError
 
-__all__ = ["FileMeter", "Meter", "Progress", "current_tracker", "metered", "tracking"]
+__all__ = ["FileMeter", "Meter", "Planned", "Progress", "current_tracker", "metered",
+           "tracking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,23 @@ class Progress:
     @property
     def fraction(self) -> float:
         return self.bytes_done / self.bytes_planned if self.bytes_planned else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A read planned and not started: the ``(requests, bytes)`` of its first wave, and
+    ``run()`` to read it (a caller checks many files' figures before running any)."""
+
+    figures: tuple[int, int]
+    run: Callable[[], Awaitable[Any]]
+
+    @staticmethod
+    def done(value: Any) -> Planned:
+        """A read that needs no request: ``run()`` gives ``value``."""
+        async def run() -> Any:
+            return value
+
+        return Planned((0, 0), run)
 
 
 class Meter:
@@ -68,10 +87,13 @@ class Meter:
             self.callback(Progress(self.bytes_done, self.bytes_planned, self.files_done,
                                    self.files_planned))
 
-    def file(self, path: str | None = None) -> FileMeter:
+    def file(self, path: str | None = None, *, counted: bool = True) -> FileMeter:
         """A meter for one more file of this call (counted in ``files_planned`` once
-        something of it is expected, or at once with :meth:`expect`)."""
-        return FileMeter(self, path)
+        something of it is expected or claimed); ``counted=False``: a call's reads
+        outside any file's plan (a row count), checked and counted as bytes only."""
+        fm = FileMeter(self, path)
+        fm.counted = not counted  # (True: never counted as a file)
+        return fm
 
     def expect(self, plans: list[tuple[FileMeter, int, int]]) -> None:
         """Each file's first wave ``(meter, requests, bytes)``, as planned: a BudgetError

@@ -43,7 +43,7 @@ from .pipeline.options import (
     split_options,
 )
 from .pipeline.result import ScanResult, ScanStats
-from .progress import FileMeter, Meter, metered, tracking
+from .progress import Meter, Planned, metered, tracking
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
 from .stores.capabilities import profile_of
@@ -505,15 +505,19 @@ class Reader:
         """
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
-            return await self._take(indices, columns, None)
+            return await (await self.prepare_take(indices, columns)).run()
         fm = meter.file(self.path)
-        with tracking(fm):
-            res = await self._take(indices, columns, fm)
+        with tracking(fm):  # the row map's read, while planning, is claimed as a wave
+            planned = await self.prepare_take(indices, columns)
+            fm.expect(*planned.figures)
+            res = await planned.run()
         fm.done()
         return res
 
-    async def _take(self, indices: Any, columns: Sequence[str] | str | None,
-                    fm: FileMeter | None) -> ScanResult:
+    async def prepare_take(self, indices: Any, columns: Sequence[str] | str | None = None
+                           ) -> Planned:
+        """:meth:`take`, planned (a file of several super types may read its row map):
+        the ``(requests, bytes)`` it reads and ``run()``."""
         idx = _row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
@@ -533,23 +537,26 @@ class Reader:
         rowmap, cost = await self._row_map(ranges)
         cut, keep = plan_rows(self.meta, plan, ranges, verify_counts=not self.trust_counts,
                               rowmap=rowmap)
-        if fm is not None:
-            fm.expect(cut.request_count, cut.bytes_to_read)
-        try:
-            got = await run_rows(self.target(), self.meta, cut, keep, paths, ranges,
-                                 self.read_options, rowmap)
-        except CsupError as e:
-            raise e.with_path(self.path) from None
-        res = _charged(got, cost)
-        if res.num_rows != uniq.size:
-            if n is None and res.total_rows is not None:
-                self._counted_rows = res.total_rows
-                raise out_of_range(res.total_rows)
-            raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
-                              path=self.path)
-        same = uniq.size == idx.size and bool((np.diff(idx) > 0).all()) if idx.size else True
-        cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
-        return ScanResult(cols, int(idx.size), res.stats, res.plan)
+
+        async def run() -> ScanResult:
+            try:
+                got = await run_rows(self.target(), self.meta, cut, keep, paths, ranges,
+                                     self.read_options, rowmap)
+            except CsupError as e:
+                raise e.with_path(self.path) from None
+            res = _charged(got, cost)
+            if res.num_rows != uniq.size:
+                if n is None and res.total_rows is not None:
+                    self._counted_rows = res.total_rows
+                    raise out_of_range(res.total_rows)
+                raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
+                                  path=self.path)
+            same = (uniq.size == idx.size and bool((np.diff(idx) > 0).all())
+                    if idx.size else True)
+            cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
+            return ScanResult(cols, int(idx.size), res.stats, res.plan)
+
+        return Planned((cut.request_count, cut.bytes_to_read), run)
 
     def _filter_expr(self, filter: Any) -> Any:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
@@ -671,7 +678,9 @@ class Reader:
                                      self.read_options, batch_rows, prefetch=prefetch)
             async with contextlib.aclosing(batches):
                 while True:
-                    with tracking(fm):  # (the read starts at the first step)
+                    # (the read starts at the first step; without a meter of its own,
+                    # a caller's, a dataset's, stays current)
+                    with tracking(fm) if fm is not None else contextlib.nullcontext():
                         batch = await anext(batches, None)
                     if batch is None:
                         break
@@ -685,6 +694,15 @@ class Reader:
                 fm.done()
         except CsupError as e:
             raise e.with_path(self.path) from None
+
+    def batch_figures(self, columns: Sequence[str] | str | None = None, *,
+                      filter: Any = None) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`iter_batches` sends for these arguments (its
+        plan's requests in pieces of 2 MiB), from metadata."""
+        paths = self._paths(columns)
+        if filter is not None:
+            _, _, paths = self._filter_columns(paths, filter)
+        return piece_figures(self._plan(paths))
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
