@@ -704,6 +704,11 @@ class Reader:
             _, _, paths = self._filter_columns(paths, filter)
         return piece_figures(self._plan(paths))
 
+    def whole_figures(self) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`read_rows` and :meth:`read_values` send."""
+        plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
+        return plan.request_count, plan.bytes_to_read
+
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
         return await R.read_rows(self.target(), self.meta, plan, self.read_options)
