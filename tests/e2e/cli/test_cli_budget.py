@@ -131,7 +131,7 @@ def test_the_progress_bar_counts_the_planned_bytes(
     assert done == total and total > 0
     assert all(a[0] <= b[0] for a, b in itertools.pairwise(updates))
     fetched = 0  # what the data requests asked the server for (a hedge's copy once)
-    for name, rng in {(s.name, s.headers.get("Range", "")) for s in range_server.seen()}:
+    for _name, rng in {(s.name, s.headers.get("Range", "")) for s in range_server.seen()}:
         if rng.startswith("bytes=") and not rng.startswith("bytes=-"):
             a, b = rng[len("bytes="):].split("-")
             fetched += int(b) - int(a) + 1
