@@ -280,6 +280,14 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if data or expr is not None:
             read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
+            if not _plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
+                async def run_own() -> ScanResult:
+                    res = await r.scan(read, filter=expr, rows=rows, limit=limit)
+                    return ScanResult(self._complete(res.columns if data else {},
+                                                     res.num_rows, cols),
+                                      res.num_rows, res.stats, res.plan, res.total_rows)
+
+                return Planned((0, 0), run_own)
             program = await r.plan(read, filter=expr, rows=rows, limit=limit)
 
             async def run() -> ScanResult:
@@ -328,6 +336,13 @@ class Fragment(ScanVerbs):
                            ) -> Planned:
         """:meth:`take`, planned: what it reads (``figures``) and ``run()``."""
         cols, data, r = await self._layout(columns)
+        if data and not _plans_scans(r):  # a BSUP or SuperDB object: its own take
+            async def run_own() -> ScanResult:
+                res = await r.take(indices, data)
+                return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                  res.num_rows, res.stats, res.plan)
+
+            return Planned((0, 0), run_own)
         if data:
             taken = await r.prepare_take(indices, data)
 
@@ -376,11 +391,24 @@ class Fragment(ScanVerbs):
             per_segment(r)
         read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
         left = limit
+        metering: dict[str, Any] = {}
+        fm: FileMeter | None = None
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is not None and _plans_scans(r):
+            metering = {"max_requests": max_requests, "max_bytes": max_bytes,
+                        "on_progress": on_progress}
+        elif meter is not None:  # a BSUP or SuperDB object: reads claimed as they start
+            fm = meter.file(self.path)
         it = r.iter_batches(read, batch_rows=batch_rows, prefetch=prefetch, filter=expr,
-                            max_requests=max_requests, max_bytes=max_bytes,
-                            on_progress=on_progress)
+                            **metering)
         async with contextlib.aclosing(it):
-            async for b in it:
+            while True:
+                with tracking(fm) if fm is not None else contextlib.nullcontext():
+                    b = await anext(it, None)
+                if b is None:
+                    if fm is not None:
+                        fm.done()
+                    break
                 n = b.num_rows if left is None else min(b.num_rows, left)
                 got = {c: a.slice(0, n) for c, a in b.columns.items()} if data else {}
                 yield ScanResult(self._complete(got, n, cols), n, b.stats, b.plan)
@@ -400,6 +428,8 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if not data and expr is None:
             return 0, 0
+        if not _plans_scans(r):
+            return 0, 0  # a BSUP or SuperDB object: its reads are claimed as they start
         if segment_requests:
             per_segment(r)
         return r.batch_figures(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
@@ -422,6 +452,13 @@ class Fragment(ScanVerbs):
     async def close(self) -> None:
         if self._reader is not None:
             await self._reader.close()
+
+
+def _plans_scans(r: Reader) -> bool:
+    """Whether ``r`` scans by the CSUP program (``plan`` then ``execute``); a BSUP or
+    SuperDB reader has scans of its own, whose reads are claimed as they start."""
+    t = type(r)
+    return t.scan is Reader.scan and t.take is Reader.take
 
 
 async def run_metered(fm: FileMeter, prepare: Callable[[], Awaitable[Planned]]
