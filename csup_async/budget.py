@@ -23,13 +23,16 @@ def check_limits(max_requests: Any, max_bytes: Any) -> None:
 
 
 def check_budget(requests: int, nbytes: int, max_requests: int | None,
-                 max_bytes: int | None, path: str | None) -> None:
-    """BudgetError naming the figures if the plan's requests or bytes exceed a limit."""
+                 max_bytes: int | None, path: str | None,
+                 when: str = "before any data request", detail: str = "") -> None:
+    """BudgetError naming the figures if the plan's requests or bytes exceed a limit;
+    ``when`` says how far the call got (``"before any data request"``, or before
+    which wave), ``detail`` what was planned before."""
     over = []
     if max_requests is not None and requests > max_requests:
         over.append(f"{requests:,} requests (max_requests={max_requests:,})")
     if max_bytes is not None and nbytes > max_bytes:
         over.append(f"{nbytes:,} bytes (max_bytes={max_bytes:,})")
     if over:
-        raise BudgetError("the scan was refused before any data request: its plan needs "
-                          + " and ".join(over), path=path)
+        raise BudgetError(f"the scan was refused {when}: its plan needs "
+                          + " and ".join(over) + (f" ({detail})" if detail else ""), path=path)

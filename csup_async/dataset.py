@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import time
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from .fragment import (
 from .opening import open as open_reader
 from .partitioning import check_partitioning, partitions_of, root_of
 from .pipeline.options import split_options
+from .progress import Meter, Planned, metered, tracking
 from .reader import Reader, ScanResult, ScanStats
 from .stores import Store, redact_url, shared_store
 from .stores.capabilities import profile_of
@@ -221,7 +223,9 @@ class Dataset(ScanVerbs):
     # ----------------------------------------------------------------- scan ---
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None, rows: slice | None = None,
-                   limit: int | None = None, filters: Any = None) -> ScanResult:
+                   limit: int | None = None, filters: Any = None,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """Rows of every file in file order (those ``filter`` keeps, of the dataset's
         rows ``rows``, the first ``limit``).
 
@@ -230,7 +234,26 @@ class Dataset(ScanVerbs):
         other file runs its own filtered scan, which skips the zones its statistics
         rule out and evaluates the filter exactly on the rest.  With ``limit``, files
         are read in file order only until their rows cover it (``file_concurrency``
-        at a time; without a filter, the row counts in the metadata say which)."""
+        at a time; without a filter, the row counts in the metadata say which).
+
+        ``max_requests``/``max_bytes`` hold for the whole scan: every kept file is
+        planned first and the sum of their first waves is checked before any file's
+        data request (with ``limit``, the files of each round of ``file_concurrency``);
+        a later wave (a filtered scan's second, the next round of files) is checked
+        before any of its requests.  ``on_progress`` gets bytes and files done against
+        planned over every file (see :meth:`Reader.scan`).
+        """
+        meter = metered(on_progress, max_requests, max_bytes)
+        if meter is None:
+            return await self._scan(columns, filter, rows, limit, filters, None)
+        with tracking(meter.file(counted=False)):  # any read outside a file's plan
+            res = await self._scan(columns, filter, rows, limit, filters, meter)
+        meter.finish()
+        return res
+
+    async def _scan(self, columns: Sequence[str] | str | None, filter: Expr | str | None,
+                    rows: slice | None, limit: int | None, filters: Any,
+                    meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
         expr = as_filter(filter, filters)
         _check_limit(limit)
@@ -273,7 +296,12 @@ class Dataset(ScanVerbs):
                 async with sem:
                     return await f.scan(cols, filter=expr, rows=local, limit=lim)
 
-            got = await gather_or_cancel([one(*t, cols) for t in todo])
+            if meter is None:
+                got = await gather_or_cancel([one(*t, cols) for t in todo])
+            else:
+                got = await self._metered([functools.partial(
+                    f.prepare, cols, filter=expr, rows=local, limit=lim)
+                    for f, local, lim in todo], [f for f, _, _ in todo], meter)
             results += [(t[0], r) for t, r in zip(todo, got, strict=True)]
             if expr is not None and left is not None:
                 left -= sum(r.num_rows for r in got)
@@ -289,6 +317,31 @@ class Dataset(ScanVerbs):
             tuple(P.PrunedFile(f.url, P.NO_REQUESTED_PATH, r.num_rows)
                   for f, r in results if r.plan is None) + tuple(pruned))
         return out
+
+    async def _metered(self, prepare: Sequence[Callable[[], Awaitable[Planned]]],
+                       frags: Sequence[Fragment], meter: Meter) -> list[ScanResult]:
+        """Plan every file (``file_concurrency`` at a time), check the sum of their
+        first waves against the budget, then read them: no file's data request is
+        sent before every file is planned and the sum is within the budget."""
+        sem = asyncio.Semaphore(self.file_concurrency)
+        meters = [meter.file(f.path) for f in frags]
+
+        async def plan(i: int) -> Planned:
+            async with sem:
+                with tracking(meters[i]):  # a row map read while planning: a wave
+                    return await prepare[i]()
+
+        planned = await gather_or_cancel([plan(i) for i in range(len(frags))])
+        meter.expect([(fm, *p.figures) for fm, p in zip(meters, planned, strict=True)])
+
+        async def run(i: int) -> ScanResult:
+            async with sem:
+                with tracking(meters[i]):
+                    res = await planned[i].run()
+                meters[i].done()
+                return res  # type: ignore[no-any-return]
+
+        return list(await gather_or_cancel([run(i) for i in range(len(frags))]))
 
     async def _row_slices(self, rows: slice, expr: Expr | None
                           ) -> list[tuple[Fragment, slice | None]]:
@@ -323,11 +376,23 @@ class Dataset(ScanVerbs):
 
         return int(sum(await gather_or_cancel([one(f) for f in frags])))
 
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """The rows at ``indices`` (row numbers over every file in file order; any
         order, repeats allowed), in the order given: only the files holding them are
-        read, and of each only the segments holding them."""
+        read, and of each only the segments holding them.  Budget and progress as
+        for :meth:`scan`: every file holding rows is planned before any is read."""
+        meter = metered(on_progress, max_requests, max_bytes)
+        if meter is None:
+            return await self._take(indices, columns, None)
+        with tracking(meter.file(counted=False)):
+            res = await self._take(indices, columns, meter)
+        meter.finish()
+        return res
+
+    async def _take(self, indices: Any, columns: Sequence[str] | str | None,
+                    meter: Meter | None) -> ScanResult:
         idx = row_indices(indices)
         await self._open(self.fragments)
         counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
@@ -344,7 +409,13 @@ class Dataset(ScanVerbs):
             async with sem:
                 return await self.fragments[k].take(idx[which == k] - offsets[k], cols)
 
-        parts = await gather_or_cancel([one(k) for k in files])
+        if meter is None:
+            parts = await gather_or_cancel([one(k) for k in files])
+        else:
+            parts = await self._metered(
+                [functools.partial(self.fragments[k].prepare_take, idx[which == k] - offsets[k],
+                                   cols) for k in files],
+                [self.fragments[k] for k in files], meter)
         ids = np.searchsorted(np.asarray(files, dtype=np.int64), which).astype(np.int32)
         stats = _summed(parts)
         out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
@@ -357,7 +428,10 @@ class Dataset(ScanVerbs):
                            read_whole_below: int = READ_WHOLE_BELOW,
                            files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
                            whole_files: bool = False, stats: ScanStats | None = None,
-                           filters: Any = None) -> AsyncIterator[ScanResult]:
+                           filters: Any = None, max_requests: int | None = None,
+                           max_bytes: int | None = None,
+                           on_progress: Callable[[Any], object] | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows in file order, with bounded memory:
         the rows ``filter`` keeps (files and zones it rules out unread), the first
         ``limit``.  A batch holds rows of one file and every requested column (nulls
@@ -371,7 +445,17 @@ class Dataset(ScanVerbs):
         ``whole_files`` reads every file with one scan (a caller that converts whole
         files anyway, as a Spark task does).
         ``stats``, when given, has every read's cost added to it.  ``filters`` (pyarrow's
-        list form) as ``filter``."""
+        list form) as ``filter``.
+
+        ``max_requests``/``max_bytes``/``on_progress``: every kept file is planned
+        before the first batch (as :meth:`scan` does; a file streamed in batches counts
+        its requests in pieces of 2 MiB), the sum checked before any data request.
+        With ``limit`` and no filter, only the files whose row counts cover the limit
+        are planned; with a filter, every kept file is, and a caller that stops early
+        (or a limit reached before the last file) leaves the rest of the plan unread:
+        the last event then falls short of the total by what was not needed.
+        """
+        meter = metered(on_progress, max_requests, max_bytes)
         expr = as_filter(filter, filters)
         _check_limit(limit)
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
@@ -387,6 +471,15 @@ class Dataset(ScanVerbs):
             r = f.reader
             return whole_files or (r is not None and r.meta.object_size
                                    <= min(_SMALL_OBJECT, read_whole_below))
+
+        if meter is not None:
+            metered_batches = self._iter_metered(
+                frags, cols, expr, batch_rows, prefetch, limit, read_whole_below,
+                files_ahead, segment_requests, small, stats, meter)
+            async with contextlib.aclosing(metered_batches):
+                async for b in metered_batches:
+                    yield b
+            return
 
         def schedule(start: int) -> None:
             for j in range(start, min(start + 1 + files_ahead, len(frags))):
@@ -431,6 +524,94 @@ class Dataset(ScanVerbs):
                             left -= b.num_rows
                 if stats is not None and last is not None:
                     _add(stats, last)
+        finally:
+            for t in ahead.values():
+                t.cancel()
+            if ahead:
+                await asyncio.gather(*ahead.values(), return_exceptions=True)
+
+    async def _iter_metered(self, frags: list[Fragment], cols: list[str], expr: Expr | None,
+                            batch_rows: int, prefetch: int | None, limit: int | None,
+                            read_whole_below: int, files_ahead: int, segment_requests: bool,
+                            small: Callable[[Fragment], bool], stats: ScanStats | None,
+                            meter: Meter) -> AsyncIterator[ScanResult]:
+        """:meth:`iter_batches` with a budget or progress: every file planned (read whole,
+        or streamed) before the first request, then read as planned."""
+        if expr is None and limit is not None:  # the first files' row counts cover it
+            upto, seen = len(frags), 0
+            for k, f in enumerate(frags):
+                if seen >= limit:
+                    upto = k
+                    break
+                seen += f.num_rows or 0  # unknown: it may hold none of them
+            frags = frags[:upto]
+        meters = [meter.file(f.path) for f in frags]
+        whole: list[Planned | None] = []
+        figures: list[tuple[int, int]] = []
+        first_rows = limit is not None and limit <= batch_rows
+        with tracking(meter.file(counted=False)):
+            for f, fm in zip(frags, meters, strict=True):
+                with tracking(fm):
+                    if first_rows and segment_requests and f.reader is not None:
+                        per_segment(f.reader)
+                    if small(f) or first_rows or await self._decodes_small(
+                            f, cols, expr, read_whole_below):
+                        p = await f.prepare(cols, filter=expr, limit=limit)
+                        whole.append(p)
+                        figures.append(p.figures)
+                    else:
+                        whole.append(None)
+                        figures.append(await f.batch_figures(
+                            cols, filter=expr, segment_requests=segment_requests))
+        meter.expect([(fm, *fig) for fm, fig in zip(meters, figures, strict=True)])
+
+        async def run(j: int) -> ScanResult:
+            p = whole[j]
+            assert p is not None
+            with tracking(meters[j]):
+                res = await p.run()
+            meters[j].done()
+            return res  # type: ignore[no-any-return]
+
+        left = limit
+        ahead: dict[int, asyncio.Task[ScanResult]] = {}
+        try:
+            for i, f in enumerate(frags):
+                if left is not None and left <= 0:
+                    break
+                for j in range(i, min(i + 1 + files_ahead, len(frags))):
+                    if j not in ahead and whole[j] is not None:
+                        ahead[j] = asyncio.ensure_future(run(j))
+                task = ahead.pop(i, None)
+                if task is not None:
+                    res = await task
+                    if stats is not None:
+                        _add(stats, res.stats)
+                    n = res.num_rows if left is None else min(res.num_rows, left)
+                    for lo in range(0, n, batch_rows):
+                        hi = min(lo + batch_rows, n)
+                        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()},
+                                         hi - lo, res.stats, res.plan)
+                    if left is not None:
+                        left -= n
+                    continue
+                last: ScanStats | None = None
+                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
+                                    filter=expr, limit=left, segment_requests=segment_requests)
+                async with contextlib.aclosing(it):
+                    while True:
+                        with tracking(meters[i]):  # the read starts at the first step
+                            b = await anext(it, None)
+                        if b is None:
+                            break
+                        last = b.stats
+                        yield b
+                        if left is not None:
+                            left -= b.num_rows
+                meters[i].done()
+                if stats is not None and last is not None:
+                    _add(stats, last)
+            meter.finish()
         finally:
             for t in ahead.values():
                 t.cancel()

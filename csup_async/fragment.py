@@ -30,12 +30,13 @@ from . import arrays as A
 from .errors import RowSelectionError
 from .partitioning import constant_column
 from .pipeline.result import ScanResult, ScanStats
+from .progress import FileMeter, Planned, metered, tracking
 from .reader import Reader
 from .stores.redact import redact_url
 from .wholeobject import WholeObjectReader
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
-           "per_segment", "row_indices"]
+           "per_segment", "row_indices", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -99,9 +100,14 @@ class ScanVerbs:
         raise NotImplementedError
 
     async def to_arrow(self, columns: Sequence[str] | str | None = None, *,
-                       filter: Expr | str | None = None, limit: int | None = None) -> Any:
-        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`)."""
-        return (await self.scan(columns, filter=filter, limit=limit)).to_arrow()
+                       filter: Expr | str | None = None, limit: int | None = None,
+                       max_requests: int | None = None, max_bytes: int | None = None,
+                       on_progress: Callable[[Any], object] | None = None) -> Any:
+        """The scan as one pyarrow Table (see :meth:`ScanResult.to_arrow`); budget and
+        progress as for ``scan``."""
+        return (await self.scan(columns, filter=filter, limit=limit,
+                                max_requests=max_requests, max_bytes=max_bytes,
+                                on_progress=on_progress)).to_arrow()
 
     async def head(self, n: int = 5, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None) -> ScanResult:
@@ -238,29 +244,62 @@ class Fragment(ScanVerbs):
     # --------------------------------------------------------------- verbs ---
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None, rows: slice | None = None,
-                   limit: int | None = None) -> ScanResult:
-        """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``)."""
+                   limit: int | None = None, max_requests: int | None = None,
+                   max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+        """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``);
+        budget and progress as for :meth:`Reader.scan`."""
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is None:
+            return await (await self.prepare(columns, filter=filter, rows=rows,
+                                             limit=limit)).run()
+        return await run_metered(meter.file(self.path), lambda: self.prepare(
+            columns, filter=filter, rows=rows, limit=limit))
+
+    async def prepare(self, columns: Sequence[str] | str | None = None, *,
+                      filter: Expr | str | None = None, rows: slice | None = None,
+                      limit: int | None = None) -> Planned:
+        """:meth:`scan`, planned: what it reads first (``figures``) and ``run()``."""
         spec = await self.file_filter(as_filter(filter))
         cols, data, r = await self._layout(columns)
         if spec is False:
-            return ScanResult(self._complete({}, 0, cols), 0, ScanStats())
+            return Planned.done(ScanResult(self._complete({}, 0, cols), 0, ScanStats()))
         if spec is None and rows is None and limit is None:
             own = [c for c in cols if c not in self.partition_values]
             if self._unread:
                 n = await r.count_rows()
-                return ScanResult(self._complete({}, n, cols), n, ScanStats())
+                return Planned.done(ScanResult(self._complete({}, n, cols), n, ScanStats()))
             if self._plan is not None and own == self._plan_columns:
-                res = await r.execute(self._plan, own)
-                return ScanResult(self._complete(res.columns, res.num_rows, cols),
-                                  res.num_rows, res.stats, res.plan)
+                plan = self._plan
+
+                async def run_plan() -> ScanResult:
+                    res = await r.execute(plan, own)
+                    return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                      res.num_rows, res.stats, res.plan)
+
+                return Planned(r.first_wave(plan), run_plan)
         expr = None if spec is True else spec
         if data or expr is not None:
             read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
-            res = await r.scan(read, filter=expr, rows=rows, limit=limit)
-            return ScanResult(self._complete(res.columns if data else {}, res.num_rows, cols),
-                              res.num_rows, res.stats, res.plan, res.total_rows)
+            if not _plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
+                async def run_own() -> ScanResult:
+                    res = await r.scan(read, filter=expr, rows=rows, limit=limit)
+                    return ScanResult(self._complete(res.columns if data else {},
+                                                     res.num_rows, cols),
+                                      res.num_rows, res.stats, res.plan, res.total_rows)
+
+                return Planned((0, 0), run_own)
+            program = await r.plan(read, filter=expr, rows=rows, limit=limit)
+
+            async def run() -> ScanResult:
+                res = await r.execute(program)
+                return ScanResult(self._complete(res.columns if data else {}, res.num_rows,
+                                                 cols),
+                                  res.num_rows, res.stats, res.plan, res.total_rows)
+
+            return Planned(r.first_wave(program), run)
         n = await self._selected(r, rows, limit)
-        return ScanResult(self._complete({}, n, cols), n, ScanStats())
+        return Planned.done(ScanResult(self._complete({}, n, cols), n, ScanStats()))
 
     async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
         """How many rows ``rows`` and ``limit`` select, with no column to read."""
@@ -283,32 +322,60 @@ class Fragment(ScanVerbs):
             return await r.count_rows()
         return (await r.scan(self._filter_paths(spec, r), filter=spec)).num_rows
 
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
-        """The rows at ``indices`` (row numbers of this object, any order, repeats)."""
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+        """The rows at ``indices`` (row numbers of this object, any order, repeats);
+        budget and progress as for :meth:`Reader.take`."""
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is None:
+            return await (await self.prepare_take(indices, columns)).run()
+        return await run_metered(meter.file(self.path),
+                                 lambda: self.prepare_take(indices, columns))
+
+    async def prepare_take(self, indices: Any, columns: Sequence[str] | str | None = None
+                           ) -> Planned:
+        """:meth:`take`, planned: what it reads (``figures``) and ``run()``."""
         cols, data, r = await self._layout(columns)
+        if data and not _plans_scans(r):  # a BSUP or SuperDB object: its own take
+            async def run_own() -> ScanResult:
+                res = await r.take(indices, data)
+                return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                  res.num_rows, res.stats, res.plan)
+
+            return Planned((0, 0), run_own)
         if data:
-            res = await r.take(indices, data)
-            return ScanResult(self._complete(res.columns, res.num_rows, cols), res.num_rows,
-                              res.stats, res.plan)
+            taken = await r.prepare_take(indices, data)
+
+            async def run() -> ScanResult:
+                res = await taken.run()
+                return ScanResult(self._complete(res.columns, res.num_rows, cols),
+                                  res.num_rows, res.stats, res.plan)
+
+            return Planned(taken.figures, run)
         idx = row_indices(indices)
         n = await r.count_rows()
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
             raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
                                     path=self.path)
-        return ScanResult(self._complete({}, int(idx.size), cols), int(idx.size), ScanStats())
+        return Planned.done(ScanResult(self._complete({}, int(idx.size), cols),
+                                       int(idx.size), ScanStats()))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
-                           segment_requests: bool = False) -> AsyncIterator[ScanResult]:
+                           segment_requests: bool = False, max_requests: int | None = None,
+                           max_bytes: int | None = None,
+                           on_progress: Callable[[Any], object] | None = None
+                           ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows in object order (of those ``filter``
         keeps; the first ``limit``), with the bounded memory of Reader.iter_batches.
 
         ``segment_requests`` plans requests of at most one segment, merging no gaps:
         for a reader that may stop early, the read-ahead then holds segments, not
-        merged tens of megabytes."""
+        merged tens of megabytes.  Budget and progress as for
+        :meth:`Reader.iter_batches`."""
         _check_limit(limit, self.path)
         spec = await self.file_filter(as_filter(filter))
         cols, data, r = await self._layout(columns)
@@ -325,9 +392,24 @@ class Fragment(ScanVerbs):
             per_segment(r)
         read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
         left = limit
-        it = r.iter_batches(read, batch_rows=batch_rows, prefetch=prefetch, filter=expr)
+        metering: dict[str, Any] = {}
+        fm: FileMeter | None = None
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is not None and _plans_scans(r):
+            metering = {"max_requests": max_requests, "max_bytes": max_bytes,
+                        "on_progress": on_progress}
+        elif meter is not None:  # a BSUP or SuperDB object: reads claimed as they start
+            fm = meter.file(self.path)
+        it = r.iter_batches(read, batch_rows=batch_rows, prefetch=prefetch, filter=expr,
+                            **metering)
         async with contextlib.aclosing(it):
-            async for b in it:
+            while True:
+                with tracking(fm) if fm is not None else contextlib.nullcontext():
+                    b = await anext(it, None)
+                if b is None:
+                    if fm is not None:
+                        fm.done()
+                    break
                 n = b.num_rows if left is None else min(b.num_rows, left)
                 got = {c: a.slice(0, n) for c, a in b.columns.items()} if data else {}
                 yield ScanResult(self._complete(got, n, cols), n, b.stats, b.plan)
@@ -335,6 +417,24 @@ class Fragment(ScanVerbs):
                     left -= n
                     if left <= 0:
                         return
+
+    async def batch_figures(self, columns: Sequence[str] | str | None = None, *,
+                            filter: Expr | str | None = None,
+                            segment_requests: bool = False) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`iter_batches` sends (every batch read)."""
+        spec = await self.file_filter(as_filter(filter))
+        _, data, r = await self._layout(columns)
+        if spec is False:
+            return 0, 0
+        expr = None if spec is True else spec
+        if not data and expr is None:
+            return 0, 0
+        if not _plans_scans(r):
+            return 0, 0  # a BSUP or SuperDB object: its reads are claimed as they start
+        if segment_requests:
+            per_segment(r)
+        return r.batch_figures(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+                               filter=expr)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None) -> Any:
@@ -353,6 +453,24 @@ class Fragment(ScanVerbs):
     async def close(self) -> None:
         if self._reader is not None:
             await self._reader.close()
+
+
+def _plans_scans(r: Reader) -> bool:
+    """Whether ``r`` scans by the CSUP program (``plan`` then ``execute``); a BSUP or
+    SuperDB reader has scans of its own, whose reads are claimed as they start."""
+    t = type(r)
+    return t.scan is Reader.scan and t.take is Reader.take
+
+
+async def run_metered(fm: FileMeter, prepare: Callable[[], Awaitable[Planned]]
+                      ) -> ScanResult:
+    """Plan (a row map's read claimed as a wave), expect the first wave, run, done."""
+    with tracking(fm):
+        planned = await prepare()
+        fm.expect(*planned.figures)
+        res = await planned.run()
+    fm.done()
+    return res
 
 
 def per_segment(r: Reader) -> None:

@@ -15,7 +15,7 @@ import functools
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from .errors import (
 )
 from .format import find_trailer, parse_reassembly
 from .meta import FileMeta
-from .pipeline.fetch import Target, off_loop
+from .pipeline.fetch import Target, off_loop, piece_figures
 from .pipeline.options import (
     DEFAULT_CONCURRENCY,
     Limits,
@@ -45,6 +45,7 @@ from .pipeline.options import (
     split_options,
 )
 from .pipeline.result import ScanResult, ScanStats
+from .progress import Meter, Planned, metered, tracking
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
 from .stores.calibrate import Measurements
@@ -265,15 +266,37 @@ class Reader:
         n = self.meta.row_count
         return n if n is not None else self._counted_rows
 
-    async def count_rows(self) -> int:
-        """Rows in the object: from metadata, or by reading only the super column."""
+    async def count_rows(self, *, max_requests: int | None = None,
+                         max_bytes: int | None = None,
+                         on_progress: Callable[[Any], object] | None = None) -> int:
+        """Rows in the object: from metadata, or by reading only the super column
+        (budget and progress as for :meth:`scan`: a count from metadata reads nothing)."""
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
         n = self.num_rows
         if n is not None:
+            if meter is not None:
+                fm = meter.file(self.path)
+                fm.expect(0, 0)
+                fm.done()
             return n
         plan = plan_ranges(list(self.meta.super_column), self.profile, self.held_span())
-        self._counted_rows = await R.count_rows(self.target(), self.meta, plan,
-                                                self.read_options)
+        with self._metering(meter, plan.request_count, plan.bytes_to_read):
+            self._counted_rows = await R.count_rows(self.target(), self.meta, plan,
+                                                    self.read_options)
         return self._counted_rows
+
+    @contextlib.contextmanager
+    def _metering(self, meter: Meter | None, requests: int, nbytes: int) -> Iterator[None]:
+        """Run one planned read under ``meter``: its figures checked and expected first
+        (a BudgetError before any request), the file done after."""
+        if meter is None:
+            yield
+            return
+        fm = meter.file(self.path)
+        fm.expect(requests, nbytes)
+        with tracking(fm):
+            yield
+        fm.done()
 
     async def type_counts(self) -> list[int]:
         """Rows of each super type, in ``meta.super_types`` order (one super type: from
@@ -476,52 +499,87 @@ class Reader:
         ``filters=`` takes pyarrow's list form (``[("a", ">", 3)]``, a list of lists
         for OR; :mod:`planner.dnf`), as ``filter=`` does.
 
-        ``max_requests`` / ``max_bytes`` refuse, with a BudgetError and before any data
-        request, a scan whose plan needs more (whole scans only, for now).
+        ``max_requests`` / ``max_bytes`` refuse, with a BudgetError, a scan whose plan
+        needs more requests or bytes than that.  What is planned before anything is
+        read (every scan's first wave) is refused before any data request; a filtered
+        scan's second wave, planned from the first wave's matches, is refused before
+        any of its requests is sent; a file of several super types with ``rows=`` or a
+        filter reads its super column first (the row map), refused before it is sent
+        when it alone is over.
 
-        ``on_progress(Progress)`` is called with the bytes read against the plan's
-        total as they land: monotonic, first at 0, last exactly at the total (whole
-        scans only, for now).
+        ``on_progress(Progress)`` is called with the bytes read against the bytes
+        planned as they land: first at 0, monotonic, the total growing only when a
+        wave is planned (a second wave, a row map), last exactly at the total.
         """
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         self._check_limit(limit)
-        budget = max_requests is not None or max_bytes is not None
-        whole = filter is None and rows is None and limit is None
-        if budget:
-            from .budget import check_limits
-
-            check_limits(max_requests, max_bytes)
-            if not whole:
-                raise ArgumentError("max_requests/max_bytes apply to whole scans; not yet "
-                                    "with filter=, rows= or limit=", path=self.path)
-        if on_progress is not None and not whole:
-            raise ArgumentError("on_progress applies to whole scans; not yet with filter=, "
-                                "rows= or limit=", path=self.path)
-        program = await self.plan(columns, filter=filter, rows=rows, limit=limit)
-        if budget:
-            from .budget import check_budget
-
-            check_budget(program.plan.request_count, program.plan.bytes_to_read, max_requests,
-                         max_bytes, self.path)
-        if on_progress is None:
-            return await self.execute(program)
-        from .progress import ProgressTracker, tracking
-
-        tracker = ProgressTracker(on_progress, program.plan.bytes_to_read)
-        tracker.start()
-        with tracking(tracker):
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is None:
+            return await self.execute(await self.plan(columns, filter=filter, rows=rows,
+                                                      limit=limit))
+        fm = meter.file(self.path)
+        with tracking(fm):  # the row map's read, while planning, is claimed as a wave
+            program = await self.plan(columns, filter=filter, rows=rows, limit=limit)
+            fm.expect(*self.first_wave(program))
             result = await self.execute(program)
-        tracker.file_done()  # the last event: every byte and the one file done
+        fm.done()  # the last event: every byte and the one file done
         return result
 
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
+    def first_wave(self, program: ScanProgram | P.ScanPlan) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`execute` sends first for ``program``, exactly
+        (a filtered scan's second wave is planned from the first one's matches)."""
+        if not isinstance(program, ScanProgram) or program.kind != "filter":
+            plan = program.plan if isinstance(program, ScanProgram) else program
+            return plan.request_count, plan.bytes_to_read
+        work, fplan = program.work, program.plan
+        if work.surviving is not None and not work.surviving.rows:  # nothing survives
+            from planner.selection import RowRanges
+
+            plan = self._wave_plan(list(work.wanted), RowRanges(), work.rowmap,
+                                   fplan.profile)
+        elif work.first is None:  # no column to read: the rows' structure
+            paths = (list(work.filter_paths) if fplan.two_waves else
+                     list(dict.fromkeys([*work.wanted, *work.filter_paths])))
+            plan = self._wave_plan(paths, work.surviving, work.rowmap, fplan.profile)
+        else:
+            plan = work.first[0]
+        return plan.request_count, plan.bytes_to_read
+
+    def _wave_plan(self, paths: list[str], ranges: Any, rowmap: Any,
+                   profile: P.Profile) -> P.ScanPlan:
+        """The plan ``pipeline.selection`` reads ``paths`` of ``ranges`` with."""
+        plan = P.plan_scan(self.meta, paths, profile, available=self.held_span())
+        if ranges is None:
+            return plan
+        from .pipeline.selection import plan_rows
+
+        return plan_rows(self.meta, plan, ranges, verify_counts=False, rowmap=rowmap)[0]
+
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """The rows at ``indices`` (any order, repeats allowed), in the order given.
 
         Only the segments holding them are read (each once, however often a row
         is asked for).  Indices are row numbers from 0; a negative one, one past the
-        end, or a non-integer is a :class:`RowSelectionError`.
+        end, or a non-integer is a :class:`RowSelectionError`.  Budget and progress as
+        for :meth:`scan` with ``rows=``.
         """
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is None:
+            return await (await self.prepare_take(indices, columns)).run()
+        fm = meter.file(self.path)
+        with tracking(fm):  # the row map's read, while planning, is claimed as a wave
+            planned = await self.prepare_take(indices, columns)
+            fm.expect(*planned.figures)
+            res = await planned.run()
+        fm.done()
+        return res
+
+    async def prepare_take(self, indices: Any, columns: Sequence[str] | str | None = None
+                           ) -> Planned:
+        """:meth:`take`, planned (a file of several super types may read its row map):
+        the ``(requests, bytes)`` it reads and ``run()``."""
         idx = _row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
@@ -535,22 +593,32 @@ class Reader:
         if n is not None and idx.size and int(idx.max()) >= n:
             raise out_of_range(n)
         uniq, where = np.unique(idx, return_inverse=True)
-        from .pipeline.selection import runs_of, scan_rows
+        from .pipeline.selection import plan_rows, run_rows, runs_of
 
         ranges = runs_of(uniq)
         rowmap, cost = await self._row_map(ranges)
-        res = _charged(await scan_rows(self.target(), self.meta, plan, paths, ranges,
-                                       self.read_options, verify_counts=self.verify_counts,
-                                       rowmap=rowmap), cost)
-        if res.num_rows != uniq.size:
-            if n is None and res.total_rows is not None:
-                self._counted_rows = res.total_rows
-                raise out_of_range(res.total_rows)
-            raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
-                              path=self.path)
-        same = uniq.size == idx.size and bool((np.diff(idx) > 0).all()) if idx.size else True
-        cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
-        return ScanResult(cols, int(idx.size), res.stats, res.plan)
+        cut, keep = plan_rows(self.meta, plan, ranges, verify_counts=self.verify_counts,
+                              rowmap=rowmap)
+
+        async def run() -> ScanResult:
+            try:
+                got = await run_rows(self.target(), self.meta, cut, keep, paths, ranges,
+                                     self.read_options, rowmap)
+            except CsupError as e:
+                raise e.with_path(self.path) from None
+            res = _charged(got, cost)
+            if res.num_rows != uniq.size:
+                if n is None and res.total_rows is not None:
+                    self._counted_rows = res.total_rows
+                    raise out_of_range(res.total_rows)
+                raise FormatError(f"read {res.num_rows} rows for {uniq.size} indices",
+                                  path=self.path)
+            same = (uniq.size == idx.size and bool((np.diff(idx) > 0).all())
+                    if idx.size else True)
+            cols = res.columns if same else {c: a.take(where) for c, a in res.columns.items()}
+            return ScanResult(cols, int(idx.size), res.stats, res.plan)
+
+        return Planned((cut.request_count, cut.bytes_to_read), run)
 
     def _filter_expr(self, filter: Any) -> Any:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
@@ -630,7 +698,9 @@ class Reader:
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None
+                           filter: Any = None, filters: Any = None,
+                           max_requests: int | None = None, max_bytes: int | None = None,
+                           on_progress: Callable[[Any], object] | None = None
                            ) -> AsyncIterator[ScanResult]:
         """Scan in batches of ``batch_rows`` rows with bounded memory.
 
@@ -645,7 +715,15 @@ class Reader:
         holds only the rows it keeps, in file order (at most ``batch_rows``; a batch
         that keeps none is not yielded), and its columns are read even when not
         projected, then dropped.
+
+        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`scan`, counting
+        the requests this reads with (the plan's, cut in pieces of 2 MiB): the whole
+        plan is checked before the first batch's request; a caller that stops early
+        has read less than planned.  With a filter they read the streamed way (every
+        zone, the filter evaluated per batch): the pruned read plans its pieces as it
+        goes, so it could not be checked up front.
         """
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         batch_rows = _check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
@@ -654,23 +732,40 @@ class Reader:
         expr, read = None, paths
         try:  # a filter that cannot parse or apply names the file, as scan's does
             if filter is not None:
-                pruned = await self._pruned_batches(paths, filter, batch_rows, prefetch)
+                # Pruned batches are planned piece by piece as they are read, so a budget
+                # could not be checked (nor progress totalled) before the first request:
+                # with a meter, the streamed read below serves, its plan checked whole.
+                pruned = (None if meter is not None else
+                          await self._pruned_batches(paths, filter, batch_rows, prefetch))
                 if pruned is not None:
                     async with contextlib.aclosing(pruned):
                         async for batch in pruned:
                             yield batch
                     return
                 expr, paths, read = self._filter_columns(paths, filter)
-            batches = R.iter_batches(self.target(), self.meta, self._plan(read), read,
+            plan = self._plan(read)
+            fm = None
+            if meter is not None:
+                fm = meter.file(self.path)
+                fm.expect(*piece_figures(plan))
+            batches = R.iter_batches(self.target(), self.meta, plan, read,
                                      self.read_options, batch_rows, prefetch=prefetch)
             async with contextlib.aclosing(batches):
-                async for batch in batches:
+                while True:
+                    # (the read starts at the first step; without a meter of its own,
+                    # a caller's, a dataset's, stays current)
+                    with tracking(fm) if fm is not None else contextlib.nullcontext():
+                        batch = await anext(batches, None)
+                    if batch is None:
+                        break
                     if expr is None:
                         yield batch
                         continue
                     kept = _matching(expr, batch, paths)
                     if kept.num_rows:
                         yield kept
+            if fm is not None:
+                fm.done()
         except CsupError as e:
             raise e.with_path(self.path) from None
 
@@ -699,6 +794,20 @@ class Reader:
                     yield batch
 
         return charged()
+
+    def batch_figures(self, columns: Sequence[str] | str | None = None, *,
+                      filter: Any = None) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`iter_batches` sends for these arguments (its
+        plan's requests in pieces of 2 MiB), from metadata."""
+        paths = self._paths(columns)
+        if filter is not None:
+            _, _, paths = self._filter_columns(paths, filter)
+        return piece_figures(self._plan(paths))
+
+    def whole_figures(self) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`read_rows` and :meth:`read_values` send."""
+        plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())
+        return plan.request_count, plan.bytes_to_read
 
     async def _all(self) -> tuple[A.Array, np.ndarray]:
         plan = P.plan_scan(self.meta, None, self.profile, available=self.held_span())

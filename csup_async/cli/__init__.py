@@ -23,6 +23,7 @@ from ..errors import CsupError
 from .args import build_parser, check_args
 from .commands import COMMANDS
 from .exits import (
+    EXIT_BUDGET,
     EXIT_DATA,
     EXIT_NOT_FOUND,
     EXIT_OTHER,
@@ -33,8 +34,8 @@ from .exits import (
 )
 from .messages import cli_message
 
-__all__ = ["COMMANDS", "EXIT_DATA", "EXIT_NOT_FOUND", "EXIT_OTHER", "EXIT_STORE", "EXIT_USAGE",
-           "UsageError", "build_parser", "main"]
+__all__ = ["COMMANDS", "EXIT_BUDGET", "EXIT_DATA", "EXIT_NOT_FOUND", "EXIT_OTHER", "EXIT_STORE",
+           "EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,18 @@ def _store_flags() -> argparse.ArgumentParser:
     return s
 
 
+def _budget_flags() -> argparse.ArgumentParser:
+    """--max-requests and --max-bytes: a read whose plan needs more is refused first."""
+    s = argparse.ArgumentParser(add_help=False)
+    g = s.add_argument_group("budget (a plan over it is refused before its data requests, "
+                             "exit code 6)")
+    g.add_argument("--max-requests", type=int, default=None, metavar="N",
+                   help="the most data requests the read may make")
+    g.add_argument("--max-bytes", type=int, default=None, metavar="BYTES",
+                   help="the most bytes the read may fetch (a number of bytes)")
+    return s
+
+
 def _common_flags(p: argparse.ArgumentParser, default: Any) -> argparse.ArgumentParser:
     """--debug and --progress, before or after the command (SUPPRESS keeps the first one)."""
     p.add_argument("--debug", action="store_true", default=default or False,
@@ -80,11 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
     store = _store_flags()
+    budget = _budget_flags()
     urls = {"nargs": "+", "metavar": "URL",
             "help": "an object, or many: a prefix or directory, a glob, several URLs"}
 
     c = sub.add_parser(
-        "convert", parents=[common, store],
+        "convert", parents=[common, store, budget],
         help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet",
         description="Convert a file (BSUP/ZNG, JSON/NDJSON, Parquet, CSUP) or CSUP objects to "
                     "a .csup, .bsup, .parquet or .ndjson/.jsonl file (the format from the "
@@ -124,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rows", type=int, default=100_000,
                    help="rows of sample data to write (default 100000)")
 
-    c = sub.add_parser("cat", parents=[common, store],
+    c = sub.add_parser("cat", parents=[common, store, budget],
                        help="print every value as deterministic JSON lines")
     c.add_argument("input", nargs="+",
                    help="a file, or CSUP objects (URL, prefix, glob or several URLs)")
@@ -148,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, helptext in (("scan", "read a projection of columns"),
                            ("plan", "show the reads a projection needs")):
-        c = sub.add_parser(name, help=helptext, parents=[common, store])
+        c = sub.add_parser(name, help=helptext,
+                           parents=[common, store] + ([budget] if name == "scan" else []))
         c.add_argument("url", **urls)
         c.add_argument("-c", "--columns", default=None, metavar="PATHS", help=_COLUMNS_HELP)
         c.add_argument("--profile", default=None, help="planner profile: s3, gcs, http, local")
@@ -209,6 +223,10 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(str(e))
     if getattr(args, "limit", None) is not None and args.limit < 0:
         p.error(f"--limit must be 0 or more, not {args.limit}")
+    for flag in ("max_requests", "max_bytes"):
+        v = getattr(args, flag, None)
+        if v is not None and v < 0:
+            p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {v}")
     if getattr(args, "where", None) is not None and args.command in ("scan", "cat", "plan"):
         from planner.filters import FilterError, parse_filter
 

@@ -24,14 +24,15 @@ WHOLE_SCAN_BYTES = 64 << 20
 
 
 async def scan_batches(scanner: Any, cols: list[str], limit: int | None, stats: Any,
-                       batch_rows: int = BATCH_ROWS, where: Any = None
-                       ) -> AsyncIterator[dict[str, Any]]:
+                       batch_rows: int = BATCH_ROWS, where: Any = None,
+                       **metering: Any) -> AsyncIterator[dict[str, Any]]:
     """Columns of ``cols`` in batches of rows, file by file, stopping once ``limit`` rows are
     out (the batch readers are closed then, so nothing further is fetched).
 
     Memory holds one batch and what decoding it needs, or a whole projection
     when it decodes to at most ``WHOLE_SCAN_BYTES``.  ``stats`` accumulates
-    what every file's reads cost.
+    what every file's reads cost.  ``metering``: ``max_requests``, ``max_bytes`` and
+    ``on_progress`` of :meth:`Dataset.iter_batches`.
     """
     from .. import arrays as A
 
@@ -40,7 +41,8 @@ async def scan_batches(scanner: Any, cols: list[str], limit: int | None, stats: 
     it = scanner.iter_batches(cols, batch_rows=batch_rows, filter=where, limit=limit,
                               prefetch=0 if early else STREAM_PREFETCH,
                               read_whole_below=WHOLE_SCAN_BYTES if limit is None else 0,
-                              files_ahead=1, segment_requests=True, stats=stats)
+                              files_ahead=1, segment_requests=True, stats=stats,
+                              **metering)
     async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
         async for batch in ahead:
             # [null] beside [string] and the like print as the one type, as to_arrow gives

@@ -24,7 +24,7 @@ from .output import (
     slow_json,
     vectorised_output,
 )
-from .progress import progress_bar, with_progress
+from .progress import budget_options, planned_progress, with_progress
 from .sources import Source, input_values, source_options
 
 
@@ -205,29 +205,21 @@ def _scan(args: argparse.Namespace) -> int:
                 text += (f"\n--limit {args.limit}: reading stops after the first {rows}, "
                          "so fewer requests may be made (--stats counts those made)")
             print(text, file=sys.stderr if fmt in ("json", "csv") else sys.stdout, flush=True)
-        if fmt == "csv":
-            out.write(J.csv_header(cols))
-        with progress_bar(args) as bar:
-            if bar is not None:
-                from planner import MultiPlan
-                from planner.program import ScanProgram
-                from planner.selection import FilterPlan
-
-                files = len(plan.files) if isinstance(plan, MultiPlan) else 1
-                what = f"{files:,} objects" if source.dataset is not None else "1 object"
-                inner = plan.plan if isinstance(plan, ScanProgram) else plan
-                total = (inner.bytes_one_wave if isinstance(inner, FilterPlan)
-                         else inner.bytes_to_read)
-                task = bar.add_task(f"scanning {what}", total=total or None)
-                source.store.on_bytes = lambda n: bar.advance(task, n)
+        # the CSV header goes out with the first rows (a scan refused by its budget
+        # prints nothing), or alone after a scan of none
+        header = J.csv_header(cols) if fmt == "csv" else None
+        what = (f"{len(source.dataset.files):,} objects" if source.dataset is not None
+                else "1 object")
+        with planned_progress(args, f"scanning {what}") as on_progress:
             renderers = {"json": (J.json_lines, slow_json),
                          "csv": (J.csv_lines, slow_csv)}.get(fmt)
             render = None
             # a table is for reading on a terminal: one of a few rows at a time appears
             # at once, where rich would lay out tens of thousands of rows first
             rows = TABLE_ROWS if renderers is None else BATCH_ROWS
-            async with contextlib.aclosing(scan_batches(scanner, cols, args.limit, stats,
-                                                        rows, args.where)) as it:
+            async with contextlib.aclosing(scan_batches(
+                    scanner, cols, args.limit, stats, rows, args.where,
+                    on_progress=on_progress, **budget_options(args))) as it:
                 async for batch in it:
                     if renderers is None:
                         print_table(batch)
@@ -235,8 +227,13 @@ def _scan(args: argparse.Namespace) -> int:
                     if render is None:
                         assert fast is not None
                         render = renderers[0 if await asyncio.wrap_future(fast) else 1]
+                    if header is not None:
+                        out.write(header)
+                        header = None
                     out.write(await render_in_thread(render, batch))
                     out.flush()
+            if header is not None:
+                out.write(header)
         stats.wall = time.perf_counter() - t0
         if source.dataset is not None:
             stats.metadata_requests = scanner.metadata_requests

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import (
+    BudgetError,
     ColumnNotFoundError,
     CsupError,
     EncodeError,
@@ -12,7 +13,7 @@ from ..errors import (
     UnsupportedTypeError,
 )
 
-EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE = 1, 2, 3, 4, 5
+EXIT_OTHER, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_DATA, EXIT_STORE, EXIT_BUDGET = 1, 2, 3, 4, 5, 6
 
 
 class UsageError(CsupError):
@@ -29,6 +30,8 @@ def exit_code(e: CsupError) -> int:
 
     if isinstance(e, (UsageError, InvalidPathError, FilterError)):
         return EXIT_USAGE
+    if isinstance(e, BudgetError):  # --max-requests/--max-bytes: nothing over it was read
+        return EXIT_BUDGET
     if isinstance(e, (NotFoundError, ColumnNotFoundError, LakeNotFoundError)):
         return EXIT_NOT_FOUND
     if isinstance(e, LakeConflictError):

@@ -26,6 +26,7 @@ from ..errors import CsupError
 from .batches import CAT_BATCH_ROWS, STREAM_PREFETCH, one_ahead
 from .exits import UsageError
 from .output import render_in_thread
+from .progress import budget_options, planned_progress
 from .sources import Source, input_values, is_csup_input
 
 __all__ = ["OUTPUT_KINDS", "as_csup", "output_kind", "write_lines", "write_parquet"]
@@ -74,16 +75,19 @@ def write_lines(args: argparse.Namespace, out: IO[bytes], limit: int | None = No
         nonlocal written
         # smaller batches than scan's: every column of the row is printed, and each
         # batch's text (and the next batch decoding meanwhile) is held at once
-        it = source.scanner.iter_batches([""], batch_rows=CAT_BATCH_ROWS,
-                                         prefetch=STREAM_PREFETCH, filter=where, limit=limit,
-                                         read_whole_below=0, segment_requests=True)
-        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-            async for batch in ahead:
-                arr = batch.columns[""]
-                out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
-                    J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
-                out.flush()
-                written += batch.num_rows
+        with planned_progress(args, f"reading {source.label}") as on_progress:
+            it = source.scanner.iter_batches([""], batch_rows=CAT_BATCH_ROWS,
+                                             prefetch=STREAM_PREFETCH, filter=where,
+                                             limit=limit, read_whole_below=0,
+                                             segment_requests=True, on_progress=on_progress,
+                                             **budget_options(args))
+            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+                async for batch in ahead:
+                    arr = batch.columns[""]
+                    out.write(await render_in_thread(J.value_lines, arr) if fast else "".join(
+                        J.dumps(v) + "\n" for v in arr.to_pylist()).encode())
+                    out.flush()
+                    written += batch.num_rows
 
     asyncio.run(source.run(run))
     return written
@@ -225,19 +229,21 @@ def _parquet_of_csup(args: argparse.Namespace, tmp: str) -> int:
         scanner = source.scanner
         await scanner.column_names(None)  # opens every object: their schemas are known
         own = [r.schema.arrow() for r in scanner.readers] if len(scanner.readers) > 1 else []
-        it = scanner.iter_batches(None, batch_rows=PARQUET_BATCH_ROWS, filter=where,
-                                  prefetch=STREAM_PREFETCH)
-        async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
-            async for batch in ahead:
-                table = batch.to_arrow()
-                for note in getattr(batch, "conversions", ()) or ():
-                    if note not in state["said"]:
-                        state["said"].add(note)
-                        print(f"csup-async: {note}", file=sys.stderr)
-                if "schema" not in state:  # the batch's columns (partition ones too) in
-                    # its order, each typed to hold every object's values
-                    state["schema"] = _combined([table.schema, *own], source.label)
-                await asyncio.to_thread(append, table, source.label)
+        with planned_progress(args, f"reading {source.label}") as on_progress:
+            it = scanner.iter_batches(None, batch_rows=PARQUET_BATCH_ROWS, filter=where,
+                                      prefetch=STREAM_PREFETCH, on_progress=on_progress,
+                                      **budget_options(args))
+            async with contextlib.aclosing(it), contextlib.aclosing(one_ahead(it)) as ahead:
+                async for batch in ahead:
+                    table = batch.to_arrow()
+                    for note in getattr(batch, "conversions", ()) or ():
+                        if note not in state["said"]:
+                            state["said"].add(note)
+                            print(f"csup-async: {note}", file=sys.stderr)
+                    if "schema" not in state:  # the batch's columns (partition ones too)
+                        # in its order, each typed to hold every object's values
+                        state["schema"] = _combined([table.schema, *own], source.label)
+                    await asyncio.to_thread(append, table, source.label)
 
     try:
         asyncio.run(source.run(run))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -73,3 +73,34 @@ def _counted_batches(batches: Any, label: str, args: argparse.Namespace) -> Iter
         for batch in batches:
             yield batch
             bar.advance(task, batch.num_rows)
+
+
+def budget_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``max_requests``/``max_bytes`` of ``--max-requests``/``--max-bytes`` (those given)."""
+    out = {}
+    for name in ("max_requests", "max_bytes"):
+        v = getattr(args, name, None)
+        if v is not None:
+            out[name] = v
+    return out
+
+
+@contextlib.contextmanager
+def planned_progress(args: argparse.Namespace, label: str
+                     ) -> Iterator[Callable[[Any], None] | None]:
+    """An ``on_progress`` callback driving a bar of bytes read against bytes planned (the
+    plan's exact figures, objects done of planned beside them), or None when progress
+    is off."""
+    with progress_bar(args) as bar:
+        if bar is None:
+            yield None
+            return
+        task = bar.add_task(label, total=None)
+
+        def on_progress(p: Any) -> None:
+            files = (f" ({p.files_done:,}/{p.files_planned:,} objects)"
+                     if p.files_planned > 1 else "")
+            bar.update(task, completed=p.bytes_done, total=p.bytes_planned or None,
+                       description=label + files)
+
+        yield on_progress

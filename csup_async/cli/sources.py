@@ -280,15 +280,43 @@ def _csup_values(args: argparse.Namespace) -> Iterator[Any]:
         except CsupError as e:
             raise e.with_path(source.label) from None
         try:
-            for fragment in source.scanner.fragments:
+            meter = _values_meter(args, source, runner)
+            for k, fragment in enumerate(source.scanner.fragments):
                 try:
                     r = runner.run(fragment.open())
-                    values = runner.run(r.read_values())
+                    values = runner.run(_metered_values(
+                        r, None if meter is None else meter[k]))
                 except CsupError as e:
                     raise e.with_path(fragment.path) from None
                 yield from values
         finally:
             runner.run(source.close())
+
+
+def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runner
+                  ) -> list[Any] | None:
+    """With ``--max-requests``/``--max-bytes``: every object's whole read planned and the
+    sum checked (a BudgetError before any data request); one meter per object."""
+    from .progress import budget_options
+
+    budget = budget_options(args)
+    if not budget:
+        return None
+    from ..progress import Meter
+
+    frags = source.scanner.fragments
+    readers = [runner.run(f.open()) for f in frags]
+    meter = Meter(**budget)
+    fms = [meter.file(f.path) for f in frags]
+    meter.expect([(fm, *r.whole_figures()) for fm, r in zip(fms, readers, strict=True)])
+    return fms
+
+
+async def _metered_values(r: Any, fm: Any) -> list[Any]:
+    from ..progress import tracking
+
+    with tracking(fm):
+        return await r.read_values()  # type: ignore[no-any-return]
 
 
 def is_csup_input(args: argparse.Namespace) -> bool:

@@ -103,6 +103,13 @@ WINDOW_BYTES = 16 << 20
 AHEAD_BYTES = 16 << 20
 
 
+def piece_figures(plan: PlanLike) -> tuple[int, int]:
+    """``(requests, bytes)`` a batched read of ``plan`` sends: its requests cut in
+    pieces of ``PIECE_BYTES`` (what a budget of ``iter_batches`` counts)."""
+    reqs = [r for r in plan.requests if not r.served]
+    return (sum(-(-r.length // PIECE_BYTES) for r in reqs), sum(r.length for r in reqs))
+
+
 @dataclass(frozen=True, slots=True)
 class _Range:
     offset: int
@@ -262,7 +269,7 @@ class SegmentSource:
         self.verify = options.verify_checksums
         self.limit = options.limits.max_mem_length
         self.stats = stats
-        self.watch = current_tracker()  # on_progress: each chunk that lands is reported
+        self.watch = current_tracker()  # budget and progress: claimed here, chunks reported
         self.eager = eager
         self.window = options.concurrency
         reqs: list[Any] = [r for r in plan.requests if not r.served]
@@ -270,6 +277,8 @@ class SegmentSource:
             reqs = [_Range(off, min(PIECE_BYTES, r.end - off))
                     for r in reqs for off in range(r.offset, r.end, PIECE_BYTES)]
         self.reqs = reqs
+        if self.watch is not None:  # a budget refuses a wave here, before its first request
+            self.watch.claim(len(reqs), sum(r.length for r in reqs))
         self.starts = [r.offset for r in self.reqs]
         self.avail = [(int(off), np.frombuffer(data, np.uint8))
                       for off, data in target.available if len(data)]

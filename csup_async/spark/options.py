@@ -56,6 +56,9 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "pushdown": ("pushdown", "bool"),
     "verifychecksums": ("verify_checksums", "bool"),
     "planreport": ("plan_report", "str"),
+    # a budget for the whole query, checked on the driver against every task's plan
+    "maxrequests": ("max_requests", "int"),
+    "maxbytes": ("max_bytes", "int"),
     # Hive-style key=value directories (planner.partitions): "hive" (default) or "none"
     "partitioning": ("partitioning", "str"),
     "basepath": ("base_path", "str"),
@@ -122,6 +125,8 @@ class Settings:
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
     verify_checksums: bool = True  # segments' crc32 checked on the executors
     plan_report: str | None = None
+    max_requests: int | None = None  # the query's data requests, all tasks together
+    max_bytes: int | None = None  # the query's bytes to read, all tasks together
     segment_thresh: int | None = None
     skew_thresh: int | None = None
     compress: bool | None = None
@@ -201,6 +206,9 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         raise CsupError("option shipTailBytes must be >= 0")
     if s.plan_on_executors_threshold < 0:
         raise CsupError("option planOnExecutorsThreshold must be >= 0")
+    for attr, name in (("max_requests", "maxRequests"), ("max_bytes", "maxBytes")):
+        if getattr(s, attr) is not None and getattr(s, attr) < 0:
+            raise CsupError(f"option {name} must be >= 0")
     if not write:
         from ..partitioning import check_partitioning
 

@@ -191,6 +191,14 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "planning_seconds": round(time.perf_counter() - t0, 4),
         "pruned_files": pruned[:1000],
     }
+    if settings.max_requests is not None or settings.max_bytes is not None:
+        from ..budget import check_budget
+
+        # every task's requests are in this plan: the query is refused before any runs
+        check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
+                     settings.max_bytes, None,
+                     f"on the driver, before any task ran ({len(reads):,} files to read in "
+                     f"{len(partitions):,} partitions)")
     log.info("csup plan: %d files, %d pruned, %d partitions, %d requests, %d bytes",
              len(files), len(pruned), len(partitions), report["requests"],
              report["bytes_to_read"])

@@ -90,6 +90,14 @@ class CsupReader(DataSourceReader):
             names = set(loaded.partitions.names) if loaded.partitions is not None else set()
             columns = tuple((n, p) for n, p in column_paths(self.schema, metas).items()
                             if n not in names)
+            if loaded.unopened and (self.settings.max_requests is not None
+                                    or self.settings.max_bytes is not None):
+                from ..errors import ConfigError
+
+                raise ConfigError(
+                    "maxRequests/maxBytes are checked against the driver's plan, and past "
+                    "planOnExecutorsThreshold tasks plan their own files: raise "
+                    f"planOnExecutorsThreshold above the {len(loaded.unopened):,} files")
             plan = plan_unopened if loaded.unopened else plan_read
             self._plan = plan(loaded, columns, self.filters, self.settings)
         return self._plan

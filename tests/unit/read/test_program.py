@@ -259,4 +259,5 @@ async def test_a_filter_that_rules_out_no_row_reads_its_plans_uncut(files, count
         got = await r.scan(COLS, filter="ts >= 0")
         program = await r.plan(COLS, filter="ts >= 0")
     assert got.num_rows == ROWS and program.rows_pruned == 0
-    assert counted["plan_ranges"] == counted["plan_scan"] == 2 * 3  # scan's, then plan's
+    # scan's, then plan's (at most: the reader may reuse a plan of the same projection)
+    assert counted["plan_ranges"] == counted["plan_scan"] <= 2 * 3

@@ -181,17 +181,17 @@ async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch)
     from csup_async.reader import Reader
 
     scans: list[str] = []
-    real_scan = Reader.scan
+    real_plan = Reader.plan  # each kept file's scan plans it once, then executes that
 
     async def counted(self: Reader, *args: Any, **kwargs: Any) -> Any:
         scans.append(self.key.rsplit("/", 1)[1])
-        return await real_scan(self, *args, **kwargs)
+        return await real_plan(self, *args, **kwargs)
 
     def no_plan_files(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the dataset planned files itself")
 
     async with csup_async.open_dataset(str(shapes)) as ds:
-        monkeypatch.setattr(Reader, "scan", counted)
+        monkeypatch.setattr(Reader, "plan", counted)
         monkeypatch.setattr(planner, "plan_files", no_plan_files)
         got = await ds.scan(["x", "y"], filter="x >= 100")
     assert got.num_rows == 60

@@ -65,7 +65,12 @@ def test_budget_arguments_are_checked(range_server: Any) -> None:
                 await r.scan(["id"], max_requests=-1)
             with pytest.raises(ArgumentError, match="max_bytes"):
                 await r.scan(["id"], max_bytes=1.5)  # type: ignore[arg-type]
-            with pytest.raises(ArgumentError, match="whole scans"):
+            with pytest.raises(ArgumentError, match="max_requests"):
+                await r.take([1], ["id"], max_requests=True)  # type: ignore[arg-type]
+            with pytest.raises(ArgumentError, match="on_progress must be callable"):
+                await r.scan(["id"], limit=3, on_progress=5)  # type: ignore[arg-type]
+            # a row selection takes a budget now: its plan is checked like a whole scan's
+            with pytest.raises(BudgetError, match="before any data request"):
                 await r.scan(["id"], max_bytes=10, limit=3)
 
     asyncio.run(main())

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import ArgumentError
 from csup_async.progress import Progress
 from csup_async.stores import HTTPStore
 
@@ -91,18 +90,6 @@ def test_progress_of_local_files_is_monotonic_and_exact(tmp_path: Path, case: An
     path = tmp_path / f"{seed}-{rows}.csup"
     path.write_bytes(_file(seed, rows))
     _check(*asyncio.run(_scan(str(path), None, columns, profile)))
-
-
-def test_progress_is_refused_where_it_is_not_exact_yet(tmp_path: Path) -> None:
-    path = tmp_path / "f.csup"
-    path.write_bytes(_file(1, 100))
-
-    async def main() -> None:
-        async with csup_async.open(str(path)) as r:
-            with pytest.raises(ArgumentError, match="on_progress"):
-                await r.scan(["id"], limit=3, on_progress=print)
-
-    asyncio.run(main())
 
 
 def test_the_random_scans_above_read_data() -> None:
