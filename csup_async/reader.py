@@ -532,6 +532,10 @@ class Reader:
             plan = program.plan if isinstance(program, ScanProgram) else program
             return plan.request_count, plan.bytes_to_read
         work, fplan = program.work, program.plan
+        if program.limit is not None and work.surviving is not None and work.full is not None:
+            # read piece by piece until enough rows matched (pipeline.selection): each
+            # piece is a wave of its own, checked (and totalled) before it is sent
+            return 0, 0
         if work.surviving is not None and not work.surviving.rows:  # nothing survives
             from planner.selection import RowRanges
 

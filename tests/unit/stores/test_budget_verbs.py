@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import csup_async
@@ -213,6 +213,7 @@ def test_count_rows_reads_the_super_column_within_its_budget(
        profile=st.sampled_from([TWO_WAVES, ONE_WAVE, SHORT_TAIL]),
        chunk=st.sampled_from([4096, 1 << 20]),
        lo=st.integers(0, ROWS - 1), width=st.integers(1, 3000))
+@example(verb="limit", shape="one", profile=TWO_WAVES, chunk=4096, lo=0, width=1)  # limit=0
 def test_every_verbs_progress_is_monotonic_and_exact(range_server: Any,
                                                       files: dict[str, bytes], verb: str,
                                                       shape: str, profile: Any, chunk: int,
