@@ -1,4 +1,4 @@
-"""Writes docs/performance.md's number tables from the files in bench/results/.
+"""Writes the number tables of docs/performance.md and README.md from bench/results/.
 
 ``python bench/report.py`` rewrites every generated block of the page in place;
 ``python bench/report.py --check`` only says (exit 1) which blocks differ from
@@ -26,6 +26,8 @@ import bench_cold  # noqa: E402
 
 RESULTS = HERE / "results"
 PAGE = HERE.parent / "docs" / "performance.md"
+README = HERE.parent / "README.md"
+PAGES = (PAGE, README)
 BLOCK = re.compile(r"(<!-- bench/report\.py: (?P<name>[\w-]+) -->\n)(?P<body>.*?)"
                    r"(<!-- end bench/report\.py -->)", re.S)
 
@@ -96,8 +98,54 @@ def local(results: Path) -> str:
     return "\n".join(lines)
 
 
+def _x(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}x"
+
+
+def headline(results: Path) -> str:
+    """The README's few numbers: one line per way a user meets the reader, each a ratio
+    to the best peer of the same run (the machines are shared: ratios, not seconds)."""
+    lines = ["| how it is used | csup-async | peer | ratio | from |", "|---|---:|---:|---:|---|"]
+    runs = [r for r in _load(results, "results.json")["runs"]
+            if r.get("dataset") == "wide" and "median" in r and r["profile"] == "s3"]
+    for proj in ("2 cols", "6 cols", "all 24"):
+        rows = {r["reader"]: r for r in runs if r["projection"] == proj}
+        peers = [r for n, r in rows.items() if not n.startswith("csup")]
+        if "csup-async" in rows and peers:
+            ours, best = rows["csup-async"], min(peers, key=lambda r: r["median"])
+            lines.append(f"| warm process, {proj} of 1M x 24 on simulated S3 | "
+                         f"{ours['median']:.3f} s | {best['reader']} {best['median']:.3f} s | "
+                         f"{_x(ours['median'], best['median'])} | `results.json` |")
+    cold_runs = {r["reader"]: r for r in _load(results, "cold.json")["cold"]}
+    if "polars" in cold_runs:
+        pol = cold_runs["polars"]["median_s"]
+        for name, label in (("csup-async", "cold one-shot process"),
+                            ("csup-async CLI", "cold CLI process")):
+            if name in cold_runs:
+                ours = cold_runs[name]["median_s"]
+                lines.append(f"| {label}, 2 columns, S3 with TCP+TLS setup | {ours:.2f} s | "
+                             f"polars {pol:.2f} s | {_x(ours, pol)} | `cold.json` |")
+    for case in _load(results, "local.json")["cases"]:
+        ours, theirs = case["csup-async"]["median_s"], case["pyarrow"]["median_s"]
+        lines.append(f"| local file, {case['name']} | {ours:.3f} s | "
+                     f"pyarrow {theirs:.3f} s | {_x(ours, theirs)} | `local.json` |")
+    cells = _load(results, "service.json")["cells"]
+    for clients in (64, 128):
+        got = {c["engine"]: c for c in cells if c["object"] == "small"
+               and c["clients"] == clients}
+        ours, pol = got.get("csup open()"), got.get("polars")
+        if ours and pol:
+            lines.append(f"| service, `open()` per request, {clients} clients | "
+                         f"{ours['scans_per_s']:.0f} scans/s | polars "
+                         f"{pol['scans_per_s']:.0f} scans/s | "
+                         f"{_x(ours['scans_per_s'], pol['scans_per_s'])} (throughput) | "
+                         f"`service.json` |")
+    return "\n".join(lines)
+
+
 TABLES: dict[str, Callable[[Path], str]] = {"wide": wide, "wide-setup": wide_setup,
-                                            "cold": cold, "warm": warm, "local": local}
+                                            "cold": cold, "warm": warm, "local": local,
+                                            "headline": headline}
 
 
 def render(page: str, results: Path = RESULTS) -> str:
@@ -121,19 +169,23 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     ap.add_argument("--results", default=str(RESULTS))
-    ap.add_argument("--page", default=str(PAGE))
+    ap.add_argument("--page", action="append",
+                    help="a page to write (default: docs/performance.md and README.md)")
     args = ap.parse_args()
-    page = Path(args.page)
-    text = page.read_text()
-    new = render(text, Path(args.results))
-    if args.check:
-        stale = [n for n, b in blocks(new).items() if blocks(text).get(n) != b]
-        if stale:
-            print(f"{page}: stale tables: {', '.join(stale)} (run python bench/report.py)")
-            raise SystemExit(1)
-        return
-    page.write_text(new)
-    print(f"{page}: {len(blocks(new))} tables written")
+    stale_any = False
+    for page in [Path(p) for p in args.page] if args.page else PAGES:
+        text = page.read_text()
+        new = render(text, Path(args.results))
+        if args.check:
+            stale = [n for n, b in blocks(new).items() if blocks(text).get(n) != b]
+            if stale:
+                print(f"{page}: stale tables: {', '.join(stale)} (run python bench/report.py)")
+                stale_any = True
+            continue
+        page.write_text(new)
+        print(f"{page}: {len(blocks(new))} tables written")
+    if stale_any:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
