@@ -201,9 +201,9 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     column's counts against its rows; True also decodes every segment before the last
     selected row, so counts shifted between unread segments are a FormatError),
     ``trust_counts`` (the earlier opt-out: reads what the default reads),
-    ``calibrate`` (default: on for S3, GCS and HTTP, off for local files: plans assume
-    the latency and bandwidth measured on the endpoint once 5 requests are known,
-    :mod:`planner.calibration`; False keeps the static ``profile``), and the
+    ``calibrate`` (default False: the static ``profile``; True, for S3, GCS and HTTP:
+    plans assume the latency and bandwidth measured on the endpoint once 5 requests
+    are known, :mod:`planner.calibration`), and the
     store's own options (``max_connections``, ``endpoint``, credentials, ...: see
     :mod:`csup_async.stores.config`; ``storage_options={...}`` with fsspec's, polars'
     or object_store's names works too).  ``limit=`` as the connection count is

@@ -97,21 +97,32 @@ def test_explain_shows_the_profile_assumed_and_the_one_measured(range_server: An
     assert "profile measured: first byte" in text and "scan plan (profile s3:" in text
 
 
-def test_calibration_is_on_by_default_for_http_and_off_for_local(range_server: Any,
-                                                                  tmp_path: Path) -> None:
+def test_calibration_is_opt_in_for_http_and_never_for_local(range_server: Any,
+                                                            tmp_path: Path) -> None:
+    """By default a reader keeps its static profile while the store still measures (so
+    explain() can show what was measured); calibrate=True plans with the measurements."""
     range_server.put("m/d.csup", _file())
     (tmp_path / "d.csup").write_bytes(_file())
 
-    async def main() -> tuple[bool, bool, bool]:
+    async def main() -> tuple[bool, bool, bool, bool, bool]:
         async with csup_async.open(range_server.url("m/d.csup"), profile="s3") as r:
-            on = r.calibrate
+            for _ in range(6):
+                await r.scan(["a", "b"])
+            default = (r.calibrate, r.profile is not r.static_profile)
+        async with csup_async.open(range_server.url("m/d.csup"), profile="s3",
+                                   calibrate=True) as r:
             for _ in range(6):
                 await r.scan(["a", "b"])
             moved = r.profile is not r.static_profile
-        async with csup_async.open(str(tmp_path / "d.csup")) as local:
-            return on, moved, local.calibrate
+        async with csup_async.open(str(tmp_path / "d.csup"), calibrate=True) as local:
+            await local.scan(["a", "b"])
+            static = local.profile is local.static_profile
+            return (*default, moved, local.measurements is None, static)
 
-    assert asyncio.run(main()) == (True, True, False)
+    off, default_moved, moved, local_measures_nothing, local_static = asyncio.run(main())
+    assert (off, default_moved) == (False, False)
+    assert moved
+    assert local_measures_nothing and local_static
 
 
 def test_local_files_measure_nothing_and_explain_says_nothing(tmp_path: Path) -> None:
