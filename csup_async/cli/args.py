@@ -32,6 +32,9 @@ def _store_flags() -> argparse.ArgumentParser:
     g.add_argument("--no-verify-ssl", action="store_true", help="skip TLS verification")
     g.add_argument("--no-verify", action="store_true",
                    help="skip the segments' crc32 checks (value counts are still checked)")
+    g.add_argument("--calibrate", action="store_true",
+                   help="plan with the latency and bandwidth measured on the endpoint (kept "
+                        "across runs in $CSUP_METADATA_CACHE) instead of the static profile")
     g.add_argument("--immutable", action="store_true",
                    help="objects never change: with $CSUP_METADATA_CACHE, one opened "
                         "before is not asked again (no metadata request)")

@@ -74,6 +74,8 @@ def source_options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], 
         reader["concurrency"] = args.concurrency
     if getattr(args, "no_verify", False):
         reader["verify_checksums"] = False
+    if getattr(args, "calibrate", False):
+        reader["calibrate"] = True
     if getattr(args, "immutable", False):
         from ..diskcache import CACHE_ENV
 

@@ -55,6 +55,7 @@ _READ_OPTIONS: dict[str, tuple[str, str]] = {
     "planonexecutorsthreshold": ("plan_on_executors_threshold", "int"),
     "pushdown": ("pushdown", "bool"),
     "verifychecksums": ("verify_checksums", "bool"),
+    "calibrate": ("calibrate", "bool"),
     "planreport": ("plan_report", "str"),
     # a budget for the whole query, checked on the driver against every task's plan
     "maxrequests": ("max_requests", "int"),
@@ -124,6 +125,7 @@ class Settings:
     plan_on_executors_threshold: int = PLAN_ON_EXECUTORS_THRESHOLD
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
     verify_checksums: bool = True  # segments' crc32 checked on the executors
+    calibrate: bool = False  # plan with the profile measured on the endpoint (opt-in)
     plan_report: str | None = None
     max_requests: int | None = None  # the query's data requests, all tasks together
     max_bytes: int | None = None  # the query's bytes to read, all tasks together
@@ -148,6 +150,8 @@ class Settings:
         out: dict[str, Any] = {"concurrency": self.concurrency}
         if not self.verify_checksums:
             out["verify_checksums"] = False
+        if self.calibrate:
+            out["calibrate"] = True
         if self.profile:
             out["profile"] = self.profile
         return out

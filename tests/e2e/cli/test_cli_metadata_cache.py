@@ -97,3 +97,13 @@ def test_immutable_without_a_cache_is_a_usage_error(objects: list[str]) -> None:
     out = _cli(["scan", objects[0], "--immutable"], None)
     assert out.returncode != 0
     assert out.stderr.count("\n") == 1 and "CSUP_METADATA_CACHE" in out.stderr
+
+
+def test_calibrate_flag_plans_with_measurements_and_explain_says_so(
+        range_server: Any, objects: list[str], tmp_path: Path) -> None:
+    """``--calibrate`` reaches the reader: the plan says what it assumed and why."""
+    off = _cli(["plan", objects[0], "-c", "k,id"], None)
+    on = _cli(["plan", objects[0], "-c", "k,id", "--calibrate"], None)
+    assert off.returncode == 0 and on.returncode == 0, (off.stderr, on.stderr)
+    assert "(static: calibration off)" in off.stdout
+    assert "(static until 5 requests are measured)" in on.stdout
