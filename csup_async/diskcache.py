@@ -21,6 +21,10 @@ a JSON header and raw bytes, checked against the key and version it claims.
 * With ``immutable=True`` a hit makes no request; otherwise the open's tail
   read is conditional (``If-None-Match`` with the cached ETag) and a 304 ends
   it with no body.
+* Whole small objects whose names never change content (a Zed lake's seek
+  indexes, commits and journal entries) are kept too, by
+  :meth:`DiskMetadataCache.get_object` / :meth:`~DiskMetadataCache.put_object`:
+  raw bytes with their length and SHA-256, at most ``MAX_DISK_OBJECT`` each.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from .rangebuf import RangeBuffer
 from .stores import ObjectInfo, TailRead
 from .stores.calibrate import Measurements, from_rows, to_rows
 
-__all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "DiskMetadataCache", "disk_cache", "env_cache"]
+__all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "MAX_DISK_OBJECT", "DiskMetadataCache",
+           "disk_cache", "env_cache"]
 
 #: A directory here turns the on-disk cache on for every open that names no cache:
 #: the CLI and Spark executors (``spark.executorEnv.CSUP_METADATA_CACHE``) included.
@@ -56,6 +61,11 @@ _MAGIC = b"CSUPMC1\n"
 _HEADER = struct.Struct("<I")
 _SUFFIX = ".csupmeta"
 _CAL_SUFFIX = ".csupcal"  # one endpoint's measured requests (stores/calibrate.py)
+_OBJ_SUFFIX = ".csupobj"  # one whole immutable object (a lake's seek index, commit, entry)
+_OBJ_MAGIC = b"CSUPOB1\n"
+#: The largest whole object :meth:`DiskMetadataCache.put_object` keeps (a seek index or
+#: journal entry is a few KiB; a larger object is data, not metadata).
+MAX_DISK_OBJECT = 1 << 20
 
 
 def _stable(value: Any) -> str:
@@ -120,10 +130,53 @@ class DiskMetadataCache(MetadataCache):
 
     def clear(self) -> None:
         super().clear()
-        for suffix in (_SUFFIX, _CAL_SUFFIX):
+        for suffix in (_SUFFIX, _CAL_SUFFIX, _OBJ_SUFFIX):
             for f in self.directory.glob("*" + suffix):
                 with contextlib.suppress(OSError):
                     f.unlink()
+
+    # ------------------------------------------------- immutable objects ---
+    def _obj_file(self, ident: Hashable) -> tuple[Path, str]:
+        digest = hashlib.sha256(("object " + _stable(ident)).encode("utf-8", "surrogatepass")
+                                ).hexdigest()
+        return self.directory / (digest + _OBJ_SUFFIX), digest
+
+    def get_object(self, ident: Hashable) -> bytes | None:
+        """The bytes an earlier :meth:`put_object` kept under ``ident`` (a store's scope
+        and an object's key), or None; a damaged or foreign file is a miss, and removed."""
+        if not _persistable(ident):
+            return None
+        path, digest = self._obj_file(ident)
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        data = _decode_object(raw, digest)
+        if data is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        self.disk_hits += 1
+        return data
+
+    def put_object(self, ident: Hashable, data: bytes) -> None:
+        """Keep a whole object whose name never changes content, for other processes
+        (not when larger than MAX_DISK_OBJECT, or its store's scope is this process's)."""
+        if len(data) > MAX_DISK_OBJECT or not _persistable(ident):
+            return
+        path, digest = self._obj_file(ident)
+        header = json.dumps({"key": digest, "size": len(data),
+                             "sha256": hashlib.sha256(data).hexdigest()}).encode()
+        blob = b"".join([_OBJ_MAGIC, _HEADER.pack(len(header)), header, data])
+        if len(blob) > self.max_disk_bytes:
+            return
+        try:
+            _atomic_write(self.directory, path, blob)
+        except OSError:
+            return
+        self._evict()
 
     # ----------------------------------------------------- measurements ---
     def _cal_file(self, endpoint: str) -> Path:
@@ -180,7 +233,7 @@ class DiskMetadataCache(MetadataCache):
     def _evict(self) -> None:
         files: list[tuple[float, int, Path]] = []
         total = 0
-        for f in self.directory.glob("*" + _SUFFIX):
+        for f in [*self.directory.glob("*" + _SUFFIX), *self.directory.glob("*" + _OBJ_SUFFIX)]:
             try:
                 st = f.stat()
             except OSError:
@@ -226,6 +279,25 @@ def _encode(entry: CachedMetadata, digest: str) -> bytes:
                          "parts": [[off, len(data)] for off, data in parts]}).encode()
     return b"".join([_MAGIC, _HEADER.pack(len(header)), header,
                      *(bytes(data) for _, data in parts)])
+
+
+def _decode_object(raw: bytes, digest: str) -> bytes | None:
+    """The bytes of an object file, if it is whole and is the one ``digest`` names."""
+    if not raw.startswith(_OBJ_MAGIC) or len(raw) < len(_OBJ_MAGIC) + _HEADER.size:
+        return None
+    pos = len(_OBJ_MAGIC)
+    (n,) = _HEADER.unpack_from(raw, pos)
+    pos += _HEADER.size
+    try:
+        head = json.loads(raw[pos:pos + n])
+    except ValueError:
+        return None
+    data = raw[pos + n:]
+    if (not isinstance(head, dict) or head.get("key") != digest
+            or head.get("size") != len(data)
+            or head.get("sha256") != hashlib.sha256(data).hexdigest()):
+        return None
+    return data
 
 
 def _decode(raw: bytes, digest: str) -> CachedMetadata | None:

@@ -160,6 +160,10 @@ async def get_commit(io: LakeIO, pool_dir: str, c: bytes) -> CommitObject:
     buf = await io.get_or_none(rel, immutable=True)
     if buf is None:
         raise LakeNotFoundError("commit object is missing", path=io.display(rel))
+    return _commit_of(io, rel, buf, c)
+
+
+def _commit_of(io: LakeIO, rel: str, buf: bytes, c: bytes) -> CommitObject:
     obj = parse_commit(buf, io.display(rel))
     if obj.info.id != c:
         raise LakeError(f"commit object names itself {K.to_str(obj.info.id)}",
@@ -186,6 +190,20 @@ async def state_at(io: LakeIO, pool_dir: str, commit: bytes,
             raise LakeError(f"more than {MAX_WALK} commits", path=io.display(pool_dir))
         seen.add(at)
         srel = snap_rel(pool_dir, at)
+        # already read (here or, with a disk cache, by an earlier process): a snapshot
+        # or the commit itself answers with no request; both give the same state, so
+        # a cached commit needs no probe for a snapshot written since
+        snap = io.peek(srel)
+        if snap is not None:
+            base, base_id = parse_snapshot(snap, io.display(srel)), at
+            break
+        crel = commit_rel(pool_dir, at)
+        known = io.peek(crel)
+        if known is not None:
+            obj = _commit_of(io, crel, known, at)
+            chain.append(obj)
+            at = obj.info.parent
+            continue
         snap_t = asyncio.ensure_future(io.get_or_none(srel, immutable=True, probe=True))
         obj_t = asyncio.ensure_future(get_commit(io, pool_dir, at))
         try:

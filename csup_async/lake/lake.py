@@ -12,13 +12,20 @@ from typing import Any
 
 from ..errors import CsupError, NotFoundError
 from ..stores import Store, store_for
+from ..stores.shared import with_stable_scope
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import PoolState, state_at
 from .config import LAKE_MAGIC, LAKE_VERSION, BranchConfig, PoolConfig, branch_config, pool_config
 from .errors import LakeError, LakeNotFoundError
 from .journal import JournalState, read_journal
-from .objects import DEFAULT_CONCURRENCY, DEFAULT_MAX_JOURNAL_ENTRIES, LakeIO, gather_all
+from .objects import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_JOURNAL_ENTRIES,
+    LakeIO,
+    disk_cache_of,
+    gather_all,
+)
 
 __all__ = ["open_lake", "Lake", "PoolConfig", "BranchConfig", "LAKE_VERSION", "LAKE_MAGIC"]
 
@@ -151,7 +158,7 @@ async def _read_magic(io: LakeIO) -> None:
     rel = "lake.zng"
     path = io.display(rel)
     try:
-        buf = await io.get(rel)
+        buf = await io.get(rel, immutable=True)  # (written once, as ``zed init`` does)
     except NotFoundError:
         raise LakeNotFoundError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
                         "reader does not read)", path=path) from None
@@ -181,13 +188,18 @@ class _LakeOpener:
         max_entries = DEFAULT_MAX_JOURNAL_ENTRIES if max_entries is None else max_entries
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise CsupError(f"max_journal_entries must be a positive int, not {max_entries!r}")
+        disk = disk_cache_of(opts.pop("metadata_cache", None))
         store, owns = self.store, False
         if store is None:
             store, root = store_for(self.url.rstrip("/") or "/", **opts)
+            # the scope a shared store of these options has: the disk cache then serves
+            # this lake's immutable objects to the next process that opens it so
+            with_stable_scope(store, opts)
             owns = True
         else:
             _, root = store_for(self.url.rstrip("/"))
-        io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries)
+        io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries,
+                    disk=disk)
         try:
             _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
         except BaseException:
@@ -216,7 +228,10 @@ def open_lake(url: str, *, store: Store | None = None, at: int | None = None,
     reads the pools journal as of that journal ID; ``concurrency`` bounds
     requests in flight (default 32); ``max_journal_entries`` bounds the entries one
     journal replay reads (default 1,000,000: a LakeError past it, so a corrupt or
-    hostile HEAD cannot ask for billions); other options go to the store.
+    hostile HEAD cannot ask for billions); ``metadata_cache`` (a pathlib.Path or a
+    DiskMetadataCache; default ``$CSUP_METADATA_CACHE``; False for none) keeps the
+    lake's small immutable objects on disk for the next process (docs/lake.md);
+    other options go to the store.
     """
     return _LakeOpener(url, store, at, options)
 

@@ -9,6 +9,10 @@ atomic put-if-absent: ``link`` locally, S3's ``If-None-Match: *``, GCS's
 Data objects, commit objects, commit snapshots, seek indexes and journal
 entries never change once written (Zed names them by KSUID or journal ID), so
 they are cached by key; HEAD, TAIL and ``snap.zng`` are read fresh every time.
+With an on-disk metadata cache (``open_lake(url, metadata_cache=Path(dir))``, or
+``$CSUP_METADATA_CACHE``) the small ones read whole (``lake.zng``, journal
+entries, commits and their snapshots, seek indexes) are kept there too, keyed by
+the store's scope and the object's key, so the next process asks for none of them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import AccessDeniedError, NotFoundError
 from ..stores import LocalStore, Store
@@ -26,7 +30,11 @@ from ..tasks import gather_or_cancel
 from .config import PoolConfig
 from .errors import LakeError
 
-__all__ = ["LakeIO", "LakeHandle", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES"]
+if TYPE_CHECKING:
+    from ..diskcache import DiskMetadataCache
+
+__all__ = ["LakeIO", "LakeHandle", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES",
+           "disk_cache_of"]
 
 WHOLE = 1 << 62  # a suffix length beyond any object: read_tail returns all of it
 DEFAULT_CACHE_BYTES = 256 << 20
@@ -40,8 +48,10 @@ class LakeIO:
 
     def __init__(self, store: Store, root: str, *, concurrency: int = DEFAULT_CONCURRENCY,
                  cache_bytes: int = DEFAULT_CACHE_BYTES,
-                 max_journal_entries: int = DEFAULT_MAX_JOURNAL_ENTRIES) -> None:
+                 max_journal_entries: int = DEFAULT_MAX_JOURNAL_ENTRIES,
+                 disk: DiskMetadataCache | None = None) -> None:
         self.store = store
+        self.disk = disk
         self.max_journal_entries = max_journal_entries
         self.root = root.rstrip("/")
         self.sem = asyncio.Semaphore(concurrency)
@@ -50,6 +60,7 @@ class LakeIO:
         self._cached = 0
         self.requests = 0
         self.bytes_read = 0
+        self.disk_hits = 0
 
     def key(self, rel: str) -> str:
         return f"{self.root}/{rel}"
@@ -61,9 +72,8 @@ class LakeIO:
     async def get(self, rel: str, *, immutable: bool = False) -> bytes:
         """The whole object (NotFoundError if absent)."""
         if immutable:
-            hit = self._cache.get(rel)
+            hit = self.peek(rel)
             if hit is not None:
-                self._cache.move_to_end(rel)
                 return hit
         async with self.sem:
             tail = await self.store.read_tail(self.key(rel), WHOLE)
@@ -74,7 +84,30 @@ class LakeIO:
             raise LakeError(f"read {len(data)} of {tail.info.size} bytes", path=self.display(rel))
         if immutable:
             self._remember(rel, data)
+            if self.disk is not None:
+                self.disk.put_object(self._ident(rel), data)
         return data
+
+    def peek(self, rel: str) -> bytes | None:
+        """An immutable object already read whole, by this process or (with a disk
+        cache) an earlier one; None rather than a request."""
+        hit = self._cache.get(rel)
+        if hit is not None:
+            self._cache.move_to_end(rel)
+            return hit
+        if self.disk is None:
+            return None
+        hit = self.disk.get_object(self._ident(rel))
+        if hit is not None:
+            self.disk_hits += 1
+            self._remember(rel, hit)
+        return hit
+
+    def _ident(self, rel: str) -> tuple[Any, str]:
+        """The disk cache's name for an object: the store's scope (its kind and options,
+        the same in every process; unset for a store passed by hand, whose objects then
+        stay in memory) and the key."""
+        return (getattr(self.store, "cache_scope", None), self.key(rel))
 
     async def get_or_none(self, rel: str, *, immutable: bool = False,
                           probe: bool = False) -> bytes | None:
@@ -152,6 +185,25 @@ class LakeIO:
         async with self.sem:
             return await put_object(self.store, self.key(rel), data, if_absent=if_absent,
                                     path=self.display(rel))
+
+
+def disk_cache_of(option: Any) -> DiskMetadataCache | None:
+    """The on-disk cache a lake's ``metadata_cache=`` names: None (``$CSUP_METADATA_CACHE``
+    if set), False (none), a pathlib.Path (the process's cache in that directory) or a
+    DiskMetadataCache."""
+    from ..diskcache import DiskMetadataCache, disk_cache, env_cache
+    from ..errors import CsupError
+
+    if option is None:
+        return env_cache()
+    if option is False:
+        return None
+    if isinstance(option, DiskMetadataCache):
+        return option
+    if isinstance(option, os.PathLike):  # a str is refused, as open() refuses it
+        return disk_cache(option)
+    raise CsupError("a lake's metadata_cache must be a pathlib.Path, a DiskMetadataCache or "
+                    f"False, not {type(option).__name__}")
 
 
 async def gather_all(coros: list[Any]) -> list[Any]:

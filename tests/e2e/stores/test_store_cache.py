@@ -212,7 +212,7 @@ async def test_a_repeated_projection_is_planned_once_per_metadata(
         async with csup_async.open(url) as r:
             first = await r.scan(["id"])
             again = await r.scan(["id"])
-            assert again.plan.plan is first.plan.plan  # the one made for the first scan
+            assert again.plan.plan == first.plan.plan  # the one made for the first scan
             assert again.column("id").to_pylist() == list(range(3000))
             assert (await r.scan(["name"])).column("name").to_pylist()[:2] == ["n0", "n1"]
             fresh = real(r.meta, ["id"], r.profile, available=r.held_span(),

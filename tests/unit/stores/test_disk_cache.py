@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import csup_async
 from csup_async import DiskMetadataCache
@@ -221,3 +223,51 @@ def test_a_store_passed_by_hand_is_cached_in_memory_only(range_server: Any,
 
     assert asyncio.run(main()) == 0  # the memory layer still answers
     assert not list((tmp_path / "own").glob("*.csupmeta"))
+
+
+# ---------------------------------------------- whole immutable objects (lakes) ---
+SHARED = ("shared", ("csup_async.stores.http", "HttpStore", None, ("map", ())))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.binary(max_size=4096), key=st.text(min_size=1, max_size=40))
+def test_an_object_kept_is_the_object_read_back_by_another_cache(
+        tmp_path_factory: pytest.TempPathFactory, data: bytes, key: str) -> None:
+    where = tmp_path_factory.mktemp("objs")
+    DiskMetadataCache(where).put_object((SHARED, key), data)
+    other = DiskMetadataCache(where)  # what a second process opens
+    assert other.get_object((SHARED, key)) == data
+    assert other.get_object((SHARED, key + "x")) is None
+
+
+def test_a_damaged_or_misnamed_object_file_is_a_miss_and_is_removed(tmp_path: Path) -> None:
+    cache = DiskMetadataCache(tmp_path)
+    cache.put_object((SHARED, "a/1.zng"), b"entry one")
+    cache.put_object((SHARED, "a/2.zng"), b"entry two")
+    one, two = sorted(tmp_path.glob("*.csupobj"), key=lambda f: f.read_bytes())
+    one.write_bytes(one.read_bytes()[:-1] + b"X")  # same length, other bytes
+    two.write_bytes(b"not ours")
+    assert cache.get_object((SHARED, "a/1.zng")) is None
+    assert cache.get_object((SHARED, "a/2.zng")) is None
+    assert not list(tmp_path.glob("*.csupobj"))
+
+
+def test_large_objects_and_private_scopes_stay_off_disk(tmp_path: Path) -> None:
+    from csup_async.diskcache import MAX_DISK_OBJECT
+
+    cache = DiskMetadataCache(tmp_path)
+    cache.put_object((SHARED, "big"), bytes(MAX_DISK_OBJECT + 1))
+    cache.put_object((("instance", 7), "private"), b"x")
+    assert not list(tmp_path.glob("*.csupobj"))
+    cache.put_object((SHARED, "small"), b"k" * 100)
+    (f,) = tmp_path.glob("*.csupobj")
+    assert b"small" not in f.read_bytes() and oct(f.stat().st_mode & 0o777) == "0o600"
+
+
+def test_objects_count_toward_the_directory_bound(tmp_path: Path) -> None:
+    cache = DiskMetadataCache(tmp_path, max_disk_bytes=20_000)
+    for i in range(10):
+        cache.put_object((SHARED, f"k{i}"), bytes([i]) * 5000)
+    total = sum(f.stat().st_size for f in tmp_path.glob("*.csupobj"))
+    assert 0 < total <= 20_000
+    assert cache.get_object((SHARED, "k9")) == bytes([9]) * 5000  # the newest stays
