@@ -84,7 +84,7 @@ class LakeIO:
             raise LakeError(f"read {len(data)} of {tail.info.size} bytes", path=self.display(rel))
         if immutable:
             self._remember(rel, data)
-            if self.disk is not None:
+            if self.disk is not None and _outlives_the_lake(rel):
                 self.disk.put_object(self._ident(rel), data)
         return data
 
@@ -95,7 +95,7 @@ class LakeIO:
         if hit is not None:
             self._cache.move_to_end(rel)
             return hit
-        if self.disk is None:
+        if self.disk is None or not _outlives_the_lake(rel):
             return None
         hit = self.disk.get_object(self._ident(rel))
         if hit is not None:
@@ -185,6 +185,14 @@ class LakeIO:
         async with self.sem:
             return await put_object(self.store, self.key(rel), data, if_absent=if_absent,
                                     path=self.display(rel))
+
+
+def _outlives_the_lake(rel: str) -> bool:
+    """Whether an immutable object's name is never reused, even by a lake deleted and
+    created again at the same URL: everything under a pool's KSUID is, but the lake's own
+    journal of pools (``pools/1.zng`` ...) and ``lake.zng`` start again from the same
+    names, so an earlier lake's copies kept on disk could answer for the new one's."""
+    return not (rel == "lake.zng" or rel.startswith("pools/"))
 
 
 def disk_cache_of(option: Any) -> DiskMetadataCache | None:

@@ -1,6 +1,8 @@
 """``CSUP_METADATA_CACHE=dir csup-async lake scan ...`` run twice: the second run reads
-only what can change (the journals' HEAD, TAIL, snapshot and the entry after HEAD) and
-the data; seek indexes, commits and journal entries come from the cache on disk.
+only what can change (the journals' HEAD, TAIL, snapshot and the entry after HEAD), the
+lake's own ``lake.zng`` and journal of pools (names a lake created again at the same URL
+reuses) and the data; seek indexes, commits and the pools' journal entries come from the
+cache on disk.
 
 Requests are counted at the server: the lake sits on the aiohttp range server."""
 
@@ -66,8 +68,8 @@ def _kind(name: str, b: Served) -> str:
         return "data"
     if "/commits/" in rel:
         return "commit"
-    if rel == "lake.zng":
-        return "magic"
+    if rel == "lake.zng" or rel.startswith("pools/"):
+        return "lake"  # names a lake created again at this URL would reuse: never kept
     d = rel.rsplit("/", 1)[0]
     if base[:-4].isdigit() and int(base[:-4]) == b.head(d) + 1:
         return "probe"  # the entry after HEAD, absent: how a replay finds the real end
@@ -105,7 +107,7 @@ def test_a_second_lake_scan_reads_only_the_journal_heads_and_the_data(
     assert second.returncode == 0, second.stderr
     assert second.stdout == first.stdout
     warm = _requests(range_server, b)
-    assert set(warm) == {"fresh", "probe", "data"}, warm
+    assert set(warm) == {"fresh", "probe", "lake", "data"}, warm
     assert warm["fresh"] == cold["fresh"] and warm["probe"] == cold["probe"]
     assert warm["data"] == cold["data"]
 
@@ -158,7 +160,7 @@ def test_open_lake_takes_a_metadata_cache_and_false_turns_the_env_var_off(
     assert rows == [{"ts": t} for t in range(1100, 1110)]
     # another cache object on the directory: what a second process finds
     again, warm = asyncio.run(scan(metadata_cache=DiskMetadataCache(cache)))
-    assert again == rows and set(warm) == {"fresh", "probe", "data"}, warm
+    assert again == rows and set(warm) == {"fresh", "probe", "lake", "data"}, warm
     monkeypatch.setenv("CSUP_METADATA_CACHE", str(cache))
     _, off = asyncio.run(scan(metadata_cache=False))
     assert off == cold
