@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -506,10 +506,8 @@ class Dataset(ScanVerbs):
                     if stats is not None:
                         _add(stats, res.stats)
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for lo in range(0, n, batch_rows):
-                        hi = min(lo + batch_rows, n)
-                        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()},
-                                         hi - lo, res.stats, res.plan)
+                    for batch in _sliced(res, n, batch_rows):
+                        yield batch
                     if left is not None:
                         left -= n
                     continue
@@ -588,10 +586,8 @@ class Dataset(ScanVerbs):
                     if stats is not None:
                         _add(stats, res.stats)
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for lo in range(0, n, batch_rows):
-                        hi = min(lo + batch_rows, n)
-                        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()},
-                                         hi - lo, res.stats, res.plan)
+                    for batch in _sliced(res, n, batch_rows):
+                        yield batch
                     if left is not None:
                         left -= n
                     continue
@@ -834,3 +830,11 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     from .pipeline.options import renamed_options
 
     return _DatasetOpener(source, store, renamed_options(options))
+
+
+def _sliced(res: ScanResult, n: int, batch_rows: int) -> Iterator[ScanResult]:
+    """The first ``n`` rows of a file read whole, as batches of ``batch_rows`` (views)."""
+    for lo in range(0, n, batch_rows):
+        hi = min(lo + batch_rows, n)
+        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo,
+                         res.stats, res.plan)

@@ -11,7 +11,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 import csup_async
@@ -22,6 +21,7 @@ import planner.coalescing as coalescing
 import planner.plan as plan_mod
 from planner import get_profile
 from planner.program import ScanProgram
+from tests.support.shapes import shape_rows
 
 ROWS = 30_000
 STEP = 10
@@ -33,11 +33,7 @@ NEVER_LATE = dataclasses.replace(get_profile("local"), name="slow", latency=10.0
 
 
 def _rows(nones: bool) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(7)
-    none = rng.random(ROWS) < 1 / 3
-    raw = rng.bytes(16 * ROWS)
-    return [{"ts": i * STEP, "k": None if nones and none[i] else i % 97,
-             "pad": raw[16 * i:16 * i + 16].hex()} for i in range(ROWS)]
+    return shape_rows(ROWS, STEP, nones, seed=7)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -23,6 +22,7 @@ import csup_async
 from csup_async.stores.local import LocalStore
 from planner.filters import matches, parse_filter
 from tests.support.rowpaths import named_by_no_row
+from tests.support.shapes import shape_rows
 
 ROWS = 30_000
 STEP = 10
@@ -52,11 +52,7 @@ class CountingStore(LocalStore):
 
 
 def _rows(nones: bool) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(11)
-    none = rng.random(ROWS) < 1 / 3
-    raw = rng.bytes(16 * ROWS)
-    return [{"ts": i * STEP, "k": None if nones and none[i] else i % 97,
-             "pad": raw[16 * i:16 * i + 16].hex()} for i in range(ROWS)]
+    return shape_rows(ROWS, STEP, nones, seed=11)
 
 
 @pytest.fixture(scope="module")

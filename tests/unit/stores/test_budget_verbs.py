@@ -10,7 +10,6 @@ import io
 import itertools
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -20,6 +19,7 @@ from csup_async.errors import BudgetError
 from csup_async.progress import Progress
 from csup_async.stores import HTTPStore
 from planner import get_profile
+from tests.support.shapes import shape_rows
 
 ROWS = 30_000
 STEP = 10
@@ -34,11 +34,7 @@ SHORT_TAIL = dataclasses.replace(ONE_WAVE, name="short-tail", tail_min=1024, tai
 
 
 def _rows(nones: bool) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(7)
-    none = rng.random(ROWS) < 1 / 3
-    raw = rng.bytes(16 * ROWS)
-    return [{"ts": i * STEP, "k": None if nones and none[i] else i % 97,
-             "pad": raw[16 * i:16 * i + 16].hex()} for i in range(ROWS)]
+    return shape_rows(ROWS, STEP, nones, seed=7)
 
 
 def _file(nones: bool = False, statistics: bool = True) -> bytes:

@@ -1,0 +1,18 @@
+"""Rows of the two-shape test file: ``{ts, k, pad}`` with ``k`` None in a random third of
+rows when ``nones`` (written with ``fuse=False``: two interleaved super types), so the
+selection, budget and program tests read the same kind of file."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def shape_rows(rows: int, step: int, nones: bool, seed: int) -> list[dict[str, Any]]:
+    """``rows`` records sorted by ``ts`` (``i * step``), ``pad`` 32 random hex chars."""
+    rng = np.random.default_rng(seed)
+    none = rng.random(rows) < 1 / 3
+    raw = rng.bytes(16 * rows)
+    return [{"ts": i * step, "k": None if nones and none[i] else i % 97,
+             "pad": raw[16 * i:16 * i + 16].hex()} for i in range(rows)]
