@@ -503,10 +503,8 @@ class Dataset(ScanVerbs):
                 elif await self._decodes_small(f, cols, expr, read_whole_below):
                     res = await f.scan(cols, filter=expr, limit=left)
                 if res is not None:
-                    if stats is not None:
-                        _add(stats, res.stats)
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in _sliced(res, n, batch_rows):
+                    for batch in _sliced(res, n, batch_rows, stats):
                         yield batch
                     if left is not None:
                         left -= n
@@ -583,10 +581,8 @@ class Dataset(ScanVerbs):
                 task = ahead.pop(i, None)
                 if task is not None:
                     res = await task
-                    if stats is not None:
-                        _add(stats, res.stats)
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in _sliced(res, n, batch_rows):
+                    for batch in _sliced(res, n, batch_rows, stats):
                         yield batch
                     if left is not None:
                         left -= n
@@ -832,8 +828,12 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     return _DatasetOpener(source, store, renamed_options(options))
 
 
-def _sliced(res: ScanResult, n: int, batch_rows: int) -> Iterator[ScanResult]:
-    """The first ``n`` rows of a file read whole, as batches of ``batch_rows`` (views)."""
+def _sliced(res: ScanResult, n: int, batch_rows: int, stats: ScanStats | None
+            ) -> Iterator[ScanResult]:
+    """The first ``n`` rows of a file read whole, as batches of ``batch_rows`` (views);
+    its read counted in ``stats`` first."""
+    if stats is not None:
+        _add(stats, res.stats)
     for lo in range(0, n, batch_rows):
         hi = min(lo + batch_rows, n)
         yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo,

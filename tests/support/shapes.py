@@ -4,6 +4,7 @@ selection, budget and program tests read the same kind of file."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,3 +17,15 @@ def shape_rows(rows: int, step: int, nones: bool, seed: int) -> list[dict[str, A
     raw = rng.bytes(16 * rows)
     return [{"ts": i * step, "k": None if nones and none[i] else i % 97,
              "pad": raw[16 * i:16 * i + 16].hex()} for i in range(rows)]
+
+
+def write_shapes(d: Path, rows: int, step: int, seed: int) -> dict[str, Path]:
+    """``two.csup`` (with the None third: two super types) and ``one.csup`` (without) in
+    ``d``, in 8 KiB segments so a selection has many to choose from."""
+    import csup_async
+
+    out = {"two": d / "two.csup", "one": d / "one.csup"}
+    for name, nones in (("two", True), ("one", False)):
+        csup_async.write(str(out[name]), shape_rows(rows, step, nones, seed), fuse=False,
+                         segment_thresh=8 << 10)
+    return out

@@ -21,7 +21,7 @@ import planner.coalescing as coalescing
 import planner.plan as plan_mod
 from planner import get_profile
 from planner.program import ScanProgram
-from tests.support.shapes import shape_rows
+from tests.support.shapes import shape_rows, write_shapes
 
 ROWS = 30_000
 STEP = 10
@@ -38,11 +38,7 @@ def _rows(nones: bool) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("shapes")
-    out = {"two": d / "two.csup", "one": d / "one.csup"}
-    csup_async.write(str(out["two"]), _rows(True), fuse=False, segment_thresh=8 << 10)
-    csup_async.write(str(out["one"]), _rows(False), fuse=False, segment_thresh=8 << 10)
-    return out
+    return write_shapes(tmp_path_factory.mktemp("shapes"), ROWS, STEP, seed=7)
 
 
 def _want(nones: bool, keep: Any) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import csup_async
 from csup_async.stores.local import LocalStore
 from planner.filters import matches, parse_filter
 from tests.support.rowpaths import named_by_no_row
-from tests.support.shapes import shape_rows
+from tests.support.shapes import shape_rows, write_shapes
 
 ROWS = 30_000
 STEP = 10
@@ -57,11 +57,7 @@ def _rows(nones: bool) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("shapes")
-    out = {"two": d / "two.csup", "one": d / "one.csup"}
-    csup_async.write(str(out["two"]), _rows(True), fuse=False, segment_thresh=8 << 10)
-    csup_async.write(str(out["one"]), _rows(False), fuse=False, segment_thresh=8 << 10)
-    return out
+    return write_shapes(tmp_path_factory.mktemp("shapes"), ROWS, STEP, seed=11)
 
 
 async def _read_bytes(path: Path, read: Any, **options: Any) -> tuple[Any, int]:
