@@ -322,6 +322,11 @@ def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
     if offsets.size > 1 and len(text) != data.size:  # not all ASCII
         first = offsets[:-1]
         nonempty = offsets[1:] > first
+        outside = nonempty & ((first < 0) | (first >= data.size))
+        if outside.any():  # offsets not from the decoders (an Arrow array handed in)
+            i = _first_bad(outside)
+            raise FormatError(f"string value {i} starts outside the {data.size} bytes of "
+                              f"string data (offset {int(first[i])})")
         lead = data[np.minimum(first, data.size - 1)]
         bad = nonempty & ((lead & 0xC0) == 0x80)
         if bad.any():

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from csup_async import bsup
@@ -323,6 +323,7 @@ def test_float_bits_kept(width: int) -> None:
 @settings(deadline=None)
 @given(st.lists(st.binary(max_size=12) | st.text(max_size=6).map(str.encode), max_size=12),
        st.lists(st.integers(-3, 40), max_size=14))
+@example([b"\xd6\x8a"], [-3, 9, 8])  # offsets outside the data: a FormatError, not IndexError
 def test_utf8_agrees(values: list[bytes], offsets: list[int]) -> None:
     data = np.frombuffer(b"".join(values), np.uint8)
     ends = np.cumsum([0] + [len(v) for v in values]).astype(np.int64)
