@@ -48,6 +48,7 @@ from .metacache import DEFAULT_CACHE_BYTES, CachedMetadata, MetadataCache
 from .rangebuf import RangeBuffer
 from .stores import ObjectInfo, TailRead
 from .stores.calibrate import Measurements, from_rows, to_rows
+from .stores.shared import STABLE_SCOPE
 
 __all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "MAX_DISK_OBJECT", "DiskMetadataCache",
            "disk_cache", "env_cache"]
@@ -269,7 +270,7 @@ def _persistable(ident: Hashable) -> bool:
     entries stay in memory (another process's store of that number may hold other
     credentials)."""
     scope = ident[0] if isinstance(ident, tuple) and ident else None
-    return isinstance(scope, tuple) and bool(scope) and scope[0] == "shared"
+    return isinstance(scope, tuple) and bool(scope) and scope[0] == STABLE_SCOPE
 
 
 def _encode(entry: CachedMetadata, digest: str) -> bytes:

@@ -35,7 +35,11 @@ from typing import Any
 from .base import Store
 from .resolve import store_for
 
-__all__ = ["MAX_SHARED", "close_stores", "shared_store"]
+__all__ = ["MAX_SHARED", "STABLE_SCOPE", "close_stores", "shared_store"]
+
+#: The tag of a cache scope made of a store's kind and options, which mean the same in
+#: every process (so its entries may be kept on disk and read by another process).
+STABLE_SCOPE = "stable"
 
 #: Distinct option sets shared per loop; beyond, stores are private to their reader.
 MAX_SHARED = 64
@@ -114,7 +118,7 @@ def with_stable_scope(store: Store, options: dict[str, Any]) -> Store:
     ident = store_ident(store, options)
     if ident is not None:
         with contextlib.suppress(AttributeError):
-            store.cache_scope = ("shared", ident)  # type: ignore[attr-defined]
+            store.cache_scope = (STABLE_SCOPE, ident)  # type: ignore[attr-defined]
     return store
 
 
@@ -143,7 +147,7 @@ async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
     found = entry.stores.setdefault(ident, store)
     # what the metadata cache may share between stores: same kind, same options
     # (credentials included), whichever loop they belong to
-    found.cache_scope = ("shared", ident)  # type: ignore[attr-defined]
+    found.cache_scope = (STABLE_SCOPE, ident)  # type: ignore[attr-defined]
     return found, key, True
 
 

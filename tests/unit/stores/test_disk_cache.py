@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import csup_async
 from csup_async import DiskMetadataCache
 from csup_async.errors import CsupError
+from csup_async.stores.shared import STABLE_SCOPE
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -226,7 +227,7 @@ def test_a_store_passed_by_hand_is_cached_in_memory_only(range_server: Any,
 
 
 # ---------------------------------------------- whole immutable objects (lakes) ---
-SHARED = ("shared", ("csup_async.stores.http", "HttpStore", None, ("map", ())))
+SHARED = (STABLE_SCOPE, ("csup_async.stores.http", "HttpStore", None, ("map", ())))
 
 
 @settings(max_examples=40, deadline=None)
