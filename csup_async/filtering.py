@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections.abc import Mapping
 
 import numpy as np
@@ -208,7 +207,8 @@ def _by_side(op: str, above: bool, full: np.ndarray, none: np.ndarray) -> np.nda
     return full if less == above else none
 
 
-_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+#: The same orders applied to the sign of a byte comparison (decode.compare_bytes).
+_SIGNED = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
 def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
@@ -242,13 +242,12 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
         if e.op in ("==", "!="):
             eq = (lengths == len(b)) & _prefix_equal(arr.data, starts, lengths, b)
             return (eq if e.op == "==" else ~eq), np.zeros(n, bool)
-        # ordered: UTF-8 byte order is code point order, so compare the bytes, one by
-        # one in Python (numpy's fixed-width bytes would drop trailing NULs)
-        data = arr.data.tobytes()
-        less = _ORDER[e.op]
-        got = np.fromiter((less(data[s:s + ln], b) for s, ln in
-                           zip(starts.tolist(), lengths.tolist(), strict=True)), bool, n)
-        return got, np.zeros(n, bool)
+        # ordered: UTF-8 byte order is code point order, so compare the bytes (one
+        # memcmp per value in C; numpy's fixed-width bytes would drop trailing NULs)
+        from .decode import compare_bytes
+
+        sign = compare_bytes(np.ascontiguousarray(offsets), arr.data, b)
+        return _SIGNED[e.op](sign, 0), np.zeros(n, bool)
     return None
 
 

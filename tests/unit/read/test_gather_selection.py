@@ -49,6 +49,8 @@ FILTERS: list[tuple[str, str, Any]] = [
     ("level != 'info'", "level", lambda v: v is not None and v != "info"),
     ("u.geo.city = 'Tokyo'", "u.geo.city", lambda v: v == "Tokyo"),
     ("trace is null", "trace", lambda v: v is None),
+    ("u.name >= 'sara'", "u.name", lambda v: v is not None and v >= "sara"),
+    ("msg < 'GET /v1/orders'", "msg", lambda v: v is not None and v < "GET /v1/orders"),
     ("ts >= '2026-11-18T11:06:45' and ts < '2026-11-18T11:06:47'", "ts",
      lambda v: v is not None and "2026-11-18T11:06:45" <= v < "2026-11-18T11:06:47"),
 ]
