@@ -27,7 +27,8 @@ from ..types import (
     Type,
     UnionType,
 )
-from .bsup2 import V1, V2, Dialect, OptField, decode_value, read_values
+from .bsup2 import V1, V2, Dialect, OptField, read_values
+from .compiled import decoder
 
 MAGIC = b"CSUP"
 HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
@@ -178,7 +179,7 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
-    d = decode_value(t, body, typed=True, dialect=dialect)
+    d = decoder(t, dialect)(body)  # decode_value(t, body, typed=True), made per type
     if not isinstance(d, dict):
         raise FormatError(f"{what}: metadata value of {t.name} is not a record")
 
