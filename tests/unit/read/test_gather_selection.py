@@ -107,3 +107,22 @@ def test_sparse_and_clustered_selections(logfile: Any, data: st.DataObject) -> N
     with csup_async.open_sync(path) as r:
         took = r.take(picked, cols)
     assert _rows(took, cols) == [{c: rows[i][c] for c in cols} for i in picked]
+
+
+def test_polars_duckdb_and_dataset_give_the_filtered_rows(logfile: Any) -> None:
+    """The same late materialization behind ``scan_polars`` (predicate pushed down),
+    ``to_duckdb(filter=)`` and a dataset's filtered scan."""
+    import duckdb
+    import polars as pl
+
+    path, rows = logfile
+    want = [(r["ts"], r["u.name"]) for r in rows if r["level"] == "error"]
+    df = (csup_async.scan_polars(path).filter(pl.col("level") == "error")
+          .select("ts", pl.col("u").struct.field("name")).collect())
+    assert list(zip(df["ts"].to_list(), df["name"].to_list(), strict=True)) == want
+    rel = csup_async.to_duckdb(path, ["ts", "u.name"], filter="level = 'error'",
+                               connection=duckdb.connect())
+    assert [tuple(r) for r in rel.fetchall()] == want
+    got = csup_async.read([path], ["ts", "u.name"], filter="level = 'error'")
+    assert [(got.columns["ts"][i], got.columns["u.name"][i])
+            for i in range(got.num_rows)] == want
