@@ -239,14 +239,15 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
         b = enc(e.value)
         if b is None:
             return np.zeros(n, bool), np.ones(n, bool)
-        if e.op in ("==", "!="):
-            eq = (lengths == len(b)) & _prefix_equal(arr.data, starts, lengths, b)
-            return (eq if e.op == "==" else ~eq), np.zeros(n, bool)
-        # ordered: UTF-8 byte order is code point order, so compare the bytes (one
-        # memcmp per value in C; numpy's fixed-width bytes would drop trailing NULs)
         from .decode import compare_bytes
 
+        # one memcmp per value in C (the reference: a gather per byte of the literal)
         sign = compare_bytes(np.ascontiguousarray(offsets), arr.data, b)
+        if e.op in ("==", "!="):
+            eq = sign == 0
+            return (eq if e.op == "==" else ~eq), np.zeros(n, bool)
+        # ordered: UTF-8 byte order is code point order, so the bytes' order (numpy's
+        # fixed-width bytes would drop trailing NULs)
         return _SIGNED[e.op](sign, 0), np.zeros(n, bool)
     return None
 

@@ -88,6 +88,21 @@ class RowRanges:
                 out_e.append(b)
         return cls(tuple(out_s), tuple(out_e))
 
+    @classmethod
+    def from_arrays(cls, starts: Any, stops: Any) -> RowRanges:
+        """Ranges from int arrays already sorted, disjoint, non-adjacent and non-empty
+        (checked here in numpy, not range by range: a filter's matches make thousands)."""
+        a = np.asarray(starts, np.int64)
+        b = np.asarray(stops, np.int64)
+        if a.shape != b.shape or a.ndim != 1:
+            raise RowSelectionError("row ranges need as many starts as stops")
+        if a.size and (int(a[0]) < 0 or bool((a >= b).any()) or bool((a[1:] <= b[:-1]).any())):
+            return cls(tuple(a.tolist()), tuple(b.tolist()))  # refuses it, saying why
+        out = object.__new__(cls)
+        object.__setattr__(out, "starts", tuple(a.tolist()))
+        object.__setattr__(out, "stops", tuple(b.tolist()))
+        return out
+
     @property
     def pairs(self) -> list[tuple[int, int]]:
         return list(zip(self.starts, self.stops, strict=True))
@@ -289,7 +304,7 @@ def _runs(rows: np.ndarray) -> RowRanges:
     cuts = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = rows[np.concatenate([[0], cuts])]
     stops = rows[np.concatenate([cuts - 1, [rows.size - 1]])] + 1
-    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
+    return RowRanges.from_arrays(starts, stops)
 
 
 def rows_to_ranges(rows: np.ndarray) -> RowRanges:
