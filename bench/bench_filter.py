@@ -136,7 +136,7 @@ def writer_fingerprint() -> str:
 
     import csup_async
 
-    base = Path(csup_async.__file__).parent
+    base = Path(csup_async.__file__).parent / "writers"
     h = hashlib.sha256()
     for name in ("writer.py", "writing.py", "arrow_write.py", "segstats.py", "tagenc.py",
                  "batch.py"):

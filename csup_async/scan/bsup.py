@@ -12,7 +12,8 @@ length); everything per field is numpy and the C decoders:
 
 A stream this path does not take (a value that is not a record, bodies that do
 not split as their types say) raises :class:`NotColumnar`: the caller decodes
-it value by value (:mod:`csup_async.format.bsup.rows`, or :func:`csup_async.format.bsup.read_values`), which
+it value by value (:mod:`csup_async.format.bsup.rows`, or
+:func:`csup_async.format.bsup.read_values`), which
 also owns every error message.  Times and durations of fields are carried as
 int nanoseconds in Python values (:meth:`Segment.pyvalues`), as
 :func:`build_column` takes them.

@@ -58,7 +58,7 @@ class CsupDataSource(DataSource):
         return cls(schema, settings)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
-        from .writers import writer_for
+        from .write import writer_for
 
         return writer_for(self.options, overwrite)
 

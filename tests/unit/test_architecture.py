@@ -538,9 +538,10 @@ def test_no_folder_shadows_a_public_name() -> None:
     """Importing ``csup_async.<folder>.x`` binds ``csup_async.<folder>`` to the folder: a
     folder named like a public name (``write``) would replace that name for everyone."""
     tree = _trees()["csup_async"]
-    public = {e.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
-              and any(isinstance(t, ast.Name) and t.id in ("__all__", "_LAZY") for t in n.targets)
-              for e in ast.walk(n.value) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    tables = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in ("__all__", "_LAZY") for t in n.targets)]
+    public = {e.value for table in tables for e in ast.walk(table)
+              if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     assert {"write", "open", "Reader"} <= public
     folders = {m.name.split(".")[1] for m in _modules().values()
                if m.is_package and m.name.count(".") == 1 and m.name.startswith("csup_async.")}

@@ -3,8 +3,8 @@
 Decoding walks the metadata tree from a top-level vector, asking ``load`` for
 each segment it needs (the read path has fetched them already), so a projection
 touches only the vectors under its fields.  Integers are intcomp-coded
-(:mod:`csup_async.format.superdb.intcomp`), floats are float64 words, strings and bytes are one byte run
-plus uint32 offsets, other primitives are tag-encoded BSUP bodies; a dict vector
+(:mod:`csup_async.format.superdb.intcomp`), floats are float64 words, strings and bytes are
+one byte run plus uint32 offsets, other primitives are tag-encoded BSUP bodies; a dict vector
 is its entries plus one byte of index per value, a const one value and a count.
 """
 

@@ -24,7 +24,7 @@ import csup_async
 from csup_async.model.values import Value
 from csup_async.writers.writer import Writer
 
-PKG = Path(csup_async.__file__).resolve().parent
+PKG = Path(csup_async.__file__).resolve().parent / "writers"
 
 
 def _per_value(rows: list[Any], **opts: Any) -> bytes:
@@ -221,7 +221,7 @@ def _imports(module: str) -> list[tuple[str, list[str]]]:
     tree = ast.parse((PKG / f"{module}.py").read_text())
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
             out.append((node.module or "", [a.name for a in node.names]))
     return out
 
