@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from csup_async.decode import kernels as K
-from csup_async.errors import FormatError
+from csup_async.model.errors import FormatError
 from tests.support.kernel_pairs import both
 
 NATIVE = K._K

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async.errors import CsupError
-from csup_async.superdb import meta as M
-from csup_async.superdb.bsup2 import decode_value, read_values
-from csup_async.superdb.compiled import decoder
+from csup_async.format.superdb import meta as M
+from csup_async.format.superdb.bsup2 import decode_value, read_values
+from csup_async.format.superdb.compiled import decoder
+from csup_async.model.errors import CsupError
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real" / "super"
 FILES = sorted(REAL.glob("*.csup")) + sorted(REAL.glob("v0.2.0/*.csup"))
