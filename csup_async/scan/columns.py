@@ -66,6 +66,11 @@ _VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint
            "duration", "float16", "float32", "float64", "bool", "string", "bytes"}
 
 
+#: A selection of fewer runs than this is read run by run (a skip and a take each, which
+#: slice whole segments); more runs are gathered (one vectorised step per segment).
+FEW_RUNS = 8
+
+
 # --------------------------------------------------------------- decoders ---
 
 def decode_values(t: PrimitiveType | EnumType, stream: Any, count: int | None = None
@@ -460,6 +465,18 @@ class Cursor:
         if not idx.size:
             self.skip(n)
             return self.take(0)
+        cuts = np.flatnonzero(np.diff(idx) != 1) + 1
+        if cuts.size < FEW_RUNS:  # a few runs (rows=, a clustered filter): skip and take
+            parts = []
+            pos = 0
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), int(idx.size)],
+                            strict=True):
+                lo, hi = int(idx[a]), int(idx[b - 1]) + 1
+                self.skip(lo - pos)
+                parts.append(self.take(hi - lo))
+                pos = hi
+            self.skip(n - pos)
+            return parts[0] if len(parts) == 1 else A.concat(parts)
         self.b.claim(self, int(idx.size))
         return self._gather(n, idx)
 

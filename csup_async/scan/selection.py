@@ -187,20 +187,20 @@ def _select_types(read: S.Read, rowmap: RowMap, ranges: RowRanges
                   ) -> tuple[dict[str, A.Array], int, int]:
     """In the read's thread, a file of several super types: each super type's cursors
     gather the selected rows of that type (its indices within its own rows, however
-    the types interleave), then each column is merged in file order by the row map."""
-    local = rowmap.local(ranges)
-    rows = np.concatenate([rowmap.to_global(sid, r) for sid, r in enumerate(local)] or
-                          [np.zeros(0, np.int64)])
-    rows.sort()
+    the types interleave, found by one sort of the selected rows by type), then each
+    column is merged in file order by the row map."""
+    rows = _indices(ranges, len(rowmap.ids))
     ids = np.asarray(rowmap.ids[rows], np.int32)
     counts = np.bincount(ids, minlength=read.n_types).tolist()
+    local = rowmap.local_indices(rows)
     type_rows = rowmap.type_rows
 
     def part(sid: int, c: Any) -> A.Array:
+        li = local[sid]
         n = type_rows[sid]
         if n is None:  # a prefix of the rows: the read ends after the last one selected
-            n = local[sid].end
-        return c.gather(n, _indices(local[sid], n))
+            n = int(li[-1]) + 1 if li.size else 0
+        return c.gather(n, li)
 
     out = {p: read.assemble(cs, ids, counts, part) for p, cs in read.cursors.items()
            if p is not None}
