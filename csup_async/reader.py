@@ -51,6 +51,7 @@ from .stores import Store, TailRead, redact_url, store_for
 from .stores.calibrate import Measurements
 from .stores.capabilities import profile_of
 from .superdb.detect import HeaderLayout, is_header_layout
+from .superdb.v23 import is_v23_tail
 from .superdb.detect import probe as probe_header_layout
 from .values import Value
 
@@ -211,7 +212,8 @@ class Reader:
             if hit is not None and hit.meta.object_size == obj_size:
                 self._use_cached(hit, tail, t0)  # this tail read, the metadata parsed before
                 return
-        if is_header_layout(tail.data, tail.offset):  # SuperDB's: ``open`` reads it so
+        if is_header_layout(tail.data, tail.offset) or is_v23_tail(
+                tail.data, tail.offset, obj_size):  # SuperDB's: ``open`` reads it so
             raise HeaderLayout(tail, None, t0)
         try:
             try:

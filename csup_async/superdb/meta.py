@@ -34,7 +34,7 @@ HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
 #: Header versions read here and the ``super`` release that writes each.  ``super``
 #: itself accepts only its own.  Version 14 (v0.2.0) differs from 16 only in its
 #: 28-byte header (no type section: no fusion types) and BSUP version 1 metadata.
-VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0"}
+VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0", 23: "super main (2026)"}
 #: v0.1.0 wrote version 12 with the magic ``VNG\0`` and a vector kind for nulls: not read.
 OLDER = {12: "super v0.1.0"}
 MAX_META = 100 << 20
@@ -51,10 +51,16 @@ class Header:
 
     @property
     def size(self) -> int:
+        if self.version >= 23:  # "CSUP", version, section type, then the 36-byte header
+            return 9 + HEADER_SIZE
         return HEADER_SIZE if self.version >= 16 else 28
 
     @property
     def dialect(self) -> Dialect:
+        if self.version >= 23:
+            from .bsup5 import V5
+
+            return V5
         return V2 if self.version >= 16 else V1
 
     @property
@@ -76,9 +82,13 @@ def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
         known = ", ".join(f"{v} ({w})" for v, w in VERSIONS.items())
         raise FormatError(f"CSUP header version {version} at byte {at}{older}: this reader "
                           f"reads versions {known}")
-    need = HEADER_SIZE if version >= 16 else 28
+    need = 45 if version == 23 else HEADER_SIZE if version >= 16 else 28
     if len(buf) < need:
         raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if version == 23:
+        from .v23 import parse_object_header
+
+        return parse_object_header(buf, at)
     if version >= 16:
         meta, types, data, root = struct.unpack_from("<QQQI", buf, 8)
     else:
@@ -256,7 +266,7 @@ def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> Obje
 
 def node_len(nodes: tuple[Node, ...], i: int) -> int:
     n = nodes[i]
-    while n.kind in ("named", "error", "fusion"):
+    while n.kind in ("named", "error", "fusion", "enum", "any"):
         n = nodes[n.kids[0]]
     return n.count
 
@@ -269,13 +279,25 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
     d = depth + 1
     if n.type is not None:
         return n.type
+    if n.kind == "any":
+        from .bsup5 import ALL_T
+
+        return ALL_T
     if n.kind == "fusion":  # values of the supertype (absent optional fields left out)
         return node_type(nodes, n.kids[0], d)
     if n.kind == "dict":
         return node_type(nodes, n.kids[0], d)
     if n.kind == "record":
-        return RecordType(tuple((OptField if opt else Field)(name, node_type(nodes, k, d))
-                                for (name, opt), k in zip(n.fields, n.kids, strict=True)))
+        out = []
+        for (name, opt), k in zip(n.fields, n.kids, strict=True):
+            ft = node_type(nodes, k, d)
+            if not opt and isinstance(ft, UnionType) and any(
+                    str(m) == "none" for m in ft.types):  # v23: x?:T is x:T|none
+                from .bsup5 import option_parts
+
+                ft, opt = option_parts(ft)
+            out.append((OptField if opt else Field)(name, ft))
+        return RecordType(tuple(out))
     if n.kind in ("array", "set"):
         e = node_type(nodes, n.kids[0], d)
         return ArrayType(e) if n.kind == "array" else SetType(e)

@@ -67,6 +67,13 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
                                   ) -> None:
+        from .v23 import is_v23_tail
+
+        if is_v23_tail(tail.data, tail.offset, tail.info.size):
+            from .open23 import load_v23
+
+            await load_v23(self, tail, t0, head)
+            return
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -229,10 +236,16 @@ class HeaderLayoutReader(WholeObjectReader):
         buf, base = self._buf, obj.data_offset
         return lambda s: segment_bytes(buf.get(base + s.offset, s.size), s)
 
+    def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
+        from .v23 import ObjectMeta5
+
+        types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
+        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types)
+
     def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
                 ) -> dict[str, list[Any]]:
         """Each path's values over the rows of ``obj`` (bytes already held)."""
-        dec = Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect)
+        dec = self._decoder(obj, typed)
         tops = C.tops_of(obj)
         tags = C.row_tags(dec, obj)
         out: dict[str, list[Any]] = {}
@@ -251,7 +264,7 @@ class HeaderLayoutReader(WholeObjectReader):
         (:mod:`.fastcols`), the others from their decoded values."""
         from . import fastcols
 
-        dec = Decoder(obj.nodes, self._loader(obj), False, obj.header.dialect)
+        dec = self._decoder(obj, False)
         tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
         out: dict[str, A.Array] = {}
         slow = []
@@ -413,7 +426,7 @@ class HeaderLayoutReader(WholeObjectReader):
         out: list[Value] = []
         try:
             for o in self.meta.objects:
-                dec = Decoder(o.nodes, self._loader(o), True, o.header.dialect)
+                dec = self._decoder(o, True)
                 tops = C.tops_of(o)
                 types = [t for t, _ in root_types(o)]
                 tags = C.row_tags(dec, o)
