@@ -271,12 +271,18 @@ def node_len(nodes: tuple[Node, ...], i: int) -> int:
     return n.count
 
 
-def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
+def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
+              names: tuple[str, ...] = ()) -> Type:
     """The super type of the values of vector ``i`` (not for the root Dynamic)."""
     if depth > 200:
         raise FormatError("CSUP vectors nested too deeply")
     n = nodes[i]
     d = depth + 1
+    if n.kind == "named" and n.name in names or (
+            n.kind == "empty" and isinstance(n.type, NamedType) and n.type.name in names):
+        from .bsup5 import RecRef  # v23: a recursive type's own name inside it
+
+        return RecRef(n.name or n.type.name)  # type: ignore[union-attr]
     if n.type is not None:
         return n.type
     if n.kind == "any":
@@ -284,13 +290,13 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
 
         return ALL_T
     if n.kind == "fusion":  # values of the supertype (absent optional fields left out)
-        return node_type(nodes, n.kids[0], d)
+        return node_type(nodes, n.kids[0], d, names)
     if n.kind == "dict":
-        return node_type(nodes, n.kids[0], d)
+        return node_type(nodes, n.kids[0], d, names)
     if n.kind == "record":
         out = []
         for (name, opt), k in zip(n.fields, n.kids, strict=True):
-            ft = node_type(nodes, k, d)
+            ft = node_type(nodes, k, d, names)
             if not opt and isinstance(ft, UnionType) and any(
                     str(m) == "none" for m in ft.types):  # v23: x?:T is x:T|none
                 from .bsup5 import option_parts
@@ -299,16 +305,16 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
             out.append((OptField if opt else Field)(name, ft))
         return RecordType(tuple(out))
     if n.kind in ("array", "set"):
-        e = node_type(nodes, n.kids[0], d)
+        e = node_type(nodes, n.kids[0], d, names)
         return ArrayType(e) if n.kind == "array" else SetType(e)
     if n.kind == "map":
-        return MapType(node_type(nodes, n.kids[0], d), node_type(nodes, n.kids[1], d))
+        return MapType(node_type(nodes, n.kids[0], d, names), node_type(nodes, n.kids[1], d, names))
     if n.kind == "union":
-        return UnionType(tuple(node_type(nodes, k, d) for k in n.kids))
+        return UnionType(tuple(node_type(nodes, k, d, names) for k in n.kids))
     if n.kind == "named":
-        return NamedType(n.name, node_type(nodes, n.kids[0], d))
+        return NamedType(n.name, node_type(nodes, n.kids[0], d, (*names, n.name)))
     if n.kind == "error":
-        return ErrorType(node_type(nodes, n.kids[0], d))
+        return ErrorType(node_type(nodes, n.kids[0], d, names))
     raise UnsupportedTypeError(f"vectors of kind {n.kind} are not supported")
 
 

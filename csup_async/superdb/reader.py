@@ -430,12 +430,24 @@ class HeaderLayoutReader(WholeObjectReader):
                 tops = C.tops_of(o)
                 types = [t for t, _ in root_types(o)]
                 tags = C.row_tags(dec, o)
-                parts = [[Value(t, v) for v in dec.values(top)]
-                         for t, top in zip(types, tops, strict=True)]
+                parts = [self._typed(dec, o, t, top) for t, top in zip(types, tops, strict=True)]
                 out.extend(parts[0] if len(parts) == 1 else C.interleave(tags, parts))
         except CsupError as e:
             raise e.with_path(self.path) from None
         return out
+
+
+    @staticmethod
+    def _typed(dec: Decoder, obj: ObjectMeta, t: Type, top: int) -> list[Value]:
+        """The values of top-level vector ``top``, each with its type: a v23 fusion
+        vector's values have their own subtypes."""
+        from .vectors23 import defuse
+
+        vals = dec.values(top)
+        if obj.header.version < 23:
+            return [Value(t, v) for v in vals]
+        return [Value(v.type, defuse(v.value, v.type)) if isinstance(v, Value)
+                else Value(t, defuse(v, t)) for v in vals]
 
 
 class HeaderLayoutSchema:

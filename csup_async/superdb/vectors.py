@@ -120,6 +120,10 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
+        elif k == "fusion" and isinstance(n.value, int):  # v23: each value as its subtype
+            from . import vectors23
+
+            out = vectors23.fusion_values(self, n, d)
         elif k in ("named", "error", "fusion"):  # fusion: the supertype's values
             out = self.values(n.kids[0], d)
         elif k in V23_KINDS:

@@ -121,3 +121,85 @@ def values(dec: Decoder, n: Node, d: int) -> list[Any]:
             out.append(Value(t, v) if dec.typed else v)
         return out
     raise FormatError(f"vectors of kind {k} are not read here")
+
+
+def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
+    """A fusion vector's value (decoded as its supertype) as the value of its own
+    subtype ``s``: the record fields the subtype has, in its order; union members of
+    the supertype that the subtype holds plainly, unwrapped."""
+    from ..types import (
+        ArrayType,
+        ErrorType,
+        MapType,
+        NamedType,
+        RecordType,
+        SetType,
+        UnionType,
+    )
+    from ..values import UnionValue
+    from .bsup2 import FusionType
+
+    from ..values import Value
+
+    if v is None or v is bsup5.NONE:
+        return v
+    if names is None:
+        names = {}
+    while isinstance(s, NamedType | ErrorType | bsup5.RecRef):
+        if isinstance(s, bsup5.RecRef):
+            if s.name not in names:
+                return v
+            s = names[s.name]
+            continue
+        if isinstance(s, NamedType):
+            names.setdefault(s.name, s)
+        s = s.inner
+    if isinstance(v, Value):  # a nested fusion's value, typed: its own subtype
+        if isinstance(s, UnionType) and v.type in s.types:
+            return UnionValue(s.types.index(v.type), v.type,
+                              defuse(v.value, v.type, names))
+        return defuse(v.value, s, names)
+    if isinstance(v, UnionValue):
+        if isinstance(s, UnionType):
+            if v.type in s.types:
+                return UnionValue(s.types.index(v.type), v.type,
+                                  defuse(v.value, v.type, names))
+            if len(s.types) == len(v.type.types if isinstance(v.type, UnionType) else ()) or (
+                    0 <= v.index < len(s.types)):  # the same member, its type as s says it
+                m = s.types[v.index]
+                return UnionValue(v.index, m, defuse(v.value, m, names))
+            return v
+        return defuse(v.value, s, names)
+    if isinstance(s, FusionType):
+        return v
+    if isinstance(s, RecordType) and isinstance(v, dict):
+        return {f.name: defuse(v[f.name], f.type, names) for f in s.fields if f.name in v}
+    if isinstance(s, ArrayType | SetType) and isinstance(v, list):
+        return [defuse(x, s.elem, names) for x in v]
+    if isinstance(s, MapType):
+        if isinstance(v, dict):
+            return {k: defuse(x, s.value, names) for k, x in v.items()}
+        return [(defuse(k, s.key, names), defuse(x, s.value, names)) for k, x in v]
+    return v
+
+
+def fusion_values(dec: Decoder, n: Node, d: int) -> list[Any]:
+    """A v23 fusion vector's values, each as its own subtype's value."""
+    vals = dec.values(n.kids[0], d)
+    types = subtypes(dec, n)
+    if types is None:
+        return vals
+    if len(types) != len(vals):
+        raise FormatError(f"fusion vector of {len(vals)} values has {len(types)} subtypes")
+    if dec.typed:
+        from ..values import Value
+
+        return [Value(s, defuse(v, s)) for v, s in zip(vals, types, strict=True)]
+    return [defuse(v, s) for v, s in zip(vals, types, strict=True)]
+
+
+def subtypes(dec: Decoder, n: Node) -> list[Any] | None:
+    """The subtype of each value of a v23 fusion vector (None: not v23, or no types)."""
+    if n.kind != "fusion" or not isinstance(n.value, int) or dec.types is None:
+        return None
+    return type_values(dec, dec.nodes[n.value])
