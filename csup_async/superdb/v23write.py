@@ -44,7 +44,7 @@ from ..types import (
 from ..values import UnionValue, Value
 from . import intcomp
 from .bsup2 import FusionType, OptField
-from .bsup5 import ALL_T, NONE, NONE_T, sort_union
+from .bsup5 import ALL_T, NONE, NONE_T, RecRef, sort_union
 from .bsup5w import Stream, TypeDefs, encode_type_value, encode_value, main_type
 from .v23 import MAGIC, VERSION
 
@@ -156,16 +156,22 @@ class Builder:
         raise NotImplementedError
 
 
-def make(t: Type) -> Builder:
-    """The builder of values of ``t`` (original type), nulls and absences handled."""
+def make(t: Type, names: dict[str, NamedType] | None = None) -> Builder:
+    """The builder of values of ``t`` (original type), nulls and absences handled;
+    ``names``: the named types around (a recursive type refers to its own name)."""
+    names = {} if names is None else names
     if isinstance(t, UnionType):
-        return UnionB(t)
+        return UnionB(t, names)
     if isinstance(t, PrimitiveType) and t.name == "null":
         return Slot(NullB())
-    return Slot(_plain(t))
+    if t == NONE_T:
+        return NoneB()
+    if isinstance(t, RecRef):
+        return Slot(RefB(t.name, names))
+    return Slot(_plain(t, names))
 
 
-def _plain(t: Type) -> Builder:
+def _plain(t: Type, names: dict[str, NamedType]) -> Builder:
     if isinstance(t, PrimitiveType):
         n = t.name
         if n in _INTS:
@@ -186,19 +192,19 @@ def _plain(t: Type) -> Builder:
             return TypeB()
         raise UnsupportedTypeError(f"super main has no vectors for {n} values")
     if isinstance(t, RecordType):
-        return RecordB(t)
+        return RecordB(t, names)
     if isinstance(t, ArrayType | SetType):
-        return ListB(t)
+        return ListB(t, names)
     if isinstance(t, MapType):
-        return MapB(t)
+        return MapB(t, names)
     if isinstance(t, NamedType):
-        return NamedB(t)
+        return NamedB(t, names)
     if isinstance(t, ErrorType):
-        return ErrorB(t)
+        return ErrorB(t, names)
     if isinstance(t, EnumType):
         return EnumB(t)
     if isinstance(t, FusionType):
-        return _plain(t.inner)  # read as its supertype's values: written as them
+        return _plain(t.inner, names)  # read as its supertype's values: written as them
     raise UnsupportedTypeError(f"type {t} cannot be written as CSUP v23")
 
 
@@ -287,6 +293,57 @@ class Slot(Builder):
 
         members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
         return emit_union(c, tags, members)
+
+
+class NoneB(Builder):
+    """Values of the none type (the elements of an empty array super typed ``[none]``)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if v is not NONE and v is not None:
+            raise EncodeError(f"a value of type none can only be absent, not {v!r}")
+        self.n += 1
+
+    def count(self) -> int:
+        return self.n
+
+    def mtype(self) -> Type:
+        return NONE_T
+
+    def emit(self, c: Ctx) -> int:
+        return c.enter("None", {"Count": self.n})
+
+
+class RefB(Builder):
+    """Values of a recursive type at its own name: a builder of the named type, made
+    when a value arrives (the data is finite; the type is not)."""
+
+    def __init__(self, name: str, names: dict[str, NamedType]) -> None:
+        self.name, self.names = name, names
+        self.inner: Builder | None = None
+
+    def _b(self) -> Builder:
+        if self.inner is None:
+            if self.name not in self.names:
+                raise UnsupportedTypeError(f"recursive type {self.name} without its definition")
+            self.inner = NamedB(self.names[self.name], self.names)
+        return self.inner
+
+    def add(self, v: Any) -> None:
+        self._b().add(v)
+
+    def count(self) -> int:
+        return self.inner.count() if self.inner is not None else 0
+
+    def mtype(self) -> Type:
+        return RecRef(self.name)
+
+    def emit(self, c: Ctx) -> int:
+        if self.inner is None or not self.count():
+            return c.enter("Empty", {"Type": main_type(self.names[self.name])})
+        return self.inner.emit(c)
 
 
 class NullB(Builder):
@@ -474,9 +531,10 @@ class TypeB(Builder):
 
 
 class RecordB(Builder):
-    def __init__(self, t: RecordType) -> None:
+    def __init__(self, t: RecordType, names: dict[str, NamedType]) -> None:
         self.t = t
-        self.fields = [(f.name, isinstance(f, OptField), make(f.type)) for f in t.fields]
+        self.fields = [(f.name, isinstance(f, OptField), make(f.type, names))
+                       for f in t.fields]
         self.n = 0
 
     def add(self, v: Any) -> None:
@@ -503,9 +561,9 @@ class RecordB(Builder):
 
 
 class ListB(Builder):
-    def __init__(self, t: ArrayType | SetType) -> None:
+    def __init__(self, t: ArrayType | SetType, names: dict[str, NamedType]) -> None:
         self.set = isinstance(t, SetType)
-        self.elem = make(t.elem)
+        self.elem = make(t.elem, names)
         self.offs = [0]
 
     def add(self, v: Any) -> None:
@@ -548,8 +606,8 @@ def _set_order(items: list[Any], elem: Builder) -> list[Any]:
 
 
 class MapB(Builder):
-    def __init__(self, t: MapType) -> None:
-        self.keys, self.vals = make(t.key), make(t.value)
+    def __init__(self, t: MapType, names: dict[str, NamedType]) -> None:
+        self.keys, self.vals = make(t.key, names), make(t.value, names)
         self.offs = [0]
 
     def add(self, v: Any) -> None:
@@ -574,9 +632,10 @@ class MapB(Builder):
 
 
 class NamedB(Builder):
-    def __init__(self, t: NamedType) -> None:
+    def __init__(self, t: NamedType, names: dict[str, NamedType]) -> None:
         self.t = t
-        self.inner = make(t.inner)
+        names.setdefault(t.name, t)
+        self.inner = make(t.inner, names)
 
     def add(self, v: Any) -> None:
         self.inner.add(v)
@@ -595,8 +654,8 @@ class NamedB(Builder):
 
 
 class ErrorB(Builder):
-    def __init__(self, t: ErrorType) -> None:
-        self.inner = make(t.inner)
+    def __init__(self, t: ErrorType, names: dict[str, NamedType]) -> None:
+        self.inner = make(t.inner, names)
 
     def add(self, v: Any) -> None:
         self.inner.add(v)
@@ -637,9 +696,9 @@ class UnionB(Builder):
     """A union of the original type: members by their super-main types, in super's
     order, plus null (None) and none (absent) members when met."""
 
-    def __init__(self, t: UnionType) -> None:
+    def __init__(self, t: UnionType, names: dict[str, NamedType]) -> None:
         self.t = t
-        self.members = [make(m) if not isinstance(m, UnionType) else make(m) for m in t.types]
+        self.members = [make(m, names) for m in t.types]
         self.tags: list[int] = []  # original member index; -1 null, -2 none
         self.nulls = self.nones = 0
 
@@ -660,6 +719,13 @@ class UnionB(Builder):
                 raise EncodeError(f"union member {i} of {self.t}")
         else:
             i, _, inner = select_member(self.t, v)
+        if inner is None and self.t.types[i] != NULL:  # a null is the union's null member
+            if NULL in self.t.types:
+                i = self.t.types.index(NULL)
+            else:
+                self.tags.append(-1)
+                self.nulls += 1
+                return
         self.tags.append(i)
         self.members[i].add(inner)
 

@@ -77,8 +77,6 @@ def super_json(t: Type, v: Any, main: bool = False,
     """``main``: as super main prints (its type syntax; recursive types followed)."""
     if names is None:
         names = {}
-    if isinstance(v, UnionValue):
-        return super_json(v.type, v.value, main, names)
     if v is None:
         return None
     if isinstance(t, RecRef):
@@ -86,8 +84,10 @@ def super_json(t: Type, v: Any, main: bool = False,
     if isinstance(t, NamedType):
         names.setdefault(t.name, t)
         return super_json(t.inner, v, main, names)
-    if isinstance(t, ErrorType):
+    if isinstance(t, ErrorType):  # before a union value inside it: error(null) is not null
         return {"error": super_json(t.inner, v, main, names)}
+    if isinstance(v, UnionValue):
+        return super_json(v.type, v.value, main, names)
     if isinstance(t, UnionType):
         raise AssertionError(f"an untyped value {v!r} of union {t}")
     if isinstance(t, RecordType):
