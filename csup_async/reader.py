@@ -51,8 +51,8 @@ from .stores import Store, TailRead, redact_url, store_for
 from .stores.calibrate import Measurements
 from .stores.capabilities import profile_of
 from .superdb.detect import HeaderLayout, is_header_layout
-from .superdb.v23 import is_v23_tail
 from .superdb.detect import probe as probe_header_layout
+from .superdb.v23 import is_v23_tail
 from .values import Value
 
 __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]

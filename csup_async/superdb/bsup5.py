@@ -457,7 +457,8 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         if t.inner == ALL_T:  # any: the value's own type is its second part
             if parts[1] is None:
                 raise FormatError("any value without its type")
-            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, depth=d, names=names)
+            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, depth=d,
+                                names=names)
         return decode_value(t.inner, parts[0], typed=typed, depth=d, names=names)
     if isinstance(t, RecordType):
         if len(parts) != len(t.fields):

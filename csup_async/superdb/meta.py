@@ -278,7 +278,7 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
         raise FormatError("CSUP vectors nested too deeply")
     n = nodes[i]
     d = depth + 1
-    if n.kind == "named" and n.name in names or (
+    if (n.kind == "named" and n.name in names) or (
             n.kind == "empty" and isinstance(n.type, NamedType) and n.type.name in names):
         from .bsup5 import RecRef  # v23: a recursive type's own name inside it
 

@@ -599,7 +599,7 @@ def _set_order(items: list[Any], elem: Builder) -> list[Any]:
     for x in items:
         try:
             k = encode_value(main_type(t), x)
-        except Exception:  # noqa: BLE001 - the element's builder reports it
+        except Exception:
             return items
         keyed.setdefault(k or b"", x)
     return [keyed[k] for k in sorted(keyed)]

@@ -136,10 +136,8 @@ def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
         SetType,
         UnionType,
     )
-    from ..values import UnionValue
+    from ..values import UnionValue, Value
     from .bsup2 import FusionType
-
-    from ..values import Value
 
     if v is None or v is bsup5.NONE:
         return v

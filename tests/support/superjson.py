@@ -97,8 +97,8 @@ def super_json(t: Type, v: Any, main: bool = False,
         return [super_json(t.elem, e, main, names) for e in v]
     if isinstance(t, MapType):
         items = v.items() if isinstance(v, dict) else v
-        return {(k if isinstance(k, str) else sup_text(t.key, k)): super_json(t.value, x, main, names)
-                for k, x in items}
+        return {(k if isinstance(k, str) else sup_text(t.key, k)):
+                super_json(t.value, x, main, names) for k, x in items}
     if isinstance(t, EnumType):
         return v
     assert isinstance(t, PrimitiveType), t

@@ -25,12 +25,12 @@ from csup_async.superdb import bsup5, bsup5w, v23write
 from csup_async.superdb.bsup2 import OptField
 from csup_async.types import (
     INT64,
-    MapType,
     NULL,
     STRING,
     UINT128,
     ArrayType,
     Field,
+    MapType,
     NamedType,
     RecordType,
     SetType,
@@ -187,9 +187,8 @@ MAIN = [n for n in strategies.SUPPORTED_PRIMITIVES
 
 def _names_consistent(t: Type, seen: dict[str, Type] | None = None) -> bool:
     seen = {} if seen is None else seen
-    if isinstance(t, NamedType):
-        if seen.setdefault(t.name, t.inner) != t.inner:
-            return False
+    if isinstance(t, NamedType) and seen.setdefault(t.name, t.inner) != t.inner:
+        return False
     if isinstance(t, SetType):
         return False  # super sorts and dedupes set elements: compared in the corpus
     if isinstance(t, MapType) and str(t.key) not in ("string", "int64", "uint8", "int8"):
