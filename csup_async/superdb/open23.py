@@ -100,7 +100,10 @@ async def load_v23(self: HeaderLayoutReader, tail: TailRead, t0: float,
                                          "footer are not a CSUP object")
                 if not buf.covers(off, OBJECT_HEADER):
                     if off == part.start and not head_read:
-                        await read(off, min(prefetch, part.footer - off))
+                        end = min(off + prefetch, part.footer)
+                        if tail.offset > off:  # the tail read holds the rest already
+                            end = max(min(end, tail.offset), off + OBJECT_HEADER)
+                        await read(off, end - off)
                         head_read = True
                     else:
                         await read(*hop_read(off, part.footer, largest))
