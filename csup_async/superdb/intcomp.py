@@ -13,6 +13,8 @@ a thousand small array operations, not a Python loop per value.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import FormatError
@@ -134,6 +136,47 @@ def _decode(words: np.ndarray, width: int, signed: bool) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
+#: The C kernels (csup_async.decode._kernels), when the decode layer has handed them
+#: over (:func:`use_native`): this module sits below it and never imports it.
+_NATIVE: Any = None
+
+
+def use_native(kernels: Any) -> None:
+    """Decode with ``kernels.intcomp`` (None: numpy only)."""
+    global _NATIVE
+    _NATIVE = kernels if kernels is not None and hasattr(kernels, "intcomp") else None
+
+
+def _native(buf: bytes | memoryview, width: int, signed: bool) -> np.ndarray | None:
+    """The values by the C kernel (csup_async.decode._kernels.intcomp), or None (no
+    kernel, or bytes it refuses: the numpy path below then says what is wrong)."""
+    k = _NATIVE
+    if k is None:
+        return None
+    wb = width // 8
+    if len(buf) % wb or not len(buf):
+        return None
+    words = np.frombuffer(buf, dtype=f"<u{wb}")
+    total, pos, nw = 0, 0, words.size - 1
+    while pos < nw:  # the block headers: how many values to make room for
+        head = int(words[pos])
+        if width == 32:
+            if pos + 1 >= nw:
+                return None
+            count, length = head, int(words[pos + 1])
+        else:
+            count, length = head & 0xFFFFFFFF, head >> 32
+        if length < 1:
+            return None
+        total += count
+        pos += length
+    if total > 256 * max(nw, 1):
+        return None
+    out = np.empty(total, dtype=np.uint64)
+    got = k.intcomp(buf, width, signed, out)
+    return out if got == total else None
+
+
 def _words(buf: bytes | memoryview, width: int) -> np.ndarray:
     size = width // 8
     if len(buf) % size:
@@ -143,14 +186,23 @@ def _words(buf: bytes | memoryview, width: int) -> np.ndarray:
 
 def uint32s(buf: bytes | memoryview) -> np.ndarray:
     """The uint32 values (offsets, tags, counts, runs) of a segment, as int64."""
+    got = _native(buf, 32, False)
+    if got is not None:
+        return got.view(np.int64)
     return _decode(_words(buf, 32), 32, False).astype(np.int64)
 
 
 def uint64s(buf: bytes | memoryview) -> np.ndarray:
+    got = _native(buf, 64, False)
+    if got is not None:
+        return got
     return _decode(_words(buf, 64), 64, False)
 
 
 def int64s(buf: bytes | memoryview) -> np.ndarray:
+    got = _native(buf, 64, True)
+    if got is not None:
+        return got.view(np.int64)
     return _decode(_words(buf, 64), 64, True).view(np.int64)
 
 

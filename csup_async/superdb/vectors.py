@@ -27,6 +27,13 @@ from .bsup2 import V2, Dialect, decode_primitive2, decode_value
 from .bsup5 import NONE as _NONE
 from .meta import Node, Seg, node_len, node_type
 
+def _use_native_intcomp() -> None:
+    from ..decode import kernels
+
+    intcomp.use_native(kernels._K)
+
+
+_use_native_intcomp()
 Load = Callable[[Seg], bytes]
 NONE = _NONE  # an absent optional field (left out of its record's dict)
 _EMPTY_COUNT = 0xFFFFFFFF  # a bytes vector of no values claims len(offsets) - 1 = -1
@@ -120,7 +127,7 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
-        elif k == "fusion" and isinstance(n.value, int):  # v23: each value as its subtype
+        elif k == "fusion" and isinstance(n.value, int) and self.typed:  # v23: as its subtype
             from . import vectors23
 
             out = vectors23.fusion_values(self, n, d)
