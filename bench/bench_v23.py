@@ -32,9 +32,10 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "bench"))
 
-import csup_async  # noqa: E402
 import netsim  # noqa: E402
 from bench_superdb import rows  # noqa: E402
+
+import csup_async  # noqa: E402
 
 RESULTS = HERE / "bench" / "results"
 SCANS = {"scan(all)": None, "scan(id,score)": ["id", "score"]}
@@ -77,9 +78,8 @@ def main() -> None:
             subprocess.run([str(exe), "-f", "csup", "-o", str(v23), str(src)], check=True)
             out["v23_writer"] = "super main (492eab8)"
         else:
-            from csup_async.superdb.v23write import write_values
-            from csup_async.values import Value
-            from csup_async.writer import infer_type  # type: ignore[attr-defined]
+            from csup_async.model.values import Value, infer_type
+            from csup_async.writers.superdb23 import write_values
 
             with open(v23, "wb") as f:
                 write_values(f, (Value(infer_type(r), r) for r in data))

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..types import PrimitiveType
+from ..model.types import PrimitiveType
 from . import columns as ref
 from .columns import FLOAT_DTYPES, Decoded, PrimitiveDecoders, decode_primitive_with
 from .scan import scan_tags as _ref_scan_tags
@@ -43,6 +43,12 @@ def _load() -> ModuleType | None:
 
 #: The C module, or None when the numpy decoders are in use (tests swap it).
 _K = _load()
+
+
+def native_module() -> ModuleType | None:
+    """The C module in use (None: the numpy decoders), for the decoders of other formats
+    (SuperDB's intcomp) to hand it down."""
+    return _K
 
 
 def native_available() -> bool:

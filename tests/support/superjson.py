@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from csup_async.superdb.bsup2 import OptField
-from csup_async.superdb.bsup5 import RecRef
-from csup_async.superdb.suptext import format_type
-from csup_async.types import (
+from csup_async.format.superdb.bsup2 import OptField
+from csup_async.format.superdb.bsup5 import RecRef
+from csup_async.format.superdb.suptext import format_type
+from csup_async.model.types import (
     ArrayType,
     EnumType,
     ErrorType,
@@ -27,7 +27,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue
+from csup_async.model.values import UnionValue
 
 
 def go_duration(ns: int) -> str:

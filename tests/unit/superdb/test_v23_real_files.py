@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import csup_async
-from csup_async.bsup import split_tagged
-from csup_async.superdb import bsup5
-from csup_async.superdb.bsup2 import FusionType
-from csup_async.superdb.vectors23 import defuse
+from csup_async.format.bsup import split_tagged
+from csup_async.format.superdb import bsup5
+from csup_async.format.superdb.bsup2 import FusionType
+from csup_async.scan.superdb.vectors23 import defuse
 from tests.support.superjson import super_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real" / "super-main"

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import UnsupportedTypeError
-from csup_async.superdb import bsup5, bsup5w, v23write
-from csup_async.superdb.bsup2 import OptField
-from csup_async.types import (
+from csup_async.format.superdb import bsup5, bsup5w
+from csup_async.format.superdb.bsup2 import OptField
+from csup_async.model.errors import UnsupportedTypeError
+from csup_async.model.types import (
     INT64,
     NULL,
     STRING,
@@ -37,7 +37,8 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue, Value, strip_unions
+from csup_async.model.values import UnionValue, Value, strip_unions
+from csup_async.writers import superdb23 as v23write
 from tests.support import realtools, strategies
 from tests.support.superjson import super_json
 
@@ -120,7 +121,7 @@ def test_several_objects_and_the_footer(tmp_path):
         async with csup_async.open(str(out)) as r:
             assert len(r.meta.objects) == 7
             assert [o.length for o in r.meta.objects] == [8] * 6 + [3]
-            from csup_async.superdb.open23 import fused_type
+            from csup_async.readers.superdb23 import fused_type
 
             fused = fused_type(r.parts)
             assert fused == UnionType((INT64, t))  # the footer: every value's type fused
@@ -169,7 +170,7 @@ def test_no_values_is_an_empty_file(tmp_path):
 
 def test_bsup5_stream_reads_back(tmp_path):
     t = RecordType((OptField("x", INT64), Field("u", UnionType((STRING, INT64)))))
-    from csup_async.values import UnionValue
+    from csup_async.model.values import UnionValue
 
     vals = [Value(t, {"x": 1, "u": UnionValue(0, STRING, "a")}),
             Value(t, {"u": UnionValue(1, INT64, 2)})]
@@ -221,7 +222,7 @@ def test_random_values_round_trip(tmp_path_factory, tv):
 
 
 def test_intcomp_blocks_round_trip():
-    from csup_async.superdb import intcomp
+    from csup_async.format.superdb import intcomp
 
     rng = np.random.default_rng(3)
     for n in (1, 127, 128, 255, 256, 1000):
