@@ -236,6 +236,12 @@ class HeaderLayoutReader(WholeObjectReader):
         buf, base = self._buf, obj.data_offset
         return lambda s: segment_bytes(buf.get(base + s.offset, s.size), s)
 
+    def _types(self, paths: list[str]) -> dict[str, Type]:
+        """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
+        from ..format.superdb.bsup5 import columnar
+
+        return {p: columnar(t) for p, t in super()._types(paths).items()}
+
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
         from ..format.superdb.v23 import ObjectMeta5
 
@@ -454,8 +460,11 @@ class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
     def __init__(self, meta: SuperDBMeta) -> None:
+        from ..format.superdb.bsup5 import columnar
+
         self.meta = meta
         self.super_types = meta.super_types
+        self._columnar = tuple(columnar(t) for t in meta.super_types)
 
     def __str__(self) -> str:
         return "\n".join(f"super type {i}: {t}" for i, t in enumerate(self.super_types))
@@ -470,11 +479,11 @@ class HeaderLayoutSchema:
 
         parsed = P.parse_columns(columns)
         paths = ([spelling for spelling, _ in parsed] if parsed is not None
-                 else P.top_level_paths(self.super_types))
+                 else P.top_level_paths(self._columnar))
         fields = []
         for p in paths:
             comps = P.parse_path(p) if p else ()
-            ts = [t for st in self.super_types if (t := C.type_at(st, comps)) is not None]
+            ts = [t for st in self._columnar if (t := C.type_at(st, comps)) is not None]
             t = unify(ts) if ts else NULL
             empty = unify_arrays(A.fold_nulls(A.from_pylist(t, [])), p, [])
             fields.append(pa.field(p, empty.to_arrow(fold=False).type))

@@ -176,6 +176,34 @@ def field_type(f: Field) -> Type:
     return f.type
 
 
+def columnar(t: Type) -> Type:
+    """``t`` for a scan's columns: ``none`` (the elements of an empty array super typed
+    ``[none]``, an always-absent field) becomes ``null``; unions that then repeat a
+    member lose the repeat."""
+    if t == NONE_T:
+        return PRIMITIVES[29]
+    if isinstance(t, RecordType):
+        return RecordType(tuple(type(f)(f.name, columnar(f.type)) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(columnar(t.elem))
+    if isinstance(t, SetType):
+        return SetType(columnar(t.elem))
+    if isinstance(t, MapType):
+        return MapType(columnar(t.key), columnar(t.value))
+    if isinstance(t, UnionType):
+        ms: list[Type] = []
+        for m in t.types:
+            c = columnar(m)
+            if c not in ms:
+                ms.append(c)
+        return ms[0] if len(ms) == 1 else UnionType(tuple(ms))
+    if isinstance(t, ErrorType):
+        return ErrorType(columnar(t.inner))
+    if isinstance(t, NamedType):
+        return NamedType(t.name, columnar(t.inner))
+    return t
+
+
 def record_of(fields: list[tuple[str, Type]]) -> RecordType:
     """A record type with option-union fields shown as optional fields (``x?:T``)."""
     out = []

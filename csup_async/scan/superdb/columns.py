@@ -119,6 +119,7 @@ def target_values(dec: Decoder, obj: ObjectMeta, t: Target, count: int) -> list[
         rec = obj.nodes[t.opt[0]]
         runs = dec.seg(rec, f"nones:{t.opt[1]}") if rec.seg(f"nones:{t.opt[1]}") else b""
         vals = spread(vals, intcomp.uint32s(runs).tolist() if runs else [], rec.count)
+    if t.opt is not None or any(v is NONE for v in vals):  # absent (v23: a none member)
         vals = [None if v is NONE else v for v in vals]
     if t.rest:
         vals = [lookup(v, t.rest) for v in vals]
