@@ -236,7 +236,7 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
         if kind == "error":
             return Node(kind, kids=(int(d["Values"]),))
         if kind == "fusion":
-            return Node(kind, (("subtypes", seg_of(d["Subtypes"], what)),),
+            return Node(kind, segs=(("subtypes", seg_of(d["Subtypes"], what)),),
                         kids=(int(d["Values"]),))
     except (KeyError, TypeError, ValueError, AttributeError):
         raise FormatError(f"{what}: {t.name} metadata lacks a field it needs") from None
