@@ -1262,9 +1262,18 @@ intcomp_decode(const u8 *buf, Py_ssize_t nbytes, int width, int is_signed,
             count = head & 0xFFFFFFFFull;
             length = head >> 32;
         }
-        if (length < 1 || length > (uint64_t)(nw - pos) || count > (uint64_t)(cap - n))
+        if (length < 1 || length > (uint64_t)(nw - pos))
             return -1;
         Py_ssize_t end = pos + (Py_ssize_t)length;
+        if (out == NULL) { /* counting only: the headers' claims */
+            if (count > (uint64_t)256 * (uint64_t)nw)
+                return -1;
+            n += (Py_ssize_t)count;
+            pos = end;
+            continue;
+        }
+        if (count > (uint64_t)(cap - n))
+            return -1;
         if ((Py_ssize_t)count < block) {
             Py_ssize_t p = pos + (width == 32 ? 2 : 1);
             uint64_t acc = 0, prev = 0;
@@ -1356,6 +1365,16 @@ k_intcomp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    if (args[3] == Py_None) { /* how many values the block headers claim */
+        Py_ssize_t total;
+        Py_BEGIN_ALLOW_THREADS
+        total = intcomp_decode((const u8 *)in.buf, in.len, width, is_signed, NULL, 0);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&in);
+        if (total < 0)
+            Py_RETURN_NONE;
+        return PyLong_FromSsize_t(total);
+    }
     if (PyObject_GetBuffer(args[3], &ov, PyBUF_WRITABLE) < 0) {
         PyErr_Clear();
         PyBuffer_Release(&in);
@@ -1413,7 +1432,7 @@ static PyMethodDef methods[] = {
     {"take_bytes", (PyCFunction)(void (*)(void))k_take_bytes, METH_FASTCALL,
      "take_bytes(offsets, data, idx, out_offsets, out) -> True if all in bounds"},
     {"intcomp", (PyCFunction)(void (*)(void))k_intcomp, METH_FASTCALL,
-     "intcomp(segment, width, signed, out) -> values decoded into out, or None"},
+     "intcomp(segment, width, signed, out) -> values decoded into out (out None: counted), or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -156,21 +156,8 @@ def _native(buf: bytes | memoryview, width: int, signed: bool) -> np.ndarray | N
     wb = width // 8
     if len(buf) % wb or not len(buf):
         return None
-    words = np.frombuffer(buf, dtype=f"<u{wb}")
-    total, pos, nw = 0, 0, words.size - 1
-    while pos < nw:  # the block headers: how many values to make room for
-        head = int(words[pos])
-        if width == 32:
-            if pos + 1 >= nw:
-                return None
-            count, length = head, int(words[pos + 1])
-        else:
-            count, length = head & 0xFFFFFFFF, head >> 32
-        if length < 1:
-            return None
-        total += count
-        pos += length
-    if total > 256 * max(nw, 1):
+    total = k.intcomp(buf, width, signed, None)  # the block headers' claims, checked
+    if total is None:
         return None
     out = np.empty(total, dtype=np.uint64)
     got = k.intcomp(buf, width, signed, out)

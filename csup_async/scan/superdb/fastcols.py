@@ -105,7 +105,7 @@ def _nullable(dec: Decoder, i: int, name: str, count: int, t: Type) -> A.Array |
     if "null" not in kinds:
         return None
     j = 1 - kinds.index("null")
-    tags = np.asarray(dec.union_tags(n), dtype=np.int64)
+    tags = dec.union_tag_array(n)
     if tags.size != count:
         return None
     mask = tags == j

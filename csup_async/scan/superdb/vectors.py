@@ -175,14 +175,17 @@ class Decoder:
                 for r in range(n.count)]
 
     def union_tags(self, n: Node) -> list[int]:
-        """A union's (or the root's) tag per value; v23 stores the tags of a two-member
-        union as run lengths (see :func:`.vectors23.rle_tags`)."""
+        return self.union_tag_array(n).tolist()
+
+    def union_tag_array(self, n: Node) -> np.ndarray:
+        """A union's (or the root's) tag per value (int64); v23 stores the tags of a
+        two-member union as run lengths (see :func:`.vectors23.rle_tags`)."""
         raw = self.seg(n, "tags")
         if self.dialect.version >= 5 and n.kind == "union" and len(n.kids) == 2:
             from .vectors23 import rle_tags
 
-            return rle_tags(intcomp.uint32s(raw).tolist() if raw else [], n.count)
-        return intcomp.uint32s(raw).tolist()
+            return rle_tags(intcomp.uint32s(raw) if raw else [], n.count)
+        return intcomp.uint32s(raw) if raw else np.zeros(0, dtype=np.int64)
 
     def _union(self, n: Node, d: int) -> list[Any]:
         tags = self.union_tags(n)

@@ -24,18 +24,16 @@ from ...format.superdb.meta import Node
 from ...model.errors import FormatError
 
 
-def rle_tags(runs: list[int], count: int) -> list[int]:
+def rle_tags(runs: np.ndarray | list[int], count: int) -> np.ndarray:
     """Tags of a two-member union from its runs: alternately runs of tag 1 and of tag 0,
     starting with tag 1; what the runs leave is tag 0 (no runs: every value tag 0)."""
-    if sum(runs) > count:
-        raise FormatError(f"union run lengths cover {sum(runs)} values of {count}")
+    r = np.asarray(runs, dtype=np.int64)
+    total = int(r.sum()) if r.size else 0
+    if (r < 0).any() or total > count:
+        raise FormatError(f"union run lengths cover {total} values of {count}")
     out = np.zeros(count, dtype=np.int64)
-    at = 0
-    for j, r in enumerate(runs):
-        if j % 2 == 0:
-            out[at:at + r] = 1
-        at += r
-    return out.tolist()
+    out[:total] = np.repeat((np.arange(r.size) % 2 == 0).astype(np.int64), r)
+    return out
 
 
 def bits(raw: bytes, count: int) -> list[bool]:
