@@ -121,7 +121,7 @@ def main() -> None:
     for k in SCANS:
         print(f"s3 {k} counts: {out[f's3 {k} counts']}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "v23.json").write_text(json.dumps(out, indent=1) + "\n")
+    (RESULTS / f"v23-{args.rows}.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":
