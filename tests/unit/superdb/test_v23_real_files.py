@@ -14,6 +14,7 @@ import csup_async
 from csup_async.format.bsup import split_tagged
 from csup_async.format.superdb import bsup5
 from csup_async.format.superdb.bsup2 import FusionType
+from csup_async.format.superdb.suptext import format_type
 from csup_async.scan.superdb.vectors23 import defuse
 from tests.support.superjson import super_json
 
@@ -103,3 +104,14 @@ def test_recursive_types_are_read_as_values_not_columns():
             return rows
 
     assert run(go())[1] == {"v": 4, "left": None}
+
+
+def test_the_footer_gives_the_files_fused_type():
+    """super fuses every value's type into the footer: the file's schema without data."""
+    async def go():
+        async with csup_async.open(str(DATA / "optional.csup")) as r:
+            return r.schema
+
+    schema = run(go())
+    assert format_type(schema.fused_type) == "{x?:int64,y?:string,z?:int64,o?:{a:int64},p?:int64}"
+    assert "fused type (footer): {x?:int64," in str(schema)
