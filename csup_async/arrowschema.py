@@ -21,7 +21,7 @@ from . import arrays as A
 from .arrays.unify import unify
 from .errors import ColumnNotFoundError
 
-__all__ = ["ArrowSchema", "arrow_schema", "empty_columns"]
+__all__ = ["ArrowSchema", "arrow_schema", "empty_column", "empty_columns"]
 
 
 class ArrowSchema:
@@ -45,22 +45,31 @@ class ArrowSchema:
         return f"<ArrowSchema {', '.join(self.names)}>"
 
 
+def empty_column(super_types: Sequence[Any], path: tuple[str, ...]) -> Any:
+    """The zero-row array of the type a scan's column at ``path`` has (before
+    unification), per super type as a scan combines them; None when no super type has
+    the path."""
+    parts = []
+    for t in super_types:
+        at = path_type(t, path) if path else t
+        parts.append(None if at is None else A.null_array(at, 0))
+    if all(p is None for p in parts):
+        return None
+    return A.combine(parts, np.zeros(0, np.int64))
+
+
 def empty_columns(meta: Any, columns: Sequence[str] | str | None = None) -> dict[str, Any]:
     """Zero-row arrays of the types ``scan(columns)`` gives (every top-level column when
     None); ColumnNotFoundError for a path no super type has."""
     parsed = P.parse_columns(columns)
     paths = ([(s, p) for s, p in parsed] if parsed is not None
              else [(s, P.parse_path(s)) for s in P.top_level_paths(meta.super_types)])
-    no_rows = np.zeros(0, np.int64)
     out: dict[str, Any] = {}
     for spelling, path in paths:
-        parts = []
-        for t in meta.super_types:
-            at = path_type(t, path) if path else t
-            parts.append(None if at is None else A.null_array(at, 0))
-        if all(p is None for p in parts):
+        col = empty_column(meta.super_types, path)
+        if col is None:
             raise ColumnNotFoundError(f"no super type has a column {spelling!r}")
-        out[spelling] = unify(A.fold_nulls(A.combine(parts, no_rows)), spelling, [])
+        out[spelling] = unify(A.fold_nulls(col), spelling, [])
     return out
 
 

@@ -236,6 +236,29 @@ class Fragment(ScanVerbs):
                 out[c] = got[c] if c in got else _null(n)
         return out
 
+    def empty_columns(self, cols: Sequence[str]) -> dict[str, A.Array] | None:
+        """Zero-row columns of the types this object's scan of ``cols`` gives (a path it
+        lacks: null; a partition column: its constant's type), from metadata; None
+        while the object is not open.  A dataset combines every file's, so the types
+        of its result do not depend on which files a filter or limit left unread."""
+        r = self._reader
+        if r is None:
+            return None
+        from .arrowschema import empty_column
+
+        out: dict[str, A.Array] = {}
+        for c in cols:
+            if c in self.partition_values:
+                out[c] = constant_column(self._types.get(c, "null"), None, 0)
+                continue
+            if isinstance(r, WholeObjectReader):
+                got = (None if r.missing_paths([c])
+                       else A.null_array(r._types([c])[c], 0))
+            else:
+                got = empty_column(r.meta.super_types, P.parse_path(c) if c else ())
+            out[c] = got if got is not None else _null(0)
+        return out
+
     @staticmethod
     def _filter_paths(spec: Expr, r: Reader) -> list[str]:
         paths = [P.format_path(p) for p in columns_of(spec)]

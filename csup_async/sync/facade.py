@@ -184,9 +184,9 @@ class SyncDataset:
         return files
 
     def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
-        """The Arrow schema of ``scan(columns)``: every file's types combined (a scan
-        that reads no rows)."""
-        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).columns)
+        """The Arrow schema of ``scan(columns)``: every file's types combined, as a
+        scan's batches export them (a scan that reads no rows: metadata only)."""
+        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).unified_columns("struct"))
 
     def scan(self, columns: Columns = None, *, filter: Any = None,
              limit: int | None = None, filters: Any = None) -> Any:
