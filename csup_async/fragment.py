@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import planner as P
 from planner.filters import Expr, bind, columns_of
 from planner.specialize import specialize
@@ -29,7 +27,7 @@ from planner.specialize import specialize
 from . import arrays as A
 from .errors import RowSelectionError
 from .partitioning import constant_column
-from .pipeline.result import ScanResult, ScanStats
+from .pipeline.result import ScanResult, ScanStats, row_indices
 from .progress import FileMeter, Planned, metered, tracking
 from .reader import Reader
 from .stores.redact import redact_url
@@ -376,7 +374,7 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan)
 
             return Planned(taken.figures, run)
-        idx = row_indices(indices)
+        idx = row_indices(indices, self.path)
         n = await r.count_rows()
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
@@ -514,19 +512,3 @@ def _check_limit(limit: Any, path: str) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 0):
         raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)
-
-
-def row_indices(indices: Any) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}")
-    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})")
-    if values and min(values) < 0:
-        raise RowSelectionError(f"row index {min(values)} is negative")
-    return np.asarray(values, np.int64).reshape(-1)

@@ -44,7 +44,7 @@ from .pipeline.options import (
     ReadOptions,
     split_options,
 )
-from .pipeline.result import ScanResult, ScanStats
+from .pipeline.result import ScanResult, ScanStats, row_indices
 from .progress import Meter, Planned, metered, tracking
 from .rangebuf import RangeBuffer
 from .stores import Store, TailRead, redact_url, store_for
@@ -587,7 +587,7 @@ class Reader:
                            ) -> Planned:
         """:meth:`take`, planned (a file of several super types may read its row map):
         the ``(requests, bytes)`` it reads and ``run()``."""
-        idx = _row_indices(indices, self.path)
+        idx = row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
         n = self.num_rows  # None (several super types): known once the read has ended
@@ -977,32 +977,6 @@ def _check_count(name: str, value: Any, least: int, path: str) -> int:
     if value < least:
         raise ArgumentError(f"{name} must be an integer >= {least}, not {value}", path=path)
     return int(value)
-
-
-def _row_indices(indices: Any, path: str) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, np.ndarray):
-        if indices.ndim != 1 or indices.dtype.kind not in "iu":
-            raise RowSelectionError(f"row indices must be a 1-D integer array, not "
-                                    f"{indices.ndim}-D {indices.dtype}", path=path)
-        values = indices.tolist()
-    elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}", path=path)
-    else:
-        values = list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})", path=path)
-    lo = min(values, default=0)
-    if lo < 0:
-        raise RowSelectionError(f"row index {lo} is negative", path=path)
-    hi = max(values, default=0)
-    if hi > np.iinfo(np.int64).max:
-        raise RowSelectionError(f"row index {hi} is out of range", path=path)
-    return np.asarray(values, np.int64).reshape(-1)
 
 
 _scopes = itertools.count()
