@@ -129,20 +129,25 @@ def _polars() -> Any:
 
 
 def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
-                **options: Any) -> Any:
+                max_requests: int | None = None, max_bytes: int | None = None,
+                on_progress: Any = None, **options: Any) -> Any:
     """A ``polars.LazyFrame`` over a CSUP object or several (a list, glob or prefix).
 
     The schema comes from metadata (no data is read until the frame is collected);
     each collect reads only the columns the query uses, with the predicate's exact
     parts as the scan's filter and its row limit pushed in.  One object read without
     a filter streams in batches of ``batch_rows`` rows (bounded memory); a filtered
-    read, and a dataset, is one scan handed over in batches.  ``options`` are those of
-    ``open`` (or ``open_dataset``).
+    read, and a dataset, is one scan handed over in batches.  ``max_requests``,
+    ``max_bytes`` and ``on_progress`` hold for each collect's read (as for ``scan``);
+    ``options`` are those of ``open`` (or ``open_dataset``).
     """
     pl = _polars()
     from polars.io.plugins import register_io_source
 
-    from .sync.facade import is_many, open_dataset_sync, open_sync
+    from .sync.facade import budget, check_batch_rows, is_many, open_dataset_sync, open_sync
+
+    check_batch_rows(batch_rows)
+    spent = budget(max_requests, max_bytes, on_progress)
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
@@ -161,7 +166,7 @@ def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
         else:
             read = wanted
         limit = n_rows if whole else None
-        for res in _results(handle, many, read, pushed, limit, size):
+        for res in _results(handle, many, read, pushed, limit, size, spent):
             df = pl.DataFrame(res)
             if predicate is not None:
                 df = df.filter(predicate)
@@ -178,20 +183,21 @@ def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
 
 
 def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: int | None,
-             size: int) -> Iterator[Any]:
-    """Results of at most ``size`` rows for the columns, filter and limit."""
+             size: int, spent: dict[str, Any]) -> Iterator[Any]:
+    """Results of at most ``size`` rows for the columns, filter and limit (``spent``:
+    the read's budget and progress keywords)."""
     from planner.filters import FilterError
 
     if not many and pushed is None and limit is None:
-        with handle.iter_batches(columns, batch_rows=size) as batches:
+        with handle.iter_batches(columns, batch_rows=size, **spent) as batches:
             yield from batches
         return
     try:
-        res = handle.scan(columns, filter=pushed, limit=limit)
+        res = handle.scan(columns, filter=pushed, limit=limit, **spent)
     except FilterError:  # types the filter model will not compare: polars filters alone
         if pushed is None:
             raise
-        res = handle.scan(columns, limit=None)
+        res = handle.scan(columns, limit=None, **spent)
     for start in range(0, max(res.num_rows, 1), size):
         if res.num_rows == 0:
             yield res
