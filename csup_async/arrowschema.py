@@ -32,6 +32,9 @@ class ArrowSchema:
 
         self._schema = batch_schema(columns)
         self.names = list(columns)
+        #: each column's type, by name, as this library names it (``int64``, ``string``,
+        #: ``{a:int64}``...); ``pa.schema(s)`` gives the Arrow types
+        self.types = {n: str(a.type) for n, a in columns.items()}
 
     @property
     def c_schema(self) -> Any:
@@ -42,7 +45,10 @@ class ArrowSchema:
         return self._schema.__arrow_c_schema__()
 
     def __repr__(self) -> str:
-        return f"<ArrowSchema {', '.join(self.names)}>"
+        return f"<ArrowSchema {', '.join(f'{n}: {t}' for n, t in self.types.items())}>"
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def empty_column(super_types: Sequence[Any], path: tuple[str, ...]) -> Any:

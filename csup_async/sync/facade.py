@@ -71,10 +71,12 @@ class BatchStream(Iterator[Any]):
     """
 
     def __init__(self, make: Callable[[], AsyncIterator[Any]],
-                 schema: Callable[[], ArrowSchema]) -> None:
+                 schema: Callable[[], ArrowSchema], unions: str = "struct") -> None:
         self._it: AsyncIteration[Any] = AsyncIteration(make)
         self._schema = schema
         self._started = False
+        #: how the Arrow stream exports a column of several kinds (``ScanResult.to_arrow``)
+        self.unions = unions
 
     @property
     def schema(self) -> ArrowSchema:
@@ -110,7 +112,7 @@ class BatchStream(Iterator[Any]):
         def batches() -> Iterator[Any]:
             with self._it:
                 for res in self._it:
-                    yield export_batch(res.unified_columns("struct"), res.num_rows)[1]
+                    yield export_batch(res.unified_columns(self.unions), res.num_rows)[1]
 
         return stream_of(schema, batches())
 
@@ -217,20 +219,30 @@ class SyncReader:
     def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
                      prefetch: int | None = None, filter: Any = None,
                      filters: Any = None, max_requests: int | None = None,
-                     max_bytes: int | None = None, on_progress: Progress = None
-                     ) -> BatchStream:
+                     max_bytes: int | None = None, on_progress: Progress = None,
+                     unions: str = "struct") -> BatchStream:
         """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy):
         results of at most ``batch_rows`` rows.  Budget and progress as for :meth:`scan`
-        (checked before each wave of requests)."""
+        (checked before each wave of requests); ``unions``: how its Arrow stream exports
+        a column of several kinds (as ``ScanResult.to_arrow``)."""
+        from ..pipeline.result import check_unions
+
         filter = as_expr(filter, filters, self.path)
         check_batch_rows(batch_rows)
+        check_unions(unions)
         r = self.reader
         spent = budget(max_requests, max_bytes, on_progress)
         verbs = metered_verbs(r) if spent else r
+
+        def schema() -> ArrowSchema:
+            if unions == "struct":
+                return r.schema.arrow(columns)  # type: ignore[no-any-return]
+            # the types every batch has, unified as the stream exports them (no rows read)
+            return ArrowSchema(run(r.scan(columns, limit=0)).unified_columns(unions))
+
         return BatchStream(
             lambda: verbs.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
-                                       filter=filter, **spent),
-            lambda: r.schema.arrow(columns))
+                                       filter=filter, **spent), schema, unions)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every column, batch by batch (``duckdb.sql("select ... from r")``)."""
