@@ -125,9 +125,11 @@ def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset()
 
 
 def _names(expr: Any) -> set[str]:
+    """The columns a filter names, spelled as a scan's result keys them."""
     from planner.filters import columns_of
+    from planner.paths import format_path
 
-    return {p[0] for p in columns_of(expr) if len(p) == 1}
+    return {format_path(p) for p in columns_of(expr)}
 
 
 def _polars() -> Any:
@@ -141,12 +143,16 @@ def _polars() -> Any:
     return pl
 
 
-def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
+def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
+                batch_rows: int = 65536,
                 max_requests: int | None = None, max_bytes: int | None = None,
                 on_progress: Any = None, unions: str = "supertype", **options: Any) -> Any:
     """A ``polars.LazyFrame`` over a CSUP object or several (a list, glob or prefix).
 
-    The schema comes from metadata (no data is read until the frame is collected);
+    ``columns`` are the frame's columns, as ``read(source, columns)`` gives them: a
+    dotted path asked for is one column named by its path (``"user.name"``); without
+    them, every top-level column (a record as a struct).  The schema comes from
+    metadata (no data is read until the frame is collected);
     each collect reads only the columns the query uses, with the predicate's exact
     parts as the scan's filter and its row limit pushed in.  One object read without
     a filter streams in batches of ``batch_rows`` rows (bounded memory); a filtered
@@ -170,7 +176,7 @@ def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
         source, **options)  # type: ignore[arg-type]
-    empty = handle.scan(None, limit=0)
+    empty = handle.scan(columns, limit=0)
     schema = pl.DataFrame(empty.exported(unions)).schema
     from .arrays.model import has_union
 
