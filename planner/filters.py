@@ -62,7 +62,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Union
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration_ns, time_ns
 from .paths import format_path, parse_path
@@ -764,18 +764,32 @@ _KEYWORDS = {"and", "or", "not", "in", "is", "null", "true", "false", "startswit
 _STRING_HINT = "strings take quotes: 'error' or \"error\""
 
 
-def _double_quoted(raw: str, at: int, text: str) -> str:
-    """The text of a double-quoted literal: backslash escapes as JSON's (and ``\\'``),
-    as SuperDB's double-quoted strings."""
-    import json
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "'": "'", "b": "\b", "f": "\f", "n": "\n",
+            "r": "\r", "t": "\t"}
 
-    try:
-        value = json.loads(raw.replace("\\'", "'"))
-    except ValueError:
-        raise FilterError(f"filter {text!r} at position {at}: a double-quoted string with "
-                          "an escape that is not one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t "
-                          "\\uXXXX") from None
-    return str(value)
+
+def _double_quoted(raw: str, at: int, text: str) -> str:
+    """The text of a double-quoted literal: SuperDB's (JSON's) backslash escapes,
+    ``\\'`` too."""
+    out, i, body = [], 0, raw[1:-1]
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1: i + 2]
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif e == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", body[i + 2: i + 6]):
+            out.append(chr(int(body[i + 2: i + 6], 16)))
+            i += 6
+        else:
+            raise FilterError(f"filter {text!r} at position {at}: a double-quoted string "
+                              f"with the escape \\{e} (one of \\\" \\\\ \\/ \\' \\b "
+                              "\\f \\n \\r \\t \\uXXXX)")
+    return "".join(out)
 
 
 def _unreadable(text: str, pos: int) -> FilterError:

@@ -32,7 +32,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..types import (
+from ..model.kinds import INT_DTYPES
+from ..model.types import (
     NULL,
     PRIMITIVE_BY_NAME,
     ArrayType,
@@ -44,7 +45,6 @@ from ..types import (
     Type,
     UnionType,
 )
-from .kinds import INT_DTYPES
 from .model import (
     Array,
     ListArray,
@@ -221,7 +221,7 @@ def _supertype_form(a: UnionArray, path: str, notes: list[str]) -> Array:
         notes.append(f"{path}: union {a.type} as float64 (polars' and Spark's supertype; "
                      "an integer past 2**53 is rounded)")
         return concat([*cast, null_array(_FLOAT64, 1)], type=_FLOAT64).take(at)
-    from ..jsonout import json_value
+    from .jsonout import json_value
 
     def text(v: object) -> str | None:
         if v is None or isinstance(v, str):

@@ -29,10 +29,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from .. import arrays as A
-from ..dataset import Dataset
-from ..errors import CsupError
-from ..fragment import Fragment
-from ..reader import reader_from_meta
+from ..datasets.dataset import Dataset
+from ..datasets.fragment import Fragment
+from ..model.errors import CsupError
+from ..readers.reader import reader_from_meta
 from ..stores import Store, shared_store
 from .convert import conform
 from .options import Settings
@@ -59,7 +59,7 @@ def fragment_of(fp: FilePart, paths: list[str], store: Store,
     index (``fp.whole``: SuperDB header layout, BSUP) is opened here and read by its
     reader's own scan."""
     if fp.whole:
-        from ..opening import open as open_reader
+        from ..readers.opening import open as open_reader
 
         return Fragment(fp.url, opener=lambda url: open_reader(url, store=store, **reader_opts))
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,

@@ -38,7 +38,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from ..errors import AccessDeniedError, CsupError, StoreError
+from ..model.errors import AccessDeniedError, CsupError, StoreError
+from ..model.redact import redact_url
 from ._aio import AiohttpStore, to_url
 from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
@@ -49,7 +50,6 @@ from .gcs_auth import (
     service_account_credentials,
     shared_credentials,
 )
-from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:

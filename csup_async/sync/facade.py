@@ -16,8 +16,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from ..arrowschema import ArrowSchema
-from ..errors import CsupError
+from ..arrays.arrowschema import ArrowSchema
+from ..model.errors import CsupError
 from .loop import AsyncIteration, run
 
 
@@ -48,14 +48,14 @@ def metered_verbs(reader: Any) -> Any:
     """What runs a budgeted read of ``reader``: the Reader itself when it plans its
     reads (CSUP, VNG), else (BSUP, SuperDB's layout: read whole by their own scans) a
     Fragment over it, which claims their reads against the budget as they start."""
-    from ..fragment import Fragment, _plans_scans
+    from ..datasets.fragment import Fragment, plans_scans
 
-    return reader if _plans_scans(reader) else Fragment(reader.key, reader=reader)
+    return reader if plans_scans(reader) else Fragment(reader.key, reader=reader)
 
 
 def check_batch_rows(batch_rows: Any) -> int:
     """``batch_rows`` as an int >= 1, or an ArgumentError saying what it got."""
-    from ..errors import ArgumentError
+    from ..model.errors import ArgumentError
 
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
@@ -197,13 +197,13 @@ class SyncReader:
         if expr is None:
             n: int = run(self.reader.count_rows(**spent))
             return n
-        from ..fragment import Fragment
+        from ..datasets.fragment import Fragment
 
         frag = Fragment(self.reader.key, reader=self.reader)
         if not spent:
             n = run(frag.count_rows(expr))
             return n
-        return int(run(frag.scan(Fragment._filter_paths(expr, self.reader), filter=expr,
+        return int(run(frag.scan(Fragment.filter_paths(expr, self.reader), filter=expr,
                                  **spent)).num_rows)
 
     def read_rows(self) -> list[Any]:
@@ -225,7 +225,7 @@ class SyncReader:
         results of at most ``batch_rows`` rows.  Budget and progress as for :meth:`scan`
         (checked before each wave of requests); ``unions``: how its Arrow stream exports
         a column of several kinds (as ``ScanResult.to_arrow``)."""
-        from ..pipeline.result import check_unions
+        from ..scan.result import check_unions
 
         filter = as_expr(filter, filters, self.path)
         check_batch_rows(batch_rows)
@@ -333,7 +333,7 @@ class SyncDataset:
 
 def open_sync(url: str, **options: Any) -> SyncReader:
     """Open a CSUP object for synchronous use (options as :func:`csup_async.open`)."""
-    from ..opening import open as open_async
+    from ..readers.opening import open as open_async
 
     async def opened() -> Any:
         return await open_async(url, **options)
@@ -343,7 +343,7 @@ def open_sync(url: str, **options: Any) -> SyncReader:
 
 def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDataset:
     """Open many CSUP objects for synchronous use (as :func:`csup_async.open_dataset`)."""
-    from ..dataset import open_dataset
+    from ..datasets.dataset import open_dataset
 
     async def opened() -> Any:
         return await open_dataset(source, **options)
@@ -377,7 +377,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
 
         async def scan_many() -> Any:
-            from ..dataset import open_dataset
+            from ..datasets.dataset import open_dataset
 
             async with open_dataset(source, **options) as ds:
                 return await ds.scan(columns, filter=filter, filters=filters, limit=limit,
@@ -386,7 +386,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         return run(scan_many())
 
     async def scan_one() -> Any:
-        from ..opening import open as open_async
+        from ..readers.opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
             if not spent:

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import ArgumentError, ColumnNotFoundError
-from csup_async.inputs import read_json
+from csup_async import ArgumentError, ColumnNotFoundError
+from csup_async.writers.inputs import read_json
 
 pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")

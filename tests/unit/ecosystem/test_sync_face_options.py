@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async.errors import BudgetError, ConfigError, CsupError
+from csup_async import BudgetError, ConfigError, CsupError
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 ROWS = [{"i": i * 7919 % 100003, "s": f"v{i % 7}"} for i in range(60000)]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import RowSelectionError
+from csup_async import RowSelectionError
 
 BSUP = Path(__file__).resolve().parents[2] / "data" / "real" / "zed1.12-all.zng"
 BAD: list[Any] = [[2**63], [2**64 + 5], [-1], [1.0], [True], "01", 3,

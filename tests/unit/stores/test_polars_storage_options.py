@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async.errors import ConfigError, NotFoundError
+from csup_async import ConfigError, NotFoundError
 from csup_async.stores.config import GCSConfig, S3Config, parse_config
 
 
