@@ -17,6 +17,7 @@ if spark_unavailable() is not None:
     pytest.skip(spark_unavailable() or "", allow_module_level=True)
 
 import csup_async
+from csup_async.spark import PUSHDOWN_CONF
 from csup_async.spark.session import local_session
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
@@ -67,3 +68,22 @@ def test_a_directory_of_every_format(spark: Any, tmp_path: Path) -> None:
     got = [r["s"] for r in df.select("s").collect()]
     assert len(got) == want and "mine" in got
     assert df.where("s = 'mine'").count() == 1
+
+
+@pytest.mark.parametrize("kind", list(FILES))
+def test_pushed_filters_leave_files_without_statistics_to_spark(spark: Any, tmp_path: Path,
+                                                                kind: str) -> None:
+    """With pushdown on, a file with no column index proves nothing: it is read, and
+    Spark evaluates the filter on its rows (beside a CSUP file the filter does prune)."""
+    d = tmp_path / "p"
+    d.mkdir()
+    shutil.copy(FILES[kind], d / f"{kind}.csup")
+    csup_async.write(d / "ours.csup", [{"s": "mine"}])
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    try:
+        df = spark.read.format("csup").option("pushdown", "true").load(str(d))
+        got = [r["s"] for r in df.where("s > 'm'").select("s").collect()]
+    finally:
+        spark.conf.set(PUSHDOWN_CONF, "false")
+    want = [v for v in _rows(d / f"{kind}.csup", "s") if v is not None and v > "m"]
+    assert sorted(got) == sorted([*want, "mine"])
