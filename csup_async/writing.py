@@ -194,7 +194,12 @@ def _columnar_writer(data: Any) -> Callable[..., int] | None:
 
 def _row_writer(data: Any, fuse: bool, infer_times: bool) -> Callable[..., int]:
     """Rows: Python values shredded in chunks; Arrow rows the columnar path cannot
-    take, value by value."""
+    take, value by value; a JSON file's lines parsed into columns
+    (:mod:`csup_async.ndjson`)."""
+    from .inputs import JsonFile
+
+    if isinstance(data, JsonFile):
+        return lambda f, **options: _write_json(f, data, options, fuse, infer_times)
     if type(data).__module__.startswith("pyarrow"):
         from .arrow_input import arrow_values
 
@@ -209,6 +214,15 @@ def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
 
     with Writer(f, **options) as w:
         write_rows(w, rows, fuse, infer_times)
+    return w.rows
+
+
+def _write_json(f: BinaryIO, data: Any, options: dict[str, Any], fuse: bool,
+                infer_times: bool) -> int:
+    from .ndjson import write_ndjson
+
+    with Writer(f, **options) as w:
+        write_ndjson(w, data.path, fuse=fuse, infer_times=infer_times, on_rows=data.on_rows)
     return w.rows
 
 
