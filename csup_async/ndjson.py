@@ -2,7 +2,7 @@
 
 ``json.loads`` builds a dict, a str, an int for every value of every line, and
 for a log file that is most of a conversion's time.  Here a C parser
-(``csup_async/_ndjson.c``) turns each chunk of :data:`~csup_async.pyrows.CHUNK_ROWS`
+(``csup_async/_wkernels.c``) turns each chunk of :data:`~csup_async.pyrows.CHUNK_ROWS`
 lines into a token tape, and :func:`csup_async.pyrows.write_tape` builds from it
 the very columns :mod:`csup_async.pyrows` builds from Python values: same
 chunks, same fused types, same bytes.  The parser answers only where it is
@@ -26,7 +26,9 @@ taken for the whole file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import queue
+import threading
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -49,10 +51,10 @@ def _load() -> ModuleType | None:
     if os.environ.get("CSUP_ASYNC_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:
-        from . import _ndjson
+        from . import _wkernels
     except ImportError:
         return None
-    return _ndjson
+    return _wkernels
 
 
 #: The C parser, or None (tests swap it).
@@ -68,12 +70,42 @@ def write_ndjson(w: Writer, path: str, *, fuse: bool = True, infer_times: bool =
                  on_rows: Callable[[int], None] | None = None) -> None:
     """Write the values of the JSON/NDJSON file ``path`` through ``w``: the same rows and
     bytes as ``write_rows(w, read_json(path), fuse, infer_times)``.  ``on_rows`` is
-    called with the rows written so far, after each chunk."""
+    called with the rows written so far, after each chunk.
+
+    The file is read and parsed one chunk ahead on a helper thread (the C parser
+    releases the GIL), so parsing overlaps the shredding of the chunk before."""
     k = _K
     if k is None or not fuse:
         write_rows(w, _counted(read_json(path), on_rows), fuse, infer_times)
         return
     open_types: dict[int, Type] = {}
+    for event in _ahead(_chunks(k, path)):
+        what = event[0]
+        if what == "whole":  # one JSON document, or a first line only the reference reads
+            write_rows(w, _counted(read_json(path), on_rows), True, infer_times)
+            return
+        if what == "rest":  # the reference from here on, line numbers kept
+            _, rest, line = event
+            write_chunks(w, _counted(json_lines(rest.decode("utf-8"), path, line), on_rows,
+                                     w.rows), open_types, infer_times)
+            return
+        _, tape, chunk, line = event
+
+        def python_rows(chunk: bytes = chunk, line: int = line) -> list[Any]:
+            return list(json_lines(chunk.decode("utf-8"), path, line))
+
+        if tape is not None:
+            write_tape(w, tape, open_types, infer_times, python_rows)
+        else:
+            write_chunks(w, python_rows(), open_types, infer_times)
+        if on_rows is not None:
+            on_rows(w.rows)
+
+
+def _chunks(k: ModuleType, path: str) -> Iterator[tuple[Any, ...]]:
+    """The file's chunks as ("chunk", tape or None, the chunk's bytes, its first line
+    number), then maybe ("rest", the bytes from there on, line) or, first,
+    ("whole",)."""
     with open(path, "rb") as f:
         buf = bytearray()
         pos = 0
@@ -90,31 +122,59 @@ def write_ndjson(w: Writer, path: str, *, fuse: bool = True, infer_times: bool =
                 pos = 0
                 continue
             if first and (status == _STOP or (eof and rows <= 1)):
-                # one JSON document, maybe an array of rows, or a first line only
-                # the reference reads: the file as read_json reads it
-                write_rows(w, _counted(read_json(path), on_rows), True, infer_times)
+                yield ("whole",)
                 return
             first = False
-            if status == _STOP:  # the reference from here on, line numbers kept
-                rest = bytes(buf[pos:]) + f.read()
-                del buf
-                write_chunks(w, _counted(json_lines(rest.decode("utf-8"), path, line),
-                                         on_rows, w.rows), open_types, infer_times)
+            if status == _STOP:
+                yield ("rest", bytes(buf[pos:]) + f.read(), line)
                 return
             if rows == 0:
                 return
-
-            def python_rows(a: int = pos, b: int = end, n: int = line) -> list[Any]:
-                return list(json_lines(buf[a:b].decode("utf-8"), path, n))
-
-            if status == _OK:
-                write_tape(w, Tape(*parts), open_types, infer_times, python_rows)
-            else:
-                write_chunks(w, python_rows(), open_types, infer_times)
-            if on_rows is not None:
-                on_rows(w.rows)
+            yield ("chunk", Tape(*parts) if status == _OK else None, bytes(buf[pos:end]), line)
             line += lines
             pos = end
+
+
+def _ahead(items: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """``items``, each made on a helper thread while the one before is used; the thread
+    stops when the consumer does (an error, a generator closed early)."""
+    q: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((True, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((False, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put((False, e))
+        finally:
+            items.close()  # type: ignore[attr-defined]  # the file, now
+
+    t = threading.Thread(target=produce, name="csup-ndjson-parse", daemon=True)
+    t.start()
+    try:
+        while True:
+            ok, item = q.get()
+            if not ok:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():  # unblock a producer waiting to hand over its last item
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
 
 
 def _more(f: Any, buf: bytearray, pos: int) -> bool:

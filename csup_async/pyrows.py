@@ -666,13 +666,13 @@ def write_chunks(w: Writer, rows: Iterable[Any], open_types: dict[int, Type] | N
 
 # ------------------------------------------------------------ JSON tapes ---
 
-#: The tape's kinds (csup_async/_ndjson.c) as this module's value kinds.
+#: The tape's kinds (csup_async/_wkernels.c) as this module's value kinds.
 _TAPE_KIND = np.array([_NONE, _BOOL, _BOOL, _INT, _FLOAT, _STR, _DICT, _LIST], np.int8)
 _TAPE_TRUE = 2
 
 
 class Tape:
-    """A chunk of JSON lines parsed by ``csup_async._ndjson.tape``: one entry per value in
+    """A chunk of JSON lines parsed by ``csup_async._wkernels.tape``: one entry per value in
     document order (kind, parent, key, val, slen), the strings' bytes and the keys."""
 
     def __init__(self, kind: bytes, parent: bytes, key: bytes, val: bytes, slen: bytes,

@@ -213,11 +213,11 @@ _WHERE_HELP = (
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse what argparse cannot: an empty column list, a negative limit, bad paths.
     Errors show the usage of the sub-command ``p`` parsed (not the top level's)."""
-    from planner import InvalidPathError, parse_columns
-
     p = getattr(args, "command_parser", None) or p
 
     if getattr(args, "columns", None) is not None:
+        from planner import InvalidPathError, parse_columns  # not for convert: 0.1 s of import
+
         if not args.columns.strip():
             p.error("-c/--columns needs at least one column (leave it out for every column)")
         try:

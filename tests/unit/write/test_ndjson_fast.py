@@ -166,3 +166,37 @@ def test_values_read_back_as_json_gave_them(tmp_path: Path) -> None:
         for k in ("ts", "status", "lat", "u", "tags"):
             assert got.get(k) == want.get(k), k
             assert type(got.get(k)) is type(want.get(k)), k  # 200 stays an int, 1 too
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.binary(max_size=12), min_size=0, max_size=30),
+       nulls=st.lists(st.booleans(), min_size=30, max_size=30))
+def test_string_bounds_in_c_agree_with_numpy(values: list[bytes], nulls: list[bool]) -> None:
+    """Segment statistics of strings (min, max) from the C loop equal numpy's."""
+    import numpy as np
+
+    from csup_async import segstats
+
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum([len(v) for v in values], out=offsets[1:])
+    data = np.frombuffer(b"".join(values), np.uint8)
+    for valid in (None, np.array(nulls[: len(values)], bool)):
+        got = segstats._native_min_max(data, valid, offsets)
+        keep = values if valid is None else [v for v, ok in zip(values, valid, strict=True)
+                                             if ok]
+        want = (min(keep)[: segstats.MAX_BOUND_BYTES + 1],
+                max(keep)[: segstats.MAX_BOUND_BYTES + 1]) if keep else None
+        assert got == want
+
+
+def test_an_error_mid_file_stops_the_parsing_thread(tmp_path: Path) -> None:
+    """A line the reference refuses, with chunks still being parsed ahead: the error is
+    the reference's (with its line number) and no thread is left behind."""
+    import threading
+
+    before = threading.active_count()
+    text = '{"a":1}\n' * 10 + '{"a":99999999999999999999999999}\n' + '{"a":2}\n' * 200
+    ref, fast = _both(tmp_path, text)
+    assert isinstance(ref, str) and "line 11" in ref
+    assert fast == ref
+    assert threading.active_count() == before

@@ -1,5 +1,7 @@
 /*
- * csup_async._ndjson: NDJSON lines parsed into a flat token tape, in C.
+ * csup_async._wkernels: the writer's C loops (see also minmax() at the end).
+ *
+ * tape(): NDJSON lines parsed into a flat token tape.
  *
  * The writer's row path (pyrows.py) types and shreds Python values column by
  * column; for JSON lines the Python objects themselves cost most of the time
@@ -819,7 +821,72 @@ k_tape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return res;
 }
 
+/* minmax(data, offsets, valid) -> (index of the smallest, of the largest) byte string
+ * among the valid ones (valid: a bool per value, or None), or None when there is
+ * none or a bound is bad.  Byte-wise order, a prefix first (memcmp, then length):
+ * the segment statistics of a string column, without importing pyarrow. */
+static PyObject *
+k_minmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "minmax(data, offsets, valid)");
+        return NULL;
+    }
+    Py_buffer d, o, v;
+    int have_valid = args[2] != Py_None;
+    if (PyObject_GetBuffer(args[0], &d, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &o, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&d);
+        return NULL;
+    }
+    if (have_valid && PyObject_GetBuffer(args[2], &v, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&o);
+        PyBuffer_Release(&d);
+        return NULL;
+    }
+    const u8 *data = d.buf;
+    const int64_t *off = o.buf;
+    Py_ssize_t n = o.len / 8 - 1;
+    const u8 *valid = have_valid ? v.buf : NULL;
+    Py_ssize_t lo = -1, hi = -1;
+    int ok = o.len % 8 == 0 && n >= 0 && (!have_valid || v.len >= n);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        int64_t a = off[i], b = off[i + 1];
+        if (a < 0 || b < a || b > d.len) {
+            ok = 0;
+            break;
+        }
+        if (valid && !valid[i])
+            continue;
+        if (lo < 0) {
+            lo = hi = i;
+            continue;
+        }
+        int64_t la = off[lo], ll = off[lo + 1] - la;
+        int64_t len = b - a;
+        int c = memcmp(data + a, data + la, (size_t)(len < ll ? len : ll));
+        if (c < 0 || (c == 0 && len < ll))
+            lo = i;
+        int64_t ha = off[hi], hl = off[hi + 1] - ha;
+        c = memcmp(data + a, data + ha, (size_t)(len < hl ? len : hl));
+        if (c > 0 || (c == 0 && len > hl))
+            hi = i;
+    }
+    Py_END_ALLOW_THREADS
+    if (have_valid)
+        PyBuffer_Release(&v);
+    PyBuffer_Release(&o);
+    PyBuffer_Release(&d);
+    if (!ok || lo < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", lo, hi);
+}
+
 static PyMethodDef methods[] = {
+    {"minmax", (PyCFunction)(void (*)(void))k_minmax, METH_FASTCALL,
+     "minmax(data, offsets, valid) -> (index of min, index of max) or None"},
     {"tape", (PyCFunction)(void (*)(void))k_tape, METH_FASTCALL,
      "tape(buf, start, max_rows, final) -> (status, end, rows, lines, kind, parent, key, "
      "val, slen, sdata, keys)"},
@@ -827,17 +894,17 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ndjson",
+    PyModuleDef_HEAD_INIT, "_wkernels",
     "NDJSON lines as a token tape for the writer (see csup_async/ndjson.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__ndjson(void)
+PyInit__wkernels(void)
 {
     const uint16_t probe = 1;
     if (*(const u8 *)&probe != 1) {
-        PyErr_SetString(PyExc_ImportError, "csup_async._ndjson needs a little-endian machine");
+        PyErr_SetString(PyExc_ImportError, "csup_async._wkernels needs a little-endian machine");
         return NULL;
     }
     return PyModule_Create(&module);
