@@ -39,6 +39,7 @@ _LAZY = {
     "open": "csup_async.opening",
     "Reader": "csup_async.reader",
     "write": "csup_async.writing",
+    "convert": "csup_async.converting",
     "Writer": "csup_async.writer",
     "Value": "csup_async.values",
     "UnionValue": "csup_async.values",
