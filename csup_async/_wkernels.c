@@ -19,6 +19,9 @@
  *                  string data, an object's or array's number of children
  *   slen   int32   a string's length in bytes (UTF-8, escapes resolved)
  *
+ * The string data holds each string as a CSUP column stores it: its tag
+ * (uvarint(length + 1)) then its bytes, so a column's strings are one gather.
+ *
  * Contract with ndjson.py (which falls back to json.loads + pyrows, the exact
  * reference, whenever this parser is not sure to agree with it):
  *  - status 0: the chunk's lines are parsed, every value representable here;
@@ -312,10 +315,12 @@ put_utf8(u8 *o, uint32_t cp)
     return o;
 }
 
-/* Parse the string at c->p (at its opening quote) into t->sdata; returns its start
- * there and sets *len, or -1 (stop: invalid, or a line break Python sees). */
+/* Parse the string at c->p (at its opening quote) into t->sdata as CSUP stores it (its
+ * tag, uvarint(length + 1), then its UTF-8 bytes); returns where the tag starts and
+ * sets *len (the string's bytes) and *tagn (the tag's), or -1 (stop: invalid, or a
+ * line break Python sees). */
 static Py_ssize_t
-parse_string(Tape *t, Cur *c, Py_ssize_t *len)
+parse_string(Tape *t, Cur *c, Py_ssize_t *len, int *tagn)
 {
     c->p++; /* the quote */
     /* the unescaped string is never longer than its source */
@@ -325,12 +330,12 @@ parse_string(Tape *t, Cur *c, Py_ssize_t *len)
             q++;
         q++;
     }
-    if (!grow((void **)&t->sdata, &t->scap, t->sn + (q - c->p) + 4, 1)) {
+    if (!grow((void **)&t->sdata, &t->scap, t->sn + (q - c->p) + 16, 1)) {
         t->nomem = 1;
         return -1;
     }
     Py_ssize_t start = t->sn;
-    u8 *o = t->sdata + t->sn;
+    u8 *o = t->sdata + t->sn + 1; /* after a one-byte tag, moved if it needs more */
     const u8 *s = c->s;
     Py_ssize_t p = c->p, end = c->end;
     for (;;) {
@@ -427,8 +432,19 @@ parse_string(Tape *t, Cur *c, Py_ssize_t *len)
         p += need + 1;
     }
     c->p = p;
-    *len = (Py_ssize_t)(o - (t->sdata + start));
-    t->sn = start + *len;
+    /* the tag CSUP stores before the string: uvarint(length + 1) */
+    Py_ssize_t n = (Py_ssize_t)(o - (t->sdata + start + 1));
+    uint64_t tag = (uint64_t)n + 1;
+    int nb = 1;
+    while (tag >> (7 * nb))
+        nb++;
+    if (nb > 1)
+        memmove(t->sdata + start + nb, t->sdata + start + 1, (size_t)n);
+    for (int i = 0; i < nb; i++)
+        t->sdata[start + i] = (u8)((tag >> (7 * i)) & 0x7F) | (i + 1 < nb ? 0x80 : 0);
+    *len = n;
+    *tagn = nb;
+    t->sn = start + nb + n;
     return start;
 }
 
@@ -598,7 +614,8 @@ parse_line(Tape *t, Cur *c, Frame *stack)
             continue;
         } else if (ch == '"') {
             Py_ssize_t len;
-            Py_ssize_t st = parse_string(t, c, &len);
+            int tagn;
+            Py_ssize_t st = parse_string(t, c, &len, &tagn);
             if (st < 0)
                 return 0;
             if (len > INT32_MAX)
@@ -678,10 +695,11 @@ parse_line(Tape *t, Cur *c, Frame *stack)
         {
             Py_ssize_t len;
             Py_ssize_t mark = t->sn;
-            Py_ssize_t st = parse_string(t, c, &len);
+            int tagn;
+            Py_ssize_t st = parse_string(t, c, &len, &tagn);
             if (st < 0)
                 return 0;
-            int32_t k = intern(t, t->sdata + st, len);
+            int32_t k = intern(t, t->sdata + st + tagn, len);
             t->sn = mark; /* keys live in the key table, not the string data */
             if (k < 0) {
                 t->nomem = 1;

@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from .inputs import json_lines, read_json
-from .pyrows import CHUNK_ROWS, Tape, write_chunks, write_rows, write_tape
+from .pyrows import CHUNK_ROWS, Tape, shred_tape, write_chunks, write_rows, write_tape
 from .types import Type
 from .writer import Writer
 
@@ -79,7 +79,7 @@ def write_ndjson(w: Writer, path: str, *, fuse: bool = True, infer_times: bool =
         write_rows(w, _counted(read_json(path), on_rows), fuse, infer_times)
         return
     open_types: dict[int, Type] = {}
-    for event in _ahead(_chunks(k, path)):
+    for event in _ahead(_chunks(k, path, infer_times)):
         what = event[0]
         if what == "whole":  # one JSON document, or a first line only the reference reads
             write_rows(w, _counted(read_json(path), on_rows), True, infer_times)
@@ -89,23 +89,21 @@ def write_ndjson(w: Writer, path: str, *, fuse: bool = True, infer_times: bool =
             write_chunks(w, _counted(json_lines(rest.decode("utf-8"), path, line), on_rows,
                                      w.rows), open_types, infer_times)
             return
-        _, tape, chunk, line = event
+        _, shredded, chunk, line = event
 
         def python_rows(chunk: bytes = chunk, line: int = line) -> list[Any]:
             return list(json_lines(chunk.decode("utf-8"), path, line))
 
-        if tape is not None:
-            write_tape(w, tape, open_types, infer_times, python_rows)
-        else:
-            write_chunks(w, python_rows(), open_types, infer_times)
+        write_tape(w, shredded, open_types, infer_times, python_rows)
         if on_rows is not None:
             on_rows(w.rows)
 
 
-def _chunks(k: ModuleType, path: str) -> Iterator[tuple[Any, ...]]:
-    """The file's chunks as ("chunk", tape or None, the chunk's bytes, its first line
+def _chunks(k: ModuleType, path: str, infer_times: bool) -> Iterator[tuple[Any, ...]]:
+    """The file's chunks as ("chunk", shredded or None, the chunk's bytes, its first line
     number), then maybe ("rest", the bytes from there on, line) or, first,
-    ("whole",)."""
+    ("whole",).  Parsing and shredding run here, on the helper thread; only fusing
+    the chunk's types into the file's (which is in order) is left to the writer."""
     with open(path, "rb") as f:
         buf = bytearray()
         pos = 0
@@ -130,7 +128,8 @@ def _chunks(k: ModuleType, path: str) -> Iterator[tuple[Any, ...]]:
                 return
             if rows == 0:
                 return
-            yield ("chunk", Tape(*parts) if status == _OK else None, bytes(buf[pos:end]), line)
+            shredded = shred_tape(Tape(*parts), infer_times) if status == _OK else None
+            yield ("chunk", shredded, bytes(buf[pos:end]), line)
             line += lines
             pos = end
 

@@ -61,7 +61,7 @@ from .types import (
 from .values import infer_type, numpy_ns
 from .writer import Writer
 
-__all__ = ["write_rows", "write_chunks", "write_tape", "CHUNK_ROWS", "Tape"]
+__all__ = ["write_rows", "write_chunks", "shred_tape", "write_tape", "CHUNK_ROWS", "Tape"]
 
 #: Rows typed and shredded at once.
 CHUNK_ROWS = 1 << 13
@@ -185,7 +185,8 @@ class _Column:
         """Fused values of several kinds: each the member of its kind."""
         codes = self.codes[sel]
         tag_of = np.full(len(_PRIM_TYPE) + 2, -1, np.int64)
-        for k in np.unique(codes).tolist():
+        # the kinds present (np.unique would import numpy.ma, 0.1 s, for its mask check)
+        for k in np.flatnonzero(np.bincount(codes, minlength=tag_of.size)).tolist():
             tag_of[k] = member_slot(t.types, self.parts[k].types[0])
         tags = tag_of[codes]
         assert not (tags < 0).any(), "a value of a kind its fused type does not have"
@@ -706,14 +707,31 @@ class Tape:
         picked = _gather_ranges(np.searchsorted(by, parents), counts)
         return grouped[picked], np.repeat(np.arange(parents.size, dtype=np.int64), counts)
 
-    def strings(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets, bytes) of the strings at ``idx``."""
+    def encoded(self, idx: np.ndarray) -> Encoded:
+        """The strings at ``idx`` tag-encoded (the tape holds them so: one gather)."""
         from .decode.kernels import copy_ranges
 
+        sizes = self.slen[idx] + _tag_bytes(self.slen[idx] + 1)
+        return Encoded(copy_ranges(self.sdata, self.val[idx], sizes), np.cumsum(sizes))
+
+    def texts(self, idx: np.ndarray) -> list[str]:
+        """The strings at ``idx`` as Python strs (for ``infer_times``)."""
+        enc = self.encoded(idx)
+        blob = enc.data.tobytes()
         lengths = self.slen[idx]
-        offsets = np.zeros(idx.size + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return offsets, copy_ranges(self.sdata, self.val[idx], lengths)
+        starts = (enc.ends - lengths).tolist()
+        return [blob[a: a + n].decode() for a, n in zip(starts, lengths.tolist(), strict=True)]
+
+
+def _tag_bytes(tag: np.ndarray) -> np.ndarray:
+    """Bytes of each uvarint."""
+    n = np.ones(tag.size, np.int64)
+    for j in range(1, 10):
+        more = tag >= (1 << (7 * j))
+        if not more.any():
+            break
+        n += more
+    return n
 
 
 def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: _How) -> _Column:
@@ -745,10 +763,7 @@ def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: _How) -> _Column:
             sub = idx[sel]
         part = _tape_part(tp, k, sub, depth, how)
         if k == _STR and how.times and _TIME not in col.parts:
-            offsets, data = tp.strings(sub)
-            blob = data.tobytes()
-            times = _times([blob[a:b].decode() for a, b in
-                            zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)])
+            times = _times(tp.texts(sub))
             if times is not None:
                 part, k = times, _TIME
                 codes[codes == _STR] = _TIME
@@ -767,7 +782,7 @@ def _tape_part(tp: Tape, kind: int, sub: np.ndarray, depth: int, how: _How) -> _
         part: _Part = _VarBinary.__new__(_VarBinary)
         part.types = [STRING]
         part.ids = np.zeros(n, np.int64)
-        part.enc = encode_varbinary(*tp.strings(sub))  # type: ignore[attr-defined]
+        part.enc = tp.encoded(sub)  # type: ignore[attr-defined]
         return part
     if kind == _DICT:
         return _tape_records(tp, sub, depth, how)
@@ -833,14 +848,23 @@ def _tape_lists(tp: Tape, sub: np.ndarray, depth: int, how: _How) -> _Lists:
     return lists
 
 
-def write_tape(w: Writer, tape: Tape, open_types: dict[int, Type], infer_times: bool,
-               rows: Callable[[], list[Any]]) -> None:
-    """Write a chunk of JSON rows from its tape, fusing, as :func:`write_chunks` writes the
-    same rows as Python values (``rows()`` gives them, for what only that path takes)."""
+def shred_tape(tape: Tape, infer_times: bool) -> object | None:
+    """A chunk of JSON rows typed and shredded from its tape (fusing) for
+    :func:`write_tape`, or None where only the Python-value path decides."""
     try:
-        col = _tape_column(tape, tape.rows, 0, _How(True, infer_times))
+        return _tape_column(tape, tape.rows, 0, _How(True, infer_times))
     except (_Unhandled, RecursionError):
+        return None
+
+
+def write_tape(w: Writer, shredded: object | None, open_types: dict[int, Type],
+               infer_times: bool, rows: Callable[[], list[Any]]) -> None:
+    """Write a chunk of JSON rows shredded by :func:`shred_tape`, fusing, as
+    :func:`write_chunks` writes the same rows as Python values (``rows()`` gives them,
+    for a chunk ``shredded`` None: what only that path takes)."""
+    if shredded is None:
         _write_chunk(w, rows(), open_types, infer_times)
         return
-    chunk = _Chunk([], open_types, infer_times, col=col)
-    w.add_rows(tape.rows.size, chunk.batch)
+    assert isinstance(shredded, _Column)
+    chunk = _Chunk([], open_types, infer_times, col=shredded)
+    w.add_rows(shredded.codes.size, chunk.batch)
