@@ -44,8 +44,8 @@ setup(
             extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         ),
         Extension(
-            "csup_async._wkernels",
-            sources=["csup_async/_wkernels.c"],
+            "csup_async.writers._wkernels",
+            sources=["csup_async/writers/_wkernels.c"],
             extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         ),
     ],

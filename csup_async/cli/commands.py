@@ -61,7 +61,7 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
     """To CSUP: one local file through ``csup_async.convert`` (JSON lines parsed into
     columns, a CSUP file copied as it is when nothing in it changes, ``--copy``), CSUP
     objects (a URL, a prefix, several) value by value."""
-    from ..writing import write
+    from ..writers.writing import write
     from .progress import progress_bar
 
     opts: dict[str, Any] = {}
@@ -86,8 +86,8 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
         raise UsageError("--copy takes one local file (CSUP or BSUP) to write as it is",
                          path=src)
     if local and not _budgeted(args):
-        from ..converting import convert
-        from ..inputs import kind_of
+        from ..writers.converting import convert
+        from ..writers.inputs import kind_of
 
         if args.copy:
             return convert(src, args.output, copy=True, **opts)
@@ -95,7 +95,7 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
         if kind_of(src.removeprefix("file://")) == "csup" and not writer_set:
             return convert(src, args.output, **flags, **opts)  # copied when it is ours
     values = input_values(args)
-    from ..inputs import JsonFile
+    from ..writers.inputs import JsonFile
 
     if isinstance(values, JsonFile):
         with progress_bar(args, unit="rows") as bar:
@@ -130,8 +130,8 @@ def _convert_out(args: argparse.Namespace, kind: str) -> int:
 
 
 def _write_bsup(path: str, values: Any) -> int:
-    from ..bsup import StreamEncoder, encode_value
-    from ..values import Value, infer_type
+    from ..format.bsup import StreamEncoder, encode_value
+    from ..model.values import Value, infer_type
 
     tmp = f"{path}.tmp-{os.getpid()}"
     n = 0
@@ -162,8 +162,8 @@ def _cat(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     """One object's layout and statistics; for many, each object's in turn (file order).
     ``--verify`` reads and checks every segment and reports every failure (exit 4)."""
-    from ..describe import check_json, check_lines, describe_file, file_json
-    from ..pipeline.verify import verify_file
+    from ..scan.describe import check_json, check_lines, describe_file, file_json
+    from ..scan.verify import verify_file
 
     failed = False
     source = Source(args)
@@ -198,7 +198,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
     """A SuperDB file: its objects and vectors; ``--verify`` decodes every value."""
-    from ..superdb.describe import describe_file, file_json
+    from ..format.superdb.describe import describe_file, file_json
 
     if args.verify:
         await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
@@ -223,14 +223,14 @@ def _scan(args: argparse.Namespace) -> int:
     stats: Any = None  # a ScanStats, made once the reader side is loaded (after open)
     # The output side (numpy, pyarrow's vectorised renderers) is imported by the render
     # thread while the object is opened and its first segments fetched (the reader's
-    # side is imported meanwhile too: see csup_async.opening), not before the first request
+    # side is imported meanwhile too: see csup_async.readers.opening), not before the first request
     fast = render_pool().submit(vectorised_output) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
         import time
 
-        from .. import jsonout as J
-        from ..pipeline.result import ScanStats
+        from ..arrays import jsonout as J
+        from ..scan.result import ScanStats
 
         nonlocal stats
         stats = ScanStats()
@@ -290,7 +290,7 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ..demo import run
+    from .demo import run
 
     return run(args.rows)
 

@@ -15,7 +15,7 @@ import pytest
 
 import csup_async
 from csup_async.cli import main
-from csup_async.inputs import read_json
+from csup_async.writers.inputs import read_json
 from tests.support.paths import ROOT
 
 ROWS = [{"id": i, "code": 200 if i % 3 else "E42", "dur": i if i % 2 else i / 2,

@@ -1,4 +1,4 @@
-"""JSON lines written through the C tape (csup_async/ndjson.py) give the very file the
+"""JSON lines written through the C tape (csup_async/writers/ndjson.py) give the very file the
 reference gives: ``json.loads`` of each line, then the row writer (pyrows).
 
 The reference is ``csup_async.write(path, read_json(src))``; the fast path is
@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from csup_async.errors import CsupError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import ndjson, pyrows
-from csup_async.errors import CsupError
-from csup_async.inputs import JsonFile, read_json
+from csup_async.writers import ndjson, pyrows
+from csup_async.writers.inputs import JsonFile, read_json
 
 pytestmark = pytest.mark.skipif(not ndjson.native_available(),
                                 reason="the C JSON parser is not built")
@@ -175,7 +175,7 @@ def test_string_bounds_in_c_agree_with_numpy(values: list[bytes], nulls: list[bo
     """Segment statistics of strings (min, max) from the C loop equal numpy's."""
     import numpy as np
 
-    from csup_async import segstats
+    from csup_async.writers import segstats
 
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum([len(v) for v in values], out=offsets[1:])
