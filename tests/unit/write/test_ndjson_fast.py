@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from csup_async.errors import CsupError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
+from csup_async.model.errors import CsupError
 from csup_async.writers import ndjson, pyrows
 from csup_async.writers.inputs import JsonFile, read_json
 
