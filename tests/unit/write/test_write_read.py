@@ -138,7 +138,7 @@ def test_a_file_past_the_skew_threshold_has_each_column_in_one_range(tmp_path):
         for name in ("segmap", "lengths", "tags", "runs"):
             segs = getattr(col, name, None) or ()
             if len(segs) > 1:
-                for a, b in zip(segs, segs[1:], strict=False):
+                for a, b in itertools.pairwise(segs):
                     assert b.offset == a.offset + a.length, name
                 runs += 1
         for name in ("fields", "values", "keys", "inner", "columns"):
