@@ -1,0 +1,288 @@
+"""The conformance corpus: SuperDB's and Zed's own ztest inputs, written by each real
+writer, with what that writer's tool prints for every file it wrote.
+
+Run by hand where the binaries are built (never in CI, which judges with what this
+wrote into ``tests/data/real/conformance/``)::
+
+    python3 -m tests.support.conformance_data select   # inputs/ from the snapshots' ztests
+    python3 -m tests.support.conformance_data write    # <writer>/ files and tool outputs
+    python3 -m tests.support.conformance_data table    # how csup-async reads them
+
+``select`` reads the ``*.yaml`` ztests of super main (492eab8) and zq v1.12.0 from the
+snapshots (``$CSUP_ASYNC_SNAPSHOTS``), has the tool itself parse each input (SUP,
+JSON; ZSON for zq) and keeps, greedily, the inputs that add a type construct not seen
+yet (every primitive, records, arrays, sets, maps, unions, enums, errors, named types,
+optional fields and fusion types, and each construct nested in each other), each cut
+to its first values, so the corpus stays a few hundred values.  ``write`` runs every
+writer of :data:`WRITERS` over the inputs of its family and saves the tool's
+JSON/text/BSUP of each file (:mod:`tests.support.oracle`); an input a writer cannot
+parse (newer syntax) is listed in the writer's ``MANIFEST.json`` and written by none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support import oracle as oracles
+from tests.support import realtools
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "real" / "conformance"
+MAX_VALUES = 12      # of one input
+MAX_BYTES = 4096     # of one input's canonical text
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A real writer: its oracle (the same tool reads its files back) and formats."""
+
+    oracle: oracles.Oracle
+    family: str                  # which inputs: super (SUP) or zed (ZSON)
+    formats: tuple[str, ...]     # file extensions it writes: csup/bsup or vng/zng
+    versions: dict[str, int]     # the format version of each
+
+
+WRITERS = {w.oracle.name: w for w in (
+    Writer(oracles.SUPER_MAIN, "super", ("csup", "bsup"), {"csup": 23, "bsup": 5}),
+    Writer(oracles.SUPER_0_3, "super", ("csup", "bsup"), {"csup": 16, "bsup": 2}),
+    Writer(oracles.SUPER_0_2, "super", ("csup", "bsup"), {"csup": 14, "bsup": 1}),
+    Writer(oracles.ZQ_1_12, "zed", ("vng", "zng"), {"vng": 3, "zng": 0}),
+    Writer(oracles.ZQ_1_7, "zed", ("vng", "zng"), {"vng": 2, "zng": 0}),
+)}
+
+#: Where each family's inputs come from: the writer whose snapshot and binary select them.
+SOURCES = {"super": oracles.SUPER_MAIN, "zed": oracles.ZQ_1_12}
+INPUT_EXT = {"super": "sup", "zed": "zson"}
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                          check=True).stdout
+
+
+def ztest_inputs(tool: realtools.Tool) -> list[tuple[str, str, str]]:
+    """``(name, format, text)`` of every input in the snapshot's ztests that is
+    SUP/ZSON or JSON (the formats whose values are the test's own data)."""
+    import yaml
+
+    repo = realtools.snapshot(tool)
+    if repo is None:
+        raise SystemExit(f"no snapshot of {tool.repo}")
+    rev = tool.rev
+    out = []
+    for path in _git(repo, "ls-tree", "-r", "--name-only", rev).decode().split("\n"):
+        if not path.endswith(".yaml") or "ztests" not in path:
+            continue
+        try:
+            doc = yaml.safe_load(_git(repo, "show", f"{rev}:{path}"))
+        except (yaml.YAMLError, subprocess.CalledProcessError):
+            continue
+        if not isinstance(doc, dict) or doc.get("skip"):
+            continue
+        stem = path.removesuffix(".yaml").replace("/ztests", "").replace("/", "-")
+        flags = doc.get("input-flags") or ""
+        if isinstance(doc.get("input"), str) and flags in ("", "-i json"):
+            out.append((stem, "json" if flags else "auto", doc["input"]))
+        for i, item in enumerate(doc.get("inputs") or []):
+            name, data = str(item.get("name", "")), item.get("data")
+            if not isinstance(data, str):
+                continue
+            ext = name.rsplit(".", 1)[-1] if "." in name else name
+            if ext in ("sup", "jsup", "zson", "json", "stdin"):
+                fmt = "json" if ext == "json" else "auto"
+                out.append((f"{stem}-{i}", fmt, data))
+    return out
+
+
+_PRIMS = re.compile(r"\b(u?int(?:8|16|32|64)|float(?:16|32|64)|bool|bytes|string|ip|net|"
+                    r"type|null|none|duration|time|all)\b")
+
+
+def features(type_text: str, sup: bool) -> set[str]:
+    """The type constructs of one value's type (its text as the tool prints it),
+    each also paired with the construct it is nested in."""
+    out: set[str] = set()
+    if not type_text.startswith("{"):
+        out.add("top:" + (type_text[:1] if not type_text[:1].isalpha() else "prim"))
+    stack = ["top"]
+    i, n = 0, len(type_text)
+    while i < n:
+        c = type_text[i]
+        m = _PRIMS.match(type_text, i) if c.isalpha() else None
+        if m and (i == 0 or not (type_text[i - 1].isalnum() or type_text[i - 1] == "_")):
+            out.update({m.group(1), f"{stack[-1]}>{m.group(1)}"})
+            i = m.end()
+            continue
+        for word in ("error(", "enum(", "fusion("):
+            if type_text.startswith(word, i):
+                kind = word[:-1]
+                out.update({kind, f"{stack[-1]}>{kind}"})
+                stack.append(kind)
+                i += len(word)
+                break
+        else:
+            kind = None
+            if type_text.startswith("|[", i):
+                kind, step = "set", 2
+            elif type_text.startswith("|{", i):
+                kind, step = "map", 2
+            elif c == "[":
+                kind, step = "array", 1
+            elif c == "{":
+                kind, step = "record", 1
+            elif c == "(":
+                kind, step = ("group" if sup else "union"), 1
+            if kind is not None:
+                out.update({kind, f"{stack[-1]}>{kind}"})
+                stack.append(kind)
+                i += step
+                continue
+            if type_text.startswith(("]|", "}|"), i):
+                stack.pop() if len(stack) > 1 else None
+                i += 2
+                continue
+            if c in "]})":
+                stack.pop() if len(stack) > 1 else None
+            elif c == "|" and sup:
+                out.update({"union", f"{stack[-1]}>union"})
+            elif c == "=":
+                out.update({"named", f"{stack[-1]}>named"})
+            elif type_text.startswith("?:", i):
+                out.update({"optional", f"{stack[-1]}>optional"})
+            i += 1
+    return out
+
+
+def _canonical(o: oracles.Oracle, fmt: str, text: str) -> list[str] | None:
+    binary = realtools.find(o.tool, o.command)
+    assert binary is not None
+    flag = ["-i", "json"] if fmt == "json" else []
+    textflag = "-z" if o.command == "zq" else "-s"
+    done = subprocess.run([str(binary), textflag, *flag, "-"], input=text.encode(),
+                          capture_output=True, timeout=60)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    lines = done.stdout.decode().splitlines()
+    return lines[:MAX_VALUES]
+
+
+def _types(o: oracles.Oracle, lines: list[str]) -> list[str] | None:
+    binary = realtools.find(o.tool, o.command)
+    assert binary is not None
+    if o.command == "zq":
+        argv = [str(binary), "-z", "yield typeof(this)", "-"]
+    else:
+        argv = [str(binary), "-s", "-c", "values typeof(this)", "-"]
+    done = subprocess.run(argv, input=("\n".join(lines) + "\n").encode(),
+                          capture_output=True, timeout=60)
+    if done.returncode != 0:
+        return None
+    got = done.stdout.decode().splitlines()
+    return got if len(got) == len(lines) else None
+
+
+def select(family: str) -> None:
+    """Choose the inputs of ``family`` and write them into ``inputs/<family>/``."""
+    o = SOURCES[family]
+    if realtools.find(o.tool, o.command) is None:
+        raise SystemExit(f"{o.command} {o.tool.version} is not built")
+    sup = o.command == "super"
+    candidates = []
+    seen_text: set[str] = set()
+    for name, fmt, text in ztest_inputs(o.tool):
+        lines = _canonical(o, fmt, text)
+        if not lines or sum(map(len, lines)) > MAX_BYTES:
+            continue
+        key = "\n".join(lines)
+        if key in seen_text:
+            continue
+        seen_text.add(key)
+        types = _types(o, lines)
+        if types is None:
+            continue
+        feats: set[str] = set()
+        for t in types:
+            feats |= features(t[1:-1] if t.startswith("<") else t, sup)
+        candidates.append((name, lines, feats))
+    covered: set[str] = set()
+    chosen = []
+    while True:
+        best = max(candidates, key=lambda c: (len(c[2] - covered), -len(c[1])), default=None)
+        if best is None or not best[2] - covered:
+            break
+        chosen.append(best)
+        covered |= best[2]
+        candidates.remove(best)
+    out = DATA / "inputs" / family
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*"):
+        old.unlink()
+    for name, lines, _ in sorted(chosen):
+        (out / f"{name}.{INPUT_EXT[family]}").write_text("\n".join(lines) + "\n")
+    print(f"{family}: {len(chosen)} inputs, {sum(len(c[1]) for c in chosen)} values, "
+          f"{len(covered)} features", file=sys.stderr)
+
+
+def write(writer_name: str) -> None:
+    """Run one writer over its family's inputs; save its files and its tool's output."""
+    w = WRITERS[writer_name]
+    o = w.oracle
+    binary = realtools.find(o.tool, o.command)
+    if binary is None:
+        raise SystemExit(f"{o.command} {o.tool.version} is not built")
+    inputs = sorted((DATA / "inputs" / w.family).glob(f"*.{INPUT_EXT[w.family]}"))
+    out = DATA / o.name
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*"):
+        old.unlink()
+    manifest: dict[str, str] = {}
+    for src in inputs:
+        name = src.stem
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                for ext in w.formats:
+                    realtools.run(binary, "-f", ext, "-o", str(Path(tmp) / f"{name}.{ext}"),
+                                  str(src))
+            except RuntimeError as e:
+                manifest[name] = "not written: " + str(e).splitlines()[-1].replace(
+                    str(src), src.name).replace(str(binary.parent) + "/", "")
+                continue
+            for ext in w.formats:
+                dst = out / f"{name}.{ext}"
+                dst.write_bytes((Path(tmp) / f"{name}.{ext}").read_bytes())
+        for ext in w.formats:
+            dst = out / f"{name}.{ext}"
+            p = oracles.run(o, dst)
+            assert p is not None
+            oracles.save(p, o, dst)
+        manifest[name] = "written"
+    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    done = sum(v == "written" for v in manifest.values())
+    print(f"{writer_name}: {done} of {len(manifest)} inputs written", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    what = argv[0] if argv else "table"
+    if what == "select":
+        for family in (argv[1:] or list(SOURCES)):
+            select(family)
+    elif what == "write":
+        for name in (argv[1:] or list(WRITERS)):
+            write(name)
+    elif what == "table":
+        from tests.support.conformance import print_table
+
+        print_table()
+    else:
+        raise SystemExit(__doc__)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
