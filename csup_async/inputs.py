@@ -74,16 +74,48 @@ def read_json(path: str) -> Iterator[Any]:
         yield doc
 
 
+#: SuperDB's BSUP versions this reads besides Zed's version 0, by the version byte
+#: that starts each of their frames, and which release writes them.
+SUPERDB_BSUP = {0x81: ("V1", "super v0.2.0"), 0x82: ("V2", "super v0.3.0")}
+
+
+def bsup_version(data: bytes) -> int:
+    """The BSUP version of a stream: 0 (Zed) unless its first frame starts with a
+    version byte (``0x80 | version``, SuperDB); end-of-stream markers skipped."""
+    for b in data:
+        if b != 0xFF:
+            return b & 0x7F if b & 0x80 else 0
+    return 0
+
+
 def read_bsup(path: str) -> Iterator[Value]:
     from .bsup import decode_value, iter_raw_values
 
     with open(path, "rb") as f:
         data = f.read()
+    version = bsup_version(data)
     try:
+        if version:
+            yield from _read_superdb_bsup(data, version, path)
+            return
         for t, body in iter_raw_values(data):
             yield Value(t, decode_value(t, body, typed=True))
     except CsupError as e:
         raise e.with_path(path) from None
+
+
+def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
+    """SuperDB's BSUP (versions 1 and 2); other versions refused by name."""
+    from .superdb import bsup2
+
+    known = SUPERDB_BSUP.get(0x80 | version)
+    if known is None:
+        readable = ", ".join(f"{b & 0x7F} ({who})" for b, (_, who) in SUPERDB_BSUP.items())
+        raise FormatError(f"BSUP version {version} is not read here (versions read: 0 "
+                          f"(Zed), {readable})", path=path)
+    dialect = getattr(bsup2, known[0])
+    for t, body in bsup2.read_values(data, dialect):
+        yield Value(t, bsup2.decode_value(t, body, dialect=dialect, typed=True))
 
 
 async def _read_csup(path: str) -> list[Value]:

@@ -143,7 +143,10 @@ class Decoder:
         for j, ((name, opt), kid) in enumerate(zip(n.fields, n.kids, strict=True)):
             if not opt:
                 self.expect(kid, n.count, f"field {name!r}")
-            elif node_len(self.nodes, kid) > n.count:
+            elif node_len(self.nodes, kid) not in (_EMPTY_COUNT,) and (
+                    node_len(self.nodes, kid) > n.count):
+                # (a field absent from every record is an empty bytes vector, whose
+                # count super writes as len(offsets) - 1 = 0xFFFFFFFF)
                 raise FormatError(f"optional field {name!r} holds more values than records")
             vals = self.values(kid, d)
             if opt:

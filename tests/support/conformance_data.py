@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "real" / "conformance"
 MAX_VALUES = 12      # of one input
 MAX_BYTES = 4096     # of one input's canonical text
+REPEAT = 3           # how many chosen inputs should hold each type construct
+#: The ztests of the formats themselves, kept whatever they cover.
+ALWAYS = ("csup-", "sio-bsupio", "sio-csupio", "zio-vngio", "zio-zngio", "vng-")
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,18 @@ class Writer:
 
 WRITERS = {w.oracle.name: w for w in (
     Writer(oracles.SUPER_MAIN, "super", ("csup", "bsup"), {"csup": 23, "bsup": 5}),
-    Writer(oracles.SUPER_0_3, "super", ("csup", "bsup"), {"csup": 16, "bsup": 2}),
-    Writer(oracles.SUPER_0_2, "super", ("csup", "bsup"), {"csup": 14, "bsup": 1}),
+    Writer(oracles.SUPER_0_3, "super-0.3", ("csup", "bsup"), {"csup": 16, "bsup": 2}),
+    Writer(oracles.SUPER_0_2, "super-0.3", ("csup", "bsup"), {"csup": 14, "bsup": 1}),
     Writer(oracles.ZQ_1_12, "zed", ("vng", "zng"), {"vng": 3, "zng": 0}),
     Writer(oracles.ZQ_1_7, "zed", ("vng", "zng"), {"vng": 2, "zng": 0}),
 )}
 
-#: Where each family's inputs come from: the writer whose snapshot and binary select them.
-SOURCES = {"super": oracles.SUPER_MAIN, "zed": oracles.ZQ_1_12}
-INPUT_EXT = {"super": "sup", "zed": "zson"}
+#: Where each family's inputs come from: the writer whose snapshot and binary select them
+#: (SUP changed its syntax of type values after v0.3.0, so v0.3.0's ztests feed the
+#: released writers of SuperDB).
+SOURCES = {"super": oracles.SUPER_MAIN, "super-0.3": oracles.SUPER_0_3,
+           "zed": oracles.ZQ_1_12}
+INPUT_EXT = {"super": "sup", "super-0.3": "sup", "zed": "zson"}
 
 
 def _git(repo: Path, *args: str) -> bytes:
@@ -85,7 +91,8 @@ def ztest_inputs(tool: realtools.Tool) -> list[tuple[str, str, str]]:
             continue
         if not isinstance(doc, dict) or doc.get("skip"):
             continue
-        stem = path.removesuffix(".yaml").replace("/ztests", "").replace("/", "-")
+        stem = re.sub(r"[^A-Za-z0-9_-]", "_",
+                      path.removesuffix(".yaml").replace("/ztests", "").replace("/", "-"))
         flags = doc.get("input-flags") or ""
         if isinstance(doc.get("input"), str) and flags in ("", "-i json"):
             out.append((stem, "json" if flags else "auto", doc["input"]))
@@ -187,13 +194,13 @@ def _types(o: oracles.Oracle, lines: list[str]) -> list[str] | None:
     return got if len(got) == len(lines) else None
 
 
-def select(family: str) -> None:
-    """Choose the inputs of ``family`` and write them into ``inputs/<family>/``."""
-    o = SOURCES[family]
-    if realtools.find(o.tool, o.command) is None:
-        raise SystemExit(f"{o.command} {o.tool.version} is not built")
+Candidate = tuple[str, list[str], set[str]]  # name, canonical text lines, features
+
+
+def _candidates(o: oracles.Oracle) -> list[Candidate]:
+    """Every ztest input the tool parses, canonical, cut short, with its features."""
     sup = o.command == "super"
-    candidates = []
+    candidates: list[Candidate] = []
     seen_text: set[str] = set()
     for name, fmt, text in ztest_inputs(o.tool):
         lines = _canonical(o, fmt, text)
@@ -210,23 +217,57 @@ def select(family: str) -> None:
         for t in types:
             feats |= features(t[1:-1] if t.startswith("<") else t, sup)
         candidates.append((name, lines, feats))
-    covered: set[str] = set()
-    chosen = []
-    while True:
-        best = max(candidates, key=lambda c: (len(c[2] - covered), -len(c[1])), default=None)
-        if best is None or not best[2] - covered:
+    return candidates
+
+
+def choose(candidates: list[Candidate]) -> list[Candidate]:
+    """The format's own tests, then greedily the input adding most coverage, until
+    every construct seen in any input is in ``REPEAT`` chosen ones (the ztests of one
+    feature vary in what else they hold)."""
+    left = list(candidates)
+    count: dict[str, int] = {}
+
+    def gain(c: Candidate) -> int:
+        return sum(max(0, REPEAT - count.get(f, 0)) for f in c[2])
+
+    def take(c: Candidate) -> None:
+        chosen.append(c)
+        left.remove(c)
+        for f in c[2]:
+            count[f] = count.get(f, 0) + 1
+
+    chosen: list[Candidate] = []
+    for c in [c for c in left if c[0].startswith(ALWAYS)]:
+        take(c)
+    while left:
+        best = max(left, key=lambda c: (gain(c), -len(c[1])))
+        if not gain(best):
             break
-        chosen.append(best)
-        covered |= best[2]
-        candidates.remove(best)
+        take(best)
+    return chosen
+
+
+def select(family: str) -> None:
+    """Choose the inputs of ``family`` and write them into ``inputs/<family>/``."""
+    o = SOURCES[family]
+    if realtools.find(o.tool, o.command) is None:
+        raise SystemExit(f"{o.command} {o.tool.version} is not built")
+    cache = Path(tempfile.gettempdir()) / f"conformance-candidates-{family}.json"
+    if cache.is_file():
+        candidates = [(n, ls, set(fs)) for n, ls, fs in json.loads(cache.read_text())]
+    else:
+        candidates = _candidates(o)
+        cache.write_text(json.dumps([(n, ls, sorted(fs)) for n, ls, fs in candidates]))
+    chosen = choose(candidates)
     out = DATA / "inputs" / family
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*"):
         old.unlink()
     for name, lines, _ in sorted(chosen):
         (out / f"{name}.{INPUT_EXT[family]}").write_text("\n".join(lines) + "\n")
-    print(f"{family}: {len(chosen)} inputs, {sum(len(c[1]) for c in chosen)} values, "
-          f"{len(covered)} features", file=sys.stderr)
+    covered = set().union(*(c[2] for c in chosen)) if chosen else set()
+    print(f"{family}: {len(chosen)} of {len(candidates)} inputs, "
+          f"{sum(len(c[1]) for c in chosen)} values, {len(covered)} features", file=sys.stderr)
 
 
 def write(writer_name: str) -> None:
@@ -250,8 +291,9 @@ def write(writer_name: str) -> None:
                     realtools.run(binary, "-f", ext, "-o", str(Path(tmp) / f"{name}.{ext}"),
                                   str(src))
             except RuntimeError as e:
-                manifest[name] = "not written: " + str(e).splitlines()[-1].replace(
-                    str(src), src.name).replace(str(binary.parent) + "/", "")
+                said = str(e).split(": ", 1)[-1] if "exited" in str(e) else str(e)
+                manifest[name] = "not written: " + said.splitlines()[-1].replace(
+                    str(src), src.name).replace(tmp + "/", "").strip()
                 continue
             for ext in w.formats:
                 dst = out / f"{name}.{ext}"

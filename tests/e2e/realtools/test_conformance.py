@@ -1,0 +1,73 @@
+"""Conformance: SuperDB's and Zed's own ztest inputs, written by each real writer (super
+main, v0.3.0, v0.2.0; zq v1.12.0, v1.7.0), read by csup-async and judged type for type
+by the tool that wrote them (``tests/data/real/conformance/``, made by
+``tests/support/conformance_data.py``).
+
+Where the binaries are built the tool judges now, and the committed files are checked
+to be what the tool writes and prints today; elsewhere (CI) the committed outputs
+judge.  A file is read exactly, or refused with the reason listed in ``REFUSED``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support import oracle as oracles
+from tests.support import realtools
+from tests.support.conformance import Verdict, files, verdict
+from tests.support.conformance_data import DATA, INPUT_EXT, WRITERS
+
+CASES = [(name, path) for name, w in WRITERS.items() for path in files(w)]
+
+#: Files csup-async refuses on purpose, with (part of) the reason it must name.
+REFUSED: dict[tuple[str, str], str] = {}
+
+#: Refusals of a whole writer and format that wait for a reader being written elsewhere:
+#: (writer, suffix) -> (what the refusal says, the skip reason).
+PENDING = {("super-main", ".csup"): ("version 23", "v23 reader not merged"),
+           ("super-main", ".bsup"): ("BSUP version 5", "BSUP v5 reader not merged")}
+
+
+def test_the_corpus_is_there_and_small() -> None:
+    assert len(CASES) >= 100
+    size = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file())
+    assert size < 6 << 20, f"the conformance corpus is {size} bytes"
+
+
+@pytest.mark.parametrize(("writer", "path"), CASES,
+                         ids=[f"{w}/{p.name}" for w, p in CASES])
+def test_reads_as_the_writer_prints(writer: str, path: Path) -> None:
+    v = verdict(WRITERS[writer], path)
+    if v.outcome == "unjudged":
+        pytest.skip(f"the tool does not read its own file: {v.detail}")
+    pending = PENDING.get((writer, path.suffix))
+    if pending is not None and v.outcome == "refused" and pending[0] in v.detail:
+        pytest.skip(pending[1])
+    why = REFUSED.get((writer, path.name))
+    if why is not None:
+        assert v.outcome == "refused" and why in v.detail, v
+    else:
+        assert v == Verdict("exact")
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_committed_files_are_what_the_tools_write_and_print(writer: str,
+                                                            tmp_path: Path) -> None:
+    """Live: the writer writes the committed bytes again from each input, and its tool
+    prints the committed outputs for them (so CI's oracle is today's tool)."""
+    w = WRITERS[writer]
+    binary = realtools.require(w.oracle.tool, w.oracle.command)
+    checked = 0
+    for path in files(w):
+        src = DATA / "inputs" / w.family / f"{path.stem}.{INPUT_EXT[w.family]}"
+        fresh = tmp_path / path.name
+        realtools.run(binary, "-f", path.suffix[1:], "-o", str(fresh), str(src))
+        assert fresh.read_bytes() == path.read_bytes(), path.name
+        now, kept = oracles.run(w.oracle, path), oracles.committed(w.oracle, path)
+        assert now is not None and kept is not None, path.name
+        assert (now.json, now.text, now.binary, now.error) == (
+            kept.json, kept.text, kept.binary, kept.error), path.name
+        checked += 1
+    assert checked == len(files(w))
