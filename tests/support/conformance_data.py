@@ -309,6 +309,44 @@ def write(writer_name: str) -> None:
     print(f"{writer_name}: {done} of {len(manifest)} inputs written", file=sys.stderr)
 
 
+ISSUE37 = ROOT / "tests" / "data" / "real" / "issue37"
+
+#: The released-writer failures of issue #37: file -> (the writer, its input).
+ISSUE37_FILES = {
+    "absent.csup": (oracles.SUPER_0_3, "{x?:1,y?:_::string,z:1}\n"),
+    "fusion.csup": (oracles.SUPER_0_3, "fusion({x?:_::int64,y?:7},<{y:int64}>)\n"),
+    "error_null.csup": (oracles.SUPER_0_2, "error(null)\n{e:error(null),n:1}\n"),
+    "error_null.bsup": (oracles.SUPER_0_2, "error(null)\n{e:error(null),n:1}\n"),
+    "typedefs.csup": (oracles.SUPER_0_3,
+                      "{r:{x:2},b:3}\n{r:fusion({x?:1},<{x:int64}>),b:3}\n"),
+}
+
+
+def write_issue37() -> None:
+    """The files of issue #37's failures, their tools' outputs, and csup-async's BSUP of
+    ``typedefs.csup`` (``ours.bsup``) with what zq prints for it."""
+    ISSUE37.mkdir(parents=True, exist_ok=True)
+    for name, (o, text) in ISSUE37_FILES.items():
+        binary = realtools.find(o.tool, o.command)
+        if binary is None:
+            raise SystemExit(f"{o.command} {o.tool.version} is not built")
+        src = ISSUE37 / (name.split(".")[0] + ".input.sup")
+        src.write_text(text)
+        dst = ISSUE37 / name
+        realtools.run(binary, "-f", dst.suffix[1:], "-o", str(dst), str(src))
+        p = oracles.run(o, dst)
+        assert p is not None
+        oracles.save(p, o, dst)
+    ours = ISSUE37 / "ours.bsup"
+    subprocess.run([sys.executable, "-m", "csup_async.cli", "convert",
+                    str(ISSUE37 / "typedefs.csup"), str(ours)], check=True, cwd=ROOT,
+                   capture_output=True)
+    for o in (oracles.ZQ_1_12, oracles.ZQ_1_7):
+        p = oracles.run(o, ours)
+        if p is not None:
+            oracles.save(p, o, ours)
+
+
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "table"
     if what == "select":
@@ -317,6 +355,8 @@ def main(argv: list[str]) -> int:
     elif what == "write":
         for name in (argv[1:] or list(WRITERS)):
             write(name)
+    elif what == "issue37":
+        write_issue37()
     elif what == "table":
         from tests.support.conformance import print_table
 
