@@ -164,6 +164,13 @@ def expected(p: Printed, oracle: Oracle) -> list[tuple[Any, Any]] | None:
         return [(v.type, v.value) for v in read_values(p.binary)]
     from csup_async.superdb import bsup2
 
+    if oracle.bsup_version == 5:
+        try:  # super main's BSUP: read where the v23 reader (issue #37) has landed
+            from csup_async.superdb import bsup5  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        return [(t, bsup5.decode_value(t, b, typed=True)) for t, b in
+                bsup5.read_values(p.binary)]
     dialect = {1: bsup2.V1, 2: bsup2.V2}.get(oracle.bsup_version)
     if dialect is None:
         return None
