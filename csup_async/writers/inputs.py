@@ -106,7 +106,7 @@ def read_bsup(path: str) -> Iterator[Value]:
 
 def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
     """SuperDB's BSUP (versions 1 and 2); other versions refused by name."""
-    from .superdb import bsup2
+    from ..format.superdb import bsup2
 
     known = SUPERDB_BSUP.get(0x80 | version)
     if known is None:

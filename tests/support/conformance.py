@@ -46,7 +46,7 @@ def read_here(path: Path) -> list[tuple[Any, Any]]:
                 return await r.read_values()
 
         return [(v.type, v.value) for v in asyncio.run(read())]
-    from csup_async.inputs import read_values
+    from csup_async.writers.inputs import read_values
 
     return [(v.type, v.value) for v in read_values(str(path))]
 

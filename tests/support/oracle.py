@@ -159,14 +159,14 @@ def expected(p: Printed, oracle: Oracle) -> list[tuple[Any, Any]] | None:
     """The tool's values as ``(type, typed value)``, decoded from its binary output,
     or ``None`` where this library does not read that BSUP version (yet)."""
     if oracle.bsup_version == 0:
-        from csup_async.bsup import read_values
+        from csup_async.format.bsup import read_values
 
         return [(v.type, v.value) for v in read_values(p.binary)]
-    from csup_async.superdb import bsup2
+    from csup_async.format.superdb import bsup2
 
     if oracle.bsup_version == 5:
         try:  # super main's BSUP: read where the v23 reader (issue #37) has landed
-            from csup_async.superdb import bsup5  # type: ignore[attr-defined]
+            from csup_async.format.superdb import bsup5  # type: ignore[attr-defined]
         except ImportError:
             return None
         return [(t, bsup5.decode_value(t, b, typed=True)) for t, b in
@@ -218,7 +218,7 @@ def judge(values: list[tuple[Any, Any]], p: Printed, oracle: Oracle) -> str | No
 
 def _has_optional(t: Any, depth: int = 0) -> bool:
     """Whether a type has an optional field anywhere (whose JSON super gets wrong)."""
-    from csup_async.superdb.bsup2 import FusionType, OptField
+    from csup_async.format.superdb.bsup2 import FusionType, OptField
 
     if depth > 50 or isinstance(t, FusionType):
         return True

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import csup_async
-from csup_async.bsup import TypedefEncoder
-from csup_async.superdb.bsup2 import OptField
-from csup_async.types import Field, PrimitiveType, RecordType
+from csup_async.format.bsup import TypedefEncoder
+from csup_async.format.superdb.bsup2 import OptField
+from csup_async.model.types import Field, PrimitiveType, RecordType
 from tests.support import oracle as oracles
 from tests.support.conformance import read_here
 
@@ -65,7 +65,7 @@ def test_v16_fusion_reads_as_its_subtype() -> None:
     if str(t) != "{y:int64}":
         pytest.skip("v16 fusion subtypes: see coord/tools-to-v23.md (read as the "
                     f"supertype {t} for now)")
-    from csup_async.superdb import bsup2
+    from csup_async.format.superdb import bsup2
 
     [(wt, wb)] = bsup2.read_values((DATA / "fusion.csup.super-0.3-defused.bsup").read_bytes())
     assert (t, v) == (wt, bsup2.decode_value(wt, wb, typed=True)) == (t, {"y": 7})
