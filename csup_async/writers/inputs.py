@@ -74,9 +74,10 @@ def read_json(path: str) -> Iterator[Any]:
         yield doc
 
 
-#: SuperDB's BSUP versions this reads besides Zed's version 0, by the version byte
-#: that starts each of their frames, and which release writes them.
-SUPERDB_BSUP = {0x81: ("V1", "super v0.2.0"), 0x82: ("V2", "super v0.3.0")}
+#: SuperDB's BSUP versions besides Zed's version 0, by the version byte that starts
+#: each of their frames: the release that writes each and the module that reads it.
+SUPERDB_BSUP = {1: ("super v0.2.0", "bsup2"), 2: ("super v0.3.0", "bsup2"),
+                5: ("super main", "bsup5")}
 
 
 def bsup_version(data: bytes) -> int:
@@ -104,18 +105,34 @@ def read_bsup(path: str) -> Iterator[Value]:
         raise e.with_path(path) from None
 
 
-def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
-    """SuperDB's BSUP (versions 1 and 2); other versions refused by name."""
-    from ..format.superdb import bsup2
+def _superdb_codec(version: int) -> Any:
+    """The module that reads SuperDB's BSUP ``version``, or ``None``."""
+    import importlib
 
-    known = SUPERDB_BSUP.get(0x80 | version)
+    known = SUPERDB_BSUP.get(version)
     if known is None:
-        readable = ", ".join(f"{b & 0x7F} ({who})" for b, (_, who) in SUPERDB_BSUP.items())
+        return None
+    try:  # bsup5 arrives with the CSUP v23 reader (issue #37)
+        return importlib.import_module(f"..format.superdb.{known[1]}", __package__)
+    except ImportError:
+        return None
+
+
+def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
+    """SuperDB's BSUP; a version no module here reads is refused by name."""
+    codec = _superdb_codec(version)
+    if codec is None:
+        readable = ", ".join(f"{v} ({who})" for v, (who, _) in SUPERDB_BSUP.items()
+                             if _superdb_codec(v) is not None)
         raise FormatError(f"BSUP version {version} is not read here (versions read: 0 "
                           f"(Zed), {readable})", path=path)
-    dialect = getattr(bsup2, known[0])
-    for t, body in bsup2.read_values(data, dialect):
-        yield Value(t, bsup2.decode_value(t, body, dialect=dialect, typed=True))
+    if version == 5:
+        for t, body in codec.read_values(data):
+            yield Value(t, codec.decode_value(t, body, typed=True))
+        return
+    dialect = codec.V1 if version == 1 else codec.V2
+    for t, body in codec.read_values(data, dialect):
+        yield Value(t, codec.decode_value(t, body, dialect=dialect, typed=True))
 
 
 async def _read_csup(path: str) -> list[Value]:
