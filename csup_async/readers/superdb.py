@@ -34,7 +34,7 @@ from ..format.superdb.meta import (
     root_types,
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
-from ..model.types import NULL, RecordType, Type
+from ..model.types import NULL, RecordType, Type, UnionType
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
@@ -262,9 +262,31 @@ class HeaderLayoutReader(WholeObjectReader):
             else:
                 out[p] = got
         if slow:
-            for p, v in self._decode(obj, slow).items():
+            plain = [p for p in slow if not isinstance(types[p], UnionType)]
+            for p, v in self._decode(obj, plain).items():
                 out[p] = A.from_pylist(types[p], v)
+            for p in slow:
+                if p not in out:  # a union column: each value tagged with its member
+                    out[p] = A.from_pylist(types[p], self._members(obj, p, types[p]))
         return out
+
+    def _members(self, obj: ObjectMeta, path: str, col: Type) -> list[Any]:
+        """A union column's values over the rows of ``obj``, decoded with their types and
+        each tagged with its member of ``col``: untyped, a float64 of a column that also
+        holds float32 would become a float32, an int where a string is expected refused."""
+        dec = Decoder(obj.nodes, self._loader(obj), True, obj.header.dialect)
+        tops = C.tops_of(obj)
+        comps = self._comps([path])[0]
+        parts = []
+        for top, top_t in zip(tops, C.top_types(obj), strict=True):
+            n = C.node_len_of(obj, top)
+            t = C.resolve(obj.nodes, top, comps)
+            if t is None:
+                parts.append([None] * n)
+                continue
+            parts.append(C.as_members(C.target_values(dec, obj, t, n),
+                                      C.type_at(top_t, comps), col))
+        return parts[0] if len(parts) == 1 else C.interleave(C.row_tags(dec, obj), parts)
 
     def _result(self, cols: dict[str, A.Array], n: int, stats: ScanStats, plan: Any
                 ) -> ScanResult:

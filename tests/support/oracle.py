@@ -200,7 +200,7 @@ def judge(values: list[tuple[Any, Any]], p: Printed, oracle: Oracle) -> str | No
         for i, ((t, v), (wt, wv)) in enumerate(zip(values, want, strict=True)):
             if t != wt:
                 return f"value {i}: type {t} read, the tool has {wt}"
-            if not _same(v, wv):
+            if not same(v, wv):
                 return f"value {i}: {v!r} read, the tool has {wv!r}"
     if p.json is None:
         return None if want is not None else "no JSON and no readable BSUP to judge by"
@@ -210,7 +210,7 @@ def judge(values: list[tuple[Any, Any]], p: Printed, oracle: Oracle) -> str | No
     for i, (g, w) in enumerate(zip(got, p.json, strict=True)):
         if want is not None and _has_optional(values[i][0]):
             continue  # super v0.3.0 prints an absent field as "" or panics: BSUP judges
-        if not _same(g, w):
+        if not same(g, w):
             return f"value {i}: JSON {json.dumps(g, default=str)} read, the tool prints " \
                    f"{json.dumps(w)}"
     return None
@@ -232,14 +232,14 @@ def _has_optional(t: Any, depth: int = 0) -> bool:
     return any(_has_optional(k, depth + 1) for k in kids)
 
 
-def _same(a: Any, b: Any) -> bool:
+def same(a: Any, b: Any) -> bool:
     """Equality where NaN equals NaN (both sides may hold float NaN)."""
     if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
         return True
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     try:
         return bool(a == b)
     except (TypeError, ValueError):

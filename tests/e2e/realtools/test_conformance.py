@@ -10,13 +10,18 @@ judge.  A file is read exactly, or refused with the reason listed in ``REFUSED``
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+import csup_async
+import planner
+from csup_async import CsupError
+from csup_async.model.values import strip_unions
 from tests.support import oracle as oracles
 from tests.support import realtools
-from tests.support.conformance import Verdict, files, verdict
+from tests.support.conformance import Verdict, files, read_here, verdict
 from tests.support.conformance_data import DATA, INPUT_EXT, WRITERS
 
 CASES = [(name, path) for name, w in WRITERS.items() for path in files(w)]
@@ -71,3 +76,34 @@ def test_committed_files_are_what_the_tools_write_and_print(writer: str,
             kept.json, kept.text, kept.binary, kept.error), path.name
         checked += 1
     assert checked == len(files(w))
+
+
+COLUMNAR = [(w, p) for w, p in CASES if p.suffix in (".csup", ".vng")]
+
+
+@pytest.mark.parametrize(("writer", "path"), COLUMNAR,
+                         ids=[f"{w}/{p.name}" for w, p in COLUMNAR])
+def test_rows_and_columns_agree_with_the_values(writer: str, path: Path) -> None:
+    """``read_rows`` and ``scan`` give what ``read_values`` gives (judged above): each
+    column is its path's value in each row (a union column keeps every member's own
+    type: a float64 among float32s stays float64)."""
+    try:
+        values = read_here(path)
+    except CsupError:
+        pytest.skip("refused (judged by test_reads_as_the_writer_prints)")
+
+    async def read() -> tuple[list[object], object]:
+        async with csup_async.open(str(path)) as r:
+            return await r.read_rows(), await r.scan()
+
+    rows, res = asyncio.run(read())
+    want = [strip_unions(v) for _, v in values]
+    assert oracles.same(rows, want)
+    for spelling, arr in res.columns.items():  # type: ignore[attr-defined]
+        comps = planner.parse_path(spelling) if spelling else ()
+        expect = []
+        for r in want:
+            for c in comps:
+                r = r.get(c) if isinstance(r, dict) else None
+            expect.append(r)
+        assert oracles.same(arr.to_pylist(), expect), spelling
