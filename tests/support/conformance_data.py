@@ -6,6 +6,7 @@ wrote into ``tests/data/real/conformance/``)::
 
     python3 -m tests.support.conformance_data select   # inputs/ from the snapshots' ztests
     python3 -m tests.support.conformance_data write    # <writer>/ files and tool outputs
+    python3 -m tests.support.conformance_data ours     # csup-async's BSUP of zq's files, zq's JSON
     python3 -m tests.support.conformance_data table    # how csup-async reads them
 
 ``select`` reads the ``*.yaml`` ztests of super main (492eab8) and zq v1.12.0 from the
@@ -309,6 +310,36 @@ def write(writer_name: str) -> None:
     print(f"{writer_name}: {done} of {len(manifest)} inputs written", file=sys.stderr)
 
 
+#: The writers whose tool reads the BSUP (version 0) csup-async writes: zq.
+OURS_READERS = ("zq-1.12", "zq-1.7")
+
+
+def ours_bsup(path: Path) -> bytes:
+    """csup-async's BSUP of what it reads from ``path`` (the other direction: the
+    tool that wrote ``path`` must read this back as it reads ``path``)."""
+    from csup_async.format.bsup import encode_stream
+    from tests.support.conformance import read_here
+
+    return encode_stream(read_here(path))
+
+
+def ours_path(path: Path) -> Path:
+    return path.with_name(path.name + ".ours.bsup")
+
+
+def write_ours(writer_name: str) -> None:
+    """csup-async's BSUP of each file of a zq writer, and what that zq prints for it."""
+    from tests.support.conformance import files
+
+    w = WRITERS[writer_name]
+    for path in files(w):
+        ours = ours_path(path)
+        ours.write_bytes(ours_bsup(path))
+        p = oracles.run(w.oracle, ours)
+        assert p is not None
+        oracles.save(p, w.oracle, ours)
+
+
 ISSUE37 = ROOT / "tests" / "data" / "real" / "issue37"
 
 #: The released-writer failures of issue #37: file -> (the writer, its input).
@@ -355,6 +386,9 @@ def main(argv: list[str]) -> int:
     elif what == "write":
         for name in (argv[1:] or list(WRITERS)):
             write(name)
+    elif what == "ours":
+        for name in (argv[1:] or list(OURS_READERS)):
+            write_ours(name)
     elif what == "issue37":
         write_issue37()
     elif what == "table":

@@ -22,7 +22,14 @@ from csup_async.model.values import strip_unions
 from tests.support import oracle as oracles
 from tests.support import realtools
 from tests.support.conformance import Verdict, files, read_here, verdict
-from tests.support.conformance_data import DATA, INPUT_EXT, WRITERS
+from tests.support.conformance_data import (
+    DATA,
+    INPUT_EXT,
+    OURS_READERS,
+    WRITERS,
+    ours_bsup,
+    ours_path,
+)
 
 CASES = [(name, path) for name, w in WRITERS.items() for path in files(w)]
 
@@ -107,3 +114,26 @@ def test_rows_and_columns_agree_with_the_values(writer: str, path: Path) -> None
                 r = r.get(c) if isinstance(r, dict) else None
             expect.append(r)
         assert oracles.same(arr.to_pylist(), expect), spelling
+
+
+OURS = [(w, p) for w, p in CASES if w in OURS_READERS]
+
+
+@pytest.mark.parametrize(("writer", "path"), OURS, ids=[f"{w}/{p.name}" for w, p in OURS])
+def test_zq_reads_our_bsup_of_its_files_as_its_own(writer: str, path: Path,
+                                                     tmp_path: Path) -> None:
+    """The other direction: csup-async's BSUP of what it read from a zq file prints in
+    zq as the zq file does (JSON and ZSON).  Live when zq is built; in CI our BSUP must be
+    the committed bytes, which zq printed that way when they were made."""
+    o = WRITERS[writer].oracle
+    ours = ours_bsup(path)
+    fresh = tmp_path / "ours.bsup"
+    fresh.write_bytes(ours)
+    printed = oracles.run(o, fresh)
+    if printed is None:  # no binary: the committed bytes and what zq printed for them
+        assert ours == ours_path(path).read_bytes()
+        printed = oracles.committed(o, ours_path(path))
+    original = oracles.printed(o, path)
+    assert printed is not None and original is not None
+    assert printed.error is None, printed.error
+    assert (printed.json, printed.text) == (original.json, original.text)
