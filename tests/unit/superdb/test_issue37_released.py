@@ -62,9 +62,9 @@ def test_v16_fusion_reads_as_its_subtype() -> None:
     """``fusion({x?:_::int64,y?:7},<{y:int64}>)``: the value as its own subtype, as super
     v0.3.0's ``defuse`` gives it (and super main prints every fusion value)."""
     [(t, v)] = read_here(DATA / "fusion.csup")
-    if str(t) != "{y:int64}":
-        pytest.skip("v16 fusion subtypes: see coord/tools-to-v23.md (read as the "
-                    f"supertype {t} for now)")
+    if str(t) == "{x?:int64,y?:int64}":  # today: the supertype, subtypes not read yet
+        pytest.skip("v16 fusion values as their subtypes: not read yet (the v23 reader's "
+                    "defuse, applied to v16's type section, after it is merged)")
     from csup_async.format.superdb import bsup2
 
     [(wt, wb)] = bsup2.read_values((DATA / "fusion.csup.super-0.3-defused.bsup").read_bytes())
