@@ -137,3 +137,27 @@ def test_zq_reads_our_bsup_of_its_files_as_its_own(writer: str, path: Path,
     assert printed is not None and original is not None
     assert printed.error is None, printed.error
     assert (printed.json, printed.text) == (original.json, original.text)
+
+
+@pytest.mark.parametrize("writer", ["super-0.3", "super-0.2", "zq-1.12", "zq-1.7"])
+def test_the_judge_sees_a_wrong_value_and_a_wrong_type(writer: str) -> None:
+    """The judge is not vacuous: one value changed, or one type, is seen."""
+    from csup_async.model.types import PrimitiveType, RecordType
+
+    w = WRITERS[writer]
+    path = next(p for p in files(w) if p.suffix in (".csup", ".vng") and any(
+        isinstance(t, RecordType) and any(f.type == PrimitiveType("int64", 9)
+                                          for f in t.fields) for t, _ in read_here(p)))
+    values = read_here(path)
+    p = oracles.printed(w.oracle, path)
+    assert p is not None and oracles.judge(values, p, w.oracle) is None
+    i, (t, v) = next((i, tv) for i, tv in enumerate(values) if isinstance(tv[0], RecordType)
+                     and any(f.type == PrimitiveType("int64", 9) for f in tv[0].fields))
+    name = next(f.name for f in t.fields if f.type == PrimitiveType("int64", 9))
+    changed = list(values)
+    changed[i] = (t, {**v, name: (v.get(name) or 0) + 1})
+    assert oracles.judge(changed, p, w.oracle) is not None
+    retyped = list(values)
+    retyped[i] = (RecordType(tuple(f if f.name != name else type(f)(name, PrimitiveType(
+        "int32", 7)) for f in t.fields)), v)
+    assert oracles.judge(retyped, p, w.oracle) is not None
