@@ -186,7 +186,7 @@ def as_json(oracle: Oracle, t: Any, v: Any) -> Any:
         return zed_json(t, v, map_as_records=oracle.tool.version == "v1.7.0")
     from tests.support.superjson import super_json
 
-    return super_json(t, v)
+    return super_json(t, v, main=oracle.name == "super-main")
 
 
 def judge(values: list[tuple[Any, Any]], p: Printed, oracle: Oracle) -> str | None:
