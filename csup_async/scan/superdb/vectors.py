@@ -128,7 +128,7 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
-        elif k == "fusion" and isinstance(n.value, int) and self.typed:  # v23: as its subtype
+        elif k == "fusion" and self.typed and self.types is not None:  # as its subtype
             from . import vectors23
 
             out = vectors23.fusion_values(self, n, d)
