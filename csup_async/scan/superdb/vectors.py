@@ -202,7 +202,8 @@ class Decoder:
             self.expect(k, want, f"{n.kind} member")
         members = [self.values(k, d) for k in n.kids]
         pos = [0] * len(members)
-        types = [node_type(self.nodes, k) for k in n.kids] if (
+        names = () if self.dialect.version >= 5 else None  # recursive types: v23 only
+        types = [node_type(self.nodes, k, names=names) for k in n.kids] if (
             self.typed and n.kind == "union") else None
         out = []
         for t in tags:

@@ -39,13 +39,6 @@ REFUSED: dict[tuple[str, str], str] = {}
 #: Known wrong readings, each an expected failure (strict: fixing one makes it pass and
 #: must remove it here): (test, writer, file) -> why.
 WRONG = {
-    ("values", "super-0.3", "sup-redefined-named-types.csup"):
-        "a named type redefined inside its own definition is read as a recursive "
-        "reference (format/superdb/meta.node_type's names, from the v23 reader)",
-    ("values", "super-0.2", "sup-redefined-named-types.csup"):
-        "as for super-0.3",
-    ("rows", "super-0.3", "sup-redefined-named-types.csup"): "as above",
-    ("rows", "super-0.2", "sup-redefined-named-types.csup"): "as above",
     ("rows", "super-main", "runtime-op-sort-numbers.csup"):
         "a v23 union column of float32 and float64 built from untyped values rounds "
         "float64 to float32 (v14/v16 columns are built from typed values)",
