@@ -129,15 +129,15 @@ def read_bsup(path: str) -> Iterator[Value]:
 
 def _superdb_codec(version: int) -> Any:
     """The module that reads SuperDB's BSUP ``version``, or ``None``."""
-    import importlib
+    if version in (1, 2):
+        from ..format.superdb import bsup2
 
-    known = SUPERDB_BSUP.get(version)
-    if known is None:
-        return None
-    try:  # bsup5 arrives with the CSUP v23 reader (issue #37)
-        return importlib.import_module(f"..format.superdb.{known[1]}", __package__)
-    except ImportError:
-        return None
+        return bsup2
+    if version == 5:
+        from ..format.superdb import bsup5
+
+        return bsup5
+    return None
 
 
 def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
