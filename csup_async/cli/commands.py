@@ -33,6 +33,8 @@ def _convert(args: argparse.Namespace) -> int:
 
     out_kind = output_kind(args.output, args.to)
     remote = "://" in args.output and not args.output.startswith("file://")
+    if not remote:
+        _check_output_dir(args.output)
     if out_kind in ("parquet", "ndjson"):
         if remote:
             raise UsageError(f"{out_kind} output is a local file (write .csup to an object "
@@ -68,6 +70,17 @@ def _convert(args: argparse.Namespace) -> int:
         n = _write_bsup(args.output, values)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
+
+
+def _check_output_dir(output: str) -> None:
+    """A local output whose directory is missing fails before any input is read, naming
+    the output (not the temporary file beside it that would fail first)."""
+    from ..errors import NotFoundError
+    from ..stores.put import local_path
+
+    d = os.path.dirname(local_path(output)) or "."
+    if not os.path.isdir(d):
+        raise NotFoundError(f"cannot write: no such directory {d!r}", path=output)
 
 
 def _convert_out(args: argparse.Namespace, kind: str) -> int:
