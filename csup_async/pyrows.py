@@ -23,6 +23,7 @@ smaller pieces, to the per-value path, which decides exactly as before.
 
 from __future__ import annotations
 
+import datetime as _dt
 import itertools
 import re
 from collections.abc import Iterable, Iterator
@@ -80,6 +81,8 @@ _KIND: dict[type, int] = {
     type(None): _NONE, bool: _BOOL, np.bool_: _BOOL, int: _INT, np.int64: _INT,
     float: _FLOAT, np.float64: _FLOAT, str: _STR, bytes: _BYTES, dict: _DICT,
     list: _LIST, tuple: _LIST, np.datetime64: _TIME, np.timedelta64: _DUR,
+    # Python's own (exact type: pandas' Timestamp, a subclass, keeps the per-value path)
+    _dt.datetime: _TIME, _dt.timedelta: _DUR,
 }
 _PRIM_TYPE = {_NONE: NULL, _BOOL: BOOL, _INT: INT64, _FLOAT: FLOAT64, _STR: STRING,
               _BYTES: BYTES, _TIME: TIME, _DUR: DURATION}
@@ -240,6 +243,8 @@ class _Fixed(_Part):
                 self.values = np.array(values, dtype=np.float64)
             elif kind == _BOOL:
                 self.values = np.array(values, dtype=np.bool_).astype(np.uint8)
+            elif type(values[0]) in (_dt.datetime, _dt.timedelta):
+                self.values = _python_ns(values, kind)
             else:
                 self.values = numpy_ns(_exact_array(values, kind))
         except (OverflowError, TypeError, ValueError, CsupError):
@@ -252,6 +257,29 @@ class _Fixed(_Part):
         if self.kind == _BOOL:
             return Prim(encode_fixed(v, 1))
         return Prim(encode_ints(v))
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _python_ns(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
+    """Python datetimes (a naive one is UTC) or timedeltas as int64 nanoseconds, exactly
+    as the per-value path encodes each; _Unhandled for a mix with numpy's scalars or a
+    value beyond int64 (the per-value path then decides, as it always did)."""
+    want = _dt.datetime if kind == _TIME else _dt.timedelta
+    if not all(type(v) is want for v in values):
+        raise _Unhandled("mixed")
+    if kind == _TIME:
+        deltas = [(v if v.tzinfo is not None else v.replace(tzinfo=_dt.UTC)) - _EPOCH
+                  for v in values]
+    else:
+        deltas = list(values)
+    ns = [(d.days * 86400 + d.seconds) * 1_000_000_000 + d.microseconds * 1000
+          for d in deltas]
+    if min(ns) < _INT64_MIN or max(ns) > _INT64_MAX:
+        raise _Unhandled("range")
+    return np.array(ns, dtype=np.int64)
 
 
 def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
@@ -643,6 +671,7 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
             w.write(r)
         return
     kinds: list[int | None] = []
+    seen: dict[int, list[Type]] = {_DICT: [], _LIST: []}
     for r in rows:
         kind = None
         if isinstance(r, (dict, list, tuple)):
@@ -654,8 +683,11 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
                 t, ArrayType) else None
             if kind is not None:
                 assert t is not None
-                open_types[kind] = fuse_types(open_types.get(kind, NULL), t)
+                seen[kind].append(t)
         kinds.append(kind)
+    for kind, types in seen.items():  # all at once: not the fused record once per row
+        if types:
+            open_types[kind] = fuse_all(types, open_types.get(kind, NULL))
     for r, kind in zip(rows, kinds, strict=True):
         if kind is None:
             w.write(r)
