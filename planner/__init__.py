@@ -1,7 +1,7 @@
 """The pure scan planner: a file's metadata and a projection in, the reads to make out.
 
 Plain data in, plain data out: frozen dataclasses and pure functions, no I/O,
-nothing heavier than the standard library and ``csup_async.meta``/``types``
+nothing heavier than the standard library and ``csup_async.format.meta``/``types``
 (the reader imports this on every open, and Spark ships plans to executors).
 
 * :func:`resolve_paths` - projection -> the streams each super type needs
@@ -30,6 +30,7 @@ from .multi import (
     PrunedFile,
     Task,
     TaskFile,
+    WholeFile,
     plan_files,
 )
 from .paths import format_path, parse_columns, parse_path
@@ -51,6 +52,7 @@ __all__ = [
     "FileScan", "FilterError", "Truth", "col", "parse_filter", "zone_truth",
     "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
     "Leg", "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
+    "WholeFile",
     "all_paths", "coalesce", "describe_paths", "format_path", "get_profile",
     "metadata_followup", "parse_columns", "parse_path", "plan_files", "plan_scan",
     "resolve_paths", "tail_prefetch_size", "top_level_paths", "wave_seconds",

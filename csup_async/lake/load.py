@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import bsup
-from ..errors import CsupError, EncodeError
-from ..types import NULL, UINT64, Type
-from ..values import Value, infer_type
+from ..format import bsup
+from ..model.errors import CsupError, EncodeError
+from ..model.types import NULL, UINT64, Type
+from ..model.values import Value, infer_type
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import commit_rel
@@ -144,7 +144,7 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
 
 
 def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]]) -> bytes:
-    from ..writing import write
+    from ..writers.writing import write
 
     buf = _io.BytesIO()
     write(buf, [Value(t, v) for t, v, _, _ in rows])

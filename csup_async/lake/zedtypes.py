@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .. import bsup
-from ..errors import CsupError
-from ..types import (
+from ..format import bsup
+from ..model.errors import CsupError
+from ..model.types import (
     BYTES,
     INT64,
     NULL,
@@ -28,7 +28,7 @@ from ..types import (
     Type,
     underlying,
 )
-from ..values import Value
+from ..model.values import Value
 from .errors import LakeError
 
 KSUID_T = NamedType("ksuid.KSUID", BYTES)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, CsupError
+from ..model.errors import ConfigError, CsupError
 from ..stores.config import all_names, known_option
 
 MiB = 1 << 20
@@ -214,7 +214,7 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         if getattr(s, attr) is not None and getattr(s, attr) < 0:
             raise CsupError(f"option {name} must be >= 0")
     if not write:
-        from ..partitioning import check_partitioning
+        from ..scan.partitioning import check_partitioning
 
         s.partitioning = check_partitioning(s.partitioning)
     if s.profile is not None:
