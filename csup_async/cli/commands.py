@@ -75,7 +75,7 @@ def _convert(args: argparse.Namespace) -> int:
 def _check_output_dir(output: str) -> None:
     """A local output whose directory is missing fails before any input is read, naming
     the output (not the temporary file beside it that would fail first)."""
-    from ..errors import NotFoundError
+    from ..model.errors import NotFoundError
     from ..stores.put import local_path
 
     d = os.path.dirname(local_path(output)) or "."

@@ -139,7 +139,7 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
 def _write_error(e: OSError, path: str) -> CsupError:
     """An OSError of writing ``path`` (through its temporary file) as the store error a
     user can act on, naming ``path``: a missing directory, no permission, a full disk."""
-    from .errors import AccessDeniedError, NotFoundError, StoreError
+    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
 
     d = os.path.dirname(path) or "."
     if isinstance(e, FileNotFoundError) and not os.path.isdir(d):

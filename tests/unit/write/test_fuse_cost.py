@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.fuse import fuse_all, fuse_types
-from csup_async.types import NULL, Type
+from csup_async.model.types import NULL, Type
+from csup_async.writers.fuse import fuse_all, fuse_types
 from tests.support.strategies import types
 
 VALUES: dict[str, Callable[[int], Any]] = {
@@ -85,7 +85,7 @@ def test_python_times_take_the_vectorised_path_with_the_per_value_bytes() -> Non
     fused = io.BytesIO()
     csup_async.write(fused, rows)
     w = csup_async.Writer(exact := io.BytesIO())
-    from csup_async.fuse import encode_fused
+    from csup_async.writers.fuse import encode_fused
 
     t = fuse_all([csup_async.infer_type(r) for r in rows])
     for r in rows:
