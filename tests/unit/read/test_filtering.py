@@ -56,7 +56,8 @@ def filters(kind: str) -> st.SearchStrategy:
     ops = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
     leaf = st.one_of(
         st.builds(Compare, ops, st.just(("x",)), lit),
-        st.builds(lambda vs: IsIn(("x",), tuple(vs)), st.lists(lit, max_size=3)),
+        st.builds(lambda vs, exact: IsIn(("x",), tuple(vs), exact), st.lists(lit, max_size=3),
+                  st.booleans()),  # exact: pyarrow's is_in (NaN is NaN, -0.0 not 0.0)
         st.builds(IsNull, st.just(("x",)), st.booleans()),
         st.builds(StartsWith, st.just(("x",)), st.one_of(st.text("ab\u00e9", max_size=2),
                                                         st.just(b"a"))),
