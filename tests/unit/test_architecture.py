@@ -60,7 +60,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"write": ("csup_async.writer", "csup_async.writing", "csup_async.write_inputs",
                "csup_async.arrow_input", "csup_async.arrow_write", "csup_async.pyrows",
                "csup_async.fuse", "csup_async.segstats", "csup_async.batch",
-               "csup_async.tagenc", "csup_async.inputs")},
+               "csup_async.tagenc", "csup_async.inputs", "csup_async.targets.*")},
     # a lake reads its objects through the api and loads them through the write side
     {"lake": ("csup_async.lake.*",)},
     # ``import csup_async``: every public name, loaded by name on first use
