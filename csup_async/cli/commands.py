@@ -58,6 +58,8 @@ def _convert(args: argparse.Namespace) -> int:
             opts["fuse"] = False
         if args.infer_times:
             opts["infer_times"] = True
+        if args.target:
+            opts["target"] = args.target
         if "://" in args.output and not args.output.startswith("file://"):
             opts.update(source_options(args, args.output)[0])  # put through its store
         n = write(args.output, values, **opts)
@@ -65,7 +67,7 @@ def _convert(args: argparse.Namespace) -> int:
         raise UsageError("BSUP output is a local file (write .csup to an object store)",
                          path=args.output)
     else:
-        n = _write_bsup(args.output, values)
+        n = _write_bsup(args.output, values, args.target)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
 
@@ -87,20 +89,16 @@ def _convert_out(args: argparse.Namespace, kind: str) -> int:
     return n
 
 
-def _write_bsup(path: str, values: Any) -> int:
-    from ..bsup import StreamEncoder, encode_value
-    from ..values import Value, infer_type
+def _write_bsup(path: str, values: Any, target: str | None = None) -> int:
+    """BSUP of the version ``target``'s tool reads (version 0 by default)."""
+    from ..targets import resolve
+    from ..targets.output import write_bsup
 
+    chosen = resolve(target)  # an unknown name fails before the file is touched
     tmp = f"{path}.tmp-{os.getpid()}"
-    n = 0
     try:
         with open(tmp, "wb") as f:
-            enc = StreamEncoder(f)
-            for v in values:
-                t, x = (v.type, v.value) if isinstance(v, Value) else (infer_type(v), v)
-                enc.write_body(t, encode_value(t, x))
-                n += 1
-            enc.end_stream()
+            n = write_bsup(f, values, chosen)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
