@@ -1,0 +1,256 @@
+"""target=: what each target writes reads back exactly through this library's readers
+of that layout (CSUP v16 for super-0.3, VNG v3 for zed-1.12, BSUP 2/1), and bad names
+are clear errors.  The real tools' side is tests/e2e/realtools/test_targets_live.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import csup_async
+from csup_async.bsup import encode_value
+from csup_async.errors import ArgumentError, EncodeError
+from csup_async.superdb import intcomp
+from csup_async.superdb.bsup2 import V1, V2, decode_value, read_values
+from csup_async.targets import TARGETS, UnknownTargetError, resolve
+from csup_async.targets.bsupn import StreamEncoderN, encode_body
+from csup_async.targets.csup16 import MAX_OBJECT_VALUES
+from csup_async.targets.intcomp import encode_int64s, encode_uint32s, encode_uint64s
+from csup_async.targets.output import write_bsup, write_csup
+from csup_async.targets.supermodel import to_super
+from csup_async.types import NULL, ArrayType, UnionType
+from csup_async.values import Value, infer_type
+from tests.support.strategies import types, values_of
+
+ROWS = [
+    {"id": 1, "name": "ann", "score": 1.5, "ok": True, "tags": ["a", "b"], "at": None},
+    {"id": 2, "name": None, "score": None, "ok": False, "tags": [], "at": {"x": 1}},
+    {"id": -3, "name": "cy", "score": -0.0, "ok": None, "tags": ["c", None], "at": {"x": None}},
+    7,
+    "a string",
+    None,
+]
+
+
+def _read(path: str) -> list[Value]:
+    return csup_async.open_sync(path).read_values()
+
+
+def _read_bytes(b: bytes) -> list[Value]:
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "f")
+        with open(path, "wb") as f:
+            f.write(b)
+        return _read(path)
+
+
+def _own(tmp_path) -> list[Value]:
+    """ROWS as this library's own layout types them (rows fused as ``write`` does)."""
+    path = str(tmp_path / "own.csup")
+    csup_async.write(path, ROWS)
+    return _read(path)
+
+
+def _exact(t, v, dialect=V2) -> tuple:
+    return (t, encode_body(t, v, dialect))
+
+
+@pytest.mark.parametrize("name", ["nope", "super-0.1", "", "SUPER"])
+def test_unknown_target_lists_the_accepted_names(tmp_path, name):
+    with pytest.raises(UnknownTargetError) as e:
+        csup_async.write(tmp_path / "x.csup", ROWS, target=name)
+    assert isinstance(e.value, ArgumentError)
+    for accepted in TARGETS:
+        assert accepted in str(e.value)
+    assert not (tmp_path / "x.csup").exists()
+
+
+def test_default_target_is_this_librarys_layout(tmp_path):
+    a, b = tmp_path / "a.csup", tmp_path / "b.csup"
+    csup_async.write(a, ROWS)
+    csup_async.write(b, ROWS, target="csup-async")
+    assert a.read_bytes() == b.read_bytes()
+    assert resolve(None).name == "csup-async"
+
+
+def test_super_0_3_reads_back_in_superdb_model(tmp_path):
+    path = str(tmp_path / "s.csup")
+    assert csup_async.write(path, ROWS, target="super-0.3") == len(ROWS)
+    data = open(path, "rb").read()
+    assert data[:4] == b"CSUP" and int.from_bytes(data[4:8], "little") == 16
+    got = _read(path)
+    want = [to_super(v.type, v.value) for v in _own(tmp_path)]
+    assert [_exact(v.type, v.value) for v in got] == [_exact(t, v) for t, v in want]
+    # a typed null becomes super's null value; a null element makes a union
+    assert got[1].type.field("name").type == NULL
+    assert got[2].type.field("tags").type == ArrayType(UnionType((csup_async.types.STRING, NULL)))
+
+
+def test_zed_1_12_reads_back_exactly(tmp_path):
+    path = str(tmp_path / "z.vng")
+    csup_async.write(path, ROWS, target="zed-1.12")
+    got = _read(path)
+    assert [(v.type, encode_value(v.type, v.value)) for v in got] == [
+        (v.type, encode_value(v.type, v.value)) for v in _own(tmp_path)]
+
+
+def test_many_objects_and_columnar_input(tmp_path):
+    """More values than one v16 object holds (super cuts at 120,000), from Arrow input."""
+    pa = pytest.importorskip("pyarrow")
+    n = MAX_OBJECT_VALUES + 5
+    table = pa.table({"i": np.arange(n), "s": [f"v{i % 7}" for i in range(n)]})
+    path = str(tmp_path / "big.csup")
+    csup_async.write(path, table, target="super-0.3")
+
+
+    res = csup_async.read(path, ["i", "s"])
+    assert res.column("i").to_numpy().tolist() == list(range(n))
+    assert res.to_pylist()[-1] == {"i": n - 1, "s": f"v{(n - 1) % 7}"}
+
+
+def test_cli_convert_target(tmp_path):
+    from csup_async.cli import main
+
+    src = tmp_path / "in.ndjson"
+    src.write_text("\n".join(json.dumps(r) for r in ROWS if isinstance(r, dict)))
+    for target in ("super-0.3", "zed-1.12"):
+        out = tmp_path / f"{target}.csup"
+        assert main(["convert", str(src), str(out), "--target", target]) == 0
+        assert len(_read(str(out))) == 3
+    bs = tmp_path / "o.bsup"
+    assert main(["convert", str(src), str(bs), "--target", "super-0.3"]) == 0
+    assert bs.read_bytes()[0] == 0x82  # BSUP version 2 frames
+    assert main(["convert", str(src), str(tmp_path / "x.csup"), "--target", "nah"]) != 0
+
+
+def test_bsup_versions(tmp_path):
+    vals = [Value(infer_type(r), r) for r in ROWS]
+    for target, version in (("super-0.3", 2), ("csup-async", 0), ("zed-1.12", 0)):
+        out = io.BytesIO()
+        assert write_bsup(out, vals, target) == len(vals)
+        b = out.getvalue()
+        if version:
+            assert b[0] == 0x80 | version
+            got = read_values(b, V2)
+            want = [to_super(v.type, v.value) for v in vals]
+            assert [(t, bytes(x) if x is not None else None) for t, x in got] == [
+                (t, encode_body(t, v, V2)) for t, v in want]
+        else:
+            assert [(v.type, v.value) for v in csup_async.bsup.read_values(b)] == [
+                (v.type, v.value) for v in vals]
+    with pytest.raises(UnknownTargetError):
+        write_bsup(io.BytesIO(), vals, "zq")
+
+
+def test_super_target_without_its_writer_is_a_clear_error(tmp_path):
+    from csup_async.targets import v23_writer
+
+    if v23_writer() is not None:
+        pytest.skip("this build has the v23 writer")
+    with pytest.raises(EncodeError, match="not available in this build"):
+        csup_async.write(tmp_path / "x.csup", ROWS, target="super")
+
+
+# ---------------------------------------------------------------- properties ---
+
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=600))
+@settings(max_examples=60, deadline=None)
+def test_intcomp_uint32_roundtrip(xs):
+    assert intcomp.uint32s(encode_uint32s(xs)).tolist() == xs
+
+
+@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=600))
+@settings(max_examples=60, deadline=None)
+def test_intcomp_int64_roundtrip(xs):
+    assert intcomp.int64s(encode_int64s(xs)).tolist() == xs
+    us = [x % 2**64 for x in xs]
+    assert intcomp.uint64s(encode_uint64s(us)).tolist() == us
+
+
+_NOT_SUPER = {"uint128", "uint256", "int128", "int256"}
+
+
+def _super_ok(t) -> bool:
+    from csup_async.types import PrimitiveType
+
+    if isinstance(t, PrimitiveType):
+        return t.name not in _NOT_SUPER
+    return all(_super_ok(c) for c in _children(t))
+
+
+def _children(t):
+    for attr in ("inner", "elem", "key", "value"):
+        c = getattr(t, attr, None)
+        if c is not None:
+            yield c
+    for f in getattr(t, "fields", ()):
+        yield f.type
+    yield from getattr(t, "types", ())
+
+
+_rows = types.filter(_super_ok).flatmap(
+    lambda t: st.lists(values_of(t), min_size=1, max_size=5).map(lambda vs: (t, vs)))
+
+
+@given(st.lists(_rows, min_size=1, max_size=3))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_csup16_property(groups):
+    vals = [Value(t, v) for t, vs in groups for v in vs]
+    out = io.BytesIO()
+    try:
+        write_csup(out, vals, "super-0.3")
+    except EncodeError:
+        return  # a construct refused by name (e.g. a name bound to two types by nulls)
+    got = _read_bytes(out.getvalue())
+    want = [to_super(v.type, v.value) for v in vals]
+    assert [_exact(g.type, g.value) for g in got] == [_exact(t, v) for t, v in want]
+
+
+@given(st.lists(_rows, min_size=1, max_size=3))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_vng3_property(groups):
+    vals = [Value(t, v) for t, vs in groups for v in vs]
+    out = io.BytesIO()
+    write_csup(out, vals, "zed-1.12")
+    got = _read_bytes(out.getvalue())
+    assert [(g.type, encode_value(g.type, g.value)) for g in got] == [
+        (v.type, encode_value(v.type, v.value)) for v in vals]
+
+
+@given(st.lists(_rows, min_size=1, max_size=3), st.sampled_from([1, 2]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_bsupn_property(groups, version):
+    vals = [to_super(t, v) for t, vs in groups for v in vs]
+    d = {1: V1, 2: V2}[version]
+    buf = bytearray()
+    enc = StreamEncoderN(buf, version)
+    for t, v in vals:
+        enc.write(t, v)
+    enc.end_stream()
+    got = read_values(buf, d)
+    assert [(t, None if b is None else bytes(b)) for t, b in got] == [
+        (t, encode_body(t, v, d)) for t, v in vals]
+    for (t, b), (_, v) in zip(got, vals):
+        x = decode_value(t, b, typed=True, dialect=d)
+        if not (isinstance(v, float) and math.isnan(v)):
+            assert encode_body(t, x, d) == encode_body(t, v, d)
+
+
+def test_int64_column_min_max_are_supers(tmp_path):
+    from csup_async.superdb.meta import parse_header, parse_metadata
+
+    path = tmp_path / "m.csup"
+    csup_async.write(path, [{"x": v} for v in (5, -9, 12, 0)], target="super-0.3")
+    b = path.read_bytes()
+    h = parse_header(b)
+    obj = parse_metadata(b[36:36 + h.meta_size], 0, h)
+    ints = [n for n in obj.nodes if n.kind == "int"]
+    assert [(n.min, n.max, n.count) for n in ints] == [(-9, 12, 4)]
