@@ -254,3 +254,12 @@ def test_int64_column_min_max_are_supers(tmp_path):
     obj = parse_metadata(b[36:36 + h.meta_size], 0, h)
     ints = [n for n in obj.nodes if n.kind == "int"]
     assert [(n.min, n.max, n.count) for n in ints] == [(-9, 12, 4)]
+
+
+def test_spark_target_option_is_checked_on_the_driver():
+    from csup_async.spark.options import parse_options
+
+    s = parse_options({"path": "/tmp/x", "target": "zed-1.12"}, write=True)
+    assert s.writer_options() == {"target": "zed-1.12"}
+    with pytest.raises(UnknownTargetError, match="super-0.3"):
+        parse_options({"path": "/tmp/x", "target": "zed"}, write=True)
