@@ -59,7 +59,7 @@ def _prim_row(i: int) -> Value:
     neg = -1 if i % 3 else 1
     vals = [i % 256, (i * 7) % 65536, i * 1000, (1 << 63) + i, neg * (i % 128), neg * i * 3,
             neg * i * 100000, neg * (1 << 40) * i, i * 1_500_000_000,
-            dt.datetime(2024, 1, 1 + i % 28, 0, 0, i % 60, tzinfo=dt.timezone.utc),
+            dt.datetime(2024, 1, 1 + i % 28, 0, 0, i % 60, tzinfo=dt.UTC),
             (i % 8) / 2, i / 4, i * 1.25 - 100, bool(i % 3), i.to_bytes(2, "big"),
             f"text {i % 5}", ipaddress.ip_address(f"10.0.{i // 256}.{i % 256}"),
             ipaddress.ip_address(f"fe80::{i:x}"), ipaddress.ip_network(f"10.{i % 200}.0.0/16")]

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,7 +85,7 @@ def test_default_target_is_this_librarys_layout(tmp_path):
 def test_super_0_3_reads_back_in_superdb_model(tmp_path):
     path = str(tmp_path / "s.csup")
     assert csup_async.write(path, ROWS, target="super-0.3") == len(ROWS)
-    data = open(path, "rb").read()
+    data = Path(path).read_bytes()
     assert data[:4] == b"CSUP" and int.from_bytes(data[4:8], "little") == 16
     got = _read(path)
     want = [to_super(v.type, v.value) for v in _own(tmp_path)]
@@ -238,7 +239,7 @@ def test_bsupn_property(groups, version):
     got = read_values(buf, d)
     assert [(t, None if b is None else bytes(b)) for t, b in got] == [
         (t, encode_body(t, v, d)) for t, v in vals]
-    for (t, b), (_, v) in zip(got, vals):
+    for (t, b), (_, v) in zip(got, vals, strict=True):
         x = decode_value(t, b, typed=True, dialect=d)
         if not (isinstance(v, float) and math.isnan(v)):
             assert encode_body(t, x, d) == encode_body(t, v, d)
@@ -261,5 +262,5 @@ def test_spark_target_option_is_checked_on_the_driver():
 
     s = parse_options({"path": "/tmp/x", "target": "zed-1.12"}, write=True)
     assert s.writer_options() == {"target": "zed-1.12"}
-    with pytest.raises(UnknownTargetError, match="super-0.3"):
+    with pytest.raises(UnknownTargetError, match=r"super-0\.3"):
         parse_options({"path": "/tmp/x", "target": "zed"}, write=True)
