@@ -80,6 +80,10 @@ def read_bsup(path: str) -> Iterator[Value]:
     with open(path, "rb") as f:
         data = f.read()
     try:
+        if data and data[0] != 0xFF and data[0] & 0x80:  # BSUP 1/2 of super: as version 0
+            from .superdb.tov0 import to_v0
+
+            data = to_v0(data)
         for t, body in iter_raw_values(data):
             yield Value(t, decode_value(t, body, typed=True))
     except CsupError as e:

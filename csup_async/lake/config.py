@@ -10,11 +10,14 @@ from . import ksuid as K
 from . import zedtypes as Z
 from .errors import LakeError
 
-__all__ = ["LAKE_MAGIC", "LAKE_VERSION", "BranchConfig", "PoolConfig", "branch_config",
-           "pool_config"]
+__all__ = ["LAKE_MAGIC", "LAKE_VERSION", "SUPERDB_MAGIC", "SUPERDB_VERSIONS", "BranchConfig",
+           "PoolConfig", "branch_config", "pool_config"]
 
 LAKE_MAGIC = "ZED LAKE"
 LAKE_VERSION = 3
+#: ``superdb.bsup`` of a SuperDB database (``super db init``, v0.3.0 and main 492eab8).
+SUPERDB_MAGIC = "SUPERDB"
+SUPERDB_VERSIONS = (5,)
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,10 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
     LakeError naming the object.
     """
     try:
+        if buf and buf[0] != 0xFF and buf[0] & 0x80:  # BSUP 1/2: a SuperDB database's
+            from ..superdb.tov0 import to_v0
+
+            buf = to_v0(buf)
         for t, body in bsup.iter_raw_values(buf):
             fs = fields_of(t)
             v = bsup.decode_value(t, body)
