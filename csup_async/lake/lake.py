@@ -185,6 +185,7 @@ async def _read_magic(io: LakeIO) -> None:
     magic = r.get("magic", path, str)
     version = r.get("version", path, int)
     if io.is_superdb:
+        io.bsup_version = buf[0] & 0x7F if buf and buf[0] & 0x80 and buf[0] != 0xFF else 0
         if magic != SUPERDB_MAGIC:
             raise LakeError(f"database magic is {magic!r}, not {SUPERDB_MAGIC!r}", path=path)
         if version not in SUPERDB_VERSIONS:

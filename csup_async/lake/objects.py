@@ -65,6 +65,8 @@ class LakeIO:
         #: (``super db``: the same layout, ``superdb.bsup`` for ``lake.zng``).  Callers
         #: name objects as in a Zed lake; :meth:`key` names them as stored.
         self.ext = ".zng"
+        #: the BSUP version its objects are written in (0: Zed; 2: super v0.3.0; 5: main)
+        self.bsup_version = 0
 
     def set_superdb(self) -> None:
         """Name objects as a SuperDB database does (``.bsup``, ``superdb.bsup``)."""

@@ -169,6 +169,27 @@ def ends_with_eos(buf: bytes | memoryview) -> bool:
     return len(buf) > 0 and buf[-1] == 0xFF
 
 
-def encode(values: list[tuple[Type, Any]]) -> bytes:
-    """One ZNG stream, LZ4 where it shrinks (as zed writes), ended with 0xff."""
-    return bsup.encode_stream(values)
+def encode(values: list[tuple[Type, Any]], version: int = 0) -> bytes:
+    """One ZNG stream, LZ4 where it shrinks (as zed writes), ended with 0xff; in BSUP
+    ``version`` 2 or 5 for a SuperDB database (its values in SuperDB's model)."""
+    if version == 0:
+        return bsup.encode_stream(values)
+    out = bytearray()
+    enc = stream_encoder(out, version)
+    for t, v in values:
+        enc.write(t, v)
+    enc.end_stream()
+    return bytes(out)
+
+
+def stream_encoder(out: bytearray, version: int) -> Any:
+    """A stream encoder (``write(t, v)``, ``write_body``, ``end_stream``) of BSUP
+    ``version``: 0 (Zed), 1 or 2 (super v0.2.0 / v0.3.0)."""
+    if version == 0:
+        return bsup.StreamEncoder(out)
+    if version in (1, 2):
+        from ..targets.bsupn import StreamEncoderN
+
+        return StreamEncoderN(out, version)
+    raise LakeError(f"writing BSUP version {version} (a SuperDB database of super main) is "
+                    "not available in this build")
