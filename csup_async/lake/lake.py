@@ -225,7 +225,17 @@ class _LakeOpener:
         io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries,
                     disk=disk)
         try:
-            _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
+            async def pools_or_error() -> Any:
+                try:
+                    return await read_journal(io, "pools", self.at)
+                except CsupError as e:  # the magic's error, if any, is the one to show
+                    return e
+
+            _, pools = await gather_all([_read_magic(io), pools_or_error()])
+            if io.is_superdb:  # its names known only now: replay the journal by them
+                pools = await read_journal(io, "pools", self.at)
+            elif isinstance(pools, CsupError):
+                raise pools
         except BaseException:
             if owns:
                 await store.close()
