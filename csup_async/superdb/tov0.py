@@ -18,6 +18,25 @@ from .bsup2 import V1, V2, FusionType, OptField, Types, decode_value, frames
 __all__ = ["bsup_version", "to_v0"]
 
 
+def _v5_to_v0(data: bytes | memoryview) -> bytes:
+    """BSUP version 5 (super main) through its reader (:mod:`.bsup5`, when this build
+    has it), as one version-0 stream."""
+    import importlib
+
+    try:
+        b5 = importlib.import_module(__package__ + ".bsup5")
+    except ImportError:
+        raise FormatError("BSUP version 5 (super main) is not read by this build") from None
+    out = bytearray()
+    enc = StreamEncoder(out, compress=False)
+    checked: set[int] = set()
+    for t, body in b5.read_values(data):
+        _v0_able(t, checked)
+        enc.write_body(t, encode_value(t, b5.decode_value(t, body, typed=True)))
+    enc.end_stream()
+    return bytes(out)
+
+
 def bsup_version(data: bytes | memoryview) -> int:
     """The BSUP version of a stream by its first byte: 0 for version 0 (whose frame
     headers have the high bit clear, or an empty stream), else the version byte's."""
@@ -52,6 +71,8 @@ def to_v0(data: bytes | memoryview) -> bytes:
     version = bsup_version(data)
     if version == 0:
         return bytes(data)
+    if version == 5:
+        return _v5_to_v0(data)
     if version not in (1, 2):
         raise FormatError(f"BSUP version {version} is not read here (versions 0, 1 and 2 are)")
     d = V1 if version == 1 else V2

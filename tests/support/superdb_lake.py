@@ -8,7 +8,9 @@ branch journal position, and each commit's rows (``super db -j -c "from logs@X"`
 same by branch and by commit ID) into ``superdb-0.3-expected.json``; the CI test
 reads every recorded branch, journal position and commit with ``open_lake``.
 
-    python -m tests.support.superdb_lake
+    python -m tests.support.superdb_lake [v0.3.0|main]
+
+(``main``: ``super`` main 492eab8, into ``superdb-main/``.)
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from tests.support import realtools
 from tests.support.reallake import POOL, journal_head, rows_zson
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "real"
-DB = OUT / "superdb-0.3"
-EXPECTED = OUT / "superdb-0.3-expected.json"
-TOOL = realtools.SUPER_0_3
+#: version argument -> (tool, folder name under tests/data/real/)
+VERSIONS = {
+    "v0.3.0": (realtools.SUPER_0_3, "superdb-0.3"),
+    "main": (realtools.Tool("super", "github.com/brimdata/super", "main"), "superdb-main"),
+}
+TOOL, NAME = VERSIONS["v0.3.0"]
+DB = OUT / NAME
+EXPECTED = OUT / f"{NAME}-expected.json"
 
 
 def _sup(lo: int, hi: int) -> str:
@@ -128,6 +135,9 @@ def generate() -> dict[str, Any]:
 
 
 def main() -> int:
+    global TOOL, DB, EXPECTED
+    TOOL, name = VERSIONS[sys.argv[1] if len(sys.argv) > 1 else "v0.3.0"]
+    DB, EXPECTED = OUT / name, OUT / f"{name}-expected.json"
     result = generate()
     for step in result["steps"]:
         print(step["journal"], step["op"],
