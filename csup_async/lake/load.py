@@ -148,14 +148,14 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
     return parts
 
 
-def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], superdb: bool = False) -> bytes:
-    """The ``.csup`` copy: this library's layout, or CSUP v16 (``super db vector add`` of
-    super v0.3.0) in a SuperDB database."""
+def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-async") -> bytes:
+    """The ``.csup`` copy in ``target``'s layout (a SuperDB database's default is CSUP
+    v16, what ``super db vector add`` of super v0.3.0 writes)."""
     buf = _io.BytesIO()
-    if superdb:
+    if target != "csup-async":
         from ..targets.output import write_csup
 
-        write_csup(buf, [Value(t, v) for t, v, _, _ in rows], "super-0.3")
+        write_csup(buf, [Value(t, v) for t, v, _, _ in rows], target)
         return buf.getvalue()
     from ..writing import write
 
@@ -164,8 +164,15 @@ def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], superdb: bool = False) -
 
 
 async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, message: str = "",
-               author: str = "", csup: bool = False, meta: Any = None) -> str:
+               author: str = "", csup: bool = False, meta: Any = None,
+               target: str | None = None) -> str:
+    from ..targets import resolve
+
     io = lake.io
+    if target is None:
+        target = ("super" if io.bsup_version == 5 else "super-0.3") if io.is_superdb \
+            else "csup-async"
+    target = resolve(target).name  # an unknown name fails before anything is written
     pool_dir = cfg.id_str
     rows = await asyncio.to_thread(_rows, data)
     version = io.bsup_version
@@ -187,8 +194,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         writes.append(io.put(f"{pool_dir}/data/{name}-seek.zng", seek))
         if csup:
             writes.append(io.put(f"{pool_dir}/data/{name}.csup",
-                                 await asyncio.to_thread(_csup_bytes, part,
-                                                         io.is_superdb)))
+                                 await asyncio.to_thread(_csup_bytes, part, target)))
     await gather_all(writes)
     if not message:
         message = f"loaded {len(objects)} data object{'s' if len(objects) != 1 else ''}\n"

@@ -264,3 +264,28 @@ def test_spark_target_option_is_checked_on_the_driver():
     assert s.writer_options() == {"target": "zed-1.12"}
     with pytest.raises(UnknownTargetError, match=r"super-0\.3"):
         parse_options({"path": "/tmp/x", "target": "zed"}, write=True)
+
+
+async def test_lake_load_target_chooses_the_copy_layout(tmp_path):
+    """``load(csup=True, target=)``: the columnar copy in the target's layout, read back
+    the same; an unknown target is refused before anything is written."""
+    import shutil
+
+    from csup_async.lake import open_lake
+    from tests.support.paths import DATA
+
+    db = tmp_path / "db"
+    shutil.copytree(DATA / "real" / "superdb-0.3", db)
+    rows = [{"ts": np.datetime64("2030-01-01T00:00:00", "ns") + np.timedelta64(i, "s"),
+             "id": 5000 + i, "msg": None, "tags": [], "extra": i} for i in range(3)]
+    before = sorted(p.name for p in db.rglob("*"))
+    async with open_lake(str(db)) as lake:
+        pool = await lake.pool("logs@main")
+        with pytest.raises(UnknownTargetError):
+            await pool.load(rows, csup=True, target="zq")
+        assert sorted(p.name for p in db.rglob("*")) == before
+        await pool.load(rows, csup=True, target="zed-1.12")
+        got = (await (await lake.pool("logs@main")).scan(csup=True)).to_pylist()
+    assert [r["id"] for r in got][-3:] == [5000, 5001, 5002]
+    (copy,) = [p for p in db.rglob("*.csup") if p.name not in before]
+    assert copy.read_bytes()[-200:].find(b"ZNG Trailer") >= 0  # VNG, Zed's layout
