@@ -32,11 +32,20 @@ def _pairs(values: Iterable[Any]) -> Iterator[tuple[Type, Any]]:
             yield infer_type(v), v
 
 
-def _super_values(values: Iterable[Any]) -> Iterator[tuple[Type, Any]]:
-    from .supermodel import to_super
+def _zed_values(values: Iterable[Any]) -> Iterator[tuple[Type, Any]]:
+    """Values with their unions in the order Zed's tools intern them (:mod:`.canon`)."""
+    from .canon import sort_unions
 
     for t, v in _pairs(values):
-        yield to_super(t, v)
+        yield sort_unions(t, v)
+
+
+def _super_values(values: Iterable[Any]) -> Iterator[tuple[Type, Any]]:
+    """Values as SuperDB holds them (:func:`.supermodel.for_super`)."""
+    from .supermodel import for_super
+
+    for t, v in _pairs(values):
+        yield for_super(t, v)
 
 
 def _need_v23(target: Target) -> Any:
@@ -58,7 +67,7 @@ def write_csup(out: BinaryIO, values: Iterable[Any], target: str | Target) -> in
     if t.name == "zed-1.12":
         from .vng3 import write_vng3
 
-        return write_vng3(out, _pairs(values))
+        return write_vng3(out, _zed_values(values))
     if t.name == "super":
         mod = _need_v23(t)
         vals = [Value(ty, v) for ty, v in _super_values(values)]
@@ -77,7 +86,8 @@ def write_bsup(out: BinaryIO, values: Iterable[Any], target: str | Target | None
         from ..bsup import StreamEncoder, encode_value
 
         enc = StreamEncoder(out, compress=compress)
-        for ty, v in _pairs(values):
+        pairs = _zed_values(values) if t.name == "zed-1.12" else _pairs(values)
+        for ty, v in pairs:
             enc.write_body(ty, encode_value(ty, v))
             n += 1
         enc.end_stream()

@@ -32,7 +32,39 @@ from ..types import (
 )
 from ..values import UnionValue, Value
 
-__all__ = ["to_super"]
+__all__ = ["for_super", "normal_sets", "to_super"]
+
+
+def for_super(t: Type, v: Any) -> tuple[Type, Any]:
+    """``(type, value)`` as a SuperDB tool holds it: no typed nulls (:func:`to_super`),
+    unions in its order (:mod:`.canon`), sets' elements unique and sorted
+    (:func:`normal_sets`)."""
+    from .canon import sort_unions
+
+    st, sv = sort_unions(*to_super(t, v))
+    return st, normal_sets(st, sv)
+
+
+def normal_sets(t: Type, v: Any, depth: int = 0) -> Any:
+    """``v`` with every set's elements unique and in the order of their version-2
+    bodies, as ``super`` keeps a set."""
+    if v is None or depth > MAX_DEPTH:
+        return v
+    d = depth + 1
+    if isinstance(t, NamedType | ErrorType):
+        return normal_sets(t.inner, v, d)
+    if isinstance(t, RecordType):
+        return {f.name: normal_sets(f.type, v[f.name], d) for f in t.fields if f.name in v}
+    if isinstance(t, ArrayType):
+        return [normal_sets(t.elem, x, d) for x in v]
+    if isinstance(t, SetType):
+        return _normal_set(t.elem, [normal_sets(t.elem, x, d) for x in v])
+    if isinstance(t, MapType):
+        items = v.items() if isinstance(v, dict) else v
+        return [(normal_sets(t.key, k, d), normal_sets(t.value, x, d)) for k, x in items]
+    if isinstance(t, UnionType) and isinstance(v, UnionValue):
+        return UnionValue(v.index, v.type, normal_sets(v.type, v.value, d))
+    return v
 
 MAX_DEPTH = 200
 
@@ -68,9 +100,12 @@ def to_super(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
             fields.append(f if ft == f.type else type(f)(f.name, ft))
             out[f.name] = fv
         return RecordType(tuple(fields)), out
-    if isinstance(t, (ArrayType, SetType)):
+    if isinstance(t, ArrayType):
         et, ev = _elements(t.elem, list(v), d)
-        return (ArrayType(et) if isinstance(t, ArrayType) else SetType(et)), ev
+        return ArrayType(et), ev
+    if isinstance(t, SetType):
+        et, ev = _elements(t.elem, list(v), d)
+        return SetType(et), ev
     if isinstance(t, MapType):
         items = list(v.items()) if isinstance(v, dict) else list(v)
         kt, ks = _elements(t.key, [k for k, _ in items], d)
@@ -115,3 +150,16 @@ def _elements(elem: Type, vals: list[Any], d: int) -> tuple[Type, list[Any]]:
         flat.append((ct, cv))
     ut = UnionType(tuple(members))
     return ut, [UnionValue(members.index(ct), ct, cv) for ct, cv in flat]
+
+
+def _normal_set(et: Type, vals: list[Any]) -> list[Any]:
+    from ..bsup import append_tagged
+    from ..superdb.bsup2 import V2
+    from .bsupn import encode_body
+
+    keyed: dict[bytes, Any] = {}
+    for x in vals:
+        b = bytearray()
+        append_tagged(b, encode_body(et, x, V2))
+        keyed.setdefault(bytes(b), x)
+    return [keyed[k] for k in sorted(keyed)]

@@ -95,8 +95,10 @@ def _list_of(parts: list[tuple[Type, Any]]) -> tuple[Type, Any]:
         return ArrayType(distinct[0]), [v for _, v in parts]
     if not distinct:
         return ArrayType(STRING), []
-    ut = UnionType(tuple(distinct))
-    return ArrayType(ut), [UnionValue(distinct.index(t), t, v) for t, v in parts]
+    from .canon import sorted_union
+
+    ut = sorted_union(distinct)  # zq interns a union sorted: its indices follow that order
+    return ArrayType(ut), [UnionValue(ut.types.index(t), t, v) for t, v in parts]
 
 
 class _Spiller:

@@ -23,10 +23,11 @@ from csup_async.superdb import intcomp
 from csup_async.superdb.bsup2 import V1, V2, decode_value, read_values
 from csup_async.targets import TARGETS, UnknownTargetError, resolve
 from csup_async.targets.bsupn import StreamEncoderN, encode_body
+from csup_async.targets.canon import compare_types, sort_unions, sorted_union
 from csup_async.targets.csup16 import MAX_OBJECT_VALUES
 from csup_async.targets.intcomp import encode_int64s, encode_uint32s, encode_uint64s
 from csup_async.targets.output import write_bsup, write_csup
-from csup_async.targets.supermodel import to_super
+from csup_async.targets.supermodel import for_super, to_super
 from csup_async.types import NULL, ArrayType, UnionType
 from csup_async.values import Value, infer_type
 from tests.support.strategies import types, values_of
@@ -88,7 +89,7 @@ def test_super_0_3_reads_back_in_superdb_model(tmp_path):
     data = Path(path).read_bytes()
     assert data[:4] == b"CSUP" and int.from_bytes(data[4:8], "little") == 16
     got = _read(path)
-    want = [to_super(v.type, v.value) for v in _own(tmp_path)]
+    want = [for_super(v.type, v.value) for v in _own(tmp_path)]
     assert [_exact(v.type, v.value) for v in got] == [_exact(t, v) for t, v in want]
     # a typed null becomes super's null value; a null element makes a union
     assert got[1].type.field("name").type == NULL
@@ -141,7 +142,7 @@ def test_bsup_versions(tmp_path):
         if version:
             assert b[0] == 0x80 | version
             got = read_values(b, V2)
-            want = [to_super(v.type, v.value) for v in vals]
+            want = [for_super(v.type, v.value) for v in vals]
             assert [(t, bytes(x) if x is not None else None) for t, x in got] == [
                 (t, encode_body(t, v, V2)) for t, v in want]
         else:
@@ -211,7 +212,7 @@ def test_csup16_property(groups):
     except EncodeError:
         return  # a construct refused by name (e.g. a name bound to two types by nulls)
     got = _read_bytes(out.getvalue())
-    want = [to_super(v.type, v.value) for v in vals]
+    want = [for_super(v.type, v.value) for v in vals]
     assert [_exact(g.type, g.value) for g in got] == [_exact(t, v) for t, v in want]
 
 
@@ -222,8 +223,9 @@ def test_vng3_property(groups):
     out = io.BytesIO()
     write_csup(out, vals, "zed-1.12")
     got = _read_bytes(out.getvalue())
+    want = [sort_unions(v.type, v.value) for v in vals]  # unions in zq's order
     assert [(g.type, encode_value(g.type, g.value)) for g in got] == [
-        (v.type, encode_value(v.type, v.value)) for v in vals]
+        (t, encode_value(t, v)) for t, v in want]
 
 
 @given(st.lists(_rows, min_size=1, max_size=3), st.sampled_from([1, 2]))
@@ -289,3 +291,77 @@ async def test_lake_load_target_chooses_the_copy_layout(tmp_path):
     assert [r["id"] for r in got][-3:] == [5000, 5001, 5002]
     (copy,) = [p for p in db.rglob("*.csup") if p.name not in before]
     assert copy.read_bytes()[-200:].find(b"ZNG Trailer") >= 0  # VNG, Zed's layout
+
+
+def test_unions_are_written_in_zed_order(tmp_path):
+    """zq and super intern a union with its members sorted and read a member index
+    against that order: a union written otherwise would read as the wrong member."""
+    from csup_async.types import INT64, STRING
+    from csup_async.values import UnionValue
+
+    u = UnionType((ArrayType(INT64), STRING, NULL, INT64))
+    assert sorted_union(list(u.types)).types == (INT64, STRING, NULL, ArrayType(INT64))
+    assert compare_types(INT64, STRING) < 0 < compare_types(ArrayType(INT64), NULL)
+    vals = [Value(ArrayType(u), [UnionValue(0, ArrayType(INT64), [1]), UnionValue(1, STRING, "s"),
+                                UnionValue(3, INT64, 5)])]
+    path = str(tmp_path / "u.vng")
+    with open(path, "wb") as f:
+        write_csup(f, vals, "zed-1.12")
+    (got,) = _read(path)
+    assert got.type == ArrayType(UnionType((INT64, STRING, NULL, ArrayType(INT64))))
+    assert got.to_python() == [[1], "s", 5]
+
+
+def _tool_reads(target: str, data: bytes, kind: str) -> list[tuple]:
+    """What the target's real tool read of ``data`` (its binary output, decoded)."""
+    from tests.support import targets_data
+    from tests.unit.targets.test_targets_real import _decoded
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"x.{'bsup' if kind == 'bsup' else 'csup'}"
+        path.write_bytes(data)
+        outs = targets_data.tool_outputs(target, path)
+    assert outs is not None
+    return _decoded(target, outs[0])
+
+
+def _need(target: str) -> None:
+    from tests.support import realtools, targets_data
+
+    tool, cmd, _ = targets_data.TOOLS[target]
+    if realtools.find(tool, cmd) is None:
+        pytest.skip(f"{cmd} {tool.version} is not built")
+
+
+_tool_rows = types.filter(_super_ok).filter(lambda t: "type" not in str(t)).flatmap(
+    lambda t: st.lists(values_of(t), min_size=1, max_size=4).map(lambda vs: (t, vs)))
+
+
+@pytest.mark.parametrize("target", ["super-0.3", "zed-1.12"])
+@pytest.mark.parametrize("kind", ["csup", "bsup"])
+def test_property_the_real_tool_reads_what_we_write(target, kind):
+    """Random values, written for the target, read by its real tool type for type."""
+    _need(target)
+
+    @given(st.lists(_tool_rows, min_size=1, max_size=2))
+    @settings(max_examples=15, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    def check(groups):
+        vals = [Value(t, v) for t, vs in groups for v in vs]
+        out = io.BytesIO()
+        try:
+            if kind == "csup":
+                write_csup(out, vals, target)
+            else:
+                write_bsup(out, vals, target, compress=False)
+        except EncodeError:
+            return
+        if target == "super-0.3":
+            want = [(t, encode_body(t, v, V2)) for t, v in
+                    (for_super(x.type, x.value) for x in vals)]
+        else:
+            want = [(t, encode_value(t, v)) for t, v in
+                    (sort_unions(x.type, x.value) for x in vals)]
+        assert _tool_reads(target, out.getvalue(), kind) == want
+
+    check()

@@ -15,7 +15,8 @@ import pytest
 from csup_async import bsup
 from csup_async.superdb.bsup2 import V2, read_values
 from csup_async.targets.bsupn import encode_body
-from csup_async.targets.supermodel import to_super
+from csup_async.targets.canon import sort_unions
+from csup_async.targets.supermodel import for_super
 from tests.support import realtools, targets_data
 
 CASES = [(name, target, kind) for target in targets_data.TOOLS for name in ("primitives",
@@ -30,9 +31,10 @@ def _path(name: str, target: str, kind: str):
 def _expected(name: str, target: str) -> list[tuple]:
     vals = targets_data.inputs()[name]
     if target.startswith("super"):
-        return [(t, encode_body(t, v, V2)) for t, v in (to_super(x.type, x.value)
+        return [(t, encode_body(t, v, V2)) for t, v in (for_super(x.type, x.value)
                                                         for x in vals)]
-    return [(x.type, bsup.encode_value(x.type, x.value)) for x in vals]
+    return [(t, bsup.encode_value(t, v)) for t, v in (sort_unions(x.type, x.value)
+                                                       for x in vals)]
 
 
 def _decoded(target: str, binary: bytes) -> list[tuple]:
