@@ -46,8 +46,8 @@ def for_super(t: Type, v: Any) -> tuple[Type, Any]:
 
 
 def normal_sets(t: Type, v: Any, depth: int = 0) -> Any:
-    """``v`` with every set's elements unique and in the order of their version-2
-    bodies, as ``super`` keeps a set."""
+    """``v`` with every set's elements (map's keys) unique and in the order of their
+    version-2 bodies, as ``super`` keeps a set (a map)."""
     if v is None or depth > MAX_DEPTH:
         return v
     d = depth + 1
@@ -59,9 +59,10 @@ def normal_sets(t: Type, v: Any, depth: int = 0) -> Any:
         return [normal_sets(t.elem, x, d) for x in v]
     if isinstance(t, SetType):
         return _normal_set(t.elem, [normal_sets(t.elem, x, d) for x in v])
-    if isinstance(t, MapType):
+    if isinstance(t, MapType):  # entries in the order of their keys' bodies, as super
         items = v.items() if isinstance(v, dict) else v
-        return [(normal_sets(t.key, k, d), normal_sets(t.value, x, d)) for k, x in items]
+        pairs = [(normal_sets(t.key, k, d), normal_sets(t.value, x, d)) for k, x in items]
+        return _normal_map(t.key, pairs)
     if isinstance(t, UnionType) and isinstance(v, UnionValue):
         return UnionValue(v.index, v.type, normal_sets(v.type, v.value, d))
     return v
@@ -150,6 +151,19 @@ def _elements(elem: Type, vals: list[Any], d: int) -> tuple[Type, list[Any]]:
         flat.append((ct, cv))
     ut = UnionType(tuple(members))
     return ut, [UnionValue(members.index(ct), ct, cv) for ct, cv in flat]
+
+
+def _normal_map(kt: Type, pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    from ..bsup import append_tagged
+    from ..superdb.bsup2 import V2
+    from .bsupn import encode_body
+
+    keyed: dict[bytes, tuple[Any, Any]] = {}
+    for k, x in pairs:
+        b = bytearray()
+        append_tagged(b, encode_body(kt, k, V2))
+        keyed.setdefault(bytes(b), (k, x))
+    return [keyed[k] for k in sorted(keyed)]
 
 
 def _normal_set(et: Type, vals: list[Any]) -> list[Any]:

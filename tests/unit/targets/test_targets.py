@@ -344,7 +344,7 @@ def test_property_the_real_tool_reads_what_we_write(target, kind):
     _need(target)
 
     @given(st.lists(_tool_rows, min_size=1, max_size=2))
-    @settings(max_examples=15, deadline=None,
+    @settings(max_examples=int(os.environ.get("TARGET_EXAMPLES", "15")), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     def check(groups):
         vals = [Value(t, v) for t, vs in groups for v in vs]
