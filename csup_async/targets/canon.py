@@ -110,8 +110,10 @@ def compare_types(a: Type, b: Type) -> int:
 
 
 def sorted_union(members: list[Type] | tuple[Type, ...]) -> UnionType:
-    """A union of ``members`` in Zed's order (a stable sort, as Zed's)."""
-    return UnionType(tuple(sorted(members, key=functools.cmp_to_key(compare_types))))
+    """A union of ``members`` in Zed's order (a stable sort, as Zed's), each once (two
+    members may have become the same type once their own unions were sorted)."""
+    unique = list(dict.fromkeys(members))
+    return UnionType(tuple(sorted(unique, key=functools.cmp_to_key(compare_types))))
 
 
 @functools.lru_cache(maxsize=4096)
