@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import csup_async
-from csup_async.bsup import encode_stream
-from csup_async.types import INT64, STRING, TIME, Field, RecordType
+from csup_async.format.bsup import encode_stream
+from csup_async.model.types import INT64, STRING, TIME, Field, RecordType
 
 ROW = RecordType((Field("ts", TIME), Field("n", INT64), Field("host", STRING)))
 

@@ -74,7 +74,7 @@ def _csup_script(url: str, *, scans: int = 1, store: bool = False,
         import asyncio, json, time
         import csup_async
         if {preload or fresh!r}:
-            import csup_async.reader, csup_async.pipeline.scan, csup_async.stores.s3
+            import csup_async.readers.reader, csup_async.scan.scan, csup_async.stores.s3
 
         async def main():
             times = []

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from csup_async import decode as D
 from csup_async.decode import kernels
-from csup_async.types import PRIMITIVE_BY_NAME
+from csup_async.model.types import PRIMITIVE_BY_NAME
 
 
 def tag_stream(lengths: np.ndarray, body: Callable[[np.ndarray, np.ndarray], None]) -> bytes:

@@ -95,7 +95,7 @@ def _label(n: int) -> str:
 
 
 def _writer_default() -> int:
-    from csup_async.writer import DEFAULT_SEGMENT_THRESH
+    from csup_async.writers.writer import DEFAULT_SEGMENT_THRESH
 
     return int(DEFAULT_SEGMENT_THRESH)
 
@@ -136,7 +136,7 @@ def writer_fingerprint() -> str:
 
     import csup_async
 
-    base = Path(csup_async.__file__).parent
+    base = Path(csup_async.__file__).parent / "writers"
     h = hashlib.sha256()
     for name in ("writer.py", "writing.py", "arrow_write.py", "segstats.py", "tagenc.py",
                  "batch.py"):
@@ -211,8 +211,8 @@ def column_segments(path: str | Path) -> dict[str, dict[str, list[dict[str, Any]
     Parsed here from the raw reassembly values rather than the reader's metadata
     tree, which keeps only the fields the reader uses.
     """
-    from csup_async import bsup
-    from csup_async.format import _reassembly_values, find_trailer
+    from csup_async.format import bsup
+    from csup_async.format.csup import _reassembly_values, find_trailer
 
     with open(path, "rb") as f:
         size = f.seek(0, 2)
@@ -235,7 +235,7 @@ def column_segments(path: str | Path) -> dict[str, dict[str, list[dict[str, Any]
 def _stream(f: Any, segs: list[dict[str, Any]]) -> bytes:
     """The decompressed column stream of ``segs`` (read from the open file ``f``)."""
     from csup_async.decode.columns import decompress_segment
-    from csup_async.meta import Segment
+    from csup_async.format.meta import Segment
 
     parts = []
     for s in segs:
@@ -249,7 +249,7 @@ def _stream(f: Any, segs: list[dict[str, Any]]) -> bytes:
 
 def _presence_runs(f: Any, segs: list[dict[str, Any]]) -> np.ndarray:
     from csup_async.decode.columns import decode_primitive
-    from csup_async.types import INT32
+    from csup_async.model.types import INT32
 
     runs = decode_primitive(INT32, _stream(f, segs)).values
     return np.asarray(runs, np.int64)
@@ -310,7 +310,7 @@ def holding_bytes(path: str | Path, columns: Sequence[str], rows: Any) -> dict[s
 
 def metadata_bytes(path: str | Path) -> int:
     """Bytes of the reassembly section and trailer: what an open must fetch."""
-    from csup_async.format import find_trailer
+    from csup_async.format.csup import find_trailer
 
     with open(path, "rb") as f:
         size = f.seek(0, 2)
@@ -384,7 +384,7 @@ OPS = {"==": "__eq__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge
 
 def csup_features() -> dict[str, bool]:
     """What this tree's csup-async offers, by its signatures (never by version)."""
-    from csup_async.reader import Reader
+    from csup_async.readers.reader import Reader
 
     scan = inspect.signature(Reader.scan).parameters
     return {"filter": "filter" in scan, "rows": "rows" in scan, "limit": "limit" in scan,

@@ -206,7 +206,7 @@ def query_case(opts: dict[str, Any], lo: Any, hi: Any) -> Callable[[], Any]:
 def matching_chunk_bytes(lake: Path, pool_dir: str, lo: Any, hi: Any) -> tuple[int, int]:
     """(bytes of the seek-index chunks that hold rows in [lo, hi], seek index bytes of the
     objects they are in), from the files on disk."""
-    from csup_async import bsup
+    from csup_async.format import bsup
 
     chunk = seek = 0
     for f in sorted((lake / pool_dir / "data").glob("*-seek.zng")):

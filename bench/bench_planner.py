@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import planner as P
-from csup_async.meta import (
+from csup_async.format.meta import (
     FieldColumn,
     FileMeta,
     PrimitiveColumn,
@@ -28,7 +28,7 @@ from csup_async.meta import (
     Segment,
     Trailer,
 )
-from csup_async.types import INT64, Field, RecordType
+from csup_async.model.types import INT64, Field, RecordType
 
 MiB = 1 << 20
 

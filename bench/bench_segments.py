@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import csup_async
-from csup_async.colvalue import segment_stats
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import FileMeta, PrimitiveColumn, RecordColumn, Segment
+from csup_async.format.colvalue import segment_stats
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import FileMeta, PrimitiveColumn, RecordColumn, Segment
 
 OUT = Path(__file__).resolve().parent / ".data" / "segments"
 THRESHOLDS = {"256 KiB": 256 << 10, "512 KiB": 512 << 10, "1 MiB": 1 << 20, "4 MiB": 4 << 20}
@@ -166,7 +166,7 @@ def main() -> None:
     cols = COLUMNS
     import zlib
 
-    from csup_async.pipeline import checks
+    from csup_async.scan import checks
 
     fast = checks.crc32
     configs = {"off": (False, fast), f"on ({fast.__module__})": (True, fast),

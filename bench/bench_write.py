@@ -46,9 +46,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import csup_async
-from csup_async.arrow_input import arrow_values
-from csup_async.demo import sample_rows
-from csup_async.writer import Writer
+from csup_async.cli.demo import sample_rows
+from csup_async.writers.arrow_input import arrow_values
+from csup_async.writers.writer import Writer
 from tests.support.sparse_rows import sparse_rows
 
 

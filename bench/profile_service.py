@@ -46,7 +46,7 @@ STEPS = {
     "  store lookup (shared_store)": ("shared.py", "shared_store"),
     "  Reader.load (tail + metadata)": ("reader.py", "load"),
     "    tail request (send + body)": ("_ranged.py", "_tail_once"),
-    "    metadata parse (parse_reassembly)": ("format.py", "parse_reassembly"),
+    "    metadata parse (parse_reassembly)": ("csup.py", "parse_reassembly"),
     "scan() total": ("reader.py", "scan"),
     "  plan (Reader.plan)": ("reader.py", "plan"),
     "  read setup (start_read: cursors)": ("scan.py", "start_read"),

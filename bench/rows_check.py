@@ -33,7 +33,7 @@ from data import PROJECTIONS, make_table
 from netsim import SimStore
 
 import csup_async
-from csup_async.pipeline.selection import plan_rows
+from csup_async.scan.selection import plan_rows
 from planner.filters import col
 from planner.selection import RowRanges
 

@@ -244,8 +244,8 @@ def one_time_costs(store: netsim.SimStore) -> dict[str, Any]:
 
 def writer_speed(info: dict[str, Any]) -> dict[str, Any]:
     """The vectorised writer against the value-by-value path on the same rows."""
-    from csup_async.arrow_input import arrow_values
-    from csup_async.writer import Writer
+    from csup_async.writers.arrow_input import arrow_values
+    from csup_async.writers.writer import Writer
 
     n = 20_000
     t = data.make_table(n, seed=7)

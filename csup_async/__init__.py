@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import (
+from .model.errors import (
     AccessDeniedError,
     ArgumentError,
     BudgetError,
@@ -29,35 +29,35 @@ from .errors import (
     TruncatedError,
     UnsupportedTypeError,
 )
-from .heap import keep_freed_memory
+from .model.heap import keep_freed_memory
 
 __version__ = "0.2.0"
 
-keep_freed_memory()  # glibc keeps what a scan frees for the next (see csup_async.heap)
+keep_freed_memory()  # glibc keeps what a scan frees for the next (see csup_async.model.heap)
 
 _LAZY = {
-    "open": "csup_async.opening",
-    "Reader": "csup_async.reader",
-    "write": "csup_async.writing",
-    "Writer": "csup_async.writer",
-    "Value": "csup_async.values",
-    "UnionValue": "csup_async.values",
-    "infer_type": "csup_async.values",
-    "types": "csup_async.types",
-    "open_dataset": "csup_async.dataset",
-    "Dataset": "csup_async.dataset",
-    "ScanResult": "csup_async.reader",
+    "open": "csup_async.readers.opening",
+    "Reader": "csup_async.readers.reader",
+    "write": "csup_async.writers.writing",
+    "Writer": "csup_async.writers.writer",
+    "Value": "csup_async.model.values",
+    "UnionValue": "csup_async.model.values",
+    "infer_type": "csup_async.model.values",
+    "types": "csup_async.model.types",
+    "open_dataset": "csup_async.datasets.dataset",
+    "Dataset": "csup_async.datasets.dataset",
+    "ScanResult": "csup_async.readers.reader",
     "close_stores": "csup_async.stores",
-    "MetadataCache": "csup_async.metacache",
-    "DiskMetadataCache": "csup_async.diskcache",
+    "MetadataCache": "csup_async.stores.metacache",
+    "DiskMetadataCache": "csup_async.stores.diskcache",
     "open_lake": "csup_async.lake",
     "create_lake": "csup_async.lake",
     "LakeError": "csup_async.lake",
     "read": "csup_async.sync",
     "open_sync": "csup_async.sync",
     "open_dataset_sync": "csup_async.sync",
-    "scan_polars": "csup_async.polars_source",
-    "to_duckdb": "csup_async.duckdb_source",
+    "scan_polars": "csup_async.sync.polars_source",
+    "to_duckdb": "csup_async.sync.duckdb_source",
     "col": "planner.filters",
     "parse_filter": "planner.filters",
     "FilterError": "planner.filters",

@@ -1,7 +1,7 @@
 """The pure scan planner: a file's metadata and a projection in, the reads to make out.
 
 Plain data in, plain data out: frozen dataclasses and pure functions, no I/O,
-nothing heavier than the standard library and ``csup_async.meta``/``types``
+nothing heavier than the standard library and ``csup_async.format.meta``/``types``
 (the reader imports this on every open, and Spark ships plans to executors).
 
 * :func:`resolve_paths` - projection -> the streams each super type needs

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csup_async.errors import ArgumentError
+from csup_async.model.errors import ArgumentError
 
 __all__ = ["GCS_PRICES", "NO_PRICES", "S3_PRICES", "Bill", "Prices", "bill", "prices_for"]
 

@@ -49,8 +49,8 @@ from itertools import accumulate, compress, islice, repeat
 from operator import add, attrgetter, eq, gt, is_, le, ne, not_, sub
 from typing import NamedTuple
 
-from csup_async.errors import FormatError
-from csup_async.meta import Segment
+from csup_async.format.meta import Segment
+from csup_async.model.errors import FormatError
 
 from .errors import InvalidRangeError
 from .profiles import Profile, get_profile

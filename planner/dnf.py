@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 from .filters import And, Compare, Expr, IsIn, IsNull, Not, Or, parse_filter
 from .literals import FilterError, check_literal

@@ -1,13 +1,13 @@
-"""The planner's refusals, as :class:`csup_async.errors.CsupError` subclasses.
+"""The planner's refusals, as :class:`csup_async.model.errors.CsupError` subclasses.
 
 Both are also ``ValueError`` so code that validates arguments generically still
 catches them; being ``CsupError`` lets a service catch everything csup-async
-refuses with one ``except``.  (Candidates to move into ``csup_async.errors``.)
+refuses with one ``except``.  (Candidates to move into ``csup_async.model.errors``.)
 """
 
 from __future__ import annotations
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 
 class ProfileError(CsupError, ValueError):

@@ -17,7 +17,7 @@ def shown(name: str) -> str:
     """A file's name as any rendering shows it: the one redaction (a signed URL's query
     and a ``user:password@`` hidden).  The name itself stays whole: it is what reads
     and lookups use."""
-    from csup_async.stores.redact import redact_url
+    from csup_async.model.redact import redact_url
 
     return redact_url(name)
 

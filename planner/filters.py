@@ -52,7 +52,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Union
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration_ns, time_ns
 from .paths import format_path, parse_path

@@ -21,7 +21,7 @@ import datetime as _dt
 from fractions import Fraction
 from typing import Any
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 __all__ = ["INT64_MAX", "INT64_MIN", "FilterError", "check_literal", "duration_ns", "nanos",
            "time_ns"]

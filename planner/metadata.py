@@ -25,7 +25,7 @@ them as ``available`` to :func:`planner.plan_scan`).
 
 from __future__ import annotations
 
-from csup_async.errors import FormatError
+from csup_async.model.errors import FormatError
 
 from .errors import InvalidRangeError
 from .profiles import Profile, get_profile

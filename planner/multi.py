@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from csup_async.errors import ColumnNotFoundError
-from csup_async.meta import FileMeta
+from csup_async.format.meta import FileMeta
+from csup_async.model.errors import ColumnNotFoundError
 
 from .coalescing import Request
 from .explain import count_of, human, more_lines, shown

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 from .filters import ColumnStats, Expr, Truth, bind, columns_of, zone_truth
 

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import chain
 
-from csup_async.errors import ColumnNotFoundError
-from csup_async.meta import FileMeta, Segment
+from csup_async.format.meta import FileMeta, Segment
+from csup_async.model.errors import ColumnNotFoundError
 
 from .bill import Prices, bill, prices_for
 from .calibration import Calibration

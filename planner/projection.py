@@ -33,8 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from csup_async.errors import FormatError
-from csup_async.meta import (
+from csup_async.format.meta import (
     AnyColumn,
     ArrayColumn,
     FileMeta,
@@ -45,7 +44,8 @@ from csup_async.meta import (
     Segmap,
     UnionColumn,
 )
-from csup_async.types import ErrorType, NamedType, RecordType, Type
+from csup_async.model.errors import FormatError
+from csup_async.model.types import ErrorType, NamedType, RecordType, Type
 
 from .paths import Columns, format_path, parse_columns, quote_component
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from csup_async.meta import (
+from csup_async.format.meta import (
     AnyColumn,
     FileMeta,
     NullsColumn,
@@ -33,7 +33,7 @@ from csup_async.meta import (
     Segment,
     SegmentStats,
 )
-from csup_async.types import ErrorType, NamedType, PrimitiveType, RecordType, Type, UnionType
+from csup_async.model.types import ErrorType, NamedType, PrimitiveType, RecordType, Type, UnionType
 
 from .bounds import fold, segment_zone
 from .filters import ColumnStats, Expr, FilterError, Truth, bind, columns_of, zone_truth

@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from csup_async.errors import RowSelectionError
-from csup_async.meta import (
+from csup_async.format.meta import (
     FileMeta,
     NullsColumn,
     PrimitiveColumn,
@@ -41,7 +40,8 @@ from csup_async.meta import (
     Segmap,
     Segment,
 )
-from csup_async.types import EnumType, ErrorType, NamedType, PrimitiveType, RecordType
+from csup_async.model.errors import RowSelectionError
+from csup_async.model.types import EnumType, ErrorType, NamedType, PrimitiveType, RecordType
 
 from .bounds import fold, segment_zone
 from .filters import ColumnStats, Expr, Truth, zone_truth

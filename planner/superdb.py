@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from csup_async.meta import Segment
+from csup_async.format.meta import Segment
 
 from .coalescing import RangePlan, plan_ranges
 from .profiles import Profile, get_profile

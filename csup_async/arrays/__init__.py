@@ -21,7 +21,7 @@ float16, float32, float64              ``float``
 string / bytes / bool / null           ``str`` / ``bytes`` / ``bool`` / ``None``
 time / duration                        ``numpy.datetime64`` / ``numpy.timedelta64`` (ns)
 ip / net                               ``ipaddress`` addresses / networks
-type                                   a :class:`csup_async.types.Type`
+type                                   a :class:`csup_async.model.types.Type`
 record                                 ``dict`` (field order kept)
 array / set                            ``list`` (a set in its stored order)
 map                                    ``dict``; when the key type contains a record,
@@ -52,7 +52,7 @@ operations), :mod:`.model` (the array classes, ``concat``, ``null_array``,
 parts into rows) and :mod:`.from_python` (``from_pylist``).
 """
 
-from ..values import UnionValue
+from ..model.values import UnionValue
 from .arrow import MissingDependencyError
 from .buffers import group_ranks, range_indices
 from .combine import combine, gather

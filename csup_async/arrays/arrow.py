@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CsupError, FormatError, UnsupportedTypeError
-from ..types import NULL, EnumType, NamedType, PrimitiveType
+from ..model.errors import CsupError, FormatError, UnsupportedTypeError
+from ..model.kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
+from ..model.types import NULL, EnumType, NamedType, PrimitiveType
 from .buffers import group_ranks
-from .kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
 
 
 class MissingDependencyError(CsupError, ImportError):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
+from ..model.errors import FormatError
 
 
 def read_only(a: np.ndarray) -> np.ndarray:

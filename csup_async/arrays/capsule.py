@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CsupError, UnsupportedTypeError
-from ..types import NULL, EnumType, NamedType, PrimitiveType
+from ..model.errors import CsupError, UnsupportedTypeError
+from ..model.kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
+from ..model.types import NULL, EnumType, NamedType, PrimitiveType
 from .buffers import group_ranks
-from .kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
 
 __all__ = ["batch_schema", "export_batch", "export_column", "nanoarrow", "stream_of"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
-from ..types import NULL, Type, UnionType
+from ..model.errors import FormatError
+from ..model.types import NULL, Type, UnionType
 from .buffers import concat_validity, rebased_offsets, route, take_binary
 from .model import (
     Array,

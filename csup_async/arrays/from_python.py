@@ -10,21 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EncodeError, UnsupportedTypeError
-from ..types import (
-    NULL,
-    ArrayType,
-    EnumType,
-    MapType,
-    PrimitiveType,
-    RecordType,
-    SetType,
-    Type,
-    UnionType,
-)
-from ..values import UnionValue
-from .buffers import offsets_from_lengths
-from .kinds import (
+from ..model.errors import EncodeError, UnsupportedTypeError
+from ..model.kinds import (
     BIG_INTS,
     BINARY_KINDS,
     EPOCH,
@@ -40,6 +27,19 @@ from .kinds import (
     phys,
     refuse_unsupported,
 )
+from ..model.types import (
+    NULL,
+    ArrayType,
+    EnumType,
+    MapType,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
+from ..model.values import UnionValue
+from .buffers import offsets_from_lengths
 from .model import (
     Array,
     BinaryArray,

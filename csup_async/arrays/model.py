@@ -12,8 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ColumnNotFoundError, CsupError, FormatError, UnsupportedTypeError
-from ..types import (
+from ..model.errors import ColumnNotFoundError, CsupError, FormatError, UnsupportedTypeError
+from ..model.kinds import (
+    BIG_INTS,
+    BINARY_KINDS,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    NS_DURATION,
+    NS_TIME,
+    OBJECT_KINDS,
+    key_hashable,
+    phys,
+    refuse_unsupported,
+)
+from ..model.types import (
     NULL,
     ArrayType,
     EnumType,
@@ -25,7 +37,7 @@ from ..types import (
     Type,
     UnionType,
 )
-from ..values import UnionValue
+from ..model.values import UnionValue
 from .arrow import export
 from .buffers import (
     concat_validity,
@@ -42,18 +54,6 @@ from .buffers import (
     scatter_offsets,
     scatter_validity,
     take_binary,
-)
-from .kinds import (
-    BIG_INTS,
-    BINARY_KINDS,
-    FLOAT_DTYPES,
-    INT_DTYPES,
-    NS_DURATION,
-    NS_TIME,
-    OBJECT_KINDS,
-    key_hashable,
-    phys,
-    refuse_unsupported,
 )
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..types import (
+from ..model.kinds import INT_DTYPES
+from ..model.types import (
     NULL,
     PRIMITIVE_BY_NAME,
     ArrayType,
@@ -37,7 +38,6 @@ from ..types import (
     Type,
     UnionType,
 )
-from .kinds import INT_DTYPES
 from .model import (
     Array,
     ListArray,

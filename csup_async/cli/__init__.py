@@ -19,7 +19,7 @@ import os
 import sys
 import traceback
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 from .args import build_parser, check_args
 from .commands import COMMANDS
 from .exits import (

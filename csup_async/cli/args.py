@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 from .sources import is_csup_input
 
 

@@ -45,7 +45,7 @@ def _convert(args: argparse.Namespace) -> int:
     label = f"converting {os.path.basename(first.rstrip('/')) or first}"
     values = with_progress(input_values(args), label, args)
     if out_kind == "csup":
-        from ..writing import write
+        from ..writers.writing import write
 
         opts: dict[str, Any] = {}
         if args.segment_thresh:
@@ -91,8 +91,8 @@ def _convert_out(args: argparse.Namespace, kind: str) -> int:
 
 def _write_bsup(path: str, values: Any, target: str | None = None) -> int:
     """BSUP of the version ``target``'s tool reads (version 0 by default)."""
-    from ..targets import resolve
-    from ..targets.output import write_bsup
+    from ..writers.targets import resolve
+    from ..writers.targets.output import write_bsup
 
     chosen = resolve(target)  # an unknown name fails before the file is touched
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -118,8 +118,8 @@ def _cat(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     """One object's layout and statistics; for many, each object's in turn (file order).
     ``--verify`` reads and checks every segment and reports every failure (exit 4)."""
-    from ..describe import check_json, check_lines, describe_file, file_json
-    from ..pipeline.verify import verify_file
+    from ..scan.describe import check_json, check_lines, describe_file, file_json
+    from ..scan.verify import verify_file
 
     failed = False
     source = Source(args)
@@ -154,7 +154,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
     """A SuperDB file: its objects and vectors; ``--verify`` decodes every value."""
-    from ..superdb.describe import describe_file, file_json
+    from ..format.superdb.describe import describe_file, file_json
 
     if args.verify:
         await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
@@ -179,14 +179,14 @@ def _scan(args: argparse.Namespace) -> int:
     stats: Any = None  # a ScanStats, made once the reader side is loaded (after open)
     # The output side (numpy, pyarrow's vectorised renderers) is imported by the render
     # thread while the object is opened and its first segments fetched (the reader's
-    # side is imported meanwhile too: see csup_async.opening), not before the first request
+    # side is imported meanwhile too: see csup_async.readers.opening), not before the first request
     fast = render_pool().submit(vectorised_output) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
         import time
 
-        from .. import jsonout as J
-        from ..pipeline.result import ScanStats
+        from ..arrays import jsonout as J
+        from ..scan.result import ScanStats
 
         nonlocal stats
         stats = ScanStats()
@@ -246,7 +246,7 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ..demo import run
+    from .demo import run
 
     return run(args.rows)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import (
+from ..model.errors import (
     BudgetError,
     ColumnNotFoundError,
     CsupError,

@@ -120,7 +120,7 @@ def _read_input(path: str) -> list[Any]:
         if text.lstrip().startswith("["):
             return json.loads(text)
         return [json.loads(line) for line in text.splitlines() if line.strip()]
-    from ..bsup import read_values
+    from ..format.bsup import read_values
 
     return read_values(data, typed=False)
 
@@ -141,7 +141,7 @@ def parse_order(text: str) -> tuple[str, str]:
 async def _create(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     from ..lake.create import create_lake
     from ..lake.lake import open_lake
-    from ..stores.redact import redact_url
+    from ..model.redact import redact_url
 
     if args.lake_command == "create":
         await create_lake(args.url, **store_opts)
@@ -161,7 +161,7 @@ async def _create(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
 
 def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     """Run a ``lake`` command; ``store_opts`` are the store flags that apply to its URL."""
-    from ..jsonout import dumps
+    from ..arrays.jsonout import dumps
     from ..lake.filter import where_filter
     from ..lake.keys import display
     from ..lake.lake import open_lake

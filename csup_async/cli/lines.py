@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 from .batches import CAT_BATCH_ROWS, STREAM_PREFETCH, one_ahead
 from .exits import UsageError
 from .output import render_in_thread
@@ -51,8 +51,8 @@ def output_kind(path: str, to: str | None) -> str:
 
 def write_lines(args: argparse.Namespace, out: IO[bytes], limit: int | None = None) -> int:
     """Every value of the input as a JSON line on ``out`` (at most ``limit``); the count."""
-    from .. import jsonout as J
-    from ..values import Value
+    from ..arrays import jsonout as J
+    from ..model.values import Value
 
     if limit == 0:
         return 0
@@ -133,7 +133,7 @@ def typed_python(t: Any, x: Any) -> Any:
     whether it came from CSUP, BSUP or Parquet; unions as their member."""
     import numpy as np
 
-    from ..types import (
+    from ..model.types import (
         ArrayType,
         ErrorType,
         MapType,
@@ -143,7 +143,7 @@ def typed_python(t: Any, x: Any) -> Any:
         SetType,
         UnionType,
     )
-    from ..values import UnionValue
+    from ..model.values import UnionValue
 
     if x is None:
         return None
@@ -193,7 +193,7 @@ def as_csup(args: argparse.Namespace, output: str) -> Iterator[argparse.Namespac
     if is_csup_input(args):
         yield args
         return
-    from ..writing import write
+    from ..writers.writing import write
 
     staged = f"{output}.tmp-{os.getpid()}.csup"
     try:

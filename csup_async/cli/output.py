@@ -32,7 +32,7 @@ def render_pool() -> Any:
 
 
 def vectorised_output() -> bool:
-    from ..jsonout import have_pyarrow
+    from ..arrays.jsonout import have_pyarrow
 
     return have_pyarrow()
 
@@ -40,7 +40,7 @@ def vectorised_output() -> bool:
 
 def slow_json(batch: dict[str, Any]) -> bytes:
     """JSON lines without pyarrow: a Python object per value (slow, same text)."""
-    from ..jsonout import dumps
+    from ..arrays.jsonout import dumps
 
     cols = {c: a.to_pylist() for c, a in batch.items()}
     n = len(next(iter(batch.values()))) if batch else 0
@@ -49,7 +49,7 @@ def slow_json(batch: dict[str, Any]) -> bytes:
 
 
 def slow_csv(batch: dict[str, Any]) -> bytes:
-    from ..jsonout import json_value
+    from ..arrays.jsonout import json_value
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -65,7 +65,7 @@ def print_table(batch: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..jsonout import json_value
+    from ..arrays.jsonout import json_value
 
     def cell(v: Any) -> Text:
         if v is None:

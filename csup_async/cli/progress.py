@@ -48,7 +48,7 @@ def progress_bar(args: argparse.Namespace, unit: str = "bytes") -> Iterator[Any]
 
 def with_progress(values: Any, label: str, args: argparse.Namespace) -> Any:
     """Count values on a live line when progress is on; pass them through untouched if not."""
-    from ..arrow_input import ArrowValues
+    from ..writers.arrow_input import ArrowValues
 
     if not progress_on(args):
         return values

@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from ..errors import CsupError, NotFoundError
+from ..model.errors import CsupError, NotFoundError
 from .exits import UsageError
 from .progress import progress_bar
 
@@ -77,7 +77,7 @@ def source_options(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], 
     if getattr(args, "calibrate", False):
         reader["calibrate"] = True
     if getattr(args, "immutable", False):
-        from ..diskcache import CACHE_ENV
+        from ..stores.diskcache import CACHE_ENV
 
         if not os.environ.get(CACHE_ENV):
             raise UsageError(f"--immutable needs ${CACHE_ENV} (the directory of the "
@@ -125,7 +125,7 @@ class Source:
     commands read through one set of verbs and never ask which they were given."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from ..opening import warm_up
+        from ..readers.opening import warm_up
         from ..stores import store_for
         from ..stores.shared import with_stable_scope
 
@@ -149,7 +149,7 @@ class Source:
             if self.dataset is not None:
                 self._scanner = self.dataset
             else:
-                from ..dataset import Dataset
+                from ..datasets.dataset import Dataset
 
                 self._scanner = Dataset.of_readers([self.reader], self.store)
         return self._scanner
@@ -171,7 +171,7 @@ class Source:
 
     async def open(self) -> Any:
         """The Reader or Dataset for the URLs (closed by :meth:`close`)."""
-        from ..opening import open as open_reader
+        from ..readers.opening import open as open_reader
         from ..stores.capabilities import Lister
 
         one = self.urls[0]
@@ -182,14 +182,14 @@ class Source:
             except NotFoundError:  # ``s3://b/events`` may be a prefix, as Spark reads it
                 if "://" not in one or not isinstance(self.store.metered, Lister):
                     raise
-                from ..dataset import list_sources
+                from ..datasets.dataset import list_sources
 
                 found = await list_sources(one.rstrip("/") + "/", self.store,
                                            match=self.match, skipped=self.skipped)
                 if not found and not self.skipped:
                     raise
         else:
-            from ..dataset import list_sources
+            from ..datasets.dataset import list_sources
 
             found = []
             for url in self.urls:
@@ -207,7 +207,7 @@ class Source:
         return await self._open_dataset(found)
 
     async def _open_dataset(self, found: list[str]) -> Any:
-        from ..dataset import open_dataset
+        from ..datasets.dataset import open_dataset
 
         opts = dict(self.reader_opts)
         if getattr(self.args, "file_concurrency", None):
@@ -253,7 +253,7 @@ class Source:
 
 def _is_csup_source(url: str) -> bool:
     """CSUP is read through a store (any URL, prefix, glob); other formats from a local file."""
-    from ..inputs import CSUP_EXT, kind_of
+    from ..writers.inputs import CSUP_EXT, kind_of
 
     if not ("://" in url and not url.startswith("file://")):
         return looks_many(url) or url.lower().endswith(CSUP_EXT)
@@ -304,7 +304,7 @@ def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runn
     budget = budget_options(args)
     if not budget:
         return None
-    from ..progress import Meter
+    from ..model.progress import Meter
 
     frags = source.scanner.fragments
     readers = [runner.run(f.open()) for f in frags]
@@ -315,7 +315,7 @@ def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runn
 
 
 async def _metered_values(r: Any, fm: Any) -> list[Any]:
-    from ..progress import tracking
+    from ..model.progress import tracking
 
     with tracking(fm):
         return await r.read_values()  # type: ignore[no-any-return]
@@ -337,6 +337,6 @@ def input_values(args: argparse.Namespace) -> Any:
     """Values of the input: CSUP through a store (any URL, prefix, glob), others from a file."""
     if is_csup_input(args):
         return _csup_values(args)
-    from ..inputs import read_values
+    from ..writers.inputs import read_values
 
     return read_values(source_urls(args)[0])

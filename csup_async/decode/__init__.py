@@ -18,7 +18,7 @@ values with numpy alone and is also the reference for every error message:
   and to find and describe errors.
 
 Speculation only ever changes speed, never answers.  Every function raises
-only :class:`~csup_async.errors.CsupError` subclasses, for any input bytes;
+only :class:`~csup_async.model.errors.CsupError` subclasses, for any input bytes;
 messages give stream offsets, and callers add the file path.  Inputs may be
 bytes, bytearray or memoryview; decoded arrays never alias them, so a buffer
 may be reused (the scanners work on one zero-padded copy of the stream, which

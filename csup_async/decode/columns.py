@@ -16,9 +16,9 @@ from typing import NamedTuple
 import lz4.block
 import numpy as np
 
-from ..errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
-from ..meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
-from ..types import PrimitiveType
+from ..format.meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
+from ..model.errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
+from ..model.types import PrimitiveType
 from .scan import SERIAL_BELOW, scan_tags, scan_values
 from .tags import (
     ANY_PROFILE,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..types import PrimitiveType
+from ..model.types import PrimitiveType
 from . import columns as ref
 from .columns import FLOAT_DTYPES, Decoded, PrimitiveDecoders, decode_primitive_with
 from .scan import scan_tags as _ref_scan_tags

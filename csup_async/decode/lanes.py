@@ -18,7 +18,7 @@ import contextlib
 
 import numpy as np
 
-from ..errors import FormatError
+from ..model.errors import FormatError
 from .tags import PAD, TagProfile, read_varints, serial_scan
 
 _LANE_MARGIN = 8  # lockstep steps after every lane has left its region (plus a head's)

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import FormatError, TruncatedError
+from ..model.errors import FormatError, TruncatedError
 
 Buffer = bytes | bytearray | memoryview
 

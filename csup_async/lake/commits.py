@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from ..values import Value
+from ..model.values import Value
 from . import ksuid as K
 from . import zedtypes as Z
 from .errors import LakeConflictError, LakeError, LakeNotFoundError

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import bsup
-from ..errors import CsupError
+from ..format import bsup
+from ..model.errors import CsupError
+from ..model.types import Type
 from ..stores import store_for
-from ..types import Type
 from . import ksuid as K
 from . import zedtypes as Z
 from .config import LAKE_MAGIC, LAKE_VERSION, PoolConfig, pool_config

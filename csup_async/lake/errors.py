@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 
 __all__ = ["LakeError", "LakeConflictError", "LakeNotFoundError"]
 

@@ -19,8 +19,8 @@ import numpy as np
 from planner.filters import And, Compare, Expr, IsIn, IsNull, Not, Or, StartsWith, bind
 from planner.paths import format_path, parse_path
 
-from ..pipeline.result import ScanResult
-from ..types import PrimitiveType, Type, underlying
+from ..model.types import PrimitiveType, Type, underlying
+from ..scan.result import ScanResult
 from .keys import KeyRange, as_value
 
 __all__ = ["PoolFilter", "is_expr", "key_type_name", "pool_filter", "where_filter",
@@ -100,7 +100,7 @@ def filter_columns(expr: Expr) -> list[str]:
 def keep_matching(res: ScanResult, expr: Expr, wanted: Sequence[str] | None) -> ScanResult:
     """The rows of ``res`` the filter is true for (SQL semantics), columns ``wanted``
     (None: every column of ``res`` but those read only for the filter)."""
-    from ..filtering import evaluate
+    from ..arrays.filtering import evaluate
 
     by_path = {parse_path(c): a for c, a in res.columns.items()}
     typed = bind(expr, {p: a.type.name for p, a in by_path.items()

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AccessDeniedError, NotFoundError
-from ..types import UINT64
-from ..values import Value
+from ..model.errors import AccessDeniedError, NotFoundError
+from ..model.types import UINT64
+from ..model.values import Value
 from . import zedtypes as Z
 from .errors import LakeError, LakeNotFoundError
 from .objects import LakeIO, gather_all

@@ -27,9 +27,9 @@ import numpy as np
 from planner.filters import And, Compare, Expr
 from planner.literals import duration_ns, time_ns
 
-from ..errors import CsupError
-from ..types import NamedType, PrimitiveType, Type, underlying
-from ..values import Value, infer_type
+from ..model.errors import CsupError
+from ..model.types import NamedType, PrimitiveType, Type, underlying
+from ..model.values import Value, infer_type
 
 __all__ = ["compare", "sort_key", "KeyRange", "key_of", "as_value"]
 
@@ -129,7 +129,7 @@ def as_value(v: Any) -> Value | None:
     if isinstance(v, Value):
         return norm(v)
     if isinstance(v, _dt.datetime):
-        from ..types import TIME
+        from ..model.types import TIME
 
         return norm(Value(TIME, v))
     try:

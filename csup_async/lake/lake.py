@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ..errors import CsupError, NotFoundError
+from ..model.errors import CsupError, NotFoundError
 from ..stores import Store, store_for
 from ..stores.shared import with_stable_scope
 from . import ksuid as K
@@ -53,7 +53,7 @@ class Lake:
         self._states: dict[bytes, dict[bytes, PoolState]] = {}
 
     def __repr__(self) -> str:
-        from ..stores.redact import redact_url
+        from ..model.redact import redact_url
 
         return f"Lake({redact_url(self.url)!r}, pools={[p.name for p in self.pools]})"
 

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import bsup
-from ..errors import CsupError, EncodeError
-from ..types import NULL, UINT64, Type
-from ..values import Value, infer_type
+from ..format import bsup
+from ..model.errors import CsupError, EncodeError
+from ..model.types import NULL, UINT64, Type
+from ..model.values import Value, infer_type
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import commit_rel
@@ -153,11 +153,11 @@ def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-asyn
     v16, what ``super db vector add`` of super v0.3.0 writes)."""
     buf = _io.BytesIO()
     if target != "csup-async":
-        from ..targets.output import write_csup
+        from ..writers.targets.output import write_csup
 
         write_csup(buf, [Value(t, v) for t, v, _, _ in rows], target)
         return buf.getvalue()
-    from ..writing import write
+    from ..writers.writing import write
 
     write(buf, [Value(t, v) for t, v, _, _ in rows])
     return buf.getvalue()
@@ -166,7 +166,7 @@ def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-asyn
 async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, message: str = "",
                author: str = "", csup: bool = False, meta: Any = None,
                target: str | None = None) -> str:
-    from ..targets import resolve
+    from ..writers.targets import resolve
 
     io = lake.io
     if target is None:
@@ -177,7 +177,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
     rows = await asyncio.to_thread(_rows, data)
     version = io.bsup_version
     if io.is_superdb:  # SuperDB's values: no typed nulls (csup_async.targets.supermodel)
-        from ..targets.supermodel import to_super
+        from ..writers.targets.supermodel import to_super
 
         rows = [to_super(t, v) for t, v in rows]
     srows = await asyncio.to_thread(_sorted_rows, cfg, rows)

@@ -22,16 +22,16 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import AccessDeniedError, NotFoundError
+from ..model.errors import AccessDeniedError, NotFoundError
 from ..stores import LocalStore, Store
 from ..stores.capabilities import Lister, display_of
 from ..stores.put import local_path, put_object
-from ..tasks import gather_or_cancel
+from ..stores.tasks import gather_or_cancel
 from .config import PoolConfig
 from .errors import LakeError
 
 if TYPE_CHECKING:
-    from ..diskcache import DiskMetadataCache
+    from ..stores.diskcache import DiskMetadataCache
 
 __all__ = ["LakeIO", "LakeHandle", "WHOLE", "gather_all", "DEFAULT_MAX_JOURNAL_ENTRIES",
            "disk_cache_of"]
@@ -225,8 +225,8 @@ def disk_cache_of(option: Any) -> DiskMetadataCache | None:
     """The on-disk cache a lake's ``metadata_cache=`` names: None (``$CSUP_METADATA_CACHE``
     if set), False (none), a pathlib.Path (the process's cache in that directory) or a
     DiskMetadataCache."""
-    from ..diskcache import DiskMetadataCache, disk_cache, env_cache
-    from ..errors import CsupError
+    from ..model.errors import CsupError
+    from ..stores.diskcache import DiskMetadataCache, disk_cache, env_cache
 
     if option is None:
         return env_cache()

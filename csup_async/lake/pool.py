@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import planner as P
 from planner.filters import Expr
 
-from ..errors import CsupError
-from ..reader import ScanResult
-from ..types import Type
+from ..model.errors import CsupError
+from ..model.types import Type
+from ..readers.reader import ScanResult
 from . import ksuid as K
 from .commits import DataObject, PoolState
 from .filter import PoolFilter, filter_columns, is_expr, pool_filter
@@ -53,7 +53,7 @@ class Pool:
         if self._csup_present is None and self.state.vectors:
             self._csup_present = True  # Zed's vector commits say which objects have one
         if self._csup_present is None:
-            from ..errors import AccessDeniedError, NotFoundError
+            from ..model.errors import AccessDeniedError, NotFoundError
 
             objs = self.objects
             if not objs:

@@ -3,9 +3,9 @@
 The lake decodes nothing itself.  :meth:`Pool.source` says which objects a scan
 reads, the seek-index byte runs of each and the requests the planner coalesced
 for them, and the filter (key range and the caller's filter, in the common
-model).  Here each kept object becomes a :class:`~csup_async.fragment.Fragment`
-of a :class:`~csup_async.dataset.Dataset`, opened by
-:func:`csup_async.bsup.reader.open_runs` over its runs (a ``.zng`` object is BSUP:
+model).  Here each kept object becomes a :class:`~csup_async.datasets.fragment.Fragment`
+of a :class:`~csup_async.datasets.dataset.Dataset`, opened by
+:func:`csup_async.readers.bsup.open_runs` over its runs (a ``.zng`` object is BSUP:
 its frames are self-delimiting and each run is whole streams), or by ``open`` on
 its columnar copy (``.vng``/``.csup``); the fragment's scan evaluates the filter.
 What is the lake's own is its order: objects whose key spans overlap are merged
@@ -26,14 +26,14 @@ from planner.filters import Expr
 from planner.paths import format_path
 
 from .. import arrays as A
-from ..bsup.reader import open_runs, reader_of_frames
-from ..dataset import Dataset
-from ..errors import FormatError, LimitError, NotFoundError, TruncatedError
-from ..fragment import Fragment
-from ..pipeline.result import ScanResult, ScanStats
-from ..reader import Reader
-from ..types import NULL, PrimitiveType, Type, UnionType, underlying
-from ..values import Value
+from ..datasets.dataset import Dataset
+from ..datasets.fragment import Fragment
+from ..model.errors import FormatError, LimitError, NotFoundError, TruncatedError
+from ..model.types import NULL, PrimitiveType, Type, UnionType, underlying
+from ..model.values import Value
+from ..readers.bsup import open_runs, reader_of_frames
+from ..readers.reader import Reader
+from ..scan.result import ScanResult, ScanStats
 from .errors import LakeError, LakeNotFoundError
 from .keys import KeyRange, family, sort_key
 from .objects import LakeIO
@@ -98,7 +98,7 @@ class PoolRead:
     async def open_object(self, o: SourceObject) -> Reader:
         """The object's reader: its columnar copy through ``open`` when that is to be
         read and exists, else its ``.zng`` runs (all of it when the source kept no runs)."""
-        from ..opening import open as open_reader
+        from ..readers.opening import open as open_reader
 
         opts = {} if self.profile is None else {"profile": self.profile}
         if self._use_columnar(o):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..values import Value
+from ..model.values import Value
 from . import zedtypes as Z
 from .errors import LakeError
 from .keys import KeyRange, norm

@@ -16,7 +16,7 @@ from typing import Any
 
 from planner.filters import And, Expr
 
-from ..values import Value
+from ..model.values import Value
 from .commits import DataObject
 from .keys import KeyRange, display
 from .plan import ScanPlan

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .. import bsup
-from ..errors import CsupError
-from ..types import (
+from ..format import bsup
+from ..model.errors import CsupError
+from ..model.types import (
     BYTES,
     INT64,
     NULL,
@@ -28,7 +28,7 @@ from ..types import (
     Type,
     underlying,
 )
-from ..values import Value
+from ..model.values import Value
 from .errors import LakeError
 
 KSUID_T = NamedType("ksuid.KSUID", BYTES)
@@ -149,7 +149,7 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
     """
     try:
         if buf and buf[0] != 0xFF and buf[0] & 0x80:  # BSUP 1/2: a SuperDB database's
-            from ..superdb.tov0 import to_v0
+            from ..format.superdb.tov0 import to_v0
 
             buf = to_v0(buf)
         for t, body in bsup.iter_raw_values(buf):
@@ -188,7 +188,7 @@ def stream_encoder(out: bytearray, version: int) -> Any:
     if version == 0:
         return bsup.StreamEncoder(out)
     if version in (1, 2):
-        from ..targets.bsupn import StreamEncoderN
+        from ..writers.targets.bsupn import StreamEncoderN
 
         return StreamEncoderN(out, version)
     raise LakeError(f"writing BSUP version {version} (a SuperDB database of super main) is "

@@ -25,9 +25,9 @@ import numpy as np
 import pyarrow as pa
 
 from .. import arrays as A
-from ..errors import CsupError, UnsupportedTypeError
-from ..jsonout import json_value
-from ..types import EnumType, PrimitiveType, Type
+from ..arrays.jsonout import json_value
+from ..model.errors import CsupError, UnsupportedTypeError
+from ..model.types import EnumType, PrimitiveType, Type
 from .schema import bare
 
 _NS_PER_US = 1000

@@ -29,10 +29,10 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from .. import arrays as A
-from ..dataset import Dataset
-from ..errors import CsupError
-from ..fragment import Fragment
-from ..reader import reader_from_meta
+from ..datasets.dataset import Dataset
+from ..datasets.fragment import Fragment
+from ..model.errors import CsupError
+from ..readers.reader import reader_from_meta
 from ..stores import Store, shared_store
 from .convert import conform
 from .options import Settings

@@ -27,11 +27,11 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from ..errors import CsupError
 from ..lake.filter import PoolFilter
 from ..lake.keys import KeyRange, as_value
 from ..lake.source import PoolSource
-from ..types import underlying
+from ..model.errors import CsupError
+from ..model.types import underlying
 from .options import Settings
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]

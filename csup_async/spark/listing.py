@@ -21,10 +21,10 @@ from typing import Any
 import planner as P
 from planner.partitions import Partitions
 
-from ..dataset import open_dataset
-from ..errors import CsupError
-from ..meta import FileMeta
-from ..partitioning import partitions_of, root_of
+from ..datasets.dataset import open_dataset
+from ..format.meta import FileMeta
+from ..model.errors import CsupError
+from ..scan.partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
 from ..stores.capabilities import Lister
 from ..stores.listing import has_glob, list_sources

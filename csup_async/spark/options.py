@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, CsupError
+from ..model.errors import ConfigError, CsupError
 from ..stores.config import all_names, known_option
 
 MiB = 1 << 20
@@ -217,7 +217,7 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         if getattr(s, attr) is not None and getattr(s, attr) < 0:
             raise CsupError(f"option {name} must be >= 0")
     if not write:
-        from ..partitioning import check_partitioning
+        from ..scan.partitioning import check_partitioning
 
         s.partitioning = check_partitioning(s.partitioning)
     if s.profile is not None:
@@ -225,7 +225,7 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
 
         P.get_profile(s.profile)  # refuses an unknown profile now, on the driver
     if s.target is not None:
-        from ..targets import resolve
+        from ..writers.targets import resolve
 
         resolve(s.target)  # an unknown target is refused on the driver, naming the accepted
     return s

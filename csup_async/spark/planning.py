@@ -37,7 +37,7 @@ from pyspark.sql.datasource import InputPartition
 
 import planner as P
 
-from ..meta import FileMeta
+from ..format.meta import FileMeta
 from ..stores import TailRead, redact_url
 from .filters import decide, describe
 from .listing import Loaded
@@ -192,7 +192,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "pruned_files": pruned[:1000],
     }
     if settings.max_requests is not None or settings.max_bytes is not None:
-        from ..budget import check_budget
+        from ..model.budget import check_budget
 
         # every task's requests are in this plan: the query is refused before any runs
         check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,

@@ -38,7 +38,7 @@ from typing import Any
 import planner as P
 
 from ..arrays import Array
-from ..opening import open as open_reader
+from ..readers.opening import open as open_reader
 from ..stores import Store, redact_url
 from .filters import decide, describe
 from .listing import Loaded

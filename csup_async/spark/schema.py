@@ -28,9 +28,9 @@ from pyspark.sql import types as T
 
 import planner as P
 
-from ..errors import UnsupportedTypeError
-from ..meta import FileMeta
-from ..types import (
+from ..format.meta import FileMeta
+from ..model.errors import UnsupportedTypeError
+from ..model.types import (
     ArrayType,
     EnumType,
     ErrorType,

@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..errors import CsupError, StoreError
+from ..model.errors import CsupError, StoreError
 from ..stores import redact_url
 from ..stores.logmask import install_log_mask
 
@@ -149,7 +149,7 @@ class S3Sink:
         except CsupError:
             raise
         except Exception as e:  # botocore/aiohttp errors carry no credentials, but URLs may
-            from ..stores.redact import redact_text
+            from ..model.redact import redact_text
 
             raise StoreError(f"{what} failed: {type(e).__name__}: {redact_text(str(e))}",
                              path=redact_url(url)) from None

@@ -17,7 +17,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 from .listing import Loaded, load_sync
 from .options import Settings, parse_options
 from .planning import CsupPartition, ReadPlan, plan_read
@@ -92,7 +92,7 @@ class CsupReader(DataSourceReader):
                             if n not in names)
             if loaded.unopened and (self.settings.max_requests is not None
                                     or self.settings.max_bytes is not None):
-                from ..errors import ConfigError
+                from ..model.errors import ConfigError
 
                 raise ConfigError(
                     "maxRequests/maxBytes are checked against the driver's plan, and past "

@@ -38,8 +38,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from .. import writing as W
-from ..errors import CsupError, UnsupportedTypeError
+from ..model.errors import CsupError, UnsupportedTypeError
+from ..writers import writing as W
 from .listing import is_hidden
 from .options import Settings
 from .sinks import Sink, sink_for

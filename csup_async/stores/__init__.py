@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..model.redact import redact_text, redact_url
 from .base import CHUNK_SIZE, ObjectInfo, Store, TailRead
 from .hedge import HedgePolicy
 from .local import LocalStore
-from .redact import redact_text, redact_url
 from .retry import DEFAULT_RETRY, NO_RETRY, RetryPolicy
 
 if TYPE_CHECKING:

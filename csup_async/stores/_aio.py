@@ -18,7 +18,8 @@ from typing import Any
 
 import yarl
 
-from ..errors import CsupError, StoreError, StoreTimeoutError
+from ..model.errors import CsupError, StoreError, StoreTimeoutError
+from ..model.redact import redact_text
 from ._ranged import (
     DEFAULT_MIN_THROUGHPUT,
     IF_NONE_MATCH,
@@ -30,7 +31,6 @@ from ._ranged import (
 from .base import CHUNK_SIZE
 from .calibrate import note_connection_opened
 from .pacing import pacer_for
-from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 from .tls import aiohttp  # its CA certificates read on the first TLS connection
 

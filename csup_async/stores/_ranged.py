@@ -19,11 +19,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
+from ..model.errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
+from ..model.redact import redact_text
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
 from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
-from .redact import redact_text
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
 
 __all__ = ["IF_NONE_MATCH", "NotModified", "RangedStore", "Reply", "Unsatisfiable",
@@ -105,7 +105,7 @@ def status_error(status: int, path: str | None, *, detail: str = "",
                  retry_after: str | None = None,
                  content_range: str | None = None) -> StoreError:
     """The typed error for an HTTP error status (a Retryable for transient ones)."""
-    from ..errors import AccessDeniedError, NotFoundError
+    from ..model.errors import AccessDeniedError, NotFoundError
 
     what = f"HTTP {status}" + (f" ({redact_text(detail)[:300]})" if detail else "")
     if status in (401, 403):

@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AccessDeniedError
+from ..model.errors import AccessDeniedError
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from ..errors import StoreError
+from ..model.errors import StoreError
 
 #: How much of a response body a stream hands over at a time, at most.  Big
 #: enough that per-chunk overhead vanishes, small enough that a decoder can

@@ -7,7 +7,7 @@ process that talks to that endpoint shares the window, so a new reader starts
 calibrated; :meth:`Measurements.profile` turns the window into a profile with
 :func:`planner.calibration.calibrated`, so the planner stays free of I/O.
 :func:`to_rows` / :func:`from_rows` are the plain form the on-disk metadata
-cache keeps (csup_async/diskcache.py), so a second process starts calibrated too.
+cache keeps (csup_async/stores/diskcache.py), so a second process starts calibrated too.
 """
 
 from __future__ import annotations

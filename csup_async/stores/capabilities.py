@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .redact import redact_url
+from ..model.redact import redact_url
 
 #: The planner profile for a store that suggests none.
 FALLBACK_PROFILE = "local"

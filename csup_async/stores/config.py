@@ -13,7 +13,7 @@ object_store's and polars' ``aws_access_key_id``/``aws_endpoint_url``/
 ``access-key-id`` and ``ACCESS_KEY_ID`` are one name.  The endpoint is spelled
 ``endpoint`` everywhere.
 
-An unknown name is a :class:`~csup_async.errors.ConfigError` that names it and
+An unknown name is a :class:`~csup_async.model.errors.ConfigError` that names it and
 suggests the nearest accepted one; a value of the wrong type names the option
 and the type it got, never the value (it may be a secret).  The configurations'
 ``repr`` hides credentials.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..model.errors import ConfigError
 from .retry import DEFAULT_RETRY, RetryPolicy
 
 __all__ = ["GCSConfig", "HTTPConfig", "RetryConfig", "S3Config", "StoreConfig",

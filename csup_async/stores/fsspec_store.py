@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ..errors import (
+from ..model.errors import (
     AccessDeniedError,
     CsupError,
     NotFoundError,
@@ -25,9 +25,9 @@ from ..errors import (
     StoreTimeoutError,
     TruncatedError,
 )
+from ..model.redact import redact_url
 from ._aio import describe
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
-from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 
 __all__ = ["FsspecStore", "fsspec_version"]

@@ -38,13 +38,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from ..errors import AccessDeniedError, CsupError, StoreError
+from ..model.errors import AccessDeniedError, CsupError, StoreError
+from ..model.redact import redact_url
 from ._aio import AiohttpStore, to_url
 from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
 from .calibrate import endpoint_of
 from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
-from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ import warnings
 import weakref
 from typing import Any
 
-from ..errors import AccessDeniedError, StoreError
-from .redact import redact_text
+from ..model.errors import AccessDeniedError, StoreError
+from ..model.redact import redact_text
 from .retry import Retryable
 
 __all__ = ["READ_ONLY_SCOPE", "SOURCES_TRIED", "DefaultCredentials", "shared_credentials"]

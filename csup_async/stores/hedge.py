@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 
 __all__ = ["DEFAULT_HEDGE", "HedgeCounter", "HedgePolicy", "HedgeState", "counting", "hedged"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..errors import CsupError
+from ..model.errors import CsupError
+from ..model.redact import redact_url
 from ._aio import AiohttpStore, to_url
 from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
-from .redact import redact_url
 from .retry import DEFAULT_RETRY, RetryPolicy
 
 __all__ = ["HTTPStore", "http_version", "parse_http_version"]

@@ -13,10 +13,10 @@ import glob as _glob
 import os
 from collections.abc import Sequence
 
-from ..errors import CsupError
+from ..model.errors import CsupError
+from ..model.redact import redact_url
 from .base import Store
 from .capabilities import Lister
-from .redact import redact_url
 
 #: the characters that make a path a glob (``fnmatch``'s)
 GLOB_CHARS = frozenset("*?[")

@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 
-from ..errors import (
+from ..model.errors import (
     AccessDeniedError,
     NotFoundError,
     ObjectChangedError,

@@ -14,7 +14,7 @@ import asyncio
 import os
 import tempfile
 
-from ..errors import CsupError, StoreError
+from ..model.errors import CsupError, StoreError
 from .base import Store
 from .capabilities import display_of
 from .local import LocalStore

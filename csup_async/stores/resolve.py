@@ -17,10 +17,10 @@ import inspect
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError, CsupError
+from ..model.errors import ConfigError, CsupError
+from ..model.redact import redact_url
 from .base import Store
 from .local import LocalStore
-from .redact import redact_url
 
 __all__ = ["STORE_CLASSES", "store_class", "store_for", "store_options"]
 

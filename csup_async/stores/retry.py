@@ -31,7 +31,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from ..errors import CsupError, StoreError
+from ..model.errors import CsupError, StoreError
 
 __all__ = ["DEFAULT_RETRY", "NO_RETRY", "Attempts", "RetryPolicy", "Retryable",
            "parse_retry_after"]

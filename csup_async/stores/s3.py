@@ -35,7 +35,8 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote_plus, urlsplit
 
-from ..errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
+from ..model.errors import AccessDeniedError, CsupError, StoreError, StoreTimeoutError
+from ..model.redact import redact_url
 from ._aio import AiohttpStore, describe, error_detail, to_url
 from ._ranged import (
     DEFAULT_MIN_THROUGHPUT,
@@ -49,7 +50,6 @@ from .aws_credentials import StaticCredentials, chain, env_credentials
 from .base import CHUNK_SIZE, ObjectInfo
 from .calibrate import endpoint_of
 from .logmask import install_log_mask
-from .redact import redact_url
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy
 from .sigv4 import SigV4Signer
 from .tls import aiohttp  # its CA certificates read on the first TLS connection

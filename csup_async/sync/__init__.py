@@ -1,6 +1,6 @@
 """The synchronous face of the library, over the same async core (see :mod:`.facade`)."""
 
-from ..arrowschema import ArrowSchema
+from ..arrays.arrowschema import ArrowSchema
 from .facade import (
     BatchStream,
     SyncDataset,

@@ -16,8 +16,8 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from ..arrowschema import ArrowSchema
-from ..errors import CsupError
+from ..arrays.arrowschema import ArrowSchema
+from ..model.errors import CsupError
 from .loop import AsyncIteration, run
 
 
@@ -224,7 +224,7 @@ class SyncDataset:
 
 def open_sync(url: str, **options: Any) -> SyncReader:
     """Open a CSUP object for synchronous use (options as :func:`csup_async.open`)."""
-    from ..opening import open as open_async
+    from ..readers.opening import open as open_async
 
     async def opened() -> Any:
         return await open_async(url, **options)
@@ -234,7 +234,7 @@ def open_sync(url: str, **options: Any) -> SyncReader:
 
 def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDataset:
     """Open many CSUP objects for synchronous use (as :func:`csup_async.open_dataset`)."""
-    from ..dataset import open_dataset
+    from ..datasets.dataset import open_dataset
 
     async def opened() -> Any:
         return await open_dataset(source, **options)
@@ -265,7 +265,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
 
         async def scan_many() -> Any:
-            from ..dataset import open_dataset
+            from ..datasets.dataset import open_dataset
 
             async with open_dataset(source, **options) as ds:
                 return await ds.scan(columns, filter=filter, filters=filters, limit=limit)
@@ -273,7 +273,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         return run(scan_many())
 
     async def scan_one() -> Any:
-        from ..opening import open as open_async
+        from ..readers.opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
             return await r.scan(columns, filter=filter, filters=filters, rows=rows,

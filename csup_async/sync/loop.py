@@ -25,7 +25,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-from ..errors import CsupError
+from ..model.errors import CsupError
 
 __all__ = ["AsyncIteration", "io_loop", "run", "stop_io_loop"]
 

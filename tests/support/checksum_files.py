@@ -7,9 +7,9 @@ import io
 from typing import Any
 
 import csup_async
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import FileMeta, Segment
-from csup_async.pipeline.checks import iter_labelled_segmaps
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import FileMeta, Segment
+from csup_async.scan.checks import iter_labelled_segmaps
 
 ROWS = 3000
 

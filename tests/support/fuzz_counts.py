@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from csup_async import bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value
-from csup_async.meta import Segment
-from csup_async.types import UINT32, ArrayType, Field, RecordType, Type
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value
+from csup_async.format.meta import Segment
+from csup_async.model.types import UINT32, ArrayType, Field, RecordType, Type
 from tests.support.fuzz_model import Laid, Model, get, layout, put, streams
 
 __all__ = ["counted", "shifted_counts", "with_statistics"]

@@ -21,10 +21,10 @@ from typing import Any
 
 import lz4.block
 
-from csup_async import bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import (
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
     ArrayColumn,
@@ -37,7 +37,7 @@ from csup_async.meta import (
     Segment,
     UnionColumn,
 )
-from csup_async.types import (
+from csup_async.model.types import (
     ArrayType,
     EnumType,
     ErrorType,

@@ -45,8 +45,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from csup_async import bsup
-from csup_async.meta import (
+from csup_async.format import bsup
+from csup_async.format.meta import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
     FieldColumn,
@@ -54,7 +54,7 @@ from csup_async.meta import (
     RecordColumn,
     Segment,
 )
-from csup_async.types import (
+from csup_async.model.types import (
     FLOAT64,
     INT64,
     PRIMITIVE_BY_NAME,

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from csup_async import bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
-from csup_async.meta import Segment
-from csup_async.types import (
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+from csup_async.format.meta import Segment
+from csup_async.model.types import (
     BOOL,
     FLOAT64,
     INT64,

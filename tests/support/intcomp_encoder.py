@@ -1,5 +1,5 @@
 """A plain encoder of the intcomp layout (as ``super`` writes integer vectors), for
-property tests of :mod:`csup_async.superdb.intcomp`: written from the layout's
+property tests of :mod:`csup_async.format.superdb.intcomp`: written from the layout's
 description, slow and simple, with a choice of the trailing-zero shift the
 decoder must honour for 64-bit signed groups."""
 

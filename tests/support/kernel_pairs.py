@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from csup_async import decode as D
 from csup_async.decode import kernels as K
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 #: The compiled module (None where it was not built).
 NATIVE = K._K

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from csup_async.meta import (
+from csup_async.format.meta import (
     ArrayColumn,
     FieldColumn,
     FileMeta,
@@ -30,7 +30,7 @@ from csup_async.meta import (
     Trailer,
     UnionColumn,
 )
-from csup_async.types import (
+from csup_async.model.types import (
     INT32,
     INT64,
     STRING,
@@ -76,7 +76,7 @@ def make_meta(super_types: tuple[Type, ...], columns: tuple, super_column: tuple
     """A FileMeta whose sections add up (reassembly 100 bytes, trailer 60)."""
     if data_size is None:
         ends = [s.end for s in super_column]
-        from csup_async.meta import iter_segmaps
+        from csup_async.format.meta import iter_segmaps
 
         for c in columns:
             for sm in iter_segmaps(c):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from csup_async import bsup
 from csup_async import decode as D
-from csup_async.errors import FormatError
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import (
+from csup_async.format import bsup
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import (
     ArrayColumn,
     MapColumn,
     NullsColumn,
@@ -24,7 +23,8 @@ from csup_async.meta import (
     RecordColumn,
     UnionColumn,
 )
-from csup_async.types import (
+from csup_async.model.errors import FormatError
+from csup_async.model.types import (
     NULL,
     ArrayType,
     EnumType,
@@ -37,7 +37,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue, Value
+from csup_async.model.values import UnionValue, Value
 
 
 def reference_values(data: bytes) -> list[Value]:

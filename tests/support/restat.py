@@ -12,11 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from csup_async import bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value, segment_stats
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import FileMeta, NullsColumn, PrimitiveColumn, RecordColumn, Segment
-from csup_async.types import BOOL, UINT32, Field, RecordType, Type
+from csup_async.format import bsup
+from csup_async.format.colvalue import (
+    SEGMAP_TYPE,
+    TRAILER_TYPE,
+    column_value,
+    segmap_value,
+    segment_stats,
+)
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import FileMeta, NullsColumn, PrimitiveColumn, RecordColumn, Segment
+from csup_async.model.types import BOOL, UINT32, Field, RecordType, Type
 
 #: Edit of one segment's statistics: (segment index, its statistics as a dict with
 #: ``count``, ``nulls``, ``min``, ``max``, ``nan``) -> the statistics to write.

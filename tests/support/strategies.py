@@ -8,7 +8,7 @@ import struct
 import numpy as np
 from hypothesis import strategies as st
 
-from csup_async.types import (
+from csup_async.model.types import (
     PRIMITIVE_BY_NAME,
     ArrayType,
     EnumType,
@@ -21,7 +21,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue
+from csup_async.model.values import UnionValue
 
 SUPPORTED_PRIMITIVES = [
     "uint8", "uint16", "uint32", "uint64", "uint128", "uint256", "int8", "int16", "int32",
@@ -124,7 +124,7 @@ def _values_of(t: Type) -> st.SearchStrategy[object]:
     if isinstance(t, (ArrayType, SetType)):
         return st.lists(values_of(t.elem), max_size=4)
     if isinstance(t, MapType):
-        from csup_async.bsup import encode_value
+        from csup_async.format.bsup import encode_value
 
         return st.lists(st.tuples(values_of(t.key), values_of(t.value)), max_size=3,
                         unique_by=lambda kv: repr(encode_value(t.key, kv[0])))

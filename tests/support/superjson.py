@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from csup_async.superdb.bsup2 import OptField
-from csup_async.types import (
+from csup_async.format.superdb.bsup2 import OptField
+from csup_async.model.types import (
     ArrayType,
     EnumType,
     ErrorType,
@@ -25,7 +25,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue
+from csup_async.model.values import UnionValue
 
 
 def go_duration(ns: int) -> str:

@@ -6,7 +6,7 @@ Usage: ``python3 -m tests.support.targets_data`` (runs binaries found by
 ``tests/data/real/targets/``:
 
 - ``NAME.TARGET.csup`` (CSUP/VNG) and ``NAME.TARGET.bsup`` (BSUP of the target's
-  version): written by csup-async (``csup_async.targets.output``);
+  version): written by csup-async (``csup_async.writers.targets.output``);
 - ``NAME.TARGET.csup.out`` / ``NAME.TARGET.bsup.out``: the tool's own binary of what
   it read (``super -f bsup -bsup.compress=false`` for super-0.3, BSUP 2; ``zq -f zng
   -zng.compress=false`` for zed-1.12, ZNG), the exact types and values it saw;
@@ -24,10 +24,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from csup_async.types import (
+from csup_async.model.types import (
     PRIMITIVE_BY_NAME as P,
 )
-from csup_async.types import (
+from csup_async.model.types import (
     ArrayType,
     EnumType,
     ErrorType,
@@ -38,7 +38,7 @@ from csup_async.types import (
     SetType,
     UnionType,
 )
-from csup_async.values import UnionValue, Value
+from csup_async.model.values import UnionValue, Value
 from tests.support import realtools
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "real" / "targets"
@@ -129,7 +129,7 @@ def written(name: str, target: str, kind: str) -> bytes:
     """What csup-async writes of input ``name`` for ``target`` (``kind``: csup or bsup)."""
     import io
 
-    from csup_async.targets.output import write_bsup, write_csup
+    from csup_async.writers.targets.output import write_bsup, write_csup
 
     buf = io.BytesIO()
     vals = inputs()[name]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from csup_async.bsup import encode_stream, read_values
 from csup_async.decode import decompress_segment
-from csup_async.format import find_trailer
-from csup_async.meta import Segment
-from csup_async.types import (
+from csup_async.format.bsup import encode_stream, read_values
+from csup_async.format.csup import find_trailer
+from csup_async.format.meta import Segment
+from csup_async.model.types import (
     ArrayType,
     Field,
     MapType,
@@ -28,7 +28,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue
+from csup_async.model.values import UnionValue
 
 SEGMENT_FIELDS = {"v1.4": ("Offset", "Length"),
                   "v1.9": ("Offset", "Length", "MemLength", "CompressionFormat")}

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from csup_async.types import (
+from csup_async.model.types import (
     ArrayType,
     EnumType,
     ErrorType,
@@ -29,7 +29,7 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue
+from csup_async.model.values import UnionValue
 
 _UNITS = (("y", 365 * 86_400_000_000_000), ("d", 86_400_000_000_000),
           ("h", 3_600_000_000_000), ("m", 60_000_000_000))

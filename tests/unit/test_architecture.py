@@ -28,44 +28,36 @@ from tests.support.paths import ROOT
 
 PACKAGES = ("csup_async", "planner")
 
-#: The layers, lowest first.  A module may import from its own group and from any group of
-#: a lower layer; groups that share a layer (``cli`` and ``spark``) import neither each
-#: other nor anything above.  An entry ``x.*`` places the package ``x`` and every module
-#: below it; any other entry places that one module; the longest entry wins.  A module
-#: no entry places fails ``test_every_module_has_a_layer`` until it is given one here.
+#: The layers, lowest first: each is one folder of ``csup_async/`` (``planner/`` is the
+#: top-level package beside it).  A module may import from its own folder and from any
+#: folder of a lower layer; folders that share a layer (``cli`` and ``spark``) import
+#: neither each other nor anything above.  An entry ``x.*`` places the package ``x`` and
+#: every module below it; any other entry places that one module; the longest entry wins.
+#: A module no entry places fails ``test_every_module_has_a_layer``.
 LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
-    # the data model and the bytes of the format; redact is a leaf the errors use to
-    # name a URL without its secrets (it lives in stores/ for history's sake)
-    {"format": ("csup_async.errors", "csup_async.types", "csup_async.values",
-                "csup_async.meta", "csup_async.bsup.*", "csup_async.colvalue",
-                "csup_async.format", "csup_async.vng.*", "csup_async.stores.redact",
-                "csup_async.heap", "csup_async.budget", "csup_async.progress")},
+    # errors, types, values, budgets and progress, numpy forms: plain definitions
+    {"model": ("csup_async.model.*",)},
+    # bytes to metadata and back, no I/O: CSUP, BSUP, VNG, SuperDB's header layout
+    {"format": ("csup_async.format.*",)},
     # pure planning: plain data in, plain data out (see test_the_planner_does_no_io)
     {"planner": ("planner.*",)},
-    {"stores": ("csup_async.stores.*", "csup_async.rangebuf", "csup_async.metacache",
-                "csup_async.diskcache", "csup_async.tasks")},
+    {"stores": ("csup_async.stores.*",)},
     {"decode": ("csup_async.decode.*",)},
     # the result arrays and what is computed on them alone: filters, Arrow schemas, JSON
-    {"arrays": ("csup_async.arrays.*", "csup_async.filtering", "csup_async.arrowschema",
-                "csup_async.jsonout")},
-    # the read pipeline and the metadata views built on it (superdb is a second format's)
-    # (bsup.columns: BSUP frames into arrays, beside the codec it builds on)
-    {"read": ("csup_async.pipeline.*", "csup_async.superdb.*", "csup_async.bsup.columns",
-              "csup_async.colstats", "csup_async.describe", "csup_async.partitioning")},
-    # what a program calls: open a file or a dataset, scan it, async or synchronous
-    {"api": ("csup_async.reader", "csup_async.opening", "csup_async.dataset",
-             "csup_async.fragment", "csup_async.wholeobject", "csup_async.superdb.reader",
-             "csup_async.bsup.reader",
-             "csup_async.sync.*", "csup_async.polars_source", "csup_async.duckdb_source")},
-    {"write": ("csup_async.writer", "csup_async.writing", "csup_async.write_inputs",
-               "csup_async.arrow_input", "csup_async.arrow_write", "csup_async.pyrows",
-               "csup_async.fuse", "csup_async.segstats", "csup_async.batch",
-               "csup_async.tagenc", "csup_async.inputs", "csup_async.targets.*")},
-    # a lake reads its objects through the api and loads them through the write side
+    {"arrays": ("csup_async.arrays.*",)},
+    # runs a scan program: fetch, decode, assemble (CSUP, BSUP and SuperDB columns)
+    {"scan": ("csup_async.scan.*",)},
+    # one object: open a URL, tell its format, read it
+    {"readers": ("csup_async.readers.*",)},
+    {"datasets": ("csup_async.datasets.*",)},
+    {"writers": ("csup_async.writers.*",)},
+    # a lake reads its objects through the readers and loads them through the write side
     {"lake": ("csup_async.lake.*",)},
+    # the synchronous face, polars and DuckDB
+    {"sync": ("csup_async.sync.*",)},
     # ``import csup_async``: every public name, loaded by name on first use
     {"package": ("csup_async",)},
-    {"cli": ("csup_async.cli.*", "csup_async.demo"), "spark": ("csup_async.spark.*",)},
+    {"cli": ("csup_async.cli.*",), "spark": ("csup_async.spark.*",)},
 )
 
 #: Imports against the layer order that exist today in modules being restructured
@@ -380,12 +372,12 @@ def _external_imports(tree: ast.Module) -> set[str]:
 def test_the_scan_sees_the_package() -> None:
     """The checks below look at real modules and real imports (a broken walk finds none)."""
     edges, names = _scan()
-    assert "csup_async.reader" in edges and "planner.plan" in edges
+    assert "csup_async.readers.reader" in edges and "planner.plan" in edges
     assert "planner.coalescing" in edges["planner.plan"]
-    assert "csup_async.bsup" in edges["csup_async.format"]
+    assert "csup_async.format.bsup" in edges["csup_async.format.csup"]
     lazy = {n.name for n in names if n.importer == "csup_async.cli.commands"}
     assert "describe_file" in lazy  # imported inside a function only
-    assert "csup_async.opening" in edges["csup_async"]  # by name, from the _LAZY table
+    assert "csup_async.readers.opening" in edges["csup_async"]  # by name, from the _LAZY table
     assert sum(map(len, edges.values())) > 500
 
 
@@ -429,13 +421,14 @@ def test_imports_go_down_the_layers() -> None:
 
 
 def test_the_layer_rule_catches_a_climb() -> None:
-    edges = {"csup_async.decode.scan": {"csup_async.reader", "csup_async.types"},
-             "csup_async.cli.output": {"csup_async.spark.schema", "csup_async.jsonout"},
-             "csup_async.reader": {"csup_async.pipeline.scan", "planner.plan"},
-             "planner.plan": {"csup_async.meta"}}
+    edges = {"csup_async.decode.scan": {"csup_async.readers.reader", "csup_async.model.types"},
+             "csup_async.cli.output": {"csup_async.spark.schema", "csup_async.arrays.jsonout"},
+             "csup_async.readers.reader": {"csup_async.scan.scan", "planner.plan"},
+             "planner.plan": {"csup_async.format.meta"}}
     assert _climbs(edges) == [("csup_async.cli.output", "csup_async.spark.schema"),
-                              ("csup_async.decode.scan", "csup_async.reader")]
-    assert _layer("csup_async.stores.redact") == (0, "format")  # an entry beats a package
+                              ("csup_async.decode.scan", "csup_async.readers.reader")]
+    assert _layer("csup_async.model.redact") == (0, "model")
+    assert _layer("csup_async")[1] == "package"  # the root is no folder's
     assert _layer("csup_async.stores.s3") == _layer("csup_async.stores")
 
 
@@ -539,3 +532,18 @@ def test_the_documented_layers_are_the_tested_ones() -> None:
     rows = [line.split("|")[1].strip() for line in section.splitlines()
             if line.startswith("| `")]
     assert rows == [", ".join(f"`{g}`" for g in groups) for groups in LAYERS]
+
+
+def test_no_folder_shadows_a_public_name() -> None:
+    """Importing ``csup_async.<folder>.x`` binds ``csup_async.<folder>`` to the folder: a
+    folder named like a public name (``write``) would replace that name for everyone."""
+    tree = _trees()["csup_async"]
+    tables = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in ("__all__", "_LAZY") for t in n.targets)]
+    public = {e.value for table in tables for e in ast.walk(table)
+              if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    assert {"write", "open", "Reader"} <= public
+    folders = {m.name.split(".")[1] for m in _modules().values()
+               if m.is_package and m.name.count(".") == 1 and m.name.startswith("csup_async.")}
+    assert "readers" in folders
+    assert not folders & public, f"folders named like public names: {folders & public}"

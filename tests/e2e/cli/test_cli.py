@@ -93,7 +93,7 @@ def test_scan_json_and_csv(tmp_path, capsys):
                          "--limit", "2"], capsys)
     assert code == 0
     rows = [json.loads(x) for x in text.splitlines()]
-    from csup_async.bsup import read_values
+    from csup_async.format.bsup import read_values
 
     want = [v.value for v in read_values((DATA / "github1.zng").read_bytes())][:2]
     assert rows == [{"number": w["number"], "user.login": w["user"]["login"]} for w in want]
@@ -269,7 +269,7 @@ def test_convert_parquet_takes_the_vectorised_path(tmp_path, capsys, monkeypatch
     with or without the progress display counting its batches."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    from csup_async import arrow_write, writer
+    from csup_async.writers import arrow_write, writer
 
     n = 50_000
     t = pa.table({"i": pa.array(range(n), pa.int64()),

@@ -13,7 +13,7 @@ import pytest
 
 import csup_async
 from csup_async.cli import main
-from csup_async.pipeline.result import ScanStats
+from csup_async.scan.result import ScanStats
 
 N = 100
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import csup_async
-from csup_async import jsonout as J
+from csup_async.arrays import jsonout as J
 from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, EXIT_USAGE, build_parser, main
 from tests.support.paths import DATA
 
@@ -122,7 +122,7 @@ async def test_csv_reads_back_and_tells_null_from_empty(tmp_path):
 def test_cat_and_scan_stream_the_same_values(tmp_path, capsys):
     p = tmp_path / "g.csup"
     run(["convert", DATA / "github1.zng", p, "--segment-thresh", "4096"], capsys)
-    from csup_async.bsup import read_values
+    from csup_async.format.bsup import read_values
 
     want = [J.dumps(v.to_python()) for v in read_values((DATA / "github1.zng").read_bytes())]
     code, text, _ = run(["cat", p], capsys)
@@ -303,7 +303,7 @@ def test_directory_selects_csup_files_and_names_the_skipped(tmp_path, capsys):
 
 
 async def test_open_dataset_selects_and_refuses_at_open(tmp_path):
-    from csup_async.errors import NotFoundError
+    from csup_async.model.errors import NotFoundError
 
     d = tmp_path / "ds"
     d.mkdir()

@@ -28,7 +28,7 @@ import pytest_asyncio
 import csup_async
 import planner as P
 from csup_async import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
-from csup_async.reader import ScanResult
+from csup_async.readers.reader import ScanResult
 from csup_async.stores import HTTPStore, RetryPolicy, Store, store_for
 from tests.support import servers
 from tests.support.fault_proxy import Fault, FaultProxy, Request

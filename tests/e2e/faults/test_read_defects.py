@@ -21,12 +21,12 @@ import lz4.block
 import pytest
 
 import csup_async
-from csup_async import bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
-from csup_async.errors import CsupError, FormatError, StoreTimeoutError
-from csup_async.meta import FieldColumn, PrimitiveColumn, RecordColumn, Segment
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+from csup_async.format.meta import FieldColumn, PrimitiveColumn, RecordColumn, Segment
+from csup_async.model.errors import CsupError, FormatError, StoreTimeoutError
+from csup_async.model.types import INT64, STRING, Field, RecordType, Type
 from csup_async.stores import HTTPStore
-from csup_async.types import INT64, STRING, Field, RecordType, Type
 from tests.support.servers import Fault, RangeServer
 
 
@@ -291,7 +291,7 @@ async def test_millions_of_zero_length_presence_runs_in_linear_time(tmp_path: Pa
 # ------------------------------------- 12: cancellation, and a deadline ---
 def _busy_threads() -> list[str]:
     """Steps of reads still running, and any thread a read started of its own."""
-    from csup_async.pipeline.scan import steps_running
+    from csup_async.scan.scan import steps_running
 
     return (["step"] * steps_running()
             + [t.name for t in threading.enumerate() if t.name.startswith("csup-read")])
@@ -371,7 +371,7 @@ async def test_timeout_option_bounds_the_whole_read(stall_server: RangeServer,
 
 
 def test_timeout_must_be_positive() -> None:
-    from csup_async.pipeline.options import Limits, ReadOptions
+    from csup_async.scan.options import Limits, ReadOptions
 
     with pytest.raises(CsupError):
         ReadOptions(4, Limits.of(), timeout=0)

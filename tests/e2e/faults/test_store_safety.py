@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async.errors import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
+from csup_async.model.errors import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
 from csup_async.stores import GCSStore, HTTPStore, RetryPolicy, S3Store, Store
 from tests.support.net import HOST, LoopThread
 

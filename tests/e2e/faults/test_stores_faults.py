@@ -16,7 +16,7 @@ from contextlib import aclosing
 
 import pytest
 
-from csup_async.errors import (
+from csup_async.model.errors import (
     AccessDeniedError,
     NotFoundError,
     ObjectChangedError,

@@ -45,10 +45,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import CsupError, LimitError, bsup, errors
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import (
+from csup_async import CsupError, LimitError
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import (
     AnyColumn,
     ArrayColumn,
     FieldColumn,
@@ -60,8 +61,8 @@ from csup_async.meta import (
     Segment,
     UnionColumn,
 )
-from csup_async.pipeline import options as read_options
-from csup_async.types import (
+from csup_async.model import errors
+from csup_async.model.types import (
     INT64,
     STRING,
     ArrayType,
@@ -73,7 +74,8 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import UnionValue, Value, infer_type
+from csup_async.model.values import UnionValue, Value, infer_type
+from csup_async.scan import options as read_options
 from tests.support.paths import ROOT
 from tests.support.strategies import typed_values
 

@@ -64,9 +64,10 @@ import numpy as np
 import pytest
 
 import csup_async
-from csup_async import CsupError, bsup
-from csup_async.meta import FieldColumn, RecordColumn
-from csup_async.types import (
+from csup_async import CsupError
+from csup_async.format import bsup
+from csup_async.format.meta import FieldColumn, RecordColumn
+from csup_async.model.types import (
     FLOAT64,
     INT64,
     PRIMITIVE_BY_NAME,
@@ -81,7 +82,7 @@ from csup_async.types import (
     SetType,
     UnionType,
 )
-from csup_async.values import UnionValue, Value
+from csup_async.model.values import UnionValue, Value
 from planner import filters as PF
 from tests.support import fuzz_model as FM
 from tests.support import fuzz_mutations as M

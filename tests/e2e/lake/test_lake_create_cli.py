@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from csup_async import bsup
 from csup_async.cli import main
+from csup_async.format import bsup
 from tests.support import realtools
 
 REAL = Path(__file__).resolve().parents[3] / "tests" / "data" / "real"

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import csup_async
-from csup_async import bsup
+from csup_async.format import bsup
 from csup_async.lake import ksuid as K
 from csup_async.lake.objects import LakeIO
-from csup_async.types import NamedType, RecordType, underlying
+from csup_async.model.types import NamedType, RecordType, underlying
 from tests.support.lake_builder import NIL, LakeBuilder, ksuid_str
 from tests.support.lake_publish import publish
 

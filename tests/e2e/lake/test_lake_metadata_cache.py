@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async.diskcache import DiskMetadataCache
 from csup_async.lake.lake import open_lake
+from csup_async.stores.diskcache import DiskMetadataCache
 from tests.support.lake_builder import LakeBuilder, ksuid_str, rec
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -32,7 +32,7 @@ DBS = {name: (REAL / f"superdb-{name}",
 
 def _db(name: str) -> tuple[Path, dict]:
     """The database and its expectations; main's (BSUP 5) only when this build reads it."""
-    if name == "main" and importlib.util.find_spec("csup_async.superdb.bsup5") is None:
+    if name == "main" and importlib.util.find_spec("csup_async.format.superdb.bsup5") is None:
         pytest.skip("BSUP version 5 (super main) is not read by this build yet")
     db, expected, _ = DBS[name]
     return db, expected

@@ -31,7 +31,7 @@ async def _costs(url: str, opts: dict) -> tuple[int, int, int, int, list]:
 
 
 def _segmaps(r: csup_async.Reader) -> list:
-    from csup_async.meta import iter_segmaps
+    from csup_async.format.meta import iter_segmaps
 
     return [s for c in r.meta.columns for s in iter_segmaps(c)]
 

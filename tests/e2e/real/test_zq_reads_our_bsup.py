@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from csup_async.bsup import encode_stream, read_values
+from csup_async.format.bsup import encode_stream, read_values
 from tests.support import realtools
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -372,8 +372,8 @@ def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
 # ------------------------------------------------- what a file can claim ---
 async def test_reader_caps_are_options(tmp_path: Path) -> None:
     """max_metadata and max_mem_length are open() options, and they bind."""
-    from csup_async import bsup
-    from csup_async.pipeline import options
+    from csup_async.format import bsup
+    from csup_async.scan import options
 
     data = _csup([{"s": "x" * 2000} for _ in range(200)])
     p = tmp_path / "c.csup"

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import csup_async
-from csup_async.inputs import read_json
 from csup_async.spark.session import local_session
+from csup_async.writers.inputs import read_json
 
 UTC = dt.UTC
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 from csup_async.spark.options import parse_options
 from csup_async.spark.session import local_session
 

@@ -18,12 +18,12 @@ if spark_unavailable() is not None:
     pytest.skip(spark_unavailable() or "", allow_module_level=True)
 
 import csup_async
-from csup_async import types as ST
+from csup_async.model import types as ST
+from csup_async.model.values import Value
 from csup_async.spark import PUSHDOWN_CONF
 from csup_async.spark.listing import is_hidden
 from csup_async.spark.session import local_session
 from csup_async.spark.write import STAGING
-from csup_async.values import Value
 
 UTC = dt.UTC
 

@@ -149,7 +149,7 @@ class HeldLoader:
 
 class Hold:
     def find_spec(self, name, path=None, target=None):
-        if name != "csup_async.reader" or held:
+        if name != "csup_async.readers.reader" or held:
             return None
         spec = PathFinder.find_spec(name, path, target)
         spec.loader = HeldLoader(spec.loader)
@@ -205,8 +205,8 @@ async def main():
     try:
         await task
     except asyncio.CancelledError:
-        print("cancelled", "csup_async.reader" in sys.modules and
-              not hasattr(sys.modules["csup_async.reader"], "Reader"))
+        print("cancelled", "csup_async.readers.reader" in sys.modules and
+              not hasattr(sys.modules["csup_async.readers.reader"], "Reader"))
     try:
         async with csup_async.open(sys.argv[1] + ".missing"):
             raise AssertionError("opened a missing object")

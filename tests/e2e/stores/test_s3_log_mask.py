@@ -13,7 +13,7 @@ import pytest
 
 import csup_async
 from csup_async.stores import S3Store
-from csup_async.writing import write
+from csup_async.writers.writing import write
 from tests.support import servers
 
 

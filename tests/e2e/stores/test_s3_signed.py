@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from csup_async.errors import AccessDeniedError, NotFoundError, StoreError
+from csup_async.model.errors import AccessDeniedError, NotFoundError, StoreError
 from csup_async.stores import RetryPolicy, S3Store
 from tests.support.net import HOST
 from tests.support.servers import MotoS3

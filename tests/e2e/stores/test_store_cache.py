@@ -168,7 +168,7 @@ def test_s3_reads_build_no_client(moto_s3: MotoS3) -> None:
 # ----------------------------------------------------------- metadata cache ---
 async def test_metadata_cache_skips_the_parse_of_a_known_version(
         range_server: RangeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import csup_async.reader as reader_mod
+    import csup_async.readers.reader as reader_mod
 
     parses = []
     real = reader_mod.parse_reassembly
@@ -195,7 +195,7 @@ async def test_a_repeated_projection_is_planned_once_per_metadata(
     """A long-lived reader, or open() per request with the metadata cache, plans the same
     projection once (plans are a pure function of the metadata): the plan run is the
     one a fresh planner makes, and another projection or another version plans anew."""
-    import csup_async.reader as reader_mod
+    import csup_async.readers.reader as reader_mod
 
     plans: list[tuple[str, ...]] = []
     real = reader_mod.P.plan_scan

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from csup_async.errors import NotFoundError, ObjectChangedError, StoreError, TruncatedError
+from csup_async.model.errors import NotFoundError, ObjectChangedError, StoreError, TruncatedError
 from csup_async.stores import (
     FsspecStore,
     GCSStore,

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async import bsup
 from csup_async import decode as D
 from csup_async.decode import columns as ref
-from csup_async.errors import FormatError
+from csup_async.format import bsup
+from csup_async.model.errors import FormatError
 from tests.support.kernel_pairs import NATIVE
 
 

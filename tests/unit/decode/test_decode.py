@@ -23,15 +23,15 @@ from hypothesis import strategies as st
 from csup_async import decode as D
 from csup_async.decode import kernels as K
 from csup_async.decode import scan as S
-from csup_async.errors import (
+from csup_async.format.meta import Segment
+from csup_async.model.errors import (
     CsupError,
     FormatError,
     LimitError,
     TruncatedError,
     UnsupportedTypeError,
 )
-from csup_async.meta import Segment
-from csup_async.types import PRIMITIVE_BY_NAME
+from csup_async.model.types import PRIMITIVE_BY_NAME
 
 BIG = S.SERIAL_BELOW  # streams at least this long use the lanes
 

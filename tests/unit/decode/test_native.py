@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from csup_async import bsup
 from csup_async import decode as D
 from csup_async.decode import columns as ref_columns
 from csup_async.decode import kernels as K
-from csup_async.errors import FormatError
-from csup_async.types import PRIMITIVE_BY_NAME
+from csup_async.format import bsup
+from csup_async.model.errors import FormatError
+from csup_async.model.types import PRIMITIVE_BY_NAME
 from tests.support.kernel_pairs import (
     NATIVE,
     check_agree,

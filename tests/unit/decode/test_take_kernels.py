@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from csup_async import arrays as A
-from csup_async import bsup
 from csup_async.decode import kernels as K
-from csup_async.errors import CsupError, FormatError
-from csup_async.types import PRIMITIVE_BY_NAME
+from csup_async.format import bsup
+from csup_async.model.errors import CsupError, FormatError
+from csup_async.model.types import PRIMITIVE_BY_NAME
 from tests.support.kernel_pairs import both, mutate, some_byte
 
 STRING = PRIMITIVE_BY_NAME["string"]
@@ -247,7 +247,7 @@ def test_value_slicer_refuses_a_cut_stream() -> None:
 def test_batch_buffers_and_trim() -> None:
     """Buffers of a batch read: writable arrays of the size asked, small or mapped; trimming
     malloc's free pages is harmless wherever it is called (a no-op off glibc)."""
-    from csup_async.pipeline import memory
+    from csup_async.scan import memory
 
     for n in (0, 5, memory.OWN_PAGES_FROM, memory.OWN_PAGES_FROM * 3 + 7):
         a = memory.pages(n)

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import arrays as A
-from csup_async.errors import FormatError, UnsupportedTypeError
-from csup_async.pipeline.result import ScanResult
-from csup_async.types import INT64, STRING, EnumType, MapType, Type
-from csup_async.values import Value
+from csup_async.model.errors import FormatError, UnsupportedTypeError
+from csup_async.model.types import INT64, STRING, EnumType, MapType, Type
+from csup_async.model.values import Value
+from csup_async.scan.result import ScanResult
 from tests.support.strategies import types, values_of
 from tests.unit.format.test_arrays import SETTINGS, typed_column
 

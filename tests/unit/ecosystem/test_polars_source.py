@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.polars_source import pushable_filter
+from csup_async.sync.polars_source import pushable_filter
 from planner.filters import col
 
 pl = pytest.importorskip("polars")

@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from csup_async import arrays as A
-from csup_async.errors import (
+from csup_async.arrays.jsonout import value_lines
+from csup_async.model.errors import (
     ColumnNotFoundError,
     CsupError,
     EncodeError,
     FormatError,
     UnsupportedTypeError,
 )
-from csup_async.jsonout import value_lines
-from csup_async.types import (
+from csup_async.model.types import (
     BOOL,
     BYTES,
     DECIMAL64,

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from csup_async import CsupError, EncodeError, FormatError, UnsupportedTypeError, bsup
-from csup_async.types import (
+from csup_async import CsupError, EncodeError, FormatError, UnsupportedTypeError
+from csup_async.format import bsup
+from csup_async.model.types import (
     FLOAT64,
     INT8,
     INT64,
@@ -25,7 +26,7 @@ from csup_async.types import (
     RecordType,
     UnionType,
 )
-from csup_async.values import UnionValue, Value, infer_type
+from csup_async.model.values import UnionValue, Value, infer_type
 from tests.support.paths import DATA
 from tests.support.strategies import typed_values, types
 
@@ -227,7 +228,7 @@ _seg_ints = st.one_of(
 def test_segmap_fast_path_matches_the_generic_decoder(rows, data):
     """Valid, semantically odd and byte-mangled segmap bodies: the fast path returns
     and refuses exactly what the generic decoder does."""
-    from csup_async import colvalue
+    from csup_async.format import colvalue
 
     body = bytearray(bsup.encode_value(colvalue.SEGMAP_TYPE,
                                        [_segment_value(r) for r in rows]))
@@ -297,9 +298,9 @@ def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
     """Segmaps with the statistics fields (count, nulls, min, max, nan, crc32; elements
     longer than a one-byte tag when bounds are long strings): the fast path decodes the
     segments and refuses exactly what the generic decoder refuses."""
-    from csup_async import colvalue
-    from csup_async.segstats import segmap_type
-    from csup_async.types import PRIMITIVE_BY_NAME
+    from csup_async.format import colvalue
+    from csup_async.model.types import PRIMITIVE_BY_NAME
+    from csup_async.writers.segstats import segmap_type
 
     ptype = PRIMITIVE_BY_NAME[tname]
     vtype = segmap_type(colvalue.SEGMENT_TYPE, ptype)

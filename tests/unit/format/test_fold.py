@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import arrays as A
-from csup_async.types import INT64, NULL, STRING, ArrayType, UnionType
+from csup_async.model.types import INT64, NULL, STRING, ArrayType, UnionType
 from tests.support.strategies import types, values_of
 
 
@@ -123,8 +123,8 @@ async def test_a_member_whose_inside_folds_retypes_the_union(tmp_path):
     """``[(uint8,null)]`` beside ``uint8`` folds to ``[uint8]``: the union's member type
     changes with it (building the union with the old member type was a FormatError)."""
     pa = pytest.importorskip("pyarrow")
-    from csup_async.types import PRIMITIVE_BY_NAME
-    from csup_async.values import Value
+    from csup_async.model.types import PRIMITIVE_BY_NAME
+    from csup_async.model.values import Value
 
     u8 = PRIMITIVE_BY_NAME["uint8"]
     rows = [Value(u8, 0), Value(ArrayType(UnionType((u8, NULL))), []),
@@ -152,7 +152,7 @@ def test_union_members_whose_insides_fold_keep_a_consistent_union():
     typed with the old member, and to_arrow raised FormatError; members that fold to the
     same type become one member."""
     pytest.importorskip("pyarrow")
-    from csup_async.types import Field, RecordType
+    from csup_async.model.types import Field, RecordType
 
     inner = UnionType((RecordType((Field("a", ArrayType(UnionType((INT64, NULL)))),)), STRING))
     arr = A.from_pylist(inner, [{"a": [1, None]}, "x"])

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 import csup_async
-from csup_async import FormatError, bsup
-from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import MapColumn
-from csup_async.types import RecordType
+from csup_async import FormatError
+from csup_async.format import bsup
+from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import MapColumn
+from csup_async.model.types import RecordType
 from tests.support.paths import ROOT
 
 

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import arrays as A
-from csup_async.bsup import StreamEncoder, encode_stream, read_values, stream_shape
-from csup_async.bsup.reader import BsupReader
-from csup_async.errors import FormatError, LimitError
-from csup_async.types import Field, PrimitiveType, RecordType, Type
-from csup_async.values import Value, strip_unions, unify
+from csup_async.format.bsup import StreamEncoder, encode_stream, read_values, stream_shape
+from csup_async.model.errors import FormatError, LimitError
+from csup_async.model.types import Field, PrimitiveType, RecordType, Type
+from csup_async.model.values import Value, strip_unions, unify
+from csup_async.readers.bsup import BsupReader
 from tests.support.strategies import typed_values
 from tests.support.zedjson import load_lines, zed_json
 

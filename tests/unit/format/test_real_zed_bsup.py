@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from csup_async.bsup import encode_value, read_values
-from csup_async.types import ErrorType, PrimitiveType, RecordType
+from csup_async.format.bsup import encode_value, read_values
+from csup_async.model.types import ErrorType, PrimitiveType, RecordType
 from tests.support.zedjson import load_lines, zed_json
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"

@@ -16,10 +16,10 @@ import pytest
 
 import csup_async
 from csup_async import CsupError
-from csup_async.bsup import encode_stream, read_values
-from csup_async.format import find_trailer
-from csup_async.meta import PrimitiveColumn, RecordColumn
-from csup_async.vng import parse_metadata
+from csup_async.format.bsup import encode_stream, read_values
+from csup_async.format.csup import find_trailer
+from csup_async.format.meta import PrimitiveColumn, RecordColumn
+from csup_async.format.vng import parse_metadata
 from planner.filters import col
 from tests.support.vngolder import as_release
 from tests.support.zedjson import load_lines, zed_json

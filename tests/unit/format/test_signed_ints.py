@@ -21,11 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import FormatError, bsup
+from csup_async import FormatError
 from csup_async.decode import decode_primitive
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.types import DURATION, INT8, INT16, INT32, INT64, TIME, Field, RecordType
-from csup_async.values import Value
+from csup_async.format import bsup
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.model.types import DURATION, INT8, INT16, INT32, INT64, TIME, Field, RecordType
+from csup_async.model.values import Value
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 

@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from csup_async import arrays as A
-from csup_async.filtering import evaluate
+from csup_async.arrays.filtering import evaluate
 from csup_async.lake.keys import KeyRange
-from csup_async.types import INT64, TIME, Type
-from csup_async.values import Value
+from csup_async.model.types import INT64, TIME, Type
+from csup_async.model.values import Value
 from planner.filters import bind
 
 small = st.integers(-50, 50)

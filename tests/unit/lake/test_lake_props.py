@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner as P
-from csup_async import bsup
+from csup_async.format import bsup
 from csup_async.lake.keys import KeyRange, compare, sort_key
 from csup_async.lake.load import encode_object
 from csup_async.lake.seek import SeekEntry, ranges_for
-from csup_async.types import INT64, STRING
-from csup_async.values import Value
+from csup_async.model.types import INT64, STRING
+from csup_async.model.values import Value
 
 keys = st.integers(min_value=0, max_value=10**6)
 bound = st.one_of(st.none(), keys)

@@ -19,12 +19,10 @@ from hypothesis import strategies as st
 import csup_async
 import planner as P
 from csup_async import arrays as A
-from csup_async import bsup
-from csup_async.bsup.reader import open_runs, reader_of_frames
+from csup_async.format import bsup
 from csup_async.lake.keys import KeyRange, sort_key
 from csup_async.lake.read import in_range, key_values, merge_ids
-from csup_async.stores import LocalStore
-from csup_async.types import (
+from csup_async.model.types import (
     BOOL,
     BYTES,
     DURATION,
@@ -43,7 +41,9 @@ from csup_async.types import (
     Type,
     UnionType,
 )
-from csup_async.values import Value, unify
+from csup_async.model.values import Value, unify
+from csup_async.readers.bsup import open_runs, reader_of_frames
+from csup_async.stores import LocalStore
 from tests.support.lake_builder import LakeBuilder, rec
 
 T1 = RecordType((Field("ts", INT64), Field("s", STRING)))

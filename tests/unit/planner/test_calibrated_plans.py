@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async.meta import Segment
+from csup_async.format.meta import Segment
 from planner.calibration import Sample, calibrated
 from planner.coalescing import plan_ranges, wave_seconds
 from planner.profiles import PROFILES, MiB

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner as P
-from csup_async.errors import CsupError, FormatError
-from csup_async.meta import PrimitiveColumn, Segment
-from csup_async.types import INT64
+from csup_async.format.meta import PrimitiveColumn, Segment
+from csup_async.model.errors import CsupError, FormatError
+from csup_async.model.types import INT64
 from tests.support.planner_builders import check_requests, expected_cap, make_meta, record
 
 KiB, MiB = 1 << 10, 1 << 20

@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import planner as P
-from csup_async.errors import ColumnNotFoundError
-from csup_async.meta import PrimitiveColumn, Segment
-from csup_async.types import INT64, STRING
+from csup_async.format.meta import PrimitiveColumn, Segment
+from csup_async.model.errors import ColumnNotFoundError
+from csup_async.model.types import INT64, STRING
 from tests.support.planner_builders import make_meta, metas, record
 
 MiB = 1 << 20

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
-from csup_async.errors import ColumnNotFoundError
+from csup_async.model.errors import ColumnNotFoundError
 from planner import InvalidPathError
 
 

@@ -14,8 +14,8 @@ import pytest
 
 import planner as P
 
-writer = pytest.importorskip("csup_async.writing")
-fmt = pytest.importorskip("csup_async.format")
+writer = pytest.importorskip("csup_async.writers.writing")
+fmt = pytest.importorskip("csup_async.format.csup")
 lz4_block = pytest.importorskip("lz4.block")
 
 

@@ -7,8 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import planner as P
-from csup_async.errors import ColumnNotFoundError, CsupError
-from csup_async.meta import (
+from csup_async.format.meta import (
     ArrayColumn,
     FieldColumn,
     NullsColumn,
@@ -17,7 +16,8 @@ from csup_async.meta import (
     Segment,
     iter_segmaps,
 )
-from csup_async.types import (
+from csup_async.model.errors import ColumnNotFoundError, CsupError
+from csup_async.model.types import (
     INT64,
     STRING,
     ArrayType,

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.colvalue import segment_stats
-from csup_async.errors import ColumnNotFoundError
+from csup_async.format.colvalue import segment_stats
+from csup_async.model.errors import ColumnNotFoundError
 from planner import filters as F
 from planner.pruning import STATISTICS, file_truth, path_stats, prune_files
 from tests.support.rowpaths import named_by_no_row
@@ -208,8 +208,8 @@ async def test_fields_reached_through_errors_unions_and_names_are_not_pruned(
     """A scan finds ``x`` inside error(record) values (and through named types), so
     statistics must not call such a file null for ``x``; a union member's field is not
     reached by a scan today, and statistics say nothing about it either."""
-    from csup_async import types as T
-    from csup_async.values import Value
+    from csup_async.model import types as T
+    from csup_async.model.values import Value
 
     rec = T.RecordType((T.Field("x", T.INT64),))
     cases = {"error": [Value(T.ErrorType(rec), {"x": 5}), Value(T.ErrorType(rec), {"x": 6})],

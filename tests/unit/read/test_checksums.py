@@ -23,14 +23,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.bsup import StreamEncoder, decode_value, iter_raw_values
-from csup_async.colvalue import TRAILER_TYPE
-from csup_async.errors import ColumnNotFoundError, FormatError
-from csup_async.format import find_trailer
-from csup_async.meta import Segment
-from csup_async.pipeline.checks import iter_labelled_segmaps
+from csup_async.format.bsup import StreamEncoder, decode_value, iter_raw_values
+from csup_async.format.colvalue import TRAILER_TYPE
+from csup_async.format.csup import find_trailer
+from csup_async.format.meta import Segment
+from csup_async.model.errors import ColumnNotFoundError, FormatError
+from csup_async.model.values import Value
+from csup_async.scan.checks import iter_labelled_segmaps
 from csup_async.spark.options import parse_options
-from csup_async.values import Value
 from tests.support.checksum_files import (
     GOOD,
     PLAIN,
@@ -342,7 +342,7 @@ def test_the_crc_is_zlibs_crc32(data: bytes) -> None:
     """The check's CRC (zlib-ng's when installed) is the CRC-32 the writer stores."""
     import zlib
 
-    from csup_async.pipeline.checks import crc32
+    from csup_async.scan.checks import crc32
 
     assert crc32(data) == zlib.crc32(data)
     assert crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])

@@ -22,8 +22,8 @@ import pytest
 import csup_async
 from csup_async import ColumnNotFoundError
 from csup_async.cli import EXIT_NOT_FOUND, EXIT_USAGE, main
-from csup_async.colvalue import segment_stats
-from csup_async.types import FLOAT64, INT64, STRING, TIME
+from csup_async.format.colvalue import segment_stats
+from csup_async.model.types import FLOAT64, INT64, STRING, TIME
 from planner.filters import FilterError, col
 from planner.pruning import path_stats
 from tests.support.restat import meta_of, restat

@@ -1,4 +1,4 @@
-"""Exact filter evaluation over decoded columns (csup_async.filtering) agrees with the
+"""Exact filter evaluation over decoded columns (csup_async.arrays.filtering) agrees with the
 row-by-row reference (planner.filters.matches) for every kind of value."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from csup_async import arrays as A
-from csup_async.filtering import evaluate
-from csup_async.types import (
+from csup_async.arrays.filtering import evaluate
+from csup_async.model.types import (
     BOOL,
     FLOAT32,
     FLOAT64,

@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 PROBE = ("import json, csup_async\n"
-         "from csup_async import heap\n"
+         "from csup_async.model import heap\n"
          "print(json.dumps(heap.kept()))\n")
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")

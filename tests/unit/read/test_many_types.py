@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
-from csup_async.errors import FormatError
+from csup_async.model.errors import FormatError
 from tests.support.reference_reader import reference_values
 
 KINDS = ["int", "str", "float", "bool", "rec", "list"]

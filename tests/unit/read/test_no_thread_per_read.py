@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import csup_async
-import csup_async.reader as reader_mod
-from csup_async.errors import FormatError
-from csup_async.pipeline import fetch, scan
+import csup_async.readers.reader as reader_mod
+from csup_async.model.errors import FormatError
+from csup_async.scan import fetch, scan
 
 
 def _file(tmp_path: Path, rows: int, segment_thresh: int) -> Path:

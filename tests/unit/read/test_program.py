@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import csup_async
-import csup_async.pipeline.selection as read_selection
-import csup_async.reader as reader_mod
+import csup_async.readers.reader as reader_mod
+import csup_async.scan.selection as read_selection
 import planner
 import planner.coalescing as coalescing
 import planner.plan as plan_mod
@@ -175,8 +175,8 @@ async def test_a_filtered_scan_plans_each_projection_once(files, counted) -> Non
 
 def _segmap_value(segmap: tuple[Any, ...]) -> tuple[Any, Any]:
     """A segmap with ``count`` and ``crc32`` (no bounds: nothing is pruned)."""
-    from csup_async.colvalue import SEGMAP_TYPE
-    from csup_async.types import UINT32, ArrayType, Field, RecordType
+    from csup_async.format.colvalue import SEGMAP_TYPE
+    from csup_async.model.types import UINT32, ArrayType, Field, RecordType
 
     plain = [{"offset": s.offset, "length": s.length, "mem_length": s.mem_length,
               "compression_format": s.compression} for s in segmap]
@@ -191,8 +191,8 @@ def _segmap_value(segmap: tuple[Any, ...]) -> tuple[Any, Any]:
 def _super_counts(data: bytes, shift: int, at: int) -> bytes:
     """``data`` with ``shift`` counts moved from super column segment ``at + 1`` to
     segment ``at`` (every total unchanged)."""
-    from csup_async.bsup import StreamEncoder
-    from csup_async.colvalue import TRAILER_TYPE, column_value
+    from csup_async.format.bsup import StreamEncoder
+    from csup_async.format.colvalue import TRAILER_TYPE, column_value
     from tests.support.checksum_files import file_meta
 
     meta = file_meta(data)

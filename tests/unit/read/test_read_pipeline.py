@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
-from csup_async import bsup
-from csup_async.errors import CsupError, FormatError, LimitError
-from csup_async.values import Value
+from csup_async.format import bsup
+from csup_async.model.errors import CsupError, FormatError, LimitError
+from csup_async.model.values import Value
 from tests.support.reference_reader import reference_values
 from tests.support.strategies import typed_values
 

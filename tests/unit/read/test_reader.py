@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
-from csup_async.values import Value
+from csup_async.model.values import Value
 from tests.support.strategies import typed_values
 
 
@@ -100,7 +100,7 @@ async def test_open_is_awaitable_and_closes(tmp_path):
 
 async def test_paths_that_planner_skips_cost_no_reads(tmp_path):
     """Top-level null records, all-null targets, mixed record/non-record super types."""
-    from csup_async.types import INT64, Field, RecordType
+    from csup_async.model.types import INT64, Field, RecordType
 
     rt = RecordType((Field("a", INT64), Field("b", RecordType((Field("c", INT64),)))))
     vals = [Value(rt, None), Value(rt, {"a": 1, "b": None}), Value(rt, {"a": None, "b": None}),
@@ -122,7 +122,7 @@ async def test_paths_that_planner_skips_cost_no_reads(tmp_path):
 
 
 async def test_reader_from_meta_runs_a_driver_plan(tmp_path):
-    from csup_async.reader import reader_from_meta
+    from csup_async.readers.reader import reader_from_meta
 
     path = tmp_path / "d.csup"
     csup_async.write(str(path), _rows(2000))

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import ColumnNotFoundError, RowSelectionError
-from csup_async.types import PrimitiveType
+from csup_async.model.types import PrimitiveType
 from planner import format_path, get_profile, parse_path, plan_scan
 from planner.filters import (
     ColumnStats,
@@ -83,7 +83,7 @@ def test_selected_segments_hold_every_selected_rows_value(present: list[bool],
                                                          pairs: list[tuple[int, int]]) -> None:
     """Below presence runs a row's value index is only known once the runs are decoded;
     the segments kept from the slack bound hold the value of every selected present row."""
-    from csup_async.meta import Segment
+    from csup_async.format.meta import Segment
     from planner.selection import select_segments
 
     n, values = len(present), sum(present)
@@ -111,7 +111,7 @@ def test_checked_selection_keeps_every_segment_up_to_the_last_needed(
     """``prefix=True`` (take, rows=, limit=): every segment whose count places a selected
     row is kept (so each is checked against its decoded values), none after the last one
     the plain selection needs; the other streams are read whole either way."""
-    from csup_async.meta import Segment
+    from csup_async.format.meta import Segment
     from planner.selection import select_segments
 
     segmap = tuple(Segment(offset=i * 10, length=10, mem_length=10, count=c)
@@ -222,7 +222,7 @@ def test_column_stats_unknowns_stay_unknown() -> None:
 def test_late_saving_is_bounded_by_what_one_wave_reads(counts: list[int],
                                                        pairs: list[tuple[int, int]],
                                                        slack: int) -> None:
-    from csup_async.meta import Segment
+    from csup_async.format.meta import Segment
     from planner.selection import late_saving, select_segments
 
     segmap = tuple(Segment(offset=i * 7, length=7, mem_length=7, count=c)

@@ -92,7 +92,7 @@ _CMP = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__,
 
 def _lie(kind: str) -> tuple[Any, Any]:
     """An edit of segment statistics (tests/support/restat.py) and the bounds' type."""
-    from csup_async.types import STRING, TIME
+    from csup_async.model.types import STRING, TIME
 
     nat = np.datetime64("NaT", "ns")
     return {

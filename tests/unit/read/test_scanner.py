@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import RowSelectionError
-from csup_async.dataset import Dataset
+from csup_async.datasets.dataset import Dataset
 from planner.filters import col, matches, parse_filter
 
 SHAPES = {  # files of different shapes in one dataset
@@ -178,7 +178,7 @@ async def test_iter_batches_over_500_files_holds_a_batch_not_the_result(tmp_path
 async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch) -> None:
     """The dataset plans no file itself: each kept file's own scan is its one plan."""
     import planner
-    from csup_async.reader import Reader
+    from csup_async.readers.reader import Reader
 
     scans: list[str] = []
     real_plan = Reader.plan  # each kept file's scan plans it once, then executes that

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 
 pl = pytest.importorskip("polars")
 pytest.importorskip("pandas")
@@ -48,7 +48,7 @@ def _ndjson_part(tmp_path: Path) -> list[dict[str, Any]]:
     rows = [{"id": 4, "small": 2**40, "ts": "2024-02-01T00:00:00Z", "user": {"age": 5}},
             {"id": 5, "small": None, "ts": "not a time", "user": {"name": "c", "age": 6}}]
     (tmp_path / "part.ndjson").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from csup_async.inputs import read_json
+    from csup_async.writers.inputs import read_json
 
     csup_async.write(tmp_path / "b.csup", read_json(str(tmp_path / "part.ndjson")))
     return rows

@@ -34,7 +34,8 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 import csup_async
 from csup_async import CsupError
-from csup_async import types as ST
+from csup_async.model import types as ST
+from csup_async.model.values import Value
 from csup_async.spark import convert, filters, listing, planning
 from csup_async.spark.options import parse_options
 from csup_async.spark.schema import (
@@ -45,7 +46,6 @@ from csup_async.spark.schema import (
     spark_type,
 )
 from csup_async.spark.write import STAGING, CsupCommitMessage, CsupWriter
-from csup_async.values import Value
 
 
 def _meta(path: Path, rows: list[Any]) -> Any:

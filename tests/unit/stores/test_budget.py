@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import ArgumentError, BudgetError
+from csup_async.model.errors import ArgumentError, BudgetError
 from csup_async.stores import HTTPStore
 from planner.bill import GCS_PRICES, S3_PRICES, Prices, bill, prices_for
 

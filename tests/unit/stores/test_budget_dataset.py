@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import BudgetError
-from csup_async.progress import Meter, Progress, tracking
+from csup_async.model.errors import BudgetError
+from csup_async.model.progress import Meter, Progress, tracking
 from csup_async.stores import HTTPStore
 from planner import get_profile
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import BudgetError
-from csup_async.progress import Progress
+from csup_async.model.errors import BudgetError
+from csup_async.model.progress import Progress
 from csup_async.stores import HTTPStore
 from planner import get_profile
 from tests.support.shapes import shape_rows

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import DiskMetadataCache
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 from csup_async.stores.shared import STABLE_SCOPE
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -254,7 +254,7 @@ def test_a_damaged_or_misnamed_object_file_is_a_miss_and_is_removed(tmp_path: Pa
 
 
 def test_large_objects_and_private_scopes_stay_off_disk(tmp_path: Path) -> None:
-    from csup_async.diskcache import MAX_DISK_OBJECT
+    from csup_async.stores.diskcache import MAX_DISK_OBJECT
 
     cache = DiskMetadataCache(tmp_path)
     cache.put_object((SHARED, "big"), bytes(MAX_DISK_OBJECT + 1))

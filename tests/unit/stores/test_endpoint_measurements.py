@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import csup_async
-from csup_async.diskcache import DiskMetadataCache
 from csup_async.stores import HTTPStore, S3Store
 from csup_async.stores.calibrate import endpoint_of, measurements_for
+from csup_async.stores.diskcache import DiskMetadataCache
 from planner.profiles import PROFILES
 
 DATA = bytes(range(256)) * 4096  # 1 MiB

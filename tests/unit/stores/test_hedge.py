@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import csup_async
-from csup_async.errors import CsupError
+from csup_async.model.errors import CsupError
 from csup_async.stores import HTTPStore
 from csup_async.stores.hedge import HedgePolicy, HedgeState, hedged
 from tests.support.servers import Fault

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import csup_async
-from csup_async.errors import ObjectChangedError, TruncatedError
+from csup_async.model.errors import ObjectChangedError, TruncatedError
 from csup_async.stores import local
 from csup_async.stores.local import LocalStore
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.progress import Progress
+from csup_async.model.progress import Progress
 from csup_async.stores import HTTPStore
 
 COLUMNS = ["id", "name", "score", "tags"]

@@ -9,7 +9,7 @@ from email.utils import formatdate
 
 import pytest
 
-from csup_async.errors import CsupError, StoreError, StoreTimeoutError
+from csup_async.model.errors import CsupError, StoreError, StoreTimeoutError
 from csup_async.stores import (
     FsspecStore,
     GCSStore,
@@ -71,7 +71,7 @@ def test_parse_content_range() -> None:
 
 
 def test_status_errors_are_typed() -> None:
-    from csup_async.errors import AccessDeniedError, NotFoundError, ObjectChangedError
+    from csup_async.model.errors import AccessDeniedError, NotFoundError, ObjectChangedError
 
     assert isinstance(status_error(403, "p"), AccessDeniedError)
     assert isinstance(status_error(404, "p"), NotFoundError)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import CsupError, FormatError, TruncatedError
+from csup_async.model.errors import CsupError, FormatError, TruncatedError
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real" / "super"
 FILES = {n: (DATA / f"{n}.csup").read_bytes() for n in ("primitives", "nested", "nulls")}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async.errors import FormatError
-from csup_async.superdb.held import HeldBytes
+from csup_async.model.errors import FormatError
+from csup_async.scan.superdb.held import HeldBytes
 
 DATA = bytes(range(256)) * 4
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async.errors import CsupError
-from csup_async.superdb import intcomp
+from csup_async.format.superdb import intcomp
+from csup_async.model.errors import CsupError
 from tests.support.intcomp_encoder import encode
 
 ints = st.one_of(

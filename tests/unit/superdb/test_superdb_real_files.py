@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import csup_async
-from csup_async.superdb import bsup2
-from csup_async.values import strip_unions
+from csup_async.format.superdb import bsup2
+from csup_async.model.values import strip_unions
 from tests.support.superjson import super_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real" / "super"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import csup_async
-from csup_async.superdb import bsup2
-from csup_async.values import strip_unions
+from csup_async.format.superdb import bsup2
+from csup_async.model.values import strip_unions
 from tests.support.superjson import super_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "real" / "super" / "v0.2.0"
@@ -45,7 +45,7 @@ def test_values_match_super_v0_2_json(name):
 
 
 def test_inspect_names_v0_2():
-    from csup_async.superdb.describe import describe_file
+    from csup_async.format.superdb.describe import describe_file
 
     async def go():
         async with csup_async.open(str(DATA / "nested.csup")) as r:

@@ -17,19 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.bsup import encode_value
-from csup_async.errors import ArgumentError, EncodeError
-from csup_async.superdb import intcomp
-from csup_async.superdb.bsup2 import V1, V2, decode_value, read_values
-from csup_async.targets import TARGETS, UnknownTargetError, resolve
-from csup_async.targets.bsupn import StreamEncoderN, encode_body
-from csup_async.targets.canon import compare_types, sort_unions, sorted_union
-from csup_async.targets.csup16 import MAX_OBJECT_VALUES
-from csup_async.targets.intcomp import encode_int64s, encode_uint32s, encode_uint64s
-from csup_async.targets.output import write_bsup, write_csup
-from csup_async.targets.supermodel import for_super, to_super
-from csup_async.types import NULL, ArrayType, UnionType
-from csup_async.values import Value, infer_type
+from csup_async.format.bsup import encode_value
+from csup_async.format.superdb import intcomp
+from csup_async.format.superdb.bsup2 import V1, V2, decode_value, read_values
+from csup_async.model.errors import ArgumentError, EncodeError
+from csup_async.model.types import NULL, STRING, ArrayType, UnionType
+from csup_async.model.values import Value, infer_type
+from csup_async.writers.targets import TARGETS, UnknownTargetError, resolve
+from csup_async.writers.targets.bsupn import StreamEncoderN, encode_body
+from csup_async.writers.targets.canon import compare_types, sort_unions, sorted_union
+from csup_async.writers.targets.csup16 import MAX_OBJECT_VALUES
+from csup_async.writers.targets.intcomp import encode_int64s, encode_uint32s, encode_uint64s
+from csup_async.writers.targets.output import write_bsup, write_csup
+from csup_async.writers.targets.supermodel import for_super, to_super
 from tests.support.strategies import types, values_of
 
 ROWS = [
@@ -93,7 +93,7 @@ def test_super_0_3_reads_back_in_superdb_model(tmp_path):
     assert [_exact(v.type, v.value) for v in got] == [_exact(t, v) for t, v in want]
     # a typed null becomes super's null value; a null element makes a union
     assert got[1].type.field("name").type == NULL
-    assert got[2].type.field("tags").type == ArrayType(UnionType((csup_async.types.STRING, NULL)))
+    assert got[2].type.field("tags").type == ArrayType(UnionType((STRING, NULL)))
 
 
 def test_zed_1_12_reads_back_exactly(tmp_path):
@@ -146,14 +146,14 @@ def test_bsup_versions(tmp_path):
             assert [(t, bytes(x) if x is not None else None) for t, x in got] == [
                 (t, encode_body(t, v, V2)) for t, v in want]
         else:
-            assert [(v.type, v.value) for v in csup_async.bsup.read_values(b)] == [
+            assert [(v.type, v.value) for v in csup_async.format.bsup.read_values(b)] == [
                 (v.type, v.value) for v in vals]
     with pytest.raises(UnknownTargetError):
         write_bsup(io.BytesIO(), vals, "zq")
 
 
 def test_super_target_without_its_writer_is_a_clear_error(tmp_path):
-    from csup_async.targets import v23_writer
+    from csup_async.writers.targets import v23_writer
 
     if v23_writer() is not None:
         pytest.skip("this build has the v23 writer")
@@ -181,7 +181,7 @@ _NOT_SUPER = {"uint128", "uint256", "int128", "int256"}
 
 
 def _super_ok(t) -> bool:
-    from csup_async.types import PrimitiveType
+    from csup_async.model.types import PrimitiveType
 
     if isinstance(t, PrimitiveType):
         return t.name not in _NOT_SUPER
@@ -248,7 +248,7 @@ def test_bsupn_property(groups, version):
 
 
 def test_int64_column_min_max_are_supers(tmp_path):
-    from csup_async.superdb.meta import parse_header, parse_metadata
+    from csup_async.format.superdb.meta import parse_header, parse_metadata
 
     path = tmp_path / "m.csup"
     csup_async.write(path, [{"x": v} for v in (5, -9, 12, 0)], target="super-0.3")
@@ -296,8 +296,8 @@ async def test_lake_load_target_chooses_the_copy_layout(tmp_path):
 def test_unions_are_written_in_zed_order(tmp_path):
     """zq and super intern a union with its members sorted and read a member index
     against that order: a union written otherwise would read as the wrong member."""
-    from csup_async.types import INT64, STRING
-    from csup_async.values import UnionValue
+    from csup_async.model.types import INT64, STRING
+    from csup_async.model.values import UnionValue
 
     u = UnionType((ArrayType(INT64), STRING, NULL, INT64))
     assert sorted_union(list(u.types)).types == (INT64, STRING, NULL, ArrayType(INT64))

@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from csup_async import bsup
-from csup_async.superdb.bsup2 import V2, read_values
-from csup_async.targets.bsupn import encode_body
-from csup_async.targets.canon import sort_unions
-from csup_async.targets.supermodel import for_super
+from csup_async.format import bsup
+from csup_async.format.superdb.bsup2 import V2, read_values
+from csup_async.writers.targets.bsupn import encode_body
+from csup_async.writers.targets.canon import sort_unions
+from csup_async.writers.targets.supermodel import for_super
 from tests.support import realtools, targets_data
 
 CASES = [(name, target, kind) for target in targets_data.TOOLS for name in ("primitives",

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 
 import csup_async  # noqa: E402
-from csup_async.arrow_input import arrow_values  # noqa: E402
-from csup_async.arrow_write import fast_writer  # noqa: E402
-from csup_async.writer import Writer  # noqa: E402
+from csup_async.writers.arrow_input import arrow_values  # noqa: E402
+from csup_async.writers.arrow_write import fast_writer  # noqa: E402
+from csup_async.writers.writer import Writer  # noqa: E402
 
 
 def _int(bits: int, signed: bool) -> st.SearchStrategy[int]:
@@ -211,7 +211,7 @@ def test_parquet_rows_take_the_vectorised_path(tmp_path: Path) -> None:
     and a nested Parquet file still goes value by value, none of its rows lost."""
     import pyarrow.parquet as pq
 
-    from csup_async.arrow_input import parquet_values
+    from csup_async.writers.arrow_input import parquet_values
 
     flat = pa.table({"a": pa.array([1, None, 3]), "s": ["x", "y", None]})
     nested = pa.table({"l": pa.array([[1], None, [2, 3]]), "i": [1, 2, 3]})

@@ -24,9 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.errors import EncodeError
-from csup_async.fuse import encode_fused, fuse_types
-from csup_async.types import (
+from csup_async.model.errors import EncodeError
+from csup_async.model.types import (
     FLOAT64,
     INT64,
     NULL,
@@ -36,7 +35,8 @@ from csup_async.types import (
     RecordType,
     UnionType,
 )
-from csup_async.values import infer_type
+from csup_async.model.values import infer_type
+from csup_async.writers.fuse import encode_fused, fuse_types
 from tests.support.paths import ROOT
 from tests.support.sparse_rows import sparse_ndjson
 
@@ -114,7 +114,7 @@ _json = st.recursive(_json_leaf, lambda kids: st.one_of(
 def test_values_of_both_types_are_written_exactly_under_their_fusion(a: Any, b: Any) -> None:
     fused = fuse_types(infer_type(a), infer_type(b))
     for v in (a, b):
-        back = csup_async.bsup.decode_value(fused, encode_fused(fused, v))
+        back = csup_async.format.bsup.decode_value(fused, encode_fused(fused, v))
         assert _same(v, back)
 
 
@@ -144,7 +144,7 @@ def test_fuse_false_keeps_exact_per_row_types(tmp_path: Path) -> None:
 
 def test_a_field_first_seen_after_the_first_chunk_starts_a_new_super_type(
         tmp_path: Path) -> None:
-    from csup_async.pyrows import CHUNK_ROWS
+    from csup_async.writers.pyrows import CHUNK_ROWS
 
     rows: list[Any] = [{"a": i} for i in range(CHUNK_ROWS + 10)]
     rows += [{"a": 1, "late": "x"}] + [{"a": i} for i in range(CHUNK_ROWS)]
@@ -304,7 +304,7 @@ def test_inspect_of_the_fused_file_is_its_one_type(tmp_path: Path) -> None:
 
 
 def test_the_fused_view_counts_types_nulls_and_missing_fields_per_path() -> None:
-    from csup_async.describe import fused_view
+    from csup_async.scan.describe import fused_view
 
     types = [_rec(a=INT64, d=_rec(x=STRING)), _rec(a=NULL), _rec(a=STRING, l=ArrayType(INT64))]
     view = fused_view(types, [5, 2, 3])

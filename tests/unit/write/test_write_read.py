@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async import ColumnNotFoundError, CsupError, FormatError, bsup
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import NullsColumn, PrimitiveColumn, iter_segmaps
-from csup_async.types import INT64, NULL, STRING, ArrayType, Field, RecordType
-from csup_async.values import Value
+from csup_async import ColumnNotFoundError, CsupError, FormatError
+from csup_async.format import bsup
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import NullsColumn, PrimitiveColumn, iter_segmaps
+from csup_async.model.types import INT64, NULL, STRING, ArrayType, Field, RecordType
+from csup_async.model.values import Value
 from tests.support.paths import DATA
 from tests.support.strategies import typed_values
 
@@ -264,7 +265,7 @@ async def test_decompression_bomb_is_refused(tmp_path):
     seg = meta.columns[0].fields[0].column.segmap[0]
     assert seg.compression == 1
     # rewrite the reassembly with a huge mem_length for that segment
-    from csup_async import writer as W
+    from csup_async.writers import writer as W
 
     big = type(seg)(seg.offset, seg.length, 3_000_000_000 & 0xFFFFFFFF, 1)
     col = meta.columns[0]
@@ -273,7 +274,7 @@ async def test_decompression_bomb_is_refused(tmp_path):
     out = bytearray(data[: meta.trailer.data_size])
     enc = bsup.StreamEncoder(out)
     enc.write_body(meta.super_types[0], None)
-    from csup_async.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
+    from csup_async.format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_value
 
     enc.write(SEGMAP_TYPE, segmap_value(meta.super_column))
     enc.write(*column_value(new))

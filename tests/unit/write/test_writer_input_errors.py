@@ -20,7 +20,7 @@ import pytest
 
 import csup_async
 from csup_async import EncodeError
-from csup_async.types import (
+from csup_async.model.types import (
     INT64,
     STRING,
     TIME,
@@ -29,7 +29,7 @@ from csup_async.types import (
     NamedType,
     RecordType,
 )
-from csup_async.values import Value
+from csup_async.model.values import Value
 
 pa = pytest.importorskip("pyarrow")
 
@@ -95,7 +95,7 @@ def test_a_mapping_that_is_not_columns_is_refused(tmp_path: Path) -> None:
 def test_numpy_times_beyond_nanoseconds_are_refused(tmp_path: Path, value: Any) -> None:
     _refused(tmp_path, [{"t": value}], "outside the (time|duration) range")
     _refused(tmp_path, [{"t": value}] * 3000, "outside the (time|duration) range")
-    kind = TIME if isinstance(value, np.datetime64) else csup_async.types.DURATION
+    kind = TIME if isinstance(value, np.datetime64) else csup_async.model.types.DURATION
     _refused(tmp_path, [Value(RecordType((Field("t", kind),)), {"t": value})], "outside")
     _refused(tmp_path, {"t": np.array([value, value])}, "outside the (time|duration) range")
 

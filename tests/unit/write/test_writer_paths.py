@@ -1,8 +1,8 @@
 """The writer's input paths against the per-value path they replace.
 
-``csup_async.write`` shreds Python rows in chunks (:mod:`csup_async.pyrows`)
+``csup_async.write`` shreds Python rows in chunks (:mod:`csup_async.writers.pyrows`)
 and Arrow tables and numpy columns a column at a time
-(:mod:`csup_async.arrow_write`); ``Writer.write`` of each value is the
+(:mod:`csup_async.writers.arrow_write`); ``Writer.write`` of each value is the
 reference.  For the same input and options they must write the same bytes:
 segment cuts, skew flushes, presence runs and super IDs included.
 """
@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.values import Value
-from csup_async.writer import Writer
+from csup_async.model.values import Value
+from csup_async.writers.writer import Writer
 
-PKG = Path(csup_async.__file__).resolve().parent
+PKG = Path(csup_async.__file__).resolve().parent / "writers"
 
 
 def _per_value(rows: list[Any], **opts: Any) -> bytes:
@@ -61,7 +61,7 @@ _odd = st.one_of(
     st.frozensets(st.integers(0, 3), max_size=2),
     st.dictionaries(st.integers(0, 3), st.integers(0, 3), max_size=2),
     st.lists(st.one_of(st.integers(0, 9), st.text(max_size=2)), min_size=2, max_size=3),
-    st.just(Value(csup_async.types.PRIMITIVE_BY_NAME["int8"], 5)),
+    st.just(Value(csup_async.model.types.PRIMITIVE_BY_NAME["int8"], 5)),
 )
 
 
@@ -131,7 +131,7 @@ def test_large_mixed_input_falls_back_only_where_it_must(monkeypatch) -> None:
 
 
 def test_demo_events_write_the_per_value_bytes() -> None:
-    from csup_async.demo import sample_rows
+    from csup_async.cli.demo import sample_rows
 
     rows = sample_rows(3000)
     for opts in ({}, {"segment_thresh": 2000, "skew_thresh": 20_000}):
@@ -143,7 +143,7 @@ pa = pytest.importorskip("pyarrow")
 
 
 def _arrow_per_value(table: Any, **opts: Any) -> bytes:
-    from csup_async.arrow_input import arrow_values
+    from csup_async.writers.arrow_input import arrow_values
 
     return _per_value(list(arrow_values(table)), **opts)
 
@@ -199,7 +199,7 @@ def _nested_tables(draw: st.DrawFn) -> Any:
                                                                   HealthCheck.data_too_large])
 @given(table=_nested_tables(), opts=_options)
 def test_nested_arrow_writes_the_per_value_bytes(table: Any, opts: dict[str, Any]) -> None:
-    from csup_async.arrow_write import fast_writer
+    from csup_async.writers.arrow_write import fast_writer
 
     assert fast_writer(table) is not None
     assert _written(table, **opts) == _arrow_per_value(table, **opts)
@@ -221,7 +221,7 @@ def _imports(module: str) -> list[tuple[str, list[str]]]:
     tree = ast.parse((PKG / f"{module}.py").read_text())
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
             out.append((node.module or "", [a.name for a in node.names]))
     return out
 

@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
-from csup_async.bsup import decode_value, iter_tagged, read_values
-from csup_async.colvalue import segment_stats
-from csup_async.format import find_trailer, parse_reassembly
-from csup_async.meta import PrimitiveColumn, RecordColumn, Segment
-from csup_async.segstats import MAX_BOUND_BYTES
-from csup_async.types import NULL, ArrayType, PrimitiveType, RecordType
+from csup_async.format.bsup import decode_value, iter_tagged, read_values
+from csup_async.format.colvalue import segment_stats
+from csup_async.format.csup import find_trailer, parse_reassembly
+from csup_async.format.meta import PrimitiveColumn, RecordColumn, Segment
+from csup_async.model.types import NULL, ArrayType, PrimitiveType, RecordType
+from csup_async.writers.segstats import MAX_BOUND_BYTES
 
 
 def _csup(rows: Any, **opts: Any) -> bytes:

@@ -1,0 +1,1 @@
+"""Many objects read as one: a :class:`~.dataset.Dataset` of :class:`~.fragment.Fragment` s."""

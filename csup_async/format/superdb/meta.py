@@ -1,0 +1,297 @@
+"""SuperDB CSUP objects: the 36-byte header and the metadata section, as plain data.
+
+A file ``super`` writes is a sequence of objects (at most 120,000 values each),
+each ``[header][metadata][types][data]``.  The header (``"CSUP"``, version,
+three section sizes, the root's ID) is at the head of the object, so the next
+object's offset is known only once a header has been read; the metadata section
+is a BSUP version-2 stream of one value per vector (an ID is its position),
+parsed here into :class:`Node` records: everything planning and decoding need
+(segments, child IDs, counts, types), nothing of the Go marshaller's shape.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...model.errors import FormatError, TruncatedError, UnsupportedTypeError
+from ...model.types import (
+    ArrayType,
+    ErrorType,
+    Field,
+    MapType,
+    NamedType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
+from .bsup2 import V1, V2, Dialect, OptField, decode_value, read_values
+
+MAGIC = b"CSUP"
+HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
+#: Header versions read here and the ``super`` release that writes each.  ``super``
+#: itself accepts only its own.  Version 14 (v0.2.0) differs from 16 only in its
+#: 28-byte header (no type section: no fusion types) and BSUP version 1 metadata.
+VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0"}
+#: v0.1.0 wrote version 12 with the magic ``VNG\0`` and a vector kind for nulls: not read.
+OLDER = {12: "super v0.1.0"}
+MAX_META = 100 << 20
+MAX_DATA = 2 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    version: int
+    meta_size: int
+    type_size: int
+    data_size: int
+    root: int
+
+    @property
+    def size(self) -> int:
+        return HEADER_SIZE if self.version >= 16 else 28
+
+    @property
+    def dialect(self) -> Dialect:
+        return V2 if self.version >= 16 else V1
+
+    @property
+    def object_size(self) -> int:
+        return self.size + self.meta_size + self.type_size + self.data_size
+
+
+def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
+    """The header at the start of ``buf`` (read at file offset ``at``), or a FormatError."""
+    if len(buf) < 8:
+        raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if bytes(buf[:4]) != MAGIC:
+        raise FormatError(f"no CSUP object header at byte {at} (wrong format, "
+                          "or the previous object's sizes are wrong)")
+    (version,) = struct.unpack_from("<I", buf, 4)
+    if version not in VERSIONS:
+        older = f" (written by {OLDER[version]}, a layout not read here)" if (
+            version in OLDER) else ""
+        known = ", ".join(f"{v} ({w})" for v, w in VERSIONS.items())
+        raise FormatError(f"CSUP header version {version} at byte {at}{older}: this reader "
+                          f"reads versions {known}")
+    need = HEADER_SIZE if version >= 16 else 28
+    if len(buf) < need:
+        raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if version >= 16:
+        meta, types, data, root = struct.unpack_from("<QQQI", buf, 8)
+    else:
+        (meta, data, root), types = struct.unpack_from("<QQI", buf, 8), 0
+    if meta > MAX_META or types > MAX_META or data > MAX_DATA:
+        raise FormatError(f"CSUP object at byte {at} claims sections of {meta}, {types} "
+                          f"and {data} bytes (over super's own limits)")
+    return Header(version, meta, types, data, root)
+
+
+@dataclass(frozen=True, slots=True)
+class Seg:
+    """A byte range of an object's data section (offset relative to it).  ``size`` is
+    what is stored: integer vectors keep their compressed size in ``MemLength``."""
+
+    offset: int
+    size: int
+    mem: int
+    lz4: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One vector's metadata: ``kind`` is the marshalled type's name lower-cased."""
+
+    kind: str
+    count: int = 0
+    segs: tuple[tuple[str, Seg], ...] = ()
+    kids: tuple[int, ...] = ()
+    type: Type | None = None  # primitives and constants: the values' type
+    name: str = ""  # named
+    fields: tuple[tuple[str, bool], ...] = ()  # record: (name, optional) per kid
+    value: Any = None  # const
+    min: Any = None
+    max: Any = None
+
+    def seg(self, role: str) -> Seg | None:
+        for r, s in self.segs:
+            if r == role:
+                return s
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectMeta:
+    offset: int  # of the header in the file
+    header: Header
+    nodes: tuple[Node, ...]
+
+    @property
+    def data_offset(self) -> int:
+        h = self.header
+        return self.offset + h.size + h.meta_size + h.type_size
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.header.object_size
+
+    @property
+    def root(self) -> Node:
+        return self.nodes[self.header.root]
+
+    @property
+    def length(self) -> int:
+        return node_len(self.nodes, self.header.root)
+
+
+@dataclass(frozen=True, slots=True)
+class SuperDBMeta:
+    """Every object of one file, in order."""
+
+    objects: tuple[ObjectMeta, ...]
+    object_size: int
+    super_types: tuple[Type, ...] = field(default=())
+
+    @property
+    def version(self) -> int:
+        return self.objects[0].header.version if self.objects else 0
+
+    @property
+    def row_count(self) -> int:
+        return sum(o.length for o in self.objects)
+
+
+def _seg(d: Any, what: str) -> Seg:
+    try:
+        off, length, mem, fmt = (int(d[k]) for k in
+                                 ("Offset", "Length", "MemLength", "CompressionFormat"))
+    except (KeyError, TypeError, ValueError):
+        raise FormatError(f"{what}: a segment is not Offset/Length/MemLength/Format") from None
+    if fmt not in (0, 1):
+        raise FormatError(f"{what}: unknown compression format {fmt}")
+    return Seg(off, length if fmt else mem, mem, bool(fmt))
+
+
+def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
+    if not isinstance(t, NamedType):
+        raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
+    kind = t.name.lower()
+    d = decode_value(t, body, typed=True, dialect=dialect)
+    if not isinstance(d, dict):
+        raise FormatError(f"{what}: metadata value of {t.name} is not a record")
+
+    def ids(v: Any) -> tuple[int, ...]:
+        return tuple(int(x) for x in v)
+
+    try:
+        if kind in ("int", "uint", "float", "primitive", "bytes") and not isinstance(
+                d.get("Type"), Type):
+            raise FormatError(f"{what}: {t.name} metadata's Type is not a type")
+        if kind in ("int", "uint", "float", "primitive"):
+            return Node(kind, int(d["Count"]), (("values", _seg(d["Location"], what)),),
+                        type=d["Type"], min=d.get("Min"), max=d.get("Max"))
+        if kind == "bytes":
+            return Node(kind, int(d["Count"]), (("bytes", _seg(d["Bytes"], what)),
+                                                ("offsets", _seg(d["Offsets"], what))),
+                        type=d["Type"], min=d.get("Min"), max=d.get("Max"))
+        if kind == "const":
+            rt = t.inner
+            f = rt.field("Value") if isinstance(rt, RecordType) else None
+            if f is None:
+                raise FormatError(f"{what}: Const metadata lacks its value")
+            return Node(kind, int(d["Count"]), type=f.type, value=d["Value"])
+        if kind == "dict":
+            return Node(kind, int(d["Length"]), (("counts", _seg(d["Counts"], what)),
+                                                 ("index", _seg(d["Index"], what))),
+                        kids=(int(d["Values"]),))
+        if kind == "record":
+            fs = d["Fields"]
+            return Node(kind, int(d["Length"]),
+                        tuple((f"nones:{i}", _seg(f["Nones"], what)) for i, f in enumerate(fs)
+                              if f["Opt"]),
+                        kids=tuple(int(f["Values"]) for f in fs),
+                        fields=tuple((str(f["Name"]), bool(f["Opt"])) for f in fs))
+        if kind in ("array", "set"):
+            return Node(kind, int(d["Length"]), (("lengths", _seg(d["Lengths"], what)),),
+                        kids=(int(d["Values"]),))
+        if kind == "map":
+            return Node(kind, int(d["Length"]), (("lengths", _seg(d["Lengths"], what)),),
+                        kids=(int(d["Keys"]), int(d["Values"])))
+        if kind in ("union", "dynamic"):
+            return Node(kind, int(d["Length"]), (("tags", _seg(d["Tags"], what)),),
+                        kids=ids(d["Values"]))
+        if kind == "named":
+            return Node(kind, kids=(int(d["Values"]),), name=str(d["Name"]))
+        if kind == "error":
+            return Node(kind, kids=(int(d["Values"]),))
+        if kind == "fusion":
+            return Node(kind, (("subtypes", _seg(d["Subtypes"], what)),),
+                        kids=(int(d["Values"]),))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise FormatError(f"{what}: {t.name} metadata lacks a field it needs") from None
+    raise FormatError(f"{what}: unknown vector kind {t.name!r}")
+
+
+def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> ObjectMeta:
+    """The metadata section of the object at ``offset`` (``buf`` is that section)."""
+    what = f"CSUP object at byte {offset}"
+    vals = read_values(buf, header.dialect)
+    nodes = tuple(_node(t, b, what, header.dialect) for t, b in vals)
+    if header.root >= len(nodes):
+        raise FormatError(f"{what}: root ID {header.root} is past its {len(nodes)} vectors")
+    for i, n in enumerate(nodes):
+        for k in n.kids:
+            if (k >= i and n.kind != "dynamic") or k >= len(nodes):
+                raise FormatError(f"{what}: vector {i} refers to vector {k} "
+                                  "(not an earlier one)")
+        for _, s in n.segs:
+            if s.offset + s.size > header.data_size:
+                raise FormatError(f"{what}: segment at {s.offset}+{s.size} runs past the "
+                                  f"{header.data_size}-byte data section")
+    obj = ObjectMeta(offset, header, nodes)
+    return obj
+
+
+def node_len(nodes: tuple[Node, ...], i: int) -> int:
+    n = nodes[i]
+    while n.kind in ("named", "error", "fusion"):
+        n = nodes[n.kids[0]]
+    return n.count
+
+
+def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
+    """The super type of the values of vector ``i`` (not for the root Dynamic)."""
+    if depth > 200:
+        raise FormatError("CSUP vectors nested too deeply")
+    n = nodes[i]
+    d = depth + 1
+    if n.type is not None:
+        return n.type
+    if n.kind == "fusion":  # values of the supertype (absent optional fields left out)
+        return node_type(nodes, n.kids[0], d)
+    if n.kind == "dict":
+        return node_type(nodes, n.kids[0], d)
+    if n.kind == "record":
+        return RecordType(tuple((OptField if opt else Field)(name, node_type(nodes, k, d))
+                                for (name, opt), k in zip(n.fields, n.kids, strict=True)))
+    if n.kind in ("array", "set"):
+        e = node_type(nodes, n.kids[0], d)
+        return ArrayType(e) if n.kind == "array" else SetType(e)
+    if n.kind == "map":
+        return MapType(node_type(nodes, n.kids[0], d), node_type(nodes, n.kids[1], d))
+    if n.kind == "union":
+        return UnionType(tuple(node_type(nodes, k, d) for k in n.kids))
+    if n.kind == "named":
+        return NamedType(n.name, node_type(nodes, n.kids[0], d))
+    if n.kind == "error":
+        return ErrorType(node_type(nodes, n.kids[0], d))
+    raise UnsupportedTypeError(f"vectors of kind {n.kind} are not supported")
+
+
+def root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
+    """``(super type, vector ID)`` of each of the object's top-level vectors."""
+    root = obj.root
+    ids = root.kids if root.kind == "dynamic" else (obj.header.root,)
+    return [(node_type(obj.nodes, k), k) for k in ids]

@@ -1,0 +1,410 @@
+"""Reading a BSUP (ZNG) object through the library's Reader API.
+
+``open()`` reads the tail as for any CSUP object; when it holds no CSUP trailer,
+the object starts with a sound BSUP frame and its frames walk to the end (or its
+name says BSUP: then a damaged stream is a BSUP error), the reader becomes a
+:class:`BsupReader`: the same verbs (``scan``, ``iter_batches``, ``read_rows``,
+``read_values``, ``take``, ``count_rows``, ``schema``) over the values of the
+stream.  BSUP has no column index, so the open reads the whole object (one
+or two more requests for what the tail read did not hold) and walks its frames once
+(types, row count), decoding no body.
+
+A scan of top-level columns of a stream of records is decoded column-wise
+(:mod:`csup_async.scan.bsup`, the path the lake's ``.zng`` objects take); anything else
+(a nested path, a value that is not a record, ``limit=``, which stops
+decoding at the frame holding the last row it needs) goes value by value.
+``filter=`` is evaluated exactly on the decoded columns by the evaluator every
+reader uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import planner as P
+
+from .. import arrays as A
+from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
+from ..format.bsup.tags import read_uvarint
+from ..format.bsup.valuecodec import decode_value
+from ..format.csup import find_trailer
+from ..model.errors import (
+    CsupError,
+    FormatError,
+    LimitError,
+    TruncatedError,
+)
+from ..model.types import RecordType, Type, underlying
+from ..model.values import Value
+from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
+from ..scan.result import ScanResult, ScanStats
+from ..stores import Store
+from ..stores.rangebuf import RangeBuffer
+from ..stores.tasks import gather_or_cancel
+from .reader import Reader
+from .wholeobject import WholeObjectReader
+
+__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "reader_of_frames",
+           "start_problem"]
+
+#: Suffixes that name a BSUP object: a hint for the error message only (content decides).
+SUFFIXES = (".zng", ".bsup")
+
+
+#: ``start_problem``'s answer when the first frame runs past the bytes given it.
+MORE = "its first frame runs past the bytes read"
+
+
+def start_problem(data: bytes, size: int) -> str | None:
+    """Why ``data`` (the first bytes of a ``size``-byte object) does not start a BSUP
+    stream, or None when it does: its first frame is whole and sound (a known version
+    and kind; typedefs that parse, or values of types it has), or the end marker.
+    :data:`MORE` when the first frame's header is sound but the frame runs past ``data``
+    (yet not past the object): the caller reads more and asks again."""
+    if not data:
+        return "the object is empty"
+    try:
+        _, _, end = next(read_frames(data))
+    except StopIteration:
+        return "the object is empty"
+    except TruncatedError:
+        try:
+            rest, pos = read_uvarint(data, 1, len(data))
+        except CsupError:
+            return MORE
+        length = (rest << 4) | (data[0] & 0x0F)
+        return MORE if pos + length <= size else (
+            f"its first frame of {length} bytes runs past the {size}-byte object")
+    except CsupError as e:
+        return f"its first frame is not BSUP: {e.message}"
+    try:
+        stream_shape(data[:end])
+    except CsupError as e:
+        return f"its first frame is not BSUP: {e.message}"
+    return None
+
+
+class BsupMeta:
+    """What the open learned of the stream: its size, types and row count."""
+
+    def __init__(self, object_size: int, super_types: tuple[Type, ...], row_count: int) -> None:
+        self.object_size = object_size
+        self.super_types = super_types
+        self.row_count = row_count
+        self.columns: tuple[Any, ...] = ()  # no column index (the CLI's inspect asks)
+
+
+class BsupReader(WholeObjectReader):
+    """A Reader over a BSUP object (made by ``open``, never directly)."""
+
+    bsup = True
+    holds = "value"
+    _walked: Walked | None = None  # the values walked by ``hold`` (records only)
+    meta: BsupMeta  # type: ignore[assignment]
+
+    def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
+        limit = self.read_options.limits.max_rows
+        if rows > limit:
+            raise LimitError(f"the stream holds {rows:,} values, over max_rows={limit:,}",
+                             path=self.path)
+        self._data = data
+        self.meta = BsupMeta(len(data), tuple(types), rows)
+        self.open_stats.metadata_requests = self.open_stats.requests
+        self.open_stats.wall = time.perf_counter() - t0
+
+    def hold(self, data: bytes, t0: float) -> None:
+        """Read ``data``, whole BSUP streams, as this reader's values: its frames are
+        walked (types, row count), no body decoded.  BSUP versions 1 and 2 (a
+        SuperDB database's objects) are read as version 0 (:mod:`..superdb.tov0`)."""
+        try:
+            if data and data[0] != 0xFF and data[0] & 0x80:
+                from ..format.superdb.tov0 import to_v0
+
+                data = to_v0(data)
+            try:  # records (as a lake's objects hold): the one walk a scan decodes from
+                self._walked = walk([data], max_total=self.max_mem_length)
+                types = list(dict.fromkeys(self._walked.types))
+                rows = int(self._walked.slot.size)
+            except NotColumnar:
+                types, rows = stream_shape(data, max_total=self.max_mem_length)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        self._load_bsup(data, types, rows, t0)
+
+    @property
+    def frames(self) -> bytes:
+        """The bytes of the frames this reader holds (the whole object, or the runs it
+        was opened on)."""
+        return self._data
+
+    # -------------------------------------------------------------- schema ---
+    @property
+    def schema(self) -> Any:
+        from .superdb import HeaderLayoutSchema
+
+        return HeaderLayoutSchema(self.meta)  # type: ignore[arg-type]  # (super_types only)
+
+    # -------------------------------------------------------------- decode ---
+    def _values(self, typed: bool = False) -> Iterator[Value]:
+        """Every value of the stream, decoded exactly, in order (``typed``: unions inside
+        as UnionValue)."""
+        for t, body in iter_raw_values(self._data, max_total=self.max_mem_length):
+            yield Value(t, decode_value(t, body, typed=typed))
+
+    def _columnar(self, paths: list[str]) -> dict[str, A.Array] | None:
+        """The columns of ``paths`` decoded column-wise, or None when that path does not
+        take them (see the module docstring)."""
+        if not paths or any(len(_comps(p)) != 1 for p in paths):
+            return None
+        if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
+            return None
+        names = {p: _comps(p)[0] for p in paths}
+        try:
+            part = decode_records(self._walked or [self._data], frozenset(names.values()))
+        except NotColumnar:
+            return None
+        return {p: part_column([part], names[p], part.n) for p in paths}
+
+    def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
+        """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
+        try:
+            if limit is None:
+                got = self._columnar(paths)
+                if got is not None:
+                    return got, self.meta.row_count
+            values = list(itertools.islice(self._values(), limit))
+            types = self._types(paths)
+            cols = {p: A.from_pylist(types[p], [_at(v, _comps(p)) for v in values])
+                    for p in paths}
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return cols, len(values)
+
+    # ---------------------------------------------------------------- read ---
+    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None) -> Any:
+        raise CsupError("a BSUP object has no read plan: it is read whole", path=self.path)
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None) -> ScanResult:
+        """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
+        many, decoding stopped once they are had when there is no filter)."""
+        self._check_limit(limit)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        expr = self._filter(filter)
+        t0 = time.perf_counter()
+        lo, hi = self._row_bounds(rows)
+        stop = hi if expr is not None or limit is None else min(hi, lo + limit)
+        cols, n = await self._in_thread(self._decode, self._filter_paths(expr, paths),
+                                  None if stop >= self.meta.row_count else stop)
+        cols = {p: a.slice(lo, min(stop, n)) for p, a in cols.items()}
+        n = max(0, min(stop, n) - lo)
+        if expr is not None:
+            cols, n = self._keep(expr, cols, n, paths)
+            if limit is not None and n > limit:
+                cols, n = {p: a.slice(0, limit) for p, a in cols.items()}, limit
+        stats = ScanStats(bytes_needed=self.meta.object_size, wall=time.perf_counter() - t0)
+        return ScanResult(cols, n, stats, None)
+
+    async def _in_thread(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` off the event loop, within the reader's ``timeout``."""
+        return await self._timed(asyncio.to_thread(fn, *args))
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Any = None) -> AsyncIterator[ScanResult]:
+        """Batches of at most ``batch_rows`` rows of one whole-object scan."""
+        self._check_batch_rows(batch_rows)
+        res = await self.scan(columns, filter=filter)
+        for lo in range(0, res.num_rows, batch_rows):
+            hi = min(res.num_rows, lo + batch_rows)
+            yield ScanResult({p: a.slice(lo, hi) for p, a in res.columns.items()}, hi - lo,
+                             res.stats if lo == 0 else ScanStats(), None)
+
+    async def read_values(self) -> list[Value]:
+        """Every value with its type (unions inside as UnionValue), as the BSUP codec
+        decodes it."""
+        return await self._all(True)
+
+    async def read_rows(self) -> list[Any]:
+        """Every value in order, in the plain Python mapping."""
+        return [v.value for v in await self._all(False)]
+
+    async def _all(self, typed: bool) -> list[Value]:
+        try:
+            return await self._in_thread(lambda: list(self._values(typed)))  # type: ignore[no-any-return]
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+
+
+def _comps(path: str) -> tuple[str, ...]:
+    return P.parse_path(path) if path else ()
+
+
+def _at(v: Value, comps: tuple[str, ...]) -> Any:
+    """The plain value at ``comps`` in ``v`` (None past a missing field or a non-record)."""
+    x: Any = v.value
+    for c in comps:
+        if not isinstance(x, dict):
+            return None
+        x = x.get(c)
+    return x
+
+
+async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
+    """Turn ``reader`` (whose open found no CSUP trailer in ``reader.tail``) into a
+    :class:`BsupReader` when the object starts a BSUP stream, reading it whole; False
+    when it does not (the caller raises the trailer error), unless its name says BSUP
+    (``.zng``, ``.bsup``): then a FormatError says what its first bytes are."""
+    tail = getattr(reader, "tail", None)
+    if tail is None:
+        return False
+    t0 = time.perf_counter() if t0 is None else t0
+    size = tail.info.size
+    try:
+        find_trailer(tail.data, size)
+    except CsupError:
+        pass  # no trailer (or a BSUP record where one would be): maybe a BSUP stream
+    else:
+        return False  # a trailer: a CSUP or VNG object whose metadata failed
+    if tail.offset == 0:
+        head = bytes(tail.data)
+    else:
+        head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
+                                           tail.offset))
+    named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    if head[:1] in (b"\x81", b"\x82"):  # BSUP 1/2 (super v0.2.0/v0.3.0): as version 0
+        head, size = await _as_v0(reader, head, size, named)
+    problem = start_problem(head, size) if size else None
+    if problem == MORE and tail.offset > 0:
+        if size > reader.max_mem_length:
+            problem = (f"its first frame is larger than its first {len(head):,} bytes, and "
+                       f"the object is larger than max_mem_length={reader.max_mem_length:,}")
+        else:  # the object whole (as a BSUP object is read anyway), then its first frame
+            head = await _whole(reader, head)
+            problem = start_problem(head, size)
+    if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
+        problem = "it starts with an end-of-stream marker"
+    if problem is not None or (not size and not named):
+        if named:
+            raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
+                              path=reader.path)
+        return False
+    if len(head) < size:
+        if size > reader.max_mem_length:
+            if named:
+                raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                                 f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+            return False
+        head = await _whole(reader, head)
+    try:  # the frames walked, no body decoded: a truncated or corrupt stream fails here
+        types, rows = stream_shape(head, max_total=reader.max_mem_length)
+    except CsupError as e:
+        if named:
+            raise e.with_path(reader.path) from None
+        # unnamed, the object must be a whole BSUP stream to be one (a damaged CSUP or
+        # VNG file may start like a frame): else the trailer error stands
+        return False
+    reader.__class__ = BsupReader
+    assert isinstance(reader, BsupReader)
+    reader._load_bsup(head, types, rows, t0)
+    return True
+
+
+async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:
+    """The object whole, BSUP version 1 or 2, as version 0 (:mod:`..superdb.tov0`)."""
+    from ..format.superdb.tov0 import to_v0
+
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    if len(head) < size:
+        head = await _whole(reader, head)
+    try:
+        v0 = to_v0(head)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    return v0, len(v0)
+
+
+async def _read(reader: Reader, off: int, n: int) -> bytes:
+    """``n`` bytes at ``off`` of the object (the version the tail read saw)."""
+    data = bytes(await reader.store.read_range(reader.key, off, n, reader.tail.info.version))
+    reader.open_stats.requests += 1
+    reader.open_stats.bytes_read += len(data)
+    if len(data) != n:
+        raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}",
+                             path=reader.path)
+    return data
+
+
+async def _whole(reader: Reader, head: bytes) -> bytes:
+    """The object whole: ``head`` (its first bytes, none past the tail read), the bytes
+    between it and the tail read, and the tail read."""
+    tail = reader.tail
+    if len(head) < tail.offset:
+        head += await _read(reader, len(head), tail.offset - len(head))
+    return head[:tail.offset] + bytes(tail.data)
+
+
+async def open_runs(store: Store, key: str, runs: Sequence[tuple[int, int]], *,
+                    requests: Sequence[tuple[int, int]] | None = None,
+                    **options: Any) -> BsupReader:
+    """A :class:`BsupReader` over the frames in ``runs`` of the BSUP object at ``key``:
+    byte ranges ``(offset, length)``, each whole streams (frames are self-delimiting and
+    a stream ends with its end-of-stream marker, so the runs one after another are one
+    stream of their values: a lake's seek-index chunks, or ``[(0, size)]`` for all of
+    it).  ``requests`` are the reads that fetch them (default: the planner's coalescing
+    of the runs for the reader's profile); they are sent at once, and the reader's
+    ``open_stats`` counts them.  ``options`` are ``open``'s reader options."""
+    t0 = time.perf_counter()
+    reader = BsupReader(store, key, owns_store=False, **options)
+    if requests is None:
+        requests = [(q.offset, q.length) for q in P.coalesce(runs, reader.profile)]
+    sem = asyncio.Semaphore(max(1, reader.concurrency))
+    held = RangeBuffer()
+
+    async def one(off: int, n: int) -> None:
+        async with sem:
+            data = await store.read_range(key, off, n)
+        if reader.open_stats.ttfb is None:
+            reader.open_stats.ttfb = time.perf_counter() - t0
+        reader.open_stats.requests += 1
+        reader.open_stats.bytes_read += len(data)
+        if len(data) != n:
+            raise TruncatedError(f"read {len(data)} of the {n} bytes at {off}: the object "
+                                 f"is shorter than its frames were said to be",
+                                 path=reader.path)
+        held.add(off, data)
+
+    try:
+        await gather_or_cancel([one(off, n) for off, n in requests])
+        for off, n in runs:
+            if not held.covers(off, n):
+                raise CsupError(f"the reads do not cover the frames at {off} (+{n})",
+                                path=reader.path)
+        data = b"".join(bytes(held.get(off, n)) for off, n in runs)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    if len(data) <= _WALK_ON_LOOP:  # a walk of this size takes less than a thread hop
+        reader.hold(data, t0)
+    else:
+        await asyncio.to_thread(reader.hold, data, t0)
+    return reader
+
+
+#: Frames up to this many bytes are walked on the event loop (about a millisecond).
+_WALK_ON_LOOP = 128 << 10
+
+
+def reader_of_frames(store: Store, key: str, data: bytes, **options: Any) -> BsupReader:
+    """A :class:`BsupReader` over frames already read (``BsupReader.frames`` of an
+    earlier one): the object at ``key`` is not read again."""
+    reader = BsupReader(store, key, owns_store=False, **options)
+    reader.hold(data, time.perf_counter())
+    return reader

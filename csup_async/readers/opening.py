@@ -1,0 +1,212 @@
+"""``open(url)``: light to import, and quick the first time a process calls it.
+
+In a fresh process most of the first ``open`` is imports: the decoding side
+(numpy, the planner, the read pipeline: about 70 ms of CPU) and the store's
+networking side (aiohttp, whose import loads the CA certificates twice,
+about 80 ms), and then the tail request waits a round trip.  Done one after
+the other, they add up; here, when the reader module is not loaded yet, the
+decoding side is imported in a thread of its own (:func:`warm_up`) while this
+thread makes the store, and the tail request is sent before that import is
+waited for: certificate loading and the round trip are spent importing.
+Once the reader is loaded, ``open`` is what it always was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Generator
+from typing import TYPE_CHECKING, Any
+
+from ..model.errors import FormatError, not_awaited, source_text
+from ..scan.options import renamed_options, split_options
+from ..stores import Store, shared_store
+from .detect import HeaderLayout
+
+if TYPE_CHECKING:
+    from ..stores import TailRead
+    from .reader import Reader
+
+__all__ = ["open"]
+
+#: What a scan needs that ``open`` need not wait for (imported off the loop when cold).
+_DECODING = ("csup_async.readers.reader", "csup_async.scan.scan")
+
+
+_warming: concurrent.futures.Future[None] | None = None
+_warming_lock = threading.Lock()
+
+
+def warm_up() -> concurrent.futures.Future[None] | None:
+    """Start importing the decoding side in a thread of its own (once per process).
+
+    None when it is loaded already.  ``open`` calls this; a program that knows it
+    will open an object soon (the CLI, before it parses its options and makes its
+    store) may call it earlier, so that more of the import overlaps other work.
+    """
+    global _warming
+    if all(name in sys.modules for name in _DECODING) and _warming is None:
+        return None
+    with _warming_lock:
+        if _warming is None:
+            future: concurrent.futures.Future[None] = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # an open cancelled while it waits
+            # for the import must not cancel the import for the opens after it
+
+            def run() -> None:
+                try:
+                    for name in _DECODING:
+                        importlib.import_module(name)
+                except BaseException as e:  # handed to whoever waits for it
+                    future.set_exception(e)
+                else:
+                    future.set_result(None)
+
+            # not a daemon: an interpreter that exits meanwhile waits for the import
+            # to finish rather than stopping it halfway through an extension module
+            threading.Thread(target=run, name="csup-import", daemon=False).start()
+            _warming = future
+        return _warming
+
+
+class _Opener:
+    """What ``open`` returns: awaitable, or an async context manager that closes."""
+
+    def __init__(self, url: str, store: Store | None, options: dict[str, Any]) -> None:
+        self.url, self.store, self.options = url, store, options
+        self.reader: Reader | None = None
+
+    async def _open(self) -> Reader:
+        store, key, owns = self.store, self.url, False
+        reader_opts, store_opts = split_options(self.options)
+        warming = warm_up()
+        loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
+        tail: asyncio.Task[TailRead] | None = None
+        try:
+            if store is None:
+                # shared per loop and options; private (owned) only when it cannot be shared
+                store, key, shared = await shared_store(self.url, **store_opts)
+                owns = not shared
+            if "profile" not in reader_opts:
+                from ..stores.capabilities import profile_of
+
+                reader_opts["profile"] = profile_of(store)
+            if loading is not None:
+                tail = self._early_tail(store, key, reader_opts)
+                await loading
+        except BaseException:
+            await _discard(tail)
+            if loading is not None:
+                with contextlib.suppress(BaseException):
+                    await loading  # an import left running would outlive the caller's error
+            if owns and store is not None:
+                await store.close()
+            raise
+        from .reader import Reader
+
+        try:
+            r = Reader(store, key, owns_store=owns, **reader_opts)
+        except BaseException:
+            await _discard(tail)
+            if owns:
+                await store.close()
+            raise
+        try:
+            try:
+                await r.load(tail)
+            except HeaderLayout as found:  # a SuperDB file: the reader becomes its kind
+                from .superdb import become
+
+                await become(r, found.tail, found.t0, found.head)
+            except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
+                from .bsup import become_if_bsup
+
+                if not await become_if_bsup(r):
+                    raise
+        except BaseException:
+            await _discard(tail)
+            await r.close()
+            raise
+        self.reader = r
+        return r
+
+    @staticmethod
+    def _early_tail(store: Store, key: str, reader_opts: dict[str, Any]
+                    ) -> asyncio.Task[TailRead] | None:
+        """The tail read ``Reader.load`` would make, sent now; None when it might not
+        make one (a metadata cache may answer without a request)."""
+        if reader_opts.get("metadata_cache") or reader_opts.get("immutable"):
+            return None
+        if reader_opts.get("metadata_cache") is None and os.environ.get("CSUP_METADATA_CACHE"):
+            return None  # the on-disk cache (diskcache.py) may revalidate instead
+        import planner as P
+
+        size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
+        return asyncio.ensure_future(store.read_tail(key, size))
+
+    def __await__(self) -> Generator[Any, None, Reader]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Reader:
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.reader is not None:
+            await self.reader.close()
+
+    def __getattr__(self, name: str) -> Any:
+        """A reader's attribute asked of the opener: ``await`` was forgotten."""
+        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
+            raise AttributeError(name)
+        raise not_awaited("open", name, "open_sync")
+
+    def __enter__(self) -> Any:
+        raise not_awaited("open", "__enter__ (a plain `with`)", "open_sync")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+async def _discard(task: Awaitable[Any] | None) -> None:
+    """Cancel an early tail read no one will use, and wait for it (no connection left)."""
+    if isinstance(task, asyncio.Future):
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
+def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
+    """Open a CSUP object: ``async with open(url) as r`` or ``r = await open(url)``.
+
+    ``store`` is the store to read through (the caller closes it); without
+    one, the event loop's shared store for the URL's kind and these options
+    is used (made on first use, closed by ``close_stores()``, at the end of
+    ``asyncio.run`` or at exit; never by the reader).  Options:
+    ``profile`` (planner profile), ``concurrency``, ``max_metadata``,
+    ``max_mem_length``, ``max_rows``, ``max_values``, ``metadata_cache`` (a
+    MetadataCache, or True for the process's: metadata parsed before is reused
+    for the same object version), ``immutable`` (with a cache: an object opened
+    before is not asked again), ``timeout`` (seconds: the whole of any one scan,
+    ``iter_batches``, ``read_rows`` or ``count_rows``, StoreTimeoutError past it;
+    given to the store too, where it bounds each store operation),
+    ``verify_checksums`` (True: each segment's ``crc32``, where the file has one,
+    is checked before decompression; a mismatch is a FormatError naming the
+    column and segment), ``verify_counts`` (False: ``take``, ``rows=`` and ``limit=``
+    read only the segments holding the rows, each checked against its count and each
+    column's counts against its rows; True also decodes every segment before the last
+    selected row, so counts shifted between unread segments are a FormatError),
+    ``trust_counts`` (the earlier opt-out: reads what the default reads),
+    ``calibrate`` (default False: the static ``profile``; True, for S3, GCS and HTTP:
+    plans assume the latency and bandwidth measured on the endpoint once 5 requests
+    are known, :mod:`planner.calibration`), and the
+    store's own options (``max_connections``, ``endpoint``, credentials, ...: see
+    :mod:`csup_async.stores.config`; ``storage_options={...}`` with fsspec's, polars'
+    or object_store's names works too).  ``limit=`` as the connection count is
+    deprecated (``max_connections=``): ``limit`` means rows.
+    """
+    return _Opener(source_text(url), store, renamed_options(options))

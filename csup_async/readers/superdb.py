@@ -1,0 +1,491 @@
+"""Reading a SuperDB (header-layout) CSUP object through the library's Reader API.
+
+``open()`` reads the tail as for any CSUP object; when the bytes show a
+SuperDB file (``"CSUP"`` at offset 0, or no trailer and a head read that shows
+it) the reader becomes a :class:`HeaderLayoutReader`: the same methods
+(``scan``, ``iter_batches``, ``read_rows``, ``read_values``, ``take``,
+``count_rows``, ``plan``) over this layout's metadata.  The open reads every
+object's header and metadata (see :mod:`planner.superdb` for what that costs);
+a scan reads the projection's segments of every object in one wave, an
+``iter_batches`` one object at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import planner as P
+from planner.dnf import as_expr
+from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
+
+from .. import arrays as A
+from ..arrays.unify import unify as unify_arrays
+from ..format.meta import PrimitiveColumn, Segment
+from ..format.superdb.meta import (
+    HEADER_SIZE,
+    ObjectMeta,
+    SuperDBMeta,
+    parse_header,
+    parse_metadata,
+    root_types,
+)
+from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
+from ..model.types import NULL, RecordType, Type
+from ..model.values import Value, unify
+from ..scan.result import ScanResult, ScanStats
+from ..scan.superdb import columns as C
+from ..scan.superdb.held import HeldBytes
+from ..scan.superdb.vectors import Decoder, segment_bytes
+from .reader import Reader
+from .wholeobject import WholeObjectReader
+
+if TYPE_CHECKING:
+    from ..stores import TailRead
+
+WRITER = "SuperDB (super)"
+
+
+class FileView(SuperDBMeta):
+    """The metadata with the few trailer-layout names the CLI asks of ``reader.meta``."""
+
+    @property
+    def columns(self) -> tuple[PrimitiveColumn, ...]:
+        segs = tuple(C.file_segment(o, s) for o in self.objects for n in o.nodes
+                     for _, s in n.segs if s.size)
+        return (PrimitiveColumn(segs),)
+
+
+class HeaderLayoutReader(WholeObjectReader):
+    """A Reader over a SuperDB CSUP file (made by ``open``, never directly)."""
+
+    header_layout = True
+    meta: FileView  # type: ignore[assignment]
+
+    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
+                                  ) -> None:
+        size, version = tail.info.size, tail.info.version
+        buf = HeldBytes()
+        buf.add(tail.offset, tail.data)
+        self._held: list[tuple[int, bytes]] = [(tail.offset, tail.data)]
+        head_read = head is not None
+        if head is not None:
+            buf.add(0, head)
+            self._held.append((0, head))
+        reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
+
+        async def read(off: int, n: int) -> None:
+            nonlocal reqs, nbytes
+            data = bytes(await self.store.read_range(self.key, off, n, version))
+            if len(data) != n:
+                raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
+            buf.add(off, data)
+            self._held.append((off, data))
+            reqs += 1
+            nbytes += n
+
+        first_reads = reqs
+        objects: list[ObjectMeta] = []
+        off, largest, in_first = 0, 0, 0
+        try:
+            while off < size:
+                if not buf.covers(off, HEADER_SIZE):
+                    await read(*hop_read(off, size, largest))
+                if size - off < 8:
+                    raise TruncatedError(f"{size - off} bytes after the last object at "
+                                         f"{off} are not a CSUP object header")
+                hdr = parse_header(buf.get(off, min(HEADER_SIZE, size - off)), off)
+                if off + hdr.object_size > size:
+                    raise TruncatedError(f"the CSUP object at byte {off} ends at "
+                                         f"{off + hdr.object_size}, past the "
+                                         f"{size}-byte file (truncated)")
+                if hdr.meta_size > self.max_metadata:
+                    from ..model.errors import LimitError
+
+                    raise LimitError(f"metadata of {hdr.meta_size} bytes exceeds "
+                                     f"max_metadata={self.max_metadata}")
+                start = off + hdr.size
+                if not buf.covers(start, hdr.meta_size):
+                    have = min(buf.held_until(start), start + hdr.meta_size)
+                    await read(have, start + hdr.meta_size - have)  # the rest of it
+                if reqs == first_reads:
+                    in_first += 1
+                objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
+                largest = max(largest, hdr.meta_size + hdr.type_size)
+                off += hdr.object_size
+            types: list[Type] = []
+            for o in objects:
+                for t, _ in root_types(o):
+                    if t not in types:
+                        types.append(t)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        rows = sum(o.length for o in objects)
+        limit = self.read_options.limits.max_rows
+        if rows > limit:
+            from ..model.errors import LimitError
+
+            raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
+                             path=self.path)
+        self.meta = FileView(tuple(objects), size, tuple(types))
+        self._buf = buf
+        self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
+        self.open_stats.requests = reqs
+        self.open_stats.bytes_read = nbytes
+        self.open_stats.metadata_requests = reqs
+        self.open_stats.wall = time.perf_counter() - t0
+
+    # -------------------------------------------------------------- schema ---
+    @property
+    def schema(self) -> Any:
+        return HeaderLayoutSchema(self.meta)
+
+    def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
+        return [P.parse_path(p) if p else () for p in paths]
+
+    def _segments(self, paths: list[str], objects: Sequence[ObjectMeta]) -> list[Segment]:
+        comps = self._comps(paths)
+        segs: list[Segment] = []
+        for o in objects:
+            tops = C.tops_of(o)
+            targets = [t for top in tops for c in comps
+                       if (t := C.resolve(o.nodes, top, c)) is not None]
+            segs.extend(C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0))
+        return segs
+
+    def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
+                 ) -> HeaderLayoutPlan:
+        objs = self.meta.objects if objects is None else objects
+        held = max(self._held, key=lambda h: len(h[1]))  # the head, or a whole-file tail
+        return plan_header_layout(self._segments(paths, objs), paths, self.missing_paths(paths),
+                                  self._open_cost, self.meta.version, self._data_profile,
+                                  available=(held[0], len(held[1])),
+                                  held=tuple((o, len(d)) for o, d in self._held))
+
+    def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
+              ) -> list[ObjectMeta]:
+        """The objects whose metadata does not prove the filter false."""
+        from planner.filters import Truth, zone_truth
+
+        from ..scan.superdb.pruning import object_stats
+
+        objs = self.meta.objects if objects is None else objects
+        if expr is None:
+            return list(objs)
+        return [o for o in objs
+                if zone_truth(expr, lambda p, o=o: object_stats(o, p)) != Truth.FALSE]
+
+    def _matching(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
+        """The rows of ``res`` the filter keeps, columns ``wanted``."""
+        cols, n = self._keep(expr, res.columns, res.num_rows, wanted)
+        return ScanResult(cols, n, res.stats, res.plan)
+
+    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> HeaderLayoutPlan:
+        """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        self._check_limit(limit)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        expr = self._filter(filter)
+        objs: Sequence[ObjectMeta] = self.meta.objects
+        if rows is not None or (limit is not None and expr is None):
+            lo, hi = self._row_bounds(rows, None if expr is not None else limit)
+            objs = self._objects_for(lo, hi)[0]
+        kept = self._kept(expr, objs)
+        plan = self._hl_plan(self._filter_paths(expr, paths), kept)
+        if expr is not None:
+            plan = dataclasses.replace(plan, pruned=len(objs) - len(kept))
+        return plan
+
+    # ---------------------------------------------------------------- read ---
+    async def _fetch(self, plan: HeaderLayoutPlan, stats: ScanStats) -> None:
+        """Read the plan's requests not already held, ``concurrency`` at a time."""
+        version = self.tail.info.version
+        sem = asyncio.Semaphore(max(1, self.concurrency))
+        t0 = time.perf_counter()
+
+        async def one(off: int, n: int) -> None:
+            async with sem:
+                data = bytes(await self.store.read_range(self.key, off, n, version))
+                if stats.ttfb is None:
+                    stats.ttfb = time.perf_counter() - t0
+                if len(data) != n:
+                    raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
+                self._buf.add(off, data)
+                stats.requests += 1
+                stats.bytes_read += n
+
+        wanted = [(r.offset, r.length) for r in plan.requests
+                  if not self._buf.covers(r.offset, r.length)]
+        await asyncio.gather(*(one(o, n) for o, n in wanted))
+        stats.bytes_needed += plan.bytes_needed
+
+    def _loader(self, obj: ObjectMeta) -> Any:
+        buf, base = self._buf, obj.data_offset
+        return lambda s: segment_bytes(buf.get(base + s.offset, s.size), s)
+
+    def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
+                ) -> dict[str, list[Any]]:
+        """Each path's values over the rows of ``obj`` (bytes already held)."""
+        dec = Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect)
+        tops = C.tops_of(obj)
+        tags = C.row_tags(dec, obj)
+        out: dict[str, list[Any]] = {}
+        for p, comps in zip(paths, self._comps(paths), strict=True):
+            parts = []
+            for top in tops:
+                n = C.node_len_of(obj, top)
+                t = C.resolve(obj.nodes, top, comps)
+                parts.append([None] * n if t is None else C.target_values(dec, obj, t, n))
+            out[p] = parts[0] if len(parts) == 1 else C.interleave(tags, parts)
+        return out
+
+    def _arrays(self, obj: ObjectMeta, paths: list[str], types: dict[str, Type]
+                ) -> dict[str, A.Array]:
+        """Each path's column over the rows of ``obj``: primitive columns built with numpy
+        (:mod:`csup_async.scan.superdb.fastcols`), the others from their decoded values."""
+        from ..scan.superdb import fastcols
+
+        dec = Decoder(obj.nodes, self._loader(obj), False, obj.header.dialect)
+        tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
+        out: dict[str, A.Array] = {}
+        slow = []
+        for p, comps in zip(paths, self._comps(paths), strict=True):
+            got = fastcols.column(dec, obj, comps, types[p], tags)
+            if got is None:
+                slow.append(p)
+            else:
+                out[p] = got
+        if slow:
+            for p, v in self._decode(obj, slow).items():
+                out[p] = A.from_pylist(types[p], v)
+        return out
+
+    def _result(self, cols: dict[str, A.Array], n: int, stats: ScanStats, plan: Any
+                ) -> ScanResult:
+        return ScanResult(cols, n, stats, plan)
+
+    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats
+                    ) -> tuple[dict[str, A.Array], HeaderLayoutPlan]:
+        """The columns of ``paths`` over the rows of ``objects``, fetched in one wave."""
+        plan = self._hl_plan(paths, objects)
+        types = self._types(paths)
+        try:
+            await self._timed(self._fetch(plan, stats))
+            parts: dict[str, list[A.Array]] = {p: [] for p in paths}
+            for o in objects:
+                got = await asyncio.to_thread(self._arrays, o, paths, types)
+                for p in paths:
+                    parts[p].append(got[p])
+            cols = {p: (v[0] if len(v) == 1 else A.concat(v, type=types[p])) if v
+                    else A.from_pylist(types[p], []) for p, v in parts.items()}
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return cols, plan
+
+    async def _values(self, paths: list[str], objects: Sequence[ObjectMeta]
+                      ) -> dict[str, list[Any]]:
+        """The decoded Python values of ``paths`` (read_rows: exact, absent fields left out)."""
+        plan = self._hl_plan(paths, objects)
+        try:
+            await self._timed(self._fetch(plan, ScanStats()))
+            cols: dict[str, list[Any]] = {p: [] for p in paths}
+            for o in objects:
+                got = await asyncio.to_thread(self._decode, o, paths)
+                for p in paths:
+                    cols[p].extend(got[p])
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return cols
+
+    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> ScanResult:
+        """Read these columns of every object in one wave (``rows``/``limit``: the objects
+        holding those rows only, then sliced)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        self._check_limit(limit)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        expr = self._filter(filter)
+        t0 = time.perf_counter()
+        lo, hi = self._row_bounds(rows, None if expr is not None else limit)
+        objs, first = self._objects_for(lo, hi)
+        stats = ScanStats()
+        if expr is None:
+            cols, plan = await self._read(paths, objs, stats)
+            cut = {p: v.slice(lo - first, hi - first) for p, v in cols.items()}
+            stats.wall = time.perf_counter() - t0
+            return self._result(cut, hi - lo, stats, plan)
+        # a filter: the objects the metadata cannot rule out, rows evaluated exactly
+        read = self._filter_paths(expr, paths)
+        types = self._types(read)
+        starts = self._starts()
+        parts = []
+        plan = self._hl_plan(read, self._kept(expr, objs))
+        for o in self._kept(expr, objs):
+            cols, _ = await self._read(read, [o], stats)
+            a, b = max(lo - starts[o.offset], 0), min(hi - starts[o.offset], o.length)
+            b = max(a, b)
+            res = self._result({p: v.slice(a, b) for p, v in cols.items()}, b - a, stats, plan)
+            parts.append(self._matching(expr, res, paths))
+            self._drop(o)
+            if limit is not None and sum(r.num_rows for r in parts) >= limit:
+                break
+        stats.wall = time.perf_counter() - t0
+        return self._joined(parts, paths, types, limit, stats, plan)
+
+    def _starts(self) -> dict[int, int]:
+        """The first row of each object, by its offset."""
+        out, at = {}, 0
+        for o in self.meta.objects:
+            out[o.offset] = at
+            at += o.length
+        return out
+
+    def _joined(self, parts: list[ScanResult], paths: list[str], types: dict[str, Type],
+                limit: int | None, stats: ScanStats, plan: Any) -> ScanResult:
+        n = sum(r.num_rows for r in parts)
+        if limit is not None:
+            n = min(n, limit)
+        cols = {p: A.concat([r.columns[p] for r in parts], type=types[p]).slice(0, n)
+                if parts else A.from_pylist(types[p], []) for p in paths}
+        return ScanResult(cols, n, stats, plan)
+
+    def _objects_for(self, lo: int, hi: int) -> tuple[list[ObjectMeta], int]:
+        """The objects holding rows ``[lo, hi)`` and the first row of the first of them."""
+        out, first, at = [], None, 0
+        for o in self.meta.objects:
+            end = at + o.length
+            if end > lo and at < hi:
+                out.append(o)
+                first = at if first is None else first
+            at = end
+        return out, first or 0
+
+    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
+                           batch_rows: int = 65536, prefetch: int | None = None,
+                           filter: Any = None, filters: Any = None
+                           ) -> AsyncIterator[ScanResult]:
+        """Batches of at most ``batch_rows`` rows, reading one object at a time (an
+        object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
+        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        self._check_batch_rows(batch_rows)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        expr = self._filter(filter)
+        read = self._filter_paths(expr, paths)
+        for o in self._kept(expr):
+            stats = ScanStats()
+            cols, plan = await self._read(read, [o], stats)
+            n = o.length
+            for lo in range(0, n, batch_rows):
+                hi = min(n, lo + batch_rows)
+                res = self._result({p: v.slice(lo, hi) for p, v in cols.items()}, hi - lo,
+                                   stats if lo == 0 else ScanStats(), plan)
+                if expr is not None:
+                    res = self._matching(expr, res, paths)
+                    if not res.num_rows:
+                        continue
+                yield res
+            self._drop(o)
+
+    def _drop(self, obj: ObjectMeta) -> None:
+        """Forget the data bytes of ``obj`` (keeping what the open read)."""
+        buf = HeldBytes()
+        for off, data in self._held:
+            buf.add(off, data)
+        self._buf = buf
+
+    async def read_rows(self) -> list[Any]:
+        """Every value in order, exactly as decoded (absent optional fields left out)."""
+        return (await self._values([""], self.meta.objects))[""]
+
+    async def read_values(self) -> list[Value]:
+        """Every value with its super type (unions inside as UnionValue)."""
+        stats = ScanStats()
+        await self._timed(self._fetch(self._hl_plan([""]), stats))
+        out: list[Value] = []
+        try:
+            for o in self.meta.objects:
+                dec = Decoder(o.nodes, self._loader(o), True, o.header.dialect)
+                tops = C.tops_of(o)
+                types = [t for t, _ in root_types(o)]
+                tags = C.row_tags(dec, o)
+                parts = [[Value(t, v) for v in dec.values(top)]
+                         for t, top in zip(types, tops, strict=True)]
+                out.extend(parts[0] if len(parts) == 1 else C.interleave(tags, parts))
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        return out
+
+
+class HeaderLayoutSchema:
+    """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
+
+    def __init__(self, meta: SuperDBMeta) -> None:
+        self.meta = meta
+        self.super_types = meta.super_types
+
+    def __str__(self) -> str:
+        return "\n".join(f"super type {i}: {t}" for i, t in enumerate(self.super_types))
+
+    def __repr__(self) -> str:
+        return f"<Schema {len(self.super_types)} super types>"
+
+    def arrow(self, columns: Sequence[str] | str | None = None) -> Any:
+        """The Arrow schema ``scan(columns)`` gives, from metadata (a ``pyarrow.Schema``:
+        a column's Arrow type follows from its super type alone)."""
+        import pyarrow as pa
+
+        parsed = P.parse_columns(columns)
+        paths = ([spelling for spelling, _ in parsed] if parsed is not None
+                 else P.top_level_paths(self.super_types))
+        fields = []
+        for p in paths:
+            comps = P.parse_path(p) if p else ()
+            ts = [t for st in self.super_types if (t := C.type_at(st, comps)) is not None]
+            t = unify(ts) if ts else NULL
+            empty = unify_arrays(A.fold_nulls(A.from_pylist(t, [])), p, [])
+            fields.append(pa.field(p, empty.to_arrow(fold=False).type))
+        return pa.schema(fields)
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.arrow().__arrow_c_schema__()
+
+    @property
+    def has_statistics(self) -> bool:
+        """False: min/max live per vector in the metadata (used to prune filters), not as
+        the segment statistics ``column_stats`` reports."""
+        return False
+
+    @property
+    def column_stats(self) -> dict[str, Any]:
+        return {}
+
+    def stats(self, path: str) -> Any:
+        raise ColumnNotFoundError(f"no segment statistics in a SuperDB file ({path!r})")
+
+
+def record_fields(t: Type) -> list[str]:
+    return [f.name for f in t.fields] if isinstance(t, RecordType) else []
+
+
+async def become(reader: Reader, tail: TailRead, t0: float, head: bytes | None = None
+                 ) -> None:
+    """Turn ``reader`` (just opened on ``tail``; ``head`` read by ``detect.probe``) into a
+    :class:`HeaderLayoutReader` and read every object's header and metadata."""
+    reader.__class__ = HeaderLayoutReader
+    assert isinstance(reader, HeaderLayoutReader)
+    reader._data_profile = reader.profile  # plan_per_segment narrows reader.profile
+    reader.open_stats.ttfb = time.perf_counter() - t0 if reader.open_stats.ttfb is None else (
+        reader.open_stats.ttfb)
+    await reader._load_header_layout(tail, t0, head)
+
+
+__all__ = ["WRITER", "HeaderLayoutReader", "become"]

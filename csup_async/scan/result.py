@@ -1,0 +1,162 @@
+"""What a read hands back: the columns in file row order, and what they cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import planner as P
+
+from .. import arrays as A
+from ..arrays import unify as U
+from ..model.errors import ColumnNotFoundError, CsupError, RowSelectionError
+
+
+@dataclass
+class ScanStats:
+    """What one scan cost: requests and bytes at the store, and time."""
+
+    requests: int = 0
+    bytes_read: int = 0
+    bytes_needed: int = 0
+    ttfb: float | None = None  # seconds to the first response byte of the scan's first read
+    wall: float = 0.0
+    metadata_requests: int = 0
+    hedges: int = 0  # second copies of late range requests (stores/hedge.py)
+    hedge_wins: int = 0  # of those, the ones that answered first
+
+    def __str__(self) -> str:
+        ttfb = f"{self.ttfb * 1000:.1f} ms" if self.ttfb is not None else "-"
+        reqs = f"{self.requests:,} request" + ("" if self.requests == 1 else "s")
+        return (f"{reqs}, {self.bytes_read:,} bytes read for {self.bytes_needed:,} needed "
+                f"({self.amplification_text}), first byte {ttfb}, "
+                f"wall {self.wall * 1000:.1f} ms")
+
+    @property
+    def amplification_text(self) -> str:
+        """Bytes read per byte needed (``1.05x``); fewer read than needed means the open's
+        tail read had already fetched them, which is said instead of a ratio below 1x."""
+        if self.bytes_read < self.bytes_needed:
+            return ("the tail read held the data" if self.bytes_read == 0
+                    else "the tail read held the rest")
+        amp = self.bytes_read / self.bytes_needed if self.bytes_needed else 1.0
+        return f"{amp:.2f}x read amplification"
+
+
+@dataclass
+class ScanResult:
+    """The columns a scan asked for, in file row order."""
+
+    columns: dict[str, A.Array]
+    num_rows: int
+    stats: ScanStats = field(default_factory=ScanStats)
+    plan: Any = None
+    total_rows: int | None = None  # a row selection: the rows of the file, seen reading it
+    _cache: dict[str, dict[str, A.Array]] = field(default_factory=dict, repr=False,
+                                                  compare=False)
+    _notes: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def column(self, path: str | tuple[str, ...]) -> A.Array:
+        """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
+        try:
+            return self.columns[P.format_path(path if isinstance(path, tuple)
+                                              else P.parse_path(path))]
+        except KeyError:
+            raise ColumnNotFoundError(f"column {path!r} was not part of this scan") from None
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """One dict per row keyed by the requested paths (None where null or absent)."""
+        cols = {p: a.to_pylist() for p, a in self.columns.items()}
+        return [{p: cols[p][i] for p in cols} for i in range(self.num_rows)]
+
+    def to_numpy(self) -> dict[str, Any]:
+        return {p: a.to_numpy() for p, a in self.columns.items()}
+
+    def to_arrow(self, unions: str = "struct", fold: bool = True) -> Any:
+        """The columns as one pyarrow Table that pandas and polars load: unions of
+        several types unified (records by field name, integers widened where exact,
+        the rest as ``struct<tag, member...>``; :mod:`csup_async.arrays.unify`), every
+        change listed in :attr:`conversions`.  ``unions="dense"`` keeps each union
+        that is left as an Arrow dense union instead of the struct form;
+        ``fold=False`` keeps every union member exactly as written (``[null]`` beside
+        ``[string]``: see :func:`csup_async.arrays.fold_nulls`), as dense unions."""
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        if not fold:
+            if unions not in U.UNION_MODES:
+                raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
+                                f"not {unions!r}")
+            return pa.table({p: a.to_arrow(fold=False) for p, a in self.columns.items()})
+        cols = self.unified_columns(unions)
+        return pa.table({p: a.to_arrow(fold=False) for p, a in cols.items()})
+
+    @property
+    def conversions(self) -> list[str]:
+        """Each change of type :meth:`to_arrow` makes (a column path, what it was, what
+        it becomes); empty when every column has one type."""
+        self.unified_columns("struct")
+        return list(self._notes.get("struct", []))
+
+    def unified_columns(self, unions: str = "struct") -> dict[str, A.Array]:
+        """The columns as :meth:`to_arrow` and the Arrow capsule export them (unions
+        unified, see :mod:`csup_async.arrays.unify`), computed once per mode."""
+        if unions not in U.UNION_MODES:
+            raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
+                            f"not {unions!r}")
+        if unions not in self._cache:
+            notes: list[str] = []
+            self._cache[unions] = {p: U.unify(A.fold_nulls(a), p, notes, unions)
+                                   for p, a in self.columns.items()}
+            self._notes[unions] = notes
+        return self._cache[unions]
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data)."""
+        try:
+            import pandas  # noqa: F401
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise A.MissingDependencyError(
+                "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
+            ) from None
+        return self.to_arrow().to_pandas()
+
+    def to_polars(self) -> Any:
+        """A polars DataFrame over the Arrow capsule (no pyarrow needed)."""
+        try:
+            import polars as pl
+        except ImportError:
+            raise A.MissingDependencyError(
+                "to_polars() needs polars: pip install 'csup-async[polars]'") from None
+        return pl.DataFrame(self)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The columns as one Arrow record batch, from this result's own buffers
+        (``pl.DataFrame(result)``, ``pa.table(result)``, DuckDB's replacement scans):
+        the schema and values of :meth:`to_arrow`."""
+        from ..arrays.capsule import check_requested, export_batch, stream_of
+
+        check_requested(requested_schema)
+        schema, batch = export_batch(self.unified_columns("struct"), self.num_rows)
+        return stream_of(schema, [batch])
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+
+def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:
+    """``take`` of a reader that reads its object whole (BSUP, SuperDB's layout): the rows
+    at ``indices`` of the whole scan, in the order given, each index checked first."""
+    idx = np.asarray(indices)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise RowSelectionError("indices must be a 1-d sequence of integers", path=path)
+    n = result.num_rows
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise RowSelectionError(f"row index {bad} is out of range for {n} rows", path=path)
+    return ScanResult({c: a.take(idx) for c, a in result.columns.items()}, int(idx.size),
+                      result.stats, result.plan)

@@ -1,0 +1,169 @@
+"""Projection over SuperDB vectors: which vectors a dotted path reads, and its values.
+
+A path descends record vectors (through named and error wrappers) for as long as
+they continue it; where something else stands (a union, an array, an optional
+field whose values are spread among absences) the vector there is read whole
+and the rest of the path is looked up in its decoded values.  A super type whose
+records lack the path gives nulls, as the trailer layout does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...format.meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
+from ...format.superdb import intcomp
+from ...format.superdb.meta import Node, ObjectMeta, Seg, node_len, node_type
+from ...model.errors import FormatError
+from ...model.types import NULL, ErrorType, NamedType, RecordType, Type
+from .vectors import NONE, Decoder, spread
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a path's values are in one top-level vector: vector ``node`` (read whole),
+    then ``rest`` looked up in its values; ``opt`` = (record vector, field index) when
+    the vector is an optional field's (its values spread among absences)."""
+
+    node: int
+    rest: tuple[str, ...]
+    opt: tuple[int, int] | None = None
+
+
+def resolve(nodes: tuple[Node, ...], top: int, comps: tuple[str, ...]) -> Target | None:
+    i, k = top, 0
+    while k < len(comps):
+        n = nodes[i]
+        if n.kind in ("named", "error"):
+            i = n.kids[0]
+            continue
+        if n.kind != "record":
+            return Target(i, comps[k:])
+        for j, ((name, opt), kid) in enumerate(zip(n.fields, n.kids, strict=True)):
+            if name == comps[k]:
+                if opt:
+                    return Target(kid, comps[k + 1:], (i, j))
+                i, k = kid, k + 1
+                break
+        else:
+            return None
+    return Target(i, ())
+
+
+def type_at(t: Type, comps: tuple[str, ...]) -> Type | None:
+    """The type at ``comps`` in values of ``t`` (None: no such field; NULL past a non-record)."""
+    for c in comps:
+        while isinstance(t, NamedType | ErrorType):
+            t = t.inner
+        if not isinstance(t, RecordType):
+            return NULL
+        f = t.field(c)
+        if f is None:
+            return None
+        t = f.type
+    return t
+
+
+def _segs(nodes: tuple[Node, ...], i: int, seen: set[int]) -> Iterator[Seg]:
+    if i in seen:
+        return
+    seen.add(i)
+    n = nodes[i]
+    for _, s in n.segs:
+        yield s
+    for k in n.kids:
+        yield from _segs(nodes, k, seen)
+
+
+def file_segment(obj: ObjectMeta, s: Seg) -> Segment:
+    return Segment(obj.data_offset + s.offset, s.size, s.mem,
+                   COMPRESSION_LZ4 if s.lz4 else COMPRESSION_NONE)
+
+
+def needed_segments(obj: ObjectMeta, targets: list[Target], tops: int) -> list[Segment]:
+    """The file segments ``targets`` read in ``obj`` (and its row tags, with several
+    top-level vectors); empty segments left out."""
+    segs: list[Seg] = []
+    root = obj.root
+    if root.kind == "dynamic" and tops:
+        s = root.seg("tags")
+        if s is not None:
+            segs.append(s)
+    seen: set[int] = set()
+    for t in targets:
+        segs.extend(_segs(obj.nodes, t.node, seen))
+        if t.opt is not None:
+            s = obj.nodes[t.opt[0]].seg(f"nones:{t.opt[1]}")
+            if s is not None:
+                segs.append(s)
+    return [file_segment(obj, s) for s in segs if s.size]
+
+
+def lookup(v: Any, rest: tuple[str, ...]) -> Any:
+    for c in rest:
+        if not isinstance(v, dict):
+            return None
+        v = v.get(c)
+    return v
+
+
+def target_values(dec: Decoder, obj: ObjectMeta, t: Target, count: int) -> list[Any]:
+    vals = dec.values(t.node)
+    if t.opt is not None:
+        rec = obj.nodes[t.opt[0]]
+        runs = dec.seg(rec, f"nones:{t.opt[1]}") if rec.seg(f"nones:{t.opt[1]}") else b""
+        vals = spread(vals, intcomp.uint32s(runs).tolist() if runs else [], rec.count)
+        vals = [None if v is NONE else v for v in vals]
+    if t.rest:
+        vals = [lookup(v, t.rest) for v in vals]
+    return vals
+
+
+def tops_of(obj: ObjectMeta) -> tuple[int, ...]:
+    root = obj.root
+    return root.kids if root.kind == "dynamic" else (obj.header.root,)
+
+
+def row_tags(dec: Decoder, obj: ObjectMeta) -> np.ndarray:
+    """Which top-level vector each row of ``obj`` is in (int64), checked against the
+    top-level vectors' lengths."""
+    root = obj.root
+    if root.kind != "dynamic" or len(root.kids) == 1:  # one top-level vector: no tags read
+        return np.zeros(obj.length, dtype=np.int64)
+    tags = intcomp.uint32s(dec.seg(root, "tags")) if root.count else np.zeros(0, np.int64)
+    if tags.size != root.count:
+        raise FormatError(f"the object at byte {obj.offset} has {root.count} rows but "
+                          f"{tags.size} row tags")
+    if tags.size and int(tags.max()) >= len(root.kids):
+        raise FormatError(f"row tag {int(tags.max())} has no vector")
+    counts = np.bincount(tags, minlength=len(root.kids)).tolist()
+    for k, want in zip(root.kids, counts, strict=True):
+        dec.expect(k, want, "top-level")
+    return tags
+
+
+def interleave(tags: np.ndarray, parts: list[list[Any]]) -> list[Any]:
+    pos = [0] * len(parts)
+    out = []
+    for t in tags.tolist():
+        if t >= len(parts) or pos[t] >= len(parts[t]):
+            raise FormatError(f"row tag {t} has no value")
+        out.append(parts[t][pos[t]])
+        pos[t] += 1
+    return out
+
+
+def node_len_of(obj: ObjectMeta, top: int) -> int:
+    return node_len(obj.nodes, top)
+
+
+def node_len_of_nodes(nodes: tuple[Node, ...], i: int) -> int:
+    return node_len(nodes, i)
+
+
+def top_types(obj: ObjectMeta) -> list[Type]:
+    return [node_type(obj.nodes, k) for k in tops_of(obj)]

@@ -1,0 +1,143 @@
+"""Primitive columns straight from SuperDB vectors into numpy arrays.
+
+Going through Python values (:mod:`.vectors`, then ``arrays.from_pylist``) costs
+microseconds a value; a column whose vectors are all integers, floats or strings
+(plain, dict or const, under named types) is built here with numpy instead:
+intcomp-decoded words cast to the column's dtype, dict entries taken by their
+byte index, string bytes and offsets used as they are.  Anything else (unions,
+nested values, optional fields, a path some rows lack as a value) returns None
+and takes the general path; rows of a super type without the path are null.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import arrays as A
+from ...format.superdb import intcomp
+from ...format.superdb.meta import ObjectMeta
+from ...model.errors import FormatError
+from ...model.kinds import FLOAT_DTYPES, INT_DTYPES
+from ...model.types import PrimitiveType, Type, underlying
+from . import columns as C
+from .vectors import Decoder
+
+_NUMERIC = {**INT_DTYPES, **FLOAT_DTYPES, "bool": np.bool_}
+_STRINGS = ("string", "bytes")
+
+
+def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
+    """The values of vector ``i``: a numpy array (numbers) or (offsets, data) (strings)."""
+    nodes = dec.nodes
+    n = nodes[i]
+    while n.kind == "named":
+        n = nodes[n.kids[0]]
+    if n.kind == "dict":
+        entries = _leaf(dec, n.kids[0], name, C.node_len_of_nodes(nodes, n.kids[0]))
+        if entries is None:
+            return None
+        index = np.frombuffer(dec.seg(n, "index"), dtype=np.uint8).astype(np.int64)
+        size = len(entries[0]) - 1 if name in _STRINGS else len(entries[0])
+        if index.size != count or (index.size and int(index.max()) >= size):
+            raise FormatError("dict vector's index does not fit its entries")
+        if name not in _STRINGS:
+            return (entries[0][index],)
+        offs, data = entries
+        lens = (offs[1:] - offs[:-1])[index]
+        starts = offs[:-1][index]
+        new = np.zeros(count + 1, dtype=np.int64)
+        np.cumsum(lens, out=new[1:])
+        pos = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
+        return new, data[pos]
+    if n.count != count and not (n.kind == "bytes" and count == 0):
+        raise FormatError(f"{n.kind} vector holds {n.count} values where {count} belong")
+    if n.kind == "const":
+        if n.value is None:
+            return ()  # null in every row
+        if name in _STRINGS and not isinstance(n.value, str | bytes):
+            return None
+        if name in _STRINGS:
+            b = n.value.encode() if isinstance(n.value, str) else bytes(n.value)
+            offs = np.arange(count + 1, dtype=np.int64) * len(b)
+            return offs, np.frombuffer(b * count, dtype=np.uint8)
+        return (np.full(count, n.value, dtype=_NUMERIC[name]),)
+    if name in _STRINGS:
+        if n.kind != "bytes":
+            return None
+        if count == 0:
+            return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
+        data = np.frombuffer(dec.seg(n, "bytes"), dtype=np.uint8)
+        offs = intcomp.uint32s(dec.seg(n, "offsets"))
+        if offs.size != count + 1 or offs[0] != 0 or int(offs[-1]) > data.size or (
+                np.diff(offs) < 0).any():
+            raise FormatError("bytes vector's offsets do not fit its bytes")
+        return offs, data
+    if n.kind in ("int", "uint"):
+        raw = dec.seg(n, "values")
+        v = intcomp.int64s(raw) if n.kind == "int" else intcomp.uint64s(raw)
+        return (v.astype(_NUMERIC[name]),)
+    if n.kind == "primitive" and name == "bool":  # tag-encoded: 0x02 then the byte
+        raw = np.frombuffer(dec.seg(n, "values"), dtype=np.uint8)
+        if raw.size != 2 * count or (raw[0::2] != 2).any() or (raw[1::2] > 1).any():
+            return None  # let the general path say what is wrong
+        return (raw[1::2].astype(bool),)
+    if n.kind == "float":
+        raw = dec.seg(n, "values")
+        return (np.frombuffer(raw, dtype="<f8").astype(_NUMERIC[name]),)
+    return None
+
+
+def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
+           tags: np.ndarray | None) -> A.Array | None:
+    """The column at ``comps`` over ``obj``'s rows, or None (take the general path)."""
+    p = underlying(t)
+    if not isinstance(p, PrimitiveType) or p.name not in (*_NUMERIC, *_STRINGS):
+        return None
+    name = p.name
+    tops = C.tops_of(obj)
+    parts = []
+    for top in tops:
+        target = C.resolve(obj.nodes, top, comps)
+        count = C.node_len_of(obj, top)
+        if target is None:
+            parts.append(None)
+            continue
+        if target.rest or target.opt is not None:
+            return None
+        got = _leaf(dec, target.node, name, count)
+        if got is None:
+            return None
+        parts.append(got or None)  # () from a const null: null rows, as a missing path
+    n = obj.length
+    if len(tops) == 1 and parts[0] is not None:
+        got = parts[0]
+        return (A.BinaryArray(t, got[0], got[1]) if name in _STRINGS
+                else A.PrimitiveArray(t, got[0]))
+    which = tags if tags is not None else np.zeros(n, dtype=np.int64)
+    valid = np.zeros(n, dtype=bool)
+    if name not in _STRINGS:
+        out = np.zeros(n, dtype=_NUMERIC[name])
+        for k, got in enumerate(parts):
+            if got is not None:
+                rows = which == k
+                out[rows] = got[0]
+                valid[rows] = True
+        return A.PrimitiveArray(t, out, valid)
+    lens = np.zeros(n, dtype=np.int64)
+    for k, got in enumerate(parts):
+        if got is not None:
+            rows = which == k
+            lens[rows] = np.diff(got[0])
+            valid[rows] = True
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    data = np.zeros(int(offs[-1]), dtype=np.uint8)
+    for k, got in enumerate(parts):
+        if got is not None:
+            rows = np.flatnonzero(which == k)
+            src_offs, src = got
+            ln = np.diff(src_offs)
+            dst = np.repeat(offs[rows] - src_offs[:-1], ln) + np.arange(
+                int(src_offs[-1]), dtype=np.int64)
+            data[dst] = src[:int(src_offs[-1])]
+    return A.BinaryArray(t, offs, data, valid)

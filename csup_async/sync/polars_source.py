@@ -1,0 +1,208 @@
+"""``scan_polars``: CSUP objects as a polars LazyFrame, projection and filters pushed in.
+
+polars' IO plugins hand the source the columns a query needs, its predicate and
+its row limit.  The columns become the scan's projection; the predicate's parts
+that the library's filter model says exactly the same thing about (comparisons
+of a column with a number, string or bool, ``is_null``, ``is_not_null``,
+``str.starts_with``, joined by ``&``, ``|``, ``~``) become the scan's ``filter=``,
+so segment statistics skip zones and other columns are read for the kept rows
+only; polars applies the whole predicate again to what arrives (exact whatever
+was left out).  The row limit is pushed when nothing is left for polars to filter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["pushable_filter", "scan_polars"]
+
+_OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NUMBERS = {"Int", "Float", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32",
+            "UInt64", "Float32", "Float64"}
+
+
+class _NotPushable(Exception):
+    """A part of a polars expression the filter model cannot say exactly."""
+
+
+def _literal(node: Any) -> Any:
+    """The Python value of a polars literal node (numbers, strings, bools)."""
+    if not isinstance(node, dict) or set(node) != {"Literal"}:
+        raise _NotPushable
+    inner = node["Literal"]
+    body = inner.get("Dyn") or inner.get("Scalar") if isinstance(inner, dict) else None
+    if not isinstance(body, dict) or len(body) != 1:
+        raise _NotPushable
+    ((kind, value),) = body.items()
+    if kind in _NUMBERS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if kind == "String" and isinstance(value, str):
+        return value
+    if kind == "Boolean" and isinstance(value, bool):
+        return value
+    raise _NotPushable
+
+
+def _column(node: Any) -> str:
+    if isinstance(node, dict) and set(node) == {"Column"} and isinstance(node["Column"], str):
+        return node["Column"]
+    raise _NotPushable
+
+
+def _translate(node: Any) -> Any:
+    from planner.filters import col
+
+    if not isinstance(node, dict) or len(node) != 1:
+        raise _NotPushable
+    ((kind, body),) = node.items()
+    if kind == "BinaryExpr":
+        op = body["op"]
+        if op in ("And", "LogicalAnd"):
+            return _translate(body["left"]) & _translate(body["right"])
+        if op in ("Or", "LogicalOr"):
+            return _translate(body["left"]) | _translate(body["right"])
+        if op not in _OPS:
+            raise _NotPushable
+        sym = _OPS[op]
+        try:
+            name, value = _column(body["left"]), _literal(body["right"])
+        except _NotPushable:
+            name, value = _column(body["right"]), _literal(body["left"])
+            sym = _FLIP[sym]
+        c = col(name)
+        return {"==": c.eq, "!=": c.ne, "<": c.lt, "<=": c.le, ">": c.gt, ">=": c.ge}[sym](
+            value)
+    if kind == "Function":
+        fn, args = body.get("function"), body.get("input") or []
+        if fn == {"Boolean": "Not"} and len(args) == 1:
+            return ~_translate(args[0])
+        if fn == {"Boolean": "IsNull"} and len(args) == 1:
+            return col(_column(args[0])).is_null()
+        if fn == {"Boolean": "IsNotNull"} and len(args) == 1:
+            return col(_column(args[0])).is_not_null()
+        if fn == {"StringExpr": "StartsWith"} and len(args) == 2:
+            prefix = _literal(args[1])
+            if isinstance(prefix, str):
+                return col(_column(args[0])).startswith(prefix)
+    raise _NotPushable
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    if isinstance(node, dict) and "BinaryExpr" in node and node["BinaryExpr"].get("op") in (
+            "And", "LogicalAnd"):
+        return _conjuncts(node["BinaryExpr"]["left"]) + _conjuncts(node["BinaryExpr"]["right"])
+    return [node]
+
+
+def pushable_filter(predicate: Any) -> tuple[Any, bool]:
+    """``(filter, whole)``: the ``planner.filters`` expression for the parts of a polars
+    predicate that translate exactly (None if none do), and whether that is all of it."""
+    if predicate is None:
+        return None, True
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # a polars without JSON serialization: nothing is pushed
+        return None, False
+    pushed, whole = None, True
+    for part in _conjuncts(tree):
+        try:
+            expr = _translate(part)
+        except (_NotPushable, KeyError, TypeError, ValueError):
+            whole = False
+            continue
+        pushed = expr if pushed is None else pushed & expr
+    return pushed, whole
+
+
+def _polars() -> Any:
+    try:
+        import polars as pl
+    except ImportError:
+        from ..arrays import MissingDependencyError
+
+        raise MissingDependencyError(
+            "scan_polars needs polars: pip install 'csup-async[polars]'") from None
+    return pl
+
+
+def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
+                **options: Any) -> Any:
+    """A ``polars.LazyFrame`` over a CSUP object or several (a list, glob or prefix).
+
+    The schema comes from metadata (no data is read until the frame is collected);
+    each collect reads only the columns the query uses, with the predicate's exact
+    parts as the scan's filter and its row limit pushed in.  One object read without
+    a filter streams in batches of ``batch_rows`` rows (bounded memory); a filtered
+    read, and a dataset, is one scan handed over in batches.  ``options`` are those of
+    ``open`` (or ``open_dataset``).
+    """
+    pl = _polars()
+    from polars.io.plugins import register_io_source
+
+    from .facade import is_many, open_dataset_sync, open_sync
+
+    many = is_many(source)
+    handle: Any = open_dataset_sync(source, **options) if many else open_sync(
+        source, **options)  # type: ignore[arg-type]
+    schema = pl.DataFrame(handle.scan(None, limit=0)).schema
+    names = list(schema)
+
+    def frames(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
+               batch_size: int | None) -> Iterator[Any]:
+        size = max(1, batch_size or batch_rows)
+        pushed, whole = pushable_filter(predicate)
+        wanted = list(with_columns) if with_columns is not None else names
+        if predicate is not None:
+            needed = set(wanted) | set(predicate.meta.root_names())
+            read = [n for n in names if n in needed]
+        else:
+            read = wanted
+        limit = n_rows if whole else None
+        for res in _results(handle, many, read, pushed, limit, size):
+            df = pl.DataFrame(res)
+            if predicate is not None:
+                df = df.filter(predicate)
+            df = df.select(wanted)
+            if n_rows is not None:
+                df = df.head(n_rows)
+                n_rows -= df.height
+            if df.height:
+                yield df
+            if n_rows is not None and n_rows <= 0:
+                return
+
+    return register_io_source(frames, schema=schema, is_pure=True, explain_name="csup")
+
+
+def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: int | None,
+             size: int) -> Iterator[Any]:
+    """Results of at most ``size`` rows for the columns, filter and limit."""
+    from planner.filters import FilterError
+
+    if not many and pushed is None and limit is None:
+        with handle.iter_batches(columns, batch_rows=size) as batches:
+            yield from batches
+        return
+    try:
+        res = handle.scan(columns, filter=pushed, limit=limit)
+    except FilterError:  # types the filter model will not compare: polars filters alone
+        if pushed is None:
+            raise
+        res = handle.scan(columns, limit=None)
+    for start in range(0, max(res.num_rows, 1), size):
+        if res.num_rows == 0:
+            yield res
+            return
+        yield _slice(res, start, min(res.num_rows, start + size))
+
+
+def _slice(res: Any, start: int, stop: int) -> Any:
+    from ..scan.result import ScanResult
+
+    if start == 0 and stop == res.num_rows:
+        return res
+    return ScanResult({p: a.slice(start, stop) for p, a in res.columns.items()},
+                      stop - start, res.stats, res.plan)

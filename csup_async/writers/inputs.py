@@ -1,0 +1,115 @@
+"""Reading the formats the CLI converts from: BSUP/ZNG, JSON/NDJSON, Parquet, CSUP."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from ..model.errors import CsupError, FormatError, NotFoundError
+from ..model.values import Value
+
+BSUP_EXT = (".bsup", ".zng")
+JSON_EXT = (".json", ".ndjson", ".jsonl")
+PARQUET_EXT = (".parquet", ".pq")
+CSUP_EXT = (".csup", ".vng")
+
+
+def kind_of(path: str) -> str:
+    low = path.lower()
+    for kind, exts in (("bsup", BSUP_EXT), ("json", JSON_EXT), ("parquet", PARQUET_EXT),
+                       ("csup", CSUP_EXT)):
+        if low.endswith(exts):
+            return kind
+    raise CsupError(f"unknown file type (expected one of "
+                    f"{', '.join(BSUP_EXT + JSON_EXT + PARQUET_EXT + CSUP_EXT)})", path=path)
+
+
+class _IntRange:
+    """A ``parse_int`` hook noting the first integer outside int64/uint64 (the writer's
+    widest inferred ints), so the error can name the line it is on."""
+
+    def __init__(self) -> None:
+        self.big: str | None = None
+
+    def __call__(self, s: str) -> int:
+        v = int(s)
+        if self.big is None and not -(1 << 63) <= v < (1 << 64):
+            self.big = s
+        return v
+
+    def check(self, path: str, line: int) -> None:
+        if self.big is not None:
+            shown = self.big if len(self.big) <= 40 else self.big[:37] + "..."
+            raise FormatError(f"line {line}: integer {shown} does not fit int64 or uint64; "
+                              "quote it in the JSON to keep it as a string, or write it "
+                              "with a decimal point to read it as a float", path=path)
+
+
+def read_json(path: str) -> Iterator[Any]:
+    """A JSON array (one row per element), one JSON value, or JSON lines."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    ints = _IntRange()
+    try:
+        doc = json.loads(text, parse_int=ints)
+    except json.JSONDecodeError:
+        doc = None
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                ints = _IntRange()
+                try:
+                    value = json.loads(line, parse_int=ints)
+                except json.JSONDecodeError as e:
+                    raise FormatError(f"line {i}: invalid JSON: {e.msg}", path=path) from None
+                ints.check(path, i)
+                yield value
+        return
+    if ints.big is not None:
+        ints.check(path, text.count("\n", 0, max(text.find(ints.big), 0)) + 1)
+    if isinstance(doc, list) and not path.lower().endswith((".ndjson", ".jsonl")):
+        yield from doc
+    else:
+        yield doc
+
+
+def read_bsup(path: str) -> Iterator[Value]:
+    from ..format.bsup import decode_value, iter_raw_values
+
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        if data and data[0] != 0xFF and data[0] & 0x80:  # BSUP 1/2 of super: as version 0
+            from ..format.superdb.tov0 import to_v0
+
+            data = to_v0(data)
+        for t, body in iter_raw_values(data):
+            yield Value(t, decode_value(t, body, typed=True))
+    except CsupError as e:
+        raise e.with_path(path) from None
+
+
+async def _read_csup(path: str) -> list[Value]:
+    from ..readers.opening import open as open_csup
+
+    async with open_csup(path) as r:
+        return await r.read_values()
+
+
+def read_values(path: str) -> Iterator[Any]:
+    """Values of any supported input file (plain Python or typed ``Value``s)."""
+    if not os.path.exists(path) and "://" not in path:
+        raise NotFoundError("no such file", path=path)  # exit code 3, as for objects
+    kind = kind_of(path)
+    if kind == "json":
+        return read_json(path)
+    if kind == "bsup":
+        return read_bsup(path)
+    if kind == "parquet":
+        from .arrow_input import parquet_values
+
+        return parquet_values(path)
+    import asyncio
+
+    return iter(asyncio.run(_read_csup(path)))
