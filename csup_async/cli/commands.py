@@ -158,9 +158,10 @@ async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
 
     if args.verify:
         await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
+    parts = getattr(r, "parts", ())  # CSUP v23: its parts and their fused types
     if args.json:
-        return json.dumps(file_json(r.meta, r.path))
-    return describe_file(r.meta, r.path) + ("\nverify: ok, every value decoded"
+        return json.dumps(file_json(r.meta, r.path, parts))
+    return describe_file(r.meta, r.path, parts) + ("\nverify: ok, every value decoded"
                                              if args.verify else "")
 
 
