@@ -8,7 +8,8 @@ Usage: ``python3 -m tests.support.targets_data`` (runs binaries found by
 - ``NAME.TARGET.csup`` (CSUP/VNG) and ``NAME.TARGET.bsup`` (BSUP of the target's
   version): written by csup-async (``csup_async.writers.targets.output``);
 - ``NAME.TARGET.csup.out`` / ``NAME.TARGET.bsup.out``: the tool's own binary of what
-  it read (``super -f bsup -bsup.compress=false`` for super-0.3, BSUP 2; ``zq -f zng
+  it read (``super -f bsup -bsup.compress=false``: BSUP 5 for super (main), BSUP 2 for
+  super-0.3; ``zq -f zng
   -zng.compress=false`` for zed-1.12, ZNG), the exact types and values it saw;
 - ``.json``: the tool's ``-j`` of the same file.
 
@@ -44,7 +45,9 @@ from tests.support import realtools
 OUT = Path(__file__).resolve().parents[1] / "data" / "real" / "targets"
 
 #: target -> (tool, command, extension of its columnar file)
+SUPER_MAIN = realtools.Tool("super", "github.com/brimdata/super", "main")
 TOOLS = {
+    "super": (SUPER_MAIN, "super", "csup"),
     "super-0.3": (realtools.SUPER_0_3, "super", "csup"),
     "zed-1.12": (realtools.ZED_1_12, "zq", "vng"),
 }
@@ -140,8 +143,9 @@ def written(name: str, target: str, kind: str) -> bytes:
     return buf.getvalue()
 
 
-def tool_outputs(target: str, path: Path) -> tuple[bytes, bytes] | None:
-    """(binary of the values, -j) the target's tool prints of ``path``; None without it."""
+def tool_outputs(target: str, path: Path, *, json: bool = True) -> tuple[bytes, bytes] | None:
+    """(binary of the values, -j) the target's tool prints of ``path``; None without it.
+    ``json=False``: the binary only (JSON has no infinities: the tools refuse them)."""
     tool, cmd, _ = TOOLS[target]
     exe = realtools.find(tool, cmd)
     if exe is None:
@@ -152,6 +156,8 @@ def tool_outputs(target: str, path: Path) -> tuple[bytes, bytes] | None:
         binary = ["-f", "zng", "-zng.compress=false"]
     b = subprocess.run([str(exe), *binary, "-o", "-", str(path)], check=True,
                        capture_output=True, timeout=120).stdout
+    if not json:
+        return b, b""
     j = subprocess.run([str(exe), "-j", str(path)], check=True, capture_output=True,
                        timeout=120).stdout
     return b, j

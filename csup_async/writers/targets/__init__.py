@@ -45,12 +45,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
 
 
 def v23_writer() -> object | None:
-    """The module writing CSUP v23 and BSUP 5 (``write_values``, ``encode_bsup5``), or
-    None when this build does not have it yet."""
+    """The module writing CSUP v23 (``write_values``), or None when this build does not
+    have it."""
     import importlib
 
-    for name in ("csup_async.format.superdb.v23write", "csup_async.superdb.v23write",
-                 "csup_async.writers.v23write"):
+    for name in ("csup_async.writers.superdb23",):
         try:
             return importlib.import_module(name)
         except ImportError:
@@ -58,7 +57,8 @@ def v23_writer() -> object | None:
     return None
 
 
-#: ``super`` once its writer is here; until then this library's own layout.
+#: This library's own layout (segment statistics and checksums); ``target="super"`` for
+#: files super main reads.
 DEFAULT_TARGET = "csup-async"
 
 

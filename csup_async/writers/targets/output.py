@@ -68,9 +68,9 @@ def write_csup(out: BinaryIO, values: Iterable[Any], target: str | Target) -> in
         from .vng3 import write_vng3
 
         return write_vng3(out, _zed_values(values))
-    if t.name == "super":
+    if t.name == "super":  # super main's writer takes this library's model as it is
         mod = _need_v23(t)
-        vals = [Value(ty, v) for ty, v in _super_values(values)]
+        vals = [Value(ty, v) for ty, v in _pairs(values)]
         mod.write_values(out, vals)  # type: ignore[attr-defined]
         return len(vals)
     raise EncodeError(f"target {t.name!r} is written by csup_async.write itself")
@@ -101,9 +101,14 @@ def write_bsup(out: BinaryIO, values: Iterable[Any], target: str | Target | None
             n += 1
         encn.end_stream()
         return n
-    mod = _need_v23(t)
-    vals = [Value(ty, v) for ty, v in _super_values(values)]
-    out.write(mod.encode_bsup5(vals))  # type: ignore[attr-defined]
+    from ...format.superdb.bsup5w import encode_bsup5
+    from .supermodel import normal_sets, to_super  # (no typed nulls in BSUP 5 either)
+
+    vals = []
+    for ty, v in _pairs(values):
+        st, sv = to_super(ty, v)
+        vals.append(Value(st, normal_sets(st, sv)))  # sets unique (super refuses others)
+    out.write(encode_bsup5(vals))
     return len(vals)
 
 

