@@ -124,7 +124,12 @@ class Record:
     def value(self, field: str, path: str) -> Value:
         """A field with its type (min/max keys, whose type follows the data)."""
         self.get(field, path)
-        return Value(self.types[field], self.values[field])
+        t, v = self.types[field], self.values[field]
+        if type(t).__name__ == "FusionType":  # super main's fusion(all): the value's own type
+            from ..model.values import infer_type
+
+            t = NULL if v is None else infer_type(v)
+        return Value(t, v)
 
     def sub(self, field: str, path: str) -> Record:
         t = self.types.get(field)
@@ -148,6 +153,9 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
     LakeError naming the object.
     """
     try:
+        if buf and buf[0] == 0x85:  # BSUP 5 (super main's database): by its own reader
+            yield from _records5(buf)
+            return
         if buf and buf[0] != 0xFF and buf[0] & 0x80:  # BSUP 1/2: a SuperDB database's
             from ..format.superdb.tov0 import to_v0
 
@@ -163,6 +171,24 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
         raise
     except CsupError as e:
         raise LakeError(f"not a valid ZNG object: {e.message}", path=path) from None
+
+
+def _records5(buf: bytes | memoryview) -> Iterator[Record | Value]:
+    """Records of BSUP version 5: a fused record (super main fuses a snapshot's actions)
+    read as its supertype's fields, those of its value present."""
+    from ..format.superdb import bsup5
+    from ..format.superdb.bsup2 import FusionType
+
+    for t, body in bsup5.read_values(buf):
+        v = bsup5.decode_value(t, body)
+        st = t
+        while isinstance(st, FusionType):
+            st = st.inner
+        fs = fields_of(st)
+        if fs is None or v is None:
+            yield Value(t, v)
+        else:
+            yield Record(type_name(t) or type_name(st), v, fs)
 
 
 def ends_with_eos(buf: bytes | memoryview) -> bool:
