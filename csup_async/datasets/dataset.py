@@ -306,7 +306,7 @@ class Dataset(ScanVerbs):
             if expr is not None and left is not None:
                 left -= sum(r.num_rows for r in got)
         assert cols is not None
-        out = _joined([r for _, r in results], cols)
+        out = _joined(_with_unread(cands, results, cols), cols)
         if limit is not None and out.num_rows > limit:
             out = ScanResult({c: a.slice(0, limit) for c, a in out.columns.items()}, limit,
                              out.stats)
@@ -701,6 +701,22 @@ def _summed(parts: Sequence[ScanResult]) -> ScanStats:
     for p in parts:
         _add(stats, p.stats)
     return stats
+
+
+def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanResult]],
+                 cols: list[str]) -> list[ScanResult]:
+    """The results in file order, with a zero-row result of every other open candidate
+    in its place: a column's type is then the combination of every file's types (the
+    dataset's schema), whichever files a filter, a limit or ``limit=0`` left unread."""
+    read = {id(f): r for f, r in results}
+    out: list[ScanResult] = []
+    for f in cands:
+        if id(f) in read:
+            out.append(read.pop(id(f)))
+        elif (empty := f.empty_columns(cols)) is not None:
+            out.append(ScanResult(empty, 0))
+    out += read.values()  # (a file read that is not a candidate: none today)
+    return out
 
 
 def _joined(parts: Sequence[ScanResult], cols: list[str]) -> ScanResult:

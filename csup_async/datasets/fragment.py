@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import planner as P
 from planner.filters import Expr, bind, columns_of
 from planner.specialize import specialize
@@ -33,10 +31,10 @@ from ..model.redact import redact_url
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
-from ..scan.result import ScanResult, ScanStats
+from ..scan.result import ScanResult, ScanStats, row_indices
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
-           "per_segment", "row_indices", "run_metered"]
+           "per_segment", "plans_scans", "row_indices", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -236,8 +234,32 @@ class Fragment(ScanVerbs):
                 out[c] = got[c] if c in got else _null(n)
         return out
 
+    def empty_columns(self, cols: Sequence[str]) -> dict[str, A.Array] | None:
+        """Zero-row columns of the types this object's scan of ``cols`` gives (a path it
+        lacks: null; a partition column: its constant's type), from metadata; None
+        while the object is not open.  A dataset combines every file's, so the types
+        of its result do not depend on which files a filter or limit left unread."""
+        r = self._reader
+        if r is None:
+            return None
+        from ..arrays.arrowschema import empty_column
+
+        out: dict[str, A.Array] = {}
+        for c in cols:
+            if c in self.partition_values:
+                out[c] = constant_column(self._types.get(c, "null"), None, 0)
+                continue
+            if isinstance(r, WholeObjectReader):
+                got = (None if r.missing_paths([c])
+                       else A.null_array(r._types([c])[c], 0))
+            else:
+                got = empty_column(r.meta.super_types, P.parse_path(c) if c else ())
+            out[c] = got if got is not None else _null(0)
+        return out
+
     @staticmethod
-    def _filter_paths(spec: Expr, r: Reader) -> list[str]:
+    def filter_paths(spec: Expr, r: Reader) -> list[str]:
+        """The paths a filter reads that the object has (the others are null there)."""
         paths = [P.format_path(p) for p in columns_of(spec)]
         return [p for p in dict.fromkeys(paths) if not absent_paths(r, p)]
 
@@ -280,8 +302,8 @@ class Fragment(ScanVerbs):
                 return Planned(r.first_wave(plan), run_plan)
         expr = None if spec is True else spec
         if data or expr is not None:
-            read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
-            if not _plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
+            read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
+            if not plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
                 async def run_own() -> ScanResult:
                     res = await r.scan(read, filter=expr, rows=rows, limit=limit)
                     return ScanResult(self._complete(res.columns if data else {},
@@ -320,7 +342,7 @@ class Fragment(ScanVerbs):
         r = await self.open()
         if spec is None or spec is True:
             return await r.count_rows()
-        return (await r.scan(self._filter_paths(spec, r), filter=spec)).num_rows
+        return (await r.scan(self.filter_paths(spec, r), filter=spec)).num_rows
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
                    max_requests: int | None = None, max_bytes: int | None = None,
@@ -337,7 +359,7 @@ class Fragment(ScanVerbs):
                            ) -> Planned:
         """:meth:`take`, planned: what it reads (``figures``) and ``run()``."""
         cols, data, r = await self._layout(columns)
-        if data and not _plans_scans(r):  # a BSUP or SuperDB object: its own take
+        if data and not plans_scans(r):  # a BSUP or SuperDB object: its own take
             async def run_own() -> ScanResult:
                 res = await r.take(indices, data)
                 return ScanResult(self._complete(res.columns, res.num_rows, cols),
@@ -353,7 +375,7 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan)
 
             return Planned(taken.figures, run)
-        idx = row_indices(indices)
+        idx = row_indices(indices, self.path)
         n = await r.count_rows()
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
@@ -390,12 +412,12 @@ class Fragment(ScanVerbs):
             return
         if segment_requests:
             per_segment(r)
-        read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
+        read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
         left = limit
         metering: dict[str, Any] = {}
         fm: FileMeter | None = None
         meter = metered(on_progress, max_requests, max_bytes, self.path)
-        if meter is not None and _plans_scans(r):
+        if meter is not None and plans_scans(r):
             metering = {"max_requests": max_requests, "max_bytes": max_bytes,
                         "on_progress": on_progress}
         elif meter is not None:  # a BSUP or SuperDB object: reads claimed as they start
@@ -429,11 +451,11 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if not data and expr is None:
             return 0, 0
-        if not _plans_scans(r):
+        if not plans_scans(r):
             return 0, 0  # a BSUP or SuperDB object: its reads are claimed as they start
         if segment_requests:
             per_segment(r)
-        return r.batch_figures(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+        return r.batch_figures(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
                                filter=expr)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
@@ -447,7 +469,7 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if not data and expr is None:
             return None
-        return await r.plan(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+        return await r.plan(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
                             filter=expr)
 
     async def close(self) -> None:
@@ -455,7 +477,7 @@ class Fragment(ScanVerbs):
             await self._reader.close()
 
 
-def _plans_scans(r: Reader) -> bool:
+def plans_scans(r: Reader) -> bool:
     """Whether ``r`` scans by the CSUP program (``plan`` then ``execute``); a BSUP or
     SuperDB reader has scans of its own, whose reads are claimed as they start."""
     t = type(r)
@@ -491,19 +513,3 @@ def _check_limit(limit: Any, path: str) -> None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
                               or limit < 0):
         raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)
-
-
-def row_indices(indices: Any) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}")
-    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})")
-    if values and min(values) < 0:
-        raise RowSelectionError(f"row index {min(values)} is negative")
-    return np.asarray(values, np.int64).reshape(-1)

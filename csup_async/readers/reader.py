@@ -47,7 +47,7 @@ from ..scan.options import (
     ReadOptions,
     split_options,
 )
-from ..scan.result import ScanResult, ScanStats
+from ..scan.result import ScanResult, ScanStats, row_indices
 from ..stores import Store, TailRead, redact_url, store_for
 from ..stores.calibrate import Measurements
 from ..stores.capabilities import profile_of
@@ -589,7 +589,7 @@ class Reader:
                            ) -> Planned:
         """:meth:`take`, planned (a file of several super types may read its row map):
         the ``(requests, bytes)`` it reads and ``run()``."""
-        idx = _row_indices(indices, self.path)
+        idx = row_indices(indices, self.path)
         paths = self._paths(columns)
         plan = self._plan(paths)
         n = self.num_rows  # None (several super types): known once the read has ended
@@ -981,32 +981,6 @@ def _check_count(name: str, value: Any, least: int, path: str) -> int:
     return int(value)
 
 
-def _row_indices(indices: Any, path: str) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, np.ndarray):
-        if indices.ndim != 1 or indices.dtype.kind not in "iu":
-            raise RowSelectionError(f"row indices must be a 1-D integer array, not "
-                                    f"{indices.ndim}-D {indices.dtype}", path=path)
-        values = indices.tolist()
-    elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}", path=path)
-    else:
-        values = list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})", path=path)
-    lo = min(values, default=0)
-    if lo < 0:
-        raise RowSelectionError(f"row index {lo} is negative", path=path)
-    hi = max(values, default=0)
-    if hi > np.iinfo(np.int64).max:
-        raise RowSelectionError(f"row index {hi} is out of range", path=path)
-    return np.asarray(values, np.int64).reshape(-1)
-
-
 _scopes = itertools.count()
 
 
@@ -1030,7 +1004,8 @@ async def _done(tail: TailRead) -> TailRead:
 def _metadata_cache(option: Any) -> Any:
     """The MetadataCache an option names: False none, None none unless
     ``$CSUP_METADATA_CACHE`` names a directory, True the process's default, a
-    pathlib.Path the process's on-disk cache in that directory."""
+    pathlib.Path or a str the process's on-disk cache in that directory (made if
+    missing, as ``$CSUP_METADATA_CACHE`` and the CLI's ``--metadata-cache`` are)."""
     if option is False:
         return None
     if option is None:
@@ -1043,11 +1018,14 @@ def _metadata_cache(option: Any) -> Any:
 
     if option is True:
         return default_cache()
-    if isinstance(option, os.PathLike):  # a Path; a str is refused (a typo would make a dir)
+    if isinstance(option, (os.PathLike, str)) and not isinstance(option, bytes):
+        if not os.fspath(option):
+            raise CsupError("metadata_cache must name a directory, not an empty string")
         from ..stores.diskcache import disk_cache
 
         return disk_cache(option)
     if not isinstance(option, MetadataCache):
-        raise CsupError(f"metadata_cache must be a MetadataCache, a pathlib.Path or True, not "
+        raise CsupError(f"metadata_cache must be a MetadataCache, a directory (a str or "
+                        f"pathlib.Path) or True, not "
                         f"{type(option).__name__}")
     return option

@@ -148,7 +148,9 @@ class HeaderLayoutReader(WholeObjectReader):
     # -------------------------------------------------------------- schema ---
     @property
     def schema(self) -> Any:
-        return HeaderLayoutSchema(self.meta)
+        from .superdb23 import fused_type
+
+        return HeaderLayoutSchema(self.meta, fused_type(getattr(self, "parts", ())))
 
     def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
         return [P.parse_path(p) if p else () for p in paths]
@@ -459,15 +461,22 @@ class HeaderLayoutReader(WholeObjectReader):
 class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
-    def __init__(self, meta: SuperDBMeta) -> None:
+    def __init__(self, meta: SuperDBMeta, fused: Type | None = None) -> None:
         from ..format.superdb.bsup5 import columnar
 
         self.meta = meta
         self.super_types = meta.super_types
+        #: CSUP v23: the type its footers hold, every value's type fused (None: older files)
+        self.fused_type = fused
         self._columnar = tuple(columnar(t) for t in meta.super_types)
 
     def __str__(self) -> str:
-        return "\n".join(f"super type {i}: {t}" for i, t in enumerate(self.super_types))
+        lines = [f"super type {i}: {t}" for i, t in enumerate(self.super_types)]
+        if self.fused_type is not None:
+            from ..format.superdb.suptext import format_type
+
+            lines.append(f"fused type (footer): {format_type(self.fused_type)}")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<Schema {len(self.super_types)} super types>"

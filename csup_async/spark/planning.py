@@ -57,6 +57,9 @@ class FilePart:
     rows: int | None = None  # for plan None; None = count from the super column
     served: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
     """(offset, bytes) the driver already read that the plan's served requests need."""
+    whole: bool = False
+    """A file with no column index (SuperDB header layout, BSUP): the executor opens it
+    and its reader's own scan reads it (no byte plan ships)."""
 
     def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
         return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
@@ -132,10 +135,12 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     kept = [files[i] for i in kept_idx]
     by_url = {f.url: f for f in kept}
     profile = loaded.profile
+    whole: list[P.WholeFile] = []
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
         mp = P.plan_files(entries, paths, profile, target_task_bytes=1 << 62)
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
+        whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
         scans, cost = [], profile.breakeven
         nothing = [P.PrunedFile(f.url, P.NO_REQUESTED_PATH, f.meta.row_count) for f in kept]
@@ -153,6 +158,10 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         shipped += size
         parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
                       plan.bytes_needed + cost * plan.request_count))
+    for wf in whole:  # the executor opens and reads it (its reader's own scan)
+        lf = by_url[wf.name]
+        parts.append((FilePart(wf.name, lf.meta, lf.tail.info.version, None, wf.rows,
+                               whole=True), wf.size + cost))
     null_files = 0
     for pf in nothing:
         lf = by_url[pf.name]
@@ -179,7 +188,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "files_pruned": len(pruned),
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
-        "files_read": len(reads),
+        "files_read": len(reads) + len(whole),
+        "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,
         "requests": sum(p.request_count for p in reads),

@@ -249,7 +249,7 @@ class Slot(Builder):
     def add(self, v: Any) -> None:
         if isinstance(v, Value):
             v = v.value
-        if (v is None and not isinstance(self.inner, NullB)) or v is NONE:
+        if (v is None and not _holds_null(self.inner)) or v is NONE:
             if self.tags is None:
                 self.tags = [0] * self.n
             self.tags.append(1 if v is None else 2)
@@ -293,6 +293,17 @@ class Slot(Builder):
 
         members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
         return emit_union(c, tags, members)
+
+
+def _holds_null(b: Builder) -> bool:
+    """Whether None is a value of ``b``'s own type (null, error(null)): super main has no
+    null of any other type, so there None is a null member beside the type."""
+    if isinstance(b, NullB):
+        return True
+    if isinstance(b, ErrorB | NamedB):
+        inner = b.inner
+        return isinstance(inner, Slot) and _holds_null(inner.inner)
+    return False
 
 
 class NoneB(Builder):

@@ -14,6 +14,7 @@ import csup_async
 from csup_async.format.bsup import split_tagged
 from csup_async.format.superdb import bsup5
 from csup_async.format.superdb.bsup2 import FusionType
+from csup_async.format.superdb.suptext import format_type
 from csup_async.scan.superdb.vectors23 import defuse
 from tests.support.superjson import super_json
 
@@ -103,3 +104,42 @@ def test_recursive_types_are_read_as_values_not_columns():
             return rows
 
     assert run(go())[1] == {"v": 4, "left": None}
+
+
+def test_the_footer_gives_the_files_fused_type():
+    """super fuses every value's type into the footer: the file's schema without data."""
+    async def go():
+        async with csup_async.open(str(DATA / "optional.csup")) as r:
+            return r.schema
+
+    schema = run(go())
+    assert format_type(schema.fused_type) == "{x?:int64,y?:string,z?:int64,o?:{a:int64},p?:int64}"
+    assert "fused type (footer): {x?:int64," in str(schema)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_outputs_are_what_super_main_prints(name):
+    """With the real binary: the committed oracle is current (``super -j`` of the file)."""
+    import subprocess
+
+    from tests.support import realtools
+
+    tool = getattr(realtools, "SUPER_MAIN",
+                   realtools.Tool("super", "github.com/brimdata/super", "main"))
+    exe = realtools.find(tool, "super")
+    if exe is None:
+        pytest.skip("super main is not built (tests/support/realtools.py)")
+    r = subprocess.run([str(exe), "-j", str(DATA / f"{name}.csup")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (DATA / f"{name}.json.out").read_text()
+
+
+def test_inspect_names_the_writer_and_the_parts(capsys):
+    from csup_async.cli import main
+
+    assert main(["inspect", str(DATA / "parts.csup")]) == 0
+    out = capsys.readouterr().out
+    assert "written by super main (2026), header version 23" in out
+    assert "parts: 2" in out and "part 1: bytes 1,750-6,147" in out
+    assert "fused type {id:int64,cat:string" in out

@@ -244,3 +244,16 @@ def test_intcomp_blocks_round_trip():
         assert (intcomp.int64s(intcomp.encode_int64s(v)) == v).all()
         u = rng.integers(0, 2**32, n, dtype=np.uint64)
         assert (intcomp.uint32s(intcomp.encode_uint32s(u)) == u.astype(np.int64)).all()
+
+
+def test_error_of_null_is_not_a_null(tmp_path):
+    """``error(null)`` read from super main comes back as an error(null) value (super main
+    has no null of type error(...) to confuse it with)."""
+    from csup_async.model.types import ErrorType
+
+    vals = [Value(ErrorType(NULL), None), Value(ErrorType(STRING), "e")]
+    back = run(_values(write(tmp_path, vals)))
+    assert [(v.type, v.value) for v in back] == [(v.type, v.value) for v in vals]
+    got = super_j(tmp_path / "out.csup")
+    if got is not None:
+        assert got == [{"error": None}, {"error": "e"}]
