@@ -47,38 +47,13 @@ def _convert(args: argparse.Namespace) -> int:
     first = args.input[0]
     label = f"converting {os.path.basename(first.rstrip('/')) or first}"
     if out_kind == "csup":
-<<<<<<< HEAD
-        from ..writers.writing import write
-
-        opts: dict[str, Any] = {}
-        if args.segment_thresh:
-            opts["segment_thresh"] = args.segment_thresh
-        if args.skew_thresh:
-            opts["skew_thresh"] = args.skew_thresh
-        if args.no_compress:
-            opts["compress"] = False
-        if args.no_fuse:
-            opts["fuse"] = False
-        if args.infer_times:
-            opts["infer_times"] = True
-        if args.target:
-            opts["target"] = args.target
-        if "://" in args.output and not args.output.startswith("file://"):
-            opts.update(source_options(args, args.output)[0])  # put through its store
-        n = write(args.output, values, **opts)
-    elif "://" in args.output and not args.output.startswith("file://"):
-        raise UsageError("BSUP output is a local file (write .csup to an object store)",
-                         path=args.output)
-    else:
-        n = _write_bsup(args.output, values, args.target)
-=======
         n = _convert_csup(args, label)
     elif remote:
         raise UsageError("BSUP output is a local file (write .csup to an object store)",
                          path=args.output)
     else:
-        n = _write_bsup(args.output, with_progress(input_values(args), label, args))
->>>>>>> main
+        n = _write_bsup(args.output, with_progress(input_values(args), label, args),
+                        args.target)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
 
@@ -105,6 +80,8 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
         flags["fuse"] = False
     if args.infer_times:
         flags["infer_times"] = True
+    if args.target:
+        flags["target"] = args.target  # (a CSUP file is then re-encoded, never copied)
     src = args.input[0]
     local = len(args.input) == 1 and ("://" not in src or src.startswith("file://")) and (
         os.path.isfile(src.removeprefix("file://")))
@@ -117,7 +94,8 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
 
         if args.copy:
             return convert(src, args.output, copy=True, **opts)
-        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress
+        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress or (
+            args.target not in (None, "csup-async"))
         if kind_of(src.removeprefix("file://")) == "csup" and not writer_set:
             return convert(src, args.output, **flags, **opts)  # copied when it is ours
     values = input_values(args)
