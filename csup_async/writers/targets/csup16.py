@@ -392,13 +392,36 @@ class _ScodeEnc(_Enc):
                            "Max": self.hi[1] if self.hi else None, "Count": self.n})
 
 
+def _check_names(t: Type, seen: dict[str, Type], depth: int = 0) -> None:
+    """EncodeError when one name is bound to two types in one object (nulls that became
+    ``null`` can do that): super reads a name as one type, so the values would change."""
+    if depth > 200:
+        return
+    if isinstance(t, NamedType):
+        if seen.setdefault(t.name, t.inner) != t.inner:
+            raise EncodeError(f"named type {t.name!r} would be bound to two types in one "
+                              f"CSUP object ({seen[t.name]} and {t.inner})")
+        _check_names(t.inner, seen, depth + 1)
+        return
+    for f in getattr(t, "fields", ()):
+        _check_names(f.type, seen, depth + 1)
+    for attr in ("inner", "elem", "key", "value"):
+        c = getattr(t, attr, None)
+        if isinstance(c, Type):
+            _check_names(c, seen, depth + 1)
+    for m in getattr(t, "types", ()):
+        _check_names(m, seen, depth + 1)
+
+
 def _write_object(out: BinaryIO, values: list[tuple[Type, Any]]) -> int:
     order: dict[Type, int] = {}
     encs: list[_Enc] = []
     tags: list[int] = []
+    names: dict[str, Type] = {}
     for t, v in values:
         tag = order.get(t)
         if tag is None:
+            _check_names(t, names)
             tag = order[t] = len(encs)
             encs.append(_encoder(t))
         tags.append(tag)
