@@ -36,6 +36,8 @@ def _convert(args: argparse.Namespace) -> int:
     if args.copy and out_kind != "csup":
         raise UsageError("--copy writes a CSUP file as it is: the output must be .csup",
                          path=args.output)
+    if not remote:
+        _check_output_dir(args.output)
     if out_kind in ("parquet", "ndjson"):
         if remote:
             raise UsageError(f"{out_kind} output is a local file (write .csup to an object "
@@ -56,6 +58,17 @@ def _convert(args: argparse.Namespace) -> int:
                         args.target)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
+
+
+def _check_output_dir(output: str) -> None:
+    """A local output whose directory is missing fails before any input is read, naming
+    the output (not the temporary file beside it that would fail first)."""
+    from ..model.errors import NotFoundError
+    from ..stores.put import local_path
+
+    d = os.path.dirname(local_path(output)) or "."
+    if not os.path.isdir(d):
+        raise NotFoundError(f"cannot write: no such directory {d!r}", path=output)
 
 
 def _convert_csup(args: argparse.Namespace, label: str) -> int:

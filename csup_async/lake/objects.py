@@ -127,7 +127,9 @@ class LakeIO:
         """The disk cache's name for an object: the store's scope (its kind and options,
         the same in every process; unset for a store passed by hand, whose objects then
         stay in memory) and the key."""
-        return (getattr(self.store, "cache_scope", None), self.key(rel))
+        key = self.key(rel)
+        fn = getattr(self.store, "cache_key", None)  # a relative local path made absolute
+        return (getattr(self.store, "cache_scope", None), fn(key) if callable(fn) else key)
 
     async def get_or_none(self, rel: str, *, immutable: bool = False,
                           probe: bool = False) -> bytes | None:

@@ -167,10 +167,28 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
             os.replace(tmp, path)
     except CsupError as e:
         raise e.with_path(path) from None
+    except OSError as e:  # the temporary file's name is ours, never the user's
+        raise _write_error(e, path) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return n
+
+
+def _write_error(e: OSError, path: str) -> CsupError:
+    """An OSError of writing ``path`` (through its temporary file) as the store error a
+    user can act on, naming ``path``: a missing directory, no permission, a full disk."""
+    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
+
+    d = os.path.dirname(path) or "."
+    if isinstance(e, FileNotFoundError) and not os.path.isdir(d):
+        return NotFoundError(f"cannot write: no such directory {d!r}", path=path)
+    if isinstance(e, NotADirectoryError):
+        return NotFoundError("cannot write: a part of the path is not a directory",
+                             path=path)
+    if isinstance(e, PermissionError):
+        return AccessDeniedError(f"cannot write: {e.strerror or e}", path=path)
+    return StoreError(f"cannot write: {e.strerror or e}", path=path)
 
 
 def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any],
