@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
 from ..model.errors import FormatError, not_awaited, source_text
+from ..model.heap import keep_freed_memory
 from ..scan.options import renamed_options, split_options
 from ..stores import Store, shared_store
 from .detect import HeaderLayout
@@ -209,4 +210,5 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     or object_store's names works too).  ``limit=`` as the connection count is
     deprecated (``max_connections=``): ``limit`` means rows.
     """
+    keep_freed_memory()  # before the import thread and the pools (csup_async.model.heap)
     return _Opener(source_text(url), store, renamed_options(options))
