@@ -31,6 +31,7 @@ from planner.partitions import PartitionError, Partitions
 from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, RowSelectionError, not_awaited, source_text
 from ..model.progress import Meter, Planned, metered, tracking
+from ..model.selection import check_limit, row_indices
 from ..readers.opening import open as open_reader
 from ..readers.reader import Reader, ScanResult, ScanStats
 from ..scan.options import split_options
@@ -47,7 +48,6 @@ from .fragment import (
     absent_paths,
     as_filter,
     per_segment,
-    row_indices,
 )
 
 __all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
@@ -256,7 +256,7 @@ class Dataset(ScanVerbs):
                     meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
         expr = as_filter(filter, filters)
-        _check_limit(limit)
+        check_limit(limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
         else:
@@ -457,7 +457,7 @@ class Dataset(ScanVerbs):
         """
         meter = metered(on_progress, max_requests, max_bytes)
         expr = as_filter(filter, filters)
-        _check_limit(limit)
+        check_limit(limit)
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
             from ..model.errors import ArgumentError
 
@@ -711,12 +711,6 @@ def _joined(parts: Sequence[ScanResult], cols: list[str]) -> ScanResult:
     out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
            for c in cols}
     return ScanResult(out, int(sum(counts)), _summed(parts))
-
-
-def _check_limit(limit: Any) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
 
 
 class _DatasetOpener:

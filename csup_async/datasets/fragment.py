@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import planner as P
 from planner.filters import Expr, bind, columns_of
 from planner.specialize import specialize
@@ -30,13 +28,14 @@ from .. import arrays as A
 from ..model.errors import RowSelectionError
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
+from ..model.selection import check_limit, row_indices
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
 from ..scan.result import ScanResult, ScanStats
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
-           "per_segment", "row_indices", "run_metered"]
+           "per_segment", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -303,7 +302,7 @@ class Fragment(ScanVerbs):
 
     async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
         """How many rows ``rows`` and ``limit`` select, with no column to read."""
-        _check_limit(limit, self.path)
+        check_limit(limit, self.path)
         n = r.num_rows if r.num_rows is not None else await r.count_rows()
         if rows is not None:
             if not isinstance(rows, slice) or rows.step not in (None, 1):
@@ -376,7 +375,7 @@ class Fragment(ScanVerbs):
         for a reader that may stop early, the read-ahead then holds segments, not
         merged tens of megabytes.  Budget and progress as for
         :meth:`Reader.iter_batches`."""
-        _check_limit(limit, self.path)
+        check_limit(limit, self.path)
         spec = await self.file_filter(as_filter(filter))
         cols, data, r = await self._layout(columns)
         if spec is False or limit == 0:
@@ -487,23 +486,3 @@ def per_segment(r: Reader) -> None:
                                     split_size=cap, min_part=0)
 
 
-def _check_limit(limit: Any, path: str) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)
-
-
-def row_indices(indices: Any) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong."""
-    if isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}")
-    values = indices.tolist() if isinstance(indices, np.ndarray) else list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})")
-    if values and min(values) < 0:
-        raise RowSelectionError(f"row index {min(values)} is negative")
-    return np.asarray(values, np.int64).reshape(-1)

@@ -23,11 +23,10 @@ import threading
 from collections.abc import Awaitable, Generator
 from typing import TYPE_CHECKING, Any
 
-from ..model.errors import FormatError, not_awaited, source_text
+from ..model.errors import not_awaited, source_text
 from ..model.heap import keep_freed_memory
 from ..scan.options import renamed_options, split_options
 from ..stores import Store, shared_store
-from .detect import HeaderLayout
 
 if TYPE_CHECKING:
     from ..stores import TailRead
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["open"]
 
 #: What a scan needs that ``open`` need not wait for (imported off the loop when cold).
-_DECODING = ("csup_async.readers.reader", "csup_async.scan.scan")
+_DECODING = ("csup_async.readers.loader", "csup_async.scan.scan")
 
 
 _warming: concurrent.futures.Future[None] | None = None
@@ -108,30 +107,13 @@ class _Opener:
             if owns and store is not None:
                 await store.close()
             raise
-        from .reader import Reader
+        from .loader import load_reader
 
         try:
-            r = Reader(store, key, owns_store=owns, **reader_opts)
+            r = await load_reader(store, key, owns_store=owns, options=reader_opts,
+                                  pending=tail)
         except BaseException:
             await _discard(tail)
-            if owns:
-                await store.close()
-            raise
-        try:
-            try:
-                await r.load(tail)
-            except HeaderLayout as found:  # a SuperDB file: the reader becomes its kind
-                from .superdb import become
-
-                await become(r, found.tail, found.t0, found.head)
-            except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
-                from .bsup import become_if_bsup
-
-                if not await become_if_bsup(r):
-                    raise
-        except BaseException:
-            await _discard(tail)
-            await r.close()
             raise
         self.reader = r
         return r
