@@ -617,7 +617,7 @@ ALLOWED_TEST_REACHES: frozenset[tuple[str, str]] = frozenset({
     ("tests/unit/stores/test_stores_units.py", "_needs_client"),
     ("tests/unit/stores/test_stores_units.py", "_prepare"),
     ("tests/unit/stores/test_stores_units.py", "_session"),
-    ("tests/unit/write/test_write_read.py", "_buffered"),
+    ("tests/unit/writers/test_write_read.py", "_buffered"),
 })
 
 #: Benchmarks that import test code today (servers they start); the list only shrinks.
@@ -790,3 +790,16 @@ def test_the_documented_import_graph_is_the_codes() -> None:
     assert f"```mermaid\n{graph}```" in page, \
         "docs/architecture.md's graph is stale: paste `python3 -m tests.support.import_graph`"
     assert "  readers --> scan" in graph and "  format --> model" in graph
+
+
+def test_the_unit_tests_mirror_the_folders() -> None:
+    """``tests/unit/<folder>/`` holds the tests of ``csup_async/<folder>/`` (``planner/``,
+    ``package`` for the root's public names, ``bench`` for the benchmarks' own code):
+    a newcomer finds a module's tests where the module is."""
+    folders = {m.name.split(".")[1] for m in _modules().values()
+               if m.is_package and m.name.count(".") == 1 and m.name.startswith("csup_async.")}
+    tests = {p.name for p in (ROOT / "tests" / "unit").iterdir() if p.is_dir()
+             and any(p.glob("test_*.py"))}
+    assert "readers" in tests
+    assert tests <= folders | {"planner", "package", "bench"}, sorted(
+        tests - folders - {"planner", "package", "bench"})
