@@ -12,11 +12,13 @@ import numpy as np
 import planner as P
 from planner.coalescing import plan_ranges
 from planner.dnf import as_expr
+from planner.filters import bind
 from planner.program import ScanProgram
 from planner.waves import plan_rows, runs_of
 
 from .. import arrays as A
 from .. import scan as R
+from ..arrays.filtering import evaluate
 from ..model.errors import (
     ArgumentError,
     CsupError,
@@ -25,6 +27,7 @@ from ..model.errors import (
 )
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
+from ..model.types import PrimitiveType
 from ..model.values import Value
 from ..scan.fetch import Target, piece_figures
 from ..scan.options import (
@@ -383,11 +386,6 @@ def _charged(res: ScanResult, cost: ScanStats | None) -> ScanResult:
 
 def _matching(expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
     """The rows of ``res`` the filter keeps (exact, SQL semantics), columns ``wanted``."""
-    from planner.filters import bind
-
-    from ..arrays.filtering import evaluate
-    from ..model.types import PrimitiveType
-
     by_path = {P.parse_path(c): a for c, a in res.columns.items()}
     typed = bind(expr, {p: a.type.name for p, a in by_path.items()
                         if isinstance(a.type, PrimitiveType)})

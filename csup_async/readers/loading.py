@@ -18,9 +18,12 @@ from ..format.csup import find_trailer, parse_reassembly
 from ..model.errors import (
     CsupError,
     FormatError,
+    LimitError,
 )
 from ..scan.fetch import off_loop
 from ..stores import TailRead
+from ..stores.diskcache import disk_cache, env_cache
+from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer
 from .detect import HeaderLayout, is_header_layout
 from .detect import probe as probe_header_layout
@@ -101,8 +104,6 @@ class Loading:
             start = trailer.data_size
             end = start + trailer.reassembly_size
             if trailer.reassembly_size > self.max_metadata:
-                from ..model.errors import LimitError
-
                 raise LimitError(f"reassembly section of {trailer.reassembly_size} bytes "
                                  f"exceeds max_metadata={self.max_metadata}")
             follow = P.metadata_followup(obj_size, len(tail.data), trailer.data_size,
@@ -127,8 +128,6 @@ class Loading:
         self.open_stats.wall = time.perf_counter() - t0
         self.open_stats.metadata_requests = self.open_stats.requests
         if cache is not None:
-            from ..stores.metacache import CachedMetadata
-
             entry = CachedMetadata(self.meta, tail, tuple(self._extra))
             cache.put(self._cache_ident(), entry)
             self._plans = entry.plans
@@ -182,16 +181,10 @@ def metadata_cache_of(option: Any) -> Any:
     if option is None:
         if not os.environ.get("CSUP_METADATA_CACHE"):
             return None
-        from ..stores.diskcache import env_cache
-
         return env_cache()
-    from ..stores.metacache import MetadataCache, default_cache
-
     if option is True:
         return default_cache()
     if isinstance(option, os.PathLike):  # a Path; a str is refused (a typo would make a dir)
-        from ..stores.diskcache import disk_cache
-
         return disk_cache(option)
     if not isinstance(option, MetadataCache):
         raise CsupError(f"metadata_cache must be a MetadataCache, a pathlib.Path or True, not "

@@ -20,11 +20,12 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ..model.errors import not_awaited, source_text
+from ..model.errors import source_text
 from ..model.heap import keep_freed_memory
+from ..model.opener import Opener
 from ..scan.options import renamed_options, split_options
 from ..stores import Store, shared_store
 
@@ -74,8 +75,10 @@ def warm_up() -> concurrent.futures.Future[None] | None:
         return _warming
 
 
-class _Opener:
+class _Opener(Opener["Reader"]):
     """What ``open`` returns: awaitable, or an async context manager that closes."""
+
+    verb, sync_verb = "open", "open_sync"
 
     def __init__(self, url: str, store: Store | None, options: dict[str, Any]) -> None:
         self.url, self.store, self.options = url, store, options
@@ -131,28 +134,6 @@ class _Opener:
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
         return asyncio.ensure_future(store.read_tail(key, size))
-
-    def __await__(self) -> Generator[Any, None, Reader]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Reader:
-        return await self._open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.reader is not None:
-            await self.reader.close()
-
-    def __getattr__(self, name: str) -> Any:
-        """A reader's attribute asked of the opener: ``await`` was forgotten."""
-        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
-            raise AttributeError(name)
-        raise not_awaited("open", name, "open_sync")
-
-    def __enter__(self) -> Any:
-        raise not_awaited("open", "__enter__ (a plain `with`)", "open_sync")
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:

@@ -9,7 +9,10 @@ from typing import Any
 
 import planner as P
 from planner.dnf import as_expr
+from planner.filters import columns_of
 from planner.program import ScanProgram
+from planner.pruning import type_has_path
+from planner.selection import RowRanges, ranges_from_slice
 from planner.waves import plan_filter, plan_rows
 
 from ..model.errors import (
@@ -78,8 +81,6 @@ class Planning:
 
     async def _ranges(self, rows: slice | None, limit: int | None) -> Any:
         """The row ranges ``rows=`` and ``limit=`` select (None: every row)."""
-        from planner.selection import RowRanges, ranges_from_slice
-
         if rows is None and limit is None:
             return None
         try:
@@ -175,8 +176,6 @@ class Planning:
             # piece is a wave of its own, checked (and totalled) before it is sent
             return 0, 0
         if work.surviving is not None and not work.surviving.rows:  # nothing survives
-            from planner.selection import RowRanges
-
             plan = self._wave_plan(list(work.wanted), RowRanges(), work.rowmap,
                                    fplan.profile)
         elif work.first is None:  # no column to read: the rows' structure
@@ -199,15 +198,11 @@ class Planning:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
-        from planner.filters import columns_of
-
         try:
             expr = as_expr(filter)
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
             raise e.with_path(self.path) from None
-        from planner.pruning import type_has_path
-
         missing = [P.format_path(p) for p in dict.fromkeys(columns_of(expr))
                    if not any(type_has_path(t, p) for t in self.meta.super_types)]
         if missing:
@@ -219,8 +214,6 @@ class Planning:
     def _filter_columns(self, paths: list[str], filter: Any) -> tuple[Any, list[str], list[str]]:
         """``(expression, output paths, paths to read)``: the filter's columns are read
         with the projection (a path no super type has is null everywhere: not read)."""
-        from planner.filters import columns_of
-
         expr = self._filter_expr(filter)
         wanted = paths or self._paths(None)
         extra = [P.format_path(p) for p in columns_of(expr)]

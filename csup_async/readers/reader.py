@@ -16,18 +16,21 @@ from typing import Any, TypeVar
 import planner as P
 from planner.calibration import Calibration
 
+from ..arrays.arrowschema import arrow_schema
 from ..format.meta import FileMeta
 from ..model.errors import (
     ColumnNotFoundError,
     CsupError,
 )
+from ..scan.colstats import column_stats, has_statistics
+from ..scan.describe import describe_schema
 from ..scan.options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_METADATA,
     split_options,
 )
 from ..scan.result import ScanResult, ScanStats
-from ..stores import Store, TailRead, redact_url, store_for
+from ..stores import ObjectInfo, Store, TailRead, redact_url, store_for
 from ..stores.calibrate import Measurements
 from ..stores.capabilities import profile_of
 from .execution import Execution
@@ -220,8 +223,6 @@ class Schema:
         self.super_types = meta.super_types
 
     def __str__(self) -> str:
-        from ..scan.describe import describe_schema
-
         return describe_schema(self.meta)
 
     def __repr__(self) -> str:
@@ -230,8 +231,6 @@ class Schema:
     def arrow(self, columns: Sequence[str] | str | None = None) -> Any:
         """The Arrow schema ``scan(columns)`` gives (an ``ArrowSchema``: pass it to
         ``pa.schema``, ``nanoarrow.c_schema``...), from metadata: no data is read."""
-        from ..arrays.arrowschema import arrow_schema
-
         return arrow_schema(self.meta, columns)
 
     def __arrow_c_schema__(self) -> Any:
@@ -242,16 +241,12 @@ class Schema:
     def has_statistics(self) -> bool:
         """Whether the writer recorded segment statistics (``column_stats`` is all None
         without them)."""
-        from ..scan.colstats import has_statistics
-
         return has_statistics(self.meta)
 
     @functools.cached_property
     def column_stats(self) -> dict[str, Any]:
         """Every primitive column's ``colstats.ColumnStatistics`` (values, nulls, min,
         max...) by path, from the metadata alone: no data is read."""
-        from ..scan.colstats import column_stats
-
         return column_stats(self.meta)
 
     def stats(self, path: str) -> Any:
@@ -275,8 +270,6 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     (the driver's tail read shipped with a partition): requests they cover are
     served from them, so a small file costs no request at all.
     """
-    from ..stores import ObjectInfo
-
     owns = store is None
     reader_opts, store_opts = split_options(options)
     if store is None:
