@@ -30,6 +30,7 @@ from .multi import (
     PrunedFile,
     Task,
     TaskFile,
+    WholeFile,
     plan_files,
 )
 from .paths import format_path, parse_columns, parse_path
@@ -51,6 +52,7 @@ __all__ = [
     "FileScan", "FilterError", "Truth", "col", "parse_filter", "zone_truth",
     "InvalidPathError", "InvalidRangeError", "MultiPlan", "Piece", "Profile", "ProfileError",
     "Leg", "PrunedFile", "Request", "Resolution", "ScanPlan", "StreamRef", "Task", "TaskFile",
+    "WholeFile",
     "all_paths", "coalesce", "describe_paths", "format_path", "get_profile",
     "metadata_followup", "parse_columns", "parse_path", "plan_files", "plan_scan",
     "resolve_paths", "tail_prefetch_size", "top_level_paths", "wave_seconds",

@@ -29,11 +29,20 @@ Grammar of the text form (keywords case-insensitive)::
     unary     := "not" unary | "(" filter ")" | predicate
     predicate := path op literal
                | path ["not"] "in" "(" literal ("," literal)* ")"
+               | path ["not"] "between" literal "and" literal
+               | path ["not"] "like" string
                | path "is" ["not"] "null"
                | path "startswith" string
     op        := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="
-    literal   := integer | float | 'string' (a quote doubled: 'it''s') | true | false
+    literal   := integer | float | string | true | false
+    string    := 'text' (a quote doubled: 'it''s') | "text" (backslash escapes: "say \"hi\"")
     path      := a column path (planner.paths: dotted names, `backquoted` parts)
+
+``x between a and b`` is ``x >= a and x <= b`` (SQL's and SuperDB's shorthand).
+``like`` matches the whole string: ``%`` any run of characters, ``_`` one
+character, a backslash escapes either (SuperDB's ``like``); it holds for string
+values only.  Strings take single quotes (SQL) or double quotes (as SuperDB's
+pipe expressions do); a column name that needs quoting takes backquotes.
 
 Literals are typed when the filter is bound to a file's column types
 (:func:`bind`): a string compared with a ``time`` column is read as an RFC 3339
@@ -44,6 +53,7 @@ as a float; anything else that cannot compare is a :class:`FilterError`.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -58,9 +68,9 @@ from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration
 from .paths import format_path, parse_path
 
 __all__ = [
-    "And", "Column", "ColumnStats", "Compare", "Expr", "FilterError", "IsIn", "IsNull", "Not",
-    "Or", "StartsWith", "Truth", "bind", "col", "columns_of", "matches", "order_key",
-    "parse_filter", "zone_truth",
+    "And", "Column", "ColumnStats", "Compare", "Expr", "FilterError", "IsIn", "IsNull", "Like",
+    "Not", "Or", "StartsWith", "Truth", "bind", "col", "columns_of", "like_prefix",
+    "like_regex", "matches", "order_key", "parse_filter", "zone_truth",
 ]
 
 
@@ -148,6 +158,17 @@ class Column:
     def is_not_null(self) -> IsNull:
         return IsNull(self.path, True)
 
+    def like(self, pattern: str) -> Like:
+        """SQL's ``like``: ``%`` any run of characters, ``_`` one, ``\\`` escapes."""
+        if not isinstance(pattern, str):
+            raise FilterError("like takes a string pattern")
+        return Like(self.path, pattern)
+
+    def between(self, low: Any, high: Any) -> And:
+        """``low <= x <= high`` (both ends included, as SQL's ``between``)."""
+        return And((Compare(">=", self.path, _literal(low)),
+                    Compare("<=", self.path, _literal(high))))
+
     def startswith(self, prefix: str | bytes) -> StartsWith:
         if not isinstance(prefix, (str, bytes)):
             raise FilterError(f"startswith takes a string or bytes, not {type(prefix).__name__}")
@@ -184,6 +205,15 @@ class StartsWith(_Combinable):
 
 
 @dataclass(frozen=True, slots=True)
+class Like(_Combinable):
+    """SQL's ``like`` on a string column: ``%`` any run, ``_`` one character, a
+    backslash escapes either; the pattern matches the whole value."""
+
+    path: tuple[str, ...]
+    pattern: str
+
+
+@dataclass(frozen=True, slots=True)
 class And(_Combinable):
     parts: tuple[Expr, ...]
 
@@ -198,8 +228,40 @@ class Not(_Combinable):
     part: Expr
 
 
-Expr = Union[Compare, IsIn, IsNull, StartsWith, And, Or, Not]  # noqa: UP007
-_LEAVES = (Compare, IsIn, IsNull, StartsWith)
+Expr = Union[Compare, IsIn, IsNull, StartsWith, Like, And, Or, Not]  # noqa: UP007
+_LEAVES = (Compare, IsIn, IsNull, StartsWith, Like)
+
+
+@functools.lru_cache(maxsize=256)
+def like_regex(pattern: str) -> re.Pattern[str]:
+    """The regular expression of a ``like`` pattern (anchored by ``fullmatch``)."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def like_prefix(pattern: str) -> tuple[str, str]:
+    """``(prefix, rest)``: the literal text before the first wildcard, and the pattern
+    from it on (``""``: no wildcard, the pattern is that one string)."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if c in "%_":
+            return "".join(out), pattern[i:]
+        out.append(c)
+        i += 1
+    return "".join(out), ""
 
 
 def col(path: str | tuple[str, ...] | list[str]) -> Column:
@@ -361,6 +423,10 @@ def outcome(expr: Expr, row: Any) -> bool | None:
         return any(_compare("==", x, v) for v in same)
     if isinstance(expr, StartsWith):
         return x.startswith(expr.prefix) if value_kind(expr.prefix) == kind else N
+    if isinstance(expr, Like):
+        if not isinstance(x, str) or value_kind(expr.pattern) != kind:
+            return N
+        return like_regex(expr.pattern).fullmatch(x) is not None
     raise FilterError(f"not a filter: {expr!r}")
 
 
@@ -406,8 +472,23 @@ class ColumnStats:
 _ALL = frozenset((T, F, N))
 
 
+def _like_outcomes(e: Like, s: ColumnStats | None) -> frozenset[bool | None]:
+    """A ``like``'s outcomes, from those of its literal prefix: a pattern without a
+    wildcard is an equality; one that is its prefix then ``%`` is ``startswith``;
+    any other can be false wherever the prefix matches."""
+    prefix, rest = like_prefix(e.pattern)
+    if not rest:
+        return _leaf_outcomes(Compare("==", e.path, prefix), s)
+    got = _leaf_outcomes(StartsWith(e.path, prefix), s)
+    if rest == "%" or T not in got:
+        return got
+    return got | {F}
+
+
 def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
     """Which row outcomes a leaf can produce in a zone with these statistics."""
+    if isinstance(e, Like):
+        return _like_outcomes(e, s)
     if s is None or s.nulls < 0 or s.nulls > s.count:
         return _ALL
     if s.count == 0:
@@ -656,6 +737,11 @@ def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
                 raise FilterError(f"startswith needs a string or bytes column; "
                                   f"{format_path(e.path)} is {tname}")
             return StartsWith(e.path, _coerce(e.prefix, tname, e.path))
+        if isinstance(e, Like):
+            if tname != "string":
+                raise FilterError(f"like needs a string column; {format_path(e.path)} is "
+                                  f"{tname}")
+            return e
         raise FilterError(f"not a filter: {e!r}")
 
     return go(_expr(expr))
@@ -667,11 +753,55 @@ _TOKEN = re.compile(r"""
     \s*(?:
       (?P<num>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(?![\w.`])
     | (?P<str>'(?:[^']|'')*')
+    | (?P<dstr>"(?:[^"\\]|\\.)*")
     | (?P<op>==|!=|<>|<=|>=|=|<|>)
     | (?P<punct>[(),])
     | (?P<path>(?:`(?:[^`]|``)*`|[A-Za-z_]\w*)(?:`(?:[^`]|``)*`|\w+|\.)*)
     )""", re.VERBOSE)
-_KEYWORDS = {"and", "or", "not", "in", "is", "null", "true", "false", "startswith"}
+_KEYWORDS = {"and", "or", "not", "in", "is", "null", "true", "false", "startswith", "like",
+             "between"}
+#: what a string literal looks like here, for the errors that meet an unquoted one
+_STRING_HINT = "strings take quotes: 'error' or \"error\""
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "'": "'", "b": "\b", "f": "\f", "n": "\n",
+            "r": "\r", "t": "\t"}
+
+
+def _double_quoted(raw: str, at: int, text: str) -> str:
+    """The text of a double-quoted literal: SuperDB's (JSON's) backslash escapes,
+    ``\\'`` too."""
+    out, i, body = [], 0, raw[1:-1]
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1: i + 2]
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            i += 2
+        elif e == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", body[i + 2: i + 6]):
+            out.append(chr(int(body[i + 2: i + 6], 16)))
+            i += 6
+        else:
+            raise FilterError(f"filter {text!r} at position {at}: a double-quoted string "
+                              f"with the escape \\{e} (one of \\\" \\\\ \\/ \\' \\b "
+                              "\\f \\n \\r \\t \\uXXXX)")
+    return "".join(out)
+
+
+def _unreadable(text: str, pos: int) -> FilterError:
+    """The error for text no token starts with, saying what was likely meant."""
+    rest = text[pos:pos + 20]
+    hint = ""
+    if rest[:1] in "'\"":
+        hint = f" (a string that is not closed: end it with {rest[0]})"
+    elif rest[:1] == "`":
+        hint = " (a quoted column name that is not closed: end it with `)"
+    return FilterError(f"cannot read the filter at position {pos}: {rest!r}{hint}; "
+                       f"{_STRING_HINT}, `column names` backquotes")
 
 
 def _tokens(text: str) -> list[tuple[str, Any, int]]:
@@ -684,8 +814,7 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             pos += len(text[pos:]) - len(text[pos:].lstrip())
-            raise FilterError(f"cannot read the filter at position {pos}: "
-                              f"{text[pos:pos + 20]!r}")
+            raise _unreadable(text, pos)
         kind = m.lastgroup or ""
         raw = m.group(kind)
         at = m.start(kind)
@@ -698,6 +827,8 @@ def _tokens(text: str) -> list[tuple[str, Any, int]]:
             out.append(("lit", val, at))
         elif kind == "str":
             out.append(("lit", raw[1:-1].replace("''", "'"), at))
+        elif kind == "dstr":
+            out.append(("lit", _double_quoted(raw, at, text), at))
         elif kind == "path" and raw.lower() in _KEYWORDS:
             word = raw.lower()
             if word in ("true", "false"):
@@ -772,7 +903,21 @@ class _Parser:
         if tok is not None and tok[0] == "kw" and tok[1] == "null":
             raise FilterError(f"filter {self.text!r}: a comparison with null is never true; "
                               "use 'is null' / 'is not null'")
+        if tok is not None and tok[0] in ("path", "kw"):  # a bare word: an unquoted string?
+            word = self.text[tok[2]:].split(None, 1)[0].rstrip("),")
+            raise FilterError(f"filter {self.text!r}: expected a literal at position "
+                              f"{tok[2]}, not the name {word!r}; {_STRING_HINT} (comparing "
+                              "two columns is not supported)")
         return self.take("lit")
+
+    def string(self, what: str) -> str:
+        tok = self.peek()
+        value = self.literal()
+        if not isinstance(value, str):
+            at = tok[2] if tok is not None else len(self.text)
+            raise FilterError(f"filter {self.text!r}: {what} takes a quoted string "
+                              f"(position {at})")
+        return value
 
     def predicate(self) -> Expr:
         tok = self.peek()
@@ -789,22 +934,34 @@ class _Parser:
             self.take("kw", "null")
             return IsNull(c, negated)
         negated = self.accept("kw", "not")
+        e: Expr
         if self.accept("kw", "in"):
             self.take("punct", "(")
             vals = [self.literal()]
             while self.accept("punct", ","):
                 vals.append(self.literal())
             self.take("punct", ")")
-            e: Expr = IsIn(c, tuple(vals))
-            return Not(e) if negated else e
-        if negated:
-            raise self.fail("'in'")
-        if self.accept("kw", "startswith"):
-            prefix = self.literal()
-            if not isinstance(prefix, str):
-                raise FilterError(f"filter {self.text!r}: startswith takes a quoted string")
-            return StartsWith(c, prefix)
-        raise self.fail("a comparison, 'in', 'is null' or 'startswith'")
+            e = IsIn(c, tuple(vals))
+        elif self.accept("kw", "between"):
+            e = self.between(c)
+        elif self.accept("kw", "like"):
+            e = Like(c, self.string("like"))
+        elif negated:
+            raise self.fail("'in', 'between' or 'like'")
+        elif self.accept("kw", "startswith"):
+            return StartsWith(c, self.string("startswith"))
+        else:
+            raise self.fail("a comparison, 'in', 'between', 'like', 'is null' or "
+                            "'startswith'")
+        return Not(e) if negated else e
+
+    def between(self, c: tuple[str, ...]) -> Expr:
+        """``c between low and high``: ``c >= low and c <= high`` (the ``and`` here is
+        the between's, not a conjunction)."""
+        low = self.literal()
+        self.take("kw", "and")
+        high = self.literal()
+        return And((Compare(">=", c, low), Compare("<=", c, high)))
 
 
 def parse_filter(text: str) -> Expr:

@@ -7,6 +7,11 @@ Pruning (each pruned file is reported with its reason and row count):
 * ``all null``: every requested path that exists in the file is all null there
   (a field column that is None), so there is nothing to read.
 
+A file whose metadata has no column index (a SuperDB header-layout CSUP file, a
+BSUP stream: anything but a :class:`~csup_async.meta.FileMeta`) has no byte
+ranges to plan here: it is listed in ``MultiPlan.whole``, and its reader's own
+scan reads it (the caller runs it; no task holds it).
+
 The last two drop files whose rows would only produce nulls.  That is what a
 scan of values wants; a consumer that must keep row counts (``count(*)``, or
 null-filled rows) adds ``PrunedFile.rows`` nulls per pruned file (``rows`` is
@@ -76,6 +81,19 @@ class PrunedFile:
 
 
 @dataclass(frozen=True, slots=True)
+class WholeFile:
+    """A file with no column index (SuperDB header layout, BSUP): its reader's own scan
+    reads it; ``size`` is the object's bytes, ``rows`` its row count when known."""
+
+    name: str
+    rows: int | None
+    size: int
+
+    def __repr__(self) -> str:
+        return f"WholeFile(name={shown(self.name)!r}, rows={self.rows})"
+
+
+@dataclass(frozen=True, slots=True)
 class TaskFile:
     """The requests of one file that one task reads (all of them unless ``split_files``)."""
 
@@ -113,6 +131,8 @@ class MultiPlan:
     files: tuple[FileScan, ...] = field(repr=False)
     tasks: tuple[Task, ...] = field(repr=False)
     pruned: tuple[PrunedFile, ...] = field(repr=False)
+    #: files no byte plan covers (no column index), read by their readers' own scans
+    whole: tuple[WholeFile, ...] = field(default=(), repr=False)
 
     @property
     def amplification(self) -> float:
@@ -143,11 +163,22 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
     entries = files.items() if isinstance(files, Mapping) else files
     kept: list[FileScan] = []
     pruned: list[PrunedFile] = []
+    whole: list[WholeFile] = []
     n_paths = len(parsed) if parsed is not None else 0
     seen = [False] * n_paths
     for entry in entries:
         name, meta = entry[0], entry[1]
         available = entry[2] if len(entry) > 2 else None  # type: ignore[misc]
+        if not isinstance(meta, FileMeta):  # no column index: its reader scans it whole
+            if parsed is not None:  # a path its super types have counts as found
+                for k, (_, comps) in enumerate(parsed):
+                    if not seen[k] and any(_has_path(t, comps) for t in meta.super_types):
+                        seen[k] = True
+            if meta.row_count == 0:
+                pruned.append(PrunedFile(name, NO_ROWS, 0))
+            else:
+                whole.append(WholeFile(name, meta.row_count, int(meta.object_size)))
+            continue
         res = resolve_parsed(meta, parsed)
         if parsed is not None:
             absent = set(res.missing_paths)
@@ -178,8 +209,14 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
         bytes_to_read=sum(f.plan.bytes_to_read for f in kept),
         request_count=sum(f.plan.request_count for f in kept),
         target_task_bytes=target_task_bytes, request_cost=cost, profile=prof,
-        files=tuple(kept), tasks=tasks, pruned=tuple(pruned),
+        files=tuple(kept), tasks=tasks, pruned=tuple(pruned), whole=tuple(whole),
     )
+
+
+def _has_path(t: object, comps: tuple[str, ...]) -> bool:
+    from .pruning import type_has_path
+
+    return bool(type_has_path(t, comps))
 
 
 class _Packer:
@@ -244,7 +281,9 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
             f"{human(mp.target_task_bytes)})" if n_tasks else "")
     out = [
         f"multi-file plan (profile {p.name}): {count_of(len(mp.files), 'file')} to read, "
-        f"{len(mp.pruned):,} pruned, {count_of(n_tasks, 'task')}{size}",
+        f"{len(mp.pruned):,} pruned, {count_of(n_tasks, 'task')}{size}"
+        + (f"; {count_of(len(mp.whole), 'file')} read by their own readers"
+           if mp.whole else ""),
         "columns: " + ("all" if mp.columns is None
                        else ", ".join(c or '""' for c in mp.columns)),
     ]
@@ -262,6 +301,12 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
         out.append(f"    task {t.index:<5} {count_of(t.request_count, 'request'):>15} "
                    f"{human(t.bytes_to_read):>10}  {names}")
     out += more_lines(limit, len(mp.tasks), "tasks")
+    if mp.whole:
+        out.append("read whole (no column index: SuperDB header layout or BSUP):")
+        out.extend(f"    {shown(f.name)}: {human(f.size)}"
+                   + (f", {f.rows:,} rows" if f.rows is not None else "")
+                   for f in mp.whole[:limit])
+        out += more_lines(limit, len(mp.whole), "files read whole")
     if mp.pruned:
         out.append("pruned:")
         out.extend(f"    {shown(f.name)}: {f.reason}" for f in mp.pruned[:limit])

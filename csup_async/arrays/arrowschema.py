@@ -21,7 +21,7 @@ from .. import arrays as A
 from ..model.errors import ColumnNotFoundError
 from .unify import unify
 
-__all__ = ["ArrowSchema", "arrow_schema", "empty_columns"]
+__all__ = ["ArrowSchema", "arrow_schema", "empty_column", "empty_columns"]
 
 
 class ArrowSchema:
@@ -32,6 +32,9 @@ class ArrowSchema:
 
         self._schema = batch_schema(columns)
         self.names = list(columns)
+        #: each column's type, by name, as this library names it (``int64``, ``string``,
+        #: ``{a:int64}``...); ``pa.schema(s)`` gives the Arrow types
+        self.types = {n: str(a.type) for n, a in columns.items()}
 
     @property
     def c_schema(self) -> Any:
@@ -42,7 +45,23 @@ class ArrowSchema:
         return self._schema.__arrow_c_schema__()
 
     def __repr__(self) -> str:
-        return f"<ArrowSchema {', '.join(self.names)}>"
+        return f"<ArrowSchema {', '.join(f'{n}: {t}' for n, t in self.types.items())}>"
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def empty_column(super_types: Sequence[Any], path: tuple[str, ...]) -> Any:
+    """The zero-row array of the type a scan's column at ``path`` has (before
+    unification), per super type as a scan combines them; None when no super type has
+    the path."""
+    parts = []
+    for t in super_types:
+        at = path_type(t, path) if path else t
+        parts.append(None if at is None else A.null_array(at, 0))
+    if all(p is None for p in parts):
+        return None
+    return A.combine(parts, np.zeros(0, np.int64))
 
 
 def empty_columns(meta: Any, columns: Sequence[str] | str | None = None) -> dict[str, Any]:
@@ -51,16 +70,12 @@ def empty_columns(meta: Any, columns: Sequence[str] | str | None = None) -> dict
     parsed = P.parse_columns(columns)
     paths = ([(s, p) for s, p in parsed] if parsed is not None
              else [(s, P.parse_path(s)) for s in P.top_level_paths(meta.super_types)])
-    no_rows = np.zeros(0, np.int64)
     out: dict[str, Any] = {}
     for spelling, path in paths:
-        parts = []
-        for t in meta.super_types:
-            at = path_type(t, path) if path else t
-            parts.append(None if at is None else A.null_array(at, 0))
-        if all(p is None for p in parts):
+        col = empty_column(meta.super_types, path)
+        if col is None:
             raise ColumnNotFoundError(f"no super type has a column {spelling!r}")
-        out[spelling] = unify(A.fold_nulls(A.combine(parts, no_rows)), spelling, [])
+        out[spelling] = unify(A.fold_nulls(col), spelling, [])
     return out
 
 

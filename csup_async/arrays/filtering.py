@@ -28,9 +28,12 @@ from planner.filters import (
     Expr,
     IsIn,
     IsNull,
+    Like,
     Not,
     Or,
     StartsWith,
+    like_prefix,
+    like_regex,
     order_key,
     outcome,
     value_kind,
@@ -227,6 +230,8 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
         if p is None:
             return np.zeros(n, bool), np.ones(n, bool)
         return _prefix_equal(arr.data, starts, lengths, p), np.zeros(n, bool)
+    if isinstance(e, Like):
+        return _like(e, arr, tname, starts, lengths)
     if isinstance(e, IsIn):
         lits = [enc(x) for x in e.values]
         true = np.zeros(n, bool)
@@ -250,6 +255,30 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
                            zip(starts.tolist(), lengths.tolist(), strict=True)), bool, n)
         return got, np.zeros(n, bool)
     return None
+
+
+def _like(e: Like, arr: A.BinaryArray, tname: str, starts: np.ndarray, lengths: np.ndarray
+          ) -> _Masks:
+    """``like`` on a string column: a pattern without a wildcard compares the bytes, one
+    that is a prefix then ``%`` is a prefix test (both vectorised); any other is matched
+    per value, after the prefix test has ruled out the rows it can."""
+    n = len(arr)
+    if tname != "string":  # like holds for strings only: unknown elsewhere
+        return np.zeros(n, bool), np.ones(n, bool)
+    prefix, rest = like_prefix(e.pattern)
+    p = prefix.encode()
+    head = _prefix_equal(arr.data, starts, lengths, p)
+    if not rest:
+        return head & (lengths == len(p)), np.zeros(n, bool)
+    if rest == "%":
+        return head, np.zeros(n, bool)
+    rx = like_regex(e.pattern)
+    data = arr.data.tobytes()
+    out = np.zeros(n, bool)
+    for i in np.flatnonzero(head).tolist():
+        s = int(starts[i])
+        out[i] = rx.fullmatch(data[s:s + int(lengths[i])].decode("utf-8", "replace")) is not None
+    return out, np.zeros(n, bool)
 
 
 def _prefix_equal(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

@@ -15,6 +15,13 @@ refused by pandas and polars.  Here, after :func:`~.model.fold_nulls`:
   member index, one child per member type (named by the type), null except in
   that member's rows.  No value changes; ``unions="dense"`` keeps a dense union.
 
+``unions="supertype"`` ends as polars' ``read_ndjson`` and the Spark source do
+instead (one plain type a column of many kinds has there): what is left of numbers
+only (an int beside a float, a uint64 beside an int64) becomes ``float64``, anything
+else (a string, a time, a record beside another kind) ``string`` holding each value's
+JSON text (a string as it is).  Those change values (an integer past 2**53 is
+rounded; a time is its text), so each is noted, as every change is.
+
 Each change of type is noted (``ScanResult.conversions``); docs/format.md,
 "Results of many types", is the user's description.
 """
@@ -53,7 +60,7 @@ from .model import (
 
 __all__ = ["unify", "UNION_MODES", "TAG_FIELD"]
 
-UNION_MODES = ("struct", "dense")
+UNION_MODES = ("struct", "dense", "supertype")
 #: The struct form's field naming each row's member.
 TAG_FIELD = "tag"
 _INT8 = PRIMITIVE_BY_NAME["int8"]
@@ -66,7 +73,10 @@ def unify(a: Array, path: str, notes: list[str], unions: str = "struct") -> Arra
     if not has_union(a.type):
         return a
     dense = _walk(a, path, notes, _union)
-    return dense if unions == "dense" else _walk(dense, path, notes, _struct_form)
+    if unions == "dense":
+        return dense
+    return _walk(dense, path, notes,
+                 _supertype_form if unions == "supertype" else _struct_form)
 
 
 def _walk(a: Array, path: str, notes: list[str],
@@ -189,6 +199,45 @@ def _struct_form(a: UnionArray, path: str, notes: list[str]) -> Array:
     notes.append(f"{path}: union {a.type} as struct<{TAG_FIELD}, "
                  f"{', '.join(names)}> ({TAG_FIELD}: the member's index)")
     return StructArray(rt, len(a), fields, valid)
+
+
+_NUMBERS = (*_SIGNED, *_UNSIGNED, "float16", "float32", "float64")
+_FLOAT64 = PRIMITIVE_BY_NAME["float64"]
+_STRING = PRIMITIVE_BY_NAME["string"]
+
+
+def _supertype_form(a: UnionArray, path: str, notes: list[str]) -> Array:
+    """A union of distinct kinds as polars and Spark type it: numbers as ``float64``,
+    anything else as ``string`` of each value's JSON text (see the module)."""
+    merged = [_walk(c, path, notes, _supertype_form) for c in a.children]
+    tags = a.tags.astype(np.int64)
+    rows = a.positions()
+    if all(isinstance(m, PrimitiveArray) and isinstance(m.type, PrimitiveType)
+           and m.type.name in _NUMBERS for m in merged):
+        cast = [PrimitiveArray(_FLOAT64, m.values.astype(np.float64), m.validity)
+                for m in merged]
+        offsets = np.cumsum([0] + [len(m) for m in merged])
+        at = np.where(tags >= 0, offsets[np.maximum(tags, 0)] + rows, offsets[-1])
+        notes.append(f"{path}: union {a.type} as float64 (polars' and Spark's supertype; "
+                     "an integer past 2**53 is rounded)")
+        return concat([*cast, null_array(_FLOAT64, 1)], type=_FLOAT64).take(at)
+    from .jsonout import json_value
+
+    def text(v: object) -> str | None:
+        if v is None or isinstance(v, str):
+            return v
+        import json
+
+        return json.dumps(json_value(v), ensure_ascii=False, separators=(",", ":"))
+
+    pylists = [m.to_pylist() for m in merged]
+    values = [None if t < 0 else text(pylists[t][r])
+              for t, r in zip(tags.tolist(), rows.tolist(), strict=True)]
+    from .from_python import from_pylist
+
+    notes.append(f"{path}: union {a.type} as string (polars' and Spark's supertype: each "
+                 "value's JSON text, a string as it is)")
+    return from_pylist(_STRING, values)
 
 
 def _member_names(types: list[Type]) -> list[str]:

@@ -308,7 +308,7 @@ class Dataset(ScanVerbs):
             if expr is not None and left is not None:
                 left -= sum(r.num_rows for r in got)
         assert cols is not None
-        out = joined([r for _, r in results], cols)
+        out = joined(_with_unread(cands, results, cols), cols)
         if limit is not None and out.num_rows > limit:
             out = ScanResult({c: a.slice(0, limit) for c, a in out.columns.items()}, limit,
                              out.stats)
@@ -679,6 +679,22 @@ class Dataset(ScanVerbs):
 
 def _entries(readers: Sequence[Reader]) -> list[tuple[str, Any, tuple[int, int]]]:
     return [(r.key, r.meta, (r.tail.offset, len(r.tail.data))) for r in readers]
+
+
+def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanResult]],
+                 cols: list[str]) -> list[ScanResult]:
+    """The results in file order, with a zero-row result of every other open candidate
+    in its place: a column's type is then the combination of every file's types (the
+    dataset's schema), whichever files a filter, a limit or ``limit=0`` left unread."""
+    read = {id(f): r for f, r in results}
+    out: list[ScanResult] = []
+    for f in cands:
+        if id(f) in read:
+            out.append(read.pop(id(f)))
+        elif (empty := f.empty_columns(cols)) is not None:
+            out.append(ScanResult(empty, 0))
+    out += read.values()  # (a file read that is not a candidate: none today)
+    return out
 
 
 class _DatasetOpener(Opener["Dataset"]):

@@ -35,7 +35,7 @@ from ..scan.partitioning import constant_column
 from ..scan.result import ScanResult, ScanStats
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
-           "per_segment", "run_metered"]
+           "per_segment", "plans_scans", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -235,8 +235,32 @@ class Fragment(ScanVerbs):
                 out[c] = got[c] if c in got else _null(n)
         return out
 
+    def empty_columns(self, cols: Sequence[str]) -> dict[str, A.Array] | None:
+        """Zero-row columns of the types this object's scan of ``cols`` gives (a path it
+        lacks: null; a partition column: its constant's type), from metadata; None
+        while the object is not open.  A dataset combines every file's, so the types
+        of its result do not depend on which files a filter or limit left unread."""
+        r = self._reader
+        if r is None:
+            return None
+        from ..arrays.arrowschema import empty_column
+
+        out: dict[str, A.Array] = {}
+        for c in cols:
+            if c in self.partition_values:
+                out[c] = constant_column(self._types.get(c, "null"), None, 0)
+                continue
+            if isinstance(r, WholeObjectReader):
+                got = (None if r.missing_paths([c])
+                       else A.null_array(r._types([c])[c], 0))
+            else:
+                got = empty_column(r.meta.super_types, P.parse_path(c) if c else ())
+            out[c] = got if got is not None else _null(0)
+        return out
+
     @staticmethod
-    def _filter_paths(spec: Expr, r: Reader) -> list[str]:
+    def filter_paths(spec: Expr, r: Reader) -> list[str]:
+        """The paths a filter reads that the object has (the others are null there)."""
         paths = [P.format_path(p) for p in columns_of(spec)]
         return [p for p in dict.fromkeys(paths) if not absent_paths(r, p)]
 
@@ -279,8 +303,8 @@ class Fragment(ScanVerbs):
                 return Planned(r.first_wave(plan), run_plan)
         expr = None if spec is True else spec
         if data or expr is not None:
-            read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
-            if not _plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
+            read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
+            if not plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
                 async def run_own() -> ScanResult:
                     res = await r.scan(read, filter=expr, rows=rows, limit=limit)
                     return ScanResult(self._complete(res.columns if data else {},
@@ -319,7 +343,7 @@ class Fragment(ScanVerbs):
         r = await self.open()
         if spec is None or spec is True:
             return await r.count_rows()
-        return (await r.scan(self._filter_paths(spec, r), filter=spec)).num_rows
+        return (await r.scan(self.filter_paths(spec, r), filter=spec)).num_rows
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
                    max_requests: int | None = None, max_bytes: int | None = None,
@@ -336,7 +360,7 @@ class Fragment(ScanVerbs):
                            ) -> Planned:
         """:meth:`take`, planned: what it reads (``figures``) and ``run()``."""
         cols, data, r = await self._layout(columns)
-        if data and not _plans_scans(r):  # a BSUP or SuperDB object: its own take
+        if data and not plans_scans(r):  # a BSUP or SuperDB object: its own take
             async def run_own() -> ScanResult:
                 res = await r.take(indices, data)
                 return ScanResult(self._complete(res.columns, res.num_rows, cols),
@@ -352,7 +376,7 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan)
 
             return Planned(taken.figures, run)
-        idx = row_indices(indices)
+        idx = row_indices(indices, self.path)
         n = await r.count_rows()
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
@@ -389,12 +413,12 @@ class Fragment(ScanVerbs):
             return
         if segment_requests:
             per_segment(r)
-        read = data or self._filter_paths(expr, r)  # type: ignore[arg-type]
+        read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
         left = limit
         metering: dict[str, Any] = {}
         fm: FileMeter | None = None
         meter = metered(on_progress, max_requests, max_bytes, self.path)
-        if meter is not None and _plans_scans(r):
+        if meter is not None and plans_scans(r):
             metering = {"max_requests": max_requests, "max_bytes": max_bytes,
                         "on_progress": on_progress}
         elif meter is not None:  # a BSUP or SuperDB object: reads claimed as they start
@@ -428,11 +452,11 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if not data and expr is None:
             return 0, 0
-        if not _plans_scans(r):
+        if not plans_scans(r):
             return 0, 0  # a BSUP or SuperDB object: its reads are claimed as they start
         if segment_requests:
             per_segment(r)
-        return r.batch_figures(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+        return r.batch_figures(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
                                filter=expr)
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
@@ -446,7 +470,7 @@ class Fragment(ScanVerbs):
         expr = None if spec is True else spec
         if not data and expr is None:
             return None
-        return await r.plan(data or self._filter_paths(expr, r),  # type: ignore[arg-type]
+        return await r.plan(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
                             filter=expr)
 
     async def close(self) -> None:
@@ -454,7 +478,7 @@ class Fragment(ScanVerbs):
             await self._reader.close()
 
 
-def _plans_scans(r: Reader) -> bool:
+def plans_scans(r: Reader) -> bool:
     """Whether ``r`` scans by the CSUP program (``plan`` then ``execute``); a BSUP or
     SuperDB reader has scans of its own, whose reads are claimed as they start."""
     t = type(r)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.filters import And, Compare, Expr, IsIn, IsNull, Not, Or, StartsWith, bind
+from planner.filters import And, Compare, Expr, IsIn, IsNull, Like, Not, Or, StartsWith, bind
 from planner.paths import format_path, parse_path
 
 from ..model.types import PrimitiveType, Type, underlying
@@ -26,7 +26,7 @@ from .keys import KeyRange, as_value
 __all__ = ["PoolFilter", "is_expr", "key_type_name", "pool_filter", "where_filter",
            "filter_columns", "keep_matching"]
 
-_EXPRS = (Compare, IsIn, IsNull, StartsWith, And, Or, Not)
+_EXPRS = (Compare, IsIn, IsNull, StartsWith, Like, And, Or, Not)
 _RANGE_OPS = ("==", "<", "<=", ">", ">=")
 
 

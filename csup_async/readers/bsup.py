@@ -182,13 +182,19 @@ class BsupReader(WholeObjectReader):
 
     # ---------------------------------------------------------------- read ---
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> Any:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> Any:
         raise CsupError("a BSUP object has no read plan: it is read whole", path=self.path)
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None) -> ScanResult:
+                   rows: slice | None = None, limit: int | None = None,
+                   filters: Any = None) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter)."""
+        if filters is not None:  # pyarrow's list form, as every reader takes it
+            from planner.dnf import as_expr
+
+            filter = as_expr(filter, filters, path=self.path)
         check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -213,10 +219,11 @@ class BsupReader(WholeObjectReader):
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = 65536, prefetch: int | None = None,
-                           filter: Any = None) -> AsyncIterator[ScanResult]:
+                           filter: Any = None, filters: Any = None
+                           ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan."""
         self._check_batch_rows(batch_rows)
-        res = await self.scan(columns, filter=filter)
+        res = await self.scan(columns, filter=filter, filters=filters)
         for lo in range(0, res.num_rows, batch_rows):
             hi = min(res.num_rows, lo + batch_rows)
             yield ScanResult({p: a.slice(lo, hi) for p, a in res.columns.items()}, hi - lo,

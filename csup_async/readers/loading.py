@@ -175,7 +175,8 @@ async def _done(tail: TailRead) -> TailRead:
 def metadata_cache_of(option: Any) -> Any:
     """The MetadataCache an option names: False none, None none unless
     ``$CSUP_METADATA_CACHE`` names a directory, True the process's default, a
-    pathlib.Path the process's on-disk cache in that directory."""
+    pathlib.Path or a str the process's on-disk cache in that directory (made if
+    missing, as ``$CSUP_METADATA_CACHE`` and the CLI's ``--metadata-cache`` are)."""
     if option is False:
         return None
     if option is None:
@@ -184,10 +185,13 @@ def metadata_cache_of(option: Any) -> Any:
         return env_cache()
     if option is True:
         return default_cache()
-    if isinstance(option, os.PathLike):  # a Path; a str is refused (a typo would make a dir)
+    if isinstance(option, (os.PathLike, str)) and not isinstance(option, bytes):
+        if not os.fspath(option):
+            raise CsupError("metadata_cache must name a directory, not an empty string")
         return disk_cache(option)
     if not isinstance(option, MetadataCache):
-        raise CsupError(f"metadata_cache must be a MetadataCache, a pathlib.Path or True, not "
+        raise CsupError(f"metadata_cache must be a MetadataCache, a directory (a str or "
+                        f"pathlib.Path) or True, not "
                         f"{type(option).__name__}")
     return option
 

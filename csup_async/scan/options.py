@@ -12,7 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.errors import CsupError
+from ..model.errors import ConfigError, CsupError
 
 #: Values any one column may claim (a count is not always backed by bytes: one
 #: 5-byte length can claim 2**31 all-null elements).
@@ -35,10 +35,36 @@ READER_OPTIONS = ("profile", "concurrency", "max_metadata", "max_mem_length", "m
 SHARED_OPTIONS = ("timeout",)
 
 
+#: names other libraries give the rows to read: here they are ``limit=``
+ROW_COUNT_HABITS = ("n_rows", "nrows", "num_rows", "max_rows_to_read")
+#: arguments of the read verbs (``scan``, ``take``, ``iter_batches``, ``read``...), not of
+#: ``open``: given to ``open`` they would reach the store and be refused as its options
+VERB_ARGUMENTS = ("max_requests", "max_bytes", "on_progress", "columns", "filter",
+                  "filters", "rows", "batch_rows")
+
+
+def check_habits(options: dict[str, Any]) -> None:
+    """A ConfigError naming what to write instead, for an option that is another
+    library's name for a read argument (``n_rows``: polars', ``nrows``: pandas') or an
+    argument of the read verbs given where an object is opened."""
+    for name in options:
+        if name in ROW_COUNT_HABITS:
+            raise ConfigError(f"{name}= is not an option here: the rows to read are limit= "
+                            "(read(p, limit=10), r.scan(limit=10); in a LazyFrame from "
+                            "scan_polars, .head(10))")
+        if name in VERB_ARGUMENTS:
+            raise ConfigError(f"{name}= is an argument of the read verbs (scan, take, "
+                            f"iter_batches, count_rows, read), not an option of open: "
+                            f"pass it to the read")
+
+
 def renamed_options(options: dict[str, Any], stacklevel: int = 3) -> dict[str, Any]:
     """``options`` with the old name of the connection count (``limit``, which means
     rows in ``scan``, ``read`` and the CLI) taken as ``max_connections``, with a
-    DeprecationWarning pointing at the caller of ``open``/``open_dataset``."""
+    DeprecationWarning pointing at the caller of ``open``/``open_dataset``; another
+    library's name for a read argument is refused with the name to use
+    (:func:`check_habits`)."""
+    check_habits(options)
     if "limit" not in options:
         return options
     warnings.warn("open(..., limit=) is deprecated: the number of connections is "

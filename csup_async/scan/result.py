@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import planner as P
 
 from .. import arrays as A
 from ..arrays import unify as U
-from ..model.errors import ColumnNotFoundError, CsupError, RowSelectionError
+from ..model.errors import ArgumentError, ColumnNotFoundError, CsupError, RowSelectionError
+from ..model.selection import row_indices
+
+#: the union mode of the frames made for analysis (``to_polars``, ``to_pandas``,
+#: ``scan_polars``, ``to_duckdb``): polars' and Spark's one type per column, which a
+#: user of those expects; ``to_arrow`` and the Arrow capsule stay exact (``"struct"``)
+FRAME_UNIONS = "supertype"
 
 
 @dataclass
@@ -57,6 +61,41 @@ class ScanResult:
     _cache: dict[str, dict[str, A.Array]] = field(default_factory=dict, repr=False,
                                                   compare=False)
     _notes: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _last: str = field(default="struct", repr=False, compare=False)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, columns)``, as a polars DataFrame's and a pandas one's."""
+        return self.num_rows, len(self.columns)
+
+    @property
+    def column_names(self) -> list[str]:
+        """The columns' paths, in order (pyarrow's name; polars' ``columns``)."""
+        return list(self.columns)
+
+    @property
+    def schema(self) -> Any:
+        """The Arrow schema :meth:`to_arrow` gives (an ``ArrowSchema``: ``pa.schema(s)``,
+        ``s.names``, ``s.types``), with no pyarrow needed."""
+        from ..arrays.arrowschema import ArrowSchema
+
+        return ArrowSchema(self.unified_columns("struct"))
+
+    def __getitem__(self, path: str | tuple[str, ...]) -> A.Array:
+        """``result["user.name"]``: the column at ``path`` (:meth:`column`)."""
+        if not isinstance(path, (str, tuple)):
+            raise ArgumentError(f"a result is indexed by a column path, not "
+                                f"{type(path).__name__} (rows: result.to_pylist()[i])")
+        return self.column(path)
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, (str, tuple)):
+            return False
+        try:
+            self.column(path)
+        except (ColumnNotFoundError, CsupError):
+            return False
+        return True
 
     def column(self, path: str | tuple[str, ...]) -> A.Array:
         """The column at ``path``, in any spelling (``"`a`"`` and ``("a",)`` find ``"a"``)."""
@@ -87,26 +126,24 @@ class ScanResult:
         except ImportError:
             raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
         if not fold:
-            if unions not in U.UNION_MODES:
-                raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
-                                f"not {unions!r}")
+            check_unions(unions)
             return pa.table({p: a.to_arrow(fold=False) for p, a in self.columns.items()})
         cols = self.unified_columns(unions)
+        self._last = unions
         return pa.table({p: a.to_arrow(fold=False) for p, a in cols.items()})
 
     @property
     def conversions(self) -> list[str]:
-        """Each change of type :meth:`to_arrow` makes (a column path, what it was, what
-        it becomes); empty when every column has one type."""
-        self.unified_columns("struct")
-        return list(self._notes.get("struct", []))
+        """Each change of type the last conversion of this result made (``to_arrow``,
+        ``to_polars``, ``to_pandas``; before any, what :meth:`to_arrow` makes): a column
+        path, what it was, what it becomes; empty when every column has one type."""
+        self.unified_columns(self._last)
+        return list(self._notes.get(self._last, []))
 
     def unified_columns(self, unions: str = "struct") -> dict[str, A.Array]:
         """The columns as :meth:`to_arrow` and the Arrow capsule export them (unions
         unified, see :mod:`csup_async.arrays.unify`), computed once per mode."""
-        if unions not in U.UNION_MODES:
-            raise CsupError(f"unions must be one of {', '.join(U.UNION_MODES)}, "
-                            f"not {unions!r}")
+        check_unions(unions)
         if unions not in self._cache:
             notes: list[str] = []
             self._cache[unions] = {p: U.unify(A.fold_nulls(a), p, notes, unions)
@@ -114,8 +151,11 @@ class ScanResult:
             self._notes[unions] = notes
         return self._cache[unions]
 
-    def to_pandas(self) -> Any:
-        """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data)."""
+    def to_pandas(self, unions: str = FRAME_UNIONS) -> Any:
+        """A pandas DataFrame (through pyarrow, as pandas itself converts Arrow data).
+        A column of several kinds takes polars' and Spark's one type by default
+        (``unions="supertype"``: numbers float64, others their text); ``"struct"``
+        keeps each member as :meth:`to_arrow` does."""
         try:
             import pandas  # noqa: F401
             import pyarrow  # noqa: F401
@@ -123,16 +163,27 @@ class ScanResult:
             raise A.MissingDependencyError(
                 "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
             ) from None
-        return self.to_arrow().to_pandas()
+        return self.to_arrow(unions).to_pandas()
 
-    def to_polars(self) -> Any:
-        """A polars DataFrame over the Arrow capsule (no pyarrow needed)."""
+    def to_polars(self, unions: str = FRAME_UNIONS) -> Any:
+        """A polars DataFrame over the Arrow capsule (no pyarrow needed).  A column of
+        several kinds takes the one type ``pl.read_ndjson`` gives it by default
+        (``unions="supertype"``); ``"struct"`` keeps each member (``to_arrow``'s)."""
         try:
             import polars as pl
         except ImportError:
             raise A.MissingDependencyError(
                 "to_polars() needs polars: pip install 'csup-async[polars]'") from None
-        return pl.DataFrame(self)
+        check_unions(unions)
+        self._last = unions
+        return pl.DataFrame(self.exported(unions))
+
+    def exported(self, unions: str = "struct") -> Any:
+        """This result as an Arrow C stream with unions unified as ``unions`` says (the
+        result itself exports ``"struct"``): what ``to_polars`` and ``scan_polars``
+        hand polars."""
+        check_unions(unions)
+        return self if unions == "struct" else _Exported(self, unions)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The columns as one Arrow record batch, from this result's own buffers
@@ -148,12 +199,35 @@ class ScanResult:
         return self.num_rows
 
 
+def check_unions(unions: Any) -> str:
+    """``unions`` when it is a mode of :mod:`csup_async.arrays.unify`, else an
+    ArgumentError naming the accepted ones."""
+    if unions not in U.UNION_MODES:
+        raise ArgumentError(f"unions must be one of {', '.join(map(repr, U.UNION_MODES))} "
+                            f"(supertype: polars' and Spark's one type; struct: every member "
+                            f"kept; dense: Arrow's dense union), not {unions!r}")
+    return str(unions)
+
+
+class _Exported:
+    """A result's columns as an Arrow C stream in one union mode."""
+
+    def __init__(self, result: ScanResult, unions: str) -> None:
+        self.result, self.unions = result, unions
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        from ..arrays.capsule import check_requested, export_batch, stream_of
+
+        check_requested(requested_schema)
+        schema, batch = export_batch(self.result.unified_columns(self.unions),
+                                     self.result.num_rows)
+        return stream_of(schema, [batch])
+
+
 def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:
     """``take`` of a reader that reads its object whole (BSUP, SuperDB's layout): the rows
     at ``indices`` of the whole scan, in the order given, each index checked first."""
-    idx = np.asarray(indices)
-    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
-        raise RowSelectionError("indices must be a 1-d sequence of integers", path=path)
+    idx = row_indices(indices, path)
     n = result.num_rows
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
         bad = int(idx[(idx < 0) | (idx >= n)][0])

@@ -55,7 +55,13 @@ def fragment_of(fp: FilePart, paths: list[str], store: Store,
                 reader_opts: dict[str, Any]) -> Fragment:
     """A planned file as a Fragment that runs the driver's plan (or, with none, gives
     its rows as nulls); ``fp.served``, the driver's bytes for the plan's served
-    requests, are held by its reader, so they cost no request."""
+    requests, are held by its reader, so they cost no request.  A file with no column
+    index (``fp.whole``: SuperDB header layout, BSUP) is opened here and read by its
+    reader's own scan."""
+    if fp.whole:
+        from ..readers.opening import open as open_reader
+
+        return Fragment(fp.url, opener=lambda url: open_reader(url, store=store, **reader_opts))
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,
                               available=fp.served, **reader_opts)
     return Fragment(fp.url, reader=reader, plan=fp.plan, plan_columns=paths,

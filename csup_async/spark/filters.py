@@ -111,6 +111,11 @@ def decide(filters: Sequence[Any], metas: Sequence[FileMeta], paths: Mapping[str
     kept: list[int] = []
     reasons: list[str | None] = []
     for i, meta in enumerate(metas):
+        if not isinstance(meta, FileMeta):  # no column index (SuperDB, BSUP): no proof
+            reasons.append(None)            # either way; its rows are filtered by Spark
+            kept.append(i)
+            decided_true = [False] * len(filters)
+            continue
         nulls = null_paths(meta, wanted)
         outs = [outcome(f, nulls.__contains__, paths) for f in filters]
         ruled = next((k for k, o in enumerate(outs) if o in (FALSE, NULL)), None)
@@ -142,6 +147,9 @@ def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
     text = "statistics of " + " AND ".join(describe(filters[k]) for k, _ in mapped)
     still: list[int] = []
     for i in kept:
+        if not isinstance(metas[i], FileMeta):
+            still.append(i)
+            continue
         if file_truth(metas[i], conj, segment_stats) is F.Truth.FALSE:
             reasons[i] = text
         else:
@@ -149,7 +157,8 @@ def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
     decided = list(decided_true)
     for k, m in mapped:
         if m.exact and not decided[k] and still and all(
-                file_truth(metas[i], m.expr, segment_stats) is F.Truth.TRUE for i in still):
+                isinstance(metas[i], FileMeta)
+                and file_truth(metas[i], m.expr, segment_stats) is F.Truth.TRUE for i in still):
             decided[k] = True
     return still, reasons, decided
 

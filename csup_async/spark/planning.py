@@ -57,6 +57,9 @@ class FilePart:
     rows: int | None = None  # for plan None; None = count from the super column
     served: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
     """(offset, bytes) the driver already read that the plan's served requests need."""
+    whole: bool = False
+    """A file with no column index (SuperDB header layout, BSUP): the executor opens it
+    and its reader's own scan reads it (no byte plan ships)."""
 
     def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
         return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
@@ -109,6 +112,21 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
     return tuple((a, tail.data[a - base : b - base]) for a, b in runs)
 
 
+def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
+                       partitions: int) -> None:
+    """A BudgetError on the driver when the plan's requests or bytes pass the query's
+    budget: every task's requests are in the plan, so the query is refused before any
+    task runs."""
+    if settings.max_requests is None and settings.max_bytes is None:
+        return
+    from ..model.budget import check_budget
+
+    check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
+                 settings.max_bytes, None,
+                 f"on the driver, before any task ran ({files:,} files to read in "
+                 f"{partitions:,} partitions)")
+
+
 def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Sequence[Any],
               settings: Settings) -> ReadPlan:
     """Prune, plan and pack (the module docstring says how)."""
@@ -132,10 +150,12 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     kept = [files[i] for i in kept_idx]
     by_url = {f.url: f for f in kept}
     profile = loaded.profile
+    whole: list[P.WholeFile] = []
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
         mp = P.plan_files(entries, paths, profile, target_task_bytes=1 << 62)
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
+        whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
         scans, cost = [], profile.breakeven
         nothing = [P.PrunedFile(f.url, P.NO_REQUESTED_PATH, f.meta.row_count) for f in kept]
@@ -153,6 +173,10 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         shipped += size
         parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
                       plan.bytes_needed + cost * plan.request_count))
+    for wf in whole:  # the executor opens and reads it (its reader's own scan)
+        lf = by_url[wf.name]
+        parts.append((FilePart(wf.name, lf.meta, lf.tail.info.version, None, wf.rows,
+                               whole=True), wf.size + cost))
     null_files = 0
     for pf in nothing:
         lf = by_url[pf.name]
@@ -179,7 +203,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "files_pruned": len(pruned),
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
-        "files_read": len(reads),
+        "files_read": len(reads) + len(whole),
+        "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,
         "requests": sum(p.request_count for p in reads),
@@ -191,14 +216,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "planning_seconds": round(time.perf_counter() - t0, 4),
         "pruned_files": pruned[:1000],
     }
-    if settings.max_requests is not None or settings.max_bytes is not None:
-        from ..model.budget import check_budget
-
-        # every task's requests are in this plan: the query is refused before any runs
-        check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
-                     settings.max_bytes, None,
-                     f"on the driver, before any task ran ({len(reads):,} files to read in "
-                     f"{len(partitions):,} partitions)")
+    _check_plan_budget(settings, report, len(reads), len(partitions))
     log.info("csup plan: %d files, %d pruned, %d partitions, %d requests, %d bytes",
              len(files), len(pruned), len(partitions), report["requests"],
              report["bytes_to_read"])

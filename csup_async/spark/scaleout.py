@@ -155,6 +155,13 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     paths = list(dict.fromkeys(p for _, p in columns))
     if not paths:
         return {}, await reader.count_rows(), columns
+    from ..readers.wholeobject import WholeObjectReader
+
+    if isinstance(reader, WholeObjectReader):  # no column index: its own scan reads it
+        # (a path of ``columns`` its types lack, the whole-value ``this`` aside, is nulls)
+        have = [p for p in paths if not reader.missing_paths([p])]
+        res = await reader.scan(have)
+        return res.columns, res.num_rows, columns
     tail = reader.tail
     mp = P.plan_files([(url, meta, (tail.offset, len(tail.data)))], paths, reader.profile,
                       target_task_bytes=1 << 62)

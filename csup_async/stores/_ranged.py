@@ -111,6 +111,10 @@ def status_error(status: int, path: str | None, *, detail: str = "",
     if status in (401, 403):
         return AccessDeniedError(f"access denied: {what}", path=path)
     if status in (404, 410):
+        if "nosuchbucket" in detail.lower() or "bucket does not exist" in detail.lower():
+            # S3's NoSuchBucket, GCS' "The specified bucket does not exist.": the bucket
+            # is what is missing (a misspelt bucket, another account's or region's)
+            return NotFoundError(f"the bucket does not exist: {what}", path=path)
         return NotFoundError(f"no such object: {what}", path=path)
     if status == 412:
         return ObjectChangedError(f"the object changed since its metadata was read: {what}",

@@ -138,6 +138,13 @@ class S3Config(_Client):
     #: path-style URLs (default: with a custom endpoint)
     path_style: bool | None = None
     request_payer: bool = False
+    #: object_store's and polars' switch for http:// endpoints: they are allowed here
+    #: unless this is False (then an http:// endpoint is a ConfigError)
+    allow_http: bool | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_http(self.allow_http, self.endpoint)
 
     def store_keywords(self) -> dict[str, Any]:
         """The S3Store constructor's keywords."""
@@ -161,11 +168,30 @@ class GCSConfig(_Client):
     token: str | Callable[[], Any] | None = None
     anonymous: bool = False
     adc: bool | None = None
+    #: a service account's JSON key file (object_store's and polars'
+    #: ``google_service_account``): its tokens, instead of the default credentials
+    service_account: str | None = None
+    #: the same key as JSON text (``google_service_account_key``)
+    service_account_key: str | None = None
+    #: as for S3: False makes an http:// endpoint a ConfigError
+    allow_http: bool | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_http(self.allow_http, self.endpoint)
+        if self.service_account is not None and self.service_account_key is not None:
+            raise ConfigError("give service_account (a key file) or service_account_key "
+                              "(its JSON), not both")
 
     def store_keywords(self) -> dict[str, Any]:
         """The GCSStore constructor's keywords."""
-        return {**self._client_keywords(), "endpoint": self.endpoint, "token": self.token,
-                "anonymous": self.anonymous, "adc": self.adc}
+        out = {**self._client_keywords(), "endpoint": self.endpoint, "token": self.token,
+               "anonymous": self.anonymous, "adc": self.adc}
+        if self.service_account is not None:
+            out["service_account"] = self.service_account
+        if self.service_account_key is not None:
+            out["service_account_key"] = self.service_account_key
+        return out
 
 
 @dataclass(frozen=True, repr=False)
@@ -180,10 +206,16 @@ class HTTPConfig(_Client):
         return {**self._client_keywords(), "headers": self.headers}
 
 
+def _check_http(allow_http: bool | None, endpoint: str | None) -> None:
+    if allow_http is False and endpoint is not None and endpoint.lower().startswith("http://"):
+        raise ConfigError("the endpoint is http:// but allow_http is false: use an https:// "
+                          "endpoint, or allow_http=True")
+
+
 StoreConfig = S3Config | GCSConfig | HTTPConfig
 _CLASSES: dict[str, type[Any]] = {"s3": S3Config, "gcs": GCSConfig, "http": HTTPConfig}
 _SECRETS = frozenset({"access_key_id", "secret_access_key", "session_token", "token",
-                      "headers"})
+                      "headers", "service_account_key"})
 
 # ------------------------------------------------------------------ the names ---
 
@@ -220,12 +252,17 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
         "anonymous": ("anon", "skip_signature", "aws_skip_signature", "unsigned"),
         "path_style": ("force_path_style", "aws_force_path_style"),
         "request_payer": ("requester_pays", "aws_request_payer"),
+        "allow_http": ("aws_allow_http",),
     },
     "gcs": {
         "endpoint": ("endpoint_url", "google_endpoint", "gcs_endpoint"),
         "token": ("google_oauth_token", "access_token", "oauth_token"),
         "anonymous": ("anon", "skip_signature", "google_skip_signature"),
         "adc": ("application_default_credentials",),
+        "service_account": ("google_service_account", "service_account_path",
+                            "google_service_account_path", "google_application_credentials"),
+        "service_account_key": ("google_service_account_key",),
+        "allow_http": ("google_allow_http",),
     },
     "http": {
         "headers": ("client_kwargs.headers", "http_headers"),

@@ -44,7 +44,12 @@ from ._aio import AiohttpStore, to_url
 from ._ranged import DEFAULT_MIN_THROUGHPUT, Reply
 from .base import CHUNK_SIZE, ObjectInfo
 from .calibrate import endpoint_of
-from .gcs_auth import SOURCES_TRIED, DefaultCredentials, shared_credentials
+from .gcs_auth import (
+    SOURCES_TRIED,
+    DefaultCredentials,
+    service_account_credentials,
+    shared_credentials,
+)
 from .retry import DEFAULT_RETRY, RetryPolicy
 
 if TYPE_CHECKING:
@@ -92,7 +97,9 @@ class GCSStore(AiohttpStore):
                  retry: RetryPolicy = DEFAULT_RETRY, verify_ssl: bool = True,
                  chunk_size: int = CHUNK_SIZE, trust_env: bool = False,
                  timeout: float | None = None,
-                 min_throughput: float = DEFAULT_MIN_THROUGHPUT) -> None:
+                 min_throughput: float = DEFAULT_MIN_THROUGHPUT,
+                 service_account: str | None = None,
+                 service_account_key: str | None = None) -> None:
         super().__init__(limit=limit, connect_timeout=connect_timeout,
                          read_timeout=read_timeout, retry=retry, verify_ssl=verify_ssl,
                          chunk_size=chunk_size, trust_env=trust_env, timeout=timeout,
@@ -110,6 +117,9 @@ class GCSStore(AiohttpStore):
         self._tried = ""  # what was looked at, when nothing was found
         if anonymous:
             self._credentials = "anonymous"
+        elif service_account is not None or service_account_key is not None:
+            self._adc = service_account_credentials(service_account, service_account_key)
+            self._credentials = "service-account"
         elif token is not None:
             self._token, self._credentials = token, "the token option"
         elif emulator and not adc:

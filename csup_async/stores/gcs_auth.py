@@ -62,6 +62,22 @@ def shared_credentials(scopes: tuple[str, ...] = (READ_ONLY_SCOPE,)) -> DefaultC
         return found
 
 
+def service_account_credentials(file: str | None = None, key: str | None = None,
+                                scopes: tuple[str, ...] = (READ_ONLY_SCOPE,)
+                                ) -> DefaultCredentials:
+    """Credentials of one service account: its JSON key ``file`` (shared per file, as
+    the default ones are), or the key's JSON text ``key`` (a store's own)."""
+    if key is not None:
+        return DefaultCredentials(tuple(scopes), key=key)
+    where = os.path.abspath(os.fspath(file or ""))
+    with _SHARED_LOCK:
+        found = _SHARED.get(("file", where, *scopes))
+        if found is None:
+            found = _SHARED[("file", where, *scopes)] = DefaultCredentials(tuple(scopes),
+                                                                           file=where)
+        return found
+
+
 def _now() -> dt.datetime:
     # google-auth keeps expiries as naive UTC datetimes
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -116,8 +132,11 @@ class DefaultCredentials:
     shared future.
     """
 
-    def __init__(self, scopes: tuple[str, ...] = (READ_ONLY_SCOPE,)) -> None:
+    def __init__(self, scopes: tuple[str, ...] = (READ_ONLY_SCOPE,), *,
+                 file: str | None = None, key: str | None = None) -> None:
         self.scopes = scopes
+        #: a service account's key file, or its JSON text: these, not the search
+        self._file, self._key = file, key
         self.source: str | None = None
         self._searched = False
         self._creds: Any = None
@@ -136,7 +155,10 @@ class DefaultCredentials:
         return f"DefaultCredentials({found or 'none found'})"
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # unpickled as the receiving process's own: no token or key travels
+        # unpickled as the receiving process's own: no token travels (a key given as
+        # text does: the configuration that named it travels the same way)
+        if self._file is not None or self._key is not None:
+            return service_account_credentials, (self._file, self._key, self.scopes)
         return shared_credentials, (self.scopes,)
 
     @property
@@ -199,6 +221,11 @@ class DefaultCredentials:
         from google.auth.exceptions import DefaultCredentialsError
 
         scopes = list(self.scopes)
+        if self._file is not None or self._key is not None:  # one named account
+            self._creds = self._named(scopes)
+            self.source = _describe(self._creds)
+            self._searched = True
+            return
         try:
             # The two files are loaded here rather than by google.auth.default(),
             # which then looks for a project: for an external account it asks
@@ -221,6 +248,26 @@ class DefaultCredentials:
         self._creds = creds
         self.source = None if creds is None else _describe(creds)
         self._searched = True
+
+    def _named(self, scopes: list[str]) -> Any:
+        """The service account of ``file`` or ``key`` (DefaultCredentialsError when it is
+        unusable: a missing file, a key that is not a service account's)."""
+        import json
+
+        from google.auth.exceptions import DefaultCredentialsError
+        from google.oauth2 import service_account
+
+        try:
+            if self._key is not None:
+                return service_account.Credentials.from_service_account_info(
+                    json.loads(self._key), scopes=scopes)
+            return service_account.Credentials.from_service_account_file(
+                self._file, scopes=scopes)
+        except (OSError, ValueError, KeyError) as e:  # no file; not JSON; not a key
+            what = "service_account_key" if self._key is not None else "service_account"
+            reason = ("the file cannot be read" if isinstance(e, OSError)
+                      else "it is not a service account's JSON key")
+            raise DefaultCredentialsError(f"{what}: {reason}") from None
 
     def _refresh(self) -> None:
         from google.auth.transport.requests import Request

@@ -17,7 +17,9 @@ __all__ = ["to_duckdb"]
 
 def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
               filter: Any = None, limit: int | None = None, connection: Any = None,
-              batch_rows: int = 65536, **options: Any) -> Any:
+              batch_rows: int = 65536, max_requests: int | None = None,
+              max_bytes: int | None = None, on_progress: Any = None,
+              unions: str = "supertype", **options: Any) -> Any:
     """A ``duckdb.DuckDBPyRelation`` over ``columns`` of a CSUP object or several.
 
     ``filter`` (a ``planner.filters`` expression or its text form) and ``limit`` are
@@ -25,7 +27,11 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     only).  One object without a filter or limit streams in ``batch_rows`` batches;
     otherwise the scan's result is the stream.  The relation reads its stream once:
     make another for a second query.  ``connection`` defaults to DuckDB's default
-    connection; ``options`` are those of ``open`` (``open_dataset`` for several).
+    connection; ``max_requests``, ``max_bytes`` and ``on_progress`` hold for the read
+    (as for ``scan``).  A column of several kinds takes one SQL type by default
+    (``unions="supertype"``: numbers DOUBLE, anything beside a string VARCHAR of its
+    text, as polars and Spark type it); ``unions="struct"`` keeps each member in a
+    STRUCT.  ``options`` are those of ``open`` (``open_dataset`` for several).
     """
     try:
         import duckdb
@@ -34,12 +40,17 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
 
         raise MissingDependencyError(
             "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
-    from .facade import is_many, open_sync, read
+    from ..scan.result import check_unions
+    from .facade import budget, check_batch_rows, is_many, open_sync, read
 
+    check_batch_rows(batch_rows)
+    check_unions(unions)
+    spent = budget(max_requests, max_bytes, on_progress)
     con = connection if connection is not None else duckdb.default_connection()
     if is_many(source) or filter is not None or limit is not None:
-        stream: Any = read(source, columns, filter=filter, limit=limit, **options)
+        stream: Any = read(source, columns, filter=filter, limit=limit, **spent,
+                           **options).exported(unions)
     else:
         reader = open_sync(source, **options)  # type: ignore[arg-type]
-        stream = reader.iter_batches(columns, batch_rows=batch_rows)
+        stream = reader.iter_batches(columns, batch_rows=batch_rows, unions=unions, **spent)
     return con.from_arrow(stream)

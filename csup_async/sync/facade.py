@@ -33,6 +33,33 @@ __all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_data
            "open_sync", "read"]
 
 Columns = Sequence[str] | str | None
+Progress = Callable[[Any], object] | None
+
+
+def budget(max_requests: int | None, max_bytes: int | None, on_progress: Progress
+           ) -> dict[str, Any]:
+    """The budget and progress keywords a read verb takes, those given only (a verb of a
+    reader that has none then runs exactly as it did without them)."""
+    given = {"max_requests": max_requests, "max_bytes": max_bytes, "on_progress": on_progress}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def metered_verbs(reader: Any) -> Any:
+    """What runs a budgeted read of ``reader``: the Reader itself when it plans its
+    reads (CSUP, VNG), else (BSUP, SuperDB's layout: read whole by their own scans) a
+    Fragment over it, which claims their reads against the budget as they start."""
+    from ..datasets.fragment import Fragment, plans_scans
+
+    return reader if plans_scans(reader) else Fragment(reader.key, reader=reader)
+
+
+def check_batch_rows(batch_rows: Any) -> int:
+    """``batch_rows`` as an int >= 1, or an ArgumentError saying what it got."""
+    from ..model.errors import ArgumentError
+
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
+    return batch_rows
 
 
 class BatchStream(Iterator[Any]):
@@ -44,10 +71,12 @@ class BatchStream(Iterator[Any]):
     """
 
     def __init__(self, make: Callable[[], AsyncIterator[Any]],
-                 schema: Callable[[], ArrowSchema]) -> None:
+                 schema: Callable[[], ArrowSchema], unions: str = "struct") -> None:
         self._it: AsyncIteration[Any] = AsyncIteration(make)
         self._schema = schema
         self._started = False
+        #: how the Arrow stream exports a column of several kinds (``ScanResult.to_arrow``)
+        self.unions = unions
 
     @property
     def schema(self) -> ArrowSchema:
@@ -83,7 +112,7 @@ class BatchStream(Iterator[Any]):
         def batches() -> Iterator[Any]:
             with self._it:
                 for res in self._it:
-                    yield export_batch(res.unified_columns("struct"), res.num_rows)[1]
+                    yield export_batch(res.unified_columns(self.unions), res.num_rows)[1]
 
         return stream_of(schema, batches())
 
@@ -118,48 +147,109 @@ class SyncReader:
         return schema
 
     def scan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
-             limit: int | None = None, filters: Any = None) -> Any:
-        return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
-                                    limit=limit))
+             limit: int | None = None, filters: Any = None, max_requests: int | None = None,
+             max_bytes: int | None = None, on_progress: Progress = None) -> Any:
+        """The rows of ``columns`` (all when None) that ``filter`` keeps (an expression,
+        its text, or pyarrow's list form as ``filters=``), of ``rows`` (a slice), the
+        first ``limit``: a :class:`~csup_async.ScanResult`.  ``max_requests`` and
+        ``max_bytes`` refuse, before any data request, a read that would pass them
+        (BudgetError); ``on_progress`` is called with the bytes and files done.  As
+        :meth:`csup_async.Reader.scan`, blocking."""
+        spent = budget(max_requests, max_bytes, on_progress)
+        if not spent:
+            return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
+                                        limit=limit))
+        expr = as_expr(filter, filters, self.path)
+        return run(metered_verbs(self.reader).scan(columns, filter=expr, rows=rows,
+                                                   limit=limit, **spent))
+
+    def to_arrow(self, columns: Columns = None, *, filter: Any = None,
+                 limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
+        """``scan(...)`` as one pyarrow Table (:meth:`ScanResult.to_arrow`)."""
+        return self.scan(columns, filter=filter, filters=filters, limit=limit,
+                         **budget_options).to_arrow()
 
     def plan(self, columns: Columns = None, *, filter: Any = None, rows: slice | None = None,
              limit: int | None = None, filters: Any = None) -> Any:
+        """The reads ``scan`` with the same arguments makes, and why (``.explain()``):
+        from metadata, nothing is read."""
         return run(self.reader.plan(columns, filter=filter, filters=filters, rows=rows,
                                     limit=limit))
 
-    def take(self, indices: Any, columns: Columns = None) -> Any:
-        return run(self.reader.take(indices, columns))
+    def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
+             max_bytes: int | None = None, on_progress: Progress = None) -> Any:
+        """The rows at ``indices`` (row numbers from 0, any order, repeats allowed), in
+        the order given; only the segments holding them are read.  Budget and progress
+        as for :meth:`scan`."""
+        spent = budget(max_requests, max_bytes, on_progress)
+        if not spent:
+            return run(self.reader.take(indices, columns))
+        return run(metered_verbs(self.reader).take(indices, columns, **spent))
 
-    def count_rows(self) -> int:
-        n: int = run(self.reader.count_rows())
-        return n
+    def count_rows(self, filter: Any = None, *, filters: Any = None,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Progress = None) -> int:
+        """Rows of the object (that ``filter`` keeps): from metadata when it can be; a
+        filter reads only its own columns, of the zones it may match.  Budget and
+        progress as for :meth:`scan`."""
+        spent = budget(max_requests, max_bytes, on_progress)
+        expr = as_expr(filter, filters, self.path)
+        if expr is None:
+            n: int = run(self.reader.count_rows(**spent))
+            return n
+        from ..datasets.fragment import Fragment
+
+        frag = Fragment(self.reader.key, reader=self.reader)
+        if not spent:
+            n = run(frag.count_rows(expr))
+            return n
+        return int(run(frag.scan(Fragment.filter_paths(expr, self.reader), filter=expr,
+                                 **spent)).num_rows)
 
     def read_rows(self) -> list[Any]:
+        """Every row as Python values (records as dicts): exact, absent fields left out."""
         rows: list[Any] = run(self.reader.read_rows())
         return rows
 
     def read_values(self) -> list[Any]:
+        """Every row as a typed :class:`~csup_async.values.Value`."""
         values: list[Any] = run(self.reader.read_values())
         return values
 
     def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
                      prefetch: int | None = None, filter: Any = None,
-                     filters: Any = None) -> BatchStream:
-        """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy)."""
+                     filters: Any = None, max_requests: int | None = None,
+                     max_bytes: int | None = None, on_progress: Progress = None,
+                     unions: str = "struct") -> BatchStream:
+        """``Reader.iter_batches`` as a :class:`BatchStream` (bounded memory, lazy):
+        results of at most ``batch_rows`` rows.  Budget and progress as for :meth:`scan`
+        (checked before each wave of requests); ``unions``: how its Arrow stream exports
+        a column of several kinds (as ``ScanResult.to_arrow``)."""
+        from ..scan.result import check_unions
+
         filter = as_expr(filter, filters, self.path)
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+        check_batch_rows(batch_rows)
+        check_unions(unions)
         r = self.reader
+        spent = budget(max_requests, max_bytes, on_progress)
+        verbs = metered_verbs(r) if spent else r
+
+        def schema() -> ArrowSchema:
+            if unions == "struct":
+                return r.schema.arrow(columns)  # type: ignore[no-any-return]
+            # the types every batch has, unified as the stream exports them (no rows read)
+            return ArrowSchema(run(r.scan(columns, limit=0)).unified_columns(unions))
+
         return BatchStream(
-            lambda: r.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
-                                   filter=filter),
-            lambda: r.schema.arrow(columns))
+            lambda: verbs.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
+                                       filter=filter, **spent), schema, unions)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every column, batch by batch (``duckdb.sql("select ... from r")``)."""
         return self.iter_batches().__arrow_c_stream__(requested_schema)
 
     def close(self) -> None:
+        """Close the reader (and its store, when it owns one)."""
         run(self.reader.close())
 
     def __enter__(self) -> SyncReader:
@@ -184,27 +274,45 @@ class SyncDataset:
         return files
 
     def arrow_schema(self, columns: Columns = None) -> ArrowSchema:
-        """The Arrow schema of ``scan(columns)``: every file's types combined (a scan
-        that reads no rows)."""
-        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).columns)
+        """The Arrow schema of ``scan(columns)``: every file's types combined, as a
+        scan's batches export them (a scan that reads no rows: metadata only)."""
+        return ArrowSchema(run(self.dataset.scan(columns, limit=0)).unified_columns("struct"))
 
     def scan(self, columns: Columns = None, *, filter: Any = None,
-             limit: int | None = None, filters: Any = None) -> Any:
-        return run(self.dataset.scan(columns, filter=as_expr(filter, filters), limit=limit))
+             limit: int | None = None, filters: Any = None, rows: slice | None = None,
+             max_requests: int | None = None, max_bytes: int | None = None,
+             on_progress: Progress = None) -> Any:
+        """Rows of every file in file order (``Dataset.scan``): those ``filter`` keeps,
+        of the dataset's ``rows``, the first ``limit``; budget and progress over every
+        file."""
+        return run(self.dataset.scan(columns, filter=as_expr(filter, filters), limit=limit,
+                                     rows=rows, **budget(max_requests, max_bytes,
+                                                         on_progress)))
+
+    def to_arrow(self, columns: Columns = None, *, filter: Any = None,
+                 limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
+        """``scan(...)`` as one pyarrow Table."""
+        return self.scan(columns, filter=filter, filters=filters, limit=limit,
+                         **budget_options).to_arrow()
 
     def plan(self, columns: Columns = None, *, filter: Any = None,
              filters: Any = None) -> Any:
+        """Which files contribute and what each reads (``Dataset.plan``): metadata only."""
         return run(self.dataset.plan(columns, filter=as_expr(filter, filters)))
 
-    def take(self, indices: Any, columns: Columns = None) -> Any:
+    def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
+             max_bytes: int | None = None, on_progress: Progress = None) -> Any:
         """Rows by their number over every file in file order (``Dataset.take``)."""
-        return run(self.dataset.take(indices, columns))
+        return run(self.dataset.take(indices, columns,
+                                     **budget(max_requests, max_bytes, on_progress)))
 
-    def count_rows(self, filter: Any = None) -> int:
-        n: int = run(self.dataset.count_rows(filter))
+    def count_rows(self, filter: Any = None, *, filters: Any = None) -> int:
+        """Rows of every file (that ``filter`` keeps): from metadata where it can be."""
+        n: int = run(self.dataset.count_rows(as_expr(filter, filters)))
         return n
 
     def head(self, n: int = 5, columns: Columns = None, *, filter: Any = None) -> Any:
+        """The first ``n`` rows in file order (of those ``filter`` keeps)."""
         return run(self.dataset.head(n, columns, filter=filter))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
@@ -213,6 +321,7 @@ class SyncDataset:
         return self.scan().__arrow_c_stream__(requested_schema)
 
     def close(self) -> None:
+        """Close every file's reader (and the store, when the dataset owns it)."""
         run(self.dataset.close())
 
     def __enter__(self) -> SyncDataset:
@@ -254,12 +363,15 @@ def is_many(source: str | Sequence[str]) -> bool:
 
 def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = None,
          rows: slice | None = None, limit: int | None = None, filters: Any = None,
-         **options: Any) -> Any:
+         max_requests: int | None = None, max_bytes: int | None = None,
+         on_progress: Progress = None, **options: Any) -> Any:
     """Read ``columns`` of a CSUP object, or of several (a list, glob or prefix), and
     close it: a :class:`ScanResult`, without ``await``; works in a script and in a
     notebook (whose loop is running) alike.  Arguments as ``scan`` (``filters=``:
-    pyarrow's list form); ``options`` as ``open`` (or ``open_dataset`` for several
+    pyarrow's list form; ``max_requests``/``max_bytes``/``on_progress``: the read's
+    budget and progress); ``options`` as ``open`` (or ``open_dataset`` for several
     objects)."""
+    spent = budget(max_requests, max_bytes, on_progress)
     if is_many(source):
         if rows is not None:
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
@@ -268,7 +380,8 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             from ..datasets.dataset import open_dataset
 
             async with open_dataset(source, **options) as ds:
-                return await ds.scan(columns, filter=filter, filters=filters, limit=limit)
+                return await ds.scan(columns, filter=filter, filters=filters, limit=limit,
+                                     **spent)
 
         return run(scan_many())
 
@@ -276,7 +389,11 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         from ..readers.opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
-            return await r.scan(columns, filter=filter, filters=filters, rows=rows,
-                                limit=limit)
+            if not spent:
+                return await r.scan(columns, filter=filter, filters=filters, rows=rows,
+                                    limit=limit)
+            expr = as_expr(filter, filters, r.path)
+            return await metered_verbs(r).scan(columns, filter=expr, rows=rows, limit=limit,
+                                               **spent)
 
     return run(scan_one())

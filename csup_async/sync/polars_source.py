@@ -97,9 +97,13 @@ def _conjuncts(node: Any) -> list[Any]:
     return [node]
 
 
-def pushable_filter(predicate: Any) -> tuple[Any, bool]:
+def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset()
+                    ) -> tuple[Any, bool]:
     """``(filter, whole)``: the ``planner.filters`` expression for the parts of a polars
-    predicate that translate exactly (None if none do), and whether that is all of it."""
+    predicate that translate exactly (None if none do), and whether that is all of it.
+    A part naming a ``converted`` column (one of several kinds, which polars sees as
+    its supertype: a number as text...) is left to polars: the scan's filter compares
+    the values as they are stored."""
     if predicate is None:
         return None, True
     try:
@@ -113,8 +117,19 @@ def pushable_filter(predicate: Any) -> tuple[Any, bool]:
         except (_NotPushable, KeyError, TypeError, ValueError):
             whole = False
             continue
+        if converted and _names(expr) & converted:
+            whole = False
+            continue
         pushed = expr if pushed is None else pushed & expr
     return pushed, whole
+
+
+def _names(expr: Any) -> set[str]:
+    """The columns a filter names, spelled as a scan's result keys them."""
+    from planner.filters import columns_of
+    from planner.paths import format_path
+
+    return {format_path(p) for p in columns_of(expr)}
 
 
 def _polars() -> Any:
@@ -128,32 +143,51 @@ def _polars() -> Any:
     return pl
 
 
-def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
-                **options: Any) -> Any:
+def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
+                batch_rows: int = 65536,
+                max_requests: int | None = None, max_bytes: int | None = None,
+                on_progress: Any = None, unions: str = "supertype", **options: Any) -> Any:
     """A ``polars.LazyFrame`` over a CSUP object or several (a list, glob or prefix).
 
-    The schema comes from metadata (no data is read until the frame is collected);
+    ``columns`` are the frame's columns, as ``read(source, columns)`` gives them: a
+    dotted path asked for is one column named by its path (``"user.name"``); without
+    them, every top-level column (a record as a struct).  The schema comes from
+    metadata (no data is read until the frame is collected);
     each collect reads only the columns the query uses, with the predicate's exact
     parts as the scan's filter and its row limit pushed in.  One object read without
     a filter streams in batches of ``batch_rows`` rows (bounded memory); a filtered
-    read, and a dataset, is one scan handed over in batches.  ``options`` are those of
-    ``open`` (or ``open_dataset``).
+    read, and a dataset, is one scan handed over in batches.  ``max_requests``,
+    ``max_bytes`` and ``on_progress`` hold for each collect's read (as for ``scan``).
+    A column of several kinds takes the one type ``pl.read_ndjson`` gives it
+    (``unions="supertype"``: numbers float64, anything beside a string its text);
+    ``unions="struct"`` keeps each member as ``to_arrow`` does.  ``options`` are those
+    of ``open`` (or ``open_dataset``).
     """
     pl = _polars()
     from polars.io.plugins import register_io_source
 
-    from .facade import is_many, open_dataset_sync, open_sync
+    from ..scan.result import check_unions
+    from .facade import budget, check_batch_rows, is_many, open_dataset_sync, open_sync
+
+    check_batch_rows(batch_rows)
+    check_unions(unions)
+    spent = budget(max_requests, max_bytes, on_progress)
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
         source, **options)  # type: ignore[arg-type]
-    schema = pl.DataFrame(handle.scan(None, limit=0)).schema
+    empty = handle.scan(columns, limit=0)
+    schema = pl.DataFrame(empty.exported(unions)).schema
+    from ..arrays.model import has_union
+
+    # columns polars sees in another type than stored: no filter on them is pushed
+    converted = frozenset(p for p, a in empty.columns.items() if has_union(a.type))
     names = list(schema)
 
     def frames(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
         size = max(1, batch_size or batch_rows)
-        pushed, whole = pushable_filter(predicate)
+        pushed, whole = pushable_filter(predicate, converted)
         wanted = list(with_columns) if with_columns is not None else names
         if predicate is not None:
             needed = set(wanted) | set(predicate.meta.root_names())
@@ -161,8 +195,8 @@ def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
         else:
             read = wanted
         limit = n_rows if whole else None
-        for res in _results(handle, many, read, pushed, limit, size):
-            df = pl.DataFrame(res)
+        for res in _results(handle, many, read, pushed, limit, size, spent):
+            df = pl.DataFrame(res.exported(unions))
             if predicate is not None:
                 df = df.filter(predicate)
             df = df.select(wanted)
@@ -178,20 +212,21 @@ def scan_polars(source: str | Sequence[str], *, batch_rows: int = 65536,
 
 
 def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: int | None,
-             size: int) -> Iterator[Any]:
-    """Results of at most ``size`` rows for the columns, filter and limit."""
+             size: int, spent: dict[str, Any]) -> Iterator[Any]:
+    """Results of at most ``size`` rows for the columns, filter and limit (``spent``:
+    the read's budget and progress keywords)."""
     from planner.filters import FilterError
 
     if not many and pushed is None and limit is None:
-        with handle.iter_batches(columns, batch_rows=size) as batches:
+        with handle.iter_batches(columns, batch_rows=size, **spent) as batches:
             yield from batches
         return
     try:
-        res = handle.scan(columns, filter=pushed, limit=limit)
+        res = handle.scan(columns, filter=pushed, limit=limit, **spent)
     except FilterError:  # types the filter model will not compare: polars filters alone
         if pushed is None:
             raise
-        res = handle.scan(columns, limit=None)
+        res = handle.scan(columns, limit=None, **spent)
     for start in range(0, max(res.num_rows, 1), size):
         if res.num_rows == 0:
             yield res

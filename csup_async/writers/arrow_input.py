@@ -182,3 +182,114 @@ def parquet_values(path: str) -> ArrowValues:
 
     f = pq.ParquetFile(path)
     return ArrowValues(f.iter_batches())
+
+
+# ------------------------------------------------------- plain Arrow types ---
+# polars exports strings as string_view and lists of them as such; pyarrow makes
+# list_view, run-end encoded and dictionary arrays: types many Arrow kernels
+# (filter, take, the writer's own casts) have no implementation for.  The writer
+# takes each as the plain type holding the same values (views as large strings,
+# binaries and lists; run-end and dictionary arrays decoded), converted once, here.
+
+def _needs_plain(t: Any) -> bool:
+    pa = _pa()
+    ty = pa.types
+    if (ty.is_string_view(t) or ty.is_binary_view(t) or ty.is_run_end_encoded(t)
+            or ty.is_list_view(t) or ty.is_large_list_view(t)):
+        return True
+    if ty.is_dictionary(t):  # the writer reads a dictionary of plain values as it is
+        return _needs_plain(t.value_type)
+    if ty.is_list(t) or ty.is_large_list(t) or ty.is_fixed_size_list(t):
+        return _needs_plain(t.value_type)
+    if ty.is_struct(t):
+        return any(_needs_plain(f.type) for f in t)
+    if ty.is_map(t):
+        return _needs_plain(t.key_type) or _needs_plain(t.item_type)
+    return False
+
+
+def plain_array(arr: Any) -> Any:
+    """``arr`` (an Array) with every view, run-end and dictionary type inside it replaced
+    by the plain type holding the same values; ``arr`` itself when there is none."""
+    pa = _pa()
+    import pyarrow.compute as pc
+
+    t = arr.type
+    ty = pa.types
+    if not _needs_plain(t):
+        return arr
+    with arrow_error():
+        if ty.is_dictionary(t):  # its values made plain, then decoded (no take of views)
+            return pa.DictionaryArray.from_arrays(
+                arr.indices, plain_array(arr.dictionary)).dictionary_decode()
+        if ty.is_run_end_encoded(t):
+            return plain_array(pc.run_end_decode(arr))
+        if ty.is_string_view(t):
+            return arr.cast(pa.large_string())
+        if ty.is_binary_view(t):
+            return arr.cast(pa.large_binary())
+        if (ty.is_list(t) or ty.is_large_list(t) or ty.is_fixed_size_list(t)
+                or ty.is_list_view(t) or ty.is_large_list_view(t)):
+            # the values each list shows, in order (a view's may overlap or be out of
+            # order; flatten() gives them as the lists list them), then fresh offsets
+            values = plain_array(arr.flatten())
+            lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+            import numpy as np
+
+            offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+            mask = arr.is_null() if arr.null_count else None
+            if ty.is_large_list(t) or ty.is_large_list_view(t):
+                return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), values,
+                                                     mask=mask)
+            return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32), pa.int32()),
+                                            values, mask=mask)
+        if ty.is_struct(t):
+            children = [plain_array(c) for c in arr.flatten()]
+            return pa.StructArray.from_arrays(
+                children, fields=[pa.field(f.name, c.type, f.nullable)
+                                  for f, c in zip(t, children, strict=True)],
+                mask=arr.is_null() if arr.null_count else None)
+        if ty.is_map(t):
+            keys, items = plain_array(arr.keys), plain_array(arr.items)
+            return pa.MapArray.from_arrays(arr.offsets, keys, items,
+                                           mask=arr.is_null() if arr.null_count else None)
+    return arr
+
+
+def _plain_batch(batch: Any) -> Any:
+    pa = _pa()
+    cols = [plain_array(c) for c in batch.columns]
+    schema = pa.schema([pa.field(f.name, c.type, f.nullable)
+                        for f, c in zip(batch.schema, cols, strict=True)])
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def plain_arrow(data: Any) -> Any:
+    """An Arrow Table, RecordBatch or RecordBatchReader with plain types only (see
+    :func:`plain_array`): ``data`` itself when its schema has none to replace."""
+    pa = _pa()
+    schema = data.schema
+    if not any(_needs_plain(f.type) for f in schema):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return _plain_batch(data)
+    if isinstance(data, pa.Table):
+        batches = [_plain_batch(b) for b in data.to_batches()]
+        if batches:
+            return pa.Table.from_batches(batches)
+        empty = _plain_batch(pa.RecordBatch.from_pylist([], schema=schema))
+        return pa.Table.from_batches([], schema=empty.schema)
+    if isinstance(data, pa.RecordBatchReader):
+        first = next(iter(data), None)
+        if first is None:
+            empty = _plain_batch(pa.RecordBatch.from_pylist([], schema=schema))
+            return pa.RecordBatchReader.from_batches(empty.schema, iter([]))
+        head = _plain_batch(first)
+
+        def rest() -> Iterator[Any]:
+            yield head
+            for b in data:
+                yield _plain_batch(b)
+
+        return pa.RecordBatchReader.from_batches(head.schema, rest())
+    return data

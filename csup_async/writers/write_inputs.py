@@ -29,7 +29,9 @@ def writable(data: Any) -> Any:
         return _pandas(data, kind)
     if owner == "polars":
         return _polars(data, kind)
-    if owner == "pyarrow" or isinstance(data, Mapping):
+    if owner == "pyarrow":
+        return _plain(data)
+    if isinstance(data, Mapping):
         return data
     if isinstance(data, (str, bytes, bytearray, memoryview)):
         raise EncodeError(f"data is a {kind}, not rows (it would be written one "
@@ -60,7 +62,7 @@ def _pandas(data: Any, kind: str) -> Any:
     try:
         # the index is not data here (a RangeIndex would become a column of row numbers):
         # df.reset_index() keeps it as a column
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return _plain(pa.Table.from_pandas(data, preserve_index=False))
     except (pa.ArrowException, ValueError, TypeError) as e:
         raise EncodeError(f"cannot convert the pandas DataFrame to Arrow ({e}); pass "
                           "df.to_dict('records') to write its rows value by value") from None
@@ -83,10 +85,22 @@ def _arrow_stream(data: Any, kind: str, rows_hint: str) -> Any:
     """An object exporting the Arrow C stream interface, as a RecordBatchReader."""
     pa = _pyarrow(f"a {kind}", rows_hint)
     try:
-        return pa.RecordBatchReader.from_stream(data)
+        return _plain(pa.RecordBatchReader.from_stream(data))
     except (pa.ArrowException, ValueError, TypeError) as e:
         raise EncodeError(f"cannot read the {kind} as an Arrow stream of records ({e}); "
                           f"pass {rows_hint} to write its rows value by value") from None
+
+
+def _plain(data: Any) -> Any:
+    """Arrow input with its view, run-end and dictionary types made plain (the writer's
+    kernels have none for them: ``arrow_input.plain_arrow``)."""
+    import pyarrow as pa
+
+    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        from .arrow_input import plain_arrow
+
+        return plain_arrow(data)
+    return data
 
 
 def _pyarrow(what: str, rows_hint: str) -> Any:
