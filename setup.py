@@ -42,7 +42,12 @@ setup(
             "csup_async.decode._kernels",
             sources=["csup_async/decode/_kernels.c"],
             extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        )
+        ),
+        Extension(
+            "csup_async.writers._wkernels",
+            sources=["csup_async/writers/_wkernels.c"],
+            extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -39,6 +39,7 @@ _LAZY = {
     "open": "csup_async.readers.opening",
     "Reader": "csup_async.readers.reader",
     "write": "csup_async.writers.writing",
+    "convert": "csup_async.writers.converting",
     "Writer": "csup_async.writers.writer",
     "Value": "csup_async.model.values",
     "UnionValue": "csup_async.model.values",

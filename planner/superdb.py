@@ -94,7 +94,8 @@ class HeaderLayoutPlan:
             f"columns: {cols}",
             f"metadata (at open): {c.requests} request{'' if c.requests == 1 else 's'}, "
             f"{c.bytes_read:,} bytes: "
-            + ("the tail read (no trailer) and a head read" if c.head_read else
+            + (("the tail read (trailer and footer) and a head read" if self.version >= 23
+                else "the tail read (no trailer) and a head read") if c.head_read else
                "one read of the whole file")
             + f" held the header and metadata of {c.in_first_read} object"
             + ("" if c.in_first_read == 1 else "s")

@@ -119,6 +119,11 @@ def _add_convert(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
                    help="write each JSON/Python row under its own exact type (default: rows "
                         "that differ by nulls, missing fields or a conflicting field share "
                         "one fused type; CSUP output)")
+    c.add_argument("--copy", action="store_true",
+                   help="write one local CSUP (or BSUP) file as it is, without re-encoding, "
+                        "once its metadata reads: the way to upload an existing file "
+                        "(a CSUP file of this library is copied so anyway when no "
+                        "--segment-thresh/--skew-thresh/--no-compress is given)")
     c.add_argument("--infer-times", action="store_true",
                    help="write a JSON string field whose strings are all RFC 3339 "
                         "timestamps (with a Z or an offset) as time, decided per 8,192 rows "
@@ -218,11 +223,11 @@ _WHERE_HELP = (
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse what argparse cannot: an empty column list, a negative limit, bad paths.
     Errors show the usage of the sub-command ``p`` parsed (not the top level's)."""
-    from planner import InvalidPathError, parse_columns
-
     p = getattr(args, "command_parser", None) or p
 
     if getattr(args, "columns", None) is not None:
+        from planner import InvalidPathError, parse_columns  # not for convert: 0.1 s of import
+
         if not args.columns.strip():
             p.error("-c/--columns needs at least one column (leave it out for every column)")
         try:

@@ -33,6 +33,9 @@ def _convert(args: argparse.Namespace) -> int:
 
     out_kind = output_kind(args.output, args.to)
     remote = "://" in args.output and not args.output.startswith("file://")
+    if args.copy and out_kind != "csup":
+        raise UsageError("--copy writes a CSUP file as it is: the output must be .csup",
+                         path=args.output)
     if out_kind in ("parquet", "ndjson"):
         if remote:
             raise UsageError(f"{out_kind} output is a local file (write .csup to an object "
@@ -43,31 +46,70 @@ def _convert(args: argparse.Namespace) -> int:
         return 0
     first = args.input[0]
     label = f"converting {os.path.basename(first.rstrip('/')) or first}"
-    values = with_progress(input_values(args), label, args)
     if out_kind == "csup":
-        from ..writers.writing import write
-
-        opts: dict[str, Any] = {}
-        if args.segment_thresh:
-            opts["segment_thresh"] = args.segment_thresh
-        if args.skew_thresh:
-            opts["skew_thresh"] = args.skew_thresh
-        if args.no_compress:
-            opts["compress"] = False
-        if args.no_fuse:
-            opts["fuse"] = False
-        if args.infer_times:
-            opts["infer_times"] = True
-        if "://" in args.output and not args.output.startswith("file://"):
-            opts.update(source_options(args, args.output)[0])  # put through its store
-        n = write(args.output, values, **opts)
-    elif "://" in args.output and not args.output.startswith("file://"):
+        n = _convert_csup(args, label)
+    elif remote:
         raise UsageError("BSUP output is a local file (write .csup to an object store)",
                          path=args.output)
     else:
-        n = _write_bsup(args.output, values)
+        n = _write_bsup(args.output, with_progress(input_values(args), label, args))
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
+
+
+def _convert_csup(args: argparse.Namespace, label: str) -> int:
+    """To CSUP: one local file through ``csup_async.convert`` (JSON lines parsed into
+    columns, a CSUP file copied as it is when nothing in it changes, ``--copy``), CSUP
+    objects (a URL, a prefix, several) value by value."""
+    from ..writers.writing import write
+    from .progress import progress_bar
+
+    opts: dict[str, Any] = {}
+    if args.segment_thresh:
+        opts["segment_thresh"] = args.segment_thresh
+    if args.skew_thresh:
+        opts["skew_thresh"] = args.skew_thresh
+    if args.no_compress:
+        opts["compress"] = False
+    remote_out = "://" in args.output and not args.output.startswith("file://")
+    if remote_out:
+        opts.update(source_options(args, args.output)[0])  # put through its store
+    flags: dict[str, Any] = {}
+    if args.no_fuse:
+        flags["fuse"] = False
+    if args.infer_times:
+        flags["infer_times"] = True
+    src = args.input[0]
+    local = len(args.input) == 1 and ("://" not in src or src.startswith("file://")) and (
+        os.path.isfile(src.removeprefix("file://")))
+    if args.copy and not local:
+        raise UsageError("--copy takes one local file (CSUP or BSUP) to write as it is",
+                         path=src)
+    if local and not _budgeted(args):
+        from ..writers.converting import convert
+        from ..writers.inputs import kind_of
+
+        if args.copy:
+            return convert(src, args.output, copy=True, **opts)
+        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress
+        if kind_of(src.removeprefix("file://")) == "csup" and not writer_set:
+            return convert(src, args.output, **flags, **opts)  # copied when it is ours
+    values = input_values(args)
+    from ..writers.inputs import JsonFile
+
+    if isinstance(values, JsonFile):
+        with progress_bar(args, unit="rows") as bar:
+            if bar is not None:
+                task = bar.add_task(label, total=None)
+                values.on_rows = lambda n: bar.update(task, completed=n)
+            return write(args.output, values, **flags, **opts)
+    return write(args.output, with_progress(values, label, args), **flags, **opts)
+
+
+def _budgeted(args: argparse.Namespace) -> bool:
+    from .progress import budget_options
+
+    return bool(budget_options(args))
 
 
 def _convert_out(args: argparse.Namespace, kind: str) -> int:
@@ -160,9 +202,10 @@ async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
 
     if args.verify:
         await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
+    parts = getattr(r, "parts", ())  # CSUP v23: its parts and their fused types
     if args.json:
-        return json.dumps(file_json(r.meta, r.path))
-    return describe_file(r.meta, r.path) + ("\nverify: ok, every value decoded"
+        return json.dumps(file_json(r.meta, r.path, parts))
+    return describe_file(r.meta, r.path, parts) + ("\nverify: ok, every value decoded"
                                              if args.verify else "")
 
 

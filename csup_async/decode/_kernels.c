@@ -1224,6 +1224,174 @@ k_count_ranges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(ok);
 }
 
+/* ------------------------------------------------------------ intcomp --- */
+
+/* SuperDB's integer coding (Go package ronanh/intcomp, csup_async.superdb.intcomp):
+ * blocks of delta variable-byte values (fewer than 128 (256) values) or of
+ * bit-packed groups (a multiple of 128 (256) values: per 128 (256), a header word
+ * of four group widths, sign (zig-zag) bits and, for 64-bit signed, trailing-zero
+ * shifts, then each group's 32 (64) values packed LSB first), the last word the
+ * last block's length.  in: the segment's words (4 or 8 bytes each, whole);
+ * out: uint64 values, at least as many as the headers claim.  Returns the count,
+ * -1 for anything malformed (the numpy reference then says what). */
+static Py_ssize_t
+intcomp_decode(const u8 *buf, Py_ssize_t nbytes, int width, int is_signed,
+               uint64_t *out, Py_ssize_t cap)
+{
+    Py_ssize_t wb = width / 8;
+    if (nbytes % wb)
+        return -1;
+    Py_ssize_t nw = nbytes / wb;
+    if (nw == 0)
+        return 0;
+    nw -= 1; /* the last block's length */
+    const uint32_t *w32 = (const uint32_t *)buf;
+    const uint64_t *w64 = (const uint64_t *)buf;
+#define W(i) (width == 32 ? (uint64_t)w32[(i)] : w64[(i)])
+    uint64_t mask = width == 32 ? 0xFFFFFFFFull : ~0ull;
+    Py_ssize_t block = width == 32 ? 128 : 256, group = block / 4;
+    Py_ssize_t pos = 0, n = 0;
+    while (pos < nw) {
+        uint64_t head = W(pos), count, length;
+        if (width == 32) {
+            if (pos + 1 >= nw)
+                return -1;
+            count = head;
+            length = W(pos + 1);
+        } else {
+            count = head & 0xFFFFFFFFull;
+            length = head >> 32;
+        }
+        if (length < 1 || length > (uint64_t)(nw - pos))
+            return -1;
+        Py_ssize_t end = pos + (Py_ssize_t)length;
+        if (out == NULL) { /* counting only: the headers' claims */
+            if (count > (uint64_t)256 * (uint64_t)nw)
+                return -1;
+            n += (Py_ssize_t)count;
+            pos = end;
+            continue;
+        }
+        if (count > (uint64_t)(cap - n))
+            return -1;
+        if ((Py_ssize_t)count < block) {
+            Py_ssize_t p = pos + (width == 32 ? 2 : 1);
+            uint64_t acc = 0, prev = 0;
+            int shift = 0;
+            Py_ssize_t got = 0;
+            for (; p < end && got < (Py_ssize_t)count; p++) {
+                uint64_t word = W(p);
+                for (int k = (int)wb - 1; k >= 0 && got < (Py_ssize_t)count; k--) {
+                    uint64_t c = (word >> (8 * k)) & 0xFF;
+                    if (shift < 64)
+                        acc |= (c & 0x7F) << shift;
+                    shift += 7;
+                    if (!(c & 0x80)) {
+                        prev = (prev + acc) & mask;
+                        out[n + got++] = prev;
+                        acc = 0;
+                        shift = 0;
+                    }
+                }
+            }
+            if (got != (Py_ssize_t)count)
+                return -1;
+        } else {
+            if (count % block)
+                return -1;
+            Py_ssize_t p = pos + (width == 32 ? 3 : 2);
+            if (p > end)
+                return -1;
+            uint64_t prev = W(p - 1);
+            Py_ssize_t o = n;
+            for (uint64_t b = 0; b < count / block; b++) {
+                if (p >= end)
+                    return -1;
+                uint64_t h = W(p++);
+                for (int k = 0; k < 4; k++) {
+                    int sh = 24 - 8 * k;
+                    int bits = (int)((h >> sh) & 0x7F);
+                    int sign = (int)((h >> (sh + 7)) & 1);
+                    int ntz = (width == 64 && is_signed) ? (int)((h >> (56 - 8 * k)) & 0xFF) : 0;
+                    if (bits > width || ntz > bits)
+                        return -1;
+                    int bw = bits - ntz;
+                    if (p + bw > end)
+                        return -1;
+                    for (Py_ssize_t j = 0; j < group; j++) {
+                        uint64_t v = 0;
+                        if (bw) {
+                            uint64_t bit = (uint64_t)j * (uint64_t)bw;
+                            Py_ssize_t wi = (Py_ssize_t)(bit / width);
+                            int off = (int)(bit % width);
+                            v = W(p + wi) >> off;
+                            if (off + bw > width && wi + 1 < bw)
+                                v |= W(p + wi + 1) << (width - off);
+                            if (bw < 64)
+                                v &= (1ull << bw) - 1;
+                        }
+                        if (sign)
+                            v = (v >> 1) ^ (0 - (v & 1));
+                        v <<= ntz;
+                        prev = (prev + v) & mask;
+                        out[o++] = prev;
+                    }
+                    p += bw;
+                }
+            }
+        }
+        n += (Py_ssize_t)count;
+        pos = end;
+    }
+#undef W
+    return n;
+}
+
+static PyObject *
+k_intcomp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!check_args(nargs, 4, "intcomp"))
+        return NULL;
+    int width = (int)PyLong_AsLong(args[1]);
+    int is_signed = PyObject_IsTrue(args[2]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (width != 32 && width != 64)
+        Py_RETURN_NONE;
+    Py_buffer in, ov;
+    if (PyObject_GetBuffer(args[0], &in, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (args[3] == Py_None) { /* how many values the block headers claim */
+        Py_ssize_t total;
+        Py_BEGIN_ALLOW_THREADS
+        total = intcomp_decode((const u8 *)in.buf, in.len, width, is_signed, NULL, 0);
+        Py_END_ALLOW_THREADS
+        PyBuffer_Release(&in);
+        if (total < 0)
+            Py_RETURN_NONE;
+        return PyLong_FromSsize_t(total);
+    }
+    if (PyObject_GetBuffer(args[3], &ov, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&in);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = intcomp_decode((const u8 *)in.buf, in.len, width, is_signed, (uint64_t *)ov.buf,
+                       ov.len / 8);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ov);
+    PyBuffer_Release(&in);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(n);
+}
+
 /* ------------------------------------------------------------- module --- */
 
 static PyMethodDef methods[] = {
@@ -1263,6 +1431,8 @@ static PyMethodDef methods[] = {
      "take_lengths(offsets, idx, valid, out) -> total, or None for a bad index"},
     {"take_bytes", (PyCFunction)(void (*)(void))k_take_bytes, METH_FASTCALL,
      "take_bytes(offsets, data, idx, out_offsets, out) -> True if all in bounds"},
+    {"intcomp", (PyCFunction)(void (*)(void))k_intcomp, METH_FASTCALL,
+     "intcomp(segment, width, signed, out) -> values decoded into out (out None: counted), or None"},
     {NULL, NULL, 0, NULL},
 };
 

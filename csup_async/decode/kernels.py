@@ -45,6 +45,12 @@ def _load() -> ModuleType | None:
 _K = _load()
 
 
+def native_module() -> ModuleType | None:
+    """The C module in use (None: the numpy decoders), for the decoders of other formats
+    (SuperDB's intcomp) to hand it down."""
+    return _K
+
+
 def native_available() -> bool:
     """Whether the C decoders are in use (built, and not turned off by the env var)."""
     return _K is not None

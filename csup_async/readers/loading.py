@@ -15,6 +15,7 @@ from typing import Any
 import planner as P
 
 from ..format.csup import find_trailer, parse_reassembly
+from ..format.superdb.v23 import is_v23_tail
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -91,7 +92,8 @@ class Loading:
             if hit is not None and hit.meta.object_size == obj_size:
                 self._use_cached(hit, tail, t0)  # this tail read, the metadata parsed before
                 return
-        if is_header_layout(tail.data, tail.offset):  # SuperDB's: ``open`` reads it so
+        if is_header_layout(tail.data, tail.offset) or is_v23_tail(
+                tail.data, tail.offset, obj_size):  # SuperDB's: ``open`` reads it so
             raise HeaderLayout(tail, None, t0)
         try:
             try:

@@ -68,6 +68,13 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
                                   ) -> None:
+        from ..format.superdb.v23 import is_v23_tail
+
+        if is_v23_tail(tail.data, tail.offset, tail.info.size):
+            from .superdb23 import load_v23
+
+            await load_v23(self, tail, t0, head, FileView)
+            return
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -142,7 +149,9 @@ class HeaderLayoutReader(WholeObjectReader):
     # -------------------------------------------------------------- schema ---
     @property
     def schema(self) -> Any:
-        return HeaderLayoutSchema(self.meta)
+        from .superdb23 import fused_type
+
+        return HeaderLayoutSchema(self.meta, fused_type(getattr(self, "parts", ())))
 
     def _comps(self, paths: list[str]) -> list[tuple[str, ...]]:
         return [P.parse_path(p) if p else () for p in paths]
@@ -230,10 +239,22 @@ class HeaderLayoutReader(WholeObjectReader):
         buf, base = self._buf, obj.data_offset
         return lambda s: segment_bytes(buf.get(base + s.offset, s.size), s)
 
+    def _types(self, paths: list[str]) -> dict[str, Type]:
+        """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
+        from ..format.superdb.bsup5 import columnar
+
+        return {p: columnar(t) for p, t in super()._types(paths).items()}
+
+    def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
+        from ..format.superdb.v23 import ObjectMeta5
+
+        types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
+        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types)
+
     def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
                 ) -> dict[str, list[Any]]:
         """Each path's values over the rows of ``obj`` (bytes already held)."""
-        dec = Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect)
+        dec = self._decoder(obj, typed)
         tops = C.tops_of(obj)
         tags = C.row_tags(dec, obj)
         out: dict[str, list[Any]] = {}
@@ -252,7 +273,7 @@ class HeaderLayoutReader(WholeObjectReader):
         (:mod:`csup_async.scan.superdb.fastcols`), the others from their decoded values."""
         from ..scan.superdb import fastcols
 
-        dec = Decoder(obj.nodes, self._loader(obj), False, obj.header.dialect)
+        dec = self._decoder(obj, False)
         tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
         out: dict[str, A.Array] = {}
         slow = []
@@ -414,27 +435,49 @@ class HeaderLayoutReader(WholeObjectReader):
         out: list[Value] = []
         try:
             for o in self.meta.objects:
-                dec = Decoder(o.nodes, self._loader(o), True, o.header.dialect)
+                dec = self._decoder(o, True)
                 tops = C.tops_of(o)
                 types = [t for t, _ in root_types(o)]
                 tags = C.row_tags(dec, o)
-                parts = [[Value(t, v) for v in dec.values(top)]
-                         for t, top in zip(types, tops, strict=True)]
+                parts = [self._typed(dec, o, t, top) for t, top in zip(types, tops, strict=True)]
                 out.extend(parts[0] if len(parts) == 1 else C.interleave(tags, parts))
         except CsupError as e:
             raise e.with_path(self.path) from None
         return out
 
 
+    @staticmethod
+    def _typed(dec: Decoder, obj: ObjectMeta, t: Type, top: int) -> list[Value]:
+        """The values of top-level vector ``top``, each with its type: a v23 fusion
+        vector's values have their own subtypes."""
+        from ..scan.superdb.vectors23 import defuse
+
+        vals = dec.values(top)
+        if obj.header.version < 23:
+            return [Value(t, v) for v in vals]
+        return [Value(v.type, defuse(v.value, v.type)) if isinstance(v, Value)
+                else Value(t, defuse(v, t)) for v in vals]
+
+
 class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
-    def __init__(self, meta: SuperDBMeta) -> None:
+    def __init__(self, meta: SuperDBMeta, fused: Type | None = None) -> None:
+        from ..format.superdb.bsup5 import columnar
+
         self.meta = meta
         self.super_types = meta.super_types
+        #: CSUP v23: the type its footers hold, every value's type fused (None: older files)
+        self.fused_type = fused
+        self._columnar = tuple(columnar(t) for t in meta.super_types)
 
     def __str__(self) -> str:
-        return "\n".join(f"super type {i}: {t}" for i, t in enumerate(self.super_types))
+        lines = [f"super type {i}: {t}" for i, t in enumerate(self.super_types)]
+        if self.fused_type is not None:
+            from ..format.superdb.suptext import format_type
+
+            lines.append(f"fused type (footer): {format_type(self.fused_type)}")
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<Schema {len(self.super_types)} super types>"
@@ -446,11 +489,11 @@ class HeaderLayoutSchema:
 
         parsed = P.parse_columns(columns)
         paths = ([spelling for spelling, _ in parsed] if parsed is not None
-                 else P.top_level_paths(self.super_types))
+                 else P.top_level_paths(self._columnar))
         fields = []
         for p in paths:
             comps = P.parse_path(p) if p else ()
-            ts = [t for st in self.super_types if (t := C.type_at(st, comps)) is not None]
+            ts = [t for st in self._columnar if (t := C.type_at(st, comps)) is not None]
             t = unify(ts) if ts else NULL
             empty = unify_arrays(A.fold_nulls(A.from_pylist(t, [])), p, [])
             fields.append(pa.field(p, empty.to_arrow(fold=False).type))

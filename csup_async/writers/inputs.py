@@ -55,16 +55,7 @@ def read_json(path: str) -> Iterator[Any]:
     try:
         doc = json.loads(text, parse_int=ints)
     except json.JSONDecodeError:
-        doc = None
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                ints = _IntRange()
-                try:
-                    value = json.loads(line, parse_int=ints)
-                except json.JSONDecodeError as e:
-                    raise FormatError(f"line {i}: invalid JSON: {e.msg}", path=path) from None
-                ints.check(path, i)
-                yield value
+        yield from json_lines(text, path)
         return
     if ints.big is not None:
         ints.check(path, text.count("\n", 0, max(text.find(ints.big), 0)) + 1)
@@ -72,6 +63,37 @@ def read_json(path: str) -> Iterator[Any]:
         yield from doc
     else:
         yield doc
+
+
+def json_lines(text: str, path: str, first_line: int = 1) -> Iterator[Any]:
+    """The values of JSON lines (blank lines skipped), ``text``'s first line being line
+    ``first_line`` of ``path`` (for the errors)."""
+    for i, line in enumerate(text.splitlines(), first_line):
+        if line.strip():
+            ints = _IntRange()
+            try:
+                value = json.loads(line, parse_int=ints)
+            except json.JSONDecodeError as e:
+                raise FormatError(f"line {i}: invalid JSON: {e.msg}", path=path) from None
+            ints.check(path, i)
+            yield value
+
+
+class JsonFile:
+    """The values of a JSON/NDJSON file, keeping its path in ``.path``.
+
+    Iterating gives the values (:func:`read_json`: what every consumer understands);
+    ``csup_async.write`` looks at ``.path`` instead and parses the lines into columns
+    without a Python object per value (:mod:`csup_async.writers.ndjson`).  ``on_rows``, when
+    set, is called with the number of rows written so far (the CLI's progress line).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.on_rows: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        return read_json(self.path)
 
 
 def read_bsup(path: str) -> Iterator[Value]:
@@ -99,7 +121,7 @@ def read_values(path: str) -> Iterator[Any]:
         raise NotFoundError("no such file", path=path)  # exit code 3, as for objects
     kind = kind_of(path)
     if kind == "json":
-        return read_json(path)
+        return JsonFile(path)
     if kind == "bsup":
         return read_bsup(path)
     if kind == "parquet":

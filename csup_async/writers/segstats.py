@@ -179,6 +179,9 @@ def _varbinary_bounds(data: np.ndarray, valid: np.ndarray | None,
     """(min, max) of the non-null values, byte-wise, each cut to one byte past
     MAX_BOUND_BYTES (enough to cut it and to know it was cut)."""
     offsets = np.asarray(offsets, np.int64)
+    found = _native_min_max(data, valid, offsets)
+    if found is not None:
+        return found
     if offsets.size > _ARROW_FROM:
         found = _arrow_min_max(data, valid, offsets)
         if found is not None:
@@ -189,6 +192,26 @@ def _varbinary_bounds(data: np.ndarray, valid: np.ndarray | None,
         return None
     return (_extreme(data, starts, lengths, largest=False),
             _extreme(data, starts, lengths, largest=True))
+
+
+def _native_min_max(data: np.ndarray, valid: np.ndarray | None,
+                    offsets: np.ndarray) -> tuple[bytes, bytes] | None:
+    """The C loop's (min, max) (csup_async/writers/_wkernels.c), or None without it or with no
+    valid value (the callers below then decide)."""
+    try:
+        from ._wkernels import minmax
+    except ImportError:
+        return None
+    data = np.ascontiguousarray(data, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    mask = None if valid is None else np.ascontiguousarray(valid, np.bool_)
+    found = minmax(data, offsets, mask)
+    if found is None:
+        return None
+    lo, hi = found
+    cut = MAX_BOUND_BYTES + 1
+    return (data[offsets[lo]: min(offsets[lo + 1], offsets[lo] + cut)].tobytes(),
+            data[offsets[hi]: min(offsets[hi + 1], offsets[hi] + cut)].tobytes())
 
 
 #: Values from which Arrow's min/max kernel is worth importing pyarrow for.

@@ -22,7 +22,7 @@ from ..model.errors import ArgumentError, CsupError, EncodeError
 from .write_inputs import writable
 from .writer import Writer
 
-__all__ = ["WRITER_OPTIONS", "write"]
+__all__ = ["WRITER_OPTIONS", "write", "write_bytes"]
 
 #: The options the writer takes; any other option of a URL destination is its store's.
 WRITER_OPTIONS = frozenset({"segment_thresh", "skew_thresh", "compress", "statistics"})
@@ -59,6 +59,33 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = Tr
     try:
         return _write(dest, data, store, if_absent, options, fuse, infer_times)
     except CsupError as e:  # errors found before the destination is touched name it too
+        raise e.with_path(_shown(dest)) from None
+
+
+def write_bytes(dest: str | os.PathLike[str] | BinaryIO, data: bytes, *, store: Any = None,
+                if_absent: bool = False, **options: Any) -> None:
+    """Put the bytes of a finished file at ``dest`` the way :func:`write` puts the file it
+    makes (a temporary name renamed into place, one whole-object put, ``if_absent``);
+    ``options`` are a URL's store options (``csup_async.convert(copy=True)``)."""
+
+    def write_to(f: BinaryIO) -> int:
+        f.write(data)
+        return 0
+
+    try:
+        url = _url(dest)
+        if options and (url is None or store is not None):
+            raise ArgumentError(f"unknown option{'s' if len(options) > 1 else ''} "
+                                f"{', '.join(map(repr, sorted(options)))}")
+        if url is not None:
+            _write_object(url, write_to, {}, store, options, if_absent)
+        elif isinstance(dest, (str, os.PathLike)):
+            _write_file(_local(os.fspath(dest)), write_to, {}, if_absent)
+        elif if_absent:
+            raise ArgumentError("if_absent applies to a path or URL, not a file object")
+        else:
+            write_to(dest)
+    except CsupError as e:
         raise e.with_path(_shown(dest)) from None
 
 
@@ -194,7 +221,12 @@ def _columnar_writer(data: Any) -> Callable[..., int] | None:
 
 def _row_writer(data: Any, fuse: bool, infer_times: bool) -> Callable[..., int]:
     """Rows: Python values shredded in chunks; Arrow rows the columnar path cannot
-    take, value by value."""
+    take, value by value; a JSON file's lines parsed into columns
+    (:mod:`csup_async.writers.ndjson`)."""
+    from .inputs import JsonFile
+
+    if isinstance(data, JsonFile):
+        return lambda f, **options: _write_json(f, data, options, fuse, infer_times)
     if type(data).__module__.startswith("pyarrow"):
         from .arrow_input import arrow_values
 
@@ -209,6 +241,15 @@ def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
 
     with Writer(f, **options) as w:
         write_rows(w, rows, fuse, infer_times)
+    return w.rows
+
+
+def _write_json(f: BinaryIO, data: Any, options: dict[str, Any], fuse: bool,
+                infer_times: bool) -> int:
+    from .ndjson import write_ndjson
+
+    with Writer(f, **options) as w:
+        write_ndjson(w, data.path, fuse=fuse, infer_times=infer_times, on_rows=data.on_rows)
     return w.rows
 
 

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from csup_async.format.superdb.bsup2 import OptField
+from csup_async.format.superdb.bsup5 import RecRef
+from csup_async.format.superdb.suptext import format_type
 from csup_async.model.types import (
     ArrayType,
     EnumType,
@@ -70,26 +72,33 @@ def sup_text(t: Type, v: Any) -> str:
     return str(v)
 
 
-def super_json(t: Type, v: Any) -> Any:
-    if isinstance(v, UnionValue):
-        return super_json(v.type, v.value)
+def super_json(t: Type, v: Any, main: bool = False,
+               names: dict[str, Type] | None = None) -> Any:
+    """``main``: as super main prints (its type syntax; recursive types followed)."""
+    if names is None:
+        names = {}
     if v is None:
         return None
+    if isinstance(t, RecRef):
+        t = names[t.name]
     if isinstance(t, NamedType):
-        return super_json(t.inner, v)
-    if isinstance(t, ErrorType):
-        return {"error": super_json(t.inner, v)}
+        names.setdefault(t.name, t)
+        return super_json(t.inner, v, main, names)
+    if isinstance(t, ErrorType):  # before a union value inside it: error(null) is not null
+        return {"error": super_json(t.inner, v, main, names)}
+    if isinstance(v, UnionValue):
+        return super_json(v.type, v.value, main, names)
     if isinstance(t, UnionType):
         raise AssertionError(f"an untyped value {v!r} of union {t}")
     if isinstance(t, RecordType):
-        return {f.name: super_json(f.type, v[f.name]) for f in t.fields
+        return {f.name: super_json(f.type, v[f.name], main, names) for f in t.fields
                 if not (isinstance(f, OptField) and f.name not in v)}
     if isinstance(t, ArrayType | SetType):
-        return [super_json(t.elem, e) for e in v]
+        return [super_json(t.elem, e, main, names) for e in v]
     if isinstance(t, MapType):
         items = v.items() if isinstance(v, dict) else v
-        return {(k if isinstance(k, str) else sup_text(t.key, k)): super_json(t.value, x)
-                for k, x in items}
+        return {(k if isinstance(k, str) else sup_text(t.key, k)):
+                super_json(t.value, x, main, names) for k, x in items}
     if isinstance(t, EnumType):
         return v
     assert isinstance(t, PrimitiveType), t
@@ -103,5 +112,5 @@ def super_json(t: Type, v: Any) -> Any:
     if name in ("ip", "net"):
         return str(v)
     if name == "type":
-        return f"<{v}>"
+        return f"<{format_type(v) if main else v}>"
     return v

@@ -270,6 +270,11 @@ def _parsed(v: Any, parse: Callable[[str], Any]) -> Any:
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
+def as_int(name: str, v: Any) -> int:
+    """``v`` as the integer a ``name`` (an integer, time or duration type) holds."""
+    return _as_int(name, v)
+
+
 def _as_int(name: str, v: Any) -> int:
     if isinstance(v, (bool, np.bool_)):
         raise EncodeError(f"{name} needs an integer, not bool")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .meta import VERSIONS, Node, ObjectMeta, SuperDBMeta, root_types
+from .meta import VERSIONS, Node, ObjectMeta, SuperDBMeta, node_len, root_types
 
 
 def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,
@@ -16,7 +16,8 @@ def _vector_lines(nodes: tuple[Node, ...], i: int, indent: str, label: str,
     what = f"{n.kind}" + (f" {n.type}" if n.type is not None else "") + (
         f" {n.name!r}" if n.name else "")
     extra = f", {len(segs)} seg, {stored:,} B" + (f", {lz4} lz4" if lz4 else "") if segs else ""
-    count = f" x{n.count:,}" if n.kind not in ("named", "error") and n.count < 1 << 32 - 1 else ""
+    count = f" x{node_len(nodes, i):,}" if n.kind not in ("named", "error") and (
+        n.count < 1 << 32 - 1) else ""
     out.append(f"{indent}{label}{what}{count}{extra}")
     if depth > 50:
         return
@@ -34,27 +35,42 @@ def _object_lines(k: int, o: ObjectMeta, out: list[str]) -> None:
     _vector_lines(o.nodes, h.root, "    ", "", out)
 
 
-def describe_file(meta: SuperDBMeta, path: str) -> str:
+def _part_lines(parts: tuple[Any, ...], out: list[str]) -> None:
+    from .suptext import format_type
+
+    for k, p in enumerate(parts):
+        out.append(f"part {k}: bytes {p.start:,}-{p.end:,}, footer at {p.footer:,}, "
+                   f"fused type {format_type(p.fused)}")
+
+
+def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> str:
     v = meta.version
+    layout = ("CSUP version 23 (objects, then a footer with the fused type and a trailer "
+              "per part)" if v >= 23 else "SuperDB CSUP (header layout)")
     lines = [
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
-        f"layout: SuperDB CSUP (header layout), written by {VERSIONS.get(v, 'super')}, "
-        f"header version {v}",
+        f"layout: {layout}, written by {VERSIONS.get(v, 'super')}, header version {v}",
+        *([f"parts: {len(parts)}"] if v >= 23 else []),
         f"objects: {len(meta.objects)}",
         f"rows: {meta.row_count:,}",
         f"super types: {len(meta.super_types)}",
         *(f"super type {i}: {t}" for i, t in enumerate(meta.super_types)),
     ]
+    _part_lines(parts, lines)
     for k, o in enumerate(meta.objects):
         _object_lines(k, o, lines)
     lines.append("statistics: min/max per vector in the metadata (filters skip objects by them)")
     return "\n".join(lines)
 
 
-def file_json(meta: SuperDBMeta, path: str) -> dict[str, Any]:
+def file_json(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> dict[str, Any]:
+    from .suptext import format_type
+
     v = meta.version
     return {
+        "parts": [{"start": p.start, "end": p.end, "footer": p.footer,
+                   "fused_type": format_type(p.fused)} for p in parts],
         "file": path, "size": meta.object_size, "rows": meta.row_count,
         "layout": "header", "writer": VERSIONS.get(v, "super"), "version": v,
         "objects": [{"offset": o.offset, "size": o.header.object_size,

@@ -13,6 +13,8 @@ a thousand small array operations, not a Python loop per value.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...model.errors import FormatError
@@ -134,6 +136,34 @@ def _decode(words: np.ndarray, width: int, signed: bool) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
 
 
+#: The C kernels (csup_async.decode._kernels), when the decode layer has handed them
+#: over (:func:`use_native`): this module sits below it and never imports it.
+_NATIVE: Any = None
+
+
+def use_native(kernels: Any) -> None:
+    """Decode with ``kernels.intcomp`` (None: numpy only)."""
+    global _NATIVE
+    _NATIVE = kernels if kernels is not None and hasattr(kernels, "intcomp") else None
+
+
+def _native(buf: bytes | memoryview, width: int, signed: bool) -> np.ndarray | None:
+    """The values by the C kernel (csup_async.decode._kernels.intcomp), or None (no
+    kernel, or bytes it refuses: the numpy path below then says what is wrong)."""
+    k = _NATIVE
+    if k is None:
+        return None
+    wb = width // 8
+    if len(buf) % wb or not len(buf):
+        return None
+    total = k.intcomp(buf, width, signed, None)  # the block headers' claims, checked
+    if total is None:
+        return None
+    out = np.empty(total, dtype=np.uint64)
+    got = k.intcomp(buf, width, signed, out)
+    return out if got == total else None
+
+
 def _words(buf: bytes | memoryview, width: int) -> np.ndarray:
     size = width // 8
     if len(buf) % size:
@@ -143,12 +173,97 @@ def _words(buf: bytes | memoryview, width: int) -> np.ndarray:
 
 def uint32s(buf: bytes | memoryview) -> np.ndarray:
     """The uint32 values (offsets, tags, counts, runs) of a segment, as int64."""
+    got = _native(buf, 32, False)
+    if got is not None:
+        return got.view(np.int64)
     return _decode(_words(buf, 32), 32, False).astype(np.int64)
 
 
 def uint64s(buf: bytes | memoryview) -> np.ndarray:
+    got = _native(buf, 64, False)
+    if got is not None:
+        return got
     return _decode(_words(buf, 64), 64, False)
 
 
 def int64s(buf: bytes | memoryview) -> np.ndarray:
+    got = _native(buf, 64, True)
+    if got is not None:
+        return got.view(np.int64)
     return _decode(_words(buf, 64), 64, True).view(np.int64)
+
+
+# ---------------------------------------------------------------- writing ---
+def _groups7(d: np.ndarray) -> np.ndarray:
+    """How many 7-bit bytes each (unsigned) value takes in variable-byte coding."""
+    nb = np.ones(d.size, dtype=np.int64)
+    for g in range(1, 10):
+        nb += (d >> np.uint64(7 * g)) != 0
+    return nb
+
+
+def encode(values: np.ndarray | list[int], width: int) -> bytes:
+    """Values in intcomp's layout as delta variable-byte blocks (``super``'s decoder reads
+    any sequence of blocks; blocks of fewer than 128 (256) values are variable-byte
+    coded, each delta from the previous value of its block, the first from 0), ending
+    with the last block's length in words.  Signed values are passed as their
+    two's-complement bits (deltas wrap at the word width, as the decoder's do)."""
+    vals = np.asarray(values)
+    if vals.dtype.kind == "i":
+        vals = vals.astype(np.int64).view(np.uint64)
+    vals = vals.astype(np.uint64)
+    n = vals.size
+    if n == 0:
+        return b""
+    wb = width // 8
+    block = 127 if width == 32 else 255
+    head = 2 if width == 32 else 1
+    mask = np.uint64((1 << width) - 1)
+    prev = np.zeros(n, dtype=np.uint64)
+    prev[1:] = vals[:-1]
+    first = np.arange(0, n, block)
+    prev[first] = 0
+    d = (vals - prev) & mask
+    nb = _groups7(d)
+    counts = np.diff(np.append(first, n))
+    bblock = np.add.reduceat(nb, first)  # bytes of each block's values
+    words = (bblock + wb - 1) // wb
+    lengths = head + words
+    # the data bytes, each block's starting on a word of its own, padded with 0x80
+    dstart = np.cumsum(words) - words
+    stream = np.full(int(words.sum()) * wb, 0x80, dtype=np.uint8)
+    blk = np.repeat(np.arange(first.size), counts)
+    within = np.cumsum(nb) - nb - np.repeat(np.cumsum(bblock) - bblock, counts)
+    pos = dstart[blk] * wb + within
+    for g in range(10):
+        m = nb > g
+        if not m.any():
+            break
+        byte = ((d[m] >> np.uint64(7 * g)) & np.uint64(0x7F)).astype(np.uint8)
+        byte |= np.where(nb[m] - 1 > g, 0x80, 0).astype(np.uint8)
+        stream[pos[m] + g] = byte
+    data = stream.view(f">u{wb}").astype(np.uint64)
+    out = np.zeros(int(lengths.sum()) + 1, dtype=np.uint64)
+    hp = np.cumsum(lengths) - lengths
+    if width == 32:
+        out[hp] = counts
+        out[hp + 1] = lengths
+    else:
+        out[hp] = counts.astype(np.uint64) | (lengths.astype(np.uint64) << np.uint64(32))
+    if data.size:
+        idx = np.repeat(hp + head - dstart, words) + np.arange(data.size)
+        out[idx] = data
+    out[-1] = lengths[-1]
+    return out.astype(f"<u{wb}").tobytes()
+
+
+def encode_uint32s(values: np.ndarray | list[int]) -> bytes:
+    return encode(values, 32)
+
+
+def encode_int64s(values: np.ndarray | list[int]) -> bytes:
+    return encode(np.asarray(values, dtype=np.int64), 64)
+
+
+def encode_uint64s(values: np.ndarray | list[int]) -> bytes:
+    return encode(np.asarray(values, dtype=np.uint64), 64)

@@ -34,7 +34,7 @@ HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
 #: Header versions read here and the ``super`` release that writes each.  ``super``
 #: itself accepts only its own.  Version 14 (v0.2.0) differs from 16 only in its
 #: 28-byte header (no type section: no fusion types) and BSUP version 1 metadata.
-VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0"}
+VERSIONS = {14: "super v0.2.0", 16: "super v0.3.0", 23: "super main (2026)"}
 #: v0.1.0 wrote version 12 with the magic ``VNG\0`` and a vector kind for nulls: not read.
 OLDER = {12: "super v0.1.0"}
 MAX_META = 100 << 20
@@ -51,10 +51,16 @@ class Header:
 
     @property
     def size(self) -> int:
+        if self.version >= 23:  # "CSUP", version, section type, then the 36-byte header
+            return 9 + HEADER_SIZE
         return HEADER_SIZE if self.version >= 16 else 28
 
     @property
     def dialect(self) -> Dialect:
+        if self.version >= 23:
+            from .bsup5 import V5
+
+            return V5
         return V2 if self.version >= 16 else V1
 
     @property
@@ -76,9 +82,12 @@ def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
         known = ", ".join(f"{v} ({w})" for v, w in VERSIONS.items())
         raise FormatError(f"CSUP header version {version} at byte {at}{older}: this reader "
                           f"reads versions {known}")
-    need = HEADER_SIZE if version >= 16 else 28
+    need = 45 if version == 23 else HEADER_SIZE if version >= 16 else 28
     if len(buf) < need:
         raise TruncatedError(f"CSUP object header at byte {at} is cut short")
+    if version == 23:  # read from its parts' trailers (readers.superdb23), not a chain
+        raise FormatError(f"CSUP version 23 at byte {at} without the trailer a v23 file ends "
+                          "in (truncated?)")
     if version >= 16:
         meta, types, data, root = struct.unpack_from("<QQQI", buf, 8)
     else:
@@ -163,7 +172,7 @@ class SuperDBMeta:
         return sum(o.length for o in self.objects)
 
 
-def _seg(d: Any, what: str) -> Seg:
+def seg_of(d: Any, what: str) -> Seg:
     try:
         off, length, mem, fmt = (int(d[k]) for k in
                                  ("Offset", "Length", "MemLength", "CompressionFormat"))
@@ -190,11 +199,11 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
                 d.get("Type"), Type):
             raise FormatError(f"{what}: {t.name} metadata's Type is not a type")
         if kind in ("int", "uint", "float", "primitive"):
-            return Node(kind, int(d["Count"]), (("values", _seg(d["Location"], what)),),
+            return Node(kind, int(d["Count"]), (("values", seg_of(d["Location"], what)),),
                         type=d["Type"], min=d.get("Min"), max=d.get("Max"))
         if kind == "bytes":
-            return Node(kind, int(d["Count"]), (("bytes", _seg(d["Bytes"], what)),
-                                                ("offsets", _seg(d["Offsets"], what))),
+            return Node(kind, int(d["Count"]), (("bytes", seg_of(d["Bytes"], what)),
+                                                ("offsets", seg_of(d["Offsets"], what))),
                         type=d["Type"], min=d.get("Min"), max=d.get("Max"))
         if kind == "const":
             rt = t.inner
@@ -203,31 +212,31 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
                 raise FormatError(f"{what}: Const metadata lacks its value")
             return Node(kind, int(d["Count"]), type=f.type, value=d["Value"])
         if kind == "dict":
-            return Node(kind, int(d["Length"]), (("counts", _seg(d["Counts"], what)),
-                                                 ("index", _seg(d["Index"], what))),
+            return Node(kind, int(d["Length"]), (("counts", seg_of(d["Counts"], what)),
+                                                 ("index", seg_of(d["Index"], what))),
                         kids=(int(d["Values"]),))
         if kind == "record":
             fs = d["Fields"]
             return Node(kind, int(d["Length"]),
-                        tuple((f"nones:{i}", _seg(f["Nones"], what)) for i, f in enumerate(fs)
+                        tuple((f"nones:{i}", seg_of(f["Nones"], what)) for i, f in enumerate(fs)
                               if f["Opt"]),
                         kids=tuple(int(f["Values"]) for f in fs),
                         fields=tuple((str(f["Name"]), bool(f["Opt"])) for f in fs))
         if kind in ("array", "set"):
-            return Node(kind, int(d["Length"]), (("lengths", _seg(d["Lengths"], what)),),
+            return Node(kind, int(d["Length"]), (("lengths", seg_of(d["Lengths"], what)),),
                         kids=(int(d["Values"]),))
         if kind == "map":
-            return Node(kind, int(d["Length"]), (("lengths", _seg(d["Lengths"], what)),),
+            return Node(kind, int(d["Length"]), (("lengths", seg_of(d["Lengths"], what)),),
                         kids=(int(d["Keys"]), int(d["Values"])))
         if kind in ("union", "dynamic"):
-            return Node(kind, int(d["Length"]), (("tags", _seg(d["Tags"], what)),),
+            return Node(kind, int(d["Length"]), (("tags", seg_of(d["Tags"], what)),),
                         kids=ids(d["Values"]))
         if kind == "named":
             return Node(kind, kids=(int(d["Values"]),), name=str(d["Name"]))
         if kind == "error":
             return Node(kind, kids=(int(d["Values"]),))
         if kind == "fusion":
-            return Node(kind, (("subtypes", _seg(d["Subtypes"], what)),),
+            return Node(kind, segs=(("subtypes", seg_of(d["Subtypes"], what)),),
                         kids=(int(d["Values"]),))
     except (KeyError, TypeError, ValueError, AttributeError):
         raise FormatError(f"{what}: {t.name} metadata lacks a field it needs") from None
@@ -256,37 +265,55 @@ def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> Obje
 
 def node_len(nodes: tuple[Node, ...], i: int) -> int:
     n = nodes[i]
-    while n.kind in ("named", "error", "fusion"):
+    while n.kind in ("named", "error", "fusion", "enum", "any"):
         n = nodes[n.kids[0]]
     return n.count
 
 
-def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0) -> Type:
+def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
+              names: tuple[str, ...] = ()) -> Type:
     """The super type of the values of vector ``i`` (not for the root Dynamic)."""
     if depth > 200:
         raise FormatError("CSUP vectors nested too deeply")
     n = nodes[i]
     d = depth + 1
+    if (n.kind == "named" and n.name in names) or (
+            n.kind == "empty" and isinstance(n.type, NamedType) and n.type.name in names):
+        from .bsup5 import RecRef  # v23: a recursive type's own name inside it
+
+        return RecRef(n.name or n.type.name)  # type: ignore[union-attr]
     if n.type is not None:
         return n.type
+    if n.kind == "any":
+        from .bsup5 import ALL_T
+
+        return ALL_T
     if n.kind == "fusion":  # values of the supertype (absent optional fields left out)
-        return node_type(nodes, n.kids[0], d)
+        return node_type(nodes, n.kids[0], d, names)
     if n.kind == "dict":
-        return node_type(nodes, n.kids[0], d)
+        return node_type(nodes, n.kids[0], d, names)
     if n.kind == "record":
-        return RecordType(tuple((OptField if opt else Field)(name, node_type(nodes, k, d))
-                                for (name, opt), k in zip(n.fields, n.kids, strict=True)))
+        out = []
+        for (name, opt), k in zip(n.fields, n.kids, strict=True):
+            ft = node_type(nodes, k, d, names)
+            if not opt and isinstance(ft, UnionType) and any(
+                    str(m) == "none" for m in ft.types):  # v23: x?:T is x:T|none
+                from .bsup5 import option_parts
+
+                ft, opt = option_parts(ft)
+            out.append((OptField if opt else Field)(name, ft))
+        return RecordType(tuple(out))
     if n.kind in ("array", "set"):
-        e = node_type(nodes, n.kids[0], d)
+        e = node_type(nodes, n.kids[0], d, names)
         return ArrayType(e) if n.kind == "array" else SetType(e)
     if n.kind == "map":
-        return MapType(node_type(nodes, n.kids[0], d), node_type(nodes, n.kids[1], d))
+        return MapType(node_type(nodes, n.kids[0], d, names), node_type(nodes, n.kids[1], d, names))
     if n.kind == "union":
-        return UnionType(tuple(node_type(nodes, k, d) for k in n.kids))
+        return UnionType(tuple(node_type(nodes, k, d, names) for k in n.kids))
     if n.kind == "named":
-        return NamedType(n.name, node_type(nodes, n.kids[0], d))
+        return NamedType(n.name, node_type(nodes, n.kids[0], d, (*names, n.name)))
     if n.kind == "error":
-        return ErrorType(node_type(nodes, n.kids[0], d))
+        return ErrorType(node_type(nodes, n.kids[0], d, names))
     raise UnsupportedTypeError(f"vectors of kind {n.kind} are not supported")
 
 

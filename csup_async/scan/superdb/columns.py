@@ -38,7 +38,7 @@ def resolve(nodes: tuple[Node, ...], top: int, comps: tuple[str, ...]) -> Target
     i, k = top, 0
     while k < len(comps):
         n = nodes[i]
-        if n.kind in ("named", "error"):
+        if n.kind in ("named", "error", "fusion"):  # fusion: into its supertype's values
             i = n.kids[0]
             continue
         if n.kind != "record":
@@ -77,6 +77,8 @@ def _segs(nodes: tuple[Node, ...], i: int, seen: set[int]) -> Iterator[Seg]:
         yield s
     for k in n.kids:
         yield from _segs(nodes, k, seen)
+    if n.kind == "fusion" and isinstance(n.value, int):  # v23: the values' subtypes
+        yield from _segs(nodes, n.value, seen)
 
 
 def file_segment(obj: ObjectMeta, s: Seg) -> Segment:
@@ -117,6 +119,7 @@ def target_values(dec: Decoder, obj: ObjectMeta, t: Target, count: int) -> list[
         rec = obj.nodes[t.opt[0]]
         runs = dec.seg(rec, f"nones:{t.opt[1]}") if rec.seg(f"nones:{t.opt[1]}") else b""
         vals = spread(vals, intcomp.uint32s(runs).tolist() if runs else [], rec.count)
+    if t.opt is not None or any(v is NONE for v in vals):  # absent (v23: a none member)
         vals = [None if v is NONE else v for v in vals]
     if t.rest:
         vals = [lookup(v, t.rest) for v in vals]

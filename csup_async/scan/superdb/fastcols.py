@@ -30,7 +30,7 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
     """The values of vector ``i``: a numpy array (numbers) or (offsets, data) (strings)."""
     nodes = dec.nodes
     n = nodes[i]
-    while n.kind == "named":
+    while n.kind in ("named", "fusion"):
         n = nodes[n.kids[0]]
     if n.kind == "dict":
         entries = _leaf(dec, n.kids[0], name, C.node_len_of_nodes(nodes, n.kids[0]))
@@ -81,10 +81,47 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
         if raw.size != 2 * count or (raw[0::2] != 2).any() or (raw[1::2] > 1).any():
             return None  # let the general path say what is wrong
         return (raw[1::2].astype(bool),)
+    if n.kind == "bool" and name == "bool":  # v23: bits in 64-bit words
+        raw = np.frombuffer(dec.seg(n, "values"), dtype=np.uint8)
+        if raw.size * 8 < count:
+            return None
+        return (np.unpackbits(raw, bitorder="little")[:count].astype(bool),)
     if n.kind == "float":
         raw = dec.seg(n, "values")
         return (np.frombuffer(raw, dtype="<f8").astype(_NUMERIC[name]),)
     return None
+
+
+def _nullable(dec: Decoder, i: int, name: str, count: int, t: Type) -> A.Array | None:
+    """A v23 union of a primitive and null (super main's nullable column): its member's
+    values spread over the rows its tags say, null elsewhere (None: not such a union)."""
+    nodes = dec.nodes
+    n = nodes[i]
+    while n.kind in ("named", "fusion"):
+        n = nodes[n.kids[0]]
+    if n.kind != "union" or len(n.kids) != 2 or n.count != count:
+        return None
+    kinds = [nodes[k].kind for k in n.kids]
+    if "null" not in kinds:
+        return None
+    j = 1 - kinds.index("null")
+    tags = dec.union_tag_array(n)
+    if tags.size != count:
+        return None
+    mask = tags == j
+    got = _leaf(dec, n.kids[j], name, int(mask.sum()))
+    if got is None or got == ():
+        return None
+    if name not in _STRINGS:
+        out = np.zeros(count, dtype=got[0].dtype)
+        out[mask] = got[0]
+        return A.PrimitiveArray(t, out, mask)
+    src_offs, src = got
+    lens = np.zeros(count, dtype=np.int64)
+    lens[mask] = np.diff(src_offs)
+    offs = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    return A.BinaryArray(t, offs, np.asarray(src[:int(src_offs[-1])]), mask)
 
 
 def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
@@ -104,6 +141,10 @@ def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
             continue
         if target.rest or target.opt is not None:
             return None
+        if len(tops) == 1:
+            nullable = _nullable(dec, target.node, name, count, t)
+            if nullable is not None:
+                return nullable
         got = _leaf(dec, target.node, name, count)
         if got is None:
             return None

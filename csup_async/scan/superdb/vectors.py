@@ -20,14 +20,23 @@ import numpy as np
 from ...format.bsup import iter_tagged
 from ...format.superdb import intcomp
 from ...format.superdb.bsup2 import V2, Dialect, decode_primitive2, decode_value
+from ...format.superdb.bsup5 import NONE as _NONE
 from ...format.superdb.meta import Node, Seg, node_len, node_type
 from ...model.errors import FormatError, UnsupportedTypeError
 from ...model.kinds import key_hashable
 from ...model.types import EnumType, PrimitiveType, Type, underlying
 from ...model.values import UnionValue, strip_unions
 
+
+def _use_native_intcomp() -> None:
+    from ...decode import kernels
+
+    intcomp.use_native(kernels.native_module())
+
+
+_use_native_intcomp()
 Load = Callable[[Seg], bytes]
-NONE = object()  # an absent optional field (left out of its record's dict)
+NONE = _NONE  # an absent optional field (left out of its record's dict)
 _EMPTY_COUNT = 0xFFFFFFFF  # a bytes vector of no values claims len(offsets) - 1 = -1
 
 
@@ -50,8 +59,9 @@ class Decoder:
     """Decodes the vectors of one object (``nodes``) through ``load``."""
 
     def __init__(self, nodes: tuple[Node, ...], load: Load, typed: bool = False,
-                 dialect: Dialect = V2) -> None:
+                 dialect: Dialect = V2, types: Callable[[], Any] | None = None) -> None:
         self.nodes, self.load, self.typed, self.dialect = nodes, load, typed, dialect
+        self.types = types  # v23: the object's typedefs table, on demand
 
     def expect(self, i: int, want: int, what: str) -> None:
         """Refuse a child vector whose length disagrees with its parent's before decoding
@@ -118,11 +128,19 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
+        elif k == "fusion" and isinstance(n.value, int) and self.typed:  # v23: as its subtype
+            from . import vectors23
+
+            out = vectors23.fusion_values(self, n, d)
         elif k in ("named", "error", "fusion"):  # fusion: the supertype's values
             out = self.values(n.kids[0], d)
+        elif k in V23_KINDS:
+            from . import vectors23
+
+            out = vectors23.values(self, n, d)
         else:
             raise UnsupportedTypeError(f"vectors of kind {k} are not supported")
-        want = len(out) if k in ("named", "error", "fusion") or (
+        want = len(out) if k in ("named", "error", "fusion", "enum", "any") or (
             k == "bytes" and n.count == _EMPTY_COUNT) else n.count
         if len(out) != want:
             raise FormatError(f"{k} vector holds {len(out)} values, its metadata says {want}")
@@ -156,8 +174,21 @@ class Decoder:
         return [{name: vals[r] for name, vals in cols if vals[r] is not NONE}
                 for r in range(n.count)]
 
+    def union_tags(self, n: Node) -> list[int]:
+        return self.union_tag_array(n).tolist()
+
+    def union_tag_array(self, n: Node) -> np.ndarray:
+        """A union's (or the root's) tag per value (int64); v23 stores the tags of a
+        two-member union as run lengths (see :func:`.vectors23.rle_tags`)."""
+        raw = self.seg(n, "tags")
+        if self.dialect.version >= 5 and n.kind == "union" and len(n.kids) == 2:
+            from .vectors23 import rle_tags
+
+            return rle_tags(intcomp.uint32s(raw) if raw else [], n.count)
+        return intcomp.uint32s(raw) if raw else np.zeros(0, dtype=np.int64)
+
     def _union(self, n: Node, d: int) -> list[Any]:
-        tags = intcomp.uint32s(self.seg(n, "tags")).tolist()
+        tags = self.union_tags(n)
         if len(tags) != n.count:
             raise FormatError(f"{n.kind} vector of {n.count} values has {len(tags)} tags")
         if tags and max(tags) >= len(n.kids):
@@ -176,8 +207,13 @@ class Decoder:
                 raise FormatError(f"{n.kind} tag {t} has no value")
             v = members[t][pos[t]]
             pos[t] += 1
-            out.append(UnionValue(t, types[t], v) if types is not None else v)
+            out.append(UnionValue(t, types[t], v) if types is not None and v is not NONE
+                       else v)
         return out
+
+
+V23_KINDS = frozenset(("bool", "ip", "net", "typevalue", "null", "none", "empty", "enum",
+                       "any"))
 
 
 def spread(vals: list[Any], runs: list[int], count: int) -> list[Any]:

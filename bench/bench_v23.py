@@ -1,0 +1,128 @@
+"""Reading CSUP version 23 (``super`` main's files) against the same rows in this
+library's own layout, local and over a simulated S3 (bench/netsim.py).
+
+Makes ``--rows`` rows of 6 columns (bench_superdb.rows: int64 ids, a float, a
+low-cardinality string, a free string, a bool, an int that is null one row in
+ten), writes them as CSUP v23 with ``super -f csup`` (super main under
+$CSUP_ASYNC_REAL_TOOLS or ~/.cache/csup-async/tools; without it, with
+csup_async's own v23 writer) and with ``csup_async.write``, then times, median
+of ``--runs``, alternating the two files in one process:
+
+* local files: ``scan(all)``, ``scan(id, score)``;
+* simulated S3 (nginx + the delay proxy, profile ``s3``, 50 ms, 100 MB/s): the
+  same scans, each with its open, requests and bytes counted at the server.
+
+    python bench/bench_v23.py --rows 200000 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "bench"))
+
+import netsim  # noqa: E402
+from bench_superdb import rows  # noqa: E402
+
+import csup_async  # noqa: E402
+
+RESULTS = HERE / "bench" / "results"
+SCANS = {"scan(all)": None, "scan(id,score)": ["id", "score"]}
+
+
+def super_main() -> Path | None:
+    root = Path(os.environ.get("CSUP_ASYNC_REAL_TOOLS")
+                or Path.home() / ".cache" / "csup-async" / "tools")
+    p = root / "super-main" / "super"
+    return p if p.exists() else None
+
+
+async def _scan(url: str, cols: list[str] | None, **opts) -> int:
+    async with csup_async.open(url, **opts) as r:
+        res = await r.scan(cols)
+    return res.num_rows
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    data = rows(args.rows)
+    out: dict = {"rows": args.rows, "runs": args.runs}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "root" / "bench"
+        root.mkdir(parents=True)
+        v23, own = root / "v23.csup", root / "own.csup"
+        exe = super_main()
+        if exe is not None:
+            src = Path(d) / "rows.json"
+            src.write_text("\n".join(json.dumps(r) for r in data) + "\n")
+            subprocess.run([str(exe), "-f", "csup", "-o", str(v23), str(src)], check=True)
+            out["v23_writer"] = "super main (492eab8)"
+        else:
+            from csup_async.model.values import Value, infer_type
+            from csup_async.writers.superdb23 import write_values
+
+            with open(v23, "wb") as f:
+                write_values(f, (Value(infer_type(r), r) for r in data))
+            out["v23_writer"] = "csup_async (v23write)"
+        csup_async.write(str(own), data)
+        del data
+        out["sizes"] = {"v23": v23.stat().st_size, "own": own.stat().st_size}
+        print(f"{args.rows:,} rows: v23 ({out['v23_writer']}) {out['sizes']['v23']:,} B, "
+              f"own layout {out['sizes']['own']:,} B")
+        res: dict = {}
+        for what, cols in SCANS.items():  # local
+            ta, tb = [], []
+            for _ in range(args.runs):
+                ta.append(timed(lambda c=cols: asyncio.run(_scan(str(v23), c))))
+                tb.append(timed(lambda c=cols: asyncio.run(_scan(str(own), c))))
+            res[f"local {what}"] = (statistics.median(ta), statistics.median(tb))
+        store = netsim.SimStore(Path(d) / "root", Path(d) / "nginx").start()
+        try:
+            opts = {"endpoint_url": store.endpoint("s3"), "region": "us-east-1",
+                    "access_key_id": "bench-access-key", "secret_access_key": "bench-key"}
+            for what, cols in SCANS.items():
+                ta, tb, counts = [], [], {}
+                for _ in range(args.runs):
+                    for name, arr in (("v23", ta), ("own", tb)):
+                        mark = netsim.log_mark(store.log)
+                        arr.append(timed(lambda n=name, c=cols: asyncio.run(
+                            _scan(f"s3://bench/{n}.csup", c, **opts))))
+                        c = netsim.log_count(store.log, mark)
+                        counts[name] = {"requests": c.requests, "bytes": c.bytes}
+                res[f"s3 {what}"] = (statistics.median(ta), statistics.median(tb))
+                out[f"s3 {what} counts"] = counts
+        finally:
+            store.stop()
+    print("| read | v23 file | own layout | ratio v23/own |")
+    print("|---|---|---|---|")
+    for k, (a, b) in res.items():
+        print(f"| {k} | {a:.3f} s | {b:.3f} s | {a / b:.2f} |")
+        out[k] = {"v23": a, "own": b, "ratio": a / b}
+    for k in SCANS:
+        print(f"s3 {k} counts: {out[f's3 {k} counts']}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"v23-{args.rows}.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

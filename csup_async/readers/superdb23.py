@@ -1,0 +1,166 @@
+"""Opening a CSUP version-23 file: its parts from the end, its objects' metadata from
+each part's head, in as few round trips as the layout allows.
+
+The opener's tail read holds the last part's trailer and footer (its fused
+type), and the whole file when it is small.  Otherwise one read at the head of
+the part (sized as the tail read) holds its first object's header, metadata
+and types: a file of one part and one object (at most 120,000 values) costs the
+tail read and this head read.  Earlier parts (``cat`` of files) are found from
+each trailer's part size, further objects of a part from each object's sizes
+(a chain, as for v16: :func:`planner.superdb.hop_read`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import planner as P
+from planner.superdb import OpenCost, hop_read
+
+from ..format.superdb.meta import root_types
+from ..format.superdb.v23 import (
+    FOOTER_HEADER,
+    OBJECT_HEADER,
+    TRAILER,
+    ObjectMeta5,
+    Part,
+    parse_footer,
+    parse_metadata,
+    parse_object_header,
+    parse_trailer,
+)
+from ..model.errors import CsupError, LimitError, TruncatedError
+from ..model.types import Type
+from ..scan.superdb.held import HeldBytes
+
+if TYPE_CHECKING:
+    from ..stores import TailRead
+
+
+async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
+                   view: Any) -> None:
+    """Read the parts and objects of the v23 file ``self`` (a HeaderLayoutReader) opened
+    on ``tail``; ``view``: the class of its ``meta`` (readers.superdb.FileView)."""
+
+    size, version = tail.info.size, tail.info.version
+    buf = HeldBytes()
+    buf.add(tail.offset, tail.data)
+    self._held = [(tail.offset, tail.data)]
+    if head is not None:
+        buf.add(0, head)
+        self._held.append((0, head))
+    reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
+    first_reads = reqs
+    head_read = head is not None
+    prefetch = P.tail_prefetch_size(self.profile, size)
+
+    async def read(off: int, n: int) -> None:
+        nonlocal reqs, nbytes
+        data = bytes(await self.store.read_range(self.key, off, n, version))
+        if len(data) != n:
+            raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
+        buf.add(off, data)
+        self._held.append((off, data))
+        reqs += 1
+        nbytes += n
+
+    async def need(off: int, n: int, lo: int, hi: int) -> None:
+        """Hold ``[off, off + n)``: a read ending there, widened backwards to the prefetch
+        size (not before ``lo``), as the trailers and footers are read towards the head."""
+        if buf.covers(off, n):
+            return
+        start = max(lo, min(off, off + n - prefetch))
+        await read(start, off + n - start)
+
+    parts: list[Part] = []
+    objects: list[ObjectMeta5] = []
+    in_first = 0
+    try:
+        end = size
+        while end > 0:
+            if end < FOOTER_HEADER + TRAILER:
+                raise TruncatedError(f"{end} bytes before byte {end} are too few for a "
+                                     "CSUP part (truncated)")
+            await need(end - TRAILER, TRAILER, 0, end)
+            tr = parse_trailer(buf.get(end - TRAILER, TRAILER), end)
+            footer = end - TRAILER - tr.type_size - FOOTER_HEADER
+            await need(footer, FOOTER_HEADER + tr.type_size, 0, end)
+            fused = parse_footer(buf.get(footer, FOOTER_HEADER + tr.type_size), footer,
+                                 tr.type_size)
+            parts.append(Part(end - tr.part_size, footer, end, fused))
+            end -= tr.part_size
+        parts.reverse()
+        largest = 0
+        for part in parts:
+            off = part.start
+            while off < part.footer:
+                if part.footer - off < OBJECT_HEADER:
+                    raise TruncatedError(f"{part.footer - off} bytes at {off} before the "
+                                         "footer are not a CSUP object")
+                if not buf.covers(off, OBJECT_HEADER):
+                    if off == part.start and not head_read:
+                        end = min(off + prefetch, part.footer)
+                        if tail.offset > off:  # the tail read holds the rest already
+                            end = max(min(end, tail.offset), off + OBJECT_HEADER)
+                        await read(off, end - off)
+                        head_read = True
+                    else:
+                        await read(*hop_read(off, part.footer, largest))
+                hdr = parse_object_header(buf.get(off, OBJECT_HEADER), off)
+                if off + hdr.object_size > part.footer:
+                    raise TruncatedError(f"the CSUP object at byte {off} ends at "
+                                         f"{off + hdr.object_size}, past its part's footer "
+                                         f"at {part.footer} (truncated or corrupt)")
+                if hdr.meta_size + hdr.type_size > self.max_metadata:
+                    raise LimitError(f"metadata of {hdr.meta_size + hdr.type_size} bytes "
+                                     f"exceeds max_metadata={self.max_metadata}")
+                start = off + OBJECT_HEADER
+                n = hdr.meta_size + hdr.type_size
+                if not buf.covers(start, n):
+                    have = min(buf.held_until(start), start + n) if buf.covers(start, 1) else (
+                        start)
+                    await read(have, start + n - have)
+                if reqs == first_reads + (1 if head_read and head is None else 0):
+                    in_first += 1
+                objects.append(parse_metadata(
+                    buf.get(start, hdr.meta_size), off, hdr,
+                    bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
+                largest = max(largest, n)
+                off += hdr.object_size
+        types: list[Type] = []
+        for o in objects:
+            for t, _ in root_types(o):
+                if t not in types:
+                    types.append(t)
+    except CsupError as e:
+        raise e.with_path(self.path) from None
+    rows = sum(o.length for o in objects)
+    limit = self.read_options.limits.max_rows
+    if rows > limit:
+        raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
+                         path=self.path)
+    self.meta = view(tuple(objects), size, tuple(types))
+    self.parts = tuple(parts)
+    self._buf = buf
+    self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first,
+                               head_read and tail.offset > 0)
+    self.open_stats.requests = reqs
+    self.open_stats.bytes_read = nbytes
+    self.open_stats.metadata_requests = reqs
+    self.open_stats.wall = time.perf_counter() - t0
+
+
+def fused_type(parts: tuple[Part, ...]) -> Type | None:
+    """The file's type from its footers (one part: its fused type)."""
+    if not parts:
+        return None
+    ts: list[Type] = []
+    for p in parts:
+        if p.fused not in ts:
+            ts.append(p.fused)
+    if len(ts) == 1:
+        return ts[0]
+    from ..format.superdb.bsup5 import sort_union
+
+    return sort_union(ts)

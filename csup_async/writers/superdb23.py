@@ -1,0 +1,868 @@
+"""Writing CSUP version 23, the layout ``super`` main reads (``target="super"``).
+
+Values are grouped by type into one vector tree each (a root ``Dynamic`` with
+row tags when there are several), in objects of at most 120,000 values, then a
+footer with the fused type of every value and the 16-byte trailer
+(:mod:`.v23` describes the layout).  Vectors are written as super main's writer
+writes them: integers in intcomp blocks with their min/max, floats as float64
+words, strings and bytes as a byte run with intcomp offsets and min/max,
+``bool`` as bits, ``ip``/``net`` as their address bytes, type values as IDs
+into the object's typedefs table.  Where a value is null or an optional field
+absent, the vector becomes a union with ``null``/``none`` (two members: run
+lengths, as super stores them), since super main has no null in a typed vector.
+Segments over a few bytes are LZ4-compressed when that makes them smaller, as
+super does.  Dictionary and constant vectors (super's own optimisation) are not
+made: super reads the plain vectors the same.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from typing import Any, BinaryIO
+
+import lz4.block
+import numpy as np
+
+from ..format.bsup import encode_primitive
+from ..format.bsup.valuecodec import as_int, select_member
+from ..format.superdb import intcomp
+from ..format.superdb.bsup2 import FusionType, OptField
+from ..format.superdb.bsup5 import ALL_T, NONE, NONE_T, RecRef, sort_union
+from ..format.superdb.bsup5w import Stream, TypeDefs, encode_type_value, encode_value, main_type
+from ..format.superdb.v23 import MAGIC, VERSION
+from ..model.errors import EncodeError, UnsupportedTypeError
+from ..model.types import (
+    NULL,
+    ArrayType,
+    EnumType,
+    ErrorType,
+    Field,
+    MapType,
+    NamedType,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
+from ..model.values import UnionValue, Value
+
+MAX_OBJECT_ROWS = 120_000
+_INTS = frozenset("int8 int16 int32 int64 duration time".split())
+_UINTS = frozenset("uint8 uint16 uint32 uint64".split())
+_FLOATS = frozenset("float16 float32 float64".split())
+
+# ------------------------------------------------- metadata record types ---
+U8, U32, U64 = (PrimitiveType(n, i) for n, i in (("uint8", 0), ("uint32", 2), ("uint64", 3)))
+I64, F64, STR, BYTES_T, TYPE_T, IP_T = (PrimitiveType(n, i) for n, i in (
+    ("int64", 9), ("float64", 16), ("string", 25), ("bytes", 24), ("type", 28), ("ip", 26)))
+SEGMENT = NamedType("Segment", RecordType((Field("Offset", U64), Field("Length", U64),
+                                           Field("MemLength", U64),
+                                           Field("CompressionFormat", U8))))
+ID = NamedType("ID", U32)
+ANY = FusionType(ALL_T)
+PREFIX = NamedType("Prefix", RecordType(()))
+
+
+def _meta(name: str, *fields: tuple[str, Type]) -> NamedType:
+    return NamedType(name, RecordType(tuple(Field(n, t) for n, t in fields)))
+
+
+M_FIELD = _meta("Field", ("Name", STR), ("Values", ID))
+META = {
+    "Record": _meta("Record", ("Length", U32), ("Fields", ArrayType(M_FIELD))),
+    "Array": _meta("Array", ("Length", U32), ("Lengths", SEGMENT), ("Values", ID)),
+    "Set": _meta("Set", ("Length", U32), ("Lengths", SEGMENT), ("Values", ID)),
+    "Map": _meta("Map", ("Length", U32), ("Lengths", SEGMENT), ("Keys", ID), ("Values", ID)),
+    "Union": _meta("Union", ("Length", U32), ("Tags", SEGMENT), ("Values", ArrayType(ID))),
+    "Int": _meta("Int", ("Type", TYPE_T), ("Location", SEGMENT), ("Min", I64), ("Max", I64),
+                 ("Count", U32)),
+    "Uint": _meta("Uint", ("Type", TYPE_T), ("Location", SEGMENT), ("Min", U64), ("Max", U64),
+                  ("Count", U32)),
+    "Float": _meta("Float", ("Type", TYPE_T), ("Location", SEGMENT), ("Min", F64),
+                   ("Max", F64), ("Count", U32)),
+    "Bool": _meta("Bool", ("Location", SEGMENT), ("Count", U32)),
+    "Bytes": _meta("Bytes", ("Type", TYPE_T), ("Bytes", SEGMENT), ("Offsets", SEGMENT),
+                   ("Min", BYTES_T), ("Max", BYTES_T), ("Count", U32)),
+    "TypeValue": _meta("TypeValue", ("Location", SEGMENT), ("Length", U32)),
+    "IP": _meta("IP", ("Bytes", SEGMENT), ("Offsets", SEGMENT), ("Min", IP_T), ("Max", IP_T),
+                ("Count", U32)),
+    "Net": _meta("Net", ("Bytes", SEGMENT), ("Offsets", SEGMENT), ("Min", PREFIX),
+                 ("Max", PREFIX), ("Count", U32)),
+    "Null": _meta("Null", ("Count", U32)),
+    "None": _meta("None", ("Count", U32)),
+    "Named": _meta("Named", ("Name", STR), ("Values", ID)),
+    "Error": _meta("Error", ("Values", ID)),
+    "Enum": _meta("Enum", ("Symbols", ArrayType(STR)), ("Values", ID)),
+    "Empty": _meta("Empty", ("Type", TYPE_T)),
+    "Dynamic": _meta("Dynamic", ("Tags", SEGMENT), ("Values", ArrayType(ID)),
+                     ("Length", U32)),
+}
+
+
+class Ctx:
+    """One object being written: its data section, metadata values and typedefs."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.metas = Stream()
+        self.typedefs = TypeDefs()
+        self.n = 0
+
+    def enter(self, kind: str, value: dict[str, Any]) -> int:
+        t = META[kind]
+        self.metas.add(t, encode_value(t, value))
+        self.n += 1
+        return self.n - 1
+
+    def seg(self, raw: bytes, mem: int | None = None, compress: bool = False
+            ) -> dict[str, int]:
+        """Append ``raw`` to the data; its Segment (``mem``: the uncompressed size super
+        records as Length for integer segments, whose MemLength is the stored size)."""
+        off = len(self.data)
+        fmt = 0
+        stored = raw
+        if compress and len(raw) > 1:
+            z = lz4.block.compress(raw, store_size=False)
+            if len(z) < len(raw):
+                stored, fmt = z, 1
+        self.data += stored
+        if mem is not None:  # intcomp: Length the uncompressed bytes, MemLength stored
+            return {"Offset": off, "Length": mem, "MemLength": len(stored),
+                    "CompressionFormat": 0}
+        return {"Offset": off, "Length": len(stored), "MemLength": len(raw),
+                "CompressionFormat": fmt}
+
+    def uint32s(self, vals: Any) -> dict[str, int]:
+        arr = np.asarray(vals, dtype=np.uint64)
+        return self.seg(intcomp.encode_uint32s(arr), 4 * arr.size if arr.size else 0)
+
+
+# -------------------------------------------------------------- builders ---
+class Builder:
+    """Collects the values of one vector (one position in a type)."""
+
+    def add(self, v: Any) -> None:
+        raise NotImplementedError
+
+    def count(self) -> int:
+        raise NotImplementedError
+
+    def mtype(self) -> Type:
+        raise NotImplementedError
+
+    def emit(self, c: Ctx) -> int:
+        raise NotImplementedError
+
+
+def make(t: Type, names: dict[str, NamedType] | None = None) -> Builder:
+    """The builder of values of ``t`` (original type), nulls and absences handled;
+    ``names``: the named types around (a recursive type refers to its own name)."""
+    names = {} if names is None else names
+    if isinstance(t, UnionType):
+        return UnionB(t, names)
+    if isinstance(t, PrimitiveType) and t.name == "null":
+        return Slot(NullB())
+    if t == NONE_T:
+        return NoneB()
+    if isinstance(t, RecRef):
+        return Slot(RefB(t.name, names))
+    return Slot(_plain(t, names))
+
+
+def _plain(t: Type, names: dict[str, NamedType]) -> Builder:
+    if isinstance(t, PrimitiveType):
+        n = t.name
+        if n in _INTS:
+            return IntB(t, True)
+        if n in _UINTS:
+            return IntB(t, False)
+        if n in _FLOATS:
+            return FloatB(t)
+        if n == "bool":
+            return BoolB()
+        if n in ("string", "bytes"):
+            return BytesB(t)
+        if n == "ip":
+            return IPB(False)
+        if n == "net":
+            return IPB(True)
+        if n == "type":
+            return TypeB()
+        raise UnsupportedTypeError(f"super main has no vectors for {n} values")
+    if isinstance(t, RecordType):
+        return RecordB(t, names)
+    if isinstance(t, ArrayType | SetType):
+        return ListB(t, names)
+    if isinstance(t, MapType):
+        return MapB(t, names)
+    if isinstance(t, NamedType):
+        return NamedB(t, names)
+    if isinstance(t, ErrorType):
+        return ErrorB(t, names)
+    if isinstance(t, EnumType):
+        return EnumB(t)
+    if isinstance(t, FusionType):
+        return _plain(t.inner, names)  # read as its supertype's values: written as them
+    raise UnsupportedTypeError(f"type {t} cannot be written as CSUP v23")
+
+
+def _rle(tags: np.ndarray) -> list[int]:
+    """super's run lengths of a two-member union's tags (``vector.RLE``): alternately
+    runs of tag 1 and tag 0, starting with tag 1 (maybe 0 long); none when every tag
+    is 0."""
+    n = tags.size
+    if n == 0 or not tags.any():
+        return []
+    change = np.flatnonzero(np.diff(tags)) + 1
+    bounds = np.concatenate(([0], change, [n]))
+    runs = np.diff(bounds).tolist()
+    if tags[0] == 0:
+        runs = [0, *runs]
+    if tags[-1] == 0:  # super's RLE ends with the last run of values written out
+        pass
+    return runs
+
+
+def emit_union(c: Ctx, tags: np.ndarray, members: list[tuple[Type, Any]]) -> int:
+    """A union vector: ``members`` in super's order as (type, emit function or count)."""
+    if len(members) == 2:
+        seg = c.uint32s(_rle(tags))
+    else:
+        seg = c.uint32s(tags)
+    ids = []
+    for _, em in members:
+        ids.append(em(c))
+    return c.enter("Union", {"Length": int(tags.size), "Tags": seg, "Values": ids})
+
+
+class Slot(Builder):
+    """A vector that may hold nulls and absent values among its own: a union with
+    ``null``/``none`` when it does (0 value, 1 null, 2 none)."""
+
+    def __init__(self, inner: Builder) -> None:
+        self.inner = inner
+        self.tags: list[int] | None = None
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if isinstance(v, Value):
+            v = v.value
+        if (v is None and not _holds_null(self.inner)) or v is NONE:
+            if self.tags is None:
+                self.tags = [0] * self.n
+            self.tags.append(1 if v is None else 2)
+        else:
+            if self.tags is not None:
+                self.tags.append(0)
+            self.inner.add(v)
+        self.n += 1
+
+    def count(self) -> int:
+        return self.n
+
+    def _members(self) -> list[tuple[Type, int]]:
+        ms = [(self.inner.mtype(), 0)]
+        if self.tags is not None:
+            if 1 in self.tags:
+                ms.append((NULL, 1))
+            if 2 in self.tags:
+                ms.append((NONE_T, 2))
+        return ms
+
+    def mtype(self) -> Type:
+        ms = self._members()
+        return ms[0][0] if len(ms) == 1 else sort_union(t for t, _ in ms)
+
+    def emit(self, c: Ctx) -> int:
+        ms = self._members()
+        if len(ms) == 1:
+            return self.inner.emit(c)
+        u = sort_union(t for t, _ in ms)
+        order = {k: u.types.index(t) for t, k in ms}
+        tags = np.array([order[k] for k in self.tags or ()], dtype=np.int64)
+        nulls, nones = self.tags.count(1), self.tags.count(2)  # type: ignore[union-attr]
+
+        def em(k: int) -> Any:
+            if k == 0:
+                return self.inner.emit
+            if k == 1:
+                return lambda c: c.enter("Null", {"Count": nulls})
+            return lambda c: c.enter("None", {"Count": nones})
+
+        members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
+        return emit_union(c, tags, members)
+
+
+def _holds_null(b: Builder) -> bool:
+    """Whether None is a value of ``b``'s own type (null, error(null)): super main has no
+    null of any other type, so there None is a null member beside the type."""
+    if isinstance(b, NullB):
+        return True
+    if isinstance(b, ErrorB | NamedB):
+        inner = b.inner
+        return isinstance(inner, Slot) and _holds_null(inner.inner)
+    return False
+
+
+class NoneB(Builder):
+    """Values of the none type (the elements of an empty array super typed ``[none]``)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if v is not NONE and v is not None:
+            raise EncodeError(f"a value of type none can only be absent, not {v!r}")
+        self.n += 1
+
+    def count(self) -> int:
+        return self.n
+
+    def mtype(self) -> Type:
+        return NONE_T
+
+    def emit(self, c: Ctx) -> int:
+        return c.enter("None", {"Count": self.n})
+
+
+class RefB(Builder):
+    """Values of a recursive type at its own name: a builder of the named type, made
+    when a value arrives (the data is finite; the type is not)."""
+
+    def __init__(self, name: str, names: dict[str, NamedType]) -> None:
+        self.name, self.names = name, names
+        self.inner: Builder | None = None
+
+    def _b(self) -> Builder:
+        if self.inner is None:
+            if self.name not in self.names:
+                raise UnsupportedTypeError(f"recursive type {self.name} without its definition")
+            self.inner = NamedB(self.names[self.name], self.names)
+        return self.inner
+
+    def add(self, v: Any) -> None:
+        self._b().add(v)
+
+    def count(self) -> int:
+        return self.inner.count() if self.inner is not None else 0
+
+    def mtype(self) -> Type:
+        return RecRef(self.name)
+
+    def emit(self, c: Ctx) -> int:
+        if self.inner is None or not self.count():
+            return c.enter("Empty", {"Type": main_type(self.names[self.name])})
+        return self.inner.emit(c)
+
+
+class NullB(Builder):
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if v is not None:
+            raise EncodeError(f"a value of type null can only be None, not {v!r}")
+        self.n += 1
+
+    def count(self) -> int:
+        return self.n
+
+    def mtype(self) -> Type:
+        return NULL
+
+    def emit(self, c: Ctx) -> int:
+        return c.enter("Null", {"Count": self.n})
+
+
+class IntB(Builder):
+    def __init__(self, t: PrimitiveType, signed: bool) -> None:
+        self.t, self.signed, self.vals = t, signed, []
+
+    def add(self, v: Any) -> None:
+        self.vals.append(as_int(self.t.name, v))
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return self.t
+
+    def emit(self, c: Ctx) -> int:
+        try:
+            arr = np.array(self.vals, dtype=np.int64 if self.signed else np.uint64)
+        except OverflowError:
+            raise EncodeError(f"a value does not fit in {self.t.name}") from None
+        raw = intcomp.encode(arr, 64)
+        seg = c.seg(raw, 8 * arr.size)
+        lo = int(arr.min()) if arr.size else 0
+        hi = int(arr.max()) if arr.size else 0
+        return c.enter("Int" if self.signed else "Uint", {
+            "Type": self.t, "Location": seg, "Min": lo, "Max": hi, "Count": arr.size})
+
+
+class FloatB(Builder):
+    def __init__(self, t: PrimitiveType) -> None:
+        self.t, self.vals = t, []
+
+    def add(self, v: Any) -> None:
+        encode_primitive(self.t, v)  # the same checks as every writer: exact or refused
+        self.vals.append(float(v))
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return self.t
+
+    def emit(self, c: Ctx) -> int:
+        arr = np.array(self.vals, dtype="<f8")
+        seg = c.seg(arr.tobytes(), compress=True)
+        lo = float(np.min(arr)) if arr.size else 0.0
+        hi = float(np.max(arr)) if arr.size else 0.0
+        return c.enter("Float", {"Type": self.t, "Location": seg, "Min": lo, "Max": hi,
+                                 "Count": arr.size})
+
+
+class BoolB(Builder):
+    def __init__(self) -> None:
+        self.vals: list[bool] = []
+
+    def add(self, v: Any) -> None:
+        if not isinstance(v, bool | np.bool_):
+            raise EncodeError(f"bool needs a bool, not {type(v).__name__}")
+        self.vals.append(bool(v))
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return PrimitiveType("bool", 23)
+
+    def emit(self, c: Ctx) -> int:
+        n = len(self.vals)
+        bits = np.zeros(((n + 63) // 64) * 64, dtype=np.uint8)
+        bits[:n] = self.vals
+        raw = np.packbits(bits, bitorder="little").tobytes()
+        return c.enter("Bool", {"Location": c.seg(raw, compress=True), "Count": n})
+
+
+def _table(c: Ctx, items: list[bytes]) -> tuple[dict[str, int], dict[str, int]]:
+    data = b"".join(items)
+    offs = np.zeros(len(items) + 1, dtype=np.uint64)
+    if items:
+        np.cumsum([len(b) for b in items], out=offs[1:])
+    return c.seg(data, compress=True), c.uint32s(offs)
+
+
+class BytesB(Builder):
+    def __init__(self, t: PrimitiveType) -> None:
+        self.t, self.vals = t, []
+
+    def add(self, v: Any) -> None:
+        self.vals.append(encode_primitive(self.t, v))
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return self.t
+
+    def emit(self, c: Ctx) -> int:
+        b, o = _table(c, self.vals)
+        return c.enter("Bytes", {"Type": self.t, "Bytes": b, "Offsets": o,
+                                 "Min": min(self.vals) if self.vals else None,
+                                 "Max": max(self.vals) if self.vals else None,
+                                 "Count": len(self.vals)})
+
+
+class IPB(Builder):
+    """ip (address bytes) and net (address bytes and one byte of prefix length)."""
+
+    def __init__(self, net: bool) -> None:
+        self.net, self.vals = net, []
+
+    def add(self, v: Any) -> None:
+        try:
+            if self.net:
+                n = v if isinstance(v, ipaddress.IPv4Network | ipaddress.IPv6Network) else (
+                    ipaddress.ip_network(v))
+                self.vals.append(n)
+            else:
+                a = v if isinstance(v, ipaddress.IPv4Address | ipaddress.IPv6Address) else (
+                    ipaddress.ip_address(v))
+                self.vals.append(a)
+        except (TypeError, ValueError) as e:
+            raise EncodeError(f"{'net' if self.net else 'ip'} value {v!r}: {e}") from None
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return PrimitiveType("net", 27) if self.net else IP_T
+
+    def emit(self, c: Ctx) -> int:
+        if self.net:
+            items = [n.network_address.packed + bytes((n.prefixlen,)) for n in self.vals]
+        else:
+            items = [a.packed for a in self.vals]
+        b, o = _table(c, items)
+        if self.net:
+            return c.enter("Net", {"Bytes": b, "Offsets": o, "Min": {}, "Max": {},
+                                   "Count": len(items)})
+        lo = min(self.vals, key=_addr_key) if self.vals else None
+        hi = max(self.vals, key=_addr_key) if self.vals else None
+        return c.enter("IP", {"Bytes": b, "Offsets": o, "Min": lo, "Max": hi,
+                              "Count": len(items)})
+
+
+def _addr_key(a: Any) -> tuple[int, int]:
+    return (a.version, int(a))  # netip.Addr.Compare: IPv4 before IPv6, then by value
+
+
+class TypeB(Builder):
+    def __init__(self) -> None:
+        self.vals: list[Type] = []
+
+    def add(self, v: Any) -> None:
+        if not isinstance(v, Type):
+            raise EncodeError(f"type needs a csup_async Type, not {type(v).__name__}")
+        self.vals.append(main_type(v))
+
+    def count(self) -> int:
+        return len(self.vals)
+
+    def mtype(self) -> Type:
+        return TYPE_T
+
+    def emit(self, c: Ctx) -> int:
+        ids = [c.typedefs.lookup(t) for t in self.vals]
+        return c.enter("TypeValue", {"Location": c.uint32s(ids), "Length": 0})
+
+
+class RecordB(Builder):
+    def __init__(self, t: RecordType, names: dict[str, NamedType]) -> None:
+        self.t = t
+        self.fields = [(f.name, isinstance(f, OptField), make(f.type, names))
+                       for f in t.fields]
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        if not isinstance(v, dict):
+            raise EncodeError(f"record {self.t} needs a dict, not {type(v).__name__}")
+        for name, opt, b in self.fields:
+            if name in v:
+                b.add(v[name])
+            elif opt:
+                b.add(NONE)
+            else:
+                raise EncodeError(f"record {self.t} needs field {name!r}")
+        self.n += 1
+
+    def count(self) -> int:
+        return self.n
+
+    def mtype(self) -> Type:
+        return RecordType(tuple(Field(n, b.mtype()) for n, _, b in self.fields))
+
+    def emit(self, c: Ctx) -> int:
+        fields = [{"Name": n, "Values": b.emit(c)} for n, _, b in self.fields]
+        return c.enter("Record", {"Length": self.n, "Fields": fields})
+
+
+class ListB(Builder):
+    def __init__(self, t: ArrayType | SetType, names: dict[str, NamedType]) -> None:
+        self.set = isinstance(t, SetType)
+        self.elem = make(t.elem, names)
+        self.offs = [0]
+
+    def add(self, v: Any) -> None:
+        if isinstance(v, dict | str | bytes) or not hasattr(v, "__iter__"):
+            raise EncodeError(f"an array or set needs a list, not {type(v).__name__}")
+        items = list(v)
+        if self.set:
+            items = _set_order(items, self.elem)
+        for x in items:
+            self.elem.add(x)
+        self.offs.append(self.offs[-1] + len(items))
+
+    def count(self) -> int:
+        return len(self.offs) - 1
+
+    def mtype(self) -> Type:
+        e = self.elem.mtype()
+        return SetType(e) if self.set else ArrayType(e)
+
+    def emit(self, c: Ctx) -> int:
+        lengths = c.uint32s(self.offs)
+        vid = self.elem.emit(c)
+        return c.enter("Set" if self.set else "Array",
+                       {"Length": self.count(), "Lengths": lengths, "Values": vid})
+
+
+def _set_order(items: list[Any], elem: Builder) -> list[Any]:
+    """A set's elements unique and in the order of their encodings (super's normal form)."""
+    t = elem.inner.t if isinstance(elem, Slot) and hasattr(elem.inner, "t") else None
+    if t is None:
+        return items
+    keyed = {}
+    for x in items:
+        try:
+            k = encode_value(main_type(t), x)
+        except Exception:
+            return items
+        keyed.setdefault(k or b"", x)
+    return [keyed[k] for k in sorted(keyed)]
+
+
+class MapB(Builder):
+    def __init__(self, t: MapType, names: dict[str, NamedType]) -> None:
+        self.keys, self.vals = make(t.key, names), make(t.value, names)
+        self.offs = [0]
+
+    def add(self, v: Any) -> None:
+        items = list(v.items()) if isinstance(v, dict) else list(v)
+        for k, x in items:
+            self.keys.add(k)
+            self.vals.add(x)
+        self.offs.append(self.offs[-1] + len(items))
+
+    def count(self) -> int:
+        return len(self.offs) - 1
+
+    def mtype(self) -> Type:
+        return MapType(self.keys.mtype(), self.vals.mtype())
+
+    def emit(self, c: Ctx) -> int:
+        lengths = c.uint32s(self.offs)
+        k = self.keys.emit(c)
+        v = self.vals.emit(c)
+        return c.enter("Map", {"Length": self.count(), "Lengths": lengths, "Keys": k,
+                               "Values": v})
+
+
+class NamedB(Builder):
+    def __init__(self, t: NamedType, names: dict[str, NamedType]) -> None:
+        self.t = t
+        names.setdefault(t.name, t)
+        self.inner = make(t.inner, names)
+
+    def add(self, v: Any) -> None:
+        self.inner.add(v)
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def mtype(self) -> Type:
+        return NamedType(self.t.name, self.inner.mtype())
+
+    def emit(self, c: Ctx) -> int:
+        if not self.count():
+            return c.enter("Empty", {"Type": main_type(self.t)})
+        vid = self.inner.emit(c)
+        return c.enter("Named", {"Name": self.t.name, "Values": vid})
+
+
+class ErrorB(Builder):
+    def __init__(self, t: ErrorType, names: dict[str, NamedType]) -> None:
+        self.inner = make(t.inner, names)
+
+    def add(self, v: Any) -> None:
+        self.inner.add(v)
+
+    def count(self) -> int:
+        return self.inner.count()
+
+    def mtype(self) -> Type:
+        return ErrorType(self.inner.mtype())
+
+    def emit(self, c: Ctx) -> int:
+        return c.enter("Error", {"Values": self.inner.emit(c)})
+
+
+class EnumB(Builder):
+    def __init__(self, t: EnumType) -> None:
+        self.t, self.idx = t, IntB(U64, False)
+
+    def add(self, v: Any) -> None:
+        if isinstance(v, str):
+            if v not in self.t.symbols:
+                raise EncodeError(f"{v!r} is not a symbol of {self.t}")
+            v = self.t.symbols.index(v)
+        self.idx.add(v)
+
+    def count(self) -> int:
+        return self.idx.count()
+
+    def mtype(self) -> Type:
+        return self.t
+
+    def emit(self, c: Ctx) -> int:
+        vid = self.idx.emit(c)
+        return c.enter("Enum", {"Symbols": list(self.t.symbols), "Values": vid})
+
+
+class UnionB(Builder):
+    """A union of the original type: members by their super-main types, in super's
+    order, plus null (None) and none (absent) members when met."""
+
+    def __init__(self, t: UnionType, names: dict[str, NamedType]) -> None:
+        self.t = t
+        self.members = [make(m, names) for m in t.types]
+        self.tags: list[int] = []  # original member index; -1 null, -2 none
+        self.nulls = self.nones = 0
+
+    def add(self, v: Any) -> None:
+        if isinstance(v, Value):
+            v = v.value
+        if v is NONE:
+            self.tags.append(-2)
+            self.nones += 1
+            return
+        if v is None and NULL not in self.t.types:
+            self.tags.append(-1)
+            self.nulls += 1
+            return
+        if isinstance(v, UnionValue):
+            i, inner = v.index, v.value
+            if not 0 <= i < len(self.t.types):
+                raise EncodeError(f"union member {i} of {self.t}")
+        else:
+            i, _, inner = select_member(self.t, v)
+        if inner is None and self.t.types[i] != NULL:  # a null is the union's null member
+            if NULL in self.t.types:
+                i = self.t.types.index(NULL)
+            else:
+                self.tags.append(-1)
+                self.nulls += 1
+                return
+        self.tags.append(i)
+        self.members[i].add(inner)
+
+    def count(self) -> int:
+        return len(self.tags)
+
+    def _types(self) -> list[tuple[Type, int]]:
+        ms = [(b.mtype(), i) for i, b in enumerate(self.members)]
+        if self.nulls:
+            ms.append((NULL, -1))
+        if self.nones:
+            ms.append((NONE_T, -2))
+        return ms
+
+    def mtype(self) -> Type:
+        return sort_union(t for t, _ in self._types())
+
+    def emit(self, c: Ctx) -> int:
+        ms = self._types()
+        u = sort_union(t for t, _ in ms)
+        if len(u.types) != len(ms):
+            raise UnsupportedTypeError(f"union {self.t} has members super main would merge")
+        order = {k: u.types.index(t) for t, k in ms}
+        tags = np.array([order[k] for k in self.tags], dtype=np.int64)
+
+        def em(k: int) -> Any:
+            if k == -1:
+                return lambda c: c.enter("Null", {"Count": self.nulls})
+            if k == -2:
+                return lambda c: c.enter("None", {"Count": self.nones})
+            return self.members[k].emit
+
+        members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
+        return emit_union(c, tags, members)
+
+
+# ------------------------------------------------------------------ fuse ---
+def fuse(a: Type, b: Type) -> Type:
+    """A supertype of ``a`` and ``b`` as the footer holds it (super's ``fuse``: records
+    merge by field, a field missing from one optional, other differences unions)."""
+    if a == b:
+        return a
+    if isinstance(a, RecordType) and isinstance(b, RecordType):
+        names = [f.name for f in a.fields] + [f.name for f in b.fields
+                                               if a.field(f.name) is None]
+        out = []
+        for n in names:
+            fa, fb = a.field(n), b.field(n)
+            if fa is None or fb is None:
+                t = (fa or fb).type  # type: ignore[union-attr]
+                out.append(Field(n, sort_union((t, NONE_T))))
+            else:
+                out.append(Field(n, fuse(fa.type, fb.type)))
+        return RecordType(tuple(out))
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return ArrayType(fuse(a.elem, b.elem))
+    if isinstance(a, SetType) and isinstance(b, SetType):
+        return SetType(fuse(a.elem, b.elem))
+    return sort_union((a, b))
+
+
+# ---------------------------------------------------------------- writer ---
+def _object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
+    """One object's bytes (header, metadata, types, data) and its values' types."""
+    groups: dict[Type, Builder] = {}
+    order: list[Type] = []
+    tags = np.zeros(len(rows), dtype=np.int64)
+    for r, (t, v) in enumerate(rows):
+        b = groups.get(t)
+        if b is None:
+            b = groups[t] = make(t)
+            order.append(t)
+        tags[r] = order.index(t) if len(order) > 1 else 0
+        b.add(v)
+    c = Ctx()
+    builders = [groups[t] for t in order]
+    if len(builders) == 1:
+        root = builders[0].emit(c)
+    else:
+        seg = c.uint32s(tags)
+        ids = [b.emit(c) for b in builders]
+        root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": len(rows)})
+    meta = c.metas.bytes()
+    types = Stream()
+    types.add(BYTES_T, bytes(c.typedefs.buf))
+    tsec = types.bytes()
+    head = (MAGIC + VERSION.to_bytes(4, "little") + b"O"
+            + len(meta).to_bytes(8, "little") + len(tsec).to_bytes(8, "little")
+            + len(c.data).to_bytes(8, "little") + root.to_bytes(4, "little")
+            + bytes(8))  # the 36-byte data header's unused tail
+    return head + meta + tsec + bytes(c.data), [b.mtype() for b in builders]
+
+
+def write_values(out: BinaryIO, values: Iterable[Value], *,
+                 max_object_rows: int = MAX_OBJECT_ROWS) -> int:
+    """Write ``values`` as one CSUP v23 part (objects, footer, trailer); bytes written.
+    No values: an empty file, as super writes for no input."""
+    if max_object_rows < 1:
+        raise ValueError("max_object_rows must be at least 1")
+    size = 0
+    fused: Type | None = None
+    rows: list[tuple[Type, Any]] = []
+
+    def flush() -> None:
+        nonlocal size, fused
+        if not rows:
+            return
+        obj, types = _object(rows)
+        out.write(obj)
+        size += len(obj)
+        for t in types:
+            fused = t if fused is None else fuse(fused, t)
+        rows.clear()
+
+    for v in values:
+        if not isinstance(v, Value):
+            raise EncodeError(f"write_values needs Values, not {type(v).__name__}")
+        rows.append((v.type, v.value))
+        if len(rows) >= max_object_rows:
+            flush()
+    flush()
+    if fused is None:
+        return 0
+    tv = encode_type_value(fused)
+    footer = MAGIC + VERSION.to_bytes(4, "little") + b"F" + len(tv).to_bytes(4, "little") + tv
+    size += len(footer)
+    trailer = (size + 16).to_bytes(8, "little") + len(tv).to_bytes(4, "little") + MAGIC
+    out.write(footer + trailer)
+    return size + 16

@@ -1,0 +1,75 @@
+"""CSUP v23 files (super main) over S3 (moto on 127.0.0.1, through a counting proxy): what a
+2-column projection costs, counted at the server.
+
+The file (tests/data/real/super-main/wide/wide.csup, 4,000 rows, 6 columns, 87 KB) was
+written by the real ``super`` main; a profile of 4 KiB first reads makes it "large" (the
+tail read holds the trailer and footer, not the head)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import csup_async
+import planner as P
+from tests.support.fault_proxy import FaultProxy
+
+WIDE = (Path(__file__).resolve().parents[2] / "data" / "real" / "super-main" / "wide"
+        / "wide.csup")
+SMALL_READS = dataclasses.replace(P.get_profile("s3"), tail_min=4096, tail_max=4096,
+                                  max_gap=1024)
+
+
+@pytest.fixture
+def proxy(moto_s3: Any) -> Iterator[FaultProxy]:
+    p = FaultProxy(int(moto_s3.endpoint.rsplit(":", 1)[1])).start()
+    yield p
+    p.stop()
+
+
+async def _local(columns: list[str]) -> dict[str, list[Any]]:
+    async with csup_async.open(str(WIDE)) as r:
+        res = await r.scan(columns)
+    return {c: res.column(c).to_pylist() for c in columns}
+
+
+async def test_two_columns_cost_one_metadata_round_trip_and_one_data_wave(moto_s3, proxy):
+    key = moto_s3.put("v23/wide.csup", WIDE.read_bytes())
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{key}", profile=SMALL_READS, **opts) as r:
+        at_open = [q for q in proxy.requests() if q.method == "GET"]
+        plan = await r.plan(["id", "score"])
+        res = await r.scan(["id", "score"])
+        obj = r.meta.objects[0]
+    gets = [q for q in proxy.requests() if q.method == "GET"]
+    print("GETs", [(q.kind, q.range) for q in gets], "data bytes", res.stats.bytes_read,
+          "needed", plan.bytes_needed)
+    # the tail (trailer, footer) and the head (header, metadata, types): then one wave
+    assert len(at_open) == 2 and [q.kind for q in at_open] == ["tail", "data"]
+    assert len(gets) <= 4 and len(gets) - 2 == res.stats.requests == plan.request_count
+    # the data wave: the two columns' segments (intcomp ints, LZ4 floats) and the gaps the
+    # planner chose to read between them, nothing of the other columns beyond that
+    id_node, score_node = obj.nodes[0], obj.nodes[2]
+    needed = sum(s.size for n in (id_node, score_node) for _, s in n.segs)
+    assert plan.bytes_needed == needed
+    assert res.stats.bytes_read == plan.bytes_to_read <= needed + SMALL_READS.max_gap
+    head = at_open[1]
+    meta_end = 45 + obj.header.meta_size + obj.header.type_size
+    assert head.range == f"bytes=0-{SMALL_READS.tail_min - 1}" and meta_end <= 4096
+    assert {c: res.column(c).to_pylist() for c in ("id", "score")} == await _local(
+        ["id", "score"])
+    assert res.column("id").to_pylist() == list(range(4000))
+
+
+async def test_a_small_v23_file_is_one_request(moto_s3, proxy):
+    data = (WIDE.parent.parent / "nested.csup").read_bytes()
+    key = moto_s3.put("v23/nested.csup", data)
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{key}", **opts) as r:
+        rows = await r.read_rows()
+    assert len(rows) == 2
+    assert [q.kind for q in proxy.requests() if q.method == "GET"] == ["tail"]
