@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_cold  # noqa: E402
+import bench_realshape  # noqa: E402
 
 RESULTS = HERE / "results"
 PAGE = HERE.parent / "docs" / "performance.md"
@@ -98,6 +99,61 @@ def local(results: Path) -> str:
     return "\n".join(lines)
 
 
+def realshape(results: Path) -> str:
+    """The real-shaped suite (bench_realshape.py): its targets, then every reader."""
+    res = _load(results, "realshape.json")
+    return (f"`{res['command']}`, {res['when']}:\n\n" + bench_realshape.target_table(res)
+            + "\n\n" + bench_realshape.table(res))
+
+
+def _realshape_rows(results: Path) -> list[str]:
+    """The README's real-shaped lines: log records against the best peer of the run."""
+    if not (results / "realshape.json").exists():
+        return []
+    res = _load(results, "realshape.json")
+    every = res["warm"] + res["cold"]
+
+    def best(case: str, peers: tuple[str, ...]) -> dict[str, Any] | None:
+        got = [r for r in every if r["case"] == case and r["reader"] in peers]
+        return min(got, key=lambda r: r["median_s"]) if got else None
+
+    def ours(case: str, reader: str = "csup-async") -> dict[str, Any] | None:
+        return next((r for r in every if r["case"] == case and r["reader"] == reader), None)
+
+    def cells(a: dict[str, Any], b: dict[str, Any], label: str, digits: int = 3) -> str:
+        cpu = (f" (CPU {_x(a['cpu_median_s'], b['cpu_median_s'])})"
+               if a.get("cpu_median_s") and b.get("cpu_median_s") else "")
+        return (f"| {label} | {a['median_s']:.{digits}f} s | {b['reader']} "
+                f"{b['median_s']:.{digits}f} s | {_x(a['median_s'], b['median_s'])}{cpu} | "
+                "`realshape.json` |")
+
+    out = []
+    peers = ("polars parquet", "duckdb parquet", "polars ndjson")
+    for case, label in (("2 cols", "log records, `ts` + `u.name`, warm, local"),
+                        ("filtered", "log records, the same `filter=\"level = 'error'\"`"),
+                        ("6 cols", "log records, 6 columns (records, unions, arrays)")):
+        a, b = ours(case), best(case, peers)
+        if a and b:
+            out.append(cells(a, b, label))
+    a = ours("whole process")
+    for peer in ("polars parquet", "super-main (own file)"):
+        b = best("whole process", (peer,))
+        if a and b:
+            out.append(cells(a, b, "log records, whole process (import + first read)", 2))
+    fused = ours("many types", "csup-async fused")
+    for r in every:
+        if r["case"] == "many types" and r["reader"].startswith("csup-async on ") and fused:
+            per_byte = (r["median_s"] / r["file_bytes"]) / (fused["median_s"]
+                                                            / fused["file_bytes"])
+            cpu = (r["cpu_median_s"] / r["file_bytes"]) / (fused["cpu_median_s"]
+                                                           / fused["file_bytes"])
+            out.append(f"| log records as {r['reader'][len('csup-async on '):]} (many "
+                       f"super types) | {r['median_s']:.3f} s | our fused file "
+                       f"{fused['median_s']:.3f} s | {per_byte:.2f}x per byte (CPU "
+                       f"{cpu:.2f}x) | `realshape.json` |")
+    return out
+
+
 def _x(ours: float, theirs: float) -> str:
     return f"{ours / theirs:.2f}x"
 
@@ -140,12 +196,13 @@ def headline(results: Path) -> str:
                          f"{pol['scans_per_s']:.0f} scans/s | "
                          f"{_x(ours['scans_per_s'], pol['scans_per_s'])} (throughput) | "
                          f"`service.json` |")
+    lines += _realshape_rows(results)
     return "\n".join(lines)
 
 
 TABLES: dict[str, Callable[[Path], str]] = {"wide": wide, "wide-setup": wide_setup,
                                             "cold": cold, "warm": warm, "local": local,
-                                            "headline": headline}
+                                            "realshape": realshape, "headline": headline}
 
 
 def render(page: str, results: Path = RESULTS) -> str:

@@ -88,6 +88,21 @@ class RowRanges:
                 out_e.append(b)
         return cls(tuple(out_s), tuple(out_e))
 
+    @classmethod
+    def from_arrays(cls, starts: Any, stops: Any) -> RowRanges:
+        """Ranges from int arrays already sorted, disjoint, non-adjacent and non-empty
+        (checked here in numpy, not range by range: a filter's matches make thousands)."""
+        a = np.asarray(starts, np.int64)
+        b = np.asarray(stops, np.int64)
+        if a.shape != b.shape or a.ndim != 1:
+            raise RowSelectionError("row ranges need as many starts as stops")
+        if a.size and (int(a[0]) < 0 or bool((a >= b).any()) or bool((a[1:] <= b[:-1]).any())):
+            return cls(tuple(a.tolist()), tuple(b.tolist()))  # refuses it, saying why
+        out = object.__new__(cls)
+        object.__setattr__(out, "starts", tuple(a.tolist()))
+        object.__setattr__(out, "stops", tuple(b.tolist()))
+        return out
+
     @property
     def pairs(self) -> list[tuple[int, int]]:
         return list(zip(self.starts, self.stops, strict=True))
@@ -237,6 +252,24 @@ class RowMap:
         starts = np.concatenate([[0], np.cumsum(counts)])
         return order, starts
 
+    @functools.cached_property
+    def ranks(self) -> np.ndarray:
+        """Each row's index within its super type (one pass over the sorted rows)."""
+        order, starts = self._order
+        counts = np.diff(starts)
+        out = np.empty(order.size, np.int64)
+        out[order] = np.arange(order.size, dtype=np.int64) - np.repeat(starts[:-1], counts)
+        return out
+
+    def local_indices(self, rows: np.ndarray) -> list[np.ndarray]:
+        """Per super type, the indices within it of the global ``rows`` (sorted, distinct)
+        it has: one stable sort of the rows by type, not a search per type."""
+        ids = np.asarray(self.ids, np.int64)[rows]
+        order = np.argsort(ids, kind="stable")
+        ends = np.cumsum(np.bincount(ids, minlength=self.n_types))
+        local = self.ranks[rows][order]
+        return np.split(local, ends[:-1])
+
     @property
     def type_rows(self) -> tuple[int | None, ...]:
         """Rows of each super type (None for each while only a prefix is known)."""
@@ -252,15 +285,7 @@ class RowMap:
 
     def local(self, ranges: RowRanges) -> tuple[RowRanges, ...]:
         """Per super type, the indices within it of the rows of ``ranges`` it has."""
-        rows = _rows_in(ranges, len(self.ids))
-        out = []
-        for sid in range(self.n_types):
-            pos = self.positions(sid)
-            lo = np.searchsorted(pos, rows)
-            hit = lo < pos.size
-            hit[hit] = pos[lo[hit]] == rows[hit]
-            out.append(_runs(lo[hit]))
-        return tuple(out)
+        return tuple(_runs(li) for li in self.local_indices(_rows_in(ranges, len(self.ids))))
 
     def to_global(self, sid: int, local: RowRanges) -> np.ndarray:
         """The global rows of super type ``sid``'s rows ``local``."""
@@ -289,7 +314,7 @@ def _runs(rows: np.ndarray) -> RowRanges:
     cuts = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = rows[np.concatenate([[0], cuts])]
     stops = rows[np.concatenate([cuts - 1, [rows.size - 1]])] + 1
-    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
+    return RowRanges.from_arrays(starts, stops)
 
 
 def rows_to_ranges(rows: np.ndarray) -> RowRanges:

@@ -354,7 +354,7 @@ def runs_of(rows: np.ndarray) -> RowRanges:
     cuts = np.flatnonzero(np.diff(rows) != 1) + 1
     starts = rows[np.concatenate([[0], cuts])]
     stops = rows[np.concatenate([cuts - 1, [rows.size - 1]])] + 1
-    return RowRanges(tuple(starts.tolist()), tuple(stops.tolist()))
+    return RowRanges.from_arrays(starts, stops)
 
 
 def rows_of(ranges: RowRanges, positions: np.ndarray) -> np.ndarray:

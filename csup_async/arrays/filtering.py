@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from collections.abc import Mapping
 
 import numpy as np
@@ -211,7 +210,8 @@ def _by_side(op: str, above: bool, full: np.ndarray, none: np.ndarray) -> np.nda
     return full if less == above else none
 
 
-_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+#: The same orders applied to the sign of a byte comparison (decode.compare_bytes).
+_SIGNED = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
 def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
@@ -244,16 +244,16 @@ def _leaf_binary(e: Expr, arr: A.BinaryArray, tname: str) -> _Masks | None:
         b = enc(e.value)
         if b is None:
             return np.zeros(n, bool), np.ones(n, bool)
+        from ..decode import compare_bytes
+
+        # one memcmp per value in C (the reference: a gather per byte of the literal)
+        sign = compare_bytes(np.ascontiguousarray(offsets), arr.data, b)
         if e.op in ("==", "!="):
-            eq = (lengths == len(b)) & _prefix_equal(arr.data, starts, lengths, b)
+            eq = sign == 0
             return (eq if e.op == "==" else ~eq), np.zeros(n, bool)
-        # ordered: UTF-8 byte order is code point order, so compare the bytes, one by
-        # one in Python (numpy's fixed-width bytes would drop trailing NULs)
-        data = arr.data.tobytes()
-        less = _ORDER[e.op]
-        got = np.fromiter((less(data[s:s + ln], b) for s, ln in
-                           zip(starts.tolist(), lengths.tolist(), strict=True)), bool, n)
-        return got, np.zeros(n, bool)
+        # ordered: UTF-8 byte order is code point order, so the bytes' order (numpy's
+        # fixed-width bytes would drop trailing NULs)
+        return _SIGNED[e.op](sign, 0), np.zeros(n, bool)
     return None
 
 

@@ -31,6 +31,7 @@ from .columns import DEFAULT_MAX_MEM_LENGTH, Decoded, decompress_segment
 from .kernels import (
     ENV_VAR,
     ValueSlicer,
+    compare_bytes,
     count_ranges,
     decode_bools,
     decode_floats,
@@ -49,5 +50,5 @@ __all__ = [
     "DEFAULT_MAX_MEM_LENGTH", "ENV_VAR", "Decoded", "decompress_segment", "scan_tags",
     "decode_ints", "decode_floats", "decode_bools", "decode_varbinary", "validate_utf8",
     "decode_int32s", "presence_to_validity", "lengths_to_offsets", "decode_primitive",
-    "native_available", "ValueSlicer", "count_ranges",
+    "native_available", "ValueSlicer", "count_ranges", "compare_bytes",
 ]

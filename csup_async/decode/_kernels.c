@@ -1224,6 +1224,52 @@ k_count_ranges(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(ok);
 }
 
+/* compare_bytes(offsets i64[n+1], data u8, literal, out i8[>= n]) -> bool: each value
+ * data[offsets[r]:offsets[r + 1]] compared with `literal` in byte order (UTF-8 byte
+ * order is code point order), -1 / 0 / 1; a proper prefix is the lesser.  One memcmp
+ * per value, where the reference needs a gather per byte of the literal.  False when
+ * an offset is out of bounds or they descend (the reference raises). */
+static PyObject *
+k_compare_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer bv[4];
+    int ok = 1, got = 0;
+    if (!check_args(nargs, 4, "compare_bytes"))
+        return NULL;
+    for (; got < 4; got++) {
+        if (PyObject_GetBuffer(args[got], &bv[got],
+                               got == 3 ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            for (int j = 0; j < got; j++)
+                PyBuffer_Release(&bv[j]);
+            Py_RETURN_FALSE;
+        }
+    }
+    const int64_t *off = (const int64_t *)bv[0].buf;
+    const u8 *src = (const u8 *)bv[1].buf, *lit = (const u8 *)bv[2].buf;
+    signed char *out = (signed char *)bv[3].buf;
+    Py_ssize_t n = bv[0].len / 8 - 1, sn = bv[1].len, ln = bv[2].len;
+    if (n < 0 || bv[0].len % 8 || bv[3].len < n)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; ok && r < n; r++) {
+        int64_t s = off[r], e = off[r + 1];
+        if (s < 0 || e < s || e > sn) {
+            ok = 0;
+            break;
+        }
+        int64_t len = e - s;
+        int c = memcmp(src + s, lit, (size_t)(len < ln ? len : ln));
+        if (c == 0)
+            c = (len > ln) - (len < ln);
+        out[r] = (signed char)((c > 0) - (c < 0));
+    }
+    Py_END_ALLOW_THREADS
+    for (int j = 0; j < 4; j++)
+        PyBuffer_Release(&bv[j]);
+    return PyBool_FromLong(ok);
+}
+
 /* ------------------------------------------------------------ intcomp --- */
 
 /* SuperDB's integer coding (Go package ronanh/intcomp, csup_async.superdb.intcomp):
@@ -1395,6 +1441,8 @@ k_intcomp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------- module --- */
 
 static PyMethodDef methods[] = {
+    {"compare_bytes", (PyCFunction)(void (*)(void))k_compare_bytes, METH_FASTCALL,
+     "compare_bytes(offsets, data, literal, out) -> bool"},
     {"count_ranges", (PyCFunction)(void (*)(void))k_count_ranges, METH_FASTCALL,
      "count_ranges(stream, ends, out) -> bool: values per byte range"},
     {"count", (PyCFunction)(void (*)(void))k_count, METH_FASTCALL,

@@ -470,6 +470,37 @@ def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
     return out, copy_ranges(data, starts, lengths)
 
 
+def compare_bytes(offsets: np.ndarray, data: np.ndarray, literal: bytes) -> np.ndarray:
+    """Each value ``data[offsets[i]:offsets[i + 1]]`` compared with ``literal`` in byte
+    order, as int8 -1 / 0 / 1 (a proper prefix is the lesser; UTF-8 byte order is code
+    point order).  Vectorised: one gather per byte of the literal over the values still
+    equal so far.  Offsets out of bounds or descending are a FormatError."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    data = np.asarray(data, dtype=np.uint8)
+    n = offsets.size - 1
+    if n < 0:
+        raise FormatError("compare: offsets must hold at least one entry")
+    starts, ends = offsets[:-1], offsets[1:]
+    if n and (int(starts.min()) < 0 or bool((ends < starts).any())
+              or int(ends.max()) > data.size):
+        raise FormatError(f"compare: offsets out of range 0..{data.size}")
+    lengths = ends - starts
+    out = np.zeros(n, np.int8)
+    live = np.arange(n, dtype=np.int64)  # equal to the literal so far
+    for j, byte in enumerate(literal):
+        if not live.size:
+            break
+        short = lengths[live] <= j  # ended before byte j: a proper prefix
+        out[live[short]] = -1
+        live = live[~short]
+        got = data[starts[live] + j]
+        out[live[got < byte]] = -1
+        out[live[got > byte]] = 1
+        live = live[got == byte]
+    out[live[lengths[live] > len(literal)]] = 1
+    return out
+
+
 # ---------------------------------------------------------- dispatch ---
 
 

@@ -326,6 +326,17 @@ def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
     return ref.take_binary(offsets, data, idx, validity)
 
 
+def compare_bytes(offsets: np.ndarray, data: np.ndarray, literal: bytes) -> np.ndarray:
+    """Each value ``data[offsets[i]:offsets[i + 1]]`` compared with ``literal`` in byte
+    order, int8 -1 / 0 / 1: an ordered filter on strings (``ts >= '2026-11-18'``) at
+    memory speed, one memcmp per value in C (the reference: a gather per literal byte)."""
+    if _K is not None and _plain(offsets, np.int64) and _plain(data, np.uint8):
+        out = np.empty(max(offsets.size - 1, 0), np.int8)
+        if _K.compare_bytes(offsets, data, literal, out):
+            return out
+    return ref.compare_bytes(offsets, data, literal)
+
+
 class ValueSlicer:
     """The values of one decompressed segment stream, handed out a slice at a time.
 

@@ -119,8 +119,13 @@ class BsupReader(WholeObjectReader):
 
     def hold(self, data: bytes, t0: float) -> None:
         """Read ``data``, whole BSUP streams, as this reader's values: its frames are
-        walked (types, row count), no body decoded."""
+        walked (types, row count), no body decoded.  BSUP versions 1 and 2 (a
+        SuperDB database's objects) are read as version 0 (:mod:`..superdb.tov0`)."""
         try:
+            if data and data[0] != 0xFF and data[0] & 0x80:
+                from ..format.superdb.tov0 import to_v0
+
+                data = to_v0(data)
             try:  # records (as a lake's objects hold): the one walk a scan decodes from
                 self._walked = walk([data], max_total=self.max_mem_length)
                 types = list(dict.fromkeys(self._walked.types))
@@ -280,6 +285,9 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
     else:
         head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
                                            tail.offset))
+    named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    if head[:1] in (b"\x81", b"\x82"):  # BSUP 1/2 (super v0.2.0/v0.3.0): as version 0
+        head, size = await _as_v0(reader, head, size, named)
     problem = start_problem(head, size) if size else None
     if problem == MORE and tail.offset > 0:
         if size > reader.max_mem_length:
@@ -288,7 +296,6 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         else:  # the object whole (as a BSUP object is read anyway), then its first frame
             head = await _whole(reader, head)
             problem = start_problem(head, size)
-    named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
     if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
         problem = "it starts with an end-of-stream marker"
     if problem is not None or (not size and not named):
@@ -318,6 +325,22 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         await new.close()  # it owns the store now
         raise
     return new
+
+
+async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:
+    """The object whole, BSUP version 1 or 2, as version 0 (:mod:`..superdb.tov0`)."""
+    from ..format.superdb.tov0 import to_v0
+
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    if len(head) < size:
+        head = await _whole(reader, head)
+    try:
+        v0 = to_v0(head)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    return v0, len(v0)
 
 
 async def _read(reader: Reader, off: int, n: int) -> bytes:

@@ -40,7 +40,7 @@ class Loading:
         credentials included, or the store instance) and the key.  Two stores with
         different credentials never share an entry: with ``immutable=True`` a hit
         costs no request, so it must not let one caller see what only another may."""
-        return (_cache_scope(self.store), self.key)
+        return (_cache_scope(self.store), cache_key(self.store, self.key))
 
     def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
         self.meta = hit.meta
@@ -155,6 +155,13 @@ class Loading:
 
 
 _scopes = itertools.count()
+
+
+def cache_key(store: Any, key: str) -> str:
+    """``key`` as the metadata cache names it (``Store.cache_key``; a store passed by
+    hand may have none)."""
+    fn = getattr(store, "cache_key", None)
+    return fn(key) if callable(fn) else key
 
 
 def _cache_scope(store: Any) -> Any:

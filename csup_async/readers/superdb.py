@@ -35,7 +35,7 @@ from ..format.superdb.meta import (
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.selection import check_limit
-from ..model.types import NULL, RecordType, Type
+from ..model.types import NULL, RecordType, Type, UnionType
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
@@ -116,9 +116,12 @@ class HeaderLayoutReader(WholeObjectReader):
                     raise LimitError(f"metadata of {hdr.meta_size} bytes exceeds "
                                      f"max_metadata={self.max_metadata}")
                 start = off + hdr.size
-                if not buf.covers(start, hdr.meta_size):
-                    have = min(buf.held_until(start), start + hdr.meta_size)
-                    await read(have, start + hdr.meta_size - have)  # the rest of it
+                # v16's type section (the subtypes of fusion values) follows the metadata:
+                # the same read; v23 keeps its types in its own way, v14 has none
+                head = hdr.meta_size + (hdr.type_size if hdr.version == 16 else 0)
+                if not buf.covers(start, head):
+                    have = min(buf.held_until(start), start + head)
+                    await read(have, start + head - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
                 objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
@@ -249,7 +252,25 @@ class HeaderLayoutReader(WholeObjectReader):
         from ..format.superdb.v23 import ObjectMeta5
 
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
+        if obj.header.version == 16 and obj.header.type_size:
+            types = self._v16_types(obj)
         return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types)
+
+    def _v16_types(self, obj: ObjectMeta) -> Any:
+        """v16's type section (read at open): the table its fusion vectors' subtype IDs
+        index, decoded on first use."""
+        from ..scan.superdb.vectors23 import TypeList
+
+        start = obj.offset + obj.header.size + obj.header.meta_size
+        raw = self._buf.get(start, obj.header.type_size)
+        table: list[TypeList] = []
+
+        def types() -> TypeList:
+            if not table:
+                table.append(TypeList.from_bsup2(raw))
+            return table[0]
+
+        return types
 
     def _decode(self, obj: ObjectMeta, paths: list[str], typed: bool = False
                 ) -> dict[str, list[Any]]:
@@ -284,9 +305,33 @@ class HeaderLayoutReader(WholeObjectReader):
             else:
                 out[p] = got
         if slow:
-            for p, v in self._decode(obj, slow).items():
+            # (v16 and v14; v23's typed values are forms of their own, decoded plainly)
+            plain = [p for p in slow if not isinstance(types[p], UnionType)
+                     or obj.header.version >= 23]
+            for p, v in self._decode(obj, plain).items():
                 out[p] = A.from_pylist(types[p], v)
+            for p in slow:
+                if p not in out:  # a union column: each value tagged with its member
+                    out[p] = A.from_pylist(types[p], self._members(obj, p, types[p]))
         return out
+
+    def _members(self, obj: ObjectMeta, path: str, col: Type) -> list[Any]:
+        """A union column's values over the rows of ``obj``, decoded with their types and
+        each tagged with its member of ``col``: untyped, a float64 of a column that also
+        holds float32 would become a float32, an int where a string is expected refused."""
+        dec = Decoder(obj.nodes, self._loader(obj), True, obj.header.dialect)
+        tops = C.tops_of(obj)
+        comps = self._comps([path])[0]
+        parts = []
+        for top, top_t in zip(tops, C.top_types(obj), strict=True):
+            n = C.node_len_of(obj, top)
+            t = C.resolve(obj.nodes, top, comps)
+            if t is None:
+                parts.append([None] * n)
+                continue
+            parts.append(C.as_members(C.target_values(dec, obj, t, n),
+                                      C.type_at(top_t, comps), col))
+        return parts[0] if len(parts) == 1 else C.interleave(C.row_tags(dec, obj), parts)
 
     def _result(self, cols: dict[str, A.Array], n: int, stats: ScanStats, plan: Any
                 ) -> ScanResult:
@@ -453,7 +498,7 @@ class HeaderLayoutReader(WholeObjectReader):
         from ..scan.superdb.vectors23 import defuse
 
         vals = dec.values(top)
-        if obj.header.version < 23:
+        if obj.header.version < 16 or (obj.header.version == 16 and not obj.header.type_size):
             return [Value(t, v) for v in vals]
         return [Value(v.type, defuse(v.value, v.type)) if isinstance(v, Value)
                 else Value(t, defuse(v, t)) for v in vals]

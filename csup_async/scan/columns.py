@@ -30,6 +30,7 @@ from planner.projection import Leg
 
 from .. import arrays as A
 from .. import decode as D
+from ..arrays.buffers import offsets_from_lengths
 from ..format.bsup import append_tagged, decode_value
 from ..format.bsup import decode_primitive as decode_one
 from ..format.meta import (
@@ -63,6 +64,11 @@ from .options import Limits
 
 _VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
            "duration", "float16", "float32", "float64", "bool", "string", "bytes"}
+
+
+#: A selection of fewer runs than this is read run by run (a skip and a take each, which
+#: slice whole segments); more runs are gathered (one vectorised step per segment).
+FEW_RUNS = 8
 
 
 # --------------------------------------------------------------- decoders ---
@@ -256,6 +262,43 @@ class _Chunks:
             raise FormatError("a row selection reached values of a segment it did not read")
         return out
 
+    def gather(self, n: int, idx: np.ndarray) -> list[Any]:
+        """Consume the next ``n`` values and return the parts holding positions ``idx``
+        (sorted, distinct, each below ``n``) of them: one binary search and one take per
+        decoded segment, a slice where the positions in it are consecutive.  A segment
+        no position falls in is dropped unread (a skipped one, never fetched)."""
+        out: list[Any] = []
+        base = 0  # position (within the n) of the first value not yet passed
+        lo = 0
+        m = int(idx.size)
+        while base < n:
+            if not self.pending and not self._pull():
+                raise FormatError(f"a column stream ended {n - base} values early")
+            head = self.pending[0]
+            have = min(len(head) - self.pos, n - base)
+            hi = lo if lo >= m else int(np.searchsorted(idx, base + have, "left"))
+            if hi > lo:
+                if isinstance(head, Skipped):
+                    raise FormatError("a row selection reached values of a segment it did "
+                                      "not read")
+                first, last = int(idx[lo]), int(idx[hi - 1])
+                shift = self.pos - base
+                if last - first == hi - lo - 1:  # consecutive: a slice, no copy
+                    out.append(_cut(head, first + shift, last + shift + 1))
+                else:
+                    local = idx[lo:hi] + shift if shift else idx[lo:hi]
+                    out.append(head[local] if isinstance(head, np.ndarray)
+                               else head._take(local))
+                lo = hi
+            if self.pos + have == len(head):
+                self.pending.popleft()
+                self.pos = 0
+            else:
+                self.pos += have
+            self.avail -= have
+            base += have
+        return out
+
     def finish(self, what: str) -> None:
         if self.avail or self._pull():
             extra = self.avail
@@ -336,6 +379,40 @@ class RunsCursor:
         self.pos = target
         return valid
 
+    def locate(self, n: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Pass the next ``n`` positions and place positions ``idx`` (sorted, each below
+        ``n``) among them: whether each is present, the index among the present values
+        of each present one, and how many of the ``n`` are present.  Binary searches over
+        the runs, never a mask of the ``n`` positions."""
+        target = self.pos + n
+        while self._total() < target:
+            if not self._more():
+                raise FormatError(f"presence runs sum to {self._total()}, expected at least "
+                                  f"{target}")
+        ends = self.ends
+        k0 = int(np.searchsorted(ends, self.pos, "right"))
+        k1 = int(np.searchsorted(ends, target, "left"))
+        # the runs k0..k1 cover [pos, target): their bounds clipped to it
+        stop = np.minimum(ends[k0: k1 + 1], target)
+        start = np.empty_like(stop)
+        start[0] = self.pos
+        start[1:] = ends[k0:k1]
+        present = ((np.arange(k0, k1 + 1) + self.first) & 1) == 0
+        lens = np.where(present, np.maximum(stop - start, 0), 0)
+        before = np.cumsum(lens) - lens  # present values before each run (from pos)
+        count = int(before[-1] + lens[-1]) if lens.size else 0
+        q = idx + self.pos
+        k = np.searchsorted(stop, q, "right")  # the run holding each position
+        there = present[k]
+        pos = (before[k] + (q - start[k]))[there]
+        done = int(np.searchsorted(ends, target, "right"))  # runs used up
+        if done:
+            self.base = int(ends[done - 1])
+            self.first += done
+            self.ends = ends[done:]
+        self.pos = target
+        return there, pos, count
+
     def finish(self) -> None:
         while self._more():
             pass
@@ -379,6 +456,33 @@ class Cursor:
         if n:
             self._take(n)
 
+    def gather(self, n: int, idx: np.ndarray) -> A.Array:
+        """Pass over the next ``n`` values and hand out those at positions ``idx`` (int64,
+        sorted, distinct, each below ``n``): late materialization in one vectorised
+        step per node and per segment, whatever the number of runs ``idx`` makes."""
+        if idx.size == n:
+            return self.take(n)
+        if not idx.size:
+            self.skip(n)
+            return self.take(0)
+        cuts = np.flatnonzero(np.diff(idx) != 1) + 1
+        if cuts.size < FEW_RUNS:  # a few runs (rows=, a clustered filter): skip and take
+            parts = []
+            pos = 0
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), int(idx.size)],
+                            strict=True):
+                lo, hi = int(idx[a]), int(idx[b - 1]) + 1
+                self.skip(lo - pos)
+                parts.append(self.take(hi - lo))
+                pos = hi
+            self.skip(n - pos)
+            return parts[0] if len(parts) == 1 else A.concat(parts)
+        self.b.claim(self, int(idx.size))
+        return self._gather(n, idx)
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        return self._take(n)._take(idx)
+
     def finish(self) -> None:
         """FormatError if a stream below holds values the rows did not use."""
 
@@ -390,6 +494,9 @@ class NullCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         return A.null_array(self.t, n)
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        return A.null_array(self.t, int(idx.size))
 
     def skip(self, n: int) -> None:
         pass
@@ -411,6 +518,12 @@ class PrimCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         parts = self.chunks.take(n)
+        if not parts:
+            return A.null_array(self.t, 0)
+        return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        parts = self.chunks.gather(n, idx)
         if not parts:
             return A.null_array(self.t, 0)
         return parts[0] if len(parts) == 1 else A.concat(parts, self.t)
@@ -487,6 +600,10 @@ class ConstCursor(Cursor):
                               f"the rows need {n}")
         self.left -= n
         return self.value.take(np.zeros(n, np.intp))
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        self._take(n)
+        return self.value.take(np.zeros(idx.size, np.intp))
 
     def skip(self, n: int) -> None:
         self._take(n)
@@ -634,6 +751,10 @@ class MaskedCursor(Cursor):
         valid = self.runs.take(n)
         return self.child.take(int(np.count_nonzero(valid))).expand(valid)
 
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        there, pos, count = self.runs.locate(n, idx)
+        return self.child.gather(count, pos).expand(there)
+
     def skip(self, n: int) -> None:
         self.child.skip(int(np.count_nonzero(self.runs.take(n))))
 
@@ -649,6 +770,9 @@ class RetypedCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         return self.child.take(n).with_type(self.t)
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        return self.child.gather(n, idx).with_type(self.t)
 
     def plan(self, n: int) -> None:
         self.child.plan(n)
@@ -670,6 +794,10 @@ class RecordCursor(Cursor):
 
     def _take(self, n: int) -> A.Array:
         return A.StructArray(self.t, n, tuple(f.take(n) for f in self.fields))
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        return A.StructArray(self.t, int(idx.size), tuple(f.gather(n, idx)
+                                                          for f in self.fields))
 
     def plan(self, n: int) -> None:
         for f in self.fields:
@@ -704,6 +832,18 @@ class ListCursor(Cursor):
             return A.MapArray(self.t, offsets, kids[0], kids[1])
         return A.ListArray(self.t, offsets, kids[0])
 
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        offsets = D.lengths_to_offsets(self.lengths.take(n), max_total=self.b.limits.max_rows)
+        starts = offsets[idx]
+        lens = offsets[idx + 1] - starts
+        elems = A.range_indices(starts, lens)
+        total = int(offsets[-1])
+        kids = [c.gather(total, elems) for c in self.children]
+        out = offsets_from_lengths(lens)
+        if isinstance(self.t, MapType):
+            return A.MapArray(self.t, out, kids[0], kids[1])
+        return A.ListArray(self.t, out, kids[0])
+
     def skip(self, n: int) -> None:
         if n:
             total = int(D.lengths_to_offsets(self.lengths.take(n),
@@ -731,6 +871,18 @@ class UnionCursor(Cursor):
         return A.UnionArray(self.t, tags.astype(np.int32, copy=False),
                             tuple(m.take(int(c)) for m, c in zip(self.members, counts,
                                                                   strict=True)))
+
+    def _gather(self, n: int, idx: np.ndarray) -> A.Array:
+        tags = self.tags.take(n)
+        k = len(self.members)
+        if tags.size and (int(tags.min()) < 0 or int(tags.max()) >= k):
+            raise FormatError(f"union tag out of range 0..{k - 1}")
+        counts = np.bincount(tags, minlength=k).tolist()
+        picked = tags[idx]
+        ranks = A.group_ranks(tags, k)[idx]
+        return A.UnionArray(self.t, picked.astype(np.int32, copy=False),
+                            tuple(m.gather(c, ranks[picked == i]) for i, (m, c)
+                                  in enumerate(zip(self.members, counts, strict=True))))
 
     def skip(self, n: int) -> None:
         if not n:

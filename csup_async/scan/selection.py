@@ -65,91 +65,62 @@ __all__ = ["iter_filtered", "next_piece", "plan_filter", "plan_rows", "runs_of",
 
 
 
-def _skip(read: S.Read, n: int) -> int:
-    """Pass over the next ``n`` rows; how many there were."""
-    if read.ids is None:
-        k = min(n, read.remaining or 0)
-        read.remaining = (read.remaining or 0) - k
-        for cs in read.cursors.values():
-            for _, c in cs:
-                c.skip(k)
-        return k
-    ids = read.ids.take(n, exact=False)
-    if not ids.size:
-        return 0
-    if int(ids.min()) < 0 or int(ids.max()) >= read.n_types:
-        raise FormatError(f"super column holds an ID outside 0..{read.n_types - 1}")
-    counts = np.bincount(ids, minlength=read.n_types).tolist()
-    for cs in read.cursors.values():
-        for sid, c in cs:
-            c.skip(counts[sid])
-    return int(ids.size)
+def _indices(ranges: RowRanges, n: int) -> np.ndarray:
+    """The row numbers of ``ranges`` below ``n`` as one sorted int64 array."""
+    starts = np.asarray(ranges.starts, np.int64)
+    stops = np.minimum(np.asarray(ranges.stops, np.int64), n)
+    keep = starts < stops
+    return A.range_indices(starts[keep], stops[keep] - starts[keep])
 
 
 def _select(read: S.Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int, int]:
     """In the read's thread: the rows of ``ranges`` (fewer when the file ends first), and
-    the rows in the file."""
-    parts: dict[str | None, list[A.Array]] = {p: [] for p in read.cursors}
-    pos = rows = 0
-    for a, b in ranges.pairs:
-        if a > pos:
-            pos += _skip(read, a - pos)
-            if pos < a:
-                break
-        got = read.batch(b - a)
-        if got is None:
-            break
-        cols, ids = got
-        for p, arr in cols.items():
-            parts[p].append(arr)
-        rows += int(ids.size)
-        pos += int(ids.size)
-        if ids.size < b - a:
-            break
-    while True:  # the rest: every stream's end is still checked
-        k = _skip(read, 1 << 30)
-        if not k:
-            break
-        pos += k
+    the rows in the file.  Each cursor passes over every row once and gathers the
+    selected ones (:meth:`~.columns.Cursor.gather`): one vectorised step per node and
+    per segment, however many runs the selection makes."""
+    if read.ids is None:
+        n = read.remaining or 0
+        read.remaining = 0
+        idx = _indices(ranges, n)
+        ids = np.zeros(idx.size, np.int32)
+        totals = [n]
+        local = [idx]
+    else:
+        every = read.ids.take(1 << 62, exact=False)
+        n = int(every.size)
+        if n and (int(every.min()) < 0 or int(every.max()) >= read.n_types):
+            raise FormatError(f"super column holds an ID outside 0..{read.n_types - 1}")
+        idx = _indices(ranges, n)
+        ids = every[idx]
+        totals = np.bincount(every, minlength=read.n_types).tolist()
+        ranks = A.group_ranks(every, read.n_types)[idx]
+        local = [ranks[ids == sid] for sid in range(read.n_types)]
+    counts = np.bincount(ids, minlength=read.n_types).tolist()
+    out = {p: read.assemble(cs, ids, counts,
+                            lambda sid, c: c.gather(totals[sid], local[sid]))
+           for p, cs in read.cursors.items() if p is not None}
     read.finish()
-    out: dict[str, A.Array] = {}
-    for p, lst in parts.items():
-        if p is None:
-            continue
-        if not lst:
-            empty = np.zeros(0, np.int32)
-            lst = [read.column(read.cursors[p], empty, [0] * read.n_types)]
-        out[p] = lst[0] if len(lst) == 1 else A.concat(lst)
-    return out, rows, pos
+    return out, int(idx.size), n
 
 
 def _select_types(read: S.Read, rowmap: RowMap, ranges: RowRanges
                   ) -> tuple[dict[str, A.Array], int, int]:
     """In the read's thread, a file of several super types: each super type's cursors
-    take the selected rows of that type (its few ranges of its own rows, however the
-    types interleave), then each column is merged in file order by the row map."""
-    local = rowmap.local(ranges)
-    rows = np.concatenate([rowmap.to_global(sid, r) for sid, r in enumerate(local)] or
-                          [np.zeros(0, np.int64)])
-    rows.sort()
+    gather the selected rows of that type (its indices within its own rows, however
+    the types interleave, found by one sort of the selected rows by type), then each
+    column is merged in file order by the row map."""
+    rows = _indices(ranges, len(rowmap.ids))
     ids = np.asarray(rowmap.ids[rows], np.int32)
     counts = np.bincount(ids, minlength=read.n_types).tolist()
+    local = rowmap.local_indices(rows)
     type_rows = rowmap.type_rows
 
     def part(sid: int, c: Any) -> A.Array:
-        pieces = []
-        pos = 0
-        for a, b in local[sid].pairs:
-            if a > pos:
-                c.skip(a - pos)
-            pieces.append(c.take(b - a))
-            pos = b
+        li = local[sid]
         n = type_rows[sid]
-        if n is not None and n > pos:  # the rest: every stream's end is still checked
-            c.skip(n - pos)
-        if not pieces:
-            return c.take(0)
-        return pieces[0] if len(pieces) == 1 else A.concat(pieces)
+        if n is None:  # a prefix of the rows: the read ends after the last one selected
+            n = int(li[-1]) + 1 if li.size else 0
+        return c.gather(n, li)
 
     out = {p: read.assemble(cs, ids, counts, part) for p, cs in read.cursors.items()
            if p is not None}

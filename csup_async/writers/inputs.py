@@ -96,16 +96,65 @@ class JsonFile:
         return read_json(self.path)
 
 
+#: SuperDB's BSUP versions besides Zed's version 0, by the version byte that starts
+#: each of their frames: the release that writes each and the module that reads it.
+SUPERDB_BSUP = {1: ("super v0.2.0", "bsup2"), 2: ("super v0.3.0", "bsup2"),
+                5: ("super main", "bsup5")}
+
+
+def bsup_version(data: bytes) -> int:
+    """The BSUP version of a stream: 0 (Zed) unless its first frame starts with a
+    version byte (``0x80 | version``, SuperDB); end-of-stream markers skipped."""
+    for b in data:
+        if b != 0xFF:
+            return b & 0x7F if b & 0x80 else 0
+    return 0
+
+
 def read_bsup(path: str) -> Iterator[Value]:
     from ..format.bsup import decode_value, iter_raw_values
 
     with open(path, "rb") as f:
         data = f.read()
+    version = bsup_version(data)
     try:
+        if version:
+            yield from _read_superdb_bsup(data, version, path)
+            return
         for t, body in iter_raw_values(data):
             yield Value(t, decode_value(t, body, typed=True))
     except CsupError as e:
         raise e.with_path(path) from None
+
+
+def _superdb_codec(version: int) -> Any:
+    """The module that reads SuperDB's BSUP ``version``, or ``None``."""
+    if version in (1, 2):
+        from ..format.superdb import bsup2
+
+        return bsup2
+    if version == 5:
+        from ..format.superdb import bsup5
+
+        return bsup5
+    return None
+
+
+def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
+    """SuperDB's BSUP; a version no module here reads is refused by name."""
+    codec = _superdb_codec(version)
+    if codec is None:
+        readable = ", ".join(f"{v} ({who})" for v, (who, _) in SUPERDB_BSUP.items()
+                             if _superdb_codec(v) is not None)
+        raise FormatError(f"BSUP version {version} is not read here (versions read: 0 "
+                          f"(Zed), {readable})", path=path)
+    if version == 5:
+        for t, body in codec.read_values(data):
+            yield Value(t, codec.decode_value(t, body, typed=True))
+        return
+    dialect = codec.V1 if version == 1 else codec.V2
+    for t, body in codec.read_values(data, dialect):
+        yield Value(t, codec.decode_value(t, body, dialect=dialect, typed=True))
 
 
 async def _read_csup(path: str) -> list[Value]:

@@ -649,6 +649,7 @@ class Writer:
         self._offset = 0
         self._buffered = 0
         self._super_ids: dict[Type, int] = {}
+        self._last_super: tuple[Type, int] | None = None  # write_body's last type, by identity
         self._super_types: list[Type] = []
         self._builders: list[_Builder] = []
         # the super column's segments carry statistics too: their ``count`` sums to the
@@ -719,7 +720,12 @@ class Writer:
         """Write one value given as its BSUP body (the exact path every input takes)."""
         if self._closed:
             raise CsupError("writer is closed")
-        sid = self.super_id(t)
+        last = self._last_super
+        if last is not None and last[0] is t:  # rows of one (maybe large) type: no hash
+            sid = last[1]
+        else:
+            sid = self.super_id(t)
+            self._last_super = (t, sid)
         self._builders[sid].append_uncovered(body)
         self._super.append_int(sid)
         self.rows += 1

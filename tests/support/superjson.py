@@ -31,27 +31,12 @@ from csup_async.model.values import UnionValue
 
 
 def go_duration(ns: int) -> str:
-    """Super's duration text: Go's units, zero components left out (``1m``, ``1m1.5s``)."""
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 10**9:
-        for unit, size in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
-            if ns >= size or unit == "ns":
-                return sign + _trim(ns, size) + unit
-    h, rest = divmod(ns, 3600 * 10**9)
-    m, rest = divmod(rest, 60 * 10**9)
-    out = (f"{h}h" if h else "") + (f"{m}m" if m else "")
-    return sign + out + (_trim(rest, 10**9) + "s" if rest else "")
+    """Super's duration text, which is Zed's (``nano.Duration``): years and days too,
+    ``us`` for microseconds (``1d1s``, ``1y1ns``, ``2us``), measured against super main
+    and v0.3.0."""
+    from tests.support.zedjson import zed_duration
 
-
-def _trim(v: int, size: int) -> str:
-    whole, frac = divmod(v, size)
-    if not frac:
-        return str(whole)
-    digits = len(str(size)) - 1
-    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
+    return zed_duration(ns)
 
 
 def rfc3339(t: np.datetime64) -> str:
@@ -62,13 +47,24 @@ def rfc3339(t: np.datetime64) -> str:
 
 
 def sup_text(t: Type, v: Any) -> str:
-    """Super text of a simple value (records of ints and strings: map keys)."""
+    """Super text of a simple value (how super's JSON writes a map key that is not a
+    string: records, union members, durations, times, numbers)."""
+    if isinstance(v, UnionValue):
+        return sup_text(v.type, v.value)
     if isinstance(t, NamedType):
         return sup_text(t.inner, v)
     if isinstance(t, RecordType):
         return "{" + ",".join(f"{f.name}:{sup_text(f.type, v[f.name])}" for f in t.fields) + "}"
     if isinstance(v, str):
         return '"' + v + '"'
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(t, PrimitiveType) and t.name in ("duration", "time", "bytes", "type"):
+        return super_json(t, v)
+    if isinstance(v, float) and v == int(v) and abs(v) < 1e16:
+        return f"{int(v)}."  # SUP marks an integral float with a trailing dot
     return str(v)
 
 
@@ -78,7 +74,11 @@ def super_json(t: Type, v: Any, main: bool = False,
     if names is None:
         names = {}
     if v is None:
-        return None
+        # error(null) is stored as a null of type error(null), which super prints as
+        # the error it is
+        u = t.inner if isinstance(t, NamedType) else t
+        null = isinstance(u, ErrorType) and getattr(u.inner, "name", "") == "null"
+        return {"error": None} if null else None
     if isinstance(t, RecRef):
         t = names[t.name]
     if isinstance(t, NamedType):
@@ -112,5 +112,13 @@ def super_json(t: Type, v: Any, main: bool = False,
     if name in ("ip", "net"):
         return str(v)
     if name == "type":
-        return f"<{format_type(v) if main else v}>"
+        return f"<{format_type(v) if main else super_type_text(v)}>"
     return v
+
+
+def super_type_text(t: Any) -> str:
+    """A type as super prints it: Zed's text but a named type without parentheses
+    around its definition (``rec={s:string}``)."""
+    import re
+
+    return re.sub(r"=\((\{[^()]*\})\)", r"=\1", str(t))

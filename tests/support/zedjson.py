@@ -88,8 +88,7 @@ def zed_json(t: Type, v: Any, *, map_as_records: bool = False) -> Any:
         if map_as_records:  # Zed v1.7 prints an empty map as null (a nil Go slice)
             return [{"key": zed_json(t.key, k, **kw), "value": zed_json(t.value, x, **kw)}
                     for k, x in pairs] or None
-        return {_key_text(zed_json(t.key, k, **kw)): zed_json(t.value, x, **kw)
-                for k, x in pairs}
+        return {_key_text(t.key, k): zed_json(t.value, x, **kw) for k, x in pairs}
     if isinstance(t, UnionType):
         raise AssertionError("a union value must be typed (decode with typed=True)")
     if isinstance(t, EnumType):
@@ -109,8 +108,15 @@ def zed_json(t: Type, v: Any, *, map_as_records: bool = False) -> Any:
     return v
 
 
-def _key_text(k: Any) -> str:
-    return k if isinstance(k, str) else json.dumps(k)
+def _key_text(t: Type, k: Any) -> str:
+    """A map key as zq's JSON writes it: a string key as itself, any other as its ZSON
+    text (a string inside a union quoted, a float with its dot: ``"16."``)."""
+    from tests.support.superjson import sup_text
+
+    if isinstance(k, str) and not isinstance(k, UnionValue) and isinstance(
+            t.inner if isinstance(t, NamedType) else t, PrimitiveType):
+        return k
+    return sup_text(t, k)
 
 
 def load_lines(path: Path) -> list[Any]:

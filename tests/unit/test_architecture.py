@@ -594,6 +594,7 @@ ALLOWED_TEST_REACHES: frozenset[tuple[str, str]] = frozenset({
     ("tests/e2e/stores/test_s3_signed.py", "_query"),
     ("tests/e2e/stores/test_store_cache.py", "_freeze"),
     ("tests/support/kernel_pairs.py", "_K"),
+    ("tests/unit/decode/test_compare_kernels.py", "_K"),
     ("tests/unit/decode/test_decode.py", "_K"),
     ("tests/unit/decode/test_take_kernels.py", "_K"),
     ("tests/unit/format/test_bsup.py", "_depth"),

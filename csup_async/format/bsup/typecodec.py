@@ -392,17 +392,24 @@ class TypedefEncoder:
     def __init__(self) -> None:
         self.pending = bytearray()
         self._ids: dict[Type, int] = {}
+        self._by_typedef: dict[bytes, int] = {}  # a typedef's bytes -> its ID
         self._next_id = FIRST_TYPEDEF_ID
 
     def type_id(self, t: Type) -> int:
         """The ID of ``t`` in this stream; a new type's typedef (and its children's) is
-        appended to ``pending``."""
+        appended to ``pending``.
+
+        Two types that encode to the same typedef share one ID: types this library
+        tells apart that a version-0 stream cannot (a record with optional fields and
+        the one without the marks) would otherwise be defined twice, and a reader that
+        interns typedefs (zq) gives the second no ID of its own, so every later ID
+        would be off by one."""
         if isinstance(t, PrimitiveType):
             return t.id
         tid = self._ids.get(t)
         if tid is not None:
             return tid
-        td = self.pending
+        td = bytearray()
         if isinstance(t, RecordType):
             ids = [self.type_id(f.type) for f in t.fields]
             td.append(ID_RECORD)
@@ -436,8 +443,13 @@ class TypedefEncoder:
             td += counted(t.name) + uvarint(i)
         else:
             raise EncodeError(f"not a type: {t!r}")
-        tid = self._next_id
-        self._next_id += 1
+        key = bytes(td)
+        tid = self._by_typedef.get(key)
+        if tid is None:
+            tid = self._next_id
+            self._next_id += 1
+            self._by_typedef[key] = tid
+            self.pending += td
         self._ids[t] = tid
         return tid
 
@@ -450,4 +462,5 @@ class TypedefEncoder:
     def reset(self) -> None:
         """Forget every ID: after an end-of-stream marker a stream starts afresh."""
         self._ids.clear()
+        self._by_typedef.clear()
         self._next_id = FIRST_TYPEDEF_ID

@@ -307,9 +307,13 @@ def _type_value(mv: memoryview, pos: int, names: dict[str, Type], depth: int,
 
 def decode_primitive2(t: PrimitiveType, body: bytes | memoryview, dialect: Dialect = V2
                       ) -> Any:
-    """A primitive body: as version 0, except type values (this dialect's codes)."""
+    """A primitive body: as version 0, except type values (this dialect's codes) and an
+    empty body of type null, which is null: super v0.2.0 writes ``error(null)`` as an
+    error whose inner null value has an empty body (v0.3.0 writes a null error)."""
     if t.name == "type":
         return decode_type_value(body, dialect)
+    if t.name == "null" and len(body) == 0:
+        return None
     return decode_primitive(t, body)
 
 

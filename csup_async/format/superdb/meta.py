@@ -27,7 +27,8 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from .bsup2 import V1, V2, Dialect, OptField, decode_value, read_values
+from .bsup2 import V1, V2, Dialect, OptField, read_values
+from .compiled import decoder
 
 MAGIC = b"CSUP"
 HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
@@ -187,7 +188,7 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
-    d = decode_value(t, body, typed=True, dialect=dialect)
+    d = decoder(t, dialect)(body)  # decode_value(t, body, typed=True), made per type
     if not isinstance(d, dict):
         raise FormatError(f"{what}: metadata value of {t.name} is not a record")
 
@@ -271,14 +272,19 @@ def node_len(nodes: tuple[Node, ...], i: int) -> int:
 
 
 def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
-              names: tuple[str, ...] = ()) -> Type:
-    """The super type of the values of vector ``i`` (not for the root Dynamic)."""
+              names: tuple[str, ...] | None = ()) -> Type:
+    """The super type of the values of vector ``i`` (not for the root Dynamic).
+
+    ``names``: the named types this vector is inside, where a name met again is a
+    recursive type's reference to itself (v23); ``None`` where types are never
+    recursive (v14, v16), so a name redefined inside its own definition stays the new
+    definition."""
     if depth > 200:
         raise FormatError("CSUP vectors nested too deeply")
     n = nodes[i]
     d = depth + 1
-    if (n.kind == "named" and n.name in names) or (
-            n.kind == "empty" and isinstance(n.type, NamedType) and n.type.name in names):
+    if names is not None and ((n.kind == "named" and n.name in names) or (
+            n.kind == "empty" and isinstance(n.type, NamedType) and n.type.name in names)):
         from .bsup5 import RecRef  # v23: a recursive type's own name inside it
 
         return RecRef(n.name or n.type.name)  # type: ignore[union-attr]
@@ -311,7 +317,8 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
     if n.kind == "union":
         return UnionType(tuple(node_type(nodes, k, d, names) for k in n.kids))
     if n.kind == "named":
-        return NamedType(n.name, node_type(nodes, n.kids[0], d, (*names, n.name)))
+        return NamedType(n.name, node_type(nodes, n.kids[0], d,
+                                           None if names is None else (*names, n.name)))
     if n.kind == "error":
         return ErrorType(node_type(nodes, n.kids[0], d, names))
     raise UnsupportedTypeError(f"vectors of kind {n.kind} are not supported")
@@ -321,4 +328,5 @@ def root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
     """``(super type, vector ID)`` of each of the object's top-level vectors."""
     root = obj.root
     ids = root.kids if root.kind == "dynamic" else (obj.header.root,)
-    return [(node_type(obj.nodes, k), k) for k in ids]
+    names: tuple[str, ...] | None = () if obj.header.version >= 23 else None
+    return [(node_type(obj.nodes, k, names=names), k) for k in ids]

@@ -19,7 +19,8 @@ from ...format.meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ...format.superdb import intcomp
 from ...format.superdb.meta import Node, ObjectMeta, Seg, node_len, node_type
 from ...model.errors import FormatError
-from ...model.types import NULL, ErrorType, NamedType, RecordType, Type
+from ...model.types import NULL, ErrorType, NamedType, RecordType, Type, UnionType
+from ...model.values import UnionValue, unify
 from .vectors import NONE, Decoder, spread
 
 
@@ -55,10 +56,15 @@ def resolve(nodes: tuple[Node, ...], top: int, comps: tuple[str, ...]) -> Target
 
 
 def type_at(t: Type, comps: tuple[str, ...]) -> Type | None:
-    """The type at ``comps`` in values of ``t`` (None: no such field; NULL past a non-record)."""
-    for c in comps:
+    """The type at ``comps`` in values of ``t`` (None: no such field; NULL past a non-record;
+    through a union, the union of the field's types in its record members, as
+    :func:`resolve` and :func:`lookup` find the values there)."""
+    for k, c in enumerate(comps):
         while isinstance(t, NamedType | ErrorType):
             t = t.inner
+        if isinstance(t, UnionType):
+            found = [u for m in t.types if (u := type_at(m, comps[k:])) is not None]
+            return unify(found) if found else None
         if not isinstance(t, RecordType):
             return NULL
         f = t.field(c)
@@ -107,6 +113,8 @@ def needed_segments(obj: ObjectMeta, targets: list[Target], tops: int) -> list[S
 
 def lookup(v: Any, rest: tuple[str, ...]) -> Any:
     for c in rest:
+        while isinstance(v, UnionValue):  # values decoded with their types
+            v = v.value
         if not isinstance(v, dict):
             return None
         v = v.get(c)
@@ -124,6 +132,29 @@ def target_values(dec: Decoder, obj: ObjectMeta, t: Target, count: int) -> list[
     if t.rest:
         vals = [lookup(v, t.rest) for v in vals]
     return vals
+
+
+def as_members(vals: list[Any], t: Type | None, col: Type) -> list[Any]:
+    """Values of type ``t`` (decoded with their types) as values of the union column
+    type ``col``: each tagged with its member of ``col`` (a value of a union ``t`` with
+    the member its own tag names)."""
+    if t is None or t == col or not isinstance(col, UnionType):
+        return vals
+    members = list(col.types)
+    out: list[Any] = []
+    for v in vals:
+        if v is None:
+            out.append(None)
+        elif isinstance(v, UnionValue) and isinstance(t, UnionType):
+            if v.type in members:
+                out.append(UnionValue(members.index(v.type), v.type, v.value))
+            else:  # the null member, which the column's type leaves out
+                out.append(None if v.type == NULL else v.value)
+        elif t in members:
+            out.append(UnionValue(members.index(t), t, v))
+        else:
+            out.append(v)
+    return out
 
 
 def tops_of(obj: ObjectMeta) -> tuple[int, ...]:

@@ -154,31 +154,13 @@ def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
         got = parts[0]
         return (A.BinaryArray(t, got[0], got[1]) if name in _STRINGS
                 else A.PrimitiveArray(t, got[0]))
+    if all(got is None for got in parts):
+        return A.null_array(t, n)
+    # the super types' values put in row order by one pass over the row tags (in C:
+    # arrays.combine), not a mask of every row per super type (hundreds of types)
+    arrays: list[A.Array | None] = [
+        None if got is None else (A.BinaryArray(t, got[0], got[1]) if name in _STRINGS
+                                  else A.PrimitiveArray(t, got[0]))
+        for got in parts]
     which = tags if tags is not None else np.zeros(n, dtype=np.int64)
-    valid = np.zeros(n, dtype=bool)
-    if name not in _STRINGS:
-        out = np.zeros(n, dtype=_NUMERIC[name])
-        for k, got in enumerate(parts):
-            if got is not None:
-                rows = which == k
-                out[rows] = got[0]
-                valid[rows] = True
-        return A.PrimitiveArray(t, out, valid)
-    lens = np.zeros(n, dtype=np.int64)
-    for k, got in enumerate(parts):
-        if got is not None:
-            rows = which == k
-            lens[rows] = np.diff(got[0])
-            valid[rows] = True
-    offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    data = np.zeros(int(offs[-1]), dtype=np.uint8)
-    for k, got in enumerate(parts):
-        if got is not None:
-            rows = np.flatnonzero(which == k)
-            src_offs, src = got
-            ln = np.diff(src_offs)
-            dst = np.repeat(offs[rows] - src_offs[:-1], ln) + np.arange(
-                int(src_offs[-1]), dtype=np.int64)
-            data[dst] = src[:int(src_offs[-1])]
-    return A.BinaryArray(t, offs, data, valid)
+    return A.combine(arrays, which)

@@ -128,7 +128,7 @@ class Decoder:
                 out = [elems[a:b] for a, b in pairwise(offs)]
         elif k in ("union", "dynamic"):
             out = self._union(n, d)
-        elif k == "fusion" and isinstance(n.value, int) and self.typed:  # v23: as its subtype
+        elif k == "fusion" and self.typed and self.types is not None:  # as its subtype
             from . import vectors23
 
             out = vectors23.fusion_values(self, n, d)
@@ -161,7 +161,10 @@ class Decoder:
         for j, ((name, opt), kid) in enumerate(zip(n.fields, n.kids, strict=True)):
             if not opt:
                 self.expect(kid, n.count, f"field {name!r}")
-            elif node_len(self.nodes, kid) > n.count:
+            elif node_len(self.nodes, kid) not in (_EMPTY_COUNT,) and (
+                    node_len(self.nodes, kid) > n.count):
+                # (a field absent from every record is an empty bytes vector, whose
+                # count super writes as len(offsets) - 1 = 0xFFFFFFFF)
                 raise FormatError(f"optional field {name!r} holds more values than records")
             vals = self.values(kid, d)
             if opt:
@@ -199,7 +202,8 @@ class Decoder:
             self.expect(k, want, f"{n.kind} member")
         members = [self.values(k, d) for k in n.kids]
         pos = [0] * len(members)
-        types = [node_type(self.nodes, k) for k in n.kids] if (
+        names = () if self.dialect.version >= 5 else None  # recursive types: v23 only
+        types = [node_type(self.nodes, k, names=names) for k in n.kids] if (
             self.typed and n.kind == "union") else None
         out = []
         for t in tags:
@@ -223,6 +227,11 @@ def spread(vals: list[Any], runs: list[int], count: int) -> list[Any]:
         if len(vals) != count:
             raise FormatError("optional field's values do not match its record count")
         return vals
+    # the runs' sums are checked before any list is made: a damaged run length
+    # (one changed byte) must not allocate the billions of slots it claims
+    absent, present = sum(runs[0::2]), sum(runs[1::2])
+    if absent + present > count or present > len(vals) or absent + len(vals) != count:
+        raise FormatError("optional field's none runs do not match its values")
     out: list[Any] = []
     it = 0
     for j, r in enumerate(runs):

@@ -193,7 +193,39 @@ def fusion_values(dec: Any, n: Node, d: int) -> list[Any]:
 
 
 def subtypes(dec: Any, n: Node) -> list[Any] | None:
-    """The subtype of each value of a v23 fusion vector (None: not v23, or no types)."""
-    if n.kind != "fusion" or not isinstance(n.value, int) or dec.types is None:
+    """The subtype of each value of a fusion vector (None: no types section): v23 keeps
+    them as a type-value vector, v16 as uint32 IDs into its object's type section."""
+    if n.kind != "fusion" or dec.types is None:
         return None
-    return type_values(dec, dec.nodes[n.value])
+    if isinstance(n.value, int):
+        return type_values(dec, dec.nodes[n.value])
+    seg = n.seg("subtypes")
+    if seg is None:
+        return None
+    ids = intcomp.uint32s(dec.seg(n, "subtypes")).tolist() if seg.size else []
+    table = dec.types()
+    return [table.lookup(i) for i in ids]
+
+
+class TypeList:
+    """v16's type section: a BSUP version 2 stream of type values, looked up by position."""
+
+    def __init__(self, types: list[Any]) -> None:
+        self.types = types
+
+    @classmethod
+    def from_bsup2(cls, raw: bytes | memoryview) -> TypeList:
+        from ...format.superdb import bsup2
+
+        out = []
+        for t, body in bsup2.read_values(raw, bsup2.V2):
+            if getattr(t, "name", "") != "type" or body is None:
+                raise FormatError("CSUP type section holds a value that is not a type")
+            out.append(bsup2.decode_type_value(body, bsup2.V2))
+        return cls(out)
+
+    def lookup(self, i: int) -> Any:
+        if not 0 <= i < len(self.types):
+            raise FormatError(f"fusion subtype ID {i} is past the {len(self.types)} types "
+                              "of its object's type section")
+        return self.types[i]

@@ -240,7 +240,8 @@ def test_infer_times_makes_rfc3339_strings_times(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("odd", ["2024-13-02T03:04:05Z", "2024-01-02T03:04:05",
-                                 "3000-01-02T03:04:05Z", "2024-12-31T23:59:60Z"])
+                                 "2024-12-31T23:59:60Z", "2024-01-02T03:04:05+24:00",
+                                 "2024-01-02T03:04:05+99:99", "2024-01-02T03:04:05-00:60"])
 def test_strings_that_are_not_all_timestamps_stay_strings(tmp_path: Path, odd: str) -> None:
     rows = [{"ts": "2024-01-02T03:04:05Z"}, {"ts": odd}]
     back, types = _roundtrip(tmp_path, rows, infer_times=True)
