@@ -38,6 +38,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
+from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
@@ -48,7 +49,7 @@ from ..stores.tasks import gather_or_cancel
 from .reader import Reader
 from .wholeobject import WholeObjectReader
 
-__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "reader_of_frames",
+__all__ = ["BsupReader", "BsupMeta", "to_bsup", "open_runs", "reader_of_frames",
            "start_problem"]
 
 #: Suffixes that name a BSUP object: a hint for the error message only (content decides).
@@ -199,7 +200,7 @@ class BsupReader(WholeObjectReader):
             from planner.dnf import as_expr
 
             filter = as_expr(filter, filters, path=self.path)
-        self._check_limit(limit)
+        check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -263,14 +264,14 @@ def _at(v: Value, comps: tuple[str, ...]) -> Any:
     return x
 
 
-async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
-    """Turn ``reader`` (whose open found no CSUP trailer in ``reader.tail``) into a
-    :class:`BsupReader` when the object starts a BSUP stream, reading it whole; False
+async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
+    """The :class:`BsupReader` of the object ``reader`` was opening (its open found no
+    CSUP trailer in ``reader.tail``) when it starts a BSUP stream, read whole; None
     when it does not (the caller raises the trailer error), unless its name says BSUP
     (``.zng``, ``.bsup``): then a FormatError says what its first bytes are."""
     tail = getattr(reader, "tail", None)
     if tail is None:
-        return False
+        return None
     t0 = time.perf_counter() if t0 is None else t0
     size = tail.info.size
     try:
@@ -278,7 +279,7 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
     except CsupError:
         pass  # no trailer (or a BSUP record where one would be): maybe a BSUP stream
     else:
-        return False  # a trailer: a CSUP or VNG object whose metadata failed
+        return None  # a trailer: a CSUP or VNG object whose metadata failed
     if tail.offset == 0:
         head = bytes(tail.data)
     else:
@@ -301,13 +302,13 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
                               path=reader.path)
-        return False
+        return None
     if len(head) < size:
         if size > reader.max_mem_length:
             if named:
                 raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
                                  f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-            return False
+            return None
         head = await _whole(reader, head)
     try:  # the frames walked, no body decoded: a truncated or corrupt stream fails here
         types, rows = stream_shape(head, max_total=reader.max_mem_length)
@@ -316,11 +317,14 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
             raise e.with_path(reader.path) from None
         # unnamed, the object must be a whole BSUP stream to be one (a damaged CSUP or
         # VNG file may start like a frame): else the trailer error stands
-        return False
-    reader.__class__ = BsupReader
-    assert isinstance(reader, BsupReader)
-    reader._load_bsup(head, types, rows, t0)
-    return True
+        return None
+    new = reader.successor(BsupReader)
+    try:
+        new._load_bsup(head, types, rows, t0)
+    except BaseException:
+        await new.close()  # it owns the store now
+        raise
+    return new
 
 
 async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from ..model.errors import CsupError
+from ..model.heap import keep_freed_memory
 
 __all__ = ["AsyncIteration", "io_loop", "run", "stop_io_loop"]
 
@@ -55,6 +56,7 @@ def io_loop() -> asyncio.AbstractEventLoop:
 
             # a daemon: the interpreter's exit does not wait for it; stop_io_loop
             # (at exit) closes its stores and stops it cleanly
+            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
             thread = threading.Thread(target=main, name="csup-io", daemon=True)
             thread.start()
             started.wait()

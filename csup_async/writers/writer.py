@@ -54,6 +54,7 @@ from ..format.meta import (
     UnionColumn,
 )
 from ..model.errors import CsupError, EncodeError, FormatError
+from ..model.heap import keep_freed_memory
 from ..model.types import (
     INT32,
     ArrayType,
@@ -791,6 +792,7 @@ class Writer:
         """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
         that releases the GIL, so they overlap the shredding of the next rows."""
         if self._helper is None:
+            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
             self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
         return self._helper.submit(fn, *args)
 

@@ -13,7 +13,7 @@ Usage: ``python3 -m tests.support.targets_data`` (runs binaries found by
   -zng.compress=false`` for zed-1.12, ZNG), the exact types and values it saw;
 - ``.json``: the tool's ``-j`` of the same file.
 
-tests/unit/targets/test_targets_real.py compares these with the inputs, type for
+tests/unit/writers/test_targets_real.py compares these with the inputs, type for
 type (and runs the tools again when they are built).
 """
 

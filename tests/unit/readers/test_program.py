@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 import csup_async
-import csup_async.readers.reader as reader_mod
+import csup_async.readers.execution as execution_mod
 import csup_async.scan.selection as read_selection
 import planner
 import planner.coalescing as coalescing
 import planner.plan as plan_mod
+import planner.waves as waves
 from planner import get_profile
 from planner.program import ScanProgram
 from tests.support.shapes import shape_rows, write_shapes
@@ -144,7 +145,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     for mod in (planner, plan_mod):
         monkeypatch.setattr(mod, "plan_scan", scan)
     ranges = counting(coalescing.plan_ranges, "plan_ranges")
-    for mod in (coalescing, plan_mod, read_selection, reader_mod):
+    for mod in (coalescing, plan_mod, read_selection, waves, execution_mod):
         monkeypatch.setattr(mod, "plan_ranges", ranges)
     return counts
 

@@ -316,7 +316,7 @@ def test_unions_are_written_in_zed_order(tmp_path):
 def _tool_reads(target: str, data: bytes, kind: str) -> list[tuple]:
     """What the target's real tool read of ``data`` (its binary output, decoded)."""
     from tests.support import targets_data
-    from tests.unit.targets.test_targets_real import _decoded
+    from tests.unit.writers.test_targets_real import _decoded
 
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"x.{'bsup' if kind == 'bsup' else 'csup'}"
@@ -372,7 +372,7 @@ def test_property_the_real_tool_reads_what_we_write(target, kind):
             return
         if target == "super":  # super main's own types (T|null...): values compared
             from csup_async.writers.targets.supermodel import normal_sets
-            from tests.unit.targets.test_targets_real import _plain
+            from tests.unit.writers.test_targets_real import _plain
 
             want = []
             for x in vals:  # nulls typed null, sets unique: as super main holds them

@@ -1,6 +1,7 @@
-"""``import csup_async`` asks glibc to keep freed memory for the next scan, unless told not to.
+"""The first read or write asks glibc to keep freed memory for the next scan, unless told
+not to; importing ``csup_async`` or ``planner`` changes nothing in the process.
 
-Each case runs in a fresh interpreter (the settings are made once, at import).
+Each case runs in a fresh interpreter (the settings are made once per process).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-PROBE = ("import json, csup_async\n"
+PROBE = ("import json, os, sys, tempfile, csup_async\n"
          "from csup_async.model import heap\n"
+         "assert not heap.kept(), 'import made the malloc settings'\n"
+         "csup_async.write(os.path.join(tempfile.mkdtemp(), 't.csup'), [{'a': 1}])\n"
          "print(json.dumps(heap.kept()))\n")
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
@@ -31,8 +34,30 @@ def _kept(**env: str) -> bool:
 
 
 @glibc
-def test_import_keeps_freed_memory_on_glibc():
+def test_the_first_write_keeps_freed_memory_on_glibc():
     assert _kept() is True
+
+
+PURE = """
+import sys, threading
+import planner
+assert "csup_async.model.heap" not in sys.modules, "import planner ran csup_async's setup"
+import csup_async
+from csup_async.model import heap
+assert not heap.kept(), "import csup_async changed malloc's settings"
+assert threading.active_count() == 1, "an import started a thread"
+assert not [m for m in sys.modules if m.startswith(("csup_async.stores", "csup_async.scan",
+                                                    "asyncio", "aiohttp"))], "heavy imports"
+print("pure")
+"""
+
+
+def test_importing_runs_nothing_but_definitions():
+    """``import planner`` (a Spark driver that only plans) and ``import csup_async`` set no
+    malloc option, start no thread and load no store or event loop."""
+    r = subprocess.run([sys.executable, "-c", PURE], capture_output=True, text=True,
+                       cwd=ROOT, check=False, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "pure", r.stderr
 
 
 @glibc

@@ -18,7 +18,7 @@ from csup_async.model.types import INT64, STRING, EnumType, MapType, Type
 from csup_async.model.values import Value
 from csup_async.scan.result import ScanResult
 from tests.support.strategies import types, values_of
-from tests.unit.format.test_arrays import SETTINGS, typed_column
+from tests.unit.arrays.test_arrays import SETTINGS, typed_column
 
 pa = pytest.importorskip("pyarrow")
 

@@ -38,7 +38,7 @@ def _per_value(rows: list[Any], **opts: Any) -> bytes:
 
 def _written(data: Any, **opts: Any) -> bytes:
     """``csup_async.write`` with exact per-row types (fusing has its own tests,
-    tests/unit/write/test_fuse.py)."""
+    tests/unit/writers/test_fuse.py)."""
     out = io.BytesIO()
     csup_async.write(out, data, fuse=False, **opts)
     return out.getvalue()

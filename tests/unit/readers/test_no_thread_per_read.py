@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import csup_async
-import csup_async.readers.reader as reader_mod
+import csup_async.readers.loading as loading_mod
 from csup_async.model.errors import FormatError
 from csup_async.scan import fetch, scan
 
@@ -34,13 +34,13 @@ def _file(tmp_path: Path, rows: int, segment_thresh: int) -> Path:
 
 def _parse_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
-    real = reader_mod.parse_reassembly
+    real = loading_mod.parse_reassembly
 
     def spy(*args: Any, **kw: Any) -> Any:
         seen.append(threading.get_ident())
         return real(*args, **kw)
 
-    monkeypatch.setattr(reader_mod, "parse_reassembly", spy)
+    monkeypatch.setattr(loading_mod, "parse_reassembly", spy)
     return seen
 
 
