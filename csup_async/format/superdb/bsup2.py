@@ -12,7 +12,7 @@ needed here (metadata is small): values become the library's Python mapping.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,19 +213,26 @@ def read_values(buf: bytes | memoryview, dialect: Dialect = V2
         if kind == 0:
             types.parse(payload)
         elif kind == 1:
-            pos, end = 0, len(payload)
-            while pos < end:
-                tid, pos = read_uvarint(payload, pos, end)
-                t = types.lookup(tid)
-                tag, pos = read_uvarint(payload, pos, end)
-                body = None
-                if tag:
-                    if pos + tag - 1 > end:
-                        raise TruncatedError("BSUP value runs past its frame")
-                    body = payload[pos:pos + tag - 1]
-                    pos += tag - 1
-                out.append((t, body))
+            out.extend(frame_values(payload, types.lookup))
     return out
+
+
+def frame_values(payload: memoryview, lookup: Callable[[int], Type]
+                 ) -> Iterator[tuple[Type, memoryview | None]]:
+    """Each ``(type, body)`` of one values frame, its type IDs resolved by ``lookup``
+    (the same layout in every BSUP version; only the typedefs differ)."""
+    pos, end = 0, len(payload)
+    while pos < end:
+        tid, pos = read_uvarint(payload, pos, end)
+        t = lookup(tid)
+        tag, pos = read_uvarint(payload, pos, end)
+        body = None
+        if tag:
+            if pos + tag - 1 > end:
+                raise TruncatedError("BSUP value runs past its frame")
+            body = payload[pos:pos + tag - 1]
+            pos += tag - 1
+        yield t, body
 
 
 def decode_type_value(b: bytes | memoryview, dialect: Dialect = V2) -> Type:

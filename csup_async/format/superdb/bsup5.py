@@ -36,7 +36,7 @@ from ...model.types import (
 )
 from ...model.values import UnionValue
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
-from .bsup2 import Dialect, FusionType, OptField, frames
+from .bsup2 import Dialect, FusionType, OptField, frame_values, frames
 
 V5 = Dialect(5, 32, 30)
 FIRST_TYPEDEF = 32
@@ -430,18 +430,7 @@ def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]
         if kind == 0:
             table.append_bytes(payload)
         elif kind == 1:
-            pos, end = 0, len(payload)
-            while pos < end:
-                tid, pos = read_uvarint(payload, pos, end)
-                t = table.lookup(tid)
-                tag, pos = read_uvarint(payload, pos, end)
-                body = None
-                if tag:
-                    if pos + tag - 1 > end:
-                        raise TruncatedError("BSUP value runs past its frame")
-                    body = payload[pos:pos + tag - 1]
-                    pos += tag - 1
-                out.append((t, body))
+            out.extend(frame_values(payload, table.lookup))
     return out
 
 

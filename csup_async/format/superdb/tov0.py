@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from ...model.errors import FormatError
 from ..bsup import StreamEncoder, encode_value
-from .bsup2 import V1, V2, FusionType, OptField, Types, decode_value, frames
+from .bsup2 import (
+    V1,
+    V2,
+    FusionType,
+    OptField,
+    Types,
+    decode_value,
+    frame_values,
+    frames,
+)
 
 __all__ = ["bsup_version", "to_v0"]
 
@@ -81,8 +90,6 @@ def to_v0(data: bytes | memoryview) -> bytes:
     types = Types(d)
     checked: set[int] = set()
     open_stream = False
-    from ..bsup import read_uvarint
-
     for kind, payload in frames(data, d):
         if kind == -1:
             enc.end_stream()
@@ -94,17 +101,7 @@ def to_v0(data: bytes | memoryview) -> bytes:
         if kind == 0:
             types.parse(payload)
         elif kind == 1:
-            pos, end = 0, len(payload)
-            while pos < end:
-                tid, pos = read_uvarint(payload, pos, end)
-                t = types.lookup(tid)
-                tag, pos = read_uvarint(payload, pos, end)
-                body = None
-                if tag:
-                    if pos + tag - 1 > end:
-                        raise FormatError("BSUP value runs past its frame")
-                    body = payload[pos:pos + tag - 1]
-                    pos += tag - 1
+            for t, body in frame_values(payload, types.lookup):
                 _v0_able(t, checked)
                 v = decode_value(t, body, typed=True, dialect=d)
                 enc.write_body(t, encode_value(t, v))
