@@ -381,6 +381,66 @@ class TypeContext:
             self._size.append(size)
 
 
+#: Version 0's typedef code of each kind of complex type (:func:`typedef_entry`).
+V0_TYPEDEF_CODES: dict[type, int] = {
+    RecordType: ID_RECORD, ArrayType: ID_ARRAY, SetType: ID_SET, MapType: ID_MAP,
+    UnionType: ID_UNION, EnumType: ID_ENUM, ErrorType: ID_ERROR, NamedType: ID_NAMED,
+}
+
+
+def typedef_entry(t: Type, type_id: Callable[[Type], int], codes: dict[type, int], *,
+                  field_flag: Callable[[Field], int] | None = None,
+                  named_id: Callable[[int], bytes] = uvarint,
+                  name: Callable[[str], bytes] = counted) -> bytearray | None:
+    """The typedef of the complex type ``t`` in one BSUP version, or None when ``codes``
+    has no code for its kind.
+
+    Every version lays a typedef out the same way; what differs is a parameter:
+    ``codes`` (each kind's code; a kind not in it, e.g. fusion before version 2, has
+    no typedef), ``field_flag`` (version 2's optional flag after each record field),
+    ``named_id`` (how a named typedef holds its inner ID: a uvarint, or version 5's
+    4 bytes) and ``name``.  The IDs of the types ``t`` holds come from ``type_id``,
+    called before anything is written, so a writer that appends typedefs as it
+    goes defines them first."""
+    code = next((c for cls, c in codes.items() if isinstance(t, cls)), None)
+    if code is None:
+        return None
+    e = bytearray()
+    if isinstance(t, RecordType):
+        ids = [type_id(f.type) for f in t.fields]
+        e.append(code)
+        e += uvarint(len(t.fields))
+        for f, i in zip(t.fields, ids, strict=True):
+            e += name(f.name) + uvarint(i)
+            if field_flag is not None:
+                e.append(field_flag(f))
+    elif isinstance(t, MapType):
+        k, v = type_id(t.key), type_id(t.value)
+        e.append(code)
+        e += uvarint(k) + uvarint(v)
+    elif isinstance(t, UnionType):
+        ids = [type_id(m) for m in t.types]
+        e.append(code)
+        e += uvarint(len(ids))
+        for i in ids:
+            e += uvarint(i)
+    elif isinstance(t, EnumType):
+        e.append(code)
+        e += uvarint(len(t.symbols))
+        for s in t.symbols:
+            e += name(s)
+    elif isinstance(t, NamedType):
+        i = type_id(t.inner)
+        e.append(code)
+        e += name(t.name) + named_id(i)
+    else:  # one inner type: array, set, error, fusion
+        inner = t.elem if isinstance(t, ArrayType | SetType) else t.inner  # type: ignore[attr-defined]
+        i = type_id(inner)
+        e.append(code)
+        e += uvarint(i)
+    return e
+
+
 class TypedefEncoder:
     """The type IDs of one BSUP stream being written (the inverse of :class:`TypeContext`).
 
@@ -409,39 +469,8 @@ class TypedefEncoder:
         tid = self._ids.get(t)
         if tid is not None:
             return tid
-        td = bytearray()
-        if isinstance(t, RecordType):
-            ids = [self.type_id(f.type) for f in t.fields]
-            td.append(ID_RECORD)
-            td += uvarint(len(t.fields))
-            for f, i in zip(t.fields, ids, strict=True):
-                td += counted(f.name)
-                td += uvarint(i)
-        elif isinstance(t, (ArrayType, SetType, ErrorType)):
-            inner = t.inner if isinstance(t, ErrorType) else t.elem
-            i = self.type_id(inner)
-            td.append({ArrayType: ID_ARRAY, SetType: ID_SET, ErrorType: ID_ERROR}[type(t)])
-            td += uvarint(i)
-        elif isinstance(t, MapType):
-            k, v = self.type_id(t.key), self.type_id(t.value)
-            td.append(ID_MAP)
-            td += uvarint(k) + uvarint(v)
-        elif isinstance(t, UnionType):
-            ids = [self.type_id(m) for m in t.types]
-            td.append(ID_UNION)
-            td += uvarint(len(ids))
-            for i in ids:
-                td += uvarint(i)
-        elif isinstance(t, EnumType):
-            td.append(ID_ENUM)
-            td += uvarint(len(t.symbols))
-            for s in t.symbols:
-                td += counted(s)
-        elif isinstance(t, NamedType):
-            i = self.type_id(t.inner)
-            td.append(ID_NAMED)
-            td += counted(t.name) + uvarint(i)
-        else:
+        td = typedef_entry(t, self.type_id, V0_TYPEDEF_CODES)
+        if td is None:
             raise EncodeError(f"not a type: {t!r}")
         key = bytes(td)
         tid = self._by_typedef.get(key)

@@ -30,6 +30,7 @@ from ...model.types import (
 )
 from ...model.values import UnionValue, Value
 from ..bsup import append_tagged, encode_primitive, encode_uint, uvarint
+from ..bsup.typecodec import typedef_entry
 from ..bsup.valuecodec import select_member
 from .bsup2 import FusionType, OptField
 from .bsup5 import (
@@ -97,6 +98,24 @@ def main_type(t: Type) -> Type:
 
 
 # ------------------------------------------------------------- typedefs ---
+#: Version 5's typedef code of each kind of complex type (:func:`typedef_entry`).
+_TYPEDEF_CODES: dict[type, int] = {
+    RecordType: TD_RECORD, ArrayType: TD_ARRAY, SetType: TD_SET, MapType: TD_MAP,
+    UnionType: TD_UNION, EnumType: TD_ENUM, ErrorType: TD_ERROR, NamedType: TD_NAMED,
+    FusionType: TD_FUSION,
+}
+
+
+def _named_id(i: int) -> bytes:
+    """A named typedef's inner ID: 4 bytes big-endian (it may point forward)."""
+    return struct.pack(">I", i)
+
+
+def _raw_name(s: str) -> bytes:
+    b = s.encode()
+    return uvarint(len(b)) + b
+
+
 class TypeDefs:
     """A typedefs table being written: a type's ID, its dependencies defined first."""
 
@@ -122,42 +141,9 @@ class TypeDefs:
         tid = self.ids.get(t)
         if tid is not None:
             return tid
-        e = bytearray()
-        if isinstance(t, RecordType):
-            ids = [self.lookup(f.type) for f in t.fields]
-            e.append(TD_RECORD)
-            e += uvarint(len(t.fields))
-            for f, i in zip(t.fields, ids, strict=True):
-                nb = f.name.encode()
-                e += uvarint(len(nb)) + nb + uvarint(i)
-        elif isinstance(t, ArrayType | SetType | ErrorType | FusionType):
-            inner = t.inner if isinstance(t, ErrorType | FusionType) else t.elem
-            i = self.lookup(inner)
-            e.append({ArrayType: TD_ARRAY, SetType: TD_SET, ErrorType: TD_ERROR,
-                      FusionType: TD_FUSION}[type(t)])
-            e += uvarint(i)
-        elif isinstance(t, MapType):
-            k, v = self.lookup(t.key), self.lookup(t.value)
-            e.append(TD_MAP)
-            e += uvarint(k) + uvarint(v)
-        elif isinstance(t, UnionType):
-            ids = [self.lookup(m) for m in t.types]
-            e.append(TD_UNION)
-            e += uvarint(len(ids))
-            for i in ids:
-                e += uvarint(i)
-        elif isinstance(t, EnumType):
-            e.append(TD_ENUM)
-            e += uvarint(len(t.symbols))
-            for s in t.symbols:
-                nb = s.encode()
-                e += uvarint(len(nb)) + nb
-        elif isinstance(t, NamedType):
-            i = self.lookup(t.inner)
-            nb = t.name.encode()
-            e.append(TD_NAMED)
-            e += uvarint(len(nb)) + nb + struct.pack(">I", i)
-        else:
+        e = typedef_entry(t, self.lookup, _TYPEDEF_CODES, named_id=_named_id,
+                          name=_raw_name)
+        if e is None:
             raise UnsupportedTypeError(f"type {t} cannot be written to a typedefs table")
         tid = self._add(bytes(e))
         self.ids[t] = tid

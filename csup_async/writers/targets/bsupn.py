@@ -25,12 +25,14 @@ from ...format.bsup import (
     select_member,
     uvarint,
 )
+from ...format.bsup.typecodec import typedef_entry
 from ...format.superdb.bsup2 import V1, V2, Dialect, FusionType, OptField
 from ...model.errors import EncodeError
 from ...model.types import (
     ArrayType,
     EnumType,
     ErrorType,
+    Field,
     MapType,
     NamedType,
     PrimitiveType,
@@ -49,6 +51,16 @@ MAX_DEPTH = 200
 
 # typedef codes (the same numbers in every version; fusion from version 2)
 _REC, _ARR, _SET, _MAP, _UNION, _ENUM, _ERR, _NAMED, _FUSION = range(9)
+_V1_CODES: dict[type, int] = {
+    RecordType: _REC, ArrayType: _ARR, SetType: _SET, MapType: _MAP, UnionType: _UNION,
+    EnumType: _ENUM, ErrorType: _ERR, NamedType: _NAMED,
+}
+_V2_CODES = {**_V1_CODES, FusionType: _FUSION}
+
+
+def _opt_flag(f: Field) -> int:
+    """A record typedef's flag after each field: 1 for an optional field."""
+    return 1 if isinstance(f, OptField) else 0
 
 
 def encode_type_value_n(t: Type, d: Dialect) -> bytes:
@@ -208,43 +220,13 @@ class StreamEncoderN:
         tid = self._ids.get(t)
         if tid is not None:
             return tid
-        td = self._pending
-        if isinstance(t, RecordType):
-            ids = [self.type_id(f.type) for f in t.fields]
-            td.append(_REC)
-            td += uvarint(len(t.fields))
-            for f, i in zip(t.fields, ids, strict=True):
-                td += counted(f.name) + uvarint(i)
-                td.append(1 if isinstance(f, OptField) else 0)
-        elif isinstance(t, (ArrayType, SetType, ErrorType, FusionType)):
-            inner = t.elem if isinstance(t, (ArrayType, SetType)) else t.inner
-            i = self.type_id(inner)
-            if isinstance(t, FusionType) and self.d.version < 2:
+        td = typedef_entry(t, self.type_id, _V2_CODES if self.d.version >= 2 else _V1_CODES,
+                           field_flag=_opt_flag)
+        if td is None:
+            if isinstance(t, FusionType):
                 raise EncodeError("fusion types have no form in BSUP version 1")
-            td.append({ArrayType: _ARR, SetType: _SET, ErrorType: _ERR,
-                       FusionType: _FUSION}[type(t)])
-            td += uvarint(i)
-        elif isinstance(t, MapType):
-            k, v = self.type_id(t.key), self.type_id(t.value)
-            td.append(_MAP)
-            td += uvarint(k) + uvarint(v)
-        elif isinstance(t, UnionType):
-            ids = [self.type_id(m) for m in t.types]
-            td.append(_UNION)
-            td += uvarint(len(ids))
-            for i in ids:
-                td += uvarint(i)
-        elif isinstance(t, EnumType):
-            td.append(_ENUM)
-            td += uvarint(len(t.symbols))
-            for s in t.symbols:
-                td += counted(s)
-        elif isinstance(t, NamedType):
-            i = self.type_id(t.inner)
-            td.append(_NAMED)
-            td += counted(t.name) + uvarint(i)
-        else:
             raise EncodeError(f"not a type: {t!r}")
+        self._pending += td
         tid = self.d.first_typedef + len(self._ids)
         self._ids[t] = tid
         return tid
