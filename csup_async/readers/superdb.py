@@ -29,6 +29,8 @@ from ..format.superdb.meta import (
     HEADER_SIZE,
     ObjectMeta,
     SuperDBMeta,
+    check_row_count,
+    file_types,
     parse_header,
     parse_metadata,
     root_types,
@@ -127,21 +129,11 @@ class HeaderLayoutReader(WholeObjectReader):
                 objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
-            types: list[Type] = []
-            for o in objects:
-                for t, _ in root_types(o):
-                    if t not in types:
-                        types.append(t)
+            types = file_types(objects)
         except CsupError as e:
             raise e.with_path(self.path) from None
-        rows = sum(o.length for o in objects)
-        limit = self.read_options.limits.max_rows
-        if rows > limit:
-            from ..model.errors import LimitError
-
-            raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
-                             path=self.path)
-        self.meta = FileView(tuple(objects), size, tuple(types))
+        check_row_count(objects, self.read_options.limits.max_rows, self.path)
+        self.meta = FileView(tuple(objects), size, types)
         self._buf = buf
         self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
         self.open_stats.requests = reqs

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import planner as P
 from planner.superdb import OpenCost, hop_read
 
-from ..format.superdb.meta import root_types
+from ..format.superdb.meta import check_row_count, file_types
 from ..format.superdb.v23 import (
     FOOTER_HEADER,
     OBJECT_HEADER,
@@ -128,19 +128,11 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
                 largest = max(largest, n)
                 off += hdr.object_size
-        types: list[Type] = []
-        for o in objects:
-            for t, _ in root_types(o):
-                if t not in types:
-                    types.append(t)
+        types = file_types(objects)
     except CsupError as e:
         raise e.with_path(self.path) from None
-    rows = sum(o.length for o in objects)
-    limit = self.read_options.limits.max_rows
-    if rows > limit:
-        raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}",
-                         path=self.path)
-    self.meta = view(tuple(objects), size, tuple(types))
+    check_row_count(objects, self.read_options.limits.max_rows, self.path)
+    self.meta = view(tuple(objects), size, types)
     self.parts = tuple(parts)
     self._buf = buf
     self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first,

@@ -12,10 +12,11 @@ parsed here into :class:`Node` records: everything planning and decoding need
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...model.errors import FormatError, TruncatedError, UnsupportedTypeError
+from ...model.errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
 from ...model.types import (
     ArrayType,
     ErrorType,
@@ -330,3 +331,21 @@ def root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
     ids = root.kids if root.kind == "dynamic" else (obj.header.root,)
     names: tuple[str, ...] | None = () if obj.header.version >= 23 else None
     return [(node_type(obj.nodes, k, names=names), k) for k in ids]
+
+
+def file_types(objects: Iterable[ObjectMeta]) -> tuple[Type, ...]:
+    """The distinct types of a file's top-level vectors, in order of first use (what a
+    header-layout file of any version shows as its types)."""
+    types: list[Type] = []
+    for o in objects:
+        for t, _ in root_types(o):
+            if t not in types:
+                types.append(t)
+    return tuple(types)
+
+
+def check_row_count(objects: Sequence[ObjectMeta], limit: int, path: str) -> None:
+    """A LimitError when the objects claim more than ``limit`` rows (before any is read)."""
+    rows = sum(o.length for o in objects)
+    if rows > limit:
+        raise LimitError(f"the file claims {rows:,} rows, over max_rows={limit:,}", path=path)
