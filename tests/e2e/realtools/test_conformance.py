@@ -38,11 +38,7 @@ REFUSED: dict[tuple[str, str], str] = {}
 
 #: Known wrong readings, each an expected failure (strict: fixing one makes it pass and
 #: must remove it here): (test, writer, file) -> why.
-WRONG = {
-    ("rows", "super-main", "runtime-op-sort-numbers.csup"):
-        "a v23 union column of float32 and float64 built from untyped values rounds "
-        "float64 to float32 (v14/v16 columns are built from typed values)",
-}
+WRONG: dict[tuple[str, str, str], str] = {}
 
 
 def _known_wrong(test: str, writer: str, path: Path) -> None:
