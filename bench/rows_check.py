@@ -33,9 +33,9 @@ from data import PROJECTIONS, make_table
 from netsim import SimStore
 
 import csup_async
-from csup_async.scan.selection import plan_rows
 from planner.filters import col
 from planner.selection import RowRanges
+from planner.waves import plan_rows
 
 SIX = PROJECTIONS["6 cols"]
 ALL = PROJECTIONS["all 24"]

@@ -1,7 +1,10 @@
 """csup-async: read Super Columnar (CSUP) files from object stores, fast.
 
 Imports are lazy (PEP 562) so that ``import csup_async`` and a small query
-stay light: heavy modules load on first use of the name that needs them.
+stay light: heavy modules load on first use of the name that needs them.  Importing
+runs nothing but definitions: the process's malloc settings
+(:func:`csup_async.model.heap.keep_freed_memory`) are made before the first of this
+library's threads starts, not at import (a Spark driver that only plans keeps its own).
 """
 
 from __future__ import annotations
@@ -29,11 +32,8 @@ from .model.errors import (
     TruncatedError,
     UnsupportedTypeError,
 )
-from .model.heap import keep_freed_memory
 
 __version__ = "0.2.0"
-
-keep_freed_memory()  # glibc keeps what a scan frees for the next (see csup_async.model.heap)
 
 _LAZY = {
     "open": "csup_async.readers.opening",

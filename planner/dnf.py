@@ -5,7 +5,9 @@ Dask in *disjunctive normal form*: a list of ``(column, op, value)`` tuples is t
 AND; a list of such lists is the OR of those ANDs.  The translation keeps pyarrow's
 meaning exactly, including where it differs from SQL's: ``not in`` keeps the rows
 whose value is null (pyarrow negates a membership test that is false for a null),
-and ``in`` with ``None`` among the values matches nulls too.  A column is one field
+and ``in`` with ``None`` among the values matches nulls too; ``in`` matches values
+as pyarrow's ``is_in`` does (:attr:`IsIn.exact`: a NaN is in a list holding a NaN,
+``0.0`` is not ``-0.0``), not by SQL's ``==``.  A column is one field
 name, as pyarrow's (``"a.b"`` is a field so named); a tuple of names is a nested
 path.  The operators are pyarrow's: ``=`` ``==`` ``!=`` ``<`` ``<=`` ``>`` ``>=``
 ``in`` ``not in``; any other is a :class:`FilterError`.
@@ -61,11 +63,12 @@ def _predicate(item: Any) -> Expr:
     values = list(value)
     nulls = any(v is None for v in values)
     kept = tuple(check_literal(v) for v in values if v is not None)
-    member: Expr | None = IsIn(path, kept) if kept else None
+    # pyarrow's is_in: NaN is in a list holding NaN, 0.0 and -0.0 are told apart
+    member: Expr | None = IsIn(path, kept, exact=True) if kept else None
     if op == "in":  # true for a member; for a null only when None is listed
         parts = [p for p in (member, IsNull(path, False) if nulls else None) if p is not None]
         if not parts:
-            return IsIn(path, ())
+            return IsIn(path, (), exact=True)
         return parts[0] if len(parts) == 1 else Or(tuple(parts))
     # not in: pyarrow's ~is_in is true for a null unless None is listed
     if nulls:

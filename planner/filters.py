@@ -13,7 +13,9 @@ row's super type does not have, or with a value of another kind than the literal
 (a string against a number, a record), is *unknown*; ``and``/``or``/``not`` follow
 three-valued (Kleene) logic, and a row is kept only when the whole filter is
 *true*.  So ``not (x = 1)`` does not keep rows where ``x`` is null.  Floats compare
-as IEEE does (NaN equals nothing and is not ordered; ``NaN != 1`` is true).
+as IEEE does (NaN equals nothing and is not ordered; ``NaN != 1`` is true), except
+in an ``IsIn`` marked ``exact`` (pyarrow's ``is_in``, for the list form of filters:
+NaN is in a list holding NaN, ``0.0`` is not ``-0.0``).
 
 **Pruning.** :func:`zone_truth` takes statistics of a *zone* (a run of rows, e.g.
 the rows of one segment) per path and answers, soundly, whether the filter is
@@ -52,6 +54,7 @@ as a float; anything else that cannot compare is a :class:`FilterError`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import math
@@ -188,8 +191,16 @@ class Compare(_Combinable):
 
 @dataclass(frozen=True, slots=True)
 class IsIn(_Combinable):
+    """Membership in ``values``.  By default by ``==`` (SQL's and SuperDB's ``in``:
+    NaN is in no list, ``-0.0 in (0.0)``).  ``exact``: by identity of the value, as
+    pyarrow's ``is_in`` (which the list form of a filter follows): a NaN is in a list
+    holding a NaN, and ``0.0`` and ``-0.0`` are different values; on a float32 (float16)
+    column a float literal is first rounded to that type, as pyarrow casts its value
+    set to the column's type."""
+
     path: tuple[str, ...]
     values: tuple[Any, ...]
+    exact: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +361,29 @@ def _compare(op: str, x: Any, v: Any) -> bool:
     return _ordered(op, order_key(x), order_key(v))
 
 
+def _is_float(x: Any) -> bool:
+    return isinstance(x, float) or getattr(getattr(x, "dtype", None), "kind", None) == "f"
+
+
+def _identical(x: Any, v: Any) -> bool:
+    """Whether the value ``x`` is the literal ``v`` (both in their order,
+    :func:`order_key`): ``==``, except that on a float value a NaN is a NaN and the
+    sign of a zero counts (an integer literal is a positive zero), as pyarrow's
+    ``is_in`` matches values.  A value of another type (an int column against
+    ``-0.0``) compares by ``==``: pyarrow casts the literal to the column's type."""
+    if not _is_float(x):
+        return bool(x == v)
+    if x != x:
+        return bool(v != v)
+    if x != v:
+        return False
+    return x != 0 or math.copysign(1.0, x) == math.copysign(1.0, v)
+
+
+def _is_nan(v: Any) -> bool:
+    return _is_float(v) and bool(v != v)
+
+
 def _ordered(op: str, x: Any, v: Any) -> bool:
     """``x op v`` for values already in their order (:func:`order_key`)."""
     if op == "==":
@@ -420,6 +454,9 @@ def outcome(expr: Expr, row: Any) -> bool | None:
         same = [v for v in expr.values if value_kind(v) == kind]
         if expr.values and not same:
             return N
+        if expr.exact:
+            key = order_key(x)
+            return any(_identical(key, order_key(v)) for v in same)
         return any(_compare("==", x, v) for v in same)
     if isinstance(expr, StartsWith):
         return x.startswith(expr.prefix) if value_kind(expr.prefix) == kind else N
@@ -513,7 +550,7 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
         same = tuple(v for v in e.values if value_kind(v) == kind)
         if e.values and not same:
             return frozenset(out | {N})  # no literal of the values' kind: unknown
-        e = IsIn(e.path, same)
+        e = dataclasses.replace(e, values=same)
     elif value_kind(e.value if isinstance(e, Compare) else e.prefix) != kind:
         return frozenset(out | {N})
     try:
@@ -523,11 +560,14 @@ def _leaf_outcomes(e: Any, s: ColumnStats | None) -> frozenset[bool | None]:
             if isinstance(e, Compare):
                 e = Compare(e.op, e.path, order_key(e.value))
             elif isinstance(e, IsIn):
-                e = IsIn(e.path, tuple(order_key(v) for v in e.values))
+                e = dataclasses.replace(e, values=tuple(order_key(v) for v in e.values))
         if lo > hi:  # bounds that contradict each other prove nothing
             return _ALL
-        if s.nan:  # NaN: false for every comparison but !=, which it makes true
-            out.add(T if isinstance(e, Compare) and e.op == "!=" else F)
+        if s.nan:  # NaN: false for every comparison but !=, which it makes true, and an
+            # exact membership in a list holding a NaN
+            nan_true = (e.op == "!=" if isinstance(e, Compare) else
+                        isinstance(e, IsIn) and e.exact and any(map(_is_nan, e.values)))
+            out.add(T if nan_true else F)
         out |= _bounded(e, lo, hi)
     except TypeError:  # bounds that do not order with the literal: say nothing
         return _ALL
@@ -562,10 +602,12 @@ def _bounded(e: Any, lo: Any, hi: Any) -> set[bool | None]:
         return res
     if isinstance(e, IsIn):
         res = set()
-        if any(lo <= v <= hi for v in e.values):
+        if any(lo <= v <= hi for v in e.values):  # a NaN literal lies in no bounds
             res.add(T)
         if not (lo == hi and any(lo == v for v in e.values)):
             res.add(F)
+        elif e.exact and lo == 0 and _is_float(lo):
+            res.add(F)  # bounds of zeros do not tell 0.0 from -0.0
         return res
     if isinstance(e, StartsWith):
         p = e.prefix
@@ -708,6 +750,30 @@ def _coerce(v: Any, tname: str, path: tuple[str, ...]) -> Any:
     return v
 
 
+_NARROW_FLOATS = ("float16", "float32")
+
+
+def _narrowed(v: Any, tname: str) -> Any:
+    """A float literal rounded to the column's narrower float type (to nearest,
+    beyond its range to an infinity), as pyarrow casts an ``is_in`` value set; an
+    integer only when the type holds it exactly (pyarrow refuses to round one)."""
+    import numpy as np
+
+    cast = np.float32 if tname == "float32" else np.float16
+    if isinstance(v, float):
+        with np.errstate(over="ignore"):
+            return float(cast(v))
+    if isinstance(v, int) and not isinstance(v, bool):
+        try:
+            f = float(v)
+        except OverflowError:
+            return v
+        with np.errstate(over="ignore"):
+            r = float(cast(f))
+        return r if r == v else v
+    return v
+
+
 def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
     """The filter with its literals typed for the columns it compares.
 
@@ -730,8 +796,11 @@ def bind(expr: Expr, type_names: Mapping[tuple[str, ...], str]) -> Expr:
                 return _int64_compare(e.op, e.path, _exact_ns(e.value, tname, e.path), tname)
             return Compare(e.op, e.path, _coerce(e.value, tname, e.path))
         if isinstance(e, IsIn):
-            vals = (_coerce(v, tname, e.path) for v in e.values)
-            return IsIn(e.path, tuple(v for v in vals if v is not None))
+            lits = e.values
+            if e.exact and tname in _NARROW_FLOATS:
+                lits = tuple(_narrowed(v, tname) for v in lits)
+            vals = (_coerce(v, tname, e.path) for v in lits)
+            return IsIn(e.path, tuple(v for v in vals if v is not None), e.exact)
         if isinstance(e, StartsWith):
             if tname not in ("string", "bytes"):
                 raise FilterError(f"startswith needs a string or bytes column; "

@@ -145,10 +145,25 @@ def _leaf_numpy(e: Expr, arr: A.Array) -> _Masks | None:
             return _cmp(e.op, values, usable[0]), np.zeros(n, bool)
     true = np.zeros(n, bool)
     for v in usable:
+        if e.exact and values.dtype.kind == "f":  # pyarrow's is_in: identity of floats
+            true |= _identical(values, v)
+            continue
         with np.errstate(invalid="ignore"):
             true |= _cmp("==", values, v)
     unknown = np.ones(n, bool) if (lits and not usable) else np.zeros(n, bool)
     return true, unknown
+
+
+def _identical(values: np.ndarray, v: object) -> np.ndarray:
+    """Float ``values`` that are the number ``v`` (``planner.filters._identical``): a
+    NaN matches a NaN, and a zero only the zero of its sign."""
+    f = float(v)  # type: ignore[arg-type]
+    if f != f:
+        return np.isnan(values)
+    eq = values == f
+    if f == 0:
+        eq &= np.signbit(values) == (math.copysign(1.0, f) < 0)
+    return eq
 
 
 def _cmp(op: str, values: np.ndarray, v: object) -> np.ndarray:

@@ -15,6 +15,7 @@ Progress bars go to stderr, only when stderr is a terminal (``--progress`` /
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -32,7 +33,7 @@ from .exits import (
     UsageError,
     exit_code,
 )
-from .messages import cli_message
+from .messages import cli_message, output_error
 
 __all__ = ["COMMANDS", "EXIT_BUDGET", "EXIT_DATA", "EXIT_NOT_FOUND", "EXIT_OTHER", "EXIT_STORE",
            "EXIT_USAGE", "UsageError", "build_parser", "main"]
@@ -45,15 +46,34 @@ def main(argv: list[str] | None = None) -> int:
         (getattr(args, "command_parser", None) or parser).error(
             f"unrecognized arguments: {' '.join(extra)}")
     check_args(parser, args)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): as cat, say so at once
+        print("csup-async: error: cannot write the output: standard output is closed",
+              file=sys.stderr)
+        return EXIT_OTHER
     try:
-        return COMMANDS[args.command](args) or 0
+        code = COMMANDS[args.command](args) or 0
+        sys.stdout.flush()  # here, not at exit: a failed write is reported like any other
+        return code
     except CsupError as e:
         if args.debug:
             traceback.print_exc()
         print(f"csup-async: error: {cli_message(str(e))}", file=sys.stderr)
         return exit_code(e)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # `| head -1`: the reader has all it wants; exit quietly
+        _discard_stdout()
         return 0
+    except OSError as e:
+        if args.debug:
+            traceback.print_exc()
+        _discard_stdout()
+        print(f"csup-async: error: {output_error(e)}", file=sys.stderr)
+        return EXIT_OTHER
     except KeyboardInterrupt:
         return 130
+
+
+def _discard_stdout() -> None:
+    """Send what stdout still buffers to /dev/null, so the interpreter's flush at exit
+    neither fails again nor prints "Exception ignored" (and exit code 120)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

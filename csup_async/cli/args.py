@@ -86,21 +86,10 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _common_flags(argparse.ArgumentParser(
-        prog="csup-async", description="Read and write Super Columnar (CSUP) files.",
-        epilog="URL: one object, or a prefix/directory, a glob or several URLs (a dataset)."),
-        None)
-    p.add_argument("--version", action=_VersionAction)
-    sub = p.add_subparsers(dest="command", required=True)
-    common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
-    store = _store_flags()
-    budget = _budget_flags()
-    urls = {"nargs": "+", "metavar": "URL",
-            "help": "an object, or many: a prefix or directory, a glob, several URLs"}
-
+def _add_convert(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """``csup-async convert``: its inputs, output and the writer's flags."""
     c = sub.add_parser(
-        "convert", parents=[common, store, budget],
+        "convert", parents=parents,
         help="convert between CSUP, BSUP/ZNG, JSON/NDJSON, Parquet",
         description="Convert a file (BSUP/ZNG, JSON/NDJSON, Parquet, CSUP) or CSUP objects to "
                     "a .csup, .bsup, .parquet or .ndjson/.jsonl file (the format from the "
@@ -118,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
                                   "may be an object store URL)")
     c.add_argument("--to", choices=("csup", "bsup", "parquet", "ndjson"), default=None,
                    help="the output's format (default: from its suffix)")
+    c.add_argument("--target", default=None, metavar="TOOL",
+                   help="the tool the output is for: csup-async (this library's layout, "
+                        "the default), super (CSUP v23, BSUP 5: super main), super-0.3 "
+                        "(CSUP v16, BSUP 2: super v0.3.0), zed-1.12 (VNG v3, BSUP 0: zq)")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "
                         "(CSUP output; default 1 MiB)")
@@ -139,6 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a JSON string field whose strings are all RFC 3339 "
                         "timestamps (with a Z or an offset) as time, decided per 8,192 rows "
                         "(default: strings stay strings; CSUP output)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _common_flags(argparse.ArgumentParser(
+        prog="csup-async", description="Read and write Super Columnar (CSUP) files.",
+        epilog="URL: one object, or a prefix/directory, a glob or several URLs (a dataset)."),
+        None)
+    p.add_argument("--version", action=_VersionAction)
+    sub = p.add_subparsers(dest="command", required=True)
+    common = _common_flags(argparse.ArgumentParser(add_help=False), argparse.SUPPRESS)
+    store = _store_flags()
+    budget = _budget_flags()
+    urls = {"nargs": "+", "metavar": "URL",
+            "help": "an object, or many: a prefix or directory, a glob, several URLs"}
+
+    _add_convert(sub, [common, store, budget])
 
     c = sub.add_parser("demo", help="sample data -> local S3 server -> planned scan",
                        parents=[common])

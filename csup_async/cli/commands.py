@@ -36,6 +36,8 @@ def _convert(args: argparse.Namespace) -> int:
     if args.copy and out_kind != "csup":
         raise UsageError("--copy writes a CSUP file as it is: the output must be .csup",
                          path=args.output)
+    if not remote:
+        _check_output_dir(args.output)
     if out_kind in ("parquet", "ndjson"):
         if remote:
             raise UsageError(f"{out_kind} output is a local file (write .csup to an object "
@@ -52,9 +54,21 @@ def _convert(args: argparse.Namespace) -> int:
         raise UsageError("BSUP output is a local file (write .csup to an object store)",
                          path=args.output)
     else:
-        n = _write_bsup(args.output, with_progress(input_values(args), label, args))
+        n = _write_bsup(args.output, with_progress(input_values(args), label, args),
+                        args.target)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
+
+
+def _check_output_dir(output: str) -> None:
+    """A local output whose directory is missing fails before any input is read, naming
+    the output (not the temporary file beside it that would fail first)."""
+    from ..model.errors import NotFoundError
+    from ..stores.put import local_path
+
+    d = os.path.dirname(local_path(output)) or "."
+    if not os.path.isdir(d):
+        raise NotFoundError(f"cannot write: no such directory {d!r}", path=output)
 
 
 def _convert_csup(args: argparse.Namespace, label: str) -> int:
@@ -79,6 +93,8 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
         flags["fuse"] = False
     if args.infer_times:
         flags["infer_times"] = True
+    if args.target:
+        flags["target"] = args.target  # (a CSUP file is then re-encoded, never copied)
     src = args.input[0]
     local = len(args.input) == 1 and ("://" not in src or src.startswith("file://")) and (
         os.path.isfile(src.removeprefix("file://")))
@@ -91,7 +107,8 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
 
         if args.copy:
             return convert(src, args.output, copy=True, **opts)
-        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress
+        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress or (
+            args.target not in (None, "csup-async"))
         if kind_of(src.removeprefix("file://")) == "csup" and not writer_set:
             return convert(src, args.output, **flags, **opts)  # copied when it is ours
     values = input_values(args)
@@ -129,20 +146,16 @@ def _convert_out(args: argparse.Namespace, kind: str) -> int:
     return n
 
 
-def _write_bsup(path: str, values: Any) -> int:
-    from ..format.bsup import StreamEncoder, encode_value
-    from ..model.values import Value, infer_type
+def _write_bsup(path: str, values: Any, target: str | None = None) -> int:
+    """BSUP of the version ``target``'s tool reads (version 0 by default)."""
+    from ..writers.targets import resolve
+    from ..writers.targets.output import write_bsup
 
+    chosen = resolve(target)  # an unknown name fails before the file is touched
     tmp = f"{path}.tmp-{os.getpid()}"
-    n = 0
     try:
         with open(tmp, "wb") as f:
-            enc = StreamEncoder(f)
-            for v in values:
-                t, x = (v.type, v.value) if isinstance(v, Value) else (infer_type(v), v)
-                enc.write_body(t, encode_value(t, x))
-                n += 1
-            enc.end_stream()
+            n = write_bsup(f, values, chosen)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

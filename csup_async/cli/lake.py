@@ -77,6 +77,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
             c.add_argument("-m", "--message", default="", help="the commit's message")
             c.add_argument("--author", default="", help="the commit's author")
             c.add_argument("--csup", action="store_true", help="also write a .csup copy")
+            c.add_argument("--target", default=None, metavar="TOOL",
+                           help="the layout of the columnar copy (--csup): csup-async, "
+                                "super, super-0.3 or zed-1.12 (default: the database's: "
+                                "csup-async in a Zed lake, super-0.3 in a SuperDB database)")
 
 
 def _at(s: str | None) -> int | str | None:
@@ -186,7 +190,7 @@ def run(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
             if cmd == "load":
                 rows = _read_input(args.input)
                 commit = await pool.load(rows, message=args.message, author=args.author,
-                                         csup=args.csup)
+                                         csup=args.csup, target=args.target)
                 print(f"committed {commit}")
                 return 0
             filt = where_filter(args.where)

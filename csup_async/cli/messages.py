@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cli_message"]
+__all__ = ["cli_message", "output_error"]
 
 #: Python spelling (a keyword argument, with its value when the hint gives one) -> flag
 _FLAGS = {
@@ -28,3 +28,13 @@ _SPELLING = re.compile(r"(?<![\w-])(" + "|".join(
 def cli_message(text: str) -> str:
     """``text`` with each option named by its command-line flag."""
     return _SPELLING.sub(lambda m: _FLAGS[m.group(1)], text)
+
+
+def output_error(e: OSError) -> str:
+    """One line for an OSError that escaped a command: almost always a write to stdout
+    that failed (``> /dev/full``, a full disk or quota); the library wraps what it
+    reads in CsupError."""
+    what = e.strerror or type(e).__name__
+    if e.filename is None:
+        return f"cannot write the output: {what}"
+    return f"{e.filename}: {what}"

@@ -74,11 +74,17 @@ def print_table(batch: dict[str, Any]) -> None:
             return Text('""', style="dim")
         return Text(_cell(json_value(v)))
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """rich exits 1 on a closed pipe; the CLI exits 0 quietly, as for JSON."""
+            self.quiet = True
+            raise BrokenPipeError
+
     table = Table(*batch.keys(), show_lines=False)
     cols = [a.to_pylist() for a in batch.values()]
     for row in zip(*cols, strict=True):
         table.add_row(*(cell(v) for v in row))
-    Console().print(table)
+    _Console().print(table)
 
 
 def _cell(v: Any) -> str:

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,10 @@ from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from .. import arrays as A
-from ..model.errors import ColumnNotFoundError, RowSelectionError, not_awaited, source_text
+from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
+from ..model.opener import Opener
 from ..model.progress import Meter, Planned, metered, tracking
+from ..model.selection import check_count, check_limit, row_indices
 from ..readers.opening import open as open_reader
 from ..readers.reader import Reader, ScanResult, ScanStats
 from ..scan.options import split_options
@@ -47,8 +49,8 @@ from .fragment import (
     absent_paths,
     as_filter,
     per_segment,
-    row_indices,
 )
+from .results import add_stats, joined, null_column, sliced, summed_stats
 
 __all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
            "open_dataset"]
@@ -256,7 +258,7 @@ class Dataset(ScanVerbs):
                     meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
         expr = as_filter(filter, filters)
-        _check_limit(limit)
+        check_limit(limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
         else:
@@ -306,7 +308,7 @@ class Dataset(ScanVerbs):
             if expr is not None and left is not None:
                 left -= sum(r.num_rows for r in got)
         assert cols is not None
-        out = _joined(_with_unread(cands, results, cols), cols)
+        out = joined(_with_unread(cands, results, cols), cols)
         if limit is not None and out.num_rows > limit:
             out = ScanResult({c: a.slice(0, limit) for c, a in out.columns.items()}, limit,
                              out.stats)
@@ -417,8 +419,8 @@ class Dataset(ScanVerbs):
                                    cols) for k in files],
                 [self.fragments[k] for k in files], meter)
         ids = np.searchsorted(np.asarray(files, dtype=np.int64), which).astype(np.int32)
-        stats = _summed(parts)
-        out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
+        stats = summed_stats(parts)
+        out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else null_column(0))
                for c in cols}
         return ScanResult(out, int(idx.size), stats)
 
@@ -457,11 +459,8 @@ class Dataset(ScanVerbs):
         """
         meter = metered(on_progress, max_requests, max_bytes)
         expr = as_filter(filter, filters)
-        _check_limit(limit)
-        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-            from ..model.errors import ArgumentError
-
-            raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
+        check_limit(limit)
+        batch_rows = check_count("batch_rows", batch_rows, 1)
         frags = await self.get_fragments(expr)
         cols = await self._columns(columns, self._by_partition(expr))
         left = limit
@@ -504,7 +503,7 @@ class Dataset(ScanVerbs):
                     res = await f.scan(cols, filter=expr, limit=left)
                 if res is not None:
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in _sliced(res, n, batch_rows, stats):
+                    for batch in sliced(res, n, batch_rows, stats):
                         yield batch
                     if left is not None:
                         left -= n
@@ -519,7 +518,7 @@ class Dataset(ScanVerbs):
                         if left is not None:
                             left -= b.num_rows
                 if stats is not None and last is not None:
-                    _add(stats, last)
+                    add_stats(stats, last)
         finally:
             for t in ahead.values():
                 t.cancel()
@@ -582,7 +581,7 @@ class Dataset(ScanVerbs):
                 if task is not None:
                     res = await task
                     n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in _sliced(res, n, batch_rows, stats):
+                    for batch in sliced(res, n, batch_rows, stats):
                         yield batch
                     if left is not None:
                         left -= n
@@ -602,7 +601,7 @@ class Dataset(ScanVerbs):
                             left -= b.num_rows
                 meters[i].done()
                 if stats is not None and last is not None:
-                    _add(stats, last)
+                    add_stats(stats, last)
             meter.finish()
         finally:
             for t in ahead.values():
@@ -682,27 +681,6 @@ def _entries(readers: Sequence[Reader]) -> list[tuple[str, Any, tuple[int, int]]
     return [(r.key, r.meta, (r.tail.offset, len(r.tail.data))) for r in readers]
 
 
-def _null(n: int) -> A.Array:
-    from ..model.types import NULL
-
-    return A.null_array(NULL, n)
-
-
-def _add(total: ScanStats, s: ScanStats) -> None:
-    total.requests += s.requests
-    total.bytes_read += s.bytes_read
-    total.bytes_needed += s.bytes_needed
-    if total.ttfb is None:
-        total.ttfb = s.ttfb
-
-
-def _summed(parts: Sequence[ScanResult]) -> ScanStats:
-    stats = ScanStats()
-    for p in parts:
-        _add(stats, p.stats)
-    return stats
-
-
 def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanResult]],
                  cols: list[str]) -> list[ScanResult]:
     """The results in file order, with a zero-row result of every other open candidate
@@ -719,23 +697,11 @@ def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanRe
     return out
 
 
-def _joined(parts: Sequence[ScanResult], cols: list[str]) -> ScanResult:
-    """The rows of ``parts`` one after another (a column's types combined as a union
-    where files differ)."""
-    counts = [p.num_rows for p in parts]
-    ids = np.repeat(np.arange(len(parts), dtype=np.int32), counts)
-    out = {c: (A.combine([p.columns[c] for p in parts], ids) if parts else _null(0))
-           for c in cols}
-    return ScanResult(out, int(sum(counts)), _summed(parts))
+class _DatasetOpener(Opener["Dataset"]):
+    """What ``open_dataset`` returns: awaitable, or an async context manager that closes."""
 
+    verb, sync_verb = "open_dataset", "open_dataset_sync"
 
-def _check_limit(limit: Any) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}")
-
-
-class _DatasetOpener:
     def __init__(self, source: str | Sequence[str], store: Store | None,
                  options: dict[str, Any]) -> None:
         self.source, self.store, self.options = source, store, options
@@ -796,28 +762,6 @@ class _DatasetOpener:
         self.dataset.skipped = skipped
         return self.dataset
 
-    def __await__(self) -> Generator[Any, None, Dataset]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Dataset:
-        return await self._open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.dataset is not None:
-            await self.dataset.close()
-
-    def __getattr__(self, name: str) -> Any:
-        """A dataset's attribute asked of the opener: ``await`` was forgotten."""
-        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
-            raise AttributeError(name)
-        raise not_awaited("open_dataset", name, "open_dataset_sync")
-
-    def __enter__(self) -> Any:
-        raise not_awaited("open_dataset", "__enter__ (a plain `with`)", "open_dataset_sync")
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
 
 def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
                  **options: Any) -> _DatasetOpener:
@@ -842,15 +786,3 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
     from ..scan.options import renamed_options
 
     return _DatasetOpener(source, store, renamed_options(options))
-
-
-def _sliced(res: ScanResult, n: int, batch_rows: int, stats: ScanStats | None
-            ) -> Iterator[ScanResult]:
-    """The first ``n`` rows of a file read whole, as batches of ``batch_rows`` (views);
-    its read counted in ``stats`` first."""
-    if stats is not None:
-        _add(stats, res.stats)
-    for lo in range(0, n, batch_rows):
-        hi = min(lo + batch_rows, n)
-        yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo,
-                         res.stats, res.plan)

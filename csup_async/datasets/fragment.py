@@ -28,13 +28,14 @@ from .. import arrays as A
 from ..model.errors import RowSelectionError
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
+from ..model.selection import check_limit, row_indices
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
-from ..scan.result import ScanResult, ScanStats, row_indices
+from ..scan.result import ScanResult, ScanStats
 
 __all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
-           "per_segment", "plans_scans", "row_indices", "run_metered"]
+           "per_segment", "plans_scans", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
 
@@ -325,7 +326,7 @@ class Fragment(ScanVerbs):
 
     async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
         """How many rows ``rows`` and ``limit`` select, with no column to read."""
-        _check_limit(limit, self.path)
+        check_limit(limit, self.path)
         n = r.num_rows if r.num_rows is not None else await r.count_rows()
         if rows is not None:
             if not isinstance(rows, slice) or rows.step not in (None, 1):
@@ -398,7 +399,7 @@ class Fragment(ScanVerbs):
         for a reader that may stop early, the read-ahead then holds segments, not
         merged tens of megabytes.  Budget and progress as for
         :meth:`Reader.iter_batches`."""
-        _check_limit(limit, self.path)
+        check_limit(limit, self.path)
         spec = await self.file_filter(as_filter(filter))
         cols, data, r = await self._layout(columns)
         if spec is False or limit == 0:
@@ -509,7 +510,3 @@ def per_segment(r: Reader) -> None:
                                     split_size=cap, min_part=0)
 
 
-def _check_limit(limit: Any, path: str) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 0):
-        raise RowSelectionError(f"limit must be an integer >= 0, not {limit!r}", path=path)

@@ -24,7 +24,10 @@ from .vng import metadata as vng
 MAX_TRAILER = 4096
 MAGIC = "super columnar"
 SUPPORTED_VERSIONS = (1,)
-DEFAULT_MAX_METADATA = 256 << 20
+#: The parser's own bound, for metadata this process wrote or accepted before (the
+#: writer's check of its output, the disk cache): an object read from a store is held
+#: to the reader's ``max_metadata`` (``csup_async.scan.options.DEFAULT_MAX_METADATA``).
+TRUSTED_MAX_METADATA = 256 << 20
 
 
 # Decompressed frame bytes the whole backward search may decode: the real
@@ -230,7 +233,7 @@ def _reassembly_values(buf: bytes | memoryview, max_metadata: int
 
 
 def parse_reassembly(buf: bytes | memoryview, trailer: Trailer, object_size: int, *,
-                     max_metadata: int = DEFAULT_MAX_METADATA) -> FileMeta:
+                     max_metadata: int = TRUSTED_MAX_METADATA) -> FileMeta:
     """Parse the reassembly section into the typed metadata tree."""
     if trailer.reassembly_size > max_metadata:
         raise LimitError(f"reassembly section of {trailer.reassembly_size} bytes exceeds "

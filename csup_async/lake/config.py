@@ -10,11 +10,14 @@ from . import ksuid as K
 from . import zedtypes as Z
 from .errors import LakeError
 
-__all__ = ["LAKE_MAGIC", "LAKE_VERSION", "BranchConfig", "PoolConfig", "branch_config",
-           "pool_config"]
+__all__ = ["LAKE_MAGIC", "LAKE_VERSION", "SUPERDB_MAGIC", "SUPERDB_VERSIONS", "BranchConfig",
+           "PoolConfig", "branch_config", "pool_config"]
 
 LAKE_MAGIC = "ZED LAKE"
 LAKE_VERSION = 3
+#: ``superdb.bsup`` of a SuperDB database (``super db init``, v0.3.0 and main 492eab8).
+SUPERDB_MAGIC = "SUPERDB"
+SUPERDB_VERSIONS = (5,)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,9 @@ def pool_config(r: Z.Record, path: str) -> PoolConfig:
     if not isinstance(keys, list) or not all(isinstance(k, list) for k in keys):
         raise LakeError("pool layout keys are not a list of field paths", path=path)
     return PoolConfig(r.get("name", path, str), r.ksuid("id", path), order,
-                      tuple(tuple(k) for k in keys), int(r.get("seek_stride", path, int)),
+                      tuple(tuple(k) for k in keys),
+                      # (super main's pools have no seek stride: their objects no seek index)
+                      int(r.get("seek_stride", path, int)) if "seek_stride" in r.values else 0,
                       int(r.get("threshold", path, int)), r.values.get("ts"))
 
 

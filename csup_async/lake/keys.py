@@ -293,10 +293,28 @@ def _literal(v: Value) -> Any:
     if u.name in ("time", "duration"):
         unit = "datetime64" if u.name == "time" else "timedelta64"
         if isinstance(x, int):
-            return np.array(x, np.int64).view(f"{unit}[ns]")[()]
+            return _int_ns_literal(x, unit)
         return x if isinstance(x, (np.datetime64, np.timedelta64)) else None
     if u.name not in _FILTER_KINDS:
         return None
     if isinstance(x, Fraction):
         return None
     return x
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_COARSER = (("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000),
+            ("m", 60_000_000_000), ("h", 3_600_000_000_000), ("D", 86_400_000_000_000))
+
+
+def _int_ns_literal(q: int, unit: str) -> Any:
+    """Nanoseconds ``q`` as a numpy time (duration) literal, beyond int64 too (a bound
+    such as ``datetime(3000, 1, 1)``): in the finest unit that holds it, exact when
+    ``q`` is a whole number of that unit, else rounded away from zero, which every
+    int64-nanosecond key compares with as it compares with ``q`` (both lie beyond
+    every key)."""
+    for name, step in _COARSER:
+        n = q // step if q < 0 else -(-q // step)
+        if _INT64_MIN < n <= _INT64_MAX:  # int64's minimum is NaT
+            return np.array(n, np.int64).view(f"{unit}[{name}]")[()]
+    return None  # pragma: no cover - beyond ±2.5e16 years

@@ -16,7 +16,16 @@ from ..stores.shared import with_stable_scope
 from . import ksuid as K
 from . import zedtypes as Z
 from .commits import PoolState, state_at
-from .config import LAKE_MAGIC, LAKE_VERSION, BranchConfig, PoolConfig, branch_config, pool_config
+from .config import (
+    LAKE_MAGIC,
+    LAKE_VERSION,
+    SUPERDB_MAGIC,
+    SUPERDB_VERSIONS,
+    BranchConfig,
+    PoolConfig,
+    branch_config,
+    pool_config,
+)
 from .errors import LakeError, LakeNotFoundError
 from .journal import JournalState, read_journal
 from .objects import (
@@ -160,14 +169,29 @@ async def _read_magic(io: LakeIO) -> None:
     try:
         buf = await io.get(rel, immutable=True)  # (written once, as ``zed init`` does)
     except NotFoundError:
-        raise LakeNotFoundError("no lake.zng: not a Zed lake (or a SuperDB lake, which this "
-                        "reader does not read)", path=path) from None
+        io.set_superdb()  # a SuperDB database (``super db init``): superdb.bsup
+        path = io.display(rel)
+        try:
+            buf = await io.get(rel, immutable=True)
+        except NotFoundError:
+            io.ext = ".zng"
+            raise LakeNotFoundError("no lake.zng nor superdb.bsup: not a Zed lake nor a "
+                                    "SuperDB database", path=io.display(rel)) from None
     recs = list(Z.read_records(buf, path))
     if len(recs) != 1 or not isinstance(recs[0], Z.Record):
-        raise LakeError("lake.zng does not hold one record", path=path)
+        raise LakeError(f"{rel if not io.is_superdb else 'superdb.bsup'} does not hold one "
+                        "record", path=path)
     r = recs[0]
     magic = r.get("magic", path, str)
     version = r.get("version", path, int)
+    if io.is_superdb:
+        io.bsup_version = buf[0] & 0x7F if buf and buf[0] & 0x80 and buf[0] != 0xFF else 0
+        if magic != SUPERDB_MAGIC:
+            raise LakeError(f"database magic is {magic!r}, not {SUPERDB_MAGIC!r}", path=path)
+        if version not in SUPERDB_VERSIONS:
+            raise LakeError(f"unsupported SuperDB database version {version} (this reader "
+                            f"reads {', '.join(map(str, SUPERDB_VERSIONS))})", path=path)
+        return
     if magic != LAKE_MAGIC:
         raise LakeError(f"lake magic is {magic!r}, not {LAKE_MAGIC!r}", path=path)
     if version != LAKE_VERSION:
@@ -201,7 +225,17 @@ class _LakeOpener:
         io = LakeIO(store, root, concurrency=concurrency, max_journal_entries=max_entries,
                     disk=disk)
         try:
-            _, pools = await gather_all([_read_magic(io), read_journal(io, "pools", self.at)])
+            async def pools_or_error() -> Any:
+                try:
+                    return await read_journal(io, "pools", self.at)
+                except CsupError as e:  # the magic's error, if any, is the one to show
+                    return e
+
+            _, pools = await gather_all([_read_magic(io), pools_or_error()])
+            if io.is_superdb:  # its names known only now: replay the journal by them
+                pools = await read_journal(io, "pools", self.at)
+            elif isinstance(pools, CsupError):
+                raise pools
         except BaseException:
             if owns:
                 await store.close()

@@ -71,17 +71,22 @@ def _kv(k: Value | None) -> tuple[Type, Any]:
 
 
 def encode_object(rows: list[tuple[Type, Any, bytes | None, Value | None]], order: str,
-                  stride: int) -> tuple[bytes, bytes, Value | None, Value | None]:
-    """(object bytes, seek index bytes, min, max) of sorted rows (type, value, body, key)."""
+                  stride: int, version: int = 0
+                  ) -> tuple[bytes, bytes, Value | None, Value | None]:
+    """(object bytes, seek index bytes, min, max) of sorted rows (type, value, body, key),
+    in BSUP ``version`` (0 for a Zed lake; a SuperDB database's otherwise)."""
     out = bytearray()
-    enc = bsup.StreamEncoder(out)
+    enc = Z.stream_encoder(out, version)
     entries: list[tuple[Value | None, Value | None, int, int, int, int]] = []
     trigger, first_key, seek_min = 0, None, None
     val_off, off = 0, 0
     last_key: Value | None = None
     n = 0
-    for t, _v, body, k in rows:
-        enc.write_body(t, body)
+    for t, v, body, k in rows:
+        if version:
+            enc.write(t, v)
+        else:
+            enc.write_body(t, body)
         n += 1
         last_key = k
         kt, kv = _kv(k)
@@ -106,7 +111,7 @@ def encode_object(rows: list[tuple[Type, Any, bytes | None, Value | None]], orde
         entries.append((mn, mx, val_off, n - val_off, off, len(out) - off))
     omin, omax = (last_key, first_key) if order == "desc" else (first_key, last_key)
     seek = bytearray()
-    senc = bsup.StreamEncoder(seek)
+    senc = Z.stream_encoder(seek, version)
     for mn, mx, vo, vc, o, ln in entries:
         (mnt, mnv), (mxt, mxv) = _kv(mn), _kv(mx)
         senc.write(Z.seek_entry_t(mnt, mxt), {"min": mnv, "max": mxv, "val_off": vo,
@@ -143,25 +148,44 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
     return parts
 
 
-def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]]) -> bytes:
+def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-async") -> bytes:
+    """The ``.csup`` copy in ``target``'s layout (a SuperDB database's default is CSUP
+    v16, what ``super db vector add`` of super v0.3.0 writes)."""
+    buf = _io.BytesIO()
+    if target != "csup-async":
+        from ..writers.targets.output import write_csup
+
+        write_csup(buf, [Value(t, v) for t, v, _, _ in rows], target)
+        return buf.getvalue()
     from ..writers.writing import write
 
-    buf = _io.BytesIO()
     write(buf, [Value(t, v) for t, v, _, _ in rows])
     return buf.getvalue()
 
 
 async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, message: str = "",
-               author: str = "", csup: bool = False, meta: Any = None) -> str:
+               author: str = "", csup: bool = False, meta: Any = None,
+               target: str | None = None) -> str:
+    from ..writers.targets import resolve
+
     io = lake.io
+    if target is None:
+        target = ("super" if io.bsup_version == 5 else "super-0.3") if io.is_superdb \
+            else "csup-async"
+    target = resolve(target).name  # an unknown name fails before anything is written
     pool_dir = cfg.id_str
     rows = await asyncio.to_thread(_rows, data)
+    version = io.bsup_version
+    if io.is_superdb:  # SuperDB's values: no typed nulls (csup_async.targets.supermodel)
+        from ..writers.targets.supermodel import to_super
+
+        rows = [to_super(t, v) for t, v in rows]
     srows = await asyncio.to_thread(_sorted_rows, cfg, rows)
     objects: list[dict[str, Any]] = []
     writes = []
     for part in _split(srows, max(cfg.threshold, 1)):
         zng, seek, mn, mx = await asyncio.to_thread(encode_object, part, cfg.order,
-                                                    cfg.seek_stride or 65536)
+                                                    cfg.seek_stride or 65536, version)
         oid = K.new()
         name = K.to_str(oid)
         objects.append({"id": oid, "min": mn, "max": mx, "count": len(part),
@@ -170,7 +194,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         writes.append(io.put(f"{pool_dir}/data/{name}-seek.zng", seek))
         if csup:
             writes.append(io.put(f"{pool_dir}/data/{name}.csup",
-                                 await asyncio.to_thread(_csup_bytes, part)))
+                                 await asyncio.to_thread(_csup_bytes, part, target)))
     await gather_all(writes)
     if not message:
         message = f"loaded {len(objects)} data object{'s' if len(objects) != 1 else ''}\n"
@@ -184,11 +208,12 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         parent = entry.ksuid("commit", io.display(bdir))
         commit = K.new()
         await io.put(commit_rel(pool_dir, commit),
-                     commit_object(commit, parent, attempt, author, message, objects))
+                     commit_object(commit, parent, attempt, author, message, objects,
+                                   version))
         ts = entry.values.get("ts")
-        update = bsup.encode_stream([(Z.journal_add(Z.BRANCH_CONFIG, "Update"), {"entry": {
+        update = Z.encode([(Z.journal_add(Z.BRANCH_CONFIG, "Update"), {"entry": {
             "ts": ts if ts is not None else np.datetime64(0, "ns"), "name": branch,
-            "commit": commit}})])
+            "commit": commit}})], version)
         nxt = journal.at + 1
         if await io.put_if_absent(f"{bdir}/{nxt}.zng", update):
             await io.put(f"{bdir}/HEAD", str(nxt).encode())
@@ -202,7 +227,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
 
 
 def commit_object(commit: bytes, parent: bytes, retries: int, author: str, message: str,
-                  objects: list[dict[str, Any]]) -> bytes:
+                  objects: list[dict[str, Any]], version: int = 0) -> bytes:
     vals: list[tuple[Type, Any]] = [(Z.commit_t(), {
         "id": commit, "parent": parent, "retries": min(retries, 255), "author": author,
         "date": np.datetime64("now", "ns"), "message": message, "meta": None})]
@@ -210,7 +235,7 @@ def commit_object(commit: bytes, parent: bytes, retries: int, author: str, messa
         (mnt, mnv), (mxt, mxv) = _kv(o["min"]), _kv(o["max"])
         vals.append((Z.add_t(mnt, mxt), {"commit": commit, "object": {
             "id": o["id"], "min": mnv, "max": mxv, "count": o["count"], "size": o["size"]}}))
-    return bsup.encode_stream(vals)
+    return Z.encode(vals, version)
 
 
 async def _journal_snapshot(lake: LakeHandle, bdir: str, entries: dict[str, Z.Record], branch: str,
@@ -222,5 +247,5 @@ async def _journal_snapshot(lake: LakeHandle, bdir: str, entries: dict[str, Z.Re
         c = commit if name == branch else r.values.get("commit")
         vals.append((Z.BRANCH_CONFIG, {"ts": r.values.get("ts"), "name": name, "commit": c}))
     with contextlib.suppress(CsupError):
-        await lake.io.put(f"{bdir}/snap.zng", bsup.encode_stream(vals))
+        await lake.io.put(f"{bdir}/snap.zng", Z.encode(vals, lake.io.bsup_version))
 

@@ -61,9 +61,29 @@ class LakeIO:
         self.requests = 0
         self.bytes_read = 0
         self.disk_hits = 0
+        #: the suffix of BSUP objects: ".zng" in a Zed lake, ".bsup" in a SuperDB database
+        #: (``super db``: the same layout, ``superdb.bsup`` for ``lake.zng``).  Callers
+        #: name objects as in a Zed lake; :meth:`key` names them as stored.
+        self.ext = ".zng"
+        #: the BSUP version its objects are written in (0: Zed; 2: super v0.3.0; 5: main)
+        self.bsup_version = 0
+
+    def set_superdb(self) -> None:
+        """Name objects as a SuperDB database does (``.bsup``, ``superdb.bsup``)."""
+        self.ext = ".bsup"
+
+    @property
+    def is_superdb(self) -> bool:
+        return self.ext == ".bsup"
+
+    def stored(self, rel: str) -> str:
+        """The stored name of the object a caller names ``rel`` (Zed lake names)."""
+        if self.ext == ".zng" or not rel.endswith(".zng"):
+            return rel
+        return "superdb.bsup" if rel == "lake.zng" else rel[:-4] + self.ext
 
     def key(self, rel: str) -> str:
-        return f"{self.root}/{rel}"
+        return f"{self.root}/{self.stored(rel)}"
 
     def display(self, rel: str) -> str:
         return display_of(self.store, self.key(rel))
@@ -107,7 +127,9 @@ class LakeIO:
         """The disk cache's name for an object: the store's scope (its kind and options,
         the same in every process; unset for a store passed by hand, whose objects then
         stay in memory) and the key."""
-        return (getattr(self.store, "cache_scope", None), self.key(rel))
+        key = self.key(rel)
+        fn = getattr(self.store, "cache_key", None)  # a relative local path made absolute
+        return (getattr(self.store, "cache_scope", None), fn(key) if callable(fn) else key)
 
     async def get_or_none(self, rel: str, *, immutable: bool = False,
                           probe: bool = False) -> bytes | None:
@@ -162,14 +184,20 @@ class LakeIO:
             out = []
             for d, _, files in os.walk(base):
                 out += [os.path.relpath(os.path.join(d, f), _local(self.root)) for f in files]
-            return sorted(out)
+            return sorted(self._named(o) for o in out)
         if not isinstance(self.store, Lister):
             raise LakeError(f"store {self.store.name} cannot list objects",
                             path=self.display(rel_prefix))
         scheme = {"s3": "s3://", "gcs": "gs://"}.get(self.store.name, "")
         urls = await self.store.list(scheme + self.key(rel_prefix))
         cut = len(scheme) + len(self.root) + 1
-        return sorted(u[cut:] for u in urls)
+        return sorted(self._named(u[cut:]) for u in urls)
+
+    def _named(self, stored: str) -> str:
+        """The caller's (Zed lake) name of a stored object (the inverse of :meth:`stored`)."""
+        if self.ext == ".zng" or not stored.endswith(self.ext):
+            return stored
+        return "lake.zng" if stored == "superdb.bsup" else stored[:-len(self.ext)] + ".zng"
 
     # ------------------------------------------------------------ writes ---
     async def put(self, rel: str, data: bytes) -> None:

@@ -130,10 +130,14 @@ def group(reads: list[ObjectRead], order: str) -> list[list[ObjectRead]]:
     return groups
 
 
-async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry]:
+async def seek_index(io: LakeIO, pool_dir: str, o: DataObject) -> list[SeekEntry] | None:
+    """The object's seek index; None for a SuperDB database's object without one (super
+    main writes none: the object is read whole)."""
     rel = f"{pool_dir}/data/{o.name}-seek.zng"
-    buf = await io.get_or_none(rel, immutable=True)
+    buf = await io.get_or_none(rel, immutable=True, probe=io.is_superdb)
     if buf is None:
+        if io.is_superdb:
+            return None
         raise LakeNotFoundError(f"the seek index of data object {o.name} is missing",
                         path=io.display(rel))
     return parse_seek_index(buf, io.display(rel), o.size)
@@ -159,6 +163,9 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
     else:
         indexes = await gather_all([seek_index(io, pool_dir, o) for o in kept])
         for o, entries in zip(kept, indexes, strict=True):
+            if entries is None:  # no seek index: the whole object
+                plan.reads.append(ObjectRead(o))
+                continue
             runs = ranges_for(entries, key_range)
             if not runs:
                 plan.pruned_by_seek.append(o)

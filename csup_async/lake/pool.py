@@ -265,16 +265,17 @@ class Pool:
         return [t for ts in await gather_all([one(o) for o in picked]) for t in ts]
 
     async def load(self, data: Any, *, message: str = "", author: str = "",
-                   csup: bool = False) -> str:
+                   csup: bool = False, target: str | None = None) -> str:
         """Commit ``data`` (rows as dicts or typed Values) to this pool's branch; returns
-        the new commit ID.  See ``csup_async.lake.load``."""
+        the new commit ID.  ``target`` (:mod:`csup_async.targets`): the layout of the
+        ``csup=True`` copy (default: the lake's).  See ``csup_async.lake.load``."""
         from .load import load
 
         if self.branch is None:
             raise CsupError("load needs a branch, not a commit: open the pool as "
                             "'name@branch'")
         return await load(self.lake, self.config, self.branch, data, message=message,
-                          author=author, csup=csup)
+                          author=author, csup=csup, target=target)
 
 
 def _is_comparison(f: Any) -> bool:

@@ -124,7 +124,12 @@ class Record:
     def value(self, field: str, path: str) -> Value:
         """A field with its type (min/max keys, whose type follows the data)."""
         self.get(field, path)
-        return Value(self.types[field], self.values[field])
+        t, v = self.types[field], self.values[field]
+        if type(t).__name__ == "FusionType":  # super main's fusion(all): the value's own type
+            from ..model.values import infer_type
+
+            t = NULL if v is None else infer_type(v)
+        return Value(t, v)
 
     def sub(self, field: str, path: str) -> Record:
         t = self.types.get(field)
@@ -148,6 +153,13 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
     LakeError naming the object.
     """
     try:
+        if buf and buf[0] == 0x85:  # BSUP 5 (super main's database): by its own reader
+            yield from _records5(buf)
+            return
+        if buf and buf[0] != 0xFF and buf[0] & 0x80:  # BSUP 1/2: a SuperDB database's
+            from ..format.superdb.tov0 import to_v0
+
+            buf = to_v0(buf)
         for t, body in bsup.iter_raw_values(buf):
             fs = fields_of(t)
             v = bsup.decode_value(t, body)
@@ -161,10 +173,49 @@ def read_records(buf: bytes | memoryview, path: str) -> Iterator[Record | Value]
         raise LakeError(f"not a valid ZNG object: {e.message}", path=path) from None
 
 
+def _records5(buf: bytes | memoryview) -> Iterator[Record | Value]:
+    """Records of BSUP version 5: a fused record (super main fuses a snapshot's actions)
+    read as its supertype's fields, those of its value present."""
+    from ..format.superdb import bsup5
+    from ..format.superdb.bsup2 import FusionType
+
+    for t, body in bsup5.read_values(buf):
+        v = bsup5.decode_value(t, body)
+        st = t
+        while isinstance(st, FusionType):
+            st = st.inner
+        fs = fields_of(st)
+        if fs is None or v is None:
+            yield Value(t, v)
+        else:
+            yield Record(type_name(t) or type_name(st), v, fs)
+
+
 def ends_with_eos(buf: bytes | memoryview) -> bool:
     return len(buf) > 0 and buf[-1] == 0xFF
 
 
-def encode(values: list[tuple[Type, Any]]) -> bytes:
-    """One ZNG stream, LZ4 where it shrinks (as zed writes), ended with 0xff."""
-    return bsup.encode_stream(values)
+def encode(values: list[tuple[Type, Any]], version: int = 0) -> bytes:
+    """One ZNG stream, LZ4 where it shrinks (as zed writes), ended with 0xff; in BSUP
+    ``version`` 2 or 5 for a SuperDB database (its values in SuperDB's model)."""
+    if version == 0:
+        return bsup.encode_stream(values)
+    out = bytearray()
+    enc = stream_encoder(out, version)
+    for t, v in values:
+        enc.write(t, v)
+    enc.end_stream()
+    return bytes(out)
+
+
+def stream_encoder(out: bytearray, version: int) -> Any:
+    """A stream encoder (``write(t, v)``, ``write_body``, ``end_stream``) of BSUP
+    ``version``: 0 (Zed), 1 or 2 (super v0.2.0 / v0.3.0)."""
+    if version == 0:
+        return bsup.StreamEncoder(out)
+    if version in (1, 2):
+        from ..writers.targets.bsupn import StreamEncoderN
+
+        return StreamEncoderN(out, version)
+    raise LakeError(f"writing BSUP version {version} (a SuperDB database of super main) is "
+                    "not available in this build")

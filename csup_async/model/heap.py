@@ -7,12 +7,14 @@ must zero: buffers of 32 MiB and more are mappings of their own, freed heap tops
 are trimmed, and the threads of each scan may take new arenas.  On the 1M x 24
 table that zeroing was half of a warm local scan's CPU, and 2-4x more when
 another allocator (pyarrow's) churned memory in between
-(``bench/results/local_profile.md``).  So ``import csup_async`` asks glibc to keep
+(``bench/results/local_profile.md``).  So the first read or write asks glibc to keep
 freed memory for reuse, as pyarrow's and polars' own allocators do: blocks under
 32 MiB come from the heap (glibc's own largest threshold, fixed: with its default
 one moving, a trim threshold cannot be set), up to 256 MiB of free heap top is
 kept, and at most one arena per core is made (glibc's default is eight per core;
-a limit that must be set before other threads allocate, hence at import; on the
+a limit that must be set before other threads allocate, hence before this library
+starts its first thread: :func:`keep_freed_memory` is called where each of them is
+started, and by ``open``, ``open_dataset`` and the writer; never by an import; on the
 2-core machine of the figures below, two).  Measured on that table: a warm scan's CPU
 0.26-0.36 s alternating with pyarrow (was 0.53-1.19 s), the peak of one whole scan
 555 MB (was 524 MB; with 64 MiB, 752 MB), ``iter_batches`` unchanged at 159 MB

@@ -38,6 +38,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
+from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
@@ -48,7 +49,7 @@ from ..stores.tasks import gather_or_cancel
 from .reader import Reader
 from .wholeobject import WholeObjectReader
 
-__all__ = ["BsupReader", "BsupMeta", "become_if_bsup", "open_runs", "reader_of_frames",
+__all__ = ["BsupReader", "BsupMeta", "to_bsup", "open_runs", "reader_of_frames",
            "start_problem"]
 
 #: Suffixes that name a BSUP object: a hint for the error message only (content decides).
@@ -118,8 +119,13 @@ class BsupReader(WholeObjectReader):
 
     def hold(self, data: bytes, t0: float) -> None:
         """Read ``data``, whole BSUP streams, as this reader's values: its frames are
-        walked (types, row count), no body decoded."""
+        walked (types, row count), no body decoded.  BSUP versions 1 and 2 (a
+        SuperDB database's objects) are read as version 0 (:mod:`..superdb.tov0`)."""
         try:
+            if data and data[0] != 0xFF and data[0] & 0x80:
+                from ..format.superdb.tov0 import to_v0
+
+                data = to_v0(data)
             try:  # records (as a lake's objects hold): the one walk a scan decodes from
                 self._walked = walk([data], max_total=self.max_mem_length)
                 types = list(dict.fromkeys(self._walked.types))
@@ -194,7 +200,7 @@ class BsupReader(WholeObjectReader):
             from planner.dnf import as_expr
 
             filter = as_expr(filter, filters, path=self.path)
-        self._check_limit(limit)
+        check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -258,14 +264,14 @@ def _at(v: Value, comps: tuple[str, ...]) -> Any:
     return x
 
 
-async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
-    """Turn ``reader`` (whose open found no CSUP trailer in ``reader.tail``) into a
-    :class:`BsupReader` when the object starts a BSUP stream, reading it whole; False
+async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
+    """The :class:`BsupReader` of the object ``reader`` was opening (its open found no
+    CSUP trailer in ``reader.tail``) when it starts a BSUP stream, read whole; None
     when it does not (the caller raises the trailer error), unless its name says BSUP
     (``.zng``, ``.bsup``): then a FormatError says what its first bytes are."""
     tail = getattr(reader, "tail", None)
     if tail is None:
-        return False
+        return None
     t0 = time.perf_counter() if t0 is None else t0
     size = tail.info.size
     try:
@@ -273,12 +279,15 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
     except CsupError:
         pass  # no trailer (or a BSUP record where one would be): maybe a BSUP stream
     else:
-        return False  # a trailer: a CSUP or VNG object whose metadata failed
+        return None  # a trailer: a CSUP or VNG object whose metadata failed
     if tail.offset == 0:
         head = bytes(tail.data)
     else:
         head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
                                            tail.offset))
+    named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    if head[:1] in (b"\x81", b"\x82"):  # BSUP 1/2 (super v0.2.0/v0.3.0): as version 0
+        head, size = await _as_v0(reader, head, size, named)
     problem = start_problem(head, size) if size else None
     if problem == MORE and tail.offset > 0:
         if size > reader.max_mem_length:
@@ -287,20 +296,19 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
         else:  # the object whole (as a BSUP object is read anyway), then its first frame
             head = await _whole(reader, head)
             problem = start_problem(head, size)
-    named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
     if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
         problem = "it starts with an end-of-stream marker"
     if problem is not None or (not size and not named):
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
                               path=reader.path)
-        return False
+        return None
     if len(head) < size:
         if size > reader.max_mem_length:
             if named:
                 raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
                                  f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-            return False
+            return None
         head = await _whole(reader, head)
     try:  # the frames walked, no body decoded: a truncated or corrupt stream fails here
         types, rows = stream_shape(head, max_total=reader.max_mem_length)
@@ -309,11 +317,30 @@ async def become_if_bsup(reader: Reader, t0: float | None = None) -> bool:
             raise e.with_path(reader.path) from None
         # unnamed, the object must be a whole BSUP stream to be one (a damaged CSUP or
         # VNG file may start like a frame): else the trailer error stands
-        return False
-    reader.__class__ = BsupReader
-    assert isinstance(reader, BsupReader)
-    reader._load_bsup(head, types, rows, t0)
-    return True
+        return None
+    new = reader.successor(BsupReader)
+    try:
+        new._load_bsup(head, types, rows, t0)
+    except BaseException:
+        await new.close()  # it owns the store now
+        raise
+    return new
+
+
+async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:
+    """The object whole, BSUP version 1 or 2, as version 0 (:mod:`..superdb.tov0`)."""
+    from ..format.superdb.tov0 import to_v0
+
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    if len(head) < size:
+        head = await _whole(reader, head)
+    try:
+        v0 = to_v0(head)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    return v0, len(v0)
 
 
 async def _read(reader: Reader, off: int, n: int) -> bytes:

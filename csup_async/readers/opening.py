@@ -20,13 +20,14 @@ import importlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ..model.errors import FormatError, not_awaited, source_text
+from ..model.errors import source_text
+from ..model.heap import keep_freed_memory
+from ..model.opener import Opener
 from ..scan.options import renamed_options, split_options
 from ..stores import Store, shared_store
-from .detect import HeaderLayout
 
 if TYPE_CHECKING:
     from ..stores import TailRead
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["open"]
 
 #: What a scan needs that ``open`` need not wait for (imported off the loop when cold).
-_DECODING = ("csup_async.readers.reader", "csup_async.scan.scan")
+_DECODING = ("csup_async.readers.loader", "csup_async.scan.scan")
 
 
 _warming: concurrent.futures.Future[None] | None = None
@@ -74,8 +75,10 @@ def warm_up() -> concurrent.futures.Future[None] | None:
         return _warming
 
 
-class _Opener:
+class _Opener(Opener["Reader"]):
     """What ``open`` returns: awaitable, or an async context manager that closes."""
+
+    verb, sync_verb = "open", "open_sync"
 
     def __init__(self, url: str, store: Store | None, options: dict[str, Any],
                  tail: TailRead | None = None) -> None:
@@ -113,30 +116,13 @@ class _Opener:
             if owns and store is not None:
                 await store.close()
             raise
-        from .reader import Reader
+        from .loader import load_reader
 
         try:
-            r = Reader(store, key, owns_store=owns, **reader_opts)
+            r = await load_reader(store, key, owns_store=owns, options=reader_opts,
+                                  pending=tail)
         except BaseException:
             await _discard(tail)
-            if owns:
-                await store.close()
-            raise
-        try:
-            try:
-                await r.load(tail)
-            except HeaderLayout as found:  # a SuperDB file: the reader becomes its kind
-                from .superdb import become
-
-                await become(r, found.tail, found.t0, found.head)
-            except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
-                from .bsup import become_if_bsup
-
-                if not await become_if_bsup(r):
-                    raise
-        except BaseException:
-            await _discard(tail)
-            await r.close()
             raise
         self.reader = r
         return r
@@ -154,28 +140,6 @@ class _Opener:
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
         return asyncio.ensure_future(store.read_tail(key, size))
-
-    def __await__(self) -> Generator[Any, None, Reader]:
-        return self._open().__await__()
-
-    async def __aenter__(self) -> Reader:
-        return await self._open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.reader is not None:
-            await self.reader.close()
-
-    def __getattr__(self, name: str) -> Any:
-        """A reader's attribute asked of the opener: ``await`` was forgotten."""
-        if name.startswith("_"):  # private and protocol probes (IPython's _repr_html_...)
-            raise AttributeError(name)
-        raise not_awaited("open", name, "open_sync")
-
-    def __enter__(self) -> Any:
-        raise not_awaited("open", "__enter__ (a plain `with`)", "open_sync")
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:
@@ -223,4 +187,5 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     or object_store's names works too).  ``limit=`` as the connection count is
     deprecated (``max_connections=``): ``limit`` means rows.
     """
+    keep_freed_memory()  # before the import thread and the pools (csup_async.model.heap)
     return _Opener(source_text(url), store, renamed_options(options))

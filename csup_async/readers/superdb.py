@@ -34,6 +34,7 @@ from ..format.superdb.meta import (
     root_types,
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
+from ..model.selection import check_limit
 from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
@@ -200,7 +201,7 @@ class HeaderLayoutReader(WholeObjectReader):
                    filters: Any = None) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        self._check_limit(limit)
+        check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -374,7 +375,7 @@ class HeaderLayoutReader(WholeObjectReader):
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
         holding those rows only, then sliced)."""
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        self._check_limit(limit)
+        check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -563,16 +564,20 @@ def record_fields(t: Type) -> list[str]:
     return [f.name for f in t.fields] if isinstance(t, RecordType) else []
 
 
-async def become(reader: Reader, tail: TailRead, t0: float, head: bytes | None = None
-                 ) -> None:
-    """Turn ``reader`` (just opened on ``tail``; ``head`` read by ``detect.probe``) into a
-    :class:`HeaderLayoutReader` and read every object's header and metadata."""
-    reader.__class__ = HeaderLayoutReader
-    assert isinstance(reader, HeaderLayoutReader)
-    reader._data_profile = reader.profile  # plan_per_segment narrows reader.profile
-    reader.open_stats.ttfb = time.perf_counter() - t0 if reader.open_stats.ttfb is None else (
-        reader.open_stats.ttfb)
-    await reader._load_header_layout(tail, t0, head)
+async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
+                           head: bytes | None = None) -> HeaderLayoutReader:
+    """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
+    ``head`` read by ``detect.probe``), every object's header and metadata read."""
+    new = reader.successor(HeaderLayoutReader)
+    new._data_profile = new.profile  # plan_per_segment narrows reader.profile
+    new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
+        new.open_stats.ttfb)
+    try:
+        await new._load_header_layout(tail, t0, head)
+    except BaseException:
+        await new.close()  # it owns the store now
+        raise
+    return new
 
 
-__all__ = ["WRITER", "HeaderLayoutReader", "become"]
+__all__ = ["WRITER", "HeaderLayoutReader", "to_header_layout"]

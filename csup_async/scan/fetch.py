@@ -48,6 +48,7 @@ import numpy as np
 from .. import decode as D
 from ..format.meta import FileMeta, Segment
 from ..model.errors import CsupError, FormatError
+from ..model.heap import keep_freed_memory
 from ..model.progress import current_tracker
 from ..stores import Store
 from ..stores.hedge import counting
@@ -145,6 +146,7 @@ def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
     """The process's decode threads (one per core): jobs never block in them."""
     global _POOL
     if _POOL is None:
+        keep_freed_memory()  # before the threads allocate (see csup_async.model.heap)
         _POOL = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
                                                       thread_name_prefix="csup-decode")
     return _POOL

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 import planner as P
 
 from .. import arrays as A
 from ..arrays import unify as U
 from ..model.errors import ArgumentError, ColumnNotFoundError, CsupError, RowSelectionError
+from ..model.selection import row_indices
 
 #: the union mode of the frames made for analysis (``to_polars``, ``to_pandas``,
 #: ``scan_polars``, ``to_duckdb``): polars' and Spark's one type per column, which a
@@ -223,34 +222,6 @@ class _Exported:
         schema, batch = export_batch(self.result.unified_columns(self.unions),
                                      self.result.num_rows)
         return stream_of(schema, [batch])
-
-
-def row_indices(indices: Any, path: str | None = None) -> np.ndarray:
-    """``indices`` as int64 row numbers, or a RowSelectionError saying what is wrong: the
-    one check of ``take``'s indices (a Reader's, a Fragment's, a Dataset's, a sync one's):
-    a 1-D integer array or a sequence of ints, none negative, none past int64."""
-    if isinstance(indices, np.ndarray):
-        if indices.ndim != 1 or indices.dtype.kind not in "iu":
-            raise RowSelectionError(f"row indices must be a 1-D integer array, not "
-                                    f"{indices.ndim}-D {indices.dtype}", path=path)
-        values = indices.tolist()
-    elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__iter__"):
-        raise RowSelectionError(f"take() needs a sequence of row indices, not "
-                                f"{type(indices).__name__}", path=path)
-    else:
-        values = list(indices)
-    bad = [v for v in values
-           if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))]
-    if bad:
-        raise RowSelectionError(f"row indices must be integers, not "
-                                f"{type(bad[0]).__name__} ({bad[0]!r})", path=path)
-    lo = min(values, default=0)
-    if lo < 0:
-        raise RowSelectionError(f"row index {lo} is negative", path=path)
-    hi = max(values, default=0)
-    if hi > np.iinfo(np.int64).max:
-        raise RowSelectionError(f"row index {hi} is out of range", path=path)
-    return np.asarray(values, np.int64).reshape(-1)
 
 
 def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:

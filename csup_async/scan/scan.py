@@ -45,6 +45,7 @@ import planner as P
 from .. import arrays as A
 from ..format.meta import FileMeta
 from ..model.errors import CsupError, FormatError, LimitError, StoreTimeoutError
+from ..model.heap import keep_freed_memory
 from ..model.types import NULL
 from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, leg_cursor
 from .fetch import PlanLike, SegmentSource, Target, decode_pool
@@ -223,6 +224,7 @@ def step_pool() -> concurrent.futures.ThreadPoolExecutor:
     global _STEPS
     with _STEPS_LOCK:
         if _STEPS is None:
+            keep_freed_memory()  # before the threads allocate (see csup_async.model.heap)
             _STEPS = concurrent.futures.ThreadPoolExecutor(
                 max(4, 4 * (os.cpu_count() or 2)), thread_name_prefix="csup-step")
         return _STEPS

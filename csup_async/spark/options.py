@@ -73,6 +73,8 @@ _WRITE_OPTIONS: dict[str, tuple[str, str]] = {
     "skewthresh": ("skew_thresh", "int"),
     "compress": ("compress", "bool"),
     "partitionby": ("partition_by", "columns"),
+    # the tool the files are for (csup_async.targets): csup-async, super, super-0.3, zed-1.12
+    "target": ("target", "str"),
 }
 _PATH_OPTIONS = frozenset({"path", "paths"})
 
@@ -132,6 +134,7 @@ class Settings:
     segment_thresh: int | None = None
     skew_thresh: int | None = None
     compress: bool | None = None
+    target: str | None = None  # write: csup_async.targets name (None: the default)
     pool: str | None = None  # "logs@main": read a Zed lake pool (csup_async.spark.lake)
     pool_at: str | None = None  # a branch journal ID or a commit ID
     pool_where: str | None = None  # filters in the --where grammar, ";"-separated, ANDed
@@ -158,7 +161,7 @@ class Settings:
 
     def writer_options(self) -> dict[str, Any]:
         out = {"segment_thresh": self.segment_thresh, "skew_thresh": self.skew_thresh,
-               "compress": self.compress}
+               "compress": self.compress, "target": self.target}
         return {k: v for k, v in out.items() if v is not None}
 
     def store_options(self, url: str) -> dict[str, Any]:
@@ -221,4 +224,8 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         import planner as P
 
         P.get_profile(s.profile)  # refuses an unknown profile now, on the driver
+    if s.target is not None:
+        from ..writers.targets import resolve
+
+        resolve(s.target)  # an unknown target is refused on the driver, naming the accepted
     return s

@@ -112,6 +112,21 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
     return tuple((a, tail.data[a - base : b - base]) for a, b in runs)
 
 
+def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
+                       partitions: int) -> None:
+    """A BudgetError on the driver when the plan's requests or bytes pass the query's
+    budget: every task's requests are in the plan, so the query is refused before any
+    task runs."""
+    if settings.max_requests is None and settings.max_bytes is None:
+        return
+    from ..model.budget import check_budget
+
+    check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
+                 settings.max_bytes, None,
+                 f"on the driver, before any task ran ({files:,} files to read in "
+                 f"{partitions:,} partitions)")
+
+
 def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Sequence[Any],
               settings: Settings) -> ReadPlan:
     """Prune, plan and pack (the module docstring says how)."""
@@ -201,14 +216,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "planning_seconds": round(time.perf_counter() - t0, 4),
         "pruned_files": pruned[:1000],
     }
-    if settings.max_requests is not None or settings.max_bytes is not None:
-        from ..model.budget import check_budget
-
-        # every task's requests are in this plan: the query is refused before any runs
-        check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
-                     settings.max_bytes, None,
-                     f"on the driver, before any task ran ({len(reads):,} files to read in "
-                     f"{len(partitions):,} partitions)")
+    _check_plan_budget(settings, report, len(reads), len(partitions))
     log.info("csup plan: %d files, %d pruned, %d partitions, %d requests, %d bytes",
              len(files), len(pruned), len(partitions), report["requests"],
              report["bytes_to_read"])

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from ..model.errors import StoreError
 
@@ -135,6 +135,19 @@ class StoreBase:
     def warm_connections(self) -> int:
         """Connections held open for the next request (none: a store without a pool)."""
         return 0
+
+    def cache_key(self, key: str) -> str:
+        """``key`` as the metadata cache names its object: the same string wherever
+        the process runs (a local store makes a relative path absolute)."""
+        return key
+
+    def identity(self) -> tuple[Any, ...]:
+        """What, beside its options, says which object a key names: settings this store
+        resolved from the environment (an S3 endpoint from ``AWS_ENDPOINT_URL``, a GCS
+        emulator from ``STORAGE_EMULATOR_HOST``).  Part of the scope the metadata cache
+        keys entries by (on disk too), so a process pointed elsewhere never gets
+        another endpoint's object; empty when a key alone names its object."""
+        return ()
 
     async def __aenter__(self) -> Self:
         return self

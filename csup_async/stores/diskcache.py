@@ -8,14 +8,16 @@ only; what the cache saves is the requests).  Nothing is unpickled: an entry is
 a JSON header and raw bytes, checked against the key and version it claims.
 
 * Keys are a SHA-256 of the store's scope (its kind and options, credentials
-  included) and the object's key: no credential or URL is written in clear.
+  included, and what it resolved from the environment: ``Store.identity``) and the
+  object's key (``Store.cache_key``): no credential or URL is written in clear.
   Only opens through a shared store (a URL and options, not ``store=``) are
   written: their scope means the same in every process.
 * The files hold tail bytes, which may include data: the directory is made
   ``0700`` and the files ``0600``.
 * Writes are atomic (a temporary file in the same directory, then
   ``os.replace``), so concurrent processes see an entry whole or not at all;
-  a damaged or foreign file is a miss, and removed.
+  a SHA-256 at the end covers every byte before it, so a damaged (or hostile, or
+  foreign) file is a miss, and removed: the open reads the store again.
 * The directory is bounded (``max_disk_bytes``): after a write, the least
   recently used entries (file modification time, touched on each hit) go.
 * With ``immutable=True`` a hit makes no request; otherwise the open's tail
@@ -58,7 +60,8 @@ __all__ = ["CACHE_ENV", "DEFAULT_DISK_BYTES", "MAX_DISK_OBJECT", "DiskMetadataCa
 CACHE_ENV = "CSUP_METADATA_CACHE"
 
 DEFAULT_DISK_BYTES = 256 << 20
-_MAGIC = b"CSUPMC1\n"
+_MAGIC = b"CSUPMC2\n"  # 2: a SHA-256 of all that comes before it ends the file
+_CHECKSUM = 32
 _HEADER = struct.Struct("<I")
 _SUFFIX = ".csupmeta"
 _CAL_SUFFIX = ".csupcal"  # one endpoint's measured requests (stores/calibrate.py)
@@ -188,11 +191,14 @@ class DiskMetadataCache(MetadataCache):
         """The requests an earlier process measured at ``endpoint`` (none if unknown)."""
         try:
             head = json.loads(self._cal_file(endpoint).read_bytes())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError, MemoryError):
             return []
         if not isinstance(head, dict) or head.get("endpoint") != endpoint:
             return []
-        return from_rows(head.get("samples"))
+        try:
+            return from_rows(head.get("samples"))
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+            return []  # a damaged file costs the calibration, never the read
 
     def put_measurements(self, endpoint: str, m: Measurements) -> None:
         """Keep ``endpoint``'s measured requests for the next process (atomically; a
@@ -210,7 +216,8 @@ class DiskMetadataCache(MetadataCache):
             return None
         try:
             entry = _decode(raw, digest)
-        except (CsupError, ValueError, KeyError, TypeError, struct.error):
+        except (CsupError, ValueError, KeyError, TypeError, struct.error, OverflowError,
+                RecursionError, MemoryError):  # whatever a damaged file makes of parsing
             entry = None
         if entry is None:
             with contextlib.suppress(OSError):
@@ -278,8 +285,9 @@ def _encode(entry: CachedMetadata, digest: str) -> bytes:
     parts = [(tail.offset, tail.data), *entry.extra]
     header = json.dumps({"key": digest, "version": entry.version, "size": tail.info.size,
                          "parts": [[off, len(data)] for off, data in parts]}).encode()
-    return b"".join([_MAGIC, _HEADER.pack(len(header)), header,
+    blob = b"".join([_MAGIC, _HEADER.pack(len(header)), header,
                      *(bytes(data) for _, data in parts)])
+    return blob + hashlib.sha256(blob).digest()
 
 
 def _decode_object(raw: bytes, digest: str) -> bytes | None:
@@ -291,7 +299,7 @@ def _decode_object(raw: bytes, digest: str) -> bytes | None:
     pos += _HEADER.size
     try:
         head = json.loads(raw[pos:pos + n])
-    except ValueError:
+    except (ValueError, RecursionError, MemoryError):  # a damaged or hostile header
         return None
     data = raw[pos + n:]
     if (not isinstance(head, dict) or head.get("key") != digest
@@ -302,19 +310,32 @@ def _decode_object(raw: bytes, digest: str) -> bytes | None:
 
 
 def _decode(raw: bytes, digest: str) -> CachedMetadata | None:
-    if not raw.startswith(_MAGIC):
+    """The entry a file holds, or None when it is not whole and ours: every byte is
+    under the SHA-256 at its end, so a flipped bit in the tail bytes (which would
+    change the values read on every run) or the header is a miss, never a
+    different answer."""
+    if not raw.startswith(_MAGIC) or len(raw) < len(_MAGIC) + _HEADER.size + _CHECKSUM:
+        return None
+    raw, checksum = raw[:-_CHECKSUM], raw[-_CHECKSUM:]
+    if hashlib.sha256(raw).digest() != checksum:
         return None
     pos = len(_MAGIC)
     (n,) = _HEADER.unpack_from(raw, pos)
     pos += _HEADER.size
     head = json.loads(raw[pos:pos + n])
     pos += n
-    if head["key"] != digest or not isinstance(head["version"], str):
+    if not isinstance(head, dict) or head.get("key") != digest or not isinstance(
+            head.get("version"), str):
         return None
-    size = int(head["size"])
+    size = head.get("size")
+    if type(size) is not int or size < 0 or not isinstance(head.get("parts"), list):
+        return None
     parts: list[tuple[int, bytes]] = []
-    for off, length in head["parts"]:
-        off, length = int(off), int(length)
+    for part in head["parts"]:
+        if not (isinstance(part, list) and len(part) == 2
+                and all(type(x) is int for x in part)):
+            return None
+        off, length = part
         if off < 0 or length < 0 or off + length > size or pos + length > len(raw):
             return None
         parts.append((off, raw[pos:pos + length]))

@@ -13,6 +13,7 @@ with ObjectChangedError instead of returning mixed bytes.  That costs one
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -49,6 +50,13 @@ def fsspec_version(info: Mapping[str, Any]) -> str:
     if info.get("ino") is not None:
         parts.append(f"ino={info['ino']}")
     return ";".join(parts)
+
+
+#: Environment variables by which fsspec filesystems (s3fs, gcsfs, adlfs, ...) may be
+#: pointed at another place: part of a store's identity (see ``FsspecStore.identity``).
+_ENDPOINT_ENV_PREFIXES = ("AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_REGION",
+                          "STORAGE_EMULATOR_HOST", "AZURE_STORAGE_", "FSSPEC_", "HF_ENDPOINT")
+_IN_PROCESS = frozenset({"memory"})
 
 
 class FsspecStore(StoreBase):
@@ -95,6 +103,16 @@ class FsspecStore(StoreBase):
         self.chunk_size = chunk_size
         self._native_async = bool(getattr(fs, "async_impl", False)
                                   and getattr(fs, "asynchronous", False))
+
+    def identity(self) -> tuple[Any, ...]:
+        """What an fsspec filesystem may read from the environment to find its
+        objects (endpoints, regions, accounts, fsspec's own ``FSSPEC_*`` settings),
+        and, for a filesystem that lives in this process (``memory://``), the process:
+        another process's objects of the same name are others."""
+        env = tuple(sorted((k, v) for k, v in os.environ.items()
+                           if k.startswith(_ENDPOINT_ENV_PREFIXES)))
+        here = (os.getpid(),) if self.protocol in _IN_PROCESS else ()
+        return ("fsspec", self.protocol, env, *here)
 
     def __repr__(self) -> str:
         return f"FsspecStore(protocol={self.protocol!r}, fs={type(self.fs).__name__})"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..model.errors import AccessDeniedError, CsupError, StoreError
@@ -132,6 +132,11 @@ class GCSStore(AiohttpStore):
             self._credentials = "anonymous"
             self._tried = (f"{TOKEN_ENV} is not set, and Application Default Credentials "
                            "go only to https:// endpoints (pass adc=True)")
+
+    def identity(self) -> tuple[Any, ...]:
+        """The endpoint, however it was given (option, ``STORAGE_EMULATOR_HOST``, or
+        Google's): the same bucket and name at another endpoint is another object."""
+        return ("gcs", self.endpoint)
 
     def __repr__(self) -> str:
         auth = ("token=<hidden>" if self._token is not None else

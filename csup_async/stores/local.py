@@ -56,6 +56,11 @@ class LocalStore(StoreBase):
     def __repr__(self) -> str:
         return "LocalStore()"
 
+    def cache_key(self, key: str) -> str:
+        """The absolute path: ``a.csup`` opened from another directory is another file
+        (with ``immutable=True`` the cache would otherwise answer for it)."""
+        return os.path.abspath(_local_path(key))
+
     def _open(self, key: str) -> int:
         path = _local_path(key)
         try:

@@ -205,6 +205,12 @@ class S3Store(AiohttpStore):
         region = self.region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         return endpoint_of(f"https://s3.{region}.amazonaws.com")
 
+    def identity(self) -> tuple[Any, ...]:
+        """The endpoint, however it was given (option, ``AWS_ENDPOINT_URL_S3``,
+        ``AWS_ENDPOINT_URL``, or AWS's for the region and partition) and the
+        addressing: the same bucket and key at another endpoint is another object."""
+        return ("s3", self.endpoint_for(""), self.path_style)
+
     def _needs_client(self, bucket: str) -> bool:
         """Whether only aiobotocore's endpoint rules can address ``bucket``."""
         return self._use_client or ":" in bucket or bucket.endswith("--x-s3")

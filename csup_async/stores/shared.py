@@ -102,11 +102,15 @@ async def _guard(entry: _LoopStores) -> AsyncGenerator[None, None]:
 
 
 def store_ident(store: Store, options: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What makes a store of these options the same in every process: its kind and
-    options (credentials included); None if an option has no stable form."""
+    """What makes a store of these options the same in every process: its kind, its
+    options (credentials included) and what it resolved from the environment (its
+    ``identity()``: an endpoint from ``AWS_ENDPOINT_URL``, an emulator host); None
+    if an option has no stable form."""
+    identity = getattr(store, "identity", None)
     try:
         return (type(store).__module__, type(store).__qualname__,
-                getattr(store, "protocol", None), _freeze(options))
+                getattr(store, "protocol", None), _freeze(options),
+                _freeze(identity() if callable(identity) else ()))
     except TypeError:
         return None
 

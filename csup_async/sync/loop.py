@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from ..model.errors import CsupError
+from ..model.heap import keep_freed_memory
 
 __all__ = ["AsyncIteration", "io_loop", "run", "stop_io_loop"]
 
@@ -55,6 +56,7 @@ def io_loop() -> asyncio.AbstractEventLoop:
 
             # a daemon: the interpreter's exit does not wait for it; stop_io_loop
             # (at exit) closes its stores and stops it cleanly
+            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
             thread = threading.Thread(target=main, name="csup-io", daemon=True)
             thread.start()
             started.wait()
@@ -152,6 +154,13 @@ class AsyncIteration(Iterator[T]):
         self._want: asyncio.Queue[bool] | None = None
         self._call: _Call | None = None
         self._finished = False
+        self._pid = os.getpid()  # the process whose I/O loop runs the task, once begun
+
+    def _in_fork(self) -> bool:
+        """Whether this is a forked child of the process that began the iteration: the
+        task and its loop's thread stayed in the parent (a child has no such thread),
+        so a ``next`` would wait for an item nothing will ever put."""
+        return self._call is not None and self._pid != os.getpid()
 
     def _begin(self) -> _Call:
         _refuse_on_loop_thread()
@@ -189,7 +198,15 @@ class AsyncIteration(Iterator[T]):
     def __next__(self) -> T:
         if self._finished:
             raise StopIteration
+        if self._in_fork():
+            self._finished = True
+            self._call = None  # the parent's: never cancelled or waited for from here
+            raise CsupError(
+                f"this batch stream was started in process {self._pid}; a forked child "
+                "cannot continue it (its reads run on the parent's I/O thread): start a "
+                "new one in the child, as read() and scan() do")
         if self._call is None:
+            self._pid = os.getpid()
             self._call = self._begin()
         want = self._want
         assert want is not None
@@ -212,9 +229,10 @@ class AsyncIteration(Iterator[T]):
 
     def close(self) -> None:
         """Stop the iteration: its task is cancelled and waited for."""
+        forked = self._in_fork()
         self._finished = True
         call, self._call = self._call, None
-        if call is not None and not call.done.is_set():
+        if call is not None and not forked and not call.done.is_set():
             call.cancel()
             call.done.wait(CANCEL_GRACE)
 
@@ -226,6 +244,8 @@ class AsyncIteration(Iterator[T]):
 
     def __del__(self) -> None:
         call = getattr(self, "_call", None)
+        if getattr(self, "_pid", None) != os.getpid():
+            return  # a forked child's copy: the task is the parent's
         if call is not None and not call.done.is_set() and not call.loop.is_closed():
             call.cancel()  # no wait: the collector may run on any thread
 

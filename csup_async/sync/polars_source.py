@@ -52,7 +52,14 @@ def _column(node: Any) -> str:
     raise _NotPushable
 
 
-def _translate(node: Any) -> Any:
+_ORDERED = frozenset({"<", "<=", ">", ">="})
+
+
+def _translate(node: Any, floats: frozenset[str] = frozenset()) -> Any:
+    """The filter-model expression of a polars expression node.  An ordered comparison
+    of a float column is not pushed: polars orders NaN above every number (``f > 1.5``
+    keeps a NaN row), the filter model by IEEE rules (it drops it), so polars filters
+    those itself; nor is a comparison with a NaN literal."""
     from planner.filters import col
 
     if not isinstance(node, dict) or len(node) != 1:
@@ -61,9 +68,9 @@ def _translate(node: Any) -> Any:
     if kind == "BinaryExpr":
         op = body["op"]
         if op in ("And", "LogicalAnd"):
-            return _translate(body["left"]) & _translate(body["right"])
+            return _translate(body["left"], floats) & _translate(body["right"], floats)
         if op in ("Or", "LogicalOr"):
-            return _translate(body["left"]) | _translate(body["right"])
+            return _translate(body["left"], floats) | _translate(body["right"], floats)
         if op not in _OPS:
             raise _NotPushable
         sym = _OPS[op]
@@ -72,13 +79,16 @@ def _translate(node: Any) -> Any:
         except _NotPushable:
             name, value = _column(body["right"]), _literal(body["left"])
             sym = _FLIP[sym]
+        if (sym in _ORDERED and name in floats) or (isinstance(value, float)
+                                                    and value != value):
+            raise _NotPushable
         c = col(name)
         return {"==": c.eq, "!=": c.ne, "<": c.lt, "<=": c.le, ">": c.gt, ">=": c.ge}[sym](
             value)
     if kind == "Function":
         fn, args = body.get("function"), body.get("input") or []
         if fn == {"Boolean": "Not"} and len(args) == 1:
-            return ~_translate(args[0])
+            return ~_translate(args[0], floats)
         if fn == {"Boolean": "IsNull"} and len(args) == 1:
             return col(_column(args[0])).is_null()
         if fn == {"Boolean": "IsNotNull"} and len(args) == 1:
@@ -97,13 +107,14 @@ def _conjuncts(node: Any) -> list[Any]:
     return [node]
 
 
-def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset()
-                    ) -> tuple[Any, bool]:
+def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset(),
+                    floats: frozenset[str] = frozenset()) -> tuple[Any, bool]:
     """``(filter, whole)``: the ``planner.filters`` expression for the parts of a polars
     predicate that translate exactly (None if none do), and whether that is all of it.
     A part naming a ``converted`` column (one of several kinds, which polars sees as
     its supertype: a number as text...) is left to polars: the scan's filter compares
-    the values as they are stored."""
+    the values as they are stored; so is an ordered comparison of a ``floats`` column
+    (polars orders NaN above every number)."""
     if predicate is None:
         return None, True
     try:
@@ -113,7 +124,7 @@ def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset()
     pushed, whole = None, True
     for part in _conjuncts(tree):
         try:
-            expr = _translate(part)
+            expr = _translate(part, floats)
         except (_NotPushable, KeyError, TypeError, ValueError):
             whole = False
             continue
@@ -183,11 +194,14 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     # columns polars sees in another type than stored: no filter on them is pushed
     converted = frozenset(p for p, a in empty.columns.items() if has_union(a.type))
     names = list(schema)
+    # float columns: polars orders NaN above every number; their ordered comparisons
+    # stay polars' own (see _translate)
+    floats = frozenset(n for n, t in schema.items() if t in (pl.Float32, pl.Float64))
 
     def frames(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
         size = max(1, batch_size or batch_rows)
-        pushed, whole = pushable_filter(predicate, converted)
+        pushed, whole = pushable_filter(predicate, converted, floats)
         wanted = list(with_columns) if with_columns is not None else names
         if predicate is not None:
             needed = set(wanted) | set(predicate.meta.root_names())

@@ -48,6 +48,8 @@ def convert(source: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     if not isinstance(src, str):
         raise ArgumentError(f"source must be a path, not {type(source).__name__}")
     writer_opts = sorted(k for k in options if k in WRITER_OPTIONS)
+    if options.get("target") not in (None, "csup-async"):  # another tool's layout: re-encoded
+        writer_opts.append("target")
     try:
         kind = kind_of(src)
     except CsupError as e:

@@ -23,6 +23,7 @@ smaller pieces, to the per-value path, which decides exactly as before.
 
 from __future__ import annotations
 
+import datetime as _dt
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -80,6 +81,8 @@ _KIND: dict[type, int] = {
     type(None): _NONE, bool: _BOOL, np.bool_: _BOOL, int: _INT, np.int64: _INT,
     float: _FLOAT, np.float64: _FLOAT, str: _STR, bytes: _BYTES, dict: _DICT,
     list: _LIST, tuple: _LIST, np.datetime64: _TIME, np.timedelta64: _DUR,
+    # Python's own (exact type: pandas' Timestamp, a subclass, keeps the per-value path)
+    _dt.datetime: _TIME, _dt.timedelta: _DUR,
 }
 _PRIM_TYPE = {_NONE: NULL, _BOOL: BOOL, _INT: INT64, _FLOAT: FLOAT64, _STR: STRING,
               _BYTES: BYTES, _TIME: TIME, _DUR: DURATION}
@@ -101,7 +104,8 @@ class _How:
 _EXACT = _How()
 #: RFC 3339 date-time (a Z or an offset is required; up to nanoseconds).
 _RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(?P<frac>\d{1,9}))?"
+    r"(?:[Zz]|(?P<sign>[+-])(?P<hh>\d{2}):(?P<mm>\d{2}))")
 
 
 def _kind_of_type(t: Type) -> int:
@@ -240,6 +244,8 @@ class _Fixed(_Part):
                 self.values = np.array(values, dtype=np.float64)
             elif kind == _BOOL:
                 self.values = np.array(values, dtype=np.bool_).astype(np.uint8)
+            elif type(values[0]) in (_dt.datetime, _dt.timedelta):
+                self.values = _python_ns(values, kind)
             else:
                 self.values = numpy_ns(_exact_array(values, kind))
         except (OverflowError, TypeError, ValueError, CsupError):
@@ -252,6 +258,29 @@ class _Fixed(_Part):
         if self.kind == _BOOL:
             return Prim(encode_fixed(v, 1))
         return Prim(encode_ints(v))
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _python_ns(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
+    """Python datetimes (a naive one is UTC) or timedeltas as int64 nanoseconds, exactly
+    as the per-value path encodes each; _Unhandled for a mix with numpy's scalars or a
+    value beyond int64 (the per-value path then decides, as it always did)."""
+    want = _dt.datetime if kind == _TIME else _dt.timedelta
+    if not all(type(v) is want for v in values):
+        raise _Unhandled("mixed")
+    if kind == _TIME:
+        deltas = [(v if v.tzinfo is not None else v.replace(tzinfo=_dt.UTC)) - _EPOCH
+                  for v in values]
+    else:
+        deltas = list(values)
+    ns = [(d.days * 86400 + d.seconds) * 1_000_000_000 + d.microseconds * 1000
+          for d in deltas]
+    if min(ns) < _INT64_MIN or max(ns) > _INT64_MAX:
+        raise _Unhandled("range")
+    return np.array(ns, dtype=np.int64)
 
 
 def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
@@ -524,26 +553,51 @@ def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int,
 
 
 def _times(values: list[Any] | tuple[Any, ...]) -> _Part | None:
-    """Strings that are all RFC 3339 timestamps (in int64 nanoseconds' range) as a
-    time part, or None.  numpy parses the local part; the offset is subtracted."""
-    if not all(map(_RFC3339.fullmatch, values)):
+    """Strings that are all RFC 3339 timestamps as a time part, or None (a month 13,
+    a leap second, an offset beyond ±23:59: not timestamps; strings, as they were).
+    The instant is exact: the offset is applied before the range is checked, and an
+    instant outside int64 nanoseconds (about 1677-09-21 to 2262-04-11 UTC) is an
+    EncodeError, never a wrapped time."""
+    matches = [_RFC3339.fullmatch(s) for s in values]
+    if not all(matches):
         return None
-    local = [s[:-1] if s[-1] in "Zz" else s[:-6] for s in values]
-    try:
-        ns = np.array(local, dtype="datetime64[ns]").view(np.int64)
-        secs = np.array([s[:19] for s in local], dtype="datetime64[s]").view(np.int64)
+    offsets = []
+    for m in matches:
+        hh, mm = m.group("hh", "mm")
+        if hh is None:
+            offsets.append(0)
+        elif int(hh) > 23 or int(mm) > 59:
+            return None
+        else:
+            offsets.append((1 - 2 * (m.group("sign") == "-")) * (int(hh) * 60 + int(mm)))
+    try:  # seconds of the local time: datetime64[s] holds every 4-digit year
+        secs = np.array([s[:10] + "T" + s[11:19] for s in values],
+                        dtype="datetime64[s]").view(np.int64)
     except ValueError:  # a month 13, a leap second: strings, as they were
         return None
-    if not np.array_equal(ns // 1_000_000_000, secs):  # numpy wraps outside 1678..2261
-        return None
-    offsets = np.array([0 if s[-1] in "Zz" else (1 - 2 * (s[-6] == "-")) * (
-        int(s[-5:-3]) * 60 + int(s[-2:])) for s in values], np.int64)
+    frac = np.array([0 if m["frac"] is None else int(m["frac"].ljust(9, "0"))
+                     for m in matches], np.int64)
+    utc = secs - np.array(offsets, np.int64) * 60
+    inside = (utc > _SECS_MIN) & (utc < _SECS_MAX)  # whole seconds: no overflow below
+    if not inside.all():
+        for i in np.flatnonzero(~inside).tolist():
+            if not _NS_MIN <= int(utc[i]) * 1_000_000_000 + int(frac[i]) <= _NS_MAX:
+                raise EncodeError(
+                    f"time {values[i]!r} is outside the range of a time (int64 "
+                    "nanoseconds: 1677-09-21T00:12:43.145224193Z to "
+                    "2262-04-11T23:47:16.854775807Z); write it as a string "
+                    "(infer_times=False)")
     part = _Fixed.__new__(_Fixed)
     part.kind = _TIME
     part.types = [TIME]
     part.ids = np.zeros(len(values), np.int64)
-    part.values = ns - offsets * 60_000_000_000
+    part.values = utc * 1_000_000_000 + frac
     return part
+
+
+#: A time's range: int64 nanoseconds, without int64's minimum (numpy's NaT).
+_NS_MIN, _NS_MAX = -(1 << 63) + 1, (1 << 63) - 1
+_SECS_MIN, _SECS_MAX = _NS_MIN // 1_000_000_000 + 1, _NS_MAX // 1_000_000_000 - 1
 
 
 class _Chunk:
@@ -619,6 +673,7 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
             w.write(r)
         return
     kinds: list[int | None] = []
+    seen: dict[int, list[Type]] = {_DICT: [], _LIST: []}
     for r in rows:
         kind = None
         if isinstance(r, (dict, list, tuple)):
@@ -630,8 +685,11 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
                 t, ArrayType) else None
             if kind is not None:
                 assert t is not None
-                open_types[kind] = fuse_types(open_types.get(kind, NULL), t)
+                seen[kind].append(t)
         kinds.append(kind)
+    for kind, types in seen.items():  # all at once: not the fused record once per row
+        if types:
+            open_types[kind] = fuse_all(types, open_types.get(kind, NULL))
     for r, kind in zip(rows, kinds, strict=True):
         if kind is None:
             w.write(r)

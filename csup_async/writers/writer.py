@@ -54,6 +54,7 @@ from ..format.meta import (
     UnionColumn,
 )
 from ..model.errors import CsupError, EncodeError, FormatError
+from ..model.heap import keep_freed_memory
 from ..model.types import (
     INT32,
     ArrayType,
@@ -648,6 +649,7 @@ class Writer:
         self._offset = 0
         self._buffered = 0
         self._super_ids: dict[Type, int] = {}
+        self._last_super: tuple[Type, int] | None = None  # write_body's last type, by identity
         self._super_types: list[Type] = []
         self._builders: list[_Builder] = []
         # the super column's segments carry statistics too: their ``count`` sums to the
@@ -718,7 +720,12 @@ class Writer:
         """Write one value given as its BSUP body (the exact path every input takes)."""
         if self._closed:
             raise CsupError("writer is closed")
-        sid = self.super_id(t)
+        last = self._last_super
+        if last is not None and last[0] is t:  # rows of one (maybe large) type: no hash
+            sid = last[1]
+        else:
+            sid = self.super_id(t)
+            self._last_super = (t, sid)
         self._builders[sid].append_uncovered(body)
         self._super.append_int(sid)
         self.rows += 1
@@ -785,6 +792,7 @@ class Writer:
         """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
         that releases the GIL, so they overlap the shredding of the next rows."""
         if self._helper is None:
+            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
             self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
         return self._helper.submit(fn, *args)
 

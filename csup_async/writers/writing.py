@@ -30,7 +30,7 @@ WRITER_OPTIONS = frozenset({"segment_thresh", "skew_thresh", "compress", "statis
 
 def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = True,
           infer_times: bool = False, store: Any = None, if_absent: bool = False,
-          **options: Any) -> int:
+          target: str | None = None, **options: Any) -> int:
     """Write ``data`` as one CSUP file at ``dest``; return the number of rows.
 
     ``data``: an iterable of Python values or ``Value``s (rows), or a pyarrow
@@ -55,9 +55,15 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = Tr
     "Fused types"); ``fuse=False`` writes each row under its own exact type.
     ``infer_times`` (Python rows only): a string field whose strings are all RFC
     3339 timestamps, in a chunk of 8,192 rows, is written as ``time``.
+
+    ``target``: the tool the file is for (:mod:`csup_async.targets`): ``"csup-async"``
+    (this library's layout, the default), ``"super"`` (CSUP v23 of super main),
+    ``"super-0.3"`` (CSUP v16 of super v0.3.0) or ``"zed-1.12"`` (VNG v3 of Zed's zq);
+    an unknown name is an ``UnknownTargetError`` (an ``ArgumentError``) listing them.
+    What each keeps and loses: docs/format.md, "Writing for other tools".
     """
     try:
-        return _write(dest, data, store, if_absent, options, fuse, infer_times)
+        return _write(dest, data, store, if_absent, options, fuse, infer_times, target)
     except CsupError as e:  # errors found before the destination is touched name it too
         raise e.with_path(_shown(dest)) from None
 
@@ -96,8 +102,13 @@ def _shown(dest: Any) -> str | None:
 
 
 def _write(dest: str | os.PathLike[str] | BinaryIO, data: Any, store: Any, if_absent: bool,
-           options: dict[str, Any], fuse: bool, infer_times: bool) -> int:
+           options: dict[str, Any], fuse: bool, infer_times: bool,
+           target: str | None = None) -> int:
     from .arrow_input import ArrowValues
+    from .targets import resolve
+    from .targets.output import transcoder
+
+    chosen = resolve(target)
 
     writer_opts = {k: v for k, v in options.items() if k in WRITER_OPTIONS}
     store_opts = {k: v for k, v in options.items() if k not in WRITER_OPTIONS}
@@ -113,7 +124,8 @@ def _write(dest: str | os.PathLike[str] | BinaryIO, data: Any, store: Any, if_ab
         if not isinstance(flag, bool):
             raise EncodeError(f"{name} must be True or False, not {flag!r}")
     data = writable(data)
-    write_to = _columnar_writer(data) or _row_writer(data, fuse, infer_times)
+    write_to = transcoder(_columnar_writer(data) or _row_writer(data, fuse, infer_times),
+                          chosen)
     if url is not None:
         return _write_object(url, write_to, writer_opts, store, store_opts, if_absent)
     if isinstance(dest, (str, os.PathLike)):
@@ -155,10 +167,28 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
             os.replace(tmp, path)
     except CsupError as e:
         raise e.with_path(path) from None
+    except OSError as e:  # the temporary file's name is ours, never the user's
+        raise _write_error(e, path) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return n
+
+
+def _write_error(e: OSError, path: str) -> CsupError:
+    """An OSError of writing ``path`` (through its temporary file) as the store error a
+    user can act on, naming ``path``: a missing directory, no permission, a full disk."""
+    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
+
+    d = os.path.dirname(path) or "."
+    if isinstance(e, FileNotFoundError) and not os.path.isdir(d):
+        return NotFoundError(f"cannot write: no such directory {d!r}", path=path)
+    if isinstance(e, NotADirectoryError):
+        return NotFoundError("cannot write: a part of the path is not a directory",
+                             path=path)
+    if isinstance(e, PermissionError):
+        return AccessDeniedError(f"cannot write: {e.strerror or e}", path=path)
+    return StoreError(f"cannot write: {e.strerror or e}", path=path)
 
 
 def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any],

@@ -36,8 +36,8 @@ from urllib.parse import quote, unquote
 
 from tests.support.net import HOST, FaultSpec, LoopThread, free_port, stop_process, wait_for_port
 
-__all__ = ["HOST", "Fault", "GcsEmulator", "MotoS3", "Nginx", "RangeServer", "free_port",
-           "nginx_binary", "stop_process", "wait_for_port"]
+__all__ = ["HOST", "Fault", "GcsEmulator", "MotoS3", "MotoS3Process", "Nginx", "RangeServer",
+           "free_port", "nginx_binary", "stop_process", "wait_for_port"]
 
 
 # ------------------------------------------------------------------ moto ---
@@ -82,6 +82,34 @@ class MotoS3:
     def store_options(self) -> dict[str, Any]:
         return {"endpoint_url": self.endpoint, "region": self.REGION,
                 "access_key_id": self.ACCESS_KEY, "secret_access_key": self.SECRET_KEY}
+
+
+class MotoS3Process(MotoS3):
+    """moto's S3 server in a process of its own: its own buckets, where two
+    ``MotoS3`` of one process share moto's state (two endpoints holding different
+    objects under one bucket and key)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://{HOST}:{self.port}"
+        self._client = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> MotoS3Process:
+        import boto3
+
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for_port(self.port, proc=self._proc, what="moto server")
+        self._client = boto3.client(
+            "s3", endpoint_url=self.endpoint, region_name=self.REGION,
+            aws_access_key_id=self.ACCESS_KEY, aws_secret_access_key=self.SECRET_KEY)
+        self._client.create_bucket(Bucket=self.BUCKET)
+        return self
+
+    def stop(self) -> None:
+        stop_process(self._proc)
 
 
 # ------------------------------------------------------ gcs emulator ---

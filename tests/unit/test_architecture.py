@@ -547,3 +547,262 @@ def test_no_folder_shadows_a_public_name() -> None:
                if m.is_package and m.name.count(".") == 1 and m.name.startswith("csup_async.")}
     assert "readers" in folders
     assert not folders & public, f"folders named like public names: {folders & public}"
+
+
+# --- the house's measures: folders, sizes, reaches from tests ---------------------------
+
+#: Longest file, in lines, outside tests and the C kernels: a file past it holds more
+#: than one job.
+MAX_FILE_LINES = 800
+#: Longest function, in lines (its decorators and docstring included).
+MAX_FUNCTION_LINES = 100
+
+#: Files over MAX_FILE_LINES today, path -> why; the list only shrinks.
+ALLOWED_LONG_FILES: dict[str, str] = {
+    "bench/bench_filter.py": "one benchmark's data, cases and report",
+    "csup_async/arrays/model.py": "to be split",
+    "csup_async/scan/columns.py": "to be split",
+    "csup_async/scan/fetch.py": "to be split",
+    "csup_async/writers/pyrows.py": "grew with the fast NDJSON/rows path (merged with the house)",
+    "csup_async/writers/superdb23.py": "the v23 writer, new (merged with the house): to be split",
+    "csup_async/writers/writer.py": "to be split",
+    "planner/filters.py": "expressions, their text form and zone truth in one file",
+}
+
+#: Functions over MAX_FUNCTION_LINES today, "path:qualified name" -> why; only shrinks.
+ALLOWED_LONG_FUNCTIONS: dict[str, str] = {
+    "bench/bench_lake.py:main": "to be split",
+    "bench/run.py:main": "to be split",
+    "csup_async/decode/lanes.py:lane_tags": "to be split",
+    "csup_async/readers/superdb23.py:load_v23": "new with v23 (merged with the house)",
+}
+
+#: Private attributes and names of the package reached from tests today, as
+#: (test file, name); the list only shrinks (a test asserts through public names).
+ALLOWED_TEST_REACHES: frozenset[tuple[str, str]] = frozenset({
+    ("tests/e2e/faults/test_faults.py", "_registry"),
+    ("tests/e2e/faults/test_store_safety.py", "_lookup"),
+    ("tests/e2e/faults/test_stores_faults.py", "_client_obj"),
+    ("tests/e2e/faults/test_stores_faults.py", "_use_client"),
+    ("tests/e2e/fuzz/test_fuzz_semantic.py", "_paths"),
+    ("tests/e2e/load/test_event_loop.py", "_run"),
+    ("tests/e2e/security/test_redaction_everywhere.py", "_planned"),
+    ("tests/e2e/spark/test_spark_pipeline.py", "_client"),
+    ("tests/e2e/stores/test_gcs_auth.py", "_planned"),
+    ("tests/e2e/stores/test_s3_requester_pays.py", "_client"),
+    ("tests/e2e/stores/test_s3_signed.py", "_client_obj"),
+    ("tests/e2e/stores/test_s3_signed.py", "_query"),
+    ("tests/e2e/stores/test_store_cache.py", "_freeze"),
+    ("tests/support/kernel_pairs.py", "_K"),
+    ("tests/unit/decode/test_compare_kernels.py", "_K"),
+    ("tests/unit/decode/test_decode.py", "_K"),
+    ("tests/unit/decode/test_take_kernels.py", "_K"),
+    ("tests/unit/format/test_bsup.py", "_depth"),
+    ("tests/unit/format/test_bsup.py", "_nodes"),
+    ("tests/unit/format/test_bsup.py", "_parse_segmap_generic"),
+    ("tests/unit/format/test_bsup.py", "_segmap_shape"),
+    ("tests/unit/format/test_bsup.py", "_segment_rows"),
+    ("tests/unit/format/test_bsup.py", "_segments"),
+    ("tests/unit/format/test_bsup.py", "_size"),
+    ("tests/unit/format/test_bsup.py", "_state"),
+    ("tests/unit/lake/test_lake_props.py", "_sorted_rows"),
+    ("tests/unit/spark/test_spark_units.py", "_plan"),
+    ("tests/unit/spark/test_spark_units.py", "_sink"),
+    ("tests/unit/stores/test_aws_credentials.py", "_credential_source"),
+    ("tests/unit/stores/test_aws_credentials.py", "_creds"),
+    ("tests/unit/stores/test_aws_credentials.py", "_default_region"),
+    ("tests/unit/stores/test_aws_credentials.py", "_prepare"),
+    ("tests/unit/stores/test_sigv4.py", "_query"),
+    ("tests/unit/stores/test_stores_units.py", "_client_obj"),
+    ("tests/unit/stores/test_stores_units.py", "_creds"),
+    ("tests/unit/stores/test_stores_units.py", "_needs_client"),
+    ("tests/unit/stores/test_stores_units.py", "_prepare"),
+    ("tests/unit/stores/test_stores_units.py", "_session"),
+    ("tests/unit/writers/test_ndjson_fast.py", "_native_min_max"),
+    ("tests/unit/writers/test_write_read.py", "_buffered"),
+    ("tests/unit/writers/test_write_read.py", "_spill_size"),
+})
+
+#: Benchmarks that import test code today (servers they start); the list only shrinks.
+ALLOWED_BENCH_IMPORTS: frozenset[tuple[str, str]] = frozenset({
+    ("bench/bench_hedge.py", "tests.support.servers"),
+    ("bench/bench_lake.py", "tests.support.lake_builder"),
+    ("bench/bench_load.py", "tests.support"),
+    ("bench/bench_write.py", "tests.support.sparse_rows"),
+    ("bench/netsim.py", "tests.support.net"),
+})
+
+
+def _folder(module: str) -> str:
+    """The room a module lives in: ``planner``, a folder of ``csup_async``, or the root."""
+    parts = module.split(".")
+    if parts[0] != "csup_async":
+        return parts[0]
+    return parts[1] if len(parts) > 1 and _modules().get(".".join(parts[:2]), Module(
+        "", None, False)).is_package else "csup_async"
+
+
+def _folder_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for a, deps in edges.items():
+        for b in deps:
+            fa, fb = _folder(a), _folder(b)
+            if fa != fb:
+                out[fa].add(fb)
+    return out
+
+
+def _project_files() -> list[Path]:
+    """The Python files measured: the package, the planner and the benchmarks."""
+    return [p for d in (*PACKAGES, "bench") for p in sorted((ROOT / d).rglob("*.py"))]
+
+
+def _long_functions(path: Path) -> dict[str, int]:
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    lines = (child.end_lineno or child.lineno) - first + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        found[name] = lines
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(path.read_text()), "")
+    return found
+
+
+def test_no_folder_pair_imports_each_other() -> None:
+    """Two folders that import each other are one room in two places: the layers
+    (above) forbid it already; this says it in the house's own words."""
+    edges = _folder_edges(_scan()[0])
+    pairs = sorted({tuple(sorted((a, b))) for a in edges for b in edges[a]
+                    if a in edges.get(b, ())})
+    assert "scan" in edges["readers"] and "planner" in edges["scan"]
+    assert not pairs, f"folders that import each other: {pairs}"
+
+
+def test_the_root_holds_at_most_three_modules() -> None:
+    """A module at ``csup_async/``'s root belongs to no layer's folder."""
+    root = sorted(p.name for p in (ROOT / "csup_async").glob("*.py"))
+    assert "__init__.py" in root and len(root) <= 3, root
+
+
+def test_no_file_is_too_long() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in _project_files()
+            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES}
+    new = sorted(set(long) - set(ALLOWED_LONG_FILES))
+    stale = sorted(set(ALLOWED_LONG_FILES) - set(long))
+    assert not new, f"files over {MAX_FILE_LINES} lines: {[(f, long[f]) for f in new]}"
+    assert not stale, f"ALLOWED_LONG_FILES entries no longer needed (remove them): {stale}"
+
+
+def test_no_function_is_too_long() -> None:
+    long = {f"{p.relative_to(ROOT)}:{name}": n for p in _project_files()
+            for name, n in _long_functions(p).items()}
+    new = sorted(set(long) - set(ALLOWED_LONG_FUNCTIONS))
+    stale = sorted(set(ALLOWED_LONG_FUNCTIONS) - set(long))
+    assert not new, f"functions over {MAX_FUNCTION_LINES} lines: {[(f, long[f]) for f in new]}"
+    assert not stale, f"ALLOWED_LONG_FUNCTIONS entries no longer needed (remove them): {stale}"
+
+
+def test_the_length_rules_measure_what_they_say(tmp_path: Path) -> None:
+    body = "\n".join(f"        x = {i}" for i in range(MAX_FUNCTION_LINES))
+    path = tmp_path / "probe.py"
+    path.write_text(f"class C:\n    @staticmethod\n    def f():\n{body}\n\n"
+                    "def g():\n    return 1\n")
+    assert _long_functions(path) == {"C.f": MAX_FUNCTION_LINES + 2}  # decorator, def, body
+
+
+def _test_trees() -> dict[str, ast.Module]:
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(), str(p))
+            for p in sorted((ROOT / "tests").rglob("*.py"))}
+
+
+def _reaches_from_tests() -> set[tuple[str, str]]:
+    """(test file, private name of the package it reaches): ``x._name`` where the
+    package gives ``_name`` a meaning and the test's own classes do not, and
+    ``from csup_async.x import _name``."""
+    owners: set[str] = set()
+    for tree in _trees().values():
+        owners |= _defined(tree)
+    found: set[tuple[str, str]] = set()
+    for path, tree in _test_trees().items():
+        own = _members(tree)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and _private(n.attr) and not _is_own(n.value) \
+                    and n.attr in owners and n.attr not in own:
+                found.add((path, n.attr))
+            elif isinstance(n, ast.ImportFrom) and n.module and \
+                    n.module.partition(".")[0] in PACKAGES:
+                found |= {(path, a.name) for a in n.names if _private(a.name)}
+        found |= {(path, name) for _, _, obj, name in _attr_calls(tree)
+                  if _private(name) and not _is_own(obj) and name in owners}
+    return found
+
+
+def test_tests_reach_no_new_private_name() -> None:
+    """A test that reaches ``reader._plans`` breaks when the reader keeps its plans
+    otherwise, though nothing a user sees changed: tests assert through public names."""
+    found = _reaches_from_tests()
+    new = sorted(found - ALLOWED_TEST_REACHES)
+    stale = sorted(ALLOWED_TEST_REACHES - found)
+    assert not new, f"private names reached from tests (make them public or test " \
+        f"through the API): {new}"
+    assert not stale, f"ALLOWED_TEST_REACHES entries no longer needed (remove them): {stale}"
+
+
+def test_benchmarks_import_only_the_package() -> None:
+    found = set()
+    for p in sorted((ROOT / "bench").rglob("*.py")):
+        for m in _external_imports(ast.parse(p.read_text())):
+            if m.partition(".")[0] == "tests":
+                found.add((str(p.relative_to(ROOT)), m))
+    new = sorted(found - ALLOWED_BENCH_IMPORTS)
+    stale = sorted(ALLOWED_BENCH_IMPORTS - found)
+    assert not new, f"benchmarks importing test code: {new}"
+    assert not stale, f"ALLOWED_BENCH_IMPORTS entries no longer needed (remove them): {stale}"
+
+
+#: Objects whose class is replaced at run time, module -> why; the list only shrinks.
+ALLOWED_CLASS_CHANGES: dict[str, str] = {
+    "csup_async.stores.tls": "an SSL context made lazily: its class is swapped on first use",
+}
+
+
+def test_no_object_changes_its_class() -> None:
+    """A reader that turns into another kind (``reader.__class__ = BsupReader``) skips
+    that kind's constructor: the loader builds the right reader instead."""
+    found = {m for m, tree in _trees().items() for n in ast.walk(tree)
+             if isinstance(n, ast.Assign) and any(
+                 isinstance(t, ast.Attribute) and t.attr == "__class__" for t in n.targets)}
+    assert found == set(ALLOWED_CLASS_CHANGES), sorted(found ^ set(ALLOWED_CLASS_CHANGES))
+
+
+def test_the_documented_import_graph_is_the_codes() -> None:
+    """docs/architecture.md's picture of the house is the one the imports draw today."""
+    from tests.support.import_graph import mermaid
+
+    graph = mermaid()
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert f"```mermaid\n{graph}```" in page, \
+        "docs/architecture.md's graph is stale: paste `python3 -m tests.support.import_graph`"
+    assert "  readers --> scan" in graph and "  format --> model" in graph
+
+
+def test_the_unit_tests_mirror_the_folders() -> None:
+    """``tests/unit/<folder>/`` holds the tests of ``csup_async/<folder>/`` (``planner/``,
+    ``package`` for the root's public names, ``bench`` for the benchmarks' own code):
+    a newcomer finds a module's tests where the module is."""
+    folders = {m.name.split(".")[1] for m in _modules().values()
+               if m.is_package and m.name.count(".") == 1 and m.name.startswith("csup_async.")}
+    tests = {p.name for p in (ROOT / "tests" / "unit").iterdir() if p.is_dir()
+             and any(p.glob("test_*.py"))}
+    assert "readers" in tests
+    assert tests <= folders | {"planner", "package", "bench"}, sorted(
+        tests - folders - {"planner", "package", "bench"})

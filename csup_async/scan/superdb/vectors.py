@@ -227,6 +227,11 @@ def spread(vals: list[Any], runs: list[int], count: int) -> list[Any]:
         if len(vals) != count:
             raise FormatError("optional field's values do not match its record count")
         return vals
+    # the runs' sums are checked before any list is made: a damaged run length
+    # (one changed byte) must not allocate the billions of slots it claims
+    absent, present = sum(runs[0::2]), sum(runs[1::2])
+    if absent + present > count or present > len(vals) or absent + len(vals) != count:
+        raise FormatError("optional field's none runs do not match its values")
     out: list[Any] = []
     it = 0
     for j, r in enumerate(runs):

@@ -97,7 +97,7 @@ SMALL_BATCH, LARGE_BATCH = 3, 65536
 # Families read with verify_counts=True: by default row selection reads only the segments
 # holding the rows, and counts shifted between two unread segments (totals intact) place
 # a column's values a few rows off, the documented gap (docs/filters.md, tested by
-# tests/unit/read/test_shifted_counts.py); this family holds the verified read to the rule.
+# tests/unit/scan/test_shifted_counts.py); this family holds the verified read to the rule.
 VERIFIED_COUNTS = frozenset({"shifted-counts"})
 WHOLE = ("rows", "values", "scan", "batches:small", "batches:large", "dataset")
 # the families whose values claim 2**31 elements or runs: run in a capped child process

@@ -4,6 +4,7 @@ errors; key conjuncts prune, the whole filter is evaluated on the rows."""
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import json
 from pathlib import Path
 from typing import Any
@@ -128,5 +129,31 @@ def test_python_api_takes_col_expressions_and_text(lake: Any) -> None:
             assert [r for bt in batches for r in bt.to_pylist()] == [{"id": 510}]
             with pytest.raises(FilterError, match="cannot compare"):
                 await pool.scan(filter=col("id") > "x")
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(("flt", "keep"), [
+    ([("ts", "<", _dt.datetime(3000, 1, 1))], range(60)),
+    ([("ts", ">", _dt.datetime(3000, 1, 1))], range(0)),
+    ([("ts", ">=", _dt.datetime(1000, 1, 1)), ("ts", "<", _dt.datetime(9999, 12, 31))],
+     range(60)),
+    ("ts < '3000-01-01T00:00:00Z' and v < 3", range(3)),
+    (col("ts") > np.datetime64("1000-01-01", "D"), range(60)),
+])
+def test_a_time_literal_beyond_int64_nanoseconds_is_exact(lake: Any, flt: Any,
+                                                          keep: range) -> None:
+    """Issue #39 item 12: a time past 2262 (or before 1677) bounds the key exactly, as
+    everywhere else, never a raw OverflowError from the key range's filter form."""
+    b, _, _ = lake
+
+    async def go() -> None:
+        async with open_lake(str(b.root)) as lk:
+            pool = await lk.pool("times")
+            res = await pool.scan(["v"], filter=flt)
+            assert [r["v"] for r in res.to_pylist()] == list(keep)
+            res = await pool.scan(["v"], key_range=(_dt.datetime(1000, 1, 1),
+                                                    _dt.datetime(3000, 1, 1)))
+            assert res.num_rows == 60
 
     asyncio.run(go())

@@ -3,18 +3,26 @@
 A service runs ``async with csup_async.open(url) as r: await r.scan(cols)`` for
 many clients at once on one loop.  Here 200 such scans run concurrently in
 asyncio's debug mode with ``slow_callback_duration = 0.01``, on a local file and
-through the HTTP server fixture; a thread started from the loop, or a callback
-that spent 10 ms of the loop thread's CPU (a metadata parse, a decode, a cursor
-walk), fails the test.  And the process's thread count, sampled while 100 and
-then 200 scans run, must not grow with them (the pools are bounded; no read
-starts a thread).
+through the HTTP server fixture.  What fails the test cannot flake on a busy
+machine: a thread started from the loop, a blocking call made on the loop thread
+(a file read or open, ``time.sleep``, I/O on a blocking socket), and work that is
+the library's on every request, not noise: callbacks that spent 10 ms of the loop
+thread's CPU (a metadata parse, a decode, a cursor walk) counted, failing when a
+tenth of the scans had one, or one callback spent 100 ms.  The 10 ms figure itself
+is the benchmark's (``bench/bench_service.py``), not a test's: a shared machine
+once made two callbacks of a healthy run cross it (issue #39 item 17).  And the
+process's thread count, sampled while 100 and then 200 scans run, must not grow
+with them (the pools are bounded; no read starts a thread).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import gc
 import io
+import os
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -100,6 +108,7 @@ class _LoopWatch:
         self.loop_thread = threading.get_ident()
         self.heavy: list[str] = []
         self.starts: list[str] = []
+        self.blocking: list[str] = []
         self.slow_wall = 0
         self.gc_cpu = self.gc_start = 0.0  # the collector's CPU on the loop thread
         run, start = asyncio.events.Handle._run, threading.Thread.start
@@ -134,9 +143,46 @@ class _LoopWatch:
         monkeypatch.setattr(asyncio.events.Handle, "_run", timed)
         monkeypatch.setattr(threading.Thread, "start", counted)
         monkeypatch.setattr(gc, "callbacks", [*gc.callbacks, collecting])
+        for owner, name in _BLOCKING:
+            monkeypatch.setattr(owner, name, self._guard(owner, name))
+
+    def _guard(self, owner: Any, name: str) -> Callable[..., Any]:
+        """``owner.name`` recording each call made on the loop thread while watched (a
+        socket call only on a blocking socket: the loop's own are non-blocking)."""
+        real = getattr(owner, name)
+        watch = self
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            if watch.on and threading.get_ident() == watch.loop_thread and not (
+                    isinstance(owner, type) and issubclass(owner, socket.socket)
+                    and not args[0].getblocking()):
+                watch.blocking.append(f"{getattr(owner, '__name__', owner)}.{name}")
+            return real(*args, **kwargs)
+
+        return guarded
+
+    def failures(self, scans: int) -> list[str]:
+        """What fails a watched run of ``scans`` requests (see the module's docstring)."""
+        out = [f"thread started on the loop: {n}" for n in self.starts[:5]]
+        out += [f"blocking call on the loop: {b}" for b in sorted(set(self.blocking))]
+        if len(self.heavy) * 10 >= scans:
+            out += [f"{len(self.heavy)} callbacks of {LIMIT * 1e3:.0f} ms CPU", *self.heavy[:10]]
+        out += [h for h in self.heavy if float(h.split(" ms")[0]) >= HEAVY * 1e3]
+        return out
+
+
+#: Calls that block the thread that makes them (the loop must leave them to threads);
+#: not ``os.stat``, which debug mode itself calls on the loop (linecache, for the
+#: traceback of each task it creates).
+_BLOCKING: list[tuple[Any, str]] = [
+    (os, "pread"), (os, "preadv"), (os, "read"), (os, "open"), (time, "sleep"),
+    (builtins, "open"), (io, "open"), (socket.socket, "connect"), (socket.socket, "recv"),
+    (socket.socket, "recv_into"), (socket.socket, "send"), (socket.socket, "sendall"),
+]
 
 
 LIMIT = 0.01  # seconds: asyncio's slow_callback_duration in this test
+HEAVY = 0.1  # seconds of the loop thread's CPU in one callback: never noise
 
 
 def _in_debug_loop(main: Callable[[], Awaitable[None]], watch: _LoopWatch) -> None:
@@ -173,8 +219,7 @@ def test_200_concurrent_scans_never_block_the_loop(url: str,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     watch = _LoopWatch(monkeypatch)
     _in_debug_loop(lambda: _scans(url, 200), watch)
-    assert not watch.starts, f"threads started on the loop: {watch.starts[:5]}"
-    assert not watch.heavy, "\n".join(watch.heavy[:10])
+    assert not watch.failures(200), "\n".join(watch.failures(200))
 
 
 def test_threads_do_not_grow_with_concurrent_scans(url: str) -> None:
@@ -224,6 +269,33 @@ def test_the_watch_fails_a_callback_that_works_10_ms_on_the_loop(
     assert len(watch.heavy) == 1, watch.heavy
     assert float(watch.heavy[0].split(" ms")[0]) >= LIMIT * 1e3
     assert watch.slow_wall >= 2  # the sleep held the loop in wall time, not in CPU
+    assert watch.blocking == ["time.sleep"]  # and it is a blocking call on the loop
+    assert watch.failures(200) == ["blocking call on the loop: time.sleep"]
+    assert "1 callbacks of 10 ms CPU" in watch.failures(10)  # a tenth of the requests
+
+
+def test_the_watch_fails_one_callback_of_100_ms_and_blocking_reads(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    watch = _LoopWatch(monkeypatch)
+    (tmp_path / "f").write_bytes(b"x" * 10)
+
+    async def main() -> None:
+        await asyncio.sleep(0)
+        _busy(1.2 * HEAVY)
+        await asyncio.sleep(0)
+        with open(tmp_path / "f", "rb") as f:  # what the watch must see
+            f.read()
+        fd = os.open(tmp_path / "f", os.O_RDONLY)
+        os.pread(fd, 4, 0)
+        os.close(fd)
+        await asyncio.to_thread(os.pread, os.open(tmp_path / "f", os.O_RDONLY), 4, 0)
+
+    _in_debug_loop(main, watch)
+    failures = watch.failures(10_000)
+    assert [f for f in failures if f.startswith("blocking")] == [
+        "blocking call on the loop: builtins.open", "blocking call on the loop: os.open",
+        "blocking call on the loop: os.pread"], failures
+    assert any(f.endswith("ms of CPU") is False and " ms of CPU: " in f for f in failures)
 
 
 def test_the_watch_sees_a_thread_started_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,11 +168,11 @@ def test_s3_reads_build_no_client(moto_s3: MotoS3) -> None:
 # ----------------------------------------------------------- metadata cache ---
 async def test_metadata_cache_skips_the_parse_of_a_known_version(
         range_server: RangeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import csup_async.readers.reader as reader_mod
+    import csup_async.readers.loading as loading_mod
 
     parses = []
-    real = reader_mod.parse_reassembly
-    monkeypatch.setattr(reader_mod, "parse_reassembly",
+    real = loading_mod.parse_reassembly
+    monkeypatch.setattr(loading_mod, "parse_reassembly",
                         lambda *a, **k: parses.append(1) or real(*a, **k))
     range_server.put("m/a.csup", DATA)
     url = range_server.url("m/a.csup")
@@ -195,16 +195,16 @@ async def test_a_repeated_projection_is_planned_once_per_metadata(
     """A long-lived reader, or open() per request with the metadata cache, plans the same
     projection once (plans are a pure function of the metadata): the plan run is the
     one a fresh planner makes, and another projection or another version plans anew."""
-    import csup_async.readers.reader as reader_mod
+    import csup_async.readers.planning as planning_mod
 
     plans: list[tuple[str, ...]] = []
-    real = reader_mod.P.plan_scan
+    real = planning_mod.P.plan_scan
 
     def counted(meta: Any, columns: Any, *a: Any, **k: Any) -> Any:
         plans.append(tuple(columns or ()))
         return real(meta, columns, *a, **k)
 
-    monkeypatch.setattr(reader_mod.P, "plan_scan", counted)
+    monkeypatch.setattr(planning_mod.P, "plan_scan", counted)
     range_server.put("m/p.csup", DATA)
     url = range_server.url("m/p.csup")
     cache = MetadataCache()

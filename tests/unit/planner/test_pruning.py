@@ -39,7 +39,7 @@ rows_st = st.lists(st.fixed_dictionaries({"id": values["id"]},
 
 literals = {
     ("id",): st.integers(-25, 25),
-    ("v",): st.one_of(st.floats(-5, 5), st.just(math.nan), st.just(0.0)),
+    ("v",): st.one_of(st.floats(-5, 5), st.just(math.nan), st.just(0.0), st.just(-0.0)),
     ("s",): st.one_of(st.text(alphabet="ab", max_size=4),
                       st.text(alphabet="ab", min_size=68, max_size=72)),
     ("t",): st.one_of(
@@ -60,7 +60,8 @@ def leaf(draw: Any) -> F.Expr:
     if kind == "null":
         return F.IsNull(path, draw(st.booleans()))
     if kind == "in":
-        return F.IsIn(path, tuple(draw(st.lists(lit, min_size=1, max_size=3))))
+        return F.IsIn(path, tuple(draw(st.lists(lit, min_size=1, max_size=3))),
+                      draw(st.booleans()))  # exact: NaN in a list with NaN, -0.0 not 0.0
     if kind == "starts" and path == ("s",):
         return F.StartsWith(path, draw(st.text(alphabet="ab", max_size=3)))
     return F.Compare(draw(st.sampled_from(["==", "!=", "<", "<=", ">", ">="])), path,

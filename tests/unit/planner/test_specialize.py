@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,13 +11,15 @@ from planner.filters import And, Compare, IsIn, IsNull, Not, Or, StartsWith, mat
 from planner.specialize import specialize
 
 PATHS = [("a",), ("b",), ("c",)]
-values = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["x", "xy", "y"]))
-literals = st.one_of(st.integers(-2, 2), st.sampled_from(["x", "xy", "y"]))
+_FLOATS = st.sampled_from([0.0, -0.0, math.nan, 1.5])  # NaN and signed zeros
+values = st.one_of(st.none(), st.integers(-2, 2), st.sampled_from(["x", "xy", "y"]), _FLOATS)
+literals = st.one_of(st.integers(-2, 2), st.sampled_from(["x", "xy", "y"]), _FLOATS)
 paths = st.sampled_from(PATHS)
 
 leaves = st.one_of(
     st.builds(Compare, st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), paths, literals),
-    st.builds(lambda p, vs: IsIn(p, tuple(vs)), paths, st.lists(literals, max_size=3)),
+    st.builds(lambda p, vs, exact: IsIn(p, tuple(vs), exact), paths,
+              st.lists(literals, max_size=3), st.booleans()),
     st.builds(IsNull, paths, st.booleans()),
     st.builds(StartsWith, paths, st.sampled_from(["x", "y"])),
 )
