@@ -163,6 +163,10 @@ class BsupReader(WholeObjectReader):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
+        from ..scan.superdb.columns import has_union
+
+        if any(has_union(t) for t in self._types(paths).values()):
+            return None  # column-wise values are plain: a union's members would be lost
         names = {p: _comps(p)[0] for p in paths}
         try:
             part = decode_records(self._walked or [self._data], frozenset(names.values()))
@@ -172,15 +176,23 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
+        from ..scan.superdb.columns import as_member, has_union, lookup
+
         try:
             if limit is None:
                 got = self._columnar(paths)
                 if got is not None:
                     return got, self.meta.row_count
-            values = list(itertools.islice(self._values(), limit))
             types = self._types(paths)
-            cols = {p: A.from_pylist(types[p], [_at(v, _comps(p)) for v in values])
-                    for p in paths}
+            if not any(has_union(t) for t in types.values()):
+                values = list(itertools.islice(self._values(), limit))
+                cols = {p: A.from_pylist(types[p], [_at(v, _comps(p)) for v in values])
+                        for p in paths}
+            else:  # each union value tagged with its member (see scan.superdb.columns)
+                values = list(itertools.islice(self._values(typed=True), limit))
+                cols = {p: A.from_pylist(types[p], [
+                    as_member(lookup(v, _comps(p), typed=True), None, types[p])
+                    for v in values]) for p in paths}
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols, len(values)

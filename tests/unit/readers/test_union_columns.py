@@ -4,7 +4,7 @@ Untyped, a union value is tagged with the first member that can hold it: a float
 among float32s rounded to float32 (super main's runtime-op-sort-numbers.csup), an
 int64 among int8s or a uint64 among uint8s tagged with the narrower type, a float32
 among float16s rounded, a string among enums tagged with the enum.  The files were
-written by the real ``super`` (main: CSUP v23; v0.3.0: v16) from the same values
+written by the real ``super`` (main: CSUP v23; v0.3.0: v16 and its BSUP) from the same values
 (``numunions.sup``): numeric scalars of many types (a top-level union column), record
 fields of several types, arrays of mixed numbers (a union inside a column that is not
 one), a field typed ``float32|float64``, a map with union keys and values, a union
@@ -27,7 +27,9 @@ from csup_async.model.types import RecordType
 from csup_async.model.values import UnionValue, Value
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
-FILES = {"v23": REAL / "super-main" / "numunions.csup", "v16": REAL / "super" / "numunions.csup"}
+FILES = {"v23": REAL / "super-main" / "numunions.csup", "v16": REAL / "super" / "numunions.csup",
+         # super v0.3.0's BSUP of the v16 file: the BSUP reader's columns, the same way
+         "bsup2": REAL / "super" / "numunions.bsup"}
 
 
 def typed(v: Any, t: Any = None) -> Any:
