@@ -4,6 +4,7 @@ no dtype for (held as Python objects), and the types that add no data of their o
 from __future__ import annotations
 
 import datetime as _dt
+from typing import Any
 
 import numpy as np
 
@@ -63,3 +64,14 @@ def key_hashable(t: Type) -> bool:
     if isinstance(p, UnionType):
         return all(key_hashable(m) for m in p.types)
     return True
+
+
+def map_value(key_type: Type, items: list[tuple[Any, Any]]) -> dict[Any, Any] | list[Any]:
+    """A map's entries as the Python mapping has them: a ``dict``, or the list of pairs
+    when its keys are unhashable or equal in Python though distinct in the file (``0.0``
+    and ``-0.0``), so that no entry is lost to Python's equality."""
+    if key_hashable(key_type):
+        as_dict = dict(items)
+        if len(as_dict) == len(items):
+            return as_dict
+    return items

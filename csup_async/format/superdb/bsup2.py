@@ -19,7 +19,7 @@ from typing import Any
 import lz4.block
 
 from ...model.errors import FormatError, TruncatedError, UnsupportedTypeError
-from ...model.kinds import key_hashable
+from ...model.kinds import map_value
 from ...model.types import (
     PRIMITIVES,
     ArrayType,
@@ -370,7 +370,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         items = [(decode_value(t.key, parts[j], typed=typed, depth=d, dialect=dialect),
                   decode_value(t.value, parts[j + 1], typed=typed, depth=d, dialect=dialect))
                  for j in range(0, len(parts), 2)]
-        return dict(items) if key_hashable(t.key) else items
+        return map_value(t.key, items)
     if isinstance(t, UnionType):
         if len(parts) != 2 or parts[0] is None:
             raise FormatError("union value is not a member index and a value")

@@ -506,14 +506,14 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, ArrayType | SetType):
         return [decode_value(t.elem, p, typed=typed, depth=d, names=names) for p in parts]
     if isinstance(t, MapType):
-        from ...model.kinds import key_hashable
+        from ...model.kinds import map_value
 
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
         items = [(decode_value(t.key, parts[j], typed=typed, depth=d, names=names),
                   decode_value(t.value, parts[j + 1], typed=typed, depth=d, names=names))
                  for j in range(0, len(parts), 2)]
-        return dict(items) if key_hashable(t.key) else items
+        return map_value(t.key, items)
     if isinstance(t, UnionType):
         if len(parts) != 2 or parts[0] is None:
             raise FormatError("union value is not a member index and a value")

@@ -23,7 +23,7 @@ from ...format.superdb.bsup2 import V2, Dialect, decode_primitive2, decode_value
 from ...format.superdb.bsup5 import NONE as _NONE
 from ...format.superdb.meta import Node, Seg, node_len, node_type
 from ...model.errors import FormatError, UnsupportedTypeError
-from ...model.kinds import key_hashable
+from ...model.kinds import map_value
 from ...model.types import EnumType, PrimitiveType, Type, underlying
 from ...model.values import UnionValue, strip_unions
 
@@ -118,11 +118,9 @@ class Decoder:
                 self.expect(kid, total, f"{k} element")
             if k == "map":
                 keys, vals = self.values(n.kids[0], d), self.values(n.kids[1], d)
-                hashable = key_hashable(node_type(self.nodes, n.kids[0]))
-                out = []
-                for a, b in pairwise(offs):
-                    items = list(zip(keys[a:b], vals[a:b], strict=True))
-                    out.append(dict(items) if hashable else items)
+                kt = node_type(self.nodes, n.kids[0])
+                out = [map_value(kt, list(zip(keys[a:b], vals[a:b], strict=True)))
+                       for a, b in pairwise(offs)]
             else:
                 elems = self.values(n.kids[0], d)
                 out = [elems[a:b] for a, b in pairwise(offs)]

@@ -408,3 +408,17 @@ def test_super_target_reads_back(tmp_path):
     assert data[:4] == b"CSUP" and int.from_bytes(data[4:8], "little") == 23
     assert data[-4:] == b"CSUP"  # the part's trailer
     assert [v.to_python() for v in _read(path)] == [v.to_python() for v in _own(tmp_path)]
+
+
+@pytest.mark.parametrize("target", ["super-0.3", "zed-1.12", "super"])
+def test_a_map_with_keys_0_and_minus_0_keeps_both_entries(target):
+    """0.0 and -0.0 are two keys of a map in the file but one key of a Python dict: every
+    reader gives the list of pairs then (docs/api.md), found by test_csup16_property."""
+    from csup_async.model.types import FLOAT64, INT64, MapType
+
+    t = MapType(FLOAT64, INT64)
+    out = io.BytesIO()
+    write_csup(out, [Value(t, [(0.0, 1), (-0.0, 2)])], target)
+    (got,) = _read_bytes(out.getvalue())
+    assert isinstance(got.value, list) and len(got.value) == 2
+    assert sorted((math.copysign(1, k), v) for k, v in got.value) == [(-1.0, 2), (1.0, 1)]
