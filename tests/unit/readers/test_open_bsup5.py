@@ -88,3 +88,20 @@ def test_cut_or_flipped_streams_fail_naming_the_path(name: str, tmp_path: Path) 
             assert p.name in str(e), e
             failed += 1
     assert failed >= 40  # the cuts at least
+
+
+def test_frames_already_read_are_held_as_version_5() -> None:
+    """A reader over frames an earlier open read (the datasets' path) reads them alike."""
+    import asyncio
+
+    from csup_async.readers.bsup import reader_of_frames
+
+    async def go() -> tuple[list[object], list[object], list[object]]:
+        async with csup_async.open(str(DATA / "optional.bsup")) as r:
+            again = reader_of_frames(r.store, r.key, r.frames)
+            return (await r.read_rows(), await again.read_rows(),
+                    (await again.scan(["x"])).columns["x"].to_pylist())
+
+    first, again, xs = asyncio.run(go())
+    assert again == first == _printed("optional")
+    assert xs == [row.get("x") for row in first]
