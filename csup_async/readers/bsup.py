@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import struct
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -105,6 +106,7 @@ class BsupReader(WholeObjectReader):
     bsup = True
     holds = "value"
     _walked: Walked | None = None  # the values walked by ``hold`` (records only)
+    _v5 = False  # BSUP version 5 (super main), held as it is (not as version 0)
     meta: BsupMeta  # type: ignore[assignment]
 
     def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
@@ -122,6 +124,11 @@ class BsupReader(WholeObjectReader):
         walked (types, row count), no body decoded.  BSUP versions 1 and 2 (a
         SuperDB database's objects) are read as version 0 (:mod:`..superdb.tov0`)."""
         try:
+            if data[:1] == b"\x85":  # version 5: held as it is
+                types, rows = v5_shape(data)
+                self._v5 = True
+                self._load_bsup(data, types, rows, t0)
+                return
             if data and data[0] != 0xFF and data[0] & 0x80:
                 from ..format.superdb.tov0 import to_v0
 
@@ -153,16 +160,54 @@ class BsupReader(WholeObjectReader):
     def _values(self, typed: bool = False) -> Iterator[Value]:
         """Every value of the stream, decoded exactly, in order (``typed``: unions inside
         as UnionValue)."""
+        if self._v5:
+            yield from self._values_v5(typed)
+            return
         for t, body in iter_raw_values(self._data, max_total=self.max_mem_length):
             yield Value(t, decode_value(t, body, typed=typed))
+
+    def _values_v5(self, typed: bool) -> Iterator[Value]:
+        """The values of a BSUP version-5 stream (super main), by its own decoder."""
+        from ..format.superdb import bsup5
+
+        for t, body in bsup5.read_values(self._data):
+            try:
+                v = bsup5.decode_value(t, body, typed=typed)
+            except CsupError:
+                raise
+            except (ValueError, IndexError, KeyError, TypeError, RecursionError,
+                    struct.error) as e:
+                raise FormatError(f"a corrupt BSUP version-5 value: {type(e).__name__}: "
+                                  f"{e}") from None
+            yield Value(t, v)
+
+    def _scan_values(self, typed: bool) -> Iterator[Value]:
+        """The values a scan puts in columns: version 5's ``none`` (an absent value) as
+        null, as its column types say (:meth:`_types`)."""
+        if not self._v5:
+            return self._values(typed)
+        return (Value(v.type, _none_as_null(v.value)) for v in self._values(typed))
+
+    def _types(self, paths: list[str]) -> dict[str, Type]:
+        """Each path's column type (version 5's ``none`` as null: see bsup5.columnar)."""
+        got = super()._types(paths)
+        if not self._v5:
+            return got
+        from ..format.superdb.bsup5 import columnar
+
+        return {p: columnar(t) for p, t in got.items()}
 
     def _columnar(self, paths: list[str]) -> dict[str, A.Array] | None:
         """The columns of ``paths`` decoded column-wise, or None when that path does not
         take them (see the module docstring)."""
-        if not paths or any(len(_comps(p)) != 1 for p in paths):
+        if self._v5 or not paths or any(len(_comps(p)) != 1 for p in paths):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
+        from ..scan.superdb.columns import has_union
+
+        if any(has_union(t) for t in self._types(paths).values()):
+            return None  # column-wise values are plain: a union's members would be lost
         names = {p: _comps(p)[0] for p in paths}
         try:
             part = decode_records(self._walked or [self._data], frozenset(names.values()))
@@ -172,15 +217,23 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
+        from ..scan.superdb.columns import as_member, has_union, lookup
+
         try:
             if limit is None:
                 got = self._columnar(paths)
                 if got is not None:
                     return got, self.meta.row_count
-            values = list(itertools.islice(self._values(), limit))
             types = self._types(paths)
-            cols = {p: A.from_pylist(types[p], [_at(v, _comps(p)) for v in values])
-                    for p in paths}
+            if not any(has_union(t) for t in types.values()):
+                values = list(itertools.islice(self._scan_values(False), limit))
+                cols = {p: A.from_pylist(types[p], [_at(v, _comps(p)) for v in values])
+                        for p in paths}
+            else:  # each union value tagged with its member (see scan.superdb.columns)
+                values = list(itertools.islice(self._scan_values(True), limit))
+                cols = {p: A.from_pylist(types[p], [
+                    as_member(lookup(v, _comps(p), typed=True), None, types[p])
+                    for v in values]) for p in paths}
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols, len(values)
@@ -250,6 +303,22 @@ class BsupReader(WholeObjectReader):
             raise e.with_path(self.path) from None
 
 
+def _none_as_null(v: Any) -> Any:
+    """``v`` with version 5's ``none`` values (bsup5.NONE) as None, at any depth."""
+    from ..format.superdb.bsup5 import NONE
+    from ..model.values import UnionValue
+
+    if v is NONE:
+        return None
+    if isinstance(v, dict):
+        return {k: _none_as_null(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_none_as_null(x) for x in v]
+    if isinstance(v, UnionValue) and v.value is NONE:
+        return None
+    return v
+
+
 def _comps(path: str) -> tuple[str, ...]:
     return P.parse_path(path) if path else ()
 
@@ -286,6 +355,8 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
                                            tail.offset))
     named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    if head[:1] == b"\x85":  # BSUP 5 (super main): held as it is, read by its decoder
+        return await _as_v5(reader, head, size, t0)
     if head[:1] in (b"\x81", b"\x82"):  # BSUP 1/2 (super v0.2.0/v0.3.0): as version 0
         head, size = await _as_v0(reader, head, size, named)
     problem = start_problem(head, size) if size else None
@@ -325,6 +396,45 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         await new.close()  # it owns the store now
         raise
     return new
+
+
+async def _as_v5(reader: Reader, head: bytes, size: int, t0: float) -> BsupReader:
+    """The reader of a BSUP version-5 object (super main), read whole and held as it is:
+    version 0 cannot say its optional fields, ``none``, fusion or recursive types, so
+    its values are decoded by :mod:`..format.superdb.bsup5` (rows, not columns)."""
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    if len(head) < size:
+        head = await _whole(reader, head)
+    try:
+        types, rows = v5_shape(head)
+    except CsupError as e:
+        raise e.with_path(reader.path) from None
+    new = reader.successor(BsupReader)
+    new._v5 = True
+    try:
+        new._load_bsup(head, types, rows, t0)
+    except BaseException:
+        await new.close()
+        raise
+    return new
+
+
+def v5_shape(data: bytes) -> tuple[list[Type], int]:
+    """The types (first seen first) and value count of BSUP version-5 ``data``; a
+    truncated or corrupt stream is a CsupError, never another exception."""
+    from ..format.superdb import bsup5
+
+    try:
+        raw = bsup5.read_values(data)
+    except CsupError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, AssertionError,
+            RecursionError, struct.error) as e:
+        raise FormatError(f"a corrupt BSUP version-5 stream: {type(e).__name__}: {e}"
+                          ) from None
+    return list(dict.fromkeys(t for t, _ in raw)), len(raw)
 
 
 async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:

@@ -80,8 +80,10 @@ class _Opener(Opener["Reader"]):
 
     verb, sync_verb = "open", "open_sync"
 
-    def __init__(self, url: str, store: Store | None, options: dict[str, Any]) -> None:
+    def __init__(self, url: str, store: Store | None, options: dict[str, Any],
+                 tail: TailRead | None = None) -> None:
         self.url, self.store, self.options = url, store, options
+        self.given_tail = tail  # a tail read made already (open_with_tail)
         self.reader: Reader | None = None
 
     async def _open(self) -> Reader:
@@ -89,7 +91,7 @@ class _Opener(Opener["Reader"]):
         reader_opts, store_opts = split_options(self.options)
         warming = warm_up()
         loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
-        tail: asyncio.Task[TailRead] | None = None
+        tail: asyncio.Future[TailRead] | None = None
         try:
             if store is None:
                 # shared per loop and options; private (owned) only when it cannot be shared
@@ -99,8 +101,12 @@ class _Opener(Opener["Reader"]):
                 from ..stores.capabilities import profile_of
 
                 reader_opts["profile"] = profile_of(store)
+            if self.given_tail is not None:
+                tail = asyncio.get_running_loop().create_future()
+                tail.set_result(self.given_tail)
             if loading is not None:
-                tail = self._early_tail(store, key, reader_opts)
+                if tail is None:
+                    tail = self._early_tail(store, key, reader_opts)
                 await loading
         except BaseException:
             await _discard(tail)
@@ -142,6 +148,14 @@ async def _discard(task: Awaitable[Any] | None) -> None:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+def open_with_tail(url: str, tail: TailRead, *, store: Store, **options: Any) -> _Opener:
+    """``open(url, store=store, **options)`` on a tail read made already (``store``'s
+    ``read_tail`` of ``url`` at the size the reader's profile asks for): a caller that
+    looked at the tail first (Spark's schema inference: a v23 footer) pays no second
+    tail request for the files it must open after all."""
+    return _Opener(source_text(url), store, renamed_options(options), tail)
 
 
 def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:

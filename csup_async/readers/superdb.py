@@ -37,7 +37,7 @@ from ..format.superdb.meta import (
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.selection import check_limit
-from ..model.types import NULL, RecordType, Type, UnionType
+from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
@@ -297,21 +297,20 @@ class HeaderLayoutReader(WholeObjectReader):
             else:
                 out[p] = got
         if slow:
-            # (v16 and v14; v23's typed values are forms of their own, decoded plainly)
-            plain = [p for p in slow if not isinstance(types[p], UnionType)
-                     or obj.header.version >= 23]
+            plain = [p for p in slow if not C.has_union(types[p])]
             for p, v in self._decode(obj, plain).items():
                 out[p] = A.from_pylist(types[p], v)
             for p in slow:
-                if p not in out:  # a union column: each value tagged with its member
+                if p not in out:  # a union somewhere: each value tagged with its member
                     out[p] = A.from_pylist(types[p], self._members(obj, p, types[p]))
         return out
 
     def _members(self, obj: ObjectMeta, path: str, col: Type) -> list[Any]:
-        """A union column's values over the rows of ``obj``, decoded with their types and
-        each tagged with its member of ``col``: untyped, a float64 of a column that also
-        holds float32 would become a float32, an int where a string is expected refused."""
-        dec = Decoder(obj.nodes, self._loader(obj), True, obj.header.dialect)
+        """The values of a column holding unions over the rows of ``obj``, decoded with
+        their types and each union value tagged with its member of ``col``: untyped, a
+        float64 of a column that also holds float32 would become a float32, an int where
+        a string is expected refused (:func:`.columns.as_members`)."""
+        dec = self._decoder(obj, True)
         tops = C.tops_of(obj)
         comps = self._comps([path])[0]
         parts = []

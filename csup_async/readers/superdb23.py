@@ -156,3 +156,38 @@ def fused_type(parts: tuple[Part, ...]) -> Type | None:
     from ..format.superdb.bsup5 import sort_union
 
     return sort_union(ts)
+
+
+def footer_type(tail: TailRead) -> Type | None:
+    """The fused type of the v23 file whose tail read is ``tail``, from its footers
+    alone, when the tail read holds every part's trailer and footer (a file of one
+    part with a footer smaller than the tail read: the usual case); None when it does
+    not, or the bytes are not a v23 tail (then the file must be opened).
+
+    What the driver of a Spark read needs to infer a schema: one request per file,
+    where opening the file costs a second read at its head for the objects' metadata.
+    """
+    from ..format.superdb.v23 import is_v23_tail
+
+    data, base, size = tail.data, tail.offset, tail.info.size
+    if not is_v23_tail(data, base, size):
+        return None
+    parts: list[Part] = []
+    end = size
+    try:
+        while end > 0:
+            footer_end = end - TRAILER
+            if footer_end - FOOTER_HEADER < base:
+                return None
+            tr = parse_trailer(data[footer_end - base:end - base], end)
+            footer = footer_end - tr.type_size - FOOTER_HEADER
+            if footer < base or tr.part_size <= 0 or tr.part_size > end:
+                return None
+            parts.append(Part(end - tr.part_size, footer, end,
+                              parse_footer(data[footer - base:footer_end - base], footer,
+                                           tr.type_size)))
+            end -= tr.part_size
+    except CsupError:
+        return None  # opening the file says what is wrong with it
+    parts.reverse()
+    return fused_type(tuple(parts))

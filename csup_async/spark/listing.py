@@ -24,6 +24,7 @@ from planner.partitions import Partitions
 from ..datasets.dataset import open_dataset
 from ..format.meta import FileMeta
 from ..model.errors import CsupError
+from ..model.types import RecordType, Type, UnionType
 from ..scan.partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
 from ..stores.capabilities import Lister
@@ -147,6 +148,78 @@ async def load(settings: Settings, filters: Sequence[Any] = (),
     return Loaded(files, profile, reqs, time.perf_counter() - t0, parts, pruned)
 
 
+@dataclass(repr=False)
+class FileTypes:
+    """What schema inference needs of one file: its super types (a v23 file's from its
+    footer: the members of its fused type; any other file's from its metadata)."""
+
+    url: str
+    super_types: tuple[Type, ...]
+    #: from the footer alone (one request), not from the file's metadata
+    footer: bool = False
+
+
+@dataclass(repr=False)
+class Typed:
+    files: list[FileTypes]
+    requests: int
+    partitions: Partitions | None = None
+
+
+def footer_types(fused: Type) -> tuple[Type, ...] | None:
+    """A v23 file's super types for the schema, from its footer's fused type (v23's
+    ``none`` as null, as scans give it); None when they would not give the schema its
+    metadata gives: several record types (whose columns come in order of first
+    appearance, which the fused union, sorted, does not keep) or a union at the top."""
+    from ..format.superdb.bsup5 import columnar
+    from .schema import bare
+
+    t = columnar(fused)
+    ts = tuple(t.types) if isinstance(t, UnionType) else (t,)
+    if any(isinstance(bare(m), UnionType) for m in ts) or sum(
+            isinstance(bare(m), RecordType) for m in ts) > 1:
+        return None
+    return ts
+
+
+async def load_types(settings: Settings) -> Typed:
+    """Every file's super types, for the driver's schema inference: one tail read per
+    file, which for a v23 file holding its footer is all (:func:`footer_types`); other
+    files are opened on that tail read, as :func:`load` opens them."""
+    from ..readers.opening import open_with_tail
+    from ..readers.superdb23 import footer_type
+    from ..stores.capabilities import profile_of
+
+    if not settings.paths:
+        raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")
+    schemes = {p.split("://", 1)[0].lower() if "://" in p else "file" for p in settings.paths}
+    if len(schemes) > 1:
+        raise CsupError(f"all paths of one read must use one scheme, not {sorted(schemes)}")
+    first = settings.paths[0]
+    store, _ = store_for(first, **settings.store_options(first))
+    try:
+        urls, parts, _ = _partitioned(settings, await list_rooted(settings.paths, store), ())
+        opts = settings.reader_options()
+        profile = P.get_profile(opts.get("profile") or profile_of(store))
+        size = P.tail_prefetch_size(profile)
+        sem = asyncio.Semaphore(max(1, settings.file_concurrency))
+
+        async def one(url: str) -> tuple[FileTypes, int]:
+            async with sem:
+                tail = await store.read_tail(url, size)
+                fused = footer_type(tail)
+                ts = None if fused is None else footer_types(fused)
+                if ts is not None:
+                    return FileTypes(url, ts, True), 1
+                async with open_with_tail(url, tail, store=store, **opts) as r:
+                    return FileTypes(url, tuple(r.meta.super_types)), r.open_stats.requests
+
+        got = await asyncio.gather(*(one(u) for u in urls))
+    finally:
+        await store.close()
+    return Typed([f for f, _ in got], sum(n for _, n in got), parts)
+
+
 def load_sync(settings: Settings, filters: Sequence[Any] = (),
               open_at_most: int | None = None) -> Loaded:
     """:func:`load` on its own event loop, with the cyclic GC paused.
@@ -159,6 +232,18 @@ def load_sync(settings: Settings, filters: Sequence[Any] = (),
     gc.disable()
     try:
         return asyncio.run(load(settings, filters, open_at_most))
+    finally:
+        if paused:
+            gc.enable()
+
+
+def load_types_sync(settings: Settings) -> Typed:
+    """:func:`load_types` on its own event loop, with the cyclic GC paused (see
+    :func:`load_sync`)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return asyncio.run(load_types(settings))
     finally:
         if paused:
             gc.enable()

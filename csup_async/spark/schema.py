@@ -22,7 +22,8 @@ microseconds), ``time`` is ``TimestampType`` floored to microseconds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from pyspark.sql import types as T
 
@@ -57,6 +58,7 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "bool": T.BooleanType(), "string": T.StringType(), "bytes": T.BinaryType(),
     "time": T.TimestampType(), "duration": T.LongType(), "ip": T.StringType(),
     "net": T.StringType(), "type": T.StringType(), "null": T.NullType(),
+    "none": T.NullType(),  # v23: the elements of an empty array, an absent field's value
 }
 
 _INTEGRAL_RANK = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 3, T.LongType: 4}
@@ -128,7 +130,14 @@ def merge_types(a: T.DataType, b: T.DataType) -> T.DataType:
     return T.StringType()
 
 
-def infer_schema(metas: Iterable[FileMeta]) -> T.StructType:
+class Typed(Protocol):
+    """A file's super types: its ``FileMeta``, or its v23 footer's (``listing.FileTypes``)."""
+
+    @property
+    def super_types(self) -> Sequence[Type]: ...
+
+
+def infer_schema(metas: Iterable[FileMeta | Typed]) -> T.StructType:
     """One schema for files in order: record fields become columns, other values ``this``.
 
     Columns come in order of first appearance.  When some top-level value is

@@ -18,7 +18,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..model.errors import CsupError
-from .listing import Loaded, load_sync
+from .listing import Loaded, load_sync, load_types_sync
 from .options import Settings, parse_options
 from .planning import CsupPartition, ReadPlan, plan_read
 from .scaleout import plan_unopened
@@ -38,11 +38,11 @@ class CsupDataSource(DataSource):
             from .lake import lake_schema
 
             return lake_schema(settings)
-        loaded = load_sync(settings)
+        loaded = load_types_sync(settings)  # a v23 file: its footer, in one request
         if not loaded.files:
             raise CsupError("no CSUP files to infer a schema from (give a schema to read an "
                             "empty location)")
-        schema = infer_schema(f.meta for f in loaded.files)
+        schema = infer_schema(loaded.files)
         if loaded.partitions is not None:
             schema = with_partitions(schema, ((c.name, c.type)
                                               for c in loaded.partitions.columns))

@@ -49,8 +49,13 @@ def rfc3339(t: np.datetime64) -> str:
 def sup_text(t: Type, v: Any) -> str:
     """Super text of a simple value (how super's JSON writes a map key that is not a
     string: records, union members, durations, times, numbers)."""
-    if isinstance(v, UnionValue):
-        return sup_text(v.type, v.value)
+    if isinstance(v, UnionValue):  # a member SUP would not infer from the text is named
+        text = sup_text(v.type, v.value)
+        implied = ("int64", "float64", "string", "bool", "null", "ip", "net", "time",
+                   "duration", "bytes", "type")
+        if isinstance(v.type, PrimitiveType) and v.type.name not in implied:
+            return f"{text}::{v.type.name}"
+        return text
     if isinstance(t, NamedType):
         return sup_text(t.inner, v)
     if isinstance(t, RecordType):

@@ -9,6 +9,7 @@ records lack the path gives nulls, as the trailer layout does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,10 +18,22 @@ import numpy as np
 
 from ...format.meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ...format.superdb import intcomp
+from ...format.superdb.bsup5 import columnar
 from ...format.superdb.meta import Node, ObjectMeta, Seg, node_len, node_type
 from ...model.errors import FormatError
-from ...model.types import NULL, ErrorType, NamedType, RecordType, Type, UnionType
-from ...model.values import UnionValue, unify
+from ...model.kinds import phys
+from ...model.types import (
+    NULL,
+    ArrayType,
+    ErrorType,
+    MapType,
+    NamedType,
+    RecordType,
+    SetType,
+    Type,
+    UnionType,
+)
+from ...model.values import UnionValue, Value, strip_unions, unify
 from .vectors import NONE, Decoder, spread
 
 
@@ -111,13 +124,22 @@ def needed_segments(obj: ObjectMeta, targets: list[Target], tops: int) -> list[S
     return [file_segment(obj, s) for s in segs if s.size]
 
 
-def lookup(v: Any, rest: tuple[str, ...]) -> Any:
+def lookup(v: Any, rest: tuple[str, ...], typed: bool = False) -> Any:
+    """The value at ``rest`` in ``v``; ``typed``: ``v`` decoded with its types, and the
+    value found is given as a :class:`Value` of its type where a union said it (the type
+    a union member's field has is known only here)."""
+    t: Type | None = None
     for c in rest:
-        while isinstance(v, UnionValue):  # values decoded with their types
-            v = v.value
+        while isinstance(v, UnionValue | Value):  # values decoded with their types
+            t, v = v.type, v.value
         if not isinstance(v, dict):
             return None
+        rt = None if t is None else phys(t)
+        f = rt.field(c) if isinstance(rt, RecordType) else None
+        t = None if f is None else f.type
         v = v.get(c)
+    if typed and t is not None and v is not None and not isinstance(v, UnionValue | Value):
+        return Value(t, v)
     return v
 
 
@@ -130,31 +152,99 @@ def target_values(dec: Decoder, obj: ObjectMeta, t: Target, count: int) -> list[
     if t.opt is not None or any(v is NONE for v in vals):  # absent (v23: a none member)
         vals = [None if v is NONE else v for v in vals]
     if t.rest:
-        vals = [lookup(v, t.rest) for v in vals]
+        vals = [lookup(v, t.rest, dec.typed) for v in vals]
     return vals
 
 
 def as_members(vals: list[Any], t: Type | None, col: Type) -> list[Any]:
-    """Values of type ``t`` (decoded with their types) as values of the union column
-    type ``col``: each tagged with its member of ``col`` (a value of a union ``t`` with
-    the member its own tag names)."""
-    if t is None or t == col or not isinstance(col, UnionType):
-        return vals
-    members = list(col.types)
-    out: list[Any] = []
-    for v in vals:
-        if v is None:
-            out.append(None)
-        elif isinstance(v, UnionValue) and isinstance(t, UnionType):
-            if v.type in members:
-                out.append(UnionValue(members.index(v.type), v.type, v.value))
-            else:  # the null member, which the column's type leaves out
-                out.append(None if v.type == NULL else v.value)
-        elif t in members:
-            out.append(UnionValue(members.index(t), t, v))
-        else:
-            out.append(v)
-    return out
+    """Values of type ``t`` (decoded with their types) as values of the column type
+    ``col`` in the form ``from_pylist`` takes: each union value, at any depth, tagged
+    with its member of the column's union (untagged, ``from_pylist`` would take the first
+    member that holds the value: a float64 among float32s rounded to float32, an int64
+    among int8s tagged int8).  v23's typed forms (a fusion's or an ``any``'s
+    :class:`Value`) say their own type."""
+    return [as_member(v, t, col) for v in vals]
+
+
+def as_member(v: Any, t: Type | None, col: Type) -> Any:
+    """One value of type ``t`` (None: not known) as a value of ``col`` (see
+    :func:`as_members`)."""
+    if v is None or v is NONE:
+        return None
+    if isinstance(v, Value):
+        return as_member(v.value, v.type, col)
+    c = phys(col)
+    if isinstance(c, UnionType):
+        members = c.types
+        if isinstance(v, UnionValue):
+            m = _columnar(v.type)
+            if m in members:
+                return UnionValue(members.index(m), m, as_member(v.value, v.type, m))
+            return as_member(v.value, v.type, col)  # the null member, or a nested union
+        if t is not None and (m := _columnar(t)) in members:
+            return UnionValue(members.index(m), m, as_member(v, t, m))
+        return plain(v)  # its member unknown: from_pylist picks one
+    if isinstance(v, UnionValue):
+        return as_member(v.value, v.type, col)
+    pt = None if t is None else phys(t)
+    if isinstance(c, RecordType) and isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            f = c.field(k)
+            if f is None:
+                out[k] = plain(x)
+                continue
+            ft = pt.field(k) if isinstance(pt, RecordType) else None
+            out[k] = as_member(x, None if ft is None else ft.type, f.type)
+        return out
+    if isinstance(c, ArrayType | SetType) and isinstance(v, list | tuple | set | frozenset):
+        et = pt.elem if isinstance(pt, ArrayType | SetType) else None
+        return [as_member(x, et, c.elem) for x in v]
+    if isinstance(c, MapType):
+        kt, vt = (pt.key, pt.value) if isinstance(pt, MapType) else (None, None)
+        if isinstance(v, dict) and not has_union(c.key):
+            return {plain(k): as_member(x, vt, c.value) for k, x in v.items()}
+        if isinstance(v, dict):  # union keys tagged too: as pairs
+            v = list(v.items())
+        if isinstance(v, list):
+            return [(as_member(k, kt, c.key), as_member(x, vt, c.value)) for k, x in v]
+    return plain(v)
+
+
+@functools.lru_cache(maxsize=1024)
+def _columnar(t: Type) -> Type:
+    """A decoded value's type as the scan's column types say it (v23's ``none`` as null)."""
+    return columnar(t)
+
+
+def plain(v: Any) -> Any:
+    """A typed-form value as its plain value (union and typed wrappers dropped)."""
+    if isinstance(v, Value):
+        return plain(v.value)
+    if isinstance(v, UnionValue):
+        return plain(v.value)
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    if isinstance(v, tuple):
+        return tuple(plain(x) for x in v)
+    if isinstance(v, dict):
+        return strip_unions({k: plain(x) for k, x in v.items()})
+    return v
+
+
+def has_union(t: Type, depth: int = 0) -> bool:
+    """Whether values of ``t`` can hold a union value anywhere (their column is then
+    built from values decoded with their types)."""
+    p = phys(t)
+    if depth > 100 or isinstance(p, UnionType):
+        return True
+    if isinstance(p, RecordType):
+        return any(has_union(f.type, depth + 1) for f in p.fields)
+    if isinstance(p, ArrayType | SetType):
+        return has_union(p.elem, depth + 1)
+    if isinstance(p, MapType):
+        return has_union(p.key, depth + 1) or has_union(p.value, depth + 1)
+    return False
 
 
 def tops_of(obj: ObjectMeta) -> tuple[int, ...]:
