@@ -5,7 +5,8 @@ run in a local Spark session against moto's S3), ``console`` (a command-line
 walkthrough: each ``$`` command run by bash, its output compared), ``sh`` (the README's
 Quick start: what CI runs and the demo, checked here), a plain fence (the CLI synopsis
 in docs/cli.md, checked against the real argument parser) or ``text`` (the source layout
-in docs/architecture.md, checked against the tree).
+in docs/architecture.md, checked against the tree) or ``mermaid`` (its import graph, checked
+against the code by tests/unit/test_architecture.py).
 :func:`test_every_fenced_block_is_accounted_for` fails on any other kind of block or
 place, so no example can slip in untested.
 
@@ -96,6 +97,8 @@ def test_every_fenced_block_is_accounted_for() -> None:
         "sh": {("README.md", "Quick start")},  # test_quick_start_*, test_demo_command
         "": {("docs/cli.md", "")},  # test_cli_synopsis_matches_the_parser
         "text": {("docs/architecture.md", "Layout")},  # test_layout_names_real_files
+        # test_architecture.test_the_documented_import_graph_is_the_codes
+        "mermaid": {("docs/architecture.md", "Layers")},
     }
     for b in _blocks():
         assert b.lang in places, (

@@ -281,7 +281,7 @@ async def test_immutable_needs_a_cache(tmp_path: Path) -> None:
     with pytest.raises(CsupError, match="metadata_cache"):
         await _ids(str(p), immutable=True)
     with pytest.raises(CsupError, match="MetadataCache"):
-        await _ids(str(p), metadata_cache="yes")
+        await _ids(str(p), metadata_cache=3)  # a str is a directory, as a Path is
     assert await _ids(str(p), metadata_cache=True) == list(range(3000))  # the default one
 
 
