@@ -105,7 +105,7 @@ def cases(endpoint: str, opts: dict[str, Any], parts: list[tuple[int, str]]
     from pyarrow import fs
 
     import csup_async
-    from planner.filters import parse_filter
+    from planner.filtertext import parse_filter
 
     where = parse_filter("month = 7 and kind = 'k3'")
     hive = [f"s3://{BUCKET}/hive-csup/month={m}/kind={k}/part-0.csup" for m, k in parts]

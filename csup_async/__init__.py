@@ -60,7 +60,7 @@ _LAZY = {
     "scan_polars": "csup_async.sync.polars_source",
     "to_duckdb": "csup_async.sync.duckdb_source",
     "col": "planner.filters",
-    "parse_filter": "planner.filters",
+    "parse_filter": "planner.filtertext",
     "FilterError": "planner.filters",
     "S3Config": "csup_async.stores.config",
     "GCSConfig": "csup_async.stores.config",

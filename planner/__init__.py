@@ -9,7 +9,8 @@ nothing heavier than the standard library and ``csup_async.format.meta``/``types
 * :func:`plan_scan` - both, for one file -> :class:`ScanPlan` (``.explain()``)
 * :func:`tail_prefetch_size`, :func:`metadata_followup` - the metadata reads
 * :func:`plan_files` - many files -> pruned files and tasks (:class:`MultiPlan`)
-* :mod:`.filters` - row filters as data (:func:`col`, :func:`parse_filter`) and what
+* :mod:`.filters` - row filters as data (:func:`col`; their text form, :func:`parse_filter`,
+  in :mod:`.filtertext`) and what
   segment statistics prove about them (:func:`zone_truth`)
 * :mod:`.selection` - row ranges -> the segments holding them; zones of rows a filter's
   statistics prove false; the one-or-two-waves cost model (``FilterPlan.explain()``)
@@ -19,7 +20,8 @@ from __future__ import annotations
 
 from .coalescing import Piece, Request, coalesce, wave_seconds
 from .errors import InvalidPathError, InvalidRangeError, ProfileError
-from .filters import ColumnStats, FilterError, Truth, col, parse_filter, zone_truth
+from .filters import ColumnStats, FilterError, Truth, col, zone_truth
+from .filtertext import parse_filter
 from .metadata import metadata_followup, tail_prefetch_size
 from .multi import (
     ALL_NULL,

@@ -20,7 +20,8 @@ from typing import Any
 
 from csup_async.model.errors import CsupError
 
-from .filters import And, Compare, Expr, IsIn, IsNull, Not, Or, parse_filter
+from .filters import And, Compare, Expr, IsIn, IsNull, Not, Or
+from .filtertext import parse_filter
 from .literals import FilterError, check_literal
 
 __all__ = ["as_expr", "from_dnf", "is_dnf"]

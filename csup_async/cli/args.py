@@ -245,7 +245,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         if v is not None and v < 0:
             p.error(f"--{flag.replace('_', '-')} must be 0 or more, not {v}")
     if getattr(args, "where", None) is not None and args.command in ("scan", "cat", "plan"):
-        from planner.filters import FilterError, parse_filter
+        from planner.filters import FilterError
+        from planner.filtertext import parse_filter
 
         try:
             csup = args.command != "cat" or is_csup_input(args)

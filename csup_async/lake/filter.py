@@ -45,7 +45,7 @@ def key_type_name(key_type: Type | None) -> str | None:
 
 def where_filter(wheres: Sequence[str]) -> Expr | None:
     """Repeated ``--where`` texts, each in the common grammar, ANDed."""
-    from planner.filters import parse_filter
+    from planner.filtertext import parse_filter
 
     exprs = [parse_filter(w) for w in wheres]
     if not exprs:
@@ -67,7 +67,7 @@ class PoolFilter:
 
 def pool_filter(expr: Expr | str, key: tuple[str, ...], key_type: Type | None) -> PoolFilter:
     """``expr`` with its key literals typed, and the key range of its key conjuncts."""
-    from planner.filters import parse_filter
+    from planner.filtertext import parse_filter
 
     if isinstance(expr, str):
         expr = parse_filter(expr)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import csup_async
-from planner.filters import FilterError, col, parse_filter
+from planner.filters import FilterError, col
+from planner.filtertext import parse_filter
 from planner.partitions import HIVE_NULL, PartitionError
 
 LAYOUT = {  # relative path -> rows (as Spark/pyarrow lay it out)

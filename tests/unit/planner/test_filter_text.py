@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async.cli import main
-from planner.filters import And, Compare, FilterError, IsIn, Like, Not, col, parse_filter
+from planner.filters import And, Compare, FilterError, IsIn, Like, Not, col
+from planner.filtertext import parse_filter
 
 pl = pytest.importorskip("polars")
 

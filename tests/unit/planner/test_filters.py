@@ -27,9 +27,9 @@ from planner.filters import (
     col,
     columns_of,
     matches,
-    parse_filter,
     zone_truth,
 )
+from planner.filtertext import parse_filter
 
 # ------------------------------------------------------------- grammar ---
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.filters import And, Compare, FilterError, IsIn, IsNull, Not, Or, col, matches
-from planner.filters import parse_filter as pf
+from planner.filtertext import parse_filter as pf
 from planner.partitions import (
     HIVE_NULL,
     PartitionColumn,

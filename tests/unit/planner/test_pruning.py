@@ -17,6 +17,7 @@ import csup_async
 from csup_async.format.colvalue import segment_stats
 from csup_async.model.errors import ColumnNotFoundError
 from planner import filters as F
+from planner.filtertext import parse_filter
 from planner.pruning import STATISTICS, file_truth, path_stats, prune_files
 from tests.support.rowpaths import named_by_no_row
 
@@ -174,7 +175,7 @@ async def test_dataset_scan_equals_the_filter_over_every_file(tmp_path: Path) ->
     async with csup_async.open_dataset(str(tmp_path)) as ds:
         for text in ["k > 95", "k < 0", "g.n = 3 and k >= 60", "k is null", "s startswith 'xx'",
                      "not (k < 140)", "k in (1, 149)"]:
-            f = F.parse_filter(text)
+            f = parse_filter(text)
             got = (await ds.scan(["k"], filter=text)).to_pylist()
             assert got == [{"k": r.get("k")} for r in flat if F.matches(f, r)], text
         plan = await ds.plan(["k"], filter="k > 95")
@@ -201,7 +202,7 @@ async def test_a_filter_that_does_not_fit_the_types_prunes_nothing(tmp_path: Pat
     p = tmp_path / "f.csup"
     p.write_bytes(_write([{"id": 1}]))
     async with csup_async.open(str(p)) as r:
-        assert file_truth(r.meta, F.parse_filter(text), segment_stats) is F.Truth.MAYBE
+        assert file_truth(r.meta, parse_filter(text), segment_stats) is F.Truth.MAYBE
 
 
 async def test_fields_reached_through_errors_unions_and_names_are_not_pruned(

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async import ColumnNotFoundError
-from planner.filters import FilterError, col, matches, parse_filter
+from planner.filters import FilterError, col, matches
+from planner.filtertext import parse_filter
 from tests.support.rowpaths import named_by_no_row
 
 rows_st = st.lists(st.fixed_dictionaries(

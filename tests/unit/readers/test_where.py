@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import csup_async
 from csup_async import ColumnNotFoundError
 from csup_async.cli import EXIT_USAGE, main
-from planner.filters import FilterError, matches, parse_filter
+from planner.filters import FilterError, matches
+from planner.filtertext import parse_filter
 from tests.support.rowpaths import named_by_no_row
 
 rows_st = st.lists(st.fixed_dictionaries(

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 import csup_async
 from csup_async import RowSelectionError
 from csup_async.datasets.dataset import Dataset
-from planner.filters import col, matches, parse_filter
+from planner.filters import col, matches
+from planner.filtertext import parse_filter
 
 SHAPES = {  # files of different shapes in one dataset
     "a.csup": [{"x": i, "y": "ab"[i % 2]} for i in range(40)],

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import csup_async
 from csup_async.stores.local import LocalStore
-from planner.filters import matches, parse_filter
+from planner.filters import matches
+from planner.filtertext import parse_filter
 from tests.support.rowpaths import named_by_no_row
 from tests.support.shapes import shape_rows, write_shapes
 
