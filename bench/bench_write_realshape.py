@@ -58,6 +58,10 @@ def _cases(paths: dict[str, Path], out: Path) -> dict[str, list[str]]:
     cli = [PY, "-m", "csup_async.cli"]
     cases = {
         "ndjson->csup csup-async": [*cli, "convert", nd, str(out / "a.csup")],
+        "ndjson->csup csup-async --target super": [*cli, "convert", "--target", "super", nd,
+                                                   str(out / "a23.csup")],
+        "ndjson->csup csup-async --target csup-async": [
+            *cli, "convert", "--target", "csup-async", nd, str(out / "a1.csup")],
         "ndjson->parquet polars": [PY, "-c", "import polars as pl, sys; "
                                    "pl.read_ndjson(sys.argv[1]).write_parquet(sys.argv[2])",
                                    nd, str(out / "b.parquet")],
@@ -78,6 +82,12 @@ RATIOS = [
      "ndjson->parquet polars", "wall", 1.0),
     ("NDJSON->CSUP peak RSS / polars", "ndjson->csup csup-async",
      "ndjson->parquet polars", "rss", 1.0),
+    ("NDJSON->CSUP --target super time / polars", "ndjson->csup csup-async --target super",
+     "ndjson->parquet polars", "wall", 1.0),
+    ("NDJSON->CSUP --target super peak RSS / polars", "ndjson->csup csup-async --target super",
+     "ndjson->parquet polars", "rss", 1.0),
+    ("NDJSON->CSUP --target csup-async time / polars",
+     "ndjson->csup csup-async --target csup-async", "ndjson->parquet polars", "wall", 1.0),
     ("NDJSON->CSUP time / super main NDJSON->CSUP", "ndjson->csup csup-async",
      "ndjson->csup super main", "wall", None),
     ("CSUP->CSUP --copy / re-encoding convert", "csup->csup csup-async --copy",

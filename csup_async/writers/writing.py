@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ..model.errors import ArgumentError, CsupError, EncodeError
+from .targets.output import open_writer
 from .write_inputs import writable
-from .writer import Writer
 
 __all__ = ["WRITER_OPTIONS", "write", "write_bytes"]
 
@@ -269,7 +269,7 @@ def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
                 fuse: bool, infer_times: bool) -> int:
     from .pyrows import write_rows
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_rows(w, rows, fuse, infer_times)
     return w.rows
 
@@ -278,13 +278,13 @@ def _write_json(f: BinaryIO, data: Any, options: dict[str, Any], fuse: bool,
                 infer_times: bool) -> int:
     from .ndjson import write_ndjson
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_ndjson(w, data.path, fuse=fuse, infer_times=infer_times, on_rows=data.on_rows)
     return w.rows
 
 
 def _write_each(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         for v in rows:
             w.write(v)
     return w.rows
