@@ -47,6 +47,37 @@ _FLOATS = frozenset("float16 float32 float64".split())
 BYTES_T = rows23.BYTES_T
 
 
+def _load_intcomp() -> Callable[[Any, int], bytes] | None:
+    try:
+        from ._wkernels import intcomp
+    except ImportError:
+        return None
+    return intcomp  # type: ignore[no-any-return]
+
+
+_INTCOMP = _load_intcomp()
+
+
+def encode_intcomp(values: np.ndarray, width: int) -> bytes:
+    """``values`` in SuperDB's intcomp blocks: the writer's C loop, or the numpy
+    reference (:func:`csup_async.format.superdb.intcomp.encode`, the same bytes)."""
+    if _INTCOMP is None:
+        return rows23.intcomp.encode(values, width)
+    v = np.ascontiguousarray(values)
+    if v.dtype != np.uint64:
+        v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype.kind == "i" else (
+            v.astype(np.uint64))
+    return _INTCOMP(v, width)
+
+
+class Ctx(rows23.Ctx):
+    """:class:`superdb23.Ctx` with its integer segments in C."""
+
+    def uint32s(self, vals: Any) -> dict[str, int]:
+        arr = np.asarray(vals, dtype=np.uint64)
+        return self.seg(encode_intcomp(arr, 32), 4 * arr.size if arr.size else 0)
+
+
 class _NoVector(Exception):
     """A super type this module has no vectors for (its rows take the row builders)."""
 
@@ -94,9 +125,9 @@ class _Int(_Prim):
         super()._add(values.astype(np.int64 if self.signed else np.uint64, copy=False), ok,
                      offsets)
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         arr = _concat(self.parts, np.int64 if self.signed else np.uint64)
-        seg = c.seg(rows23.intcomp.encode(arr, 64), 8 * arr.size)
+        seg = c.seg(encode_intcomp(arr, 64), 8 * arr.size)
         lo = int(arr.min()) if arr.size else 0
         hi = int(arr.max()) if arr.size else 0
         return c.enter("Int" if self.signed else "Uint", {
@@ -107,7 +138,7 @@ class _Float(_Prim):
     def _add(self, values: np.ndarray, ok: np.ndarray | None, offsets: Any) -> None:
         super()._add(values.astype("<f8", copy=False), ok, offsets)
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         arr = _concat(self.parts, np.dtype("<f8"))
         seg = c.seg(arr.tobytes(), compress=True)
         lo = float(np.min(arr)) if arr.size else 0.0
@@ -117,7 +148,7 @@ class _Float(_Prim):
 
 
 class _Bool(_Prim):
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         vals = _concat(self.parts, np.bool_)
         n = vals.size
         bits = np.zeros(((n + 63) // 64) * 64, dtype=np.uint8)
@@ -142,7 +173,7 @@ class _Bytes(_Prim):
         self._add(data, ok, offsets)
         return ok
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         offs, data = _join_binary(self.parts)
         b = c.seg(data.tobytes(), compress=True)
         o = c.uint32s(offs)
@@ -172,8 +203,19 @@ def _join_binary(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
 
 def minmax_bytes(offs: np.ndarray, data: np.ndarray) -> tuple[bytes, bytes]:
     """The least and the greatest of the byte strings ``data[offs[i]:offs[i+1]]`` in
-    byte order (Go's ``bytes.Compare``), eight bytes at a time over the candidates
-    still tied, never a Python object per value."""
+    byte order (Go's ``bytes.Compare``): the writer's C loop, or without it eight bytes
+    at a time over the candidates still tied, never a Python object per value."""
+    try:
+        from ._wkernels import minmax
+    except ImportError:
+        minmax = None
+    if minmax is not None:
+        offs64 = np.ascontiguousarray(offs, np.int64)
+        found = minmax(np.ascontiguousarray(data, np.uint8), offs64, None)
+        if found is not None:
+            lo, hi = found
+            return (data[offs64[lo]: offs64[lo + 1]].tobytes(),
+                    data[offs64[hi]: offs64[hi + 1]].tobytes())
     starts, lens = offs[:-1].astype(np.int64), np.diff(offs).astype(np.int64)
     padded = np.concatenate((data, np.zeros(8, np.uint8)))
     out = []
@@ -218,7 +260,7 @@ class _NullCol:
     def mtype(self) -> Type:
         return NULL
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         return c.enter("Null", {"Count": self.n})
 
 
@@ -286,7 +328,7 @@ class _Slot:
         t = self.inner.mtype()
         return sort_union((t, NULL)) if self.nulls else t
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         if not self.nulls:
             return self.inner.emit(c)
         u = sort_union((self.inner.mtype(), NULL))
@@ -323,7 +365,7 @@ class _Record:
     def mtype(self) -> Type:
         return RecordType(tuple(rows23.Field(n, b.mtype()) for n, b in self.fields))
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         fields = [{"Name": n, "Values": b.emit(c)} for n, b in self.fields]
         return c.enter("Record", {"Length": self.n, "Fields": fields})
 
@@ -350,7 +392,7 @@ class _Array:
     def mtype(self) -> Type:
         return ArrayType(self.elem.mtype())
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         offs = np.zeros(self.n + 1, np.int64)
         if self.n:
             np.cumsum(_concat(self.lengths, np.int64), out=offs[1:])
@@ -414,7 +456,7 @@ class _Union:
     def mtype(self) -> Type:
         return sort_union(t for t, _ in self._types())
 
-    def emit(self, c: rows23.Ctx) -> int:
+    def emit(self, c: Ctx) -> int:
         ms = self._types()
         u = sort_union(t for t, _ in ms)
         if len(u.types) != len(ms):
@@ -571,7 +613,7 @@ class Writer23:
             self.fused = t if self.fused is None else rows23.fuse(self.fused, t)
 
     def _vector_object(self) -> tuple[bytes, list[Type]]:
-        c = rows23.Ctx()
+        c = Ctx()
         builders = [self._vec[t] for t in self._order]
         if len(builders) == 1:
             root = builders[0].emit(c)
@@ -606,7 +648,7 @@ class Writer23:
             self.close()
 
 
-def object_bytes(c: rows23.Ctx, root: int) -> bytes:
+def object_bytes(c: Ctx, root: int) -> bytes:
     """One object's bytes: header, metadata, typedefs, data (super main's layout)."""
     meta = c.metas.bytes()
     types = Stream()
