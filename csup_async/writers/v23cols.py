@@ -216,6 +216,11 @@ def minmax_bytes(offs: np.ndarray, data: np.ndarray) -> tuple[bytes, bytes]:
             lo, hi = found
             return (data[offs64[lo]: offs64[lo + 1]].tobytes(),
                     data[offs64[hi]: offs64[hi + 1]].tobytes())
+    return minmax_bytes_numpy(offs, data)
+
+
+def minmax_bytes_numpy(offs: np.ndarray, data: np.ndarray) -> tuple[bytes, bytes]:
+    """:func:`minmax_bytes` without the C loop."""
     starts, lens = offs[:-1].astype(np.int64), np.diff(offs).astype(np.int64)
     padded = np.concatenate((data, np.zeros(8, np.uint8)))
     out = []
@@ -516,8 +521,10 @@ class Writer23:
     segments are LZ4-compressed where that pays, as super does.
     """
 
-    def __init__(self, out: BinaryIO, *, max_object_rows: int = rows23.MAX_OBJECT_ROWS,
+    def __init__(self, out: BinaryIO, *, max_object_rows: int | None = None,
                  **_layout_options: Any) -> None:
+        if max_object_rows is None:
+            max_object_rows = rows23.MAX_OBJECT_ROWS
         if max_object_rows < 1:
             raise EncodeError("max_object_rows must be at least 1")
         self.out = out
@@ -551,12 +558,16 @@ class Writer23:
             raise CsupError("writer is closed")
         if batch.rows == 0:
             return
-        try:
-            builders = [self._builder(t) for t in batch.types]
+        try:  # new types in order of first appearance; _NoVector before any change
+            made = [(t, vector(t)) for t in _first_seen(batch) if t not in self._vec]
         except _NoVector:
             for v in _batch_values(batch):
                 self.write(v)
             return
+        for t, b in made:
+            self._vec[t] = b
+            self._order.append(t)
+        builders = [self._vec[t] for t in batch.types]
         if self._values:
             self._flush_object()
         index = np.array([self._order.index(t) for t in batch.types], np.int64)
@@ -567,14 +578,6 @@ class Writer23:
         self.rows += batch.rows
         if self._vec_rows >= self.max_object_rows:
             self._flush_object()
-
-    def _builder(self, t: Type) -> Any:
-        b = self._vec.get(t)
-        if b is None:
-            b = vector(t)  # _NoVector before any state changes
-            self._vec[t] = b
-            self._order.append(t)
-        return b
 
     # ------------------------------------------------------ value by value ---
     def write(self, value: Any) -> None:
@@ -646,6 +649,15 @@ class Writer23:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
+
+
+def _first_seen(batch: Batch) -> list[Type]:
+    """The batch's types in the order their first rows come (``types`` is in another)."""
+    if len(batch.types) == 1:
+        return list(batch.types)
+    _, first = np.unique(batch.row_types, return_index=True)
+    present = np.unique(batch.row_types)
+    return [batch.types[int(i)] for i in present[np.argsort(first, kind="stable")]]
 
 
 def object_bytes(c: Ctx, root: int) -> bytes:
