@@ -36,7 +36,7 @@ from .tagenc import (
     encode_varbinary,
     with_nulls,
 )
-from .targets.output import open_writer
+from .v23cols import open_writer
 
 __all__ = ["fast_writer", "write_arrow", "write_columns", "BATCH_ROWS", "encode_primitives"]
 

@@ -34,12 +34,24 @@ from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.bsup5w import Stream, encode_type_value
 from ..format.superdb.v23 import MAGIC, VERSION
 from ..model.errors import CsupError, EncodeError
-from ..model.types import NULL, ArrayType, PrimitiveType, RecordType, Type, UnionType
+from ..model.types import NULL, ArrayType, Field, PrimitiveType, RecordType, Type, UnionType
 from ..model.values import Value, infer_type
 from . import superdb23 as rows23
 from .batch import Arr, Batch, Node, Prim, Rec, Slot, UnionNode
 
-__all__ = ["Writer23"]
+__all__ = ["Writer23", "open_writer"]
+
+
+def open_writer(out: BinaryIO, *, target: str | None = "csup-async", **options: Any) -> Any:
+    """The writer core every input path feeds (``add_rows``, ``write``, ``write_body``):
+    this library's :class:`~csup_async.writers.writer.Writer`, or for ``super`` the
+    :class:`Writer23` that writes CSUP v23 straight from the same column batches."""
+    from .targets import resolve
+    from .writer import Writer
+
+    if resolve(target).name == "super":
+        return Writer23(out, **options)
+    return Writer(out, **options)
 
 _INTS = frozenset("int8 int16 int32 int64 duration time".split())
 _UINTS = frozenset("uint8 uint16 uint32 uint64".split())
@@ -368,7 +380,7 @@ class _Record:
         return self.n
 
     def mtype(self) -> Type:
-        return RecordType(tuple(rows23.Field(n, b.mtype()) for n, b in self.fields))
+        return RecordType(tuple(Field(n, b.mtype()) for n, b in self.fields))
 
     def emit(self, c: Ctx) -> int:
         fields = [{"Name": n, "Values": b.emit(c)} for n, b in self.fields]
@@ -604,7 +616,7 @@ class Writer23:
     # ------------------------------------------------------------ objects ---
     def _flush_object(self) -> None:
         if self._values:
-            obj, types = rows23._object(self._values)
+            obj, types = _row_object(self._values)
             self._values = []
         elif self._vec_rows:
             obj, types = self._vector_object()
@@ -649,6 +661,28 @@ class Writer23:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
+
+
+def _row_object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
+    """One object of values given one at a time, by :mod:`.superdb23`'s row builders
+    (grouped by type in order of first appearance, a Dynamic root over several)."""
+    groups: dict[Type, tuple[int, Any]] = {}
+    tags = np.zeros(len(rows), np.int64)
+    for r, (t, v) in enumerate(rows):
+        g = groups.get(t)
+        if g is None:
+            g = groups[t] = (len(groups), rows23.make(t))
+        tags[r] = g[0]
+        g[1].add(v)
+    c = rows23.Ctx()
+    builders = [b for _, b in groups.values()]
+    if len(builders) == 1:
+        root = builders[0].emit(c)
+    else:
+        seg = c.uint32s(tags)
+        ids = [b.emit(c) for b in builders]
+        root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": len(rows)})
+    return object_bytes(c, root), [b.mtype() for b in builders]
 
 
 def _first_seen(batch: Batch) -> list[Type]:

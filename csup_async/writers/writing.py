@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ..model.errors import ArgumentError, CsupError, EncodeError
-from .targets.output import open_writer
+from .v23cols import open_writer
 from .write_inputs import writable
 
 __all__ = ["WRITER_OPTIONS", "write", "write_bytes"]

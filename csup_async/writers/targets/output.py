@@ -1,8 +1,8 @@
 """Writing values for a target: its columnar layout, its BSUP version.
 
 Every input path of ``csup_async.write`` (Python rows, Arrow, numpy) ends in one
-writer core (:func:`open_writer`): this library's own, or for ``super`` the CSUP
-v23 writer fed the same column batches (:mod:`csup_async.writers.v23cols`).  For
+writer core (:func:`csup_async.writers.v23cols.open_writer`): this library's own,
+or for ``super`` the CSUP v23 writer fed the same column batches.  For
 ``super-0.3`` and ``zed-1.12`` the values the library's writer wrote are read back
 as exact ``Value``s and written again in the target's layout (:func:`transcoder`):
 one shredding path for every input, at the price of a temporary file of the
@@ -23,22 +23,7 @@ from ...model.types import Type
 from ...model.values import Value, infer_type
 from . import Target, resolve, v23_writer
 
-__all__ = ["transcoder", "write_bsup", "write_csup", "file_values", "open_writer"]
-
-
-def open_writer(out: BinaryIO, *, target: str | Target | None = "csup-async",
-                **options: Any) -> Any:
-    """The writer core every input path feeds (``add_rows``, ``write``, ``write_body``):
-    this library's :class:`~csup_async.writers.writer.Writer`, or for ``super`` the
-    :class:`~csup_async.writers.v23cols.Writer23` that writes CSUP v23 straight from
-    the same column batches."""
-    if resolve(target).name == "super":
-        from ..v23cols import Writer23
-
-        return Writer23(out, **options)
-    from ..writer import Writer
-
-    return Writer(out, **options)
+__all__ = ["transcoder", "write_bsup", "write_csup", "file_values"]
 
 
 def _pairs(values: Iterable[Any]) -> Iterator[tuple[Type, Any]]:
