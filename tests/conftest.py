@@ -76,3 +76,14 @@ def _fresh_endpoint_measurements() -> Iterator[None]:
 
     forget()
     yield
+
+
+@pytest.fixture
+def own_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written with no ``target=`` are in this library's own layout (``csup-async``):
+    for tests of what only that layout has (segment statistics and cuts, checksums,
+    typed nulls, the trailer, the per-value writer's bytes).  The default target is
+    ``super`` (CSUP v23); tests about values leave it so."""
+    from csup_async.writers import targets
+
+    monkeypatch.setattr(targets, "DEFAULT_TARGET", "csup-async")

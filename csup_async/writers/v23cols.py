@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..decode.kernels import decode_primitive, decode_varbinary, take_binary
-from ..format.bsup import decode_value
+from ..format.bsup import check_type, decode_value
 from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.bsup5w import Stream, encode_type_value
 from ..format.superdb.v23 import MAGIC, VERSION
@@ -549,6 +549,7 @@ class Writer23:
         self._tags: list[np.ndarray] = []
         self._vec_rows = 0
         self._values: list[tuple[Type, Any]] = []
+        self._last: Type | None = None  # the last row's type, checked
         self._closed = False
 
     # --------------------------------------------------------- bulk input ---
@@ -571,7 +572,7 @@ class Writer23:
         if batch.rows == 0:
             return
         try:  # new types in order of first appearance; _NoVector before any change
-            made = [(t, vector(t)) for t in _first_seen(batch) if t not in self._vec]
+            made = [(t, vector(_checked(t))) for t in _first_seen(batch) if t not in self._vec]
         except _NoVector:
             for v in _batch_values(batch):
                 self.write(v)
@@ -608,6 +609,8 @@ class Writer23:
             raise CsupError("writer is closed")
         if self._vec_rows:
             self._flush_object()
+        if t is not self._last:
+            self._last = _checked(t)
         self._values.append((t, v))
         self.rows += 1
         if len(self._values) >= self.max_object_rows:
@@ -683,6 +686,13 @@ def _row_object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
         ids = [b.emit(c) for b in builders]
         root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": len(rows)})
     return object_bytes(c, root), [b.mtype() for b in builders]
+
+
+def _checked(t: Type) -> Type:
+    """``t``, or the EncodeError every writer gives for a type no reader could read (a
+    field name twice, a surrogate in a name...)."""
+    check_type(t, f"super type {str(t)[:60]}")
+    return t
 
 
 def _first_seen(batch: Batch) -> list[Type]:

@@ -59,7 +59,7 @@ def v23_writer() -> object | None:
 
 #: This library's own layout (segment statistics and checksums); ``target="super"`` for
 #: files super main reads.
-DEFAULT_TARGET = "csup-async"
+DEFAULT_TARGET = "super"
 
 
 def resolve(name: str | Target | None) -> Target:

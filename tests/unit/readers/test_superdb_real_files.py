@@ -183,7 +183,7 @@ def test_cli_scan_columns():
 def test_cli_inspect_names_the_writer_and_version():
     done = _cli("inspect", str(DATA / "objects.csup"))
     assert done.returncode == 0, done.stderr
-    assert "written by super v0.3.0, header version 16" in done.stdout
+    assert "the layout of super v0.3.0 (target super-0.3), header version 16" in done.stdout
     assert "objects: 3" in done.stdout and "rows: 250,000" in done.stdout
     doc = json.loads(_cli("inspect", "--json", str(DATA / "nested.csup")).stdout)
     assert doc["writer"] == "super v0.3.0" and doc["version"] == 16 and doc["rows"] == 300
