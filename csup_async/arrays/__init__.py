@@ -56,10 +56,18 @@ from ..model.values import UnionValue
 from .arrow import MissingDependencyError
 from .buffers import group_ranks, range_indices
 from .combine import combine, gather
-from .folding import fold_nulls
 from .from_python import from_pylist
-from .model import Array, ArrayIndexError, BinaryArray, NullArray, PrimitiveArray
-from .nested import ListArray, MapArray, StructArray, UnionArray, concat, null_array
+from .model import Array, ArrayIndexError, BinaryArray, PrimitiveArray
+from .nested import (
+    ListArray,
+    MapArray,
+    NullArray,
+    StructArray,
+    UnionArray,
+    concat,
+    fold_nulls,
+    null_array,
+)
 
 __all__ = [
     "Array", "PrimitiveArray", "BinaryArray", "NullArray", "ListArray", "MapArray",

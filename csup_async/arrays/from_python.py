@@ -40,8 +40,8 @@ from ..model.types import (
 )
 from ..model.values import UnionValue
 from .buffers import offsets_from_lengths
-from .model import Array, BinaryArray, NullArray, PrimitiveArray
-from .nested import ListArray, MapArray, StructArray, UnionArray
+from .model import Array, BinaryArray, PrimitiveArray
+from .nested import ListArray, MapArray, NullArray, StructArray, UnionArray
 
 
 def _is_int(v: Any) -> bool:

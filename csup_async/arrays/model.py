@@ -1,6 +1,8 @@
-"""The array model: one class per shape of data (primitive, binary, null, list, map,
-struct, union), immutable, every row-moving operation vectorised, and the folding
-of null-only union members (see the package docstring for the Python mapping)."""
+"""The array model: one class per shape of data, immutable, every row-moving operation
+vectorised (see the package docstring for the Python mapping).  Here: the Array every
+array is and the flat ones (primitive, binary); the null, list, map, struct and union
+arrays, :func:`~.nested.concat` and the folding of null-only union members are in
+:mod:`.nested`."""
 
 from __future__ import annotations
 
@@ -110,9 +112,7 @@ class Array:
     def to_numpy(self) -> np.ndarray:
         """An object array of the Python values (fixed-width primitives override this);
         a union that :func:`fold_nulls` reduces to one type gives that type's array."""
-        from .folding import fold_nulls  # folding builds arrays of these classes
-
-        folded = fold_nulls(self)
+        folded = self._fold()
         # a rebuilt array of the same type (a list of an unfoldable union) would fold
         # again forever: only a change of type can reach a faster conversion
         if folded.type != self.type:
@@ -124,9 +124,12 @@ class Array:
 
         ``fold`` (default) first merges union members that only hold nulls of a
         sibling's shape (``[null]`` beside ``[string]``) into it: :func:`fold_nulls`."""
-        from .folding import fold_nulls  # folding builds arrays of these classes
+        return export(self._fold() if fold else self)
 
-        return export(fold_nulls(self) if fold else self)
+    def _fold(self) -> Array:
+        """This array with null-only union members folded (:func:`fold_nulls`): only the
+        nested arrays have any, and override this."""
+        return self
 
     def take(self, indices: Any) -> Array:
         """Rows ``indices`` (negative counts from the end), in that order."""
@@ -375,42 +378,3 @@ class BinaryArray(Array):
                            utf8_checked=all(a.utf8_checked for a in arrays))
 
 
-class NullArray(Array):
-    """``length`` nulls: the null type, or any type whose every value is null."""
-
-    __slots__ = ()
-    kind = "null"
-
-    def __init__(self, length: int, type: Type = NULL) -> None:
-        length = operator.index(length)
-        if length < 0:
-            raise FormatError(f"negative length {length}")
-        self.type = type
-        self._len = length
-        # a zero-strided view: no memory, and read-only by construction
-        self.validity = np.broadcast_to(np.False_, (length,)) if length else None
-
-    def to_pylist(self, typed: bool = False) -> list[Any]:
-        return [None] * self._len
-
-    def with_type(self, t: Type) -> Array:
-        return NullArray(self._len, t)
-
-    def concrete(self) -> Array:
-        """These nulls as the array class of their type's shape (see :func:`null_array`)."""
-        from .nested import null_array  # the nested classes build on these
-
-        return self if phys(self.type) == NULL else null_array(self.type, self._len)
-
-    def _take(self, idx: np.ndarray) -> Array:
-        return NullArray(idx.size, self.type)
-
-    def _slice(self, start: int, stop: int) -> Array:
-        return NullArray(stop - start, self.type)
-
-    def _expand(self, mask: np.ndarray) -> Array:
-        return NullArray(mask.size, self.type)
-
-    @classmethod
-    def _concat(cls, t: Type, arrays: list[Any]) -> Array:
-        return NullArray(sum(len(a) for a in arrays), t)

@@ -1,7 +1,7 @@
 """Unions made into one Arrow-loadable type (``to_arrow``'s default, ``unions="struct"``).
 
 Data of many super types reads as unions: exact, but an Arrow dense union is
-refused by pandas and polars.  Here, after :func:`~.folding.fold_nulls`:
+refused by pandas and polars.  Here, after :func:`~.nested.fold_nulls`:
 
 - records unify by field name (first seen order); a field a record lacks is null;
 - arrays (and sets) unify their elements the same way;
@@ -45,9 +45,17 @@ from ..model.types import (
     Type,
     UnionType,
 )
-from .folding import has_union
-from .model import Array, NullArray, PrimitiveArray
-from .nested import ListArray, MapArray, StructArray, UnionArray, concat, null_array
+from .model import Array, PrimitiveArray
+from .nested import (
+    ListArray,
+    MapArray,
+    NullArray,
+    StructArray,
+    UnionArray,
+    concat,
+    has_union,
+    null_array,
+)
 
 __all__ = ["unify", "UNION_MODES", "TAG_FIELD"]
 

@@ -1,9 +1,11 @@
-"""The column walker's cursors over one stream: the Cursor every node is, the cursors of
-lengths, tags and presence runs, and those of primitive values (whole segments, slices
-decoded on demand, dictionaries, constants and opaque bodies)."""
+"""The column walker's cursors over one stream: a stream's undelivered values (Chunks),
+the Cursor every node is, the cursors of lengths, tags and presence runs, and those of
+primitive values (whole segments, slices decoded on demand, dictionaries, constants and
+opaque bodies)."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,8 @@ from .memory import pages
 from .pool import decode_pool
 from .streams import (
     Build,
+    Skipped,
     Stream,
-    _Chunks,
     decode_any,
     decode_int32s,
     decode_selectors,
@@ -38,11 +40,123 @@ from .streams import (
 FEW_RUNS = 8
 
 
+def _cut(part: Any, start: int, stop: int) -> Any:
+    return part[start:stop] if isinstance(part, np.ndarray) else part.slice(start, stop)
+
+
+class Chunks:
+    """The undelivered values of one stream, a decoded segment at a time."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.pending: collections.deque[Any] = collections.deque()
+        self.avail = 0
+        self.pos = 0  # values of pending[0] already handed out or skipped
+
+    def _pull(self) -> bool:
+        while True:
+            part = self.stream.next()
+            if part is None:
+                return False
+            if len(part):
+                self.pending.append(part)
+                self.avail += len(part)
+                return True
+
+    def skip(self, n: int) -> None:
+        """Drop the next ``n`` values (skipped segments are dropped without reading)."""
+        while n:
+            if not self.pending and not self._pull():
+                raise FormatError(f"a column stream ended {n} values early")
+            left = len(self.pending[0]) - self.pos
+            if left <= n:
+                self.pending.popleft()
+                self.pos = 0
+                self.avail -= left
+                n -= left
+            else:
+                self.pos += n
+                self.avail -= n
+                n = 0
+
+    def take(self, n: int, exact: bool = True) -> list[Any]:
+        while self.avail < n:
+            if not self._pull():
+                if exact:
+                    raise FormatError(f"a column stream ended {n - self.avail} values early")
+                n = self.avail
+                break
+        out: list[Any] = []
+        need = n
+        while need:
+            head = self.pending[0]
+            # the head's first ``pos`` values are used: cut, never re-sliced per step, so
+            # many small takes and skips (a row selection) cost what they hand out
+            size = len(head)
+            if size - self.pos <= need:
+                out.append(head if not self.pos else _cut(head, self.pos, size))
+                self.pending.popleft()
+                need -= size - self.pos
+                self.pos = 0
+            else:
+                out.append(_cut(head, self.pos, self.pos + need))
+                self.pos += need
+                need = 0
+        self.avail -= n
+        if any(isinstance(p, Skipped) for p in out):
+            raise FormatError("a row selection reached values of a segment it did not read")
+        return out
+
+    def gather(self, n: int, idx: np.ndarray) -> list[Any]:
+        """Consume the next ``n`` values and return the parts holding positions ``idx``
+        (sorted, distinct, each below ``n``) of them: one binary search and one take per
+        decoded segment, a slice where the positions in it are consecutive.  A segment
+        no position falls in is dropped unread (a skipped one, never fetched)."""
+        out: list[Any] = []
+        base = 0  # position (within the n) of the first value not yet passed
+        lo = 0
+        m = int(idx.size)
+        while base < n:
+            if not self.pending and not self._pull():
+                raise FormatError(f"a column stream ended {n - base} values early")
+            head = self.pending[0]
+            have = min(len(head) - self.pos, n - base)
+            hi = lo if lo >= m else int(np.searchsorted(idx, base + have, "left"))
+            if hi > lo:
+                if isinstance(head, Skipped):
+                    raise FormatError("a row selection reached values of a segment it did "
+                                      "not read")
+                first, last = int(idx[lo]), int(idx[hi - 1])
+                shift = self.pos - base
+                if last - first == hi - lo - 1:  # consecutive: a slice, no copy
+                    out.append(_cut(head, first + shift, last + shift + 1))
+                else:
+                    local = idx[lo:hi] + shift if shift else idx[lo:hi]
+                    out.append(head[local] if isinstance(head, np.ndarray)
+                               else head._take(local))
+                lo = hi
+            if self.pos + have == len(head):
+                self.pending.popleft()
+                self.pos = 0
+            else:
+                self.pos += have
+            self.avail -= have
+            base += have
+        return out
+
+    def finish(self, what: str) -> None:
+        if self.avail or self._pull():
+            extra = self.avail
+            while self._pull():
+                extra = self.avail
+            raise FormatError(f"{what} holds {extra} more values than the rows need")
+
+
 class Int32Cursor:
     """Lengths, union tags or super IDs."""
 
     def __init__(self, b: Build, segmap: Segmap, what: str) -> None:
-        self.chunks = _Chunks(Stream(b, segmap, decode_int32s))
+        self.chunks = Chunks(Stream(b, segmap, decode_int32s))
         self.what = what
 
     def take(self, n: int, exact: bool = True) -> np.ndarray:
@@ -241,7 +355,7 @@ class PrimCursor(Cursor):
     def __init__(self, b: Build, t: PrimitiveType | EnumType, segmap: Segmap) -> None:
         super().__init__(b)
         self.t = t
-        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_values(t, data),
+        self.chunks = Chunks(Stream(b, segmap, lambda data: decode_values(t, data),
                                      selectable=True))
 
     def skip(self, n: int) -> None:
@@ -274,7 +388,7 @@ class DictCursor(PrimCursor):
         Cursor.__init__(self, b)
         self.t = t  # type: ignore[assignment]
         values = dictionary_values(t, entries)
-        self.chunks = _Chunks(Stream(b, segmap, lambda data: values.take(
+        self.chunks = Chunks(Stream(b, segmap, lambda data: values.take(
             decode_selectors(data, len(values)).astype(np.intp)), selectable=True))
 
 
@@ -284,7 +398,7 @@ class BodiesCursor(PrimCursor):
     def __init__(self, b: Build, t: Type, segmap: Segmap) -> None:
         Cursor.__init__(self, b)
         self.t = t  # type: ignore[assignment]
-        self.chunks = _Chunks(Stream(b, segmap, lambda data: decode_any(t, data),
+        self.chunks = Chunks(Stream(b, segmap, lambda data: decode_any(t, data),
                                      selectable=True))
 
 

@@ -4,17 +4,15 @@ segments (a GroupJob), whose decoded values the consumer takes once they are in.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..format.meta import Segment
 from ..stores import Store
-
-if TYPE_CHECKING:
-    from .fetch import SegmentSource
 
 Decoder = Callable[[Any], Any]
 """Decompressed segment bytes in, the segment's decoded values out (runs in the pool)."""
@@ -50,13 +48,22 @@ class Target:
     available: tuple[tuple[int, Any], ...] = ()  # (offset, bytes): the tail read and others
 
 
+class JobSource(Protocol):
+    """What a Job needs of the source it was registered with (a fetch.SegmentSource)."""
+
+    eager: bool
+    cond: threading.Condition
+
+    def taken(self, job: Job) -> None: ...
+
+
 class Job:
     """One consumer's read of one segment: its decoded values, once ``done``."""
 
     __slots__ = ("ahead", "decode", "done", "error", "reqs", "seg", "sent", "source", "value",
                  "wanted")
 
-    def __init__(self, source: SegmentSource, seg: Segment, decode: Decoder) -> None:
+    def __init__(self, source: JobSource, seg: Segment, decode: Decoder) -> None:
         self.source = source
         self.seg = seg
         self.decode = decode

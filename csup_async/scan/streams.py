@@ -1,11 +1,10 @@
 """Segment streams for the column walker: the decoders of one segment's values, what building
-a cursor tree needs (Build), and a column stream's decoded segments in order (Stream), cut
-into the chunks a cursor takes values from."""
+a cursor tree needs (Build), and a column stream's decoded segments in order (Stream), which
+a cursor takes values from (:class:`~.cursors.Chunks`)."""
 
 from __future__ import annotations
 
-import collections
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,9 +25,6 @@ from ..model.types import (
 from .fetch import SegmentSource
 from .jobs import Decoder, Job
 from .options import Limits
-
-if TYPE_CHECKING:
-    from .cursors import Cursor
 
 _VECTOR = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "time",
            "duration", "float16", "float32", "float64", "bool", "string", "bytes"}
@@ -72,6 +68,12 @@ def decode_int32s(stream: Any) -> np.ndarray:
 
 # ---------------------------------------------------------------- streams ---
 
+class Claimant(Protocol):
+    """A node of the cursor tree as the caps see it: the values it has handed out."""
+
+    claimed: int
+
+
 class Build:
     """What building a cursor tree needs: the source, the caps, how far to decode ahead,
     and whether primitive values are decoded a slice at a time (``lazy``, batches) or
@@ -88,7 +90,7 @@ class Build:
         # others are skipped() over by their count, never fetched (read/selection.py)
         self.keep = keep or {}
 
-    def claim(self, node: Cursor, n: int) -> None:
+    def claim(self, node: Claimant, n: int) -> None:
         """Count ``n`` values a node hands out against the caps (LimitError past one)."""
         node.claimed += n
         if node.claimed > self.limits.max_rows:
@@ -154,118 +156,6 @@ class Stream:
         self.jobs[i] = None
         self.next_index = i + 1
         return job.take()
-
-
-def _cut(part: Any, start: int, stop: int) -> Any:
-    return part[start:stop] if isinstance(part, np.ndarray) else part.slice(start, stop)
-
-
-class _Chunks:
-    """The undelivered values of one stream, a decoded segment at a time."""
-
-    def __init__(self, stream: Stream) -> None:
-        self.stream = stream
-        self.pending: collections.deque[Any] = collections.deque()
-        self.avail = 0
-        self.pos = 0  # values of pending[0] already handed out or skipped
-
-    def _pull(self) -> bool:
-        while True:
-            part = self.stream.next()
-            if part is None:
-                return False
-            if len(part):
-                self.pending.append(part)
-                self.avail += len(part)
-                return True
-
-    def skip(self, n: int) -> None:
-        """Drop the next ``n`` values (skipped segments are dropped without reading)."""
-        while n:
-            if not self.pending and not self._pull():
-                raise FormatError(f"a column stream ended {n} values early")
-            left = len(self.pending[0]) - self.pos
-            if left <= n:
-                self.pending.popleft()
-                self.pos = 0
-                self.avail -= left
-                n -= left
-            else:
-                self.pos += n
-                self.avail -= n
-                n = 0
-
-    def take(self, n: int, exact: bool = True) -> list[Any]:
-        while self.avail < n:
-            if not self._pull():
-                if exact:
-                    raise FormatError(f"a column stream ended {n - self.avail} values early")
-                n = self.avail
-                break
-        out: list[Any] = []
-        need = n
-        while need:
-            head = self.pending[0]
-            # the head's first ``pos`` values are used: cut, never re-sliced per step, so
-            # many small takes and skips (a row selection) cost what they hand out
-            size = len(head)
-            if size - self.pos <= need:
-                out.append(head if not self.pos else _cut(head, self.pos, size))
-                self.pending.popleft()
-                need -= size - self.pos
-                self.pos = 0
-            else:
-                out.append(_cut(head, self.pos, self.pos + need))
-                self.pos += need
-                need = 0
-        self.avail -= n
-        if any(isinstance(p, Skipped) for p in out):
-            raise FormatError("a row selection reached values of a segment it did not read")
-        return out
-
-    def gather(self, n: int, idx: np.ndarray) -> list[Any]:
-        """Consume the next ``n`` values and return the parts holding positions ``idx``
-        (sorted, distinct, each below ``n``) of them: one binary search and one take per
-        decoded segment, a slice where the positions in it are consecutive.  A segment
-        no position falls in is dropped unread (a skipped one, never fetched)."""
-        out: list[Any] = []
-        base = 0  # position (within the n) of the first value not yet passed
-        lo = 0
-        m = int(idx.size)
-        while base < n:
-            if not self.pending and not self._pull():
-                raise FormatError(f"a column stream ended {n - base} values early")
-            head = self.pending[0]
-            have = min(len(head) - self.pos, n - base)
-            hi = lo if lo >= m else int(np.searchsorted(idx, base + have, "left"))
-            if hi > lo:
-                if isinstance(head, Skipped):
-                    raise FormatError("a row selection reached values of a segment it did "
-                                      "not read")
-                first, last = int(idx[lo]), int(idx[hi - 1])
-                shift = self.pos - base
-                if last - first == hi - lo - 1:  # consecutive: a slice, no copy
-                    out.append(_cut(head, first + shift, last + shift + 1))
-                else:
-                    local = idx[lo:hi] + shift if shift else idx[lo:hi]
-                    out.append(head[local] if isinstance(head, np.ndarray)
-                               else head._take(local))
-                lo = hi
-            if self.pos + have == len(head):
-                self.pending.popleft()
-                self.pos = 0
-            else:
-                self.pos += have
-            self.avail -= have
-            base += have
-        return out
-
-    def finish(self, what: str) -> None:
-        if self.avail or self._pull():
-            extra = self.avail
-            while self._pull():
-                extra = self.avail
-            raise FormatError(f"{what} holds {extra} more values than the rows need")
 
 
 def decode_any(t: Type, stream: Any) -> A.Array:

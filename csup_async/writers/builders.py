@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..format.bsup import (
     UNION_TAG_SIGNED,
     decode_int,
@@ -36,13 +34,10 @@ from ..model.types import (
     UnionType,
 )
 from .batch import Arr, ErrNode, MapNode, Node, Prim, Rec, Slot, UnionNode
-from .segments import Runs, Stream
-
-if TYPE_CHECKING:
-    from .writer import Writer
+from .segments import Runs, SegmentSink, Stream
 
 
-class _Builder:
+class ColumnBuilder:
     """Shreds the values of one type into its column streams.
 
     Values arrive either where a presence column covers nulls (record fields:
@@ -51,7 +46,7 @@ class _Builder:
     null of a complex type gets this builder's own presence runs).
     """
 
-    def __init__(self, w: Writer, t: Type) -> None:
+    def __init__(self, w: SegmentSink, t: Type) -> None:
         self.w = w
         self.t = t
         self.nulls: Runs | None = None  # for null complex values no presence covers
@@ -130,8 +125,8 @@ class _Builder:
         raise NotImplementedError
 
 
-class _PrimitiveBuilder(_Builder):
-    def __init__(self, w: Writer, t: Type) -> None:
+class _PrimitiveBuilder(ColumnBuilder):
+    def __init__(self, w: SegmentSink, t: Type) -> None:
         super().__init__(w, t)
         self.stream = Stream(w, t)
 
@@ -159,8 +154,8 @@ class _PrimitiveBuilder(_Builder):
         return PrimitiveColumn(tuple(self.stream.segments))
 
 
-class _RecordBuilder(_Builder):
-    def __init__(self, w: Writer, t: RecordType) -> None:
+class _RecordBuilder(ColumnBuilder):
+    def __init__(self, w: SegmentSink, t: RecordType) -> None:
         super().__init__(w, t)
         self.fields = [(f.name, Runs(w), builder_for(w, f.type)) for f in t.fields]
 
@@ -205,8 +200,8 @@ class _RecordBuilder(_Builder):
         return RecordColumn(tuple(fields))
 
 
-class _ArrayBuilder(_Builder):
-    def __init__(self, w: Writer, t: ArrayType | SetType) -> None:
+class _ArrayBuilder(ColumnBuilder):
+    def __init__(self, w: SegmentSink, t: ArrayType | SetType) -> None:
         super().__init__(w, t)
         self.lengths = Stream(w, INT32)
         self.values = builder_for(w, t.elem)
@@ -234,8 +229,8 @@ class _ArrayBuilder(_Builder):
         return ArrayColumn(self.values.column(), tuple(self.lengths.segments))
 
 
-class _MapBuilder(_Builder):
-    def __init__(self, w: Writer, t: MapType) -> None:
+class _MapBuilder(ColumnBuilder):
+    def __init__(self, w: SegmentSink, t: MapType) -> None:
         super().__init__(w, t)
         self.lengths = Stream(w, INT32)
         self.keys = builder_for(w, t.key)
@@ -267,8 +262,8 @@ class _MapBuilder(_Builder):
         return MapColumn(self.keys.column(), self.values.column(), tuple(self.lengths.segments))
 
 
-class _UnionBuilder(_Builder):
-    def __init__(self, w: Writer, t: UnionType) -> None:
+class _UnionBuilder(ColumnBuilder):
+    def __init__(self, w: SegmentSink, t: UnionType) -> None:
         super().__init__(w, t)
         self.tags = Stream(w, INT32)
         self.members = [builder_for(w, m) for m in t.types]
@@ -308,10 +303,10 @@ class _UnionBuilder(_Builder):
         return UnionColumn(cols, tuple(self.tags.segments))
 
 
-class _ErrorBuilder(_Builder):
+class _ErrorBuilder(ColumnBuilder):
     """An error's column is its wrapped type's; a null error needs our nulls wrapper."""
 
-    def __init__(self, w: Writer, t: ErrorType) -> None:
+    def __init__(self, w: SegmentSink, t: ErrorType) -> None:
         super().__init__(w, t)
         self.inner = builder_for(w, t.inner)
 
@@ -333,7 +328,7 @@ class _ErrorBuilder(_Builder):
         return self.inner.column()
 
 
-def builder_for(w: Writer, t: Type) -> _Builder:
+def builder_for(w: SegmentSink, t: Type) -> ColumnBuilder:
     if isinstance(t, NamedType):
         return builder_for(w, t.inner)
     if isinstance(t, (PrimitiveType, EnumType)):

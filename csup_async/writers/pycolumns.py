@@ -1,7 +1,7 @@
 """Python values typed and shredded into columns, a chunk at a time (the rules are in
 :mod:`csup_async.writers.pyrows`): each value's exact class picks its kind, dicts become a
 column per key (records), lists one column of elements, and each column's values are
-encoded with numpy; anything else raises _Unhandled, for the per-value path."""
+encoded with numpy; anything else raises Unhandled, for the per-value path."""
 
 from __future__ import annotations
 
@@ -45,29 +45,29 @@ from .tagenc import (
 #: Distinct key tuples of the dicts of one column in a chunk handled here.
 _MAX_SHAPES = 64
 #: Nesting handled here; deeper values take the per-value path (which has its limits).
-_MAX_DEPTH = 32
+MAX_DEPTH = 32
 #: Distinct keys of the dicts of one column in a chunk fused here (fusing builds a
 #: column per key over all the dicts; more keys than this go value by value).
-_MAX_FUSED_KEYS = 512
+MAX_FUSED_KEYS = 512
 
-_NONE, _BOOL, _INT, _FLOAT, _STR, _BYTES, _DICT, _LIST, _TIME, _DUR = range(10)
+K_NONE, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_DICT, K_LIST, K_TIME, K_DUR = range(10)
 _KIND: dict[type, int] = {
-    type(None): _NONE, bool: _BOOL, np.bool_: _BOOL, int: _INT, np.int64: _INT,
-    float: _FLOAT, np.float64: _FLOAT, str: _STR, bytes: _BYTES, dict: _DICT,
-    list: _LIST, tuple: _LIST, np.datetime64: _TIME, np.timedelta64: _DUR,
+    type(None): K_NONE, bool: K_BOOL, np.bool_: K_BOOL, int: K_INT, np.int64: K_INT,
+    float: K_FLOAT, np.float64: K_FLOAT, str: K_STR, bytes: K_BYTES, dict: K_DICT,
+    list: K_LIST, tuple: K_LIST, np.datetime64: K_TIME, np.timedelta64: K_DUR,
     # Python's own (exact type: pandas' Timestamp, a subclass, keeps the per-value path)
-    _dt.datetime: _TIME, _dt.timedelta: _DUR,
+    _dt.datetime: K_TIME, _dt.timedelta: K_DUR,
 }
-_PRIM_TYPE = {_NONE: NULL, _BOOL: BOOL, _INT: INT64, _FLOAT: FLOAT64, _STR: STRING,
-              _BYTES: BYTES, _TIME: TIME, _DUR: DURATION}
+PRIM_TYPE = {K_NONE: NULL, K_BOOL: BOOL, K_INT: INT64, K_FLOAT: FLOAT64, K_STR: STRING,
+              K_BYTES: BYTES, K_TIME: TIME, K_DUR: DURATION}
 
 
-class _Unhandled(Exception):
+class Unhandled(Exception):
     """This chunk needs the per-value path."""
 
 
 @dataclass(frozen=True, slots=True)
-class _How:
+class How:
     """How values are typed: ``fuse`` (one fused type per column) and ``times``
     (a string column of RFC 3339 timestamps is a time column)."""
 
@@ -75,7 +75,7 @@ class _How:
     times: bool = False
 
 
-_EXACT = _How()
+_EXACT = How()
 #: RFC 3339 date-time (a Z or an offset is required; up to nanoseconds).
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(?P<frac>\d{1,9}))?"
@@ -84,16 +84,16 @@ _RFC3339 = re.compile(
 
 def _kind_of_type(t: Type) -> int:
     if isinstance(t, RecordType):
-        return _DICT
+        return K_DICT
     if isinstance(t, ArrayType):
-        return _LIST
-    for k, pt in _PRIM_TYPE.items():
+        return K_LIST
+    for k, pt in PRIM_TYPE.items():
         if pt == t:
             return k
-    raise _Unhandled(t)
+    raise Unhandled(t)
 
 
-def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Concatenated ``arange(s, s + n)`` for each (s, n)."""
     total = int(lengths.sum())
     if total == 0:
@@ -102,13 +102,13 @@ def _gather_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
-class _Column:
+class Column:
     """Values of one position (rows, a field, list elements), typed and shredded."""
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 how: _How = _EXACT) -> None:
-        if depth > _MAX_DEPTH:
-            raise _Unhandled("deep")
+                 how: How = _EXACT) -> None:
+        if depth > MAX_DEPTH:
+            raise Unhandled("deep")
         n = len(values)
         classes = list(map(type, values))
         try:
@@ -117,11 +117,11 @@ class _Column:
                 present = codes[:1]
             else:
                 codes = np.fromiter(map(_KIND.__getitem__, classes), np.int8, n)
-                present = np.flatnonzero(np.bincount(codes, minlength=len(_PRIM_TYPE) + 2))
+                present = np.flatnonzero(np.bincount(codes, minlength=len(PRIM_TYPE) + 2))
         except KeyError:
-            raise _Unhandled("class") from None
+            raise Unhandled("class") from None
         self.codes = codes
-        self.parts: dict[int, _Part] = {}
+        self.parts: dict[int, Part] = {}
         self.kind_pos = np.zeros(n, np.int64)  # position of each value within its kind
         self.types: list[Type] = []
         index: dict[Type, int] = {}
@@ -136,11 +136,11 @@ class _Column:
                 self.kind_pos[sel] = np.arange(sel.size, dtype=np.int64)
                 sub = [values[i] for i in sel.tolist()]
             part = _make_part(k, sub, depth, how)
-            if k == _STR and how.times and _TIME not in self.parts:
-                times = _times(sub)
+            if k == K_STR and how.times and K_TIME not in self.parts:
+                times = as_times(sub)
                 if times is not None:  # strings that are all timestamps: a time column
-                    part, k = times, _TIME
-                    codes[codes == _STR] = _TIME
+                    part, k = times, K_TIME
+                    codes[codes == K_STR] = K_TIME
             self.parts[k] = part
             local = np.array([index.setdefault(t, len(index)) for t in part.types], np.int64)
             if sel is None:
@@ -162,7 +162,7 @@ class _Column:
     def _union_node(self, sel: np.ndarray, t: UnionType) -> Node:
         """Fused values of several kinds: each the member of its kind."""
         codes = self.codes[sel]
-        tag_of = np.full(len(_PRIM_TYPE) + 2, -1, np.int64)
+        tag_of = np.full(len(PRIM_TYPE) + 2, -1, np.int64)
         # the kinds present (np.unique would import numpy.ma, 0.1 s, for its mask check)
         for k in np.flatnonzero(np.bincount(codes, minlength=tag_of.size)).tolist():
             tag_of[k] = member_slot(t.types, self.parts[k].types[0])
@@ -180,7 +180,7 @@ class _Column:
         if t == NULL:
             return Slot(n, None, Prim(encode_constant(None, n)))
         codes = self.codes[sel]
-        valid = codes != _NONE
+        valid = codes != K_NONE
         all_valid = bool(valid.all())
         dense = sel if all_valid else sel[valid]
         if isinstance(t, (RecordType, ArrayType, UnionType)):
@@ -194,7 +194,7 @@ class _Column:
                     Prim(with_nulls(node.values, None if all_valid else valid)))
 
 
-class _Part:
+class Part:
     """The values of one kind in a column: ``types`` and each value's ``ids``."""
 
     types: list[Type]
@@ -204,32 +204,32 @@ class _Part:
         raise NotImplementedError
 
 
-class _Fixed(_Part):
+class Fixed(Part):
     """Ints, floats, bools, times, durations: a numpy array of their values."""
 
     def __init__(self, kind: int, values: list[Any] | tuple[Any, ...]) -> None:
         self.kind = kind
-        self.types = [_PRIM_TYPE[kind]]
+        self.types = [PRIM_TYPE[kind]]
         self.ids = np.zeros(len(values), np.int64)
         try:
-            if kind == _INT:
+            if kind == K_INT:
                 self.values = np.array(values, dtype=np.int64)
-            elif kind == _FLOAT:
+            elif kind == K_FLOAT:
                 self.values = np.array(values, dtype=np.float64)
-            elif kind == _BOOL:
+            elif kind == K_BOOL:
                 self.values = np.array(values, dtype=np.bool_).astype(np.uint8)
             elif type(values[0]) in (_dt.datetime, _dt.timedelta):
                 self.values = _python_ns(values, kind)
             else:
                 self.values = numpy_ns(_exact_array(values, kind))
         except (OverflowError, TypeError, ValueError, CsupError):
-            raise _Unhandled("values") from None
+            raise Unhandled("values") from None
 
     def node(self, pos: np.ndarray, t: Type) -> Node:
         v = self.values if pos.size == self.values.size else self.values[pos]
-        if self.kind == _FLOAT:
+        if self.kind == K_FLOAT:
             return Prim(encode_fixed(v, 8))
-        if self.kind == _BOOL:
+        if self.kind == K_BOOL:
             return Prim(encode_fixed(v, 1))
         return Prim(encode_ints(v))
 
@@ -240,12 +240,12 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def _python_ns(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
     """Python datetimes (a naive one is UTC) or timedeltas as int64 nanoseconds, exactly
-    as the per-value path encodes each; _Unhandled for a mix with numpy's scalars or a
+    as the per-value path encodes each; Unhandled for a mix with numpy's scalars or a
     value beyond int64 (the per-value path then decides, as it always did)."""
-    want = _dt.datetime if kind == _TIME else _dt.timedelta
+    want = _dt.datetime if kind == K_TIME else _dt.timedelta
     if not all(type(v) is want for v in values):
-        raise _Unhandled("mixed")
-    if kind == _TIME:
+        raise Unhandled("mixed")
+    if kind == K_TIME:
         deltas = [(v if v.tzinfo is not None else v.replace(tzinfo=_dt.UTC)) - _EPOCH
                   for v in values]
     else:
@@ -253,23 +253,23 @@ def _python_ns(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
     ns = [(d.days * 86400 + d.seconds) * 1_000_000_000 + d.microseconds * 1000
           for d in deltas]
     if min(ns) < _INT64_MIN or max(ns) > _INT64_MAX:
-        raise _Unhandled("range")
+        raise Unhandled("range")
     return np.array(ns, dtype=np.int64)
 
 
 def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
-    """numpy datetime64/timedelta64 scalars as one array, or _Unhandled when numpy
+    """numpy datetime64/timedelta64 scalars as one array, or Unhandled when numpy
     would have wrapped one: ``np.array`` takes the finest unit of the values and
     converts coarser ones silently, so the result is checked against the same
     values converted to seconds (which cannot wrap in any realistic range)."""
     arr = np.array(values)
     unit, count = np.datetime_data(arr.dtype)
     if arr.dtype.kind not in "Mm" or count != 1:
-        raise _Unhandled("dtype")
+        raise Unhandled("dtype")
     per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}.get(unit)
     if per_second is None:  # minutes, hours, days, ...: conversions among them are exact
         if unit in ("ps", "fs", "as", "generic"):
-            raise _Unhandled("unit")
+            raise Unhandled("unit")
         return arr
     if per_second == 1:
         return arr
@@ -277,11 +277,11 @@ def _exact_array(values: list[Any] | tuple[Any, ...], kind: int) -> np.ndarray:
     raw = arr.view(np.int64)
     nat = raw == np.iinfo(np.int64).min
     if not np.array_equal(np.where(nat, 0, raw // per_second), np.where(nat, 0, secs)):
-        raise _Unhandled("units")
+        raise Unhandled("units")
     return arr
 
 
-class _Nulls(_Part):
+class Nulls(Part):
     def __init__(self, n: int) -> None:
         self.types = [NULL]
         self.ids = np.zeros(n, np.int64)
@@ -290,7 +290,7 @@ class _Nulls(_Part):
         return Prim(encode_constant(None, pos.size))
 
 
-class _VarBinary(_Part):
+class VarBinary(Part):
     """Strings (as UTF-8) and bytes, tag-encoded once for the whole column.
 
     Short ASCII strings (the usual column) are joined with a NUL before each,
@@ -300,14 +300,14 @@ class _VarBinary(_Part):
 
     def __init__(self, kind: int, values: list[Any] | tuple[Any, ...]) -> None:
         n = len(values)
-        self.types = [_PRIM_TYPE[kind]]
+        self.types = [PRIM_TYPE[kind]]
         self.ids = np.zeros(n, np.int64)
-        enc = self._short_ascii(values) if kind == _STR else None
+        enc = self._short_ascii(values) if kind == K_STR else None
         if enc is None:
             try:
-                blobs = list(map(str.encode, values)) if kind == _STR else values
+                blobs = list(map(str.encode, values)) if kind == K_STR else values
             except UnicodeEncodeError:
-                raise _Unhandled("surrogate") from None
+                raise Unhandled("surrogate") from None
             offsets = np.zeros(n + 1, np.int64)
             np.cumsum(np.fromiter(map(len, blobs), np.int64, n), out=offsets[1:])
             enc = encode_varbinary(offsets, np.frombuffer(b"".join(blobs), np.uint8))
@@ -335,10 +335,10 @@ class _VarBinary(_Part):
         ends = self.enc.ends
         starts = np.concatenate(([0], ends[:-1]))[pos]
         sizes = ends[pos] - starts
-        return Prim(Encoded(self.enc.data[_gather_ranges(starts, sizes)], np.cumsum(sizes)))
+        return Prim(Encoded(self.enc.data[gather_ranges(starts, sizes)], np.cumsum(sizes)))
 
 
-class _Records(_Part):
+class Records(Part):
     """Dicts with string keys, grouped by their key tuple; each key a column.
 
     Fusing, there is one group: a column per key over all the dicts (a dict
@@ -346,11 +346,11 @@ class _Records(_Part):
     """
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 how: _How = _EXACT) -> None:
+                 how: How = _EXACT) -> None:
         n = len(values)
         shapes: dict[tuple[str, ...], int] = {}
         keys_of = list(map(tuple, values))
-        self.fused: dict[str, _Column] | None = None
+        self.fused: dict[str, Column] | None = None
         if keys_of.count(keys_of[0]) == n:  # one shape: the usual input
             shapes[keys_of[0]] = 0
             shape_ids = np.zeros(n, np.int64)
@@ -358,17 +358,17 @@ class _Records(_Part):
             shape_ids = np.fromiter((shapes.setdefault(k, len(shapes)) for k in keys_of),
                                     np.int64, n)
             if len(shapes) > _MAX_SHAPES and not how.fuse:  # many: cheaper one by one
-                raise _Unhandled("shapes")
+                raise Unhandled("shapes")
         if how.fuse:
             self._fuse(values, shapes, depth, how)
             return
         self.group_pos = np.zeros(n, np.int64)
-        self.groups: dict[tuple[str, ...], list[_Column]] = {}
+        self.groups: dict[tuple[str, ...], list[Column]] = {}
         index: dict[Type, int] = {}
         self.ids = np.zeros(n, np.int64)
         for keys, g in shapes.items():
             if not all(isinstance(k, str) for k in keys):
-                raise _Unhandled("map")
+                raise Unhandled("map")
             if len(shapes) == 1:
                 rows = values
                 members = None
@@ -377,7 +377,7 @@ class _Records(_Part):
                 members = np.flatnonzero(shape_ids == g)
                 self.group_pos[members] = np.arange(members.size, dtype=np.int64)
                 rows = [values[i] for i in members.tolist()]
-            cols = [_Column(list(map(itemgetter(k), rows)), depth + 1, how) for k in keys]
+            cols = [Column(list(map(itemgetter(k), rows)), depth + 1, how) for k in keys]
             self.groups[keys] = cols
             local = self._row_types(keys, cols, len(rows), index)
             if members is None:
@@ -387,17 +387,17 @@ class _Records(_Part):
         self.types = list(index)
 
     def _fuse(self, values: list[Any] | tuple[Any, ...], shapes: dict[tuple[str, ...], int],
-              depth: int, how: _How) -> None:
+              depth: int, how: How) -> None:
         keys = dict.fromkeys(itertools.chain.from_iterable(shapes))
-        if len(keys) > _MAX_FUSED_KEYS:
-            raise _Unhandled("keys")
+        if len(keys) > MAX_FUSED_KEYS:
+            raise Unhandled("keys")
         if not all(isinstance(k, str) for k in keys):
-            raise _Unhandled("map")
+            raise Unhandled("map")
         if len(shapes) == 1:
-            self.fused = {k: _Column(list(map(itemgetter(k), values)), depth + 1, how)
+            self.fused = {k: Column(list(map(itemgetter(k), values)), depth + 1, how)
                           for k in keys}
         else:
-            self.fused = {k: _Column([v.get(k) for v in values], depth + 1, how)
+            self.fused = {k: Column([v.get(k) for v in values], depth + 1, how)
                           for k in keys}
         self.types = [RecordType(tuple(Field(k, c.fused) for k, c in self.fused.items()))]
         self.ids = np.zeros(len(values), np.int64)
@@ -410,7 +410,7 @@ class _Records(_Part):
             if col is None or f.type == NULL:
                 fields.append((False, None))
                 continue
-            valid = col.codes[pos] != _NONE
+            valid = col.codes[pos] != K_NONE
             if valid.all():
                 fields.append((True, col.node(pos, f.type)))
             elif not valid.any():
@@ -420,7 +420,7 @@ class _Records(_Part):
         return Rec(tuple(fields))
 
     @staticmethod
-    def _row_types(keys: tuple[str, ...], cols: list[_Column], n: int,
+    def _row_types(keys: tuple[str, ...], cols: list[Column], n: int,
                    index: dict[Type, int]) -> np.ndarray:
         """Each row's record type (as an index into ``index``)."""
         if not cols or all(len(c.types) == 1 for c in cols):
@@ -433,7 +433,7 @@ class _Records(_Part):
         span = 1
         for c in varied:
             if span * len(c.types) >= 1 << 62:
-                raise _Unhandled("too many shapes")
+                raise Unhandled("too many shapes")
             key += c.ids * span
             span *= len(c.types)
         if span <= max(4 * n, 1 << 16):
@@ -470,18 +470,18 @@ class _Records(_Part):
         return Rec(tuple(fields))
 
 
-class _Lists(_Part):
+class Lists(Part):
     """Lists and tuples: their lengths and one column of all their elements (fusing,
     one array type: of the elements' fused type)."""
 
     def __init__(self, values: list[Any] | tuple[Any, ...], depth: int,
-                 how: _How = _EXACT) -> None:
+                 how: How = _EXACT) -> None:
         n = len(values)
         self.lengths = np.fromiter(map(len, values), np.int64, n)
         self.starts = np.zeros(n, np.int64)
         if n:
             np.cumsum(self.lengths[:-1], out=self.starts[1:])
-        self.elems = _Column(list(itertools.chain.from_iterable(values)), depth + 1, how)
+        self.elems = Column(list(itertools.chain.from_iterable(values)), depth + 1, how)
         if how.fuse:
             self.types = [ArrayType(self.elems.fused)]
             self.ids = np.zeros(n, np.int64)
@@ -497,7 +497,7 @@ class _Lists(_Part):
         first = np.full(n, -1, np.int64)
         first[owner[::-1]] = eids[::-1]  # the last write wins: each list's first type
         if (first[owner] != eids).any():
-            raise _Unhandled("union")  # mixed element types: a union, per value
+            raise Unhandled("union")  # mixed element types: a union, per value
         elem_t = np.where(first >= 0, first, len(self.elems.types))
         elem_types = [*self.elems.types, NULL]
         index: dict[Type, int] = {}
@@ -509,24 +509,24 @@ class _Lists(_Part):
     def node(self, pos: np.ndarray, t: Type) -> Node:
         assert isinstance(t, ArrayType)
         lengths = self.lengths[pos]
-        elems = _gather_ranges(self.starts[pos], lengths)
+        elems = gather_ranges(self.starts[pos], lengths)
         return Arr(encode_ints(lengths), self.elems.slot(elems, t.elem))
 
 
 def _make_part(kind: int, values: list[Any] | tuple[Any, ...], depth: int,
-               how: _How) -> _Part:
-    if kind == _NONE:
-        return _Nulls(len(values))
-    if kind in (_STR, _BYTES):
-        return _VarBinary(kind, values)
-    if kind == _DICT:
-        return _Records(values, depth, how)
-    if kind == _LIST:
-        return _Lists(values, depth, how)
-    return _Fixed(kind, values)
+               how: How) -> Part:
+    if kind == K_NONE:
+        return Nulls(len(values))
+    if kind in (K_STR, K_BYTES):
+        return VarBinary(kind, values)
+    if kind == K_DICT:
+        return Records(values, depth, how)
+    if kind == K_LIST:
+        return Lists(values, depth, how)
+    return Fixed(kind, values)
 
 
-def _times(values: list[Any] | tuple[Any, ...]) -> _Part | None:
+def as_times(values: list[Any] | tuple[Any, ...]) -> Part | None:
     """Strings that are all RFC 3339 timestamps as a time part, or None (a month 13,
     a leap second, an offset beyond ±23:59: not timestamps; strings, as they were).
     The instant is exact: the offset is applied before the range is checked, and an
@@ -561,8 +561,8 @@ def _times(values: list[Any] | tuple[Any, ...]) -> _Part | None:
                     "nanoseconds: 1677-09-21T00:12:43.145224193Z to "
                     "2262-04-11T23:47:16.854775807Z); write it as a string "
                     "(infer_times=False)")
-    part = _Fixed.__new__(_Fixed)
-    part.kind = _TIME
+    part = Fixed.__new__(Fixed)
+    part.kind = K_TIME
     part.types = [TIME]
     part.ids = np.zeros(len(values), np.int64)
     part.values = utc * 1_000_000_000 + frac

@@ -40,13 +40,13 @@ from ..model.values import infer_type
 from .batch import Batch, Slot
 from .fuse import encode_fused, fuse_all, fuse_types
 from .pycolumns import (
-    _DICT,
-    _LIST,
-    _NONE,
-    _PRIM_TYPE,
-    _Column,
-    _How,
-    _Unhandled,
+    K_DICT,
+    K_LIST,
+    K_NONE,
+    PRIM_TYPE,
+    Column,
+    How,
+    Unhandled,
 )
 from .writer import Writer
 
@@ -58,7 +58,7 @@ CHUNK_ROWS = 1 << 13
 _SMALLEST = 256
 
 
-class _Chunk:
+class Chunk:
     """Rows typed and shredded once; :meth:`batch` gives any range of them.
 
     Fusing (``open_types`` given: the super type each kind of row is written as so
@@ -70,19 +70,19 @@ class _Chunk:
     """
 
     def __init__(self, rows: list[Any], open_types: dict[int, Type] | None = None,
-                 times: bool = False, col: _Column | None = None) -> None:
-        self.col = col if col is not None else _Column(rows, 0, _How(open_types is not None,
+                 times: bool = False, col: Column | None = None) -> None:
+        self.col = col if col is not None else Column(rows, 0, How(open_types is not None,
                                                                      times))
         if open_types is None:
             self.types, ids = self.col.types, self.col.ids
         else:
             kinds = sorted(self.col.parts)
             for k in kinds:
-                if k != _NONE:
+                if k != K_NONE:
                     open_types[k] = fuse_types(open_types.get(k, NULL),
                                                self.col.parts[k].types[0])
             self.types = [open_types.get(k, NULL) for k in kinds]
-            lookup = np.zeros(len(_PRIM_TYPE) + 2, np.int64)
+            lookup = np.zeros(len(PRIM_TYPE) + 2, np.int64)
             lookup[kinds] = np.arange(len(kinds))
             ids = lookup[self.col.codes]
         self.ids = ids
@@ -107,17 +107,17 @@ class _Chunk:
         return Batch(types, remap[ids], slots)
 
 
-def _write_chunk(w: Writer, rows: list[Any], open_types: dict[int, Type] | None,
+def write_chunk(w: Writer, rows: list[Any], open_types: dict[int, Type] | None,
                  times: bool) -> None:
     try:
-        chunk = _Chunk(rows, open_types, times)
-    except (_Unhandled, RecursionError):
+        chunk = Chunk(rows, open_types, times)
+    except (Unhandled, RecursionError):
         if len(rows) <= _SMALLEST:
             _write_values(w, rows, open_types)
             return
         step = max(_SMALLEST, len(rows) // 8)
         for s in range(0, len(rows), step):
-            _write_chunk(w, rows[s: s + step], open_types, times)
+            write_chunk(w, rows[s: s + step], open_types, times)
         return
     w.add_rows(len(rows), chunk.batch)
 
@@ -131,7 +131,7 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
             w.write(r)
         return
     kinds: list[int | None] = []
-    seen: dict[int, list[Type]] = {_DICT: [], _LIST: []}
+    seen: dict[int, list[Type]] = {K_DICT: [], K_LIST: []}
     for r in rows:
         kind = None
         if isinstance(r, (dict, list, tuple)):
@@ -139,7 +139,7 @@ def _write_values(w: Writer, rows: list[Any], open_types: dict[int, Type] | None
                 t = infer_type(r)
             except CsupError:
                 t = None  # w.write below raises the same error at the same row
-            kind = _DICT if isinstance(t, RecordType) else _LIST if isinstance(
+            kind = K_DICT if isinstance(t, RecordType) else K_LIST if isinstance(
                 t, ArrayType) else None
             if kind is not None:
                 assert t is not None
@@ -178,4 +178,4 @@ def write_chunks(w: Writer, rows: Iterable[Any], open_types: dict[int, Type] | N
         chunk = list(itertools.islice(it, CHUNK_ROWS))
         if not chunk:
             return
-        _write_chunk(w, chunk, open_types, infer_times)
+        write_chunk(w, chunk, open_types, infer_times)

@@ -1,10 +1,12 @@
-"""A column stream's values cut into segments (Stream, where the one cut rule lives) and
-presence runs (Runs), which the builders fill and the Writer flushes."""
+"""The SegmentSink column streams write to (the Writer is one), a column stream's values
+cut into segments (Stream, where the one cut rule lives) and presence runs (Runs), which
+the builders fill and the Writer flushes."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, BinaryIO
 
 import lz4.block
 import numpy as np
@@ -18,6 +20,8 @@ from ..format.meta import (
     COMPRESSION_NONE,
     Segment,
 )
+from ..model.errors import EncodeError
+from ..model.heap import keep_freed_memory
 from ..model.types import (
     INT32,
     Type,
@@ -26,8 +30,73 @@ from .batch import Presence
 from .segstats import segment_stats
 from .tagenc import Encoded, encode_ints
 
-if TYPE_CHECKING:
-    from .writer import Writer
+
+class SegmentSink:
+    """Where column streams put their segments: the output and its offset, the bytes
+    buffered in memory, the spill file of segments set aside, the helper thread that
+    computes segment statistics, and those statistics.  The Writer is one; the streams
+    and builders only know it as this."""
+
+    def __init__(self, out: BinaryIO, segment_thresh: int, compress: bool,
+                 statistics: bool) -> None:
+        self.out = out
+        self.segment_thresh = segment_thresh
+        self.compress = compress
+        self.statistics = statistics
+        self._stats: dict[Segment, tuple[Type, dict[str, Any]]] = {}
+        self._helper: ThreadPoolExecutor | None = None
+        self._offset = 0
+        self._buffered = 0
+        self._spill: BinaryIO | None = None
+        self._spill_size = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of column data held in memory, not yet written out."""
+        return self._buffered
+
+    def _emit(self, b: bytes) -> None:
+        self.out.write(b)
+        self._offset += len(b)
+
+    def _spill_write(self, b: bytes) -> int:
+        """Set ``b`` aside in the spill file (made on first use); where it starts."""
+        if self._spill is None:
+            import tempfile
+
+            self._spill = tempfile.TemporaryFile(prefix="csup-writer-")  # noqa: SIM115 (closed in close)
+        at = self._spill_size
+        self._spill.seek(at)
+        self._spill.write(b)
+        self._spill_size += len(b)
+        return at
+
+    def _spill_read(self, at: int, size: int) -> bytes:
+        assert self._spill is not None
+        self._spill.seek(at)
+        b = self._spill.read(size)
+        if len(b) != size:
+            raise EncodeError("the writer's spill file was cut short")
+        return b
+
+    def _close_spill(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+    def _compute(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
+        that releases the GIL, so they overlap the shredding of the next rows."""
+        if self._helper is None:
+            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
+        return self._helper.submit(fn, *args)
+
+    def _stop_helper(self) -> None:
+        if self._helper is not None:
+            self._helper.shutdown(wait=True, cancel_futures=True)
+            self._helper = None
+        self._close_spill()
 
 
 class Stream:
@@ -41,7 +110,7 @@ class Stream:
     __slots__ = ("buf", "count", "ends", "int_ends", "pending", "segments", "spilled",
                  "stat_type", "w")
 
-    def __init__(self, w: Writer, stat_type: Type | None = None) -> None:
+    def __init__(self, w: SegmentSink, stat_type: Type | None = None) -> None:
         self.w = w
         # the values' type, for segment statistics (None: none kept)
         self.stat_type = stat_type if w.statistics else None
@@ -171,7 +240,7 @@ class Runs:
 
     __slots__ = ("count", "present", "run", "state", "stream")
 
-    def __init__(self, w: Writer) -> None:
+    def __init__(self, w: SegmentSink) -> None:
         self.stream = Stream(w, INT32)
         self.state = True
         self.run = 0

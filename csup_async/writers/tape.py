@@ -18,30 +18,30 @@ from ..model.types import (
 )
 from .fuse import fuse_all
 from .pycolumns import (
-    _BOOL,
-    _DICT,
-    _FLOAT,
-    _INT,
-    _LIST,
-    _MAX_DEPTH,
-    _MAX_FUSED_KEYS,
-    _NONE,
-    _PRIM_TYPE,
-    _STR,
-    _TIME,
-    _Column,
-    _Fixed,
-    _gather_ranges,
-    _How,
-    _Lists,
-    _Nulls,
-    _Part,
-    _Records,
-    _times,
-    _Unhandled,
-    _VarBinary,
+    K_BOOL,
+    K_DICT,
+    K_FLOAT,
+    K_INT,
+    K_LIST,
+    K_NONE,
+    K_STR,
+    K_TIME,
+    MAX_DEPTH,
+    MAX_FUSED_KEYS,
+    PRIM_TYPE,
+    Column,
+    Fixed,
+    How,
+    Lists,
+    Nulls,
+    Part,
+    Records,
+    Unhandled,
+    VarBinary,
+    as_times,
+    gather_ranges,
 )
-from .pyrows import _Chunk, _write_chunk
+from .pyrows import Chunk, write_chunk
 from .tagenc import (
     Encoded,
 )
@@ -50,7 +50,7 @@ from .writer import Writer
 __all__ = ["Tape", "shred_tape", "write_tape"]
 
 #: The tape's kinds (csup_async/writers/_wkernels.c) as this module's value kinds.
-_TAPE_KIND = np.array([_NONE, _BOOL, _BOOL, _INT, _FLOAT, _STR, _DICT, _LIST], np.int8)
+_TAPE_KIND = np.array([K_NONE, K_BOOL, K_BOOL, K_INT, K_FLOAT, K_STR, K_DICT, K_LIST], np.int8)
 _TAPE_TRUE = 2
 
 
@@ -86,7 +86,7 @@ class Tape:
         parent in ``parents``."""
         grouped, by = among
         counts = self.val[parents]
-        picked = _gather_ranges(np.searchsorted(by, parents), counts)
+        picked = gather_ranges(np.searchsorted(by, parents), counts)
         return grouped[picked], np.repeat(np.arange(parents.size, dtype=np.int64), counts)
 
     def encoded(self, idx: np.ndarray) -> Encoded:
@@ -116,19 +116,19 @@ def _tag_bytes(tag: np.ndarray) -> np.ndarray:
     return n
 
 
-def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: _How) -> _Column:
-    """The :class:`_Column` ``_Column(values, depth, how)`` builds, for the values at tape
+def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: How) -> Column:
+    """The :class:`Column` ``Column(values, depth, how)`` builds, for the values at tape
     entries ``idx`` (-1: a missing field, a None): fusing only."""
-    if depth > _MAX_DEPTH:
-        raise _Unhandled("deep")
+    if depth > MAX_DEPTH:
+        raise Unhandled("deep")
     n = idx.size
-    col = _Column.__new__(_Column)
+    col = Column.__new__(Column)
     missing = idx < 0
     any_missing = bool(missing.any())
     codes = tp.codes[idx]
     if any_missing:
-        codes = np.where(missing, np.int8(_NONE), codes)
-    present = np.flatnonzero(np.bincount(codes, minlength=len(_PRIM_TYPE) + 2)) if n else (
+        codes = np.where(missing, np.int8(K_NONE), codes)
+    present = np.flatnonzero(np.bincount(codes, minlength=len(PRIM_TYPE) + 2)) if n else (
         np.zeros(0, np.int64))
     col.codes = codes
     col.parts = {}
@@ -144,11 +144,11 @@ def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: _How) -> _Column:
             col.kind_pos[sel] = np.arange(sel.size, dtype=np.int64)
             sub = idx[sel]
         part = _tape_part(tp, k, sub, depth, how)
-        if k == _STR and how.times and _TIME not in col.parts:
-            times = _times(tp.texts(sub))
+        if k == K_STR and how.times and K_TIME not in col.parts:
+            times = as_times(tp.texts(sub))
             if times is not None:
-                part, k = times, _TIME
-                codes[codes == _STR] = _TIME
+                part, k = times, K_TIME
+                codes[codes == K_STR] = K_TIME
         col.parts[k] = part
         index.setdefault(part.types[0], len(index))  # fusing: one type a part, ids zero
     col.types = list(index)
@@ -156,45 +156,45 @@ def _tape_column(tp: Tape, idx: np.ndarray, depth: int, how: _How) -> _Column:
     return col
 
 
-def _tape_part(tp: Tape, kind: int, sub: np.ndarray, depth: int, how: _How) -> _Part:
+def _tape_part(tp: Tape, kind: int, sub: np.ndarray, depth: int, how: How) -> Part:
     n = sub.size
-    if kind == _NONE:
-        return _Nulls(n)
-    if kind == _STR:
-        part: _Part = _VarBinary.__new__(_VarBinary)
+    if kind == K_NONE:
+        return Nulls(n)
+    if kind == K_STR:
+        part: Part = VarBinary.__new__(VarBinary)
         part.types = [STRING]
         part.ids = np.zeros(n, np.int64)
         part.enc = tp.encoded(sub)  # type: ignore[attr-defined]
         return part
-    if kind == _DICT:
+    if kind == K_DICT:
         return _tape_records(tp, sub, depth, how)
-    if kind == _LIST:
+    if kind == K_LIST:
         return _tape_lists(tp, sub, depth, how)
-    fixed = _Fixed.__new__(_Fixed)
+    fixed = Fixed.__new__(Fixed)
     fixed.kind = kind
-    fixed.types = [_PRIM_TYPE[kind]]
+    fixed.types = [PRIM_TYPE[kind]]
     fixed.ids = np.zeros(n, np.int64)
-    if kind == _INT:
+    if kind == K_INT:
         fixed.values = tp.val[sub]
-    elif kind == _FLOAT:
+    elif kind == K_FLOAT:
         fixed.values = tp.val[sub].view(np.float64)
     else:
         fixed.values = (tp.kind[sub] == _TAPE_TRUE).astype(np.uint8)
     return fixed
 
 
-def _tape_records(tp: Tape, sub: np.ndarray, depth: int, how: _How) -> _Records:
-    """Objects fused as :meth:`_Records._fuse` fuses dicts: a column per key, keys in
+def _tape_records(tp: Tape, sub: np.ndarray, depth: int, how: How) -> Records:
+    """Objects fused as :meth:`Records._fuse` fuses dicts: a column per key, keys in
     order of first appearance (what ``dict.fromkeys`` over their key tuples gives)."""
-    rec = _Records.__new__(_Records)
+    rec = Records.__new__(Records)
     members, where = tp.children(tp.members, sub)
     mkeys = tp.key[members]
     # each key's first member (the last write of a reversed assignment wins)
     first = np.full(len(tp.keys), -1, np.int64)
     first[mkeys[::-1]] = np.arange(mkeys.size - 1, -1, -1, dtype=np.int64)
     present = np.flatnonzero(first >= 0)
-    if present.size > _MAX_FUSED_KEYS:
-        raise _Unhandled("keys")
+    if present.size > MAX_FUSED_KEYS:
+        raise Unhandled("keys")
     keys = present[np.argsort(first[present], kind="stable")].tolist()
     if len(keys) > 32:  # many keys: group the members by key once
         order = np.argsort(mkeys.astype(np.int16 if len(tp.keys) < 1 << 15 else np.int32),
@@ -202,7 +202,7 @@ def _tape_records(tp: Tape, sub: np.ndarray, depth: int, how: _How) -> _Records:
         ranked = mkeys[order]
         los = np.searchsorted(ranked, keys, "left")
         his = np.searchsorted(ranked, keys, "right")
-    fused: dict[str, _Column] = {}
+    fused: dict[str, Column] = {}
     for j, k in enumerate(keys):
         if len(keys) > 32:
             pick = order[los[j]: his[j]]
@@ -217,8 +217,8 @@ def _tape_records(tp: Tape, sub: np.ndarray, depth: int, how: _How) -> _Records:
     return rec
 
 
-def _tape_lists(tp: Tape, sub: np.ndarray, depth: int, how: _How) -> _Lists:
-    lists = _Lists.__new__(_Lists)
+def _tape_lists(tp: Tape, sub: np.ndarray, depth: int, how: How) -> Lists:
+    lists = Lists.__new__(Lists)
     n = sub.size
     lists.lengths = tp.val[sub]
     lists.starts = np.zeros(n, np.int64)
@@ -234,8 +234,8 @@ def shred_tape(tape: Tape, infer_times: bool) -> object | None:
     """A chunk of JSON rows typed and shredded from its tape (fusing) for
     :func:`write_tape`, or None where only the Python-value path decides."""
     try:
-        return _tape_column(tape, tape.rows, 0, _How(True, infer_times))
-    except (_Unhandled, RecursionError):
+        return _tape_column(tape, tape.rows, 0, How(True, infer_times))
+    except (Unhandled, RecursionError):
         return None
 
 
@@ -245,8 +245,8 @@ def write_tape(w: Writer, shredded: object | None, open_types: dict[int, Type],
     :func:`write_chunks` writes the same rows as Python values (``rows()`` gives them,
     for a chunk ``shredded`` None: what only that path takes)."""
     if shredded is None:
-        _write_chunk(w, rows(), open_types, infer_times)
+        write_chunk(w, rows(), open_types, infer_times)
         return
-    assert isinstance(shredded, _Column)
-    chunk = _Chunk([], open_types, infer_times, col=shredded)
+    assert isinstance(shredded, Column)
+    chunk = Chunk([], open_types, infer_times, col=shredded)
     w.add_rows(shredded.codes.size, chunk.batch)

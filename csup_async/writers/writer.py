@@ -21,7 +21,6 @@ written strictly in order, once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -39,15 +38,14 @@ from ..format.meta import (
     Segment,
 )
 from ..model.errors import CsupError, EncodeError
-from ..model.heap import keep_freed_memory
 from ..model.types import (
     INT32,
     Type,
 )
 from ..model.values import Value, infer_type
 from .batch import Batch
-from .builders import _Builder, builder_for
-from .segments import Runs, Stream
+from .builders import ColumnBuilder, builder_for
+from .segments import Runs, SegmentSink, Stream
 from .segstats import segmap_type
 from .tagenc import encode_constant, encode_ints
 
@@ -71,7 +69,7 @@ def _short(t: Type) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class Writer:
+class Writer(SegmentSink):
     """Incremental CSUP writer to a binary file object (see :func:`csup_async.write`).
 
     Use as a context manager, or call :meth:`close`; the file is only valid
@@ -89,60 +87,17 @@ class Writer:
                  statistics: bool = True) -> None:
         if segment_thresh <= 0 or skew_thresh <= 0:
             raise EncodeError("segment_thresh and skew_thresh must be positive")
-        self.out = out
-        self.segment_thresh = segment_thresh
+        super().__init__(out, segment_thresh, compress, statistics)
         self.skew_thresh = skew_thresh
-        self.compress = compress
-        self.statistics = statistics
-        self._stats: dict[Segment, tuple[Type, dict[str, Any]]] = {}
-        self._helper: ThreadPoolExecutor | None = None
-        self._offset = 0
-        self._buffered = 0
         self._super_ids: dict[Type, int] = {}
         self._last_super: tuple[Type, int] | None = None  # write_body's last type, by identity
         self._super_types: list[Type] = []
-        self._builders: list[_Builder] = []
+        self._builders: list[ColumnBuilder] = []
         # the super column's segments carry statistics too: their ``count`` sums to the
         # rows of a file of several super types (FileMeta.row_count; docs/format.md)
         self._super = Stream(self, INT32)
         self._closed = False
-        self._spill: BinaryIO | None = None
-        self._spill_size = 0
         self.rows = 0
-
-    @property
-    def buffered(self) -> int:
-        """Bytes of column data held in memory, not yet written out."""
-        return self._buffered
-
-    def _emit(self, b: bytes) -> None:
-        self.out.write(b)
-        self._offset += len(b)
-
-    def _spill_write(self, b: bytes) -> int:
-        """Set ``b`` aside in the spill file (made on first use); where it starts."""
-        if self._spill is None:
-            import tempfile
-
-            self._spill = tempfile.TemporaryFile(prefix="csup-writer-")  # noqa: SIM115 (closed in close)
-        at = self._spill_size
-        self._spill.seek(at)
-        self._spill.write(b)
-        self._spill_size += len(b)
-        return at
-
-    def _spill_read(self, at: int, size: int) -> bytes:
-        assert self._spill is not None
-        self._spill.seek(at)
-        b = self._spill.read(size)
-        if len(b) != size:
-            raise EncodeError("the writer's spill file was cut short")
-        return b
-
-    def _close_spill(self) -> None:
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
 
     def write(self, value: Any) -> None:
         """Write one Python value (type inferred) or ``Value`` (type given)."""
@@ -237,20 +192,6 @@ class Writer:
             for s in b.streams():
                 s.flush()
         self._super.flush()
-
-    def _compute(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run ``fn`` on the writer's helper thread: segment statistics are numpy work
-        that releases the GIL, so they overlap the shredding of the next rows."""
-        if self._helper is None:
-            keep_freed_memory()  # before the thread allocates (see csup_async.model.heap)
-            self._helper = ThreadPoolExecutor(1, thread_name_prefix="csup-writer-stats")
-        return self._helper.submit(fn, *args)
-
-    def _stop_helper(self) -> None:
-        if self._helper is not None:
-            self._helper.shutdown(wait=True, cancel_futures=True)
-            self._helper = None
-        self._close_spill()
 
     def close(self) -> None:
         if self._closed:
