@@ -30,6 +30,7 @@ import numpy as np
 
 from ..decode.kernels import decode_primitive, decode_varbinary, take_binary
 from ..format.bsup import check_type, decode_value
+from ..format.superdb import intcomp
 from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.bsup5w import Stream, encode_type_value
 from ..format.superdb.v23 import MAGIC, VERSION
@@ -37,6 +38,7 @@ from ..model.errors import CsupError, EncodeError
 from ..model.types import NULL, ArrayType, Field, PrimitiveType, RecordType, Type, UnionType
 from ..model.values import Value, infer_type
 from . import superdb23 as rows23
+from . import superdb23_scalars as scalars23
 from .batch import Arr, Batch, Node, Prim, Rec, Slot, UnionNode
 
 __all__ = ["Writer23", "open_writer"]
@@ -56,7 +58,7 @@ def open_writer(out: BinaryIO, *, target: str | None = "csup-async", **options: 
 _INTS = frozenset("int8 int16 int32 int64 duration time".split())
 _UINTS = frozenset("uint8 uint16 uint32 uint64".split())
 _FLOATS = frozenset("float16 float32 float64".split())
-BYTES_T = rows23.BYTES_T
+BYTES_T = scalars23.BYTES_T
 
 
 def _load_intcomp() -> Callable[[Any, int], bytes] | None:
@@ -74,7 +76,7 @@ def encode_intcomp(values: np.ndarray, width: int) -> bytes:
     """``values`` in SuperDB's intcomp blocks: the writer's C loop, or the numpy
     reference (:func:`csup_async.format.superdb.intcomp.encode`, the same bytes)."""
     if _INTCOMP is None:
-        return rows23.intcomp.encode(values, width)
+        return intcomp.encode(values, width)
     v = np.ascontiguousarray(values)
     if v.dtype != np.uint64:
         v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype.kind == "i" else (
@@ -82,7 +84,7 @@ def encode_intcomp(values: np.ndarray, width: int) -> bytes:
     return _INTCOMP(v, width)
 
 
-class Ctx(rows23.Ctx):
+class Ctx(scalars23.Ctx):
     """:class:`superdb23.Ctx` with its integer segments in C."""
 
     def uint32s(self, vals: Any) -> dict[str, int]:
@@ -358,7 +360,7 @@ class _Slot:
             (self.inner.mtype(), self.inner.emit),
             (NULL, lambda c: c.enter("Null", {"Count": nulls}))]
         members.sort(key=lambda m: u.types.index(m[0]))
-        return rows23.emit_union(c, tags, members)
+        return scalars23.emit_union(c, tags, members)
 
 
 # ------------------------------------------------------------- complex ---
@@ -398,7 +400,7 @@ class _Array:
     def extend(self, node: Node | None, n: int) -> None:
         if not isinstance(node, Arr):
             raise EncodeError("target super: an array column without its lengths")
-        lengths = decode_primitive(rows23.I64, node.lengths.data, n).values
+        lengths = decode_primitive(scalars23.I64, node.lengths.data, n).values
         self.lengths.append(lengths)
         self.elem.add_slot(node.elems)
         self.n += n
@@ -435,7 +437,7 @@ class _Union:
         if m:
             if not isinstance(node, UnionNode) or len(node.members) != len(self.members):
                 raise EncodeError("target super: a union column without its tags")
-            inner = decode_primitive(rows23.I64, node.tags.data, m).values
+            inner = decode_primitive(scalars23.I64, node.tags.data, m).values
             if valid is None:
                 tags = inner
             else:
@@ -490,7 +492,7 @@ class _Union:
             return self.members[k].emit
 
         members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
-        return rows23.emit_union(c, tags, members)
+        return scalars23.emit_union(c, tags, members)
 
 
 def vector(t: Type) -> Any:
@@ -677,7 +679,7 @@ def _row_object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
             g = groups[t] = (len(groups), rows23.make(t))
         tags[r] = g[0]
         g[1].add(v)
-    c = rows23.Ctx()
+    c = scalars23.Ctx()
     builders = [b for _, b in groups.values()]
     if len(builders) == 1:
         root = builders[0].emit(c)

@@ -71,7 +71,15 @@ _rows = st.lists(st.one_of(st.dictionaries(st.sampled_from("wxyz"), _values, max
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_the_same_bytes_as_the_value_by_value_route(tmp_path, rows, fuse):
-    assert direct(rows, fuse=fuse) == transcoded(tmp_path, rows, fuse=fuse)
+    """The same bytes, or the same refusal (a union super main would merge...)."""
+    assert outcome(direct, rows, fuse=fuse) == outcome(transcoded, tmp_path, rows, fuse=fuse)
+
+
+def outcome(fn, *args, **kw):
+    try:
+        return fn(*args, **kw)
+    except csup_async.CsupError as e:
+        return type(e).__name__
 
 
 def _log_rows(n: int) -> list[dict]:
