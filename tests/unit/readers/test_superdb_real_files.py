@@ -254,7 +254,7 @@ def test_the_sync_face_reads_superdb_files():
 def test_cli_convert_to_the_trailer_layout(tmp_path):
     """super's file converted to this library's layout keeps every value and type."""
     out = tmp_path / "nested.csup"
-    done = _cli("convert", str(DATA / "nested.csup"), str(out))
+    done = _cli("convert", "--target", "csup-async", str(DATA / "nested.csup"), str(out))
     assert done.returncode == 0, done.stderr
 
     async def values(p):
