@@ -41,13 +41,26 @@ class Measurements:
         self.recorded = 0  # samples recorded in this process
         self.kept = 0  # ``recorded`` when last written to the on-disk cache
         self._assumed: dict[str, Profile] = {}  # by static profile name: last returned
+        self.receiving = 0  # bodies from this endpoint being received now
+        self.begun = 0  # bodies begun, ever: one begun during another makes both shared
+
+    def begin(self) -> tuple[int, bool]:
+        """A body starts arriving: its ticket for :meth:`end`."""
+        self.receiving += 1
+        self.begun += 1
+        return self.begun, self.receiving > 1
+
+    def end(self, ticket: tuple[int, bool]) -> bool:
+        """The body of ``ticket`` is done: whether another body arrived during it."""
+        self.receiving -= 1
+        return ticket[1] or self.begun != ticket[0] or self.receiving > 0
 
     def __repr__(self) -> str:
         return f"Measurements({self.endpoint!r}, {len(self.samples)} samples)"
 
     def record(self, first_byte: float, nbytes: int, transfer: float,
-               fresh: bool = False) -> None:
-        self.samples.append(Sample(first_byte, nbytes, transfer, fresh))
+               fresh: bool = False, shared: bool = False) -> None:
+        self.samples.append(Sample(first_byte, nbytes, transfer, fresh, shared))
         self.recorded += 1
 
     def extend(self, samples: Iterable[Sample]) -> None:
@@ -115,8 +128,9 @@ def forget() -> None:
 
 
 def to_rows(m: Measurements) -> list[list[Any]]:
-    """The window as plain JSON-able rows: ``[first_byte, nbytes, transfer, fresh]``."""
-    return [[s.first_byte, s.nbytes, s.transfer, s.fresh] for s in m.samples]
+    """The window as plain JSON-able rows: ``[first_byte, nbytes, transfer, fresh, shared]``
+    (rows of four, from before ``shared``, are read as not shared)."""
+    return [[s.first_byte, s.nbytes, s.transfer, s.fresh, s.shared] for s in m.samples]
 
 
 def from_rows(rows: Any) -> list[Sample]:
@@ -125,13 +139,14 @@ def from_rows(rows: Any) -> list[Sample]:
     if not isinstance(rows, list):
         return out
     for row in rows[-WINDOW:]:
-        if not (isinstance(row, list) and len(row) == 4):
+        if not (isinstance(row, list) and len(row) in (4, 5)):
             continue
-        fb, n, t, fresh = row
+        fb, n, t, fresh, shared = row if len(row) == 5 else (*row, False)
         if (isinstance(fb, (int, float)) and isinstance(t, (int, float))
                 and isinstance(n, int) and not isinstance(n, bool) and isinstance(fresh, bool)
+                and isinstance(shared, bool)
                 and math.isfinite(fb) and math.isfinite(t) and fb >= 0 and t >= 0 and n >= 0):
-            out.append(Sample(float(fb), n, float(t), fresh))
+            out.append(Sample(float(fb), n, float(t), fresh, shared))
     return out
 
 
