@@ -28,6 +28,7 @@ from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer
 from .detect import HeaderLayout, is_header_layout
 from .detect import probe as probe_header_layout
+from .parsememo import parse_memo
 
 
 class Loading:
@@ -122,9 +123,19 @@ class Loading:
                 self.open_stats.requests += 1
                 self.open_stats.bytes_read += n
             section = buf.get(start, end - start)
-            # a large section is parsed in the pool: the loop serves other requests
-            self.meta = await off_loop(trailer.reassembly_size, functools.partial(
-                parse_reassembly, max_metadata=self.max_metadata), section, trailer, obj_size)
+            memo = parse_memo() if cache is None else None
+            key = (memo.key(section, trailer, obj_size, self.max_metadata)
+                   if memo is not None else None)
+            known = memo.get(key) if memo is not None else None
+            if known is not None:  # these very bytes were parsed before: the same metadata
+                self.meta, self._plans = known
+            else:
+                # a large section is parsed in the pool: the loop serves other requests
+                self.meta = await off_loop(trailer.reassembly_size, functools.partial(
+                    parse_reassembly, max_metadata=self.max_metadata), section, trailer,
+                    obj_size)
+                if memo is not None:
+                    self._plans = memo.put(key, self.meta)
         except CsupError as e:
             raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0
