@@ -103,3 +103,33 @@ _memo = ParseMemo()
 def parse_memo() -> ParseMemo:
     """The process's memo."""
     return _memo
+
+
+# ------------------------------------------------------------- tail sizes ---
+
+MAX_HINTS = 4096
+"""Objects whose metadata size the process remembers (least recently opened first out)."""
+
+_hints: OrderedDict[Hashable, tuple[int, int]] = OrderedDict()
+_hints_lock = threading.Lock()
+
+
+def note_tail(ident: Hashable, object_size: int, metadata_size: int) -> None:
+    """Remember an opened object's size and the bytes its metadata takes at its end
+    (reassembly section and trailer), for the next open's tail read."""
+    with _hints_lock:
+        _hints[ident] = (object_size, metadata_size)
+        _hints.move_to_end(ident)
+        while len(_hints) > MAX_HINTS:
+            _hints.popitem(last=False)
+
+
+def tail_hint(ident: Hashable) -> tuple[int, int] | None:
+    """``(object size, metadata size)`` seen when ``ident`` was opened last, or None."""
+    with _hints_lock:
+        return _hints.get(ident)
+
+
+def forget_tails() -> None:
+    with _hints_lock:
+        _hints.clear()
