@@ -31,15 +31,20 @@ from planner.partitions import PartitionError, Partitions
 from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
 from ..model.opener import Opener
+from ..model.options import (
+    DEFAULT_FILE_CONCURRENCY,
+    DatasetOptions,
+    OpenOptions,
+    parse_dataset,
+)
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
-from ..readers.opening import open as open_reader
+from ..readers.opening import open_parsed
 from ..readers.reader import Reader, ScanResult, ScanStats
-from ..scan.options import split_options
 from ..scan.partitioning import check_partitioning, partitions_of, root_of
 from ..stores import Store, redact_url, shared_store
 from ..stores.capabilities import profile_of
-from ..stores.listing import DEFAULT_MATCH, list_sources
+from ..stores.listing import list_sources
 from ..stores.tasks import gather_or_cancel
 from .fragment import (
     DatasetScanPlan,
@@ -55,7 +60,6 @@ from .results import add_stats, joined, null_column, sliced, summed_stats
 __all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
            "open_dataset"]
 
-DEFAULT_FILE_CONCURRENCY = 64
 #: Files whose projection decodes to at most this many bytes are read whole by
 #: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
 READ_WHOLE_BELOW = 8 << 20
@@ -703,24 +707,23 @@ class _DatasetOpener(Opener["Dataset"]):
     verb, sync_verb = "open_dataset", "open_dataset_sync"
 
     def __init__(self, source: str | Sequence[str], store: Store | None,
-                 options: dict[str, Any]) -> None:
-        self.source, self.store, self.options = source, store, options
+                 options: tuple[DatasetOptions, OpenOptions, dict[str, Any]]) -> None:
+        self.source, self.store = source, store
+        self.options, self.reader_options, self.store_options = options
         self.dataset: Dataset | None = None
 
     async def _open(self) -> Dataset:
-        opts = dict(self.options)
-        file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
-        match = opts.pop("match", DEFAULT_MATCH)
-        partitioning = check_partitioning(opts.pop("partitioning", None))
-        partition_base = opts.pop("partition_base", None)
+        own = self.options
+        file_concurrency, match = own.file_concurrency, own.match
+        partitioning = check_partitioning(own.partitioning)
+        partition_base = own.partition_base
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
-        reader_opts, store_opts = split_options(opts)
         if store is None:
-            store, _, shared = await shared_store(first or ".", **store_opts)
+            store, _, shared = await shared_store(first or ".", **self.store_options)
             owns = not shared
-        reader_opts.setdefault("profile", profile_of(store))
+        reader_opts = self.reader_options.with_profile(profile_of(store))
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)
@@ -734,7 +737,7 @@ class _DatasetOpener(Opener["Dataset"]):
 
             async def one(url: str) -> Reader:
                 async with sem:
-                    return await open_reader(url, store=store, **reader_opts)
+                    return await open_parsed(url, reader_opts, store=store)
 
             parts = None
             if partitioning is not None:
@@ -758,7 +761,7 @@ class _DatasetOpener(Opener["Dataset"]):
                          for i, u in enumerate(urls)]
         self.dataset = Dataset(fragments, store, owns_store=owns,
                                file_concurrency=file_concurrency,
-                               profile=reader_opts["profile"], partitions=parts)
+                               profile=reader_opts.profile, partitions=parts)
         self.dataset.skipped = skipped
         return self.dataset
 
@@ -783,6 +786,4 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    from ..scan.options import renamed_options
-
-    return _DatasetOpener(source, store, renamed_options(options))
+    return _DatasetOpener(source, store, parse_dataset(options))
