@@ -32,6 +32,7 @@ from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
 from ..model.opener import Opener
 from ..model.options import (
+    DEFAULT_BATCH_ROWS,
     DEFAULT_FILE_CONCURRENCY,
     DatasetOptions,
     OpenOptions,
@@ -429,7 +430,7 @@ class Dataset(ScanVerbs):
         return ScanResult(out, int(idx.size), stats)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
                            read_whole_below: int = READ_WHOLE_BELOW,
                            files_ahead: int = FILES_AHEAD, segment_requests: bool = False,

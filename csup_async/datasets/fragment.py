@@ -26,6 +26,7 @@ from planner.specialize import specialize
 
 from .. import arrays as A
 from ..model.errors import RowSelectionError
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
 from ..model.selection import check_limit, row_indices
@@ -386,7 +387,7 @@ class Fragment(ScanVerbs):
                                        int(idx.size), ScanStats()))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
                            segment_requests: bool = False, max_requests: int | None = None,
                            max_bytes: int | None = None,

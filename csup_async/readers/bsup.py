@@ -39,6 +39,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
@@ -276,7 +277,7 @@ class BsupReader(WholeObjectReader):
         return await self._timed(asyncio.to_thread(fn, *args))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan."""

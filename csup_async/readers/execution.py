@@ -25,6 +25,7 @@ from ..model.errors import (
     FormatError,
     RowSelectionError,
 )
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
 from ..model.types import PrimitiveType
@@ -258,7 +259,7 @@ class Execution:
         return Planned((cut.request_count, cut.bytes_to_read), run)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None,
                            max_requests: int | None = None, max_bytes: int | None = None,
                            on_progress: Callable[[Any], object] | None = None

@@ -36,6 +36,7 @@ from ..format.superdb.meta import (
     root_types,
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
 from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
@@ -427,7 +428,7 @@ class HeaderLayoutReader(WholeObjectReader):
         return out, first or 0
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an

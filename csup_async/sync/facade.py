@@ -18,6 +18,7 @@ from typing import Any
 
 from ..arrays.arrowschema import ArrowSchema
 from ..model.errors import CsupError
+from ..model.options import DEFAULT_BATCH_ROWS
 from .loop import AsyncIteration, run
 
 
@@ -216,7 +217,7 @@ class SyncReader:
         values: list[Any] = run(self.reader.read_values())
         return values
 
-    def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
+    def iter_batches(self, columns: Columns = None, *, batch_rows: int = DEFAULT_BATCH_ROWS,
                      prefetch: int | None = None, filter: Any = None,
                      filters: Any = None, max_requests: int | None = None,
                      max_bytes: int | None = None, on_progress: Progress = None,
