@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import planner as P
+from planner.dnf import as_expr
 from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
@@ -53,7 +54,6 @@ from .fragment import (
     ScannedFile,
     ScanVerbs,
     absent_paths,
-    as_filter,
     per_segment,
 )
 from .results import add_stats, joined, null_column, sliced, summed_stats
@@ -147,7 +147,7 @@ class Dataset(ScanVerbs):
         """The objects ``filter`` may match, in file order: those its partition part or
         the objects' segment statistics rule out are left out (metadata only: the
         kept objects are opened, the others of a partitioned dataset are not)."""
-        expr = as_filter(filter)
+        expr = as_expr(filter)
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -195,7 +195,7 @@ class Dataset(ScanVerbs):
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        expr = as_filter(filter, filters)
+        expr = as_expr(filter, filters)
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -251,18 +251,18 @@ class Dataset(ScanVerbs):
         planned over every file (see :meth:`Reader.scan`).
         """
         meter = metered(on_progress, max_requests, max_bytes)
+        expr = as_expr(filter, filters)  # the edge: text, pyarrow's list
         if meter is None:
-            return await self._scan(columns, filter, rows, limit, filters, None)
+            return await self._scan(columns, expr, rows, limit, None)
         with tracking(meter.file(counted=False)):  # any read outside a file's plan
-            res = await self._scan(columns, filter, rows, limit, filters, meter)
+            res = await self._scan(columns, expr, rows, limit, meter)
         meter.finish()
         return res
 
-    async def _scan(self, columns: Sequence[str] | str | None, filter: Expr | str | None,
-                    rows: slice | None, limit: int | None, filters: Any,
+    async def _scan(self, columns: Sequence[str] | str | None, expr: Expr | None,
+                    rows: slice | None, limit: int | None,
                     meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
-        expr = as_filter(filter, filters)
         check_limit(limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
@@ -373,7 +373,7 @@ class Dataset(ScanVerbs):
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;
         a filter reads only its own columns, of the zones and files it may match."""
-        expr = as_filter(filter)
+        expr = as_expr(filter)
         frags = await self.get_fragments(expr)
         sem = asyncio.Semaphore(self.file_concurrency)
 
@@ -463,7 +463,7 @@ class Dataset(ScanVerbs):
         the last event then falls short of the total by what was not needed.
         """
         meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_filter(filter, filters)
+        expr = as_expr(filter, filters)
         check_limit(limit)
         batch_rows = check_count("batch_rows", batch_rows, 1)
         frags = await self.get_fragments(expr)
@@ -641,7 +641,7 @@ class Dataset(ScanVerbs):
 
         readers = self.readers
         unknown = {(n,) for n in self._partition_names()}
-        verdict = prune_files([r.meta for r in readers], as_filter(filter),  # type: ignore[arg-type]
+        verdict = prune_files([r.meta for r in readers], as_expr(filter),  # type: ignore[arg-type]
                               segment_stats, unknown=unknown)
         return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
 

@@ -250,10 +250,9 @@ class BsupReader(WholeObjectReader):
                    filters: Any = None) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter)."""
-        if filters is not None:  # pyarrow's list form, as every reader takes it
-            from planner.dnf import as_expr
+        from planner.dnf import as_expr
 
-            filter = as_expr(filter, filters, path=self.path)
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)

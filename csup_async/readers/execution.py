@@ -144,15 +144,14 @@ class Execution:
         planned as they land: first at 0, monotonic, the total growing only when a
         wave is planned (a second wave, a row map), last exactly at the total.
         """
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
-            return await self.execute(await self.plan(columns, filter=filter, rows=rows,
-                                                      limit=limit))
+            return await self.execute(await self.planned(columns, filter, rows, limit))
         fm = meter.file(self.path)
         with tracking(fm):  # the row map's read, while planning, is claimed as a wave
-            program = await self.plan(columns, filter=filter, rows=rows, limit=limit)
+            program = await self.planned(columns, filter, rows, limit)
             fm.expect(*self.first_wave(program))
             result = await self.execute(program)
         fm.done()  # the last event: every byte and the one file done
@@ -286,7 +285,7 @@ class Execution:
         goes, so it could not be checked up front.
         """
         meter = metered(on_progress, max_requests, max_bytes, self.path)
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         batch_rows = check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
             prefetch = check_count("prefetch", prefetch, 0, self.path)
@@ -336,7 +335,7 @@ class Execution:
         """Filtered batches that skip the zones the statistics rule out (each super type's
         by its own), as ``scan(filter=)`` does; None when they rule out nothing (the
         streamed read then serves, and the filter is evaluated on each batch)."""
-        program = await self.plan(paths, filter=filter)
+        program = await self.planned(paths, filter)
         work = program.work
         if work is None or work.surviving is None or not program.plan.rows_pruned:
             return None

@@ -286,7 +286,7 @@ class SyncDataset:
         """Rows of every file in file order (``Dataset.scan``): those ``filter`` keeps,
         of the dataset's ``rows``, the first ``limit``; budget and progress over every
         file."""
-        return run(self.dataset.scan(columns, filter=as_expr(filter, filters), limit=limit,
+        return run(self.dataset.scan(columns, filter=filter, filters=filters, limit=limit,
                                      rows=rows, **budget(max_requests, max_bytes,
                                                          on_progress)))
 
@@ -299,7 +299,7 @@ class SyncDataset:
     def plan(self, columns: Columns = None, *, filter: Any = None,
              filters: Any = None) -> Any:
         """Which files contribute and what each reads (``Dataset.plan``): metadata only."""
-        return run(self.dataset.plan(columns, filter=as_expr(filter, filters)))
+        return run(self.dataset.plan(columns, filter=filter, filters=filters))
 
     def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
              max_bytes: int | None = None, on_progress: Progress = None) -> Any:
