@@ -22,7 +22,7 @@ import numbers
 import operator
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, CsupError
@@ -104,50 +104,60 @@ def check_timeout(value: Any) -> float | None:
 
 
 # ------------------------------------------------------------- objects ---
+def _opt(default: Any, doc: str) -> Any:
+    """A field with its default and the line docs/api.md's table of options shows."""
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass(frozen=True, slots=True)
 class OpenOptions:
     """The reader's options of ``open`` (every other keyword goes to the store).
 
     Each field's default is the default of the keyword of the same name; ``None``
-    where the value is resolved later, from the store or at the read (said per field).
+    where the value is resolved later, from the store or at the read (said per field,
+    in its ``doc``: docs/api.md's table of options is made of them).
     """
 
-    #: planner profile (a name or a ``planner.Profile``); None: the store's
-    profile: Any = None
-    #: requests in flight per read; None: DEFAULT_CONCURRENCY, or more when the
-    #: profile plans more connections
-    concurrency: int | None = None
-    #: bytes of metadata an open may parse (None or 0: DEFAULT_MAX_METADATA)
-    max_metadata: int | None = None
-    #: largest decompressed segment
-    max_mem_length: int = DEFAULT_MAX_MEM_LENGTH
-    #: values one column may claim (None: DEFAULT_MAX_ROWS as the process has it when
-    #: a read starts)
-    max_rows: int | None = None
-    #: values a read may claim (None: DEFAULT_MAX_VALUES when a read starts)
-    max_values: int | None = None
-    #: seconds one scan/iter_batches/read_rows/count_rows may take (also the store's)
-    timeout: float | None = None
-    #: a MetadataCache, True (the process's), a directory, False (none) or None
-    #: (``$CSUP_METADATA_CACHE`` if set)
-    metadata_cache: Any = None
-    #: with a cache: an object opened before is not asked again
-    immutable: bool = False
-    #: each segment's crc32, where the file has one, checked before decompression
-    verify_checksums: bool = True
-    #: row selection skips the totals check too (the earlier opt-out)
-    trust_counts: bool = False
-    #: row selection also decodes every segment before the last selected row
-    verify_counts: bool = False
-    #: plan with the profile measured on the endpoint; None: CALIBRATE_BY_DEFAULT for
-    #: stores that measure, never for local files
-    calibrate: bool | None = None
+    profile: Any = _opt(None, "planner profile (a name or a `planner.Profile`); None: the "
+                              "store's (`local`, `s3`, `gcs`, `http`)")
+    concurrency: int | None = _opt(None, f"requests in flight per read; None: "
+                                         f"{DEFAULT_CONCURRENCY}, or more when the profile "
+                                         f"plans more connections")
+    max_metadata: int = _opt(DEFAULT_MAX_METADATA, "bytes of metadata an open may parse "
+                                                   "(None or 0: the default)")
+    max_mem_length: int = _opt(DEFAULT_MAX_MEM_LENGTH, "bytes of the largest decompressed "
+                                                       "segment")
+    max_rows: int | None = _opt(None, f"values one column may claim; None: "
+                                      f"{DEFAULT_MAX_ROWS:,} (`scan.options.DEFAULT_MAX_ROWS` "
+                                      f"when a read starts)")
+    max_values: int | None = _opt(None, f"values one read may claim; None: "
+                                        f"{DEFAULT_MAX_VALUES:,} "
+                                        f"(`scan.options.DEFAULT_MAX_VALUES`)")
+    timeout: float | None = _opt(None, "seconds one `scan`, `iter_batches`, `read_rows` or "
+                                       "`count_rows` may take (the store's too, per "
+                                       "operation); None: no deadline")
+    metadata_cache: Any = _opt(None, "a `MetadataCache`, True (the process's), a directory "
+                                     "(str or Path), False (none); None: "
+                                     "`$CSUP_METADATA_CACHE` if set")
+    immutable: bool = _opt(False, "with a metadata cache: an object opened before is not "
+                                  "asked again")
+    verify_checksums: bool = _opt(True, "each segment's `crc32`, where the file has one, "
+                                        "checked before decompression")
+    trust_counts: bool = _opt(False, "row selection skips the totals check too (the "
+                                     "earlier opt-out)")
+    verify_counts: bool = _opt(False, "row selection also decodes and checks every segment "
+                                      "before the last selected row")
+    calibrate: bool | None = _opt(None, f"plan with the latency and bandwidth measured on "
+                                        f"the endpoint; None: {CALIBRATE_BY_DEFAULT} for "
+                                        f"object stores, never for local files")
 
     def __post_init__(self) -> None:
         fix = object.__setattr__
         fix(self, "concurrency", check_concurrency(self.concurrency))
-        for name in ("max_metadata", "max_rows", "max_values"):
+        for name in ("max_rows", "max_values"):
             fix(self, name, check_int(name, getattr(self, name)))
+        fix(self, "max_metadata", check_int("max_metadata", self.max_metadata)
+            or DEFAULT_MAX_METADATA)
         fix(self, "max_mem_length", check_int("max_mem_length", self.max_mem_length,
                                               optional=False))
         fix(self, "timeout", check_timeout(self.timeout))
@@ -186,22 +196,22 @@ class OpenOptions:
                                                                          profile=profile)
 
 
-#: The option names that belong to the reader; every other option goes to the store.
-READER_OPTIONS = OpenOptions.names()
+#: The option names that belong to the reader alone; every other option goes to the
+#: store (``timeout``, in SHARED_OPTIONS, to both).
+READER_OPTIONS = tuple(n for n in OpenOptions.names() if n not in SHARED_OPTIONS)
 
 
 @dataclass(frozen=True, slots=True)
 class DatasetOptions:
     """What ``open_dataset`` takes besides the reader's and the store's options."""
 
-    #: files opened and read at once
-    file_concurrency: int = DEFAULT_FILE_CONCURRENCY
-    #: which objects of a directory or prefix to read; None for all
-    match: str | None = DEFAULT_MATCH
-    #: "hive" (``key=value`` directories become columns), or None / "none"
-    partitioning: str | None = None
-    #: the root of those directories, for a dataset given as a list
-    partition_base: str | None = None
+    file_concurrency: int = _opt(DEFAULT_FILE_CONCURRENCY, "files opened and read at once")
+    match: str | None = _opt(DEFAULT_MATCH, "which objects of a directory, prefix or glob "
+                                            "to read; None: all")
+    partitioning: str | None = _opt(None, "`\"hive\"`: `key=value` directories become "
+                                          "columns; None or `\"none\"`: off")
+    partition_base: str | None = _opt(None, "the root of those directories (a dataset "
+                                            "given as a list needs it)")
 
     def __post_init__(self) -> None:
         fc = self.file_concurrency
@@ -272,9 +282,10 @@ def parse_reader(options: Mapping[str, Any]) -> tuple[OpenOptions, dict[str, Any
 
 def parse_open(options: Mapping[str, Any], *, stacklevel: int = 4
                ) -> tuple[OpenOptions, dict[str, Any]]:
-    """The one parse of ``open``'s keywords: habits refused, ``limit=`` renamed (the
-    warning ``stacklevel`` frames above this call's caller's caller), the reader's
-    options typed and checked, and the store's keywords left for the store."""
+    """The one parse of ``open``'s keywords: habits refused, ``limit=`` renamed, the
+    reader's options typed and checked, and the store's keywords left for the store.
+    ``stacklevel``: the deprecation warning's, counted as ``warnings.warn`` counts from
+    here (3: whoever called this; 4, the default: whoever called ``open``)."""
     return parse_reader(renamed_options(options, stacklevel=stacklevel))
 
 
