@@ -710,11 +710,18 @@ class _DatasetOpener(Opener["Dataset"]):
     def __init__(self, source: str | Sequence[str], store: Store | None,
                  options: tuple[DatasetOptions, OpenOptions, dict[str, Any]]) -> None:
         self.source, self.store = source, store
-        self.options, self.reader_options, self.store_options = options
+        self.dataset_options, self.reader_options, self.store_options = options
         self.dataset: Dataset | None = None
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The keywords this open was given (``limit=`` renamed; the typed ones as
+        their non-default values), as one bag."""
+        return {**self.dataset_options.given(), **self.reader_options.given(),
+                **self.store_options}
+
     async def _open(self) -> Dataset:
-        own = self.options
+        own = self.dataset_options
         file_concurrency, match = own.file_concurrency, own.match
         partitioning = check_partitioning(own.partitioning)
         partition_base = own.partition_base

@@ -185,10 +185,8 @@ class OpenOptions:
         return cls(**options)
 
     def given(self) -> dict[str, Any]:
-        """The keywords that differ from their defaults (what a caller passed, for a
-        repr or a message)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default}
+        """The keywords that differ from their defaults (what a caller passed)."""
+        return _given(self)
 
     def with_profile(self, profile: Any) -> OpenOptions:
         """These options with ``profile`` where none was given (the store's)."""
@@ -227,6 +225,15 @@ class DatasetOptions:
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
+
+    def given(self) -> dict[str, Any]:
+        """The keywords that differ from their defaults (what a caller passed)."""
+        return _given(self)
+
+
+def _given(options: Any) -> dict[str, Any]:
+    return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+            if getattr(options, f.name) != f.default}
 
 
 # ------------------------------------------------------------ the edge ---

@@ -83,13 +83,19 @@ class _Opener(Opener["Reader"]):
     def __init__(self, url: str, store: Store | None, options: OpenOptions,
                  store_options: dict[str, Any], tail: TailRead | None = None) -> None:
         self.url, self.store = url, store
-        self.options, self.store_options = options, store_options
+        self.reader_options, self.store_options = options, store_options
         self.given_tail = tail  # a tail read made already (open_with_tail)
         self.reader: Reader | None = None
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The keywords this open was given (``limit=`` renamed; the reader's as
+        :meth:`~csup_async.model.options.OpenOptions.given` has them), as one bag."""
+        return {**self.reader_options.given(), **self.store_options}
+
     async def _open(self) -> Reader:
         store, key, owns = self.store, self.url, False
-        reader_opts = self.options
+        reader_opts = self.reader_options
         warming = warm_up()
         loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
         tail: asyncio.Future[TailRead] | None = None
