@@ -263,21 +263,22 @@ class Fragment(ScanVerbs):
                    filter: Expr | str | None = None, rows: slice | None = None,
                    limit: int | None = None, max_requests: int | None = None,
                    max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+                   on_progress: Callable[[Any], object] | None = None,
+                   filters: Any = None) -> ScanResult:
         """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``);
-        budget and progress as for :meth:`Reader.scan`."""
+        budget and progress as for :meth:`Reader.scan` (``filters=``: pyarrow's list)."""
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
             return await (await self.prepare(columns, filter=filter, rows=rows,
-                                             limit=limit)).run()
+                                             limit=limit, filters=filters)).run()
         return await run_metered(meter.file(self.path), lambda: self.prepare(
-            columns, filter=filter, rows=rows, limit=limit))
+            columns, filter=filter, rows=rows, limit=limit, filters=filters))
 
     async def prepare(self, columns: Sequence[str] | str | None = None, *,
                       filter: Expr | str | None = None, rows: slice | None = None,
-                      limit: int | None = None) -> Planned:
+                      limit: int | None = None, filters: Any = None) -> Planned:
         """:meth:`scan`, planned: what it reads first (``figures``) and ``run()``."""
-        spec = await self.file_filter(as_expr(filter))
+        spec = await self.file_filter(as_expr(filter, filters, path=self.path))
         cols, data, r = await self._layout(columns)
         if spec is False:
             return Planned.done(ScanResult(self._complete({}, 0, cols), 0, ScanStats()))

@@ -160,9 +160,8 @@ class SyncReader:
         if not spent:
             return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
                                         limit=limit))
-        expr = as_expr(filter, filters, self.path)
-        return run(metered_verbs(self.reader).scan(columns, filter=expr, rows=rows,
-                                                   limit=limit, **spent))
+        return run(metered_verbs(self.reader).scan(columns, filter=filter, filters=filters,
+                                                   rows=rows, limit=limit, **spent))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
                  limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
@@ -393,8 +392,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             if not spent:
                 return await r.scan(columns, filter=filter, filters=filters, rows=rows,
                                     limit=limit)
-            expr = as_expr(filter, filters, r.path)
-            return await metered_verbs(r).scan(columns, filter=expr, rows=rows, limit=limit,
-                                               **spent)
+            return await metered_verbs(r).scan(columns, filter=filter, filters=filters,
+                                               rows=rows, limit=limit, **spent)
 
     return run(scan_one())
