@@ -166,10 +166,14 @@ class HeaderLayoutReader(WholeObjectReader):
                  ) -> HeaderLayoutPlan:
         objs = self.meta.objects if objects is None else objects
         held = max(self._held, key=lambda h: len(h[1]))  # the head, or a whole-file tail
-        return plan_header_layout(self._segments(paths, objs), paths, self.missing_paths(paths),
-                                  self._open_cost, self.meta.version, self._data_profile,
-                                  available=(held[0], len(held[1])),
-                                  held=tuple((o, len(d)) for o, d in self._held))
+        try:  # damaged metadata (a negative segment length) is refused naming the file
+            return plan_header_layout(
+                self._segments(paths, objs), paths, self.missing_paths(paths),
+                self._open_cost, self.meta.version, self._data_profile,
+                available=(held[0], len(held[1])),
+                held=tuple((o, len(d)) for o, d in self._held))
+        except CsupError as e:
+            raise e.with_path(self.path) from None
 
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
