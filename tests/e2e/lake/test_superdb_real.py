@@ -100,8 +100,6 @@ async def test_branches_now_are_those_super_listed_last(name: str) -> None:
 @pytest.mark.parametrize("name", list(DBS))
 async def test_real_super_reads_our_load(tmp_path: Path, name: str) -> None:
     DB, _ = _db(name)
-    if name == "main":
-        pytest.skip("lake load into a super main database (BSUP 5 objects) is not written yet")
     exe = realtools.require(DBS[name][2], "super")
     db = tmp_path / "db"
     shutil.copytree(DB, db)
@@ -110,22 +108,19 @@ async def test_real_super_reads_our_load(tmp_path: Path, name: str) -> None:
              "tags": ["x"], "extra": None if i % 2 else i} for i in range(7)]
     async with open_lake(str(db)) as lake:
         pool = await lake.pool("logs@dev")
-        commit = await pool.load(rows, message="loaded by csup-async", author="tester")
+        commit = await pool.load(rows, message="loaded by csup-async", author="tester",
+                                 csup=True)
         ours = _rows((await (await lake.pool("logs@dev")).scan()).to_pylist())
     printed = realtools.run(exe, "db", "-db", str(db), "-j", "-c", "from logs@dev")
     assert [json.loads(x) for x in printed.decode().splitlines()] == ours
     assert [r["id"] for r in ours][-7:] == [1000 + i for i in range(7)]
     log = realtools.run(exe, "db", "-db", str(db), "log", "-use", "logs@dev").decode()
     assert f"commit {commit}" in log and "loaded by csup-async" in log
-
-
-async def test_load_into_a_super_main_database_is_a_clear_error(tmp_path: Path) -> None:
-    from csup_async.lake import LakeError
-
-    DB, _ = _db("main")
-    db = tmp_path / "db"
-    shutil.copytree(DB, db)
+    # the .csup copy is committed as a vector (``commits.AddVector``), as super lists it
+    vectors = realtools.run(exe, "db", "-db", str(db), "-j", "-c",
+                            "from logs@dev:vectors | values ksuid(id)").decode().split()
     async with open_lake(str(db)) as lake:
-        pool = await lake.pool("logs@main")
-        with pytest.raises(LakeError, match="BSUP version 5"):
-            await pool.load([{"ts": np.datetime64("2024-01-01T00:00:00", "ns"), "id": 1}])
+        pool = await lake.pool("logs@dev")
+        assert sorted(json.loads(v) for v in vectors) == sorted(
+            o.name for o in pool.objects if pool.has_vector(o))
+        assert _rows((await pool.scan(csup=True)).to_pylist()) == ours
