@@ -12,9 +12,11 @@ of :mod:`.intcomp`; floats as float64 words, strings, bytes and type values as
 one byte run plus offsets, other primitives as tagged bodies; runs of bytes are
 LZ4-compressed when that is smaller.  Each vector keeps super's own min/max.
 
-Values arrive in SuperDB's model (:mod:`.supermodel`: no typed nulls).  Not
-written: dictionaries (``super`` writes them; plain vectors read the same),
-optional fields and fusion types (an :class:`~csup_async.errors.EncodeError`).
+Values arrive in SuperDB's model (:mod:`.supermodel`: no typed nulls).  An
+optional field's vector holds its present values, and its ``Nones`` segment the
+runs of absent and present rows, as super writes them.  Not written: dictionaries
+(``super`` writes them; plain vectors read the same) and fusion types (an
+:class:`~csup_async.errors.EncodeError`).
 """
 
 from __future__ import annotations
@@ -188,26 +190,63 @@ class _ErrorEnc(_Enc):
 
 
 class _RecordEnc(_Enc):
+    """A record vector; an optional field (``x?:T``) keeps only its present values,
+    and its ``Nones`` the runs of absent and present rows (:func:`none_runs`)."""
+
     def __init__(self, t: RecordType) -> None:
-        for f in t.fields:
-            if isinstance(f, OptField):
-                raise EncodeError(f"optional field {f.name!r} is not written to CSUP "
-                                  "version 16 here")
         self.t = t
         self.fields = [_encoder(f.type) for f in t.fields]
+        #: for each optional field, the rows where it is present
+        self.present: dict[int, list[int]] = {
+            i: [] for i, f in enumerate(t.fields) if isinstance(f, OptField)}
         self.n = 0
 
     def write(self, v: Any) -> None:
-        self.n += 1
-        for f, e in zip(self.t.fields, self.fields, strict=True):
+        for i, (f, e) in enumerate(zip(self.t.fields, self.fields, strict=True)):
+            rows = self.present.get(i)
+            if rows is not None:
+                if f.name not in v:
+                    continue
+                rows.append(self.n)
             e.write(v[f.name])
+        self.n += 1
 
     def finish(self, o: _Object) -> int:
         fields = []
-        for f, e in zip(self.t.fields, self.fields, strict=True):
-            fields.append({"Name": f.name, "Values": e.finish(o), "Opt": False,
-                           "Nones": dict(_ZERO_SEG)})
+        for i, (f, e) in enumerate(zip(self.t.fields, self.fields, strict=True)):
+            rows = self.present.get(i)
+            nones = dict(_ZERO_SEG)
+            if rows is not None:  # (super lays the runs out before the values)
+                nones = o.uint32s(none_runs(rows, self.n))
+            fields.append({"Name": f.name, "Values": e.finish(o), "Opt": rows is not None,
+                           "Nones": nones})
         return o.enter(RECORD, {"Length": self.n, "Fields": fields})
+
+
+def none_runs(present: list[int], n: int) -> list[int]:
+    """The runs of an optional field over ``n`` rows, as super v0.3.0 keeps them
+    (``vector.RLE``): absent, present, absent, ... starting with absent (that first
+    run may be 0), each other run non-zero; none at all when every row has the field."""
+    runs: list[int] = []
+    at = 0  # the next row not yet in a run
+    start = 0  # the first row of the present run being counted
+    counting = False
+    for r in present:
+        if counting and r == at:
+            at += 1
+            continue
+        if counting:
+            runs.append(at - start)  # the present run that ended
+        runs.append(r - at)  # the absent run before this row
+        start, at, counting = r, r + 1, True
+    if not counting:
+        return [n]  # every row absent
+    runs.append(at - start)
+    if at < n:
+        runs.append(n - at)
+    elif runs == [0, n]:
+        return []
+    return runs
 
 
 class _ArrayEnc(_Enc):
