@@ -14,9 +14,10 @@ LZ4-compressed when that is smaller.  Each vector keeps super's own min/max.
 
 Values arrive in SuperDB's model (:mod:`.supermodel`: no typed nulls).  An
 optional field's vector holds its present values, and its ``Nones`` segment the
-runs of absent and present rows, as super writes them.  Not written: dictionaries
-(``super`` writes them; plain vectors read the same) and fusion types (an
-:class:`~csup_async.errors.EncodeError`).
+runs of absent and present rows, as super writes them; a fusion vector the
+supertype's values and each value's subtype as an ID into the object's types
+section (a BSUP version-2 stream of type values).  Not written: dictionaries
+(``super`` writes them; plain vectors read the same).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ UNION = _rec("Union", ("Length", UINT32), ("Tags", SEG), ("Values", ArrayType(ID
 NAMED = _rec("Named", ("Name", STRING), ("Values", ID))
 ERROR = _rec("Error", ("Values", ID))
 DYNAMIC = _rec("Dynamic", ("Tags", SEG), ("Values", ArrayType(ID)), ("Length", UINT32))
+FUSION = _rec("Fusion", ("Values", ID), ("Subtypes", SEG))
 
 
 class _Object:
@@ -96,6 +98,28 @@ class _Object:
     def __init__(self) -> None:
         self.data = bytearray()
         self.metas: list[tuple[Type, Any]] = []
+        #: the types section: fusion subtypes by their type values, IDs in first use
+        self.subtypes: dict[bytes, tuple[int, Type]] = {}
+
+    def subtype_id(self, t: Type) -> int:
+        from .bsupn import encode_type_value_n
+
+        key = encode_type_value_n(t, V2)
+        got = self.subtypes.get(key)
+        if got is None:
+            got = self.subtypes[key] = (len(self.subtypes), t)
+        return got[0]
+
+    def types_section(self) -> bytes:
+        """A BSUP version-2 stream of the subtypes (values of type ``type``) by ID."""
+        if not self.subtypes:
+            return b""
+        out = bytearray()
+        enc = StreamEncoderN(out, 2)
+        for _, t in sorted(self.subtypes.values(), key=lambda x: x[0]):
+            enc.write(TYPE, t)
+        enc.end_stream()
+        return bytes(out)
 
     def enter(self, t: Type, v: Any) -> int:
         self.metas.append((t, v))
@@ -154,7 +178,7 @@ def _encoder(t: Type) -> _Enc:
     if isinstance(t, UnionType):
         return _UnionEnc(t)
     if isinstance(t, FusionType):
-        raise EncodeError("fusion types are not written to CSUP version 16 here")
+        return _FusionEnc(t)
     if isinstance(t, EnumType):
         return _ScodeEnc(t)
     if isinstance(t, PrimitiveType):
@@ -247,6 +271,28 @@ def none_runs(present: list[int], n: int) -> list[int]:
     elif runs == [0, n]:
         return []
     return runs
+
+
+class _FusionEnc(_Enc):
+    """A fusion vector: the supertype's values, and each value's subtype as an ID
+    into the object's types section (:meth:`_Object.subtype_id`), as super writes."""
+
+    def __init__(self, t: FusionType) -> None:
+        self.t = t
+        self.values = _encoder(t.inner)
+        self.subtypes: list[Type] = []
+
+    def write(self, v: Any) -> None:
+        from .supermodel import fusion_parts
+
+        sub, sv = fusion_parts(self.t, v)
+        self.subtypes.append(sub)
+        self.values.write(sv)
+
+    def finish(self, o: _Object) -> int:
+        vid = self.values.finish(o)
+        subs = o.uint32s([o.subtype_id(s) for s in self.subtypes])
+        return o.enter(FUSION, {"Values": vid, "Subtypes": subs})
 
 
 class _ArrayEnc(_Enc):
@@ -477,11 +523,14 @@ def _write_object(out: BinaryIO, values: list[tuple[Type, Any]]) -> int:
     for t, v in o.metas:
         enc.write(t, v)
     enc.end_stream()
-    header = b"CSUP" + struct.pack("<IQQQI", VERSION, len(meta), 0, len(o.data), root)
+    types = o.types_section()
+    header = b"CSUP" + struct.pack("<IQQQI", VERSION, len(meta), len(types), len(o.data),
+                                   root)
     out.write(header)
     out.write(bytes(meta))
+    out.write(types)
     out.write(bytes(o.data))
-    return len(header) + len(meta) + len(o.data)
+    return len(header) + len(meta) + len(types) + len(o.data)
 
 
 def write_csup16(out: BinaryIO, values: Iterable[tuple[Type, Any]]) -> int:
