@@ -190,7 +190,7 @@ def encode_body(t: Type, v: Any, d: Dialect, depth: int = 0) -> bytes | None:
 def _fusion_body(t: FusionType, v: Any, d: Dialect, depth: int) -> bytes:
     """A fusion value: the supertype's value, then the subtype as a type value
     (:func:`.supermodel.fusion_parts`)."""
-    from .supermodel import fusion_parts
+    from .fusion import fusion_parts
 
     if d.version < 2:
         raise EncodeError("fusion values have no form in BSUP version 1")

@@ -283,7 +283,7 @@ class _FusionEnc(_Enc):
         self.subtypes: list[Type] = []
 
     def write(self, v: Any) -> None:
-        from .supermodel import fusion_parts
+        from .fusion import fusion_parts
 
         sub, sv = fusion_parts(self.t, v)
         self.subtypes.append(sub)

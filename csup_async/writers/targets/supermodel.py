@@ -32,7 +32,7 @@ from ...model.types import (
 )
 from ...model.values import UnionValue, Value
 
-__all__ = ["for_super", "fusion_parts", "normal_sets", "subtype_of", "to_super"]
+__all__ = ["for_super", "normal_sets", "to_super"]
 
 
 def for_super(t: Type, v: Any) -> tuple[Type, Any]:
@@ -73,7 +73,7 @@ MAX_DEPTH = 200
 def to_super(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
     """``(type, value)`` of ``v`` (of type ``t``) in SuperDB's model."""
     if isinstance(t, FusionType):  # a supertype's value (SuperDB's own: kept as it is;
-        return t, v  # a Value inside names its subtype: .fusion_parts)
+        return t, v  # a Value inside names its subtype: .fusion.fusion_parts)
     if isinstance(v, Value):
         t, v = v.type, v.value
     if v is None:
@@ -178,44 +178,3 @@ def _normal_set(et: Type, vals: list[Any]) -> list[Any]:
         keyed.setdefault(bytes(b), x)
     return [keyed[k] for k in sorted(keyed)]
 
-
-def fusion_parts(t: FusionType, v: Any) -> tuple[Type, Any]:
-    """``(subtype, value of the supertype)`` of a fusion value: ``Value(subtype, v)``
-    names its subtype; a plain value (as a fusion value reads: its supertype's, absent
-    fields left out) has the subtype :func:`subtype_of` derives."""
-    if isinstance(v, Value):
-        return v.type, v.value
-    return subtype_of(t.inner, v), v
-
-
-def subtype_of(t: Type, v: Any, depth: int = 0) -> Type:
-    """The type of ``v`` within supertype ``t``, as ``super``'s fuse keeps it: a
-    record's present fields (none optional), a union value's member, a container's one
-    element type when its elements agree (else ``t``'s), ``null`` for a null."""
-    if v is None:
-        return NULL
-    if depth > MAX_DEPTH:
-        raise EncodeError(f"value nested deeper than {MAX_DEPTH}")
-    d = depth + 1
-    if isinstance(t, NamedType):
-        it = subtype_of(t.inner, v, d)
-        return t if it == t.inner else NamedType(t.name, it)
-    if isinstance(t, ErrorType):
-        return ErrorType(subtype_of(t.inner, v, d))
-    if isinstance(t, RecordType):
-        from ...model.types import Field
-
-        return RecordType(tuple(Field(f.name, subtype_of(f.type, v[f.name], d))
-                                for f in t.fields if f.name in v))
-    if isinstance(t, UnionType):
-        if isinstance(v, UnionValue):
-            return subtype_of(v.type, v.value, d)
-        _, mt, mv = _member(t, v)
-        return subtype_of(mt, mv, d)
-    if isinstance(t, ArrayType | SetType):
-        subs = {subtype_of(t.elem, x, d) for x in v}
-        if len(subs) != 1:
-            return t
-        [et] = subs
-        return ArrayType(et) if isinstance(t, ArrayType) else SetType(et)
-    return t
