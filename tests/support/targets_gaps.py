@@ -4,7 +4,11 @@ the real tools print of them (never builds a tool).
 - ``optional``: records with optional fields (``x?:T``) for ``super-0.3`` (CSUP v16,
   BSUP 2), read by super v0.3.0;
 - ``dicts``: columns of few distinct values (dictionaries) and of one value (constants)
-  for ``zed-1.12`` (VNG v3), read by zq v1.12.0.
+  for ``zed-1.12`` (VNG v3), read by zq v1.12.0;
+- ``fusion``: fusion values naming their subtypes for ``super-0.3``;
+- ``super-NAME``: super v0.3.0's own BSUP files with fusion values and optional fields
+  (tests/data/real/super/) converted to ``super-0.3`` by ``convert``: the tool's BSUP of
+  ours (``.out``) must be the bytes of its BSUP of the original (``super-NAME.orig.out``).
 
 Usage: ``python3 -m tests.support.targets_gaps``.  Writes under
 ``tests/data/real/targets/gaps/``: ``NAME.TARGET.{csup,vng,bsup}`` (ours), ``.out``
@@ -75,8 +79,56 @@ def dicts() -> list[Value]:
     return rows
 
 
+def fusion() -> list[Value]:
+    """Fusion values of one supertype of optional fields, each naming its subtype
+    (field order of its own, some fields absent), and a fusion of a union."""
+    from csup_async.format.superdb.bsup2 import FusionType
+    from csup_async.model.types import UnionType
+
+    sup = RecordType((OptField("a", I64), OptField("b", STR),
+                      OptField("d", RecordType((Field("e", I64),)))))
+    ft = FusionType(sup)
+    subs = [RecordType((Field("a", I64), Field("b", STR))), RecordType((Field("a", I64),)),
+            RecordType((Field("b", STR), Field("a", I64))),
+            RecordType((Field("d", RecordType((Field("e", I64),))),))]
+    rows = []
+    for i in range(24):
+        sub = subs[i % 4]
+        v = {f.name: (i if f.type == I64 else {"e": i} if f.name == "d" else f"b{i}")
+             for f in sub.fields}
+        rows.append(Value(ft, Value(sub, v)))
+    ut = FusionType(UnionType((I64, STR)))
+    rows += [Value(ut, Value(I64, 5)), Value(ut, Value(STR, "s"))]
+    return rows
+
+
+#: SuperDB v0.3.0's own BSUP files (tests/data/real/super/) converted by ``convert
+#: --target super-0.3`` (their values as they are); the tool's BSUP of each, and of the
+#: original, are committed: they must be the same bytes.
+FROM_SUPER = ("fusion", "optional", "broken_runs")
+SUPER_FILES = OUT.parent.parent / "super"
+
+
+def converted(name: str, kind: str) -> bytes:
+    from csup_async.writers.converting import exact_values
+    from csup_async.writers.targets.output import write_bsup, write_csup
+
+    out = io.BytesIO()
+    vals = exact_values(str(SUPER_FILES / f"{name}.bsup"))
+    if kind == "csup":
+        write_csup(out, vals, "super-0.3")
+    else:
+        write_bsup(out, vals, "super-0.3", compress=False)
+    return out.getvalue()
+
+
+def converted_path(name: str, kind: str) -> Path:
+    return OUT / f"super-{name}.super-0.3.{kind}"
+
+
 #: name -> (values, the targets written)
-INPUTS = {"optional": (optional, ("super-0.3",)), "dicts": (dicts, ("zed-1.12",))}
+INPUTS = {"optional": (optional, ("super-0.3",)), "dicts": (dicts, ("zed-1.12",)),
+          "fusion": (fusion, ("super-0.3",))}
 
 
 def written(name: str, target: str, kind: str) -> bytes:
@@ -105,13 +157,27 @@ def main() -> int:
                 path.write_bytes(written(name, target, kind))
                 # (super v0.3.0's -j prints an absent optional field as a zero value,
                 # or panics on a bool one: its BSUP is the oracle there)
-                outs = targets_data.tool_outputs(target, path, json=name != "optional")
+                outs = targets_data.tool_outputs(target, path, json=name == "dicts")
                 if outs is None:
                     print(f"{target}: no binary, {path.name} written without outputs")
                     continue
                 (path.parent / (path.name + ".out")).write_bytes(outs[0])
                 if outs[1]:
                     (path.parent / (path.name + ".json")).write_bytes(outs[1])
+                print(f"{path.name}: {len(outs[0])} bytes of tool output")
+    for name in FROM_SUPER:
+        orig = SUPER_FILES / f"{name}.bsup"
+        outs = targets_data.tool_outputs("super-0.3", orig, json=False)
+        if outs is None:
+            print("super v0.3.0: no binary, conversions written without outputs")
+        else:
+            (OUT / f"super-{name}.orig.out").write_bytes(outs[0])
+        for kind in ("csup", "bsup"):
+            path = converted_path(name, kind)
+            path.write_bytes(converted(name, kind))
+            outs = targets_data.tool_outputs("super-0.3", path, json=False)
+            if outs is not None:
+                (path.parent / (path.name + ".out")).write_bytes(outs[0])
                 print(f"{path.name}: {len(outs[0])} bytes of tool output")
     return 0
 
