@@ -208,6 +208,9 @@ def _inspect(args: argparse.Namespace) -> int:
             if getattr(r, "header_layout", False):  # SuperDB's own files
                 parts.append(await _inspect_header_layout(r, args))
                 continue
+            if getattr(r, "bsup", False):  # a row stream: its version and types
+                parts.append(await _inspect_bsup(r, args))
+                continue
             check = await verify_file(r) if args.verify else None
             failed = failed or (check is not None and not check.ok)
             rows = await r.count_rows() if check is None or check.ok else r.num_rows
@@ -239,6 +242,20 @@ async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
         return json.dumps(file_json(r.meta, r.path, parts))
     return describe_file(r.meta, r.path, parts) + ("\nverify: ok, every value decoded"
                                              if args.verify else "")
+
+
+async def _inspect_bsup(r: Any, args: argparse.Namespace) -> str:
+    """A BSUP file: its version, the tool that writes it, its values' types;
+    ``--verify`` decodes every value."""
+    from ..format.superdb.describe import bsup_json, describe_bsup
+
+    if args.verify:
+        await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
+    what = (r.path, r.bsup_version, r.meta.object_size, r.meta.row_count,
+            tuple(r.meta.super_types))
+    if args.json:
+        return json.dumps(bsup_json(*what))
+    return describe_bsup(*what) + ("\nverify: ok, every value decoded" if args.verify else "")
 
 
 def _plan(args: argparse.Namespace) -> int:

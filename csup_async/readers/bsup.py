@@ -155,6 +155,11 @@ class BsupReader(WholeObjectReader):
         self._load_bsup(data, types, rows, t0)
 
     @property
+    def bsup_version(self) -> int:
+        """The BSUP version of the object as stored (0 Zed's; 1, 2, 5 SuperDB's)."""
+        return self._held or self._source_version
+
+    @property
     def frames(self) -> bytes:
         """The bytes of the frames this reader holds (the whole object, or the runs it
         was opened on)."""
@@ -262,7 +267,7 @@ class BsupReader(WholeObjectReader):
         self._check_paths(paths)
         wanted = self._filter_paths(self._filter(filter), paths)
         return WholeObjectPlan(tuple(wanted), (), self.meta.object_size, self.meta.row_count,
-                               f"BSUP version {self._held or self._source_version}")
+                               f"BSUP version {self.bsup_version}")
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,

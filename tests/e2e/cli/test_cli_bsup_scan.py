@@ -73,3 +73,21 @@ def test_plan_and_explain_say_the_object_is_read_whole(
 def test_a_missing_column_of_a_bsup_file_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["scan", REAL / "super-main" / "enum.bsup", "-c", "nope"], capsys)
     assert code != 0 and "nope" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("path", "version", "writer"), [
+    (REAL / "zed1.12-all.zng", 0, "Zed (zq/zed v1.x) or csup-async"),
+    (next((REAL / "conformance" / "super-0.2").glob("*.bsup")), 1, "super v0.2.0"),
+    (REAL / "super" / "optional.bsup", 2, "super v0.3.0"),
+    (REAL / "super-main" / "fusion.bsup", 5, "super main (2026)")],
+    ids=["v0", "v1", "v2", "v5"])
+def test_inspect_names_the_bsup_version_and_its_writer(
+        path: Path, version: int, writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["inspect", path], capsys)
+    assert code == 0, err
+    assert f"layout: BSUP version {version} (a row stream" in out and f"written by {writer}" in out
+    code, out, err = run(["inspect", "--json", "--verify", path], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert (doc["version"], doc["writer"], doc["layout"]) == (version, writer, "bsup")
+    assert doc["rows"] > 0 and doc["super_types"]
