@@ -45,6 +45,17 @@ LAYOUT = NamedType("order.Layout", rec(
 POOL_CONFIG = NamedType("pools.Config", rec(
     ("ts", TIME), ("name", STRING), ("id", KSUID_T), ("layout", LAYOUT),
     ("seek_stride", INT64), ("threshold", INT64)))
+def superdb_pool_config(version: int) -> NamedType:
+    """``pools.Config`` as ``super db create`` writes it: the layout is an
+    ``order.SortKey``; super main's has no ``seek_stride`` (BSUP ``version`` 5)."""
+    sort_key = NamedType("order.SortKey", underlying(LAYOUT))
+    fields = [("ts", TIME), ("name", STRING), ("id", KSUID_T), ("layout", sort_key)]
+    if version != 5:
+        fields.append(("seek_stride", INT64))
+    fields.append(("threshold", INT64))
+    return NamedType("pools.Config", rec(*fields))
+
+
 BRANCH_CONFIG = NamedType("branches.Config", rec(
     ("ts", TIME), ("name", STRING), ("commit", KSUID_T)))
 
