@@ -94,7 +94,7 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
     if args.infer_times:
         flags["infer_times"] = True
     if args.target:
-        flags["target"] = args.target  # (a CSUP file is then re-encoded, never copied)
+        flags["target"] = args.target  # (a CSUP file in another layout is re-encoded)
     src = args.input[0]
     local = len(args.input) == 1 and ("://" not in src or src.startswith("file://")) and (
         os.path.isfile(src.removeprefix("file://")))
@@ -107,15 +107,14 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
 
         if args.copy:
             return convert(src, args.output, copy=True, **opts)
-        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress or (
-            args.target not in (None, "csup-async"))
+        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress
         kind = kind_of(src.removeprefix("file://"))
         if kind == "csup" and not writer_set:
-            return convert(src, args.output, **flags, **opts)  # copied when it is ours
+            # copied when it is already in the target's layout (the default's: super)
+            return convert(src, args.output, **flags, **opts)
         from ..writers.converting import EXACT_TARGETS
 
-        if kind == "bsup" and args.target in EXACT_TARGETS and not (
-                args.segment_thresh or args.skew_thresh or args.no_compress):
+        if kind == "bsup" and args.target in EXACT_TARGETS and not writer_set:
             return convert(src, args.output, **flags, **opts)  # its values as they are
     values = input_values(args)
     from ..writers.inputs import JsonFile

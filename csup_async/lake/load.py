@@ -151,18 +151,19 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
     return parts
 
 
-def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-async") -> bytes:
+def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "super") -> bytes:
     """The ``.csup`` copy in ``target``'s layout (a SuperDB database's default is CSUP
-    v16, what ``super db vector add`` of super v0.3.0 writes)."""
+    v16, what ``super db vector add`` of super v0.3.0 writes; a Zed lake's is the
+    default target's)."""
     buf = _io.BytesIO()
-    if target != "csup-async":
+    if target not in ("csup-async", "super"):
         from ..writers.targets.output import write_csup
 
         write_csup(buf, [Value(t, v) for t, v, _, _ in rows], target)
         return buf.getvalue()
     from ..writers.writing import write
 
-    write(buf, [Value(t, v) for t, v, _, _ in rows])
+    write(buf, [Value(t, v) for t, v, _, _ in rows], target=target)
     return buf.getvalue()
 
 
@@ -172,9 +173,9 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
     from ..writers.targets import resolve
 
     io = lake.io
-    if target is None:
+    if target is None:  # a SuperDB database's own version; else the one default target
         target = ("super" if io.bsup_version == 5 else "super-0.3") if io.is_superdb \
-            else "csup-async"
+            else None
     target = resolve(target).name  # an unknown name fails before anything is written
     pool_dir = cfg.id_str
     rows = await asyncio.to_thread(_rows, data)

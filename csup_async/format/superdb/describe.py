@@ -43,6 +43,10 @@ def _part_lines(parts: tuple[Any, ...], out: list[str]) -> None:
                    f"fused type {format_type(p.fused)}")
 
 
+#: The ``target=`` that writes each version (so csup-async's files say it too).
+_TARGET = {23: " (target super)", 16: " (target super-0.3)"}
+
+
 def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> str:
     v = meta.version
     layout = ("CSUP version 23 (objects, then a footer with the fused type and a trailer "
@@ -50,7 +54,8 @@ def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> 
     lines = [
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
-        f"layout: {layout}, written by {VERSIONS.get(v, 'super')}, header version {v}",
+        f"layout: {layout}, the layout of {VERSIONS.get(v, 'super')}{_TARGET.get(v, '')}, "
+        f"header version {v}",
         *([f"parts: {len(parts)}"] if v >= 23 else []),
         f"objects: {len(meta.objects)}",
         f"rows: {meta.row_count:,}",

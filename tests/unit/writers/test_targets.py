@@ -58,7 +58,7 @@ def _read_bytes(b: bytes) -> list[Value]:
 def _own(tmp_path) -> list[Value]:
     """ROWS as this library's own layout types them (rows fused as ``write`` does)."""
     path = str(tmp_path / "own.csup")
-    csup_async.write(path, ROWS)
+    csup_async.write(path, ROWS, target="csup-async")
     return _read(path)
 
 
