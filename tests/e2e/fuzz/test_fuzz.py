@@ -1,9 +1,5 @@
 """Bad input: CSUP and BSUP bytes that are cut, flipped, lying or hostile.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 Every case runs every read a user can make of a file (open, read_rows,
 read_values, scan of each top-level path, scan of all, iter_batches) and
 requires that only ``CsupError`` subclasses come out, in bounded time (a
@@ -82,6 +78,9 @@ from csup_async.model.values import UnionValue, Value, infer_type
 from csup_async.scan import options as read_options
 from tests.support.paths import ROOT
 from tests.support.strategies import typed_values
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 
 def _examples() -> int:
