@@ -153,9 +153,9 @@ async def test_a_missing_column_is_refused_alike(small: Path) -> None:
 
 
 def test_the_sync_face_refuses_a_missing_where_column_alike(small: Path) -> None:
-    with csup_async.open_sync(str(small)) as r:
-        with pytest.raises(ColumnNotFoundError, match=r"the filter names 'nope'"):
-            r.scan(["id"], filter="nope = 1")
+    with (csup_async.open_sync(str(small)) as r,
+          pytest.raises(ColumnNotFoundError, match=r"the filter names 'nope'")):
+        r.scan(["id"], filter="nope = 1")
 
 
 async def test_the_schema_is_an_arrow_schema_from_metadata(small: Path) -> None:
