@@ -60,6 +60,7 @@ async def test_the_verbs_take_the_same_keywords(big: Path) -> None:
             got = set(inspect.signature(getattr(r, verb)).parameters)
             ours = set(inspect.signature(getattr(csup_async.Reader, verb)).parameters)
             assert got == ours - {"self"}, verb
+        assert (await r.plan("s, id")).columns == ("s", "id")
 
 
 async def test_scan_reports_progress_of_what_it_reads(big: Path) -> None:
