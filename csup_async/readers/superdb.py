@@ -284,14 +284,17 @@ class HeaderLayoutReader(WholeObjectReader):
                 ) -> dict[str, A.Array]:
         """Each path's column over the rows of ``obj``: primitive columns built with numpy
         (:mod:`csup_async.scan.superdb.fastcols`), the others from their decoded values."""
-        from ..scan.superdb import fastcols
+        from ..scan.superdb import columnar23, fastcols
 
         dec = self._decoder(obj, False)
         tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
+        v23 = obj.header.version >= 23
         out: dict[str, A.Array] = {}
         slow = []
         for p, comps in zip(paths, self._comps(paths), strict=True):
             got = fastcols.column(dec, obj, comps, types[p], tags)
+            if got is None and v23:  # records, unions, lists... a column at a time
+                got = columnar23.column(dec, obj, comps, types[p], tags)
             if got is None:
                 slow.append(p)
             else:
