@@ -95,6 +95,36 @@ class _Builder:
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
         self.nodes = dec.nodes
+        #: how many fusion vectors the vector being built is inside: their values are
+        #: their subtypes' (the general path defuses them), where a union's ``null``
+        #: member is a plain null (a null row), not the union's null member
+        self.fused = 0
+        self._checked: set[int] = set()
+
+    def _all_null(self, i: int) -> bool:
+        """Whether every value of vector ``i`` is null (a null vector, named or an error)."""
+        n = self.nodes[i]
+        while n.kind in ("named", "error"):
+            n = self.nodes[n.kids[0]]
+        return n.kind == "null" or (n.kind == "const" and n.value is None)
+
+    def _plain_subtypes(self, n: Any) -> None:
+        """Refuse a fusion vector some of whose values have a subtype holding a union
+        (their null members would keep their tags: only the general path knows)."""
+        if not isinstance(n.value, int) or self.dec.types is None:
+            raise Unsupported("a fusion vector without its subtypes")
+        if n.value in self._checked:
+            return
+        sub = self.nodes[n.value]
+        if sub.kind != "typevalue":
+            raise Unsupported("fusion subtypes")
+        raw = self.dec.seg(sub, "values") if sub.count else b""
+        ids = np.unique(intcomp.uint32s(raw)) if raw else np.zeros(0, np.int64)
+        table = self.dec.types()
+        for i in ids.tolist():
+            if _holds_union(table.lookup(i)):
+                raise Unsupported("a fusion subtype holding a union")
+        self._checked.add(n.value)
 
     def _len(self, i: int) -> int:
         n = node_len(self.nodes, i)
@@ -115,7 +145,14 @@ class _Builder:
             return self.values(i, t, count, d)
         n = self.nodes[i]
         k = n.kind
-        if k in ("named", "error", "fusion"):
+        if k == "fusion":
+            self._plain_subtypes(n)
+            self.fused += 1
+            try:
+                return self.path(n.kids[0], comps, t, count, d + 1)
+            finally:
+                self.fused -= 1
+        if k in ("named", "error"):
             return self.path(n.kids[0], comps, t, count, d + 1)
         if k == "record":
             self._check(i, count)
@@ -157,7 +194,12 @@ class _Builder:
         n = self.nodes[i]
         k = n.kind
         if k == "fusion":  # values of the supertype
-            return self.values(n.kids[0], t, count, d + 1)
+            self._plain_subtypes(n)
+            self.fused += 1
+            try:
+                return self.values(n.kids[0], t, count, d + 1)
+            finally:
+                self.fused -= 1
         if k in ("null", "none"):
             return A.null_array(t, count)
         p = phys(t)
@@ -183,7 +225,23 @@ class _Builder:
             return self._enum(i, t, count, d)
         if k in _LEAF_KINDS:
             return self._leaf(i, t, count)
+        if k in ("ip", "net", "typevalue"):
+            return self._objects(i, t, count, d)
         raise Unsupported(f"{k} vectors")
+
+    def _objects(self, i: int, t: Type, count: int, d: int) -> A.Array:
+        """ip, net and type values: Python objects in an object array, as the array
+        model keeps them."""
+        from . import vectors23
+
+        if self._own_type(i) != t:
+            raise Unsupported(f"{self.nodes[i].kind} vector for {t}")
+        vals = vectors23.values(self.dec, self.nodes[i], d)
+        if len(vals) != count:
+            raise Unsupported(f"{self.nodes[i].kind} count")
+        objs = np.empty(count, dtype=object)
+        objs[:] = vals
+        return A.PrimitiveArray(t, objs)
 
     def _wrapped(self, i: int, t: Type, count: int, d: int) -> A.Array:
         n = self.nodes[i]
@@ -202,6 +260,8 @@ class _Builder:
     def _as_member(self, i: int, t: Type, u: UnionType, count: int, d: int) -> A.Array:
         """Vector ``i`` (not a union) as values of the column's union ``t``: its own
         type must be one of the members."""
+        if self._all_null(i):  # plain nulls: null rows, whatever their type
+            return A.null_array(t, count)
         own = self._own_type(i)
         if own not in u.types:
             raise Unsupported(f"{own} is not a member of {u}")
@@ -221,7 +281,8 @@ class _Builder:
         kids: list[A.Array | None] = [None] * len(u.types)
         for m, kid in enumerate(n.kids):
             own = self._own_type(kid)
-            if self.nodes[kid].kind == "none" or (own == NULL and NULL not in u.types):
+            if self.nodes[kid].kind == "none" or (own == NULL and NULL not in u.types) or (
+                    self.fused and self._all_null(kid)):
                 continue  # a null row (as the general path: no member of the column)
             if own not in u.types:
                 raise Unsupported(f"member {own} is not in {u}")
@@ -305,3 +366,20 @@ class _Builder:
         if len(got[0]) != count:
             raise Unsupported("leaf count")
         return A.PrimitiveArray(t, got[0])
+
+
+def _holds_union(t: Type, d: int = 0) -> bool:
+    """Whether values of ``t`` can hold a union value (a recursive reference: yes)."""
+    from ...format.superdb.bsup5 import RecRef
+
+    if d > 100 or isinstance(t, UnionType | RecRef):
+        return True
+    if isinstance(t, NamedType | ErrorType):
+        return _holds_union(t.inner, d + 1)
+    if isinstance(t, RecordType):
+        return any(_holds_union(f.type, d + 1) for f in t.fields)
+    if isinstance(t, ArrayType | SetType):
+        return _holds_union(t.elem, d + 1)
+    if isinstance(t, MapType):
+        return _holds_union(t.key, d + 1) or _holds_union(t.value, d + 1)
+    return False
