@@ -12,11 +12,12 @@ each trailer's part size, further objects of a part from each object's sizes
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
 import planner as P
-from planner.superdb import OpenCost, hop_read
+from planner.superdb import OpenCost, hop_read, window_read
 
 from ..format.superdb.meta import check_row_count, file_types
 from ..format.superdb.v23 import (
@@ -93,7 +94,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
         parts.reverse()
         largest = 0
         for part in parts:
-            off = part.start
+            off, in_part = part.start, 0
             while off < part.footer:
                 if part.footer - off < OBJECT_HEADER:
                     raise TruncatedError(f"{part.footer - off} bytes at {off} before the "
@@ -105,6 +106,13 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                             end = max(min(end, tail.offset), off + OBJECT_HEADER)
                         await read(off, end - off)
                         head_read = True
+                    elif (win := window_read(*_gap(buf, self._held, part.start, off,
+                                                   part.footer),
+                                             off - part.start, in_part,
+                                             self.profile)) is not None:
+                        # small objects: the rest of the part from the first byte not
+                        # held (the data of those before it too) at once
+                        await asyncio.gather(*(read(o, n) for o, n in win))
                     else:
                         await read(*hop_read(off, part.footer, largest))
                 hdr = parse_object_header(buf.get(off, OBJECT_HEADER), off)
@@ -128,6 +136,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
                 largest = max(largest, n)
                 off += hdr.object_size
+                in_part += 1
         types = file_types(objects)
     except CsupError as e:
         raise e.with_path(self.path) from None
@@ -141,6 +150,16 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
     self.open_stats.wall = time.perf_counter() - t0
+
+
+def _gap(buf: HeldBytes, held: list[tuple[int, bytes]], start: int, off: int, end: int
+         ) -> tuple[int, int]:
+    """The bytes of a part (from ``start`` to its footer at ``end``) a window should
+    read for the object at ``off``: from the first byte the reads so far do not hold
+    (at most ``off``) to the next they do (the tail read), at most ``end``."""
+    a = min(off, buf.held_until(start)) if buf.covers(start, 1) else start
+    b = min([end, *(o for o, _ in held if a < o < end)])
+    return a, max(a, b)
 
 
 def fused_type(parts: tuple[Part, ...]) -> Type | None:

@@ -52,7 +52,7 @@ _EMPTY_COUNT = 0xFFFFFFFF
 _LEAF_KINDS = ("int", "uint", "float", "bytes", "bool", "const", "dict")
 
 
-class Unsupported(Exception):  # noqa: N818 (a signal to fall back, not an error)
+class Unsupported(Exception):
     """A vector this module does not build: take the general path."""
 
 
@@ -336,7 +336,7 @@ class _Builder:
         n = self.nodes[i]
         if not isinstance(t, EnumType) or n.type != t:
             raise Unsupported(f"enum vector for {t}")
-        idx = fastcols._leaf(self.dec, n.kids[0], "uint64", count)
+        idx = fastcols.leaf(self.dec, n.kids[0], "uint64", count)
         if not idx or len(idx[0]) != count:
             raise Unsupported("enum indexes")
         return A.PrimitiveArray(t, idx[0])
@@ -351,9 +351,9 @@ class _Builder:
         strings = name in ("string", "bytes")
         if name in ("time", "duration") and self.nodes[i].kind in ("int", "dict"):
             name = "int64"  # nanoseconds (PrimitiveArray views them as its dtype)
-        if not strings and name not in fastcols._NUMERIC:
+        if not strings and name not in fastcols.NUMERIC:
             raise Unsupported(f"{name} leaves")
-        got = fastcols._leaf(self.dec, i, name, count)
+        got = fastcols.leaf(self.dec, i, name, count)
         if got is None:
             raise Unsupported(f"{name} leaf")
         if got == ():

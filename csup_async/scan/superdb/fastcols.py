@@ -164,3 +164,8 @@ def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
         for got in parts]
     which = tags if tags is not None else np.zeros(n, dtype=np.int64)
     return A.combine(arrays, which)
+
+
+#: for :mod:`.columnar23` (v23 vectors a column at a time), which builds its leaves here
+leaf = _leaf
+NUMERIC = _NUMERIC

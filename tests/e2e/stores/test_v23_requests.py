@@ -73,3 +73,50 @@ async def test_a_small_v23_file_is_one_request(moto_s3, proxy):
         rows = await r.read_rows()
     assert len(rows) == 2
     assert [q.kind for q in proxy.requests() if q.method == "GET"] == ["tail"]
+
+
+OBJECTS = WIDE.parent / "objects.csup"  # 3 objects: 31,000 + 31,000 + 1,333 bytes
+
+
+async def _open_and_scan(moto_s3: Any, proxy: FaultProxy, profile: Any,
+                         cols: list[str]) -> tuple[list[Any], list[Any], Any]:
+    key = moto_s3.put("v23/objects.csup", OBJECTS.read_bytes())
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{key}", profile=profile, **opts) as r:
+        at_open = [q for q in proxy.requests() if q.method == "GET"]
+        res = await r.scan(cols)
+        assert len(r.meta.objects) == 3
+    gets = [q for q in proxy.requests() if q.method == "GET"]
+    return at_open, gets, res
+
+
+async def test_small_objects_come_in_one_window_with_their_data(moto_s3, proxy):
+    """Objects small against a round trip (31 KB, where S3's is ~5 MB): after the head
+    read, the rest of the part (headers, metadata and data of the objects after the
+    first, and the first's data the head read did not hold) is one read, not a chain of
+    one request per object and then a data wave."""
+    at_open, gets, res = await _open_and_scan(moto_s3, proxy, SMALL_READS, ["b"])
+    print("GETs", [(q.kind, q.range) for q in gets])
+    assert [q.kind for q in at_open] == ["tail", "data", "data"]
+    window = at_open[2]
+    assert window.range == f"bytes={SMALL_READS.tail_min}-{OBJECTS.stat().st_size - 4096 - 1}"
+    assert len(gets) == 3 and res.stats.requests == 0  # the data came with the window
+    async with csup_async.open(str(OBJECTS)) as r:
+        local = await r.scan(["b"])
+    assert res.column("b").to_pylist() == local.column("b").to_pylist()
+    assert res.num_rows == 250_000
+
+
+async def test_objects_large_against_a_round_trip_keep_the_chain(moto_s3, proxy):
+    """A store whose round trip moves fewer bytes than an object (here 10 KB against
+    31 KB): one header read per object, then the projection's segments only."""
+    quick = dataclasses.replace(SMALL_READS, latency=0.0001)
+    at_open, gets, res = await _open_and_scan(moto_s3, proxy, quick, ["b"])
+    # the tail, the head, a hop to object 1's header (object 2's is in the tail read)
+    assert [(q.kind, q.range) for q in at_open] == [
+        ("tail", "bytes=-4096"), ("data", "bytes=0-4095"),
+        ("data", f"bytes=31000-{31000 + 16384 - 1}")]
+    assert len(gets) - len(at_open) == res.stats.requests >= 1
+    needed = res.stats.bytes_read
+    assert needed < OBJECTS.stat().st_size // 2  # column b's segments, not c's
+    assert res.num_rows == 250_000
