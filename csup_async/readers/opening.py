@@ -118,11 +118,13 @@ class _Opener(Opener["Reader"]):
             raise
         from .loader import load_reader
 
+        head = None if self.given_tail is not None else _early_head(store, key, reader_opts)
         try:
             r = await load_reader(store, key, owns_store=owns, options=reader_opts,
-                                  pending=tail)
+                                  pending=tail, head=head)
         except BaseException:
             await _discard(tail)
+            await _discard(head)
             raise
         self.reader = r
         return r
@@ -140,6 +142,23 @@ class _Opener(Opener["Reader"]):
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
         return asyncio.ensure_future(store.read_tail(key, size))
+
+
+def _early_head(store: Store, key: str, reader_opts: dict[str, Any]
+                ) -> asyncio.Task[TailRead | None] | None:
+    """A head read sent with the tail read where the last file opened from the same place
+    was a SuperDB v23 file that needed one (:mod:`.headhint`); None otherwise."""
+    if reader_opts.get("metadata_cache") or reader_opts.get("immutable") or not hasattr(
+            store, "read_head"):
+        return None
+    from .headhint import expect_head
+
+    if not expect_head(store, key):
+        return None
+    import planner as P
+
+    size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
+    return asyncio.ensure_future(store.read_head(key, size))  # type: ignore[attr-defined]
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:

@@ -68,15 +68,20 @@ class HeaderLayoutReader(WholeObjectReader):
     header_layout = True
     meta: FileView  # type: ignore[assignment]
 
-    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
-                                  ) -> None:
+    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
+                                  speculative: Any = None) -> None:
         from ..format.superdb.v23 import is_v23_tail
 
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
-            await load_v23(self, tail, t0, head, FileView)
+            await load_v23(self, tail, t0, head, FileView, speculative)
             return
+        from .headhint import remember
+        from .loader import drop_head
+
+        remember(self.store, self.key, False)
+        await drop_head(speculative)
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -560,16 +565,21 @@ def record_fields(t: Type) -> list[str]:
 
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
-                           head: bytes | None = None) -> HeaderLayoutReader:
+                           head: bytes | None = None, speculative: Any = None
+                           ) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
-    ``head`` read by ``detect.probe``), every object's header and metadata read."""
+    ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
+    read, see :mod:`.headhint`), every object's header and metadata read."""
     new = reader.successor(HeaderLayoutReader)
     new._data_profile = new.profile  # plan_per_segment narrows reader.profile
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
     try:
-        await new._load_header_layout(tail, t0, head)
+        await new._load_header_layout(tail, t0, head, speculative)
     except BaseException:
+        from .loader import drop_head
+
+        await drop_head(speculative)
         await new.close()  # it owns the store now
         raise
     return new

@@ -16,12 +16,21 @@ import pytest
 
 import csup_async
 import planner as P
-from tests.support.fault_proxy import FaultProxy
+from csup_async.readers import headhint
+from tests.support.fault_proxy import Fault, FaultProxy
 
 WIDE = (Path(__file__).resolve().parents[2] / "data" / "real" / "super-main" / "wide"
         / "wide.csup")
 SMALL_READS = dataclasses.replace(P.get_profile("s3"), tail_min=4096, tail_max=4096,
                                   max_gap=1024)
+
+
+@pytest.fixture(autouse=True)
+def _no_head_hints() -> Iterator[None]:
+    """Each test starts with no memory of the files opened before (readers.headhint)."""
+    headhint.forget()
+    yield
+    headhint.forget()
 
 
 @pytest.fixture
@@ -120,3 +129,61 @@ async def test_objects_large_against_a_round_trip_keep_the_chain(moto_s3, proxy)
     needed = res.stats.bytes_read
     assert needed < OBJECTS.stat().st_size // 2  # column b's segments, not c's
     assert res.num_rows == 250_000
+
+
+async def test_after_a_large_v23_file_the_next_head_read_goes_with_the_tail_read(moto_s3, proxy):
+    """A file that needed a head read: the next file opened from the same place sends its
+    head read with its tail read (one metadata round trip, not two), and uses it when
+    its version is the tail's; a file of another layout there costs one unused head read,
+    and the next opened after it none."""
+    data = WIDE.read_bytes()
+    keys = [moto_s3.put(f"v23/place/{n}.csup", data) for n in ("one", "two")]
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{keys[0]}", profile=SMALL_READS, **opts) as r:
+        first = [(q.kind, q.range) for q in proxy.requests() if q.method == "GET"]
+    assert first == [("tail", "bytes=-4096"), ("data", "bytes=0-4095")]
+    mark = len(proxy.requests())
+    # the tail's response held back 2 s: a head read logged before that was sent with it
+    proxy.inject(Fault.delay(2.0), match=lambda q: q.kind == "tail")
+    async with csup_async.open(f"s3://{keys[1]}", profile=SMALL_READS, **opts) as r:
+        at_open = [q for q in proxy.requests()[mark:] if q.method == "GET"]
+        assert r.open_stats.requests == 2
+        res = await r.scan(["id", "score"])
+    assert sorted((q.kind, q.range) for q in at_open) == [("data", "bytes=0-4095"),
+                                                          ("tail", "bytes=-4096")]
+    tail = next(q for q in at_open if q.kind == "tail")
+    head = next(q for q in at_open if q.kind == "data")
+    assert head.time < tail.time + 2.0
+    gets = [q for q in proxy.requests()[mark:] if q.method == "GET"]
+    assert len(gets) <= 4 and len(gets) - 2 == res.stats.requests
+    assert {c: res.column(c).to_pylist() for c in ("id", "score")} == await _local(
+        ["id", "score"])
+    # our own layout in the same place: one head read unused, then none
+    own = moto_s3.put("v23/place/own.csup", _own_layout())
+    for speculated in (True, False):
+        mark = len(proxy.requests())
+        async with csup_async.open(f"s3://{own}", profile=SMALL_READS, **opts) as r:
+            assert (await r.scan(["id"])).num_rows == 4000
+        ranges = _ranges_after(proxy, mark, "bytes=0-4095" if speculated else None)
+        assert ("bytes=0-4095" in ranges) is speculated, ranges
+
+
+def _ranges_after(proxy: FaultProxy, mark: int, awaited: str | None) -> list[str | None]:
+    """The GETs' ranges since ``mark``, once ``awaited`` is among them (a cancelled
+    request may reach the proxy's log a moment after the client moved on; 5 s at most)."""
+    import time
+
+    for _ in range(500):
+        ranges = [q.range for q in proxy.requests()[mark:] if q.method == "GET"]
+        if awaited is None or awaited in ranges:
+            break
+        time.sleep(0.01)
+    return ranges
+
+
+def _own_layout() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    csup_async.write(buf, [{"id": i} for i in range(4000)])
+    return buf.getvalue()
