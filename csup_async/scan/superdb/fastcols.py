@@ -43,12 +43,10 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
         if name not in _STRINGS:
             return (entries[0][index],)
         offs, data = entries
-        lens = (offs[1:] - offs[:-1])[index]
-        starts = offs[:-1][index]
-        new = np.zeros(count + 1, dtype=np.int64)
-        np.cumsum(lens, out=new[1:])
-        pos = np.repeat(starts - new[:-1], lens) + np.arange(int(new[-1]), dtype=np.int64)
-        return new, data[pos]
+        from ...arrays.buffers import take_binary  # a memcpy per value, in C
+
+        return take_binary(np.asarray(offs, dtype=np.int64), np.asarray(data, np.uint8),
+                           index, None)
     if n.count != count and not (n.kind == "bytes" and count == 0):
         raise FormatError(f"{n.kind} vector holds {n.count} values where {count} belong")
     if n.kind == "const":
