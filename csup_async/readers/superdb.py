@@ -163,7 +163,13 @@ class HeaderLayoutReader(WholeObjectReader):
             tops = C.tops_of(o)
             targets = [t for top in tops for c in comps
                        if (t := C.resolve(o.nodes, top, c)) is not None]
-            segs.extend(C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0))
+            got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
+            if o.header.version >= 23:  # the subtypes of the fusions the paths pass
+                from ..scan.superdb.columnar23 import passed_subtypes
+
+                have = {g.offset for g in got}
+                got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+            segs.extend(got)
         return segs
 
     def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,

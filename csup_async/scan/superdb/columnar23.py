@@ -21,13 +21,15 @@ type is not the column's (or a member of the column's union), and a damaged obje
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from ... import arrays as A
+from ...format.meta import Segment
 from ...format.superdb import intcomp
-from ...format.superdb.bsup5 import columnar
+from ...format.superdb.bsup5 import TD_NAMED, TD_UNION, RecRef, columnar
 from ...format.superdb.meta import ObjectMeta, node_len, node_type
 from ...model.errors import CsupError
 from ...model.kinds import phys
@@ -85,10 +87,46 @@ def _combine(parts: list[A.Array | None], which: np.ndarray, t: Type) -> A.Array
     """Rows in order from per-tag parts of type ``t`` (None: null rows)."""
     if all(p is None for p in parts):
         return A.null_array(t, int(which.size))
+    live = [j for j, p in enumerate(parts) if p is not None]
+    if len(live) == 1:  # one member with values, the others null (T|null, T|none)
+        arr = parts[live[0]]
+        assert arr is not None
+        if arr.type == t:
+            return arr.expand(which == live[0])  # a scatter, not a concat and a take
     got = A.combine(parts, which)
     if got.type != t:  # (the null type's parts): not the column's form
         raise Unsupported(f"combined {got.type} for {t}")
     return got
+
+
+def passed_subtypes(obj: ObjectMeta, tops: tuple[int, ...],
+                    paths: list[tuple[str, ...]]) -> list[Segment]:
+    """The file segments of the subtype vectors of the fusion vectors ``paths`` pass on
+    their way down records (what :func:`.columns.resolve` walks; below where it stops, the
+    read takes the whole subtree, subtypes included): a column holding a union needs
+    them to tell a union value from a plain one (see :meth:`_Builder._plain_subtypes`)."""
+    nodes, out, seen = obj.nodes, [], set()
+    for top in tops:
+        for comps in paths:
+            i, k = top, 0
+            while k <= len(comps):
+                n = nodes[i]
+                if n.kind == "fusion" and isinstance(n.value, int) and n.value not in seen:
+                    seen.add(n.value)
+                    out.extend(C.file_segment(obj, s) for _, s in nodes[n.value].segs
+                               if s.size)
+                if n.kind in ("named", "error", "fusion"):
+                    i = n.kids[0]
+                    continue
+                if n.kind != "record" or k == len(comps):
+                    break
+                for (name, _), kid in zip(n.fields, n.kids, strict=True):
+                    if name == comps[k]:
+                        i, k = kid, k + 1
+                        break
+                else:
+                    break
+    return out
 
 
 class _Builder:
@@ -99,7 +137,6 @@ class _Builder:
         #: their subtypes' (the general path defuses them), where a union's ``null``
         #: member is a plain null (a null row), not the union's null member
         self.fused = 0
-        self._checked: set[int] = set()
 
     def _all_null(self, i: int) -> bool:
         """Whether every value of vector ``i`` is null (a null vector, named or an error)."""
@@ -113,18 +150,28 @@ class _Builder:
         (their null members would keep their tags: only the general path knows)."""
         if not isinstance(n.value, int) or self.dec.types is None:
             raise Unsupported("a fusion vector without its subtypes")
-        if n.value in self._checked:
-            return
-        sub = self.nodes[n.value]
+        # the answer per subtypes vector, kept with the object's decoder for every column
+        known: dict[int, bool] = getattr(self.dec, "plain_subtypes", None) or {}
+        self.dec.plain_subtypes = known  # type: ignore[attr-defined]
+        if n.value not in known:
+            known[n.value] = self._subtypes_plain(n.value)
+        if not known[n.value]:
+            raise Unsupported("a fusion subtype holding a union")
+
+    def _subtypes_plain(self, i: int) -> bool:
+        sub = self.nodes[i]
         if sub.kind != "typevalue":
             raise Unsupported("fusion subtypes")
         raw = self.dec.seg(sub, "values") if sub.count else b""
-        ids = np.unique(intcomp.uint32s(raw)) if raw else np.zeros(0, np.int64)
+        ids = intcomp.uint32s(raw) if raw else np.zeros(0, np.int64)
+        if ids.size:
+            lo, hi = int(ids.min()), int(ids.max())
+            ids = (np.flatnonzero(np.bincount(ids - lo)) + lo if hi - lo < 1 << 20
+                   else np.unique(ids))
         table = self.dec.types()
-        for i in ids.tolist():
-            if _holds_union(table.lookup(i)):
-                raise Unsupported("a fusion subtype holding a union")
-        self._checked.add(n.value)
+        if not any(code in (TD_UNION, TD_NAMED) for code, _ in table.entries):
+            return True  # no union typedef at all (JSON's subtypes): none holds one
+        return not any(_holds_union(table.lookup(j)) for j in ids.tolist())
 
     def _len(self, i: int) -> int:
         n = node_len(self.nodes, i)
@@ -146,7 +193,8 @@ class _Builder:
         n = self.nodes[i]
         k = n.kind
         if k == "fusion":
-            self._plain_subtypes(n)
+            if _holds_union(t):  # a union member's tag may depend on the subtypes
+                self._plain_subtypes(n)
             self.fused += 1
             try:
                 return self.path(n.kids[0], comps, t, count, d + 1)
@@ -194,7 +242,8 @@ class _Builder:
         n = self.nodes[i]
         k = n.kind
         if k == "fusion":  # values of the supertype
-            self._plain_subtypes(n)
+            if _holds_union(t):  # a union member's tag may depend on the subtypes
+                self._plain_subtypes(n)
             self.fused += 1
             try:
                 return self.values(n.kids[0], t, count, d + 1)
@@ -368,10 +417,9 @@ class _Builder:
         return A.PrimitiveArray(t, got[0])
 
 
+@functools.lru_cache(maxsize=4096)
 def _holds_union(t: Type, d: int = 0) -> bool:
     """Whether values of ``t`` can hold a union value (a recursive reference: yes)."""
-    from ...format.superdb.bsup5 import RecRef
-
     if d > 100 or isinstance(t, UnionType | RecRef):
         return True
     if isinstance(t, NamedType | ErrorType):
