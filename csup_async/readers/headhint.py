@@ -13,6 +13,8 @@ read whole by its tail) no head read is sent: a wrong guess costs one request, o
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import posixpath
 from collections import OrderedDict
 from typing import Any
@@ -51,3 +53,11 @@ def remember(store: Any, key: str, needed_head: bool) -> None:
 def forget() -> None:
     """Forget every place (tests that count requests start from no hint)."""
     _LAST.clear()
+
+
+async def drop_head(head: Any) -> None:
+    """Cancel a speculative head read no one will use, and wait for it."""
+    if isinstance(head, asyncio.Future):
+        head.cancel()
+        with contextlib.suppress(BaseException):
+            await head

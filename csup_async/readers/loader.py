@@ -9,14 +9,13 @@ trailer itself.  The reader of the other kind is a new object made alike
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Awaitable
 from typing import Any
 
 from ..model.errors import FormatError
 from ..stores import Store, TailRead
 from .detect import HeaderLayout
+from .headhint import drop_head, remember
 from .reader import Reader
 
 __all__ = ["load_reader"]
@@ -62,15 +61,5 @@ async def load_reader(store: Store, key: str, *, owns_store: bool,
 
 async def _no_head(store: Store, key: str, head: Awaitable[Any] | None) -> None:
     """Not a v23 file: no head read next time from this place, and this one's dropped."""
-    from .headhint import remember
-
     remember(store, key, False)
     await drop_head(head)
-
-
-async def drop_head(head: Awaitable[Any] | None) -> None:
-    """Cancel a speculative head read no one will use, and wait for it."""
-    if isinstance(head, asyncio.Future):
-        head.cancel()
-        with contextlib.suppress(BaseException):
-            await head

@@ -77,8 +77,7 @@ class HeaderLayoutReader(WholeObjectReader):
 
             await load_v23(self, tail, t0, head, FileView, speculative)
             return
-        from .headhint import remember
-        from .loader import drop_head
+        from .headhint import drop_head, remember
 
         remember(self.store, self.key, False)
         await drop_head(speculative)
@@ -583,7 +582,7 @@ async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
     try:
         await new._load_header_layout(tail, t0, head, speculative)
     except BaseException:
-        from .loader import drop_head
+        from .headhint import drop_head
 
         await drop_head(speculative)
         await new.close()  # it owns the store now

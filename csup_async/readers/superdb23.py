@@ -143,7 +143,7 @@ async def _speculated(self: Any, tail: TailRead, spec: Any) -> bytes | None:
     """The bytes of the head read sent with the tail read, when they are of the tail's
     version and the tail read did not hold the whole file already (its request and
     bytes counted either way, when it was made)."""
-    from .loader import drop_head
+    from .headhint import drop_head
 
     if tail.offset == 0 and isinstance(spec, asyncio.Future) and not spec.done():
         await drop_head(spec)  # a small file: the tail read holds it all
