@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from ..model.errors import FormatError
+from ..model.options import OpenOptions
 from ..stores import Store, TailRead
 from .detect import HeaderLayout
 from .headhint import drop_head, remember
@@ -22,14 +23,14 @@ __all__ = ["load_reader"]
 
 
 async def load_reader(store: Store, key: str, *, owns_store: bool,
-                      options: dict[str, Any],
+                      options: OpenOptions,
                       pending: Awaitable[TailRead] | None = None,
                       head: Awaitable[TailRead | None] | None = None) -> Reader:
     """The loaded reader of the object at ``key`` (``pending``: its tail read, already
     sent; ``head``: a speculative head read sent with it, used by a SuperDB v23 file);
     the store is closed on failure when ``owns_store``."""
     try:
-        reader = Reader(store, key, owns_store=owns_store, **options)
+        reader = Reader(store, key, owns_store=owns_store, options=options)
     except BaseException:
         if owns_store:
             await store.close()
