@@ -175,6 +175,10 @@ async def off_loop(nbytes: int, fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
     return await asyncio.wrap_future(decode_pool().submit(fn, *args))
 
+#: a scan whose segments decode to fewer bytes than this is decoded on the loop: the
+#: hand-off to the pool costs more than the work
+INLINE_SCAN_BYTES = 16 << 10
+
 
 class Job:
     """One consumer's read of one segment: its decoded values, once ``done``."""
@@ -564,7 +568,10 @@ class SegmentSource:
 
     def _flush(self) -> None:
         if self.batch:
-            self.pool.submit(self._work, self.batch)
+            if self.mem_total < INLINE_SCAN_BYTES:  # a tiny scan (a small file's): decoding
+                self._work(self.batch)  # it here costs less than one hand-off to the pool
+            else:
+                self.pool.submit(self._work, self.batch)
             self.batch, self.batch_bytes = [], 0
 
     def _work(self, jobs: list[tuple[Job, Any]]) -> None:
