@@ -21,7 +21,7 @@ from ..model.errors import (
     FormatError,
     LimitError,
 )
-from ..scan.fetch import off_loop
+from ..scan.pool import off_loop
 from ..stores import TailRead
 from ..stores.capabilities import abilities, cache_key, cache_scope
 from ..stores.diskcache import disk_cache, env_cache
