@@ -39,6 +39,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
@@ -249,10 +250,9 @@ class BsupReader(WholeObjectReader):
                    filters: Any = None) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter)."""
-        if filters is not None:  # pyarrow's list form, as every reader takes it
-            from planner.dnf import as_expr
+        from planner.dnf import as_expr
 
-            filter = as_expr(filter, filters, path=self.path)
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -276,7 +276,7 @@ class BsupReader(WholeObjectReader):
         return await self._timed(asyncio.to_thread(fn, *args))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan."""
