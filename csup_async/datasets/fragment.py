@@ -207,6 +207,8 @@ class Fragment(ScanVerbs):
         from ..format.colvalue import segment_stats
 
         r = await self.open()
+        if getattr(r, "bsup", False):  # a BSUP stream: no statistics, nothing proved
+            return True
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---

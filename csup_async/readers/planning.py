@@ -158,7 +158,12 @@ class Planning:
             self._plans[key] = plan
         calibration = self.calibration()
         if calibration is not None:  # what explain() reports; the plan itself is the same
-            plan = dataclasses.replace(plan, calibration=calibration)
+            told = self._plans.get((key, "calibration"))
+            if told is not None and told[0] == calibration:
+                plan = told[1]  # a replace() per scan was a tenth of a small scan's planning
+            else:
+                plan = dataclasses.replace(plan, calibration=calibration)
+                self._plans[(key, "calibration")] = (calibration, plan)
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:
             raise ColumnNotFoundError(

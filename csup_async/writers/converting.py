@@ -66,8 +66,64 @@ def convert(source: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         n = _copy(src, dest, store, if_absent, options, own_only=True)
         if n is not None:
             return n
+    if kind == "bsup" and options.get("target") in EXACT_TARGETS and \
+            set(writer_opts) <= {"target"}:
+        return _exact(src, dest, store, if_absent, options)
     return write(dest, read_values(src), fuse=fuse, infer_times=infer_times, store=store,
                  if_absent=if_absent, **options)
+
+
+#: Targets a BSUP file's values go to as they are read (not through this library's
+#: layout, which has no optional fields or fusion types: SuperDB's BSUP may hold both).
+EXACT_TARGETS = ("super-0.3", "zed-1.12")
+
+
+def _exact(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
+           options: dict[str, Any]) -> int:
+    """A BSUP file's exact values written in a target's layout, then put at ``dest``."""
+    import io
+
+    from .targets.output import write_csup
+    from .writing import write_bytes
+
+    buf = io.BytesIO()
+    try:
+        n = write_csup(buf, exact_values(src), options["target"])
+    except CsupError as e:
+        raise e.with_path(src) from None
+    store_opts = {k: v for k, v in options.items() if k not in WRITER_OPTIONS
+                  and k != "target"}
+    write_bytes(dest, buf.getvalue(), store=store, if_absent=if_absent, **store_opts)
+    return n
+
+
+def exact_values(src: str) -> Any:
+    """The values of a BSUP file; in SuperDB's versions 1 and 2 a top-level fusion
+    value as ``Value(fusion type, Value(its subtype, the supertype's value))``, so
+    its subtype is written as it was (field order and all), not derived."""
+    from ..format.superdb import bsup2
+    from ..model.values import Value
+    from .inputs import bsup_version
+
+    with open(src.removeprefix("file://"), "rb") as f:
+        data = f.read()
+    version = bsup_version(data)
+    if version not in (1, 2):
+        return read_values(src)
+    d = bsup2.V1 if version == 1 else bsup2.V2
+    out = []
+    for t, body in bsup2.read_values(data, d):
+        if isinstance(t, bsup2.FusionType) and body is not None:
+            from ..format.bsup import split_tagged
+
+            parts = split_tagged(body)
+            if len(parts) == 2 and parts[1] is not None:
+                sub = bsup2.decode_type_value(parts[1], d)
+                sv = bsup2.decode_value(t.inner, parts[0], typed=True, dialect=d)
+                out.append(Value(t, Value(sub, sv)))
+                continue
+        out.append(Value(t, bsup2.decode_value(t, body, typed=True, dialect=d)))
+    return out
 
 
 def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,

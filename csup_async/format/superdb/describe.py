@@ -79,3 +79,27 @@ def file_json(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> dict
         "super_types": [str(t) for t in meta.super_types],
         "statistics": False,
     }
+
+
+#: Which tools write each BSUP version (the version byte that starts each frame of
+#: SuperDB's versions; none in Zed's version 0).
+BSUP_WRITERS = {0: "Zed (zq/zed v1.x) or csup-async", 1: "super v0.2.0", 2: "super v0.3.0",
+                5: "super main (2026)"}
+
+
+def describe_bsup(path: str, version: int, size: int, rows: int,
+                  types: tuple[Any, ...]) -> str:
+    """``inspect`` of a BSUP stream: its version, the tool that writes it, its values."""
+    lines = [f"file: {path}", f"size: {size:,} bytes",
+             f"layout: BSUP version {version} (a row stream, read whole: no column index), "
+             f"written by {BSUP_WRITERS.get(version, 'an unknown tool')}",
+             f"values: {rows:,}", f"types: {len(types)}",
+             *(f"type {i}: {t}" for i, t in enumerate(types))]
+    return "\n".join(lines)
+
+
+def bsup_json(path: str, version: int, size: int, rows: int,
+              types: tuple[Any, ...]) -> dict[str, Any]:
+    return {"file": path, "size": size, "rows": rows, "layout": "bsup", "version": version,
+            "writer": BSUP_WRITERS.get(version, "unknown"),
+            "super_types": [str(t) for t in types], "statistics": False}
