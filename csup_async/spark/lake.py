@@ -27,6 +27,8 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from planner.packing import Target, Unit, pack
+
 from ..lake.filter import PoolFilter
 from ..lake.keys import KeyRange, as_value
 from ..lake.source import PoolSource
@@ -134,20 +136,12 @@ def _bytes(o: Any) -> int:
 
 
 def _pack(src: PoolSource, target: int, min_parts: int) -> list[PoolSource]:
-    """The source split into parts of about ``target`` bytes, groups kept whole."""
-    total = sum(_bytes(o) for o in src.objects)
-    target = max(1, min(target, total // max(min_parts, 1) or 1))
-    parts: list[list[tuple[int, ...]]] = []
-    size = 0
-    for g in src.groups:
-        b = sum(_bytes(src.objects[i]) for i in g)
-        if not parts or (size + b > target and parts[-1]):
-            parts.append([])
-            size = 0
-        parts[-1].append(g)
-        size += b
+    """The source split into parts of about ``target`` bytes (lowered until there are
+    ``min_parts``), groups kept whole and in order (:func:`planner.packing.pack`)."""
+    units = [Unit(sum(_bytes(src.objects[i]) for i in g)) for g in src.groups]
     out = []
-    for gs in parts:
+    for task in pack(units, Target(target, min_tasks=min_parts)).tasks:
+        gs = [src.groups[u] for u in task.units]
         objs = [src.objects[i] for g in gs for i in g]
         groups, k = [], 0
         for g in gs:

@@ -30,12 +30,12 @@ The column of a Spark field is found per file (only the whole-value column
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import planner as P
+from planner.packing import EVEN, Target, Unit, pack
 
 from ..arrays import Array
 from ..readers.opening import open as open_reader
@@ -81,31 +81,20 @@ def plan_unopened(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: S
 
         _, decided, others = split(others, {c.name: c.type for c in loaded.partitions.columns})
     weight = file_weight(loaded.profile, settings)
-    total = weight * len(urls)
-    target = min(settings.target_partition_bytes,
-                 max(weight, math.ceil(total / settings.min_partitions)))
-    if loaded.partitions is None:
-        runs: dict[tuple[Any, ...], list[str]] = {(): urls}
-        names: tuple[str, ...] = ()
-    else:
-        runs = {}
+    keys: list[tuple[tuple[str, Any], ...]] = [()] * len(urls)
+    if loaded.partitions is not None:
         names = tuple(loaded.partitions.names)
-        for u, vals in zip(urls, loaded.partitions.values, strict=True):
-            runs.setdefault(tuple(vals), []).append(u)
+        keys = [tuple(zip(names, vals, strict=True)) for vals in loaded.partitions.values]
+    # equal weights: equal shares, and never an empty one (a target below one file)
+    packing = pack([Unit(weight, key=k) for k in keys],
+                   Target(settings.target_partition_bytes, rule=EVEN,
+                          min_tasks=settings.min_partitions, floor=weight))
+    target = packing.target
     cols = tuple(columns)
     pushed = tuple(others)
-    partitions: list[CsupPartition] = []
-    for vals, run in runs.items():
-        values = tuple(zip(names, vals, strict=True))
-        # equal weights: equal shares, and never an empty one (a target below one file)
-        chunks = min(len(run), math.ceil(len(run) * weight / target))
-        q, extra = divmod(len(run), chunks)
-        start = 0
-        for k in range(chunks):
-            stop = start + q + (k < extra)
-            partitions.append(UnopenedPartition(len(partitions), tuple(run[start:stop]), cols,
-                                                values, pushed))
-            start = stop
+    partitions: list[CsupPartition] = [
+        UnopenedPartition(i, tuple(urls[u] for u in t.units), cols, t.key, pushed)
+        for i, t in enumerate(packing.tasks)]
     report = {
         "paths": [redact_url(p) for p in settings.paths],
         "planned_on": "executors",
@@ -164,7 +153,7 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
         return res.columns, res.num_rows, columns
     tail = reader.tail
     mp = P.plan_files([(url, meta, (tail.offset, len(tail.data)))], paths, reader.profile,
-                      target_task_bytes=1 << 62)
+                      target_task_bytes=None)
     if mp.files:
         res = await reader.execute(mp.files[0].plan, paths)
         return res.columns, res.num_rows, columns
