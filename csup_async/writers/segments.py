@@ -55,6 +55,11 @@ class SegmentSink:
         """Bytes of column data held in memory, not yet written out."""
         return self._buffered
 
+    @property
+    def spilled(self) -> int:
+        """Bytes of column data set aside in the spill file (out of memory) so far."""
+        return self._spill_size
+
     def _emit(self, b: bytes) -> None:
         self.out.write(b)
         self._offset += len(b)

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 import csup_async
-from tests.support.net import LoopThread
+from bench.net import LoopThread
 
 trustme = pytest.importorskip("trustme")
 
