@@ -144,9 +144,10 @@ def ensure(log: Any = print) -> dict[str, Any]:
     parquet_stale = "constants" not in info or not local("wide.parquet").exists()
     if not (csup_stale or parquet_stale):
         return info
-    import csup_async
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    import csup_async
 
     t0 = time.perf_counter()
     table = data.make_table(ROWS, seed=42)
@@ -521,10 +522,11 @@ def _print_row(reader: str, case: str, r: dict[str, Any]) -> None:
 # --------------------------------------------------------------- main ---
 
 def _versions() -> str:
-    import csup_async
     import duckdb
     import polars
     import pyarrow
+
+    import csup_async
 
     return (f"csup-async {csup_async.__version__}, polars {polars.__version__}, "
             f"duckdb {duckdb.__version__}, pyarrow {pyarrow.__version__}")

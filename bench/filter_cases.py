@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import data
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 

@@ -7,9 +7,8 @@ import asyncio
 import inspect
 from typing import Any
 
-import numpy as np
-
 import data
+import numpy as np
 from filter_cases import (
     key,
 )
@@ -117,7 +116,6 @@ class DuckRunner:
 
     def __init__(self, endpoint: str) -> None:
         import duckdb
-
         import readers
 
         self.con = duckdb.connect()

@@ -27,15 +27,19 @@ import numpy as np
 import planner as P
 from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
+from planner.program import ScanProgram
+from planner.pruning import STATISTICS, prune_files, type_has_path
+from planner.selection import FilterPlan
 
 from .. import arrays as A
+from ..format.colvalue import segment_stats
 from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
 from ..model.opener import Opener
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
 from ..readers.opening import open as open_reader
 from ..readers.reader import Reader, ScanResult, ScanStats
-from ..scan.options import split_options
+from ..scan.options import renamed_options, split_options
 from ..scan.partitioning import check_partitioning, partitions_of, root_of
 from ..stores import Store, redact_url, shared_store
 from ..stores.capabilities import profile_of
@@ -212,8 +216,6 @@ class Dataset(ScanVerbs):
             plan = dataclasses.replace(plan, missing_paths=tuple(
                 p for p in plan.missing_paths if p not in extra))
         if pruned:
-            from planner.pruning import STATISTICS
-
             found = {p for r in pruned for p in plan.missing_paths
                      if p not in absent_paths(r, p)}  # type: ignore[arg-type]
             plan = dataclasses.replace(plan, missing_paths=tuple(
@@ -282,8 +284,6 @@ class Dataset(ScanVerbs):
             todo: list[tuple[Fragment, slice | None, int | None]] = []
             for (f, local), k in zip(chunk, keep, strict=True):
                 if not k:
-                    from planner.pruning import STATISTICS
-
                     pruned.append(P.PrunedFile(f.url, STATISTICS, f.num_rows))
                     continue
                 if left is not None and left <= 0:
@@ -614,8 +614,6 @@ class Dataset(ScanVerbs):
                              below: int) -> bool:
         if below <= 0:
             return False
-        from planner.program import ScanProgram
-        from planner.selection import FilterPlan
 
         plan = await f.plan(cols, filter=expr)
         if plan is None:
@@ -630,10 +628,6 @@ class Dataset(ScanVerbs):
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
         """``(kept, pruned)``: the open files whose segment statistics do not, and do,
         prove ``filter`` false for every row (no request: the metadata is loaded)."""
-        from planner.pruning import prune_files
-
-        from ..format.colvalue import segment_stats
-
         readers = self.readers
         unknown = {(n,) for n in self._partition_names()}
         verdict = prune_files([r.meta for r in readers], as_filter(filter),  # type: ignore[arg-type]
@@ -647,7 +641,6 @@ class Dataset(ScanVerbs):
         if filter is None or any(f.reader is None for f in self.fragments):
             return
         names = set(self._partition_names())
-        from planner.pruning import type_has_path
 
         paths = [p for p in dict.fromkeys(columns_of(filter)) if P.format_path(p) not in names]
         missing = [P.format_path(p) for p in paths
@@ -783,6 +776,5 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    from ..scan.options import renamed_options
 
     return _DatasetOpener(source, store, renamed_options(options))

@@ -21,14 +21,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import planner as P
+from planner.dnf import as_expr
 from planner.filters import Expr, bind, columns_of
+from planner.pruning import prune_files, type_has_path
 from planner.specialize import specialize
 
 from .. import arrays as A
+from ..arrays.arrowschema import empty_column
+from ..format.colvalue import segment_stats
+from ..format.meta import iter_segmaps
 from ..model.errors import RowSelectionError
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
 from ..model.selection import check_limit, row_indices
+from ..model.types import NULL
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
@@ -43,8 +49,6 @@ Opener = Callable[[str], Awaitable[Reader]]
 def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
     """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
     (``filter=`` or ``filters=``: :mod:`planner.dnf`) as an expression; others as given."""
-    from planner.dnf import as_expr
-
     return as_expr(filter, filters)  # type: ignore[no-any-return]
 
 
@@ -57,8 +61,6 @@ def absent_paths(r: Reader, path: str) -> set[str]:
 
 
 def _null(n: int) -> A.Array:
-    from ..model.types import NULL
-
     return A.null_array(NULL, n)
 
 
@@ -194,7 +196,6 @@ class Fragment(ScanVerbs):
         if spec is None or isinstance(spec, bool):
             return spec
         r = await self.open()
-        from planner.pruning import type_has_path
 
         absent = {p: None for p in columns_of(spec)
                   if not any(type_has_path(t, p) for t in r.meta.super_types)}
@@ -208,9 +209,6 @@ class Fragment(ScanVerbs):
             return True
         if spec is False:
             return False
-        from planner.pruning import prune_files
-
-        from ..format.colvalue import segment_stats
 
         r = await self.open()
         return not prune_files([r.meta], spec, segment_stats).pruned
@@ -243,7 +241,6 @@ class Fragment(ScanVerbs):
         r = self._reader
         if r is None:
             return None
-        from ..arrays.arrowschema import empty_column
 
         out: dict[str, A.Array] = {}
         for c in cols:
@@ -502,8 +499,6 @@ def per_segment(r: Reader) -> None:
     size; no segment is split): a read that stops after its first rows fetches little
     beyond the segments they lie in, and the read-ahead window holds that many
     segments, not merged tens of megabytes kept until their last segment is decoded."""
-    from ..format.meta import iter_segmaps
-
     cap = max((s.length for c in r.meta.columns for segmap in iter_segmaps(c)
                for s in segmap), default=1) or 1
     r.profile = dataclasses.replace(P.get_profile(r.profile), max_gap=0, max_request=cap,

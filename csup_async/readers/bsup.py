@@ -27,12 +27,15 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import planner as P
+from planner.dnf import as_expr
 
 from .. import arrays as A
 from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
 from ..format.bsup.tags import read_uvarint
 from ..format.bsup.valuecodec import decode_value
 from ..format.csup import find_trailer
+from ..format.superdb import bsup5
+from ..format.superdb.bsup5 import NONE, columnar
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -41,9 +44,10 @@ from ..model.errors import (
 )
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
-from ..model.values import Value
+from ..model.values import UnionValue, Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
 from ..scan.result import ScanResult, ScanStats
+from ..scan.superdb.columns import as_member, has_union, lookup
 from ..stores import Store
 from ..stores.rangebuf import RangeBuffer
 from ..stores.tasks import gather_or_cancel
@@ -168,8 +172,6 @@ class BsupReader(WholeObjectReader):
 
     def _values_v5(self, typed: bool) -> Iterator[Value]:
         """The values of a BSUP version-5 stream (super main), by its own decoder."""
-        from ..format.superdb import bsup5
-
         for t, body in bsup5.read_values(self._data):
             try:
                 v = bsup5.decode_value(t, body, typed=typed)
@@ -193,7 +195,6 @@ class BsupReader(WholeObjectReader):
         got = super()._types(paths)
         if not self._v5:
             return got
-        from ..format.superdb.bsup5 import columnar
 
         return {p: columnar(t) for p, t in got.items()}
 
@@ -204,7 +205,6 @@ class BsupReader(WholeObjectReader):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
-        from ..scan.superdb.columns import has_union
 
         if any(has_union(t) for t in self._types(paths).values()):
             return None  # column-wise values are plain: a union's members would be lost
@@ -217,8 +217,6 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
-        from ..scan.superdb.columns import as_member, has_union, lookup
-
         try:
             if limit is None:
                 got = self._columnar(paths)
@@ -250,7 +248,6 @@ class BsupReader(WholeObjectReader):
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter)."""
         if filters is not None:  # pyarrow's list form, as every reader takes it
-            from planner.dnf import as_expr
 
             filter = as_expr(filter, filters, path=self.path)
         check_limit(limit, self.path)
@@ -305,9 +302,6 @@ class BsupReader(WholeObjectReader):
 
 def _none_as_null(v: Any) -> Any:
     """``v`` with version 5's ``none`` values (bsup5.NONE) as None, at any depth."""
-    from ..format.superdb.bsup5 import NONE
-    from ..model.values import UnionValue
-
     if v is NONE:
         return None
     if isinstance(v, dict):
@@ -424,8 +418,6 @@ async def _as_v5(reader: Reader, head: bytes, size: int, t0: float) -> BsupReade
 def v5_shape(data: bytes) -> tuple[list[Type], int]:
     """The types (first seen first) and value count of BSUP version-5 ``data``; a
     truncated or corrupt stream is a CsupError, never another exception."""
-    from ..format.superdb import bsup5
-
     try:
         raw = bsup5.read_values(data)
     except CsupError:

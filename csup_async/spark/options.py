@@ -26,8 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import planner as P
+
 from ..model.errors import ConfigError, CsupError
-from ..stores.config import all_names, known_option
+from ..scan.partitioning import check_partitioning
+from ..stores.config import all_names, config_kind, given, known_option, parse_config
 
 MiB = 1 << 20
 #: files above which tasks plan their own files (bench/results/spark.md: the crossover)
@@ -167,8 +170,6 @@ class Settings:
     def store_options(self, url: str) -> dict[str, Any]:
         """The store options for ``url``'s scheme, by their canonical names (as
         ``open`` takes them); an option that does not apply is an error."""
-        from ..stores.config import config_kind, given, parse_config
-
         scheme = url.split("://", 1)[0].lower() if "://" in url else ""
         kind = config_kind(scheme)
         if kind is not None:
@@ -217,12 +218,8 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         if getattr(s, attr) is not None and getattr(s, attr) < 0:
             raise CsupError(f"option {name} must be >= 0")
     if not write:
-        from ..scan.partitioning import check_partitioning
-
         s.partitioning = check_partitioning(s.partitioning)
     if s.profile is not None:
-        import planner as P
-
         P.get_profile(s.profile)  # refuses an unknown profile now, on the driver
     if s.target is not None:
         from ..writers.targets import resolve

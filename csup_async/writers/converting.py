@@ -19,12 +19,13 @@ locally, one whole-object put on a store, ``if_absent`` honoured.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 from typing import Any
 
 from ..model.errors import ArgumentError, CsupError
 from .inputs import kind_of, read_values
-from .writing import WRITER_OPTIONS, write
+from .writing import WRITER_OPTIONS, write, write_bytes
 
 __all__ = ["convert"]
 
@@ -80,7 +81,6 @@ def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
     rows = asyncio.run(_check(src, own_only)) if not _in_loop() else _threaded(src, own_only)
     if rows is None:
         return None
-    from .writing import write_bytes
 
     with open(src.removeprefix("file://"), "rb") as f:
         data = f.read()
@@ -107,7 +107,5 @@ def _in_loop() -> bool:
 
 
 def _threaded(src: str, own_only: bool) -> int | None:
-    import concurrent.futures
-
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(_check(src, own_only))).result()

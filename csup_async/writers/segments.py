@@ -4,6 +4,7 @@ the builders fill and the Writer flushes."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
@@ -67,8 +68,6 @@ class SegmentSink:
     def _spill_write(self, b: bytes) -> int:
         """Set ``b`` aside in the spill file (made on first use); where it starts."""
         if self._spill is None:
-            import tempfile
-
             self._spill = tempfile.TemporaryFile(prefix="csup-writer-")  # noqa: SIM115 (closed in close)
         at = self._spill_size
         self._spill.seek(at)

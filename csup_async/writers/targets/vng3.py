@@ -30,6 +30,7 @@ from ...format.bsup import (
     append_tagged,
     decode_int,
     decode_uint,
+    decode_value,
     encode_int,
     encode_value,
     iter_tagged,
@@ -327,8 +328,6 @@ class _Primitive(_W):
                 self.hi = (k, body)
 
     def meta(self, sp: _Spiller) -> tuple[Type, Any]:
-        from ...format.bsup import decode_value
-
         segmap = sp.segmap(bytes(self.buf), self.n)
         entry = _rec("DictEntry", ("Value", self.t), ("Count", UINT32))
         t = _rec("Primitive", ("Type", TYPE), ("Segmap", SEGMAP), ("Dict", ArrayType(entry)),
