@@ -38,8 +38,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import aiohttp
-
 from ..model.errors import AccessDeniedError, CsupError, StoreError
 from ..model.redact import redact_url
 from ._aio import AiohttpStore, to_url
@@ -262,6 +260,10 @@ class GCSStore(AiohttpStore):
     async def write_object(self, key: str, data: bytes, if_absent: bool, path: str) -> bool:
         """One media upload (``ifGenerationMatch=0`` when ``if_absent``); False when the
         object exists and ``if_absent`` was asked (``stores.put.put_object``)."""
+        from urllib.parse import quote
+
+        import aiohttp
+
         bucket, name = split_gcs_key(key)
         url = (f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=media"
                f"&name={quote(name, safe='')}")

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import aiohttp.connector as c
-
 __all__ = ["aiohttp", "certificates_pending"]
 
 _lock = threading.RLock()
@@ -110,6 +108,8 @@ def _deferred_loading() -> Iterator[None]:
 
 def certificates_pending() -> int:
     """How many of aiohttp's contexts have not loaded their CA certificates yet."""
+    import aiohttp.connector as c
+
     return sum(isinstance(ctx, _Deferred) and "_csup_pending" in ctx.__dict__
                for ctx in (c._SSL_CONTEXT_VERIFIED, c._SSL_CONTEXT_UNVERIFIED))
 
