@@ -93,13 +93,20 @@ def scatter_offsets(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def rebased_offsets(arrays: Sequence[Any]) -> np.ndarray:
     """Offsets of the concatenation of ``arrays`` whose children are trimmed to their ranges."""
-    parts = [np.zeros(1, np.int64)]
+    # one pass into the result (numpy drops the GIL for it): a slice, a subtraction and
+    # an addition per part, then their concatenation, made four (a tenth of a 6-column
+    # scan's assembly on the wide table)
+    out = np.empty(1 + sum(len(a.offsets) - 1 for a in arrays), np.int64)
+    out[0] = 0
+    pos = 1
     base = 0
     for a in arrays:
         o = a.offsets
-        parts.append(o[1:] - o[0] + base)
+        n = len(o) - 1
+        np.subtract(o[1:], int(o[0]) - base, out=out[pos:pos + n], casting="unsafe")
+        pos += n
         base += int(o[-1] - o[0])
-    return np.concatenate(parts)
+    return out
 
 
 def group_ranks(keys: np.ndarray, nkeys: int) -> np.ndarray:

@@ -23,33 +23,23 @@ from typing import Any
 import planner as P
 from planner.dnf import as_expr
 from planner.filters import Expr, bind, columns_of
-from planner.pruning import prune_files, type_has_path
 from planner.specialize import specialize
 
 from .. import arrays as A
-from ..arrays.arrowschema import empty_column
-from ..format.colvalue import segment_stats
-from ..format.meta import iter_segmaps
 from ..model.errors import RowSelectionError
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
 from ..model.selection import check_limit, row_indices
-from ..model.types import NULL
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
 from ..scan.result import ScanResult, ScanStats
 
-__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
+__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths",
            "per_segment", "plans_scans", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
-
-
-def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
-    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
-    (``filter=`` or ``filters=``: :mod:`planner.dnf`) as an expression; others as given."""
-    return as_expr(filter, filters)  # type: ignore[no-any-return]
 
 
 def absent_paths(r: Reader, path: str) -> set[str]:
@@ -61,6 +51,8 @@ def absent_paths(r: Reader, path: str) -> set[str]:
 
 
 def _null(n: int) -> A.Array:
+    from ..model.types import NULL
+
     return A.null_array(NULL, n)
 
 
@@ -196,6 +188,7 @@ class Fragment(ScanVerbs):
         if spec is None or isinstance(spec, bool):
             return spec
         r = await self.open()
+        from planner.pruning import type_has_path
 
         absent = {p: None for p in columns_of(spec)
                   if not any(type_has_path(t, p) for t in r.meta.super_types)}
@@ -204,13 +197,18 @@ class Fragment(ScanVerbs):
     async def may_match(self, filter: Expr | str | None) -> bool:
         """False when the partition values or the segment statistics (metadata, no data
         request) prove ``filter`` false for every row of the object."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         if spec is None or spec is True:
             return True
         if spec is False:
             return False
+        from planner.pruning import prune_files
+
+        from ..format.colvalue import segment_stats
 
         r = await self.open()
+        if getattr(r, "bsup", False):  # a BSUP stream: no statistics, nothing proved
+            return True
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---
@@ -241,6 +239,7 @@ class Fragment(ScanVerbs):
         r = self._reader
         if r is None:
             return None
+        from ..arrays.arrowschema import empty_column
 
         out: dict[str, A.Array] = {}
         for c in cols:
@@ -266,21 +265,22 @@ class Fragment(ScanVerbs):
                    filter: Expr | str | None = None, rows: slice | None = None,
                    limit: int | None = None, max_requests: int | None = None,
                    max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+                   on_progress: Callable[[Any], object] | None = None,
+                   filters: Any = None) -> ScanResult:
         """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``);
-        budget and progress as for :meth:`Reader.scan`."""
+        budget and progress as for :meth:`Reader.scan` (``filters=``: pyarrow's list)."""
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
             return await (await self.prepare(columns, filter=filter, rows=rows,
-                                             limit=limit)).run()
+                                             limit=limit, filters=filters)).run()
         return await run_metered(meter.file(self.path), lambda: self.prepare(
-            columns, filter=filter, rows=rows, limit=limit))
+            columns, filter=filter, rows=rows, limit=limit, filters=filters))
 
     async def prepare(self, columns: Sequence[str] | str | None = None, *,
                       filter: Expr | str | None = None, rows: slice | None = None,
-                      limit: int | None = None) -> Planned:
+                      limit: int | None = None, filters: Any = None) -> Planned:
         """:meth:`scan`, planned: what it reads first (``figures``) and ``run()``."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter, filters, path=self.path))
         cols, data, r = await self._layout(columns)
         if spec is False:
             return Planned.done(ScanResult(self._complete({}, 0, cols), 0, ScanStats()))
@@ -334,7 +334,7 @@ class Fragment(ScanVerbs):
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the object (that ``filter`` keeps): from metadata where it can be."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         if spec is False:
             return 0
         r = await self.open()
@@ -383,7 +383,7 @@ class Fragment(ScanVerbs):
                                        int(idx.size), ScanStats()))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
                            segment_requests: bool = False, max_requests: int | None = None,
                            max_bytes: int | None = None,
@@ -397,7 +397,7 @@ class Fragment(ScanVerbs):
         merged tens of megabytes.  Budget and progress as for
         :meth:`Reader.iter_batches`."""
         check_limit(limit, self.path)
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         cols, data, r = await self._layout(columns)
         if spec is False or limit == 0:
             return
@@ -442,7 +442,7 @@ class Fragment(ScanVerbs):
                             filter: Expr | str | None = None,
                             segment_requests: bool = False) -> tuple[int, int]:
         """``(requests, bytes)`` :meth:`iter_batches` sends (every batch read)."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         _, data, r = await self._layout(columns)
         if spec is False:
             return 0, 0
@@ -460,7 +460,7 @@ class Fragment(ScanVerbs):
                    filter: Expr | str | None = None) -> Any:
         """The plan the Reader executes for this object's part of the scan (None when
         nothing of it is read: no column of it projected, or a filter it cannot match)."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         _, data, r = await self._layout(columns)
         if spec is False:
             return None
@@ -499,6 +499,8 @@ def per_segment(r: Reader) -> None:
     size; no segment is split): a read that stops after its first rows fetches little
     beyond the segments they lie in, and the read-ahead window holds that many
     segments, not merged tens of megabytes kept until their last segment is decoded."""
+    from ..format.meta import iter_segmaps
+
     cap = max((s.length for c in r.meta.columns for segmap in iter_segmaps(c)
                for s in segmap), default=1) or 1
     r.profile = dataclasses.replace(P.get_profile(r.profile), max_gap=0, max_request=cap,

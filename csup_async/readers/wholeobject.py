@@ -18,11 +18,8 @@ from typing import Any
 import numpy as np
 
 import planner as P
-from planner.dnf import as_expr
-from planner.filters import bind, columns_of
 
 from .. import arrays as A
-from ..arrays.filtering import evaluate
 from ..model.errors import ColumnNotFoundError, CsupError, RowSelectionError, StoreTimeoutError
 from ..model.types import NULL, PrimitiveType, Type
 from ..model.values import unify
@@ -70,13 +67,14 @@ class WholeObjectReader(Reader):
 
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
-        """The filter (an expression, its text or pyarrow's list form) with its literals
-        checked and coerced against the columns' types, or None."""
+        """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
+        its literals checked and coerced against the columns' types, or None."""
         if filter is None:
             return None
+        from planner.filters import bind, columns_of
 
         try:
-            expr = as_expr(filter)
+            expr = filter
             paths = [P.format_path(p) for p in columns_of(expr)]
             types = self._types(paths)
             return bind(expr, {comps_of(p): t.name for p, t in types.items()
@@ -88,6 +86,7 @@ class WholeObjectReader(Reader):
         """``paths`` and the filter's present columns (read too, dropped after)."""
         if expr is None:
             return paths
+        from planner.filters import columns_of
 
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in paths]
@@ -96,6 +95,10 @@ class WholeObjectReader(Reader):
     def _keep(self, expr: Any, cols: dict[str, A.Array], n: int, wanted: list[str]
               ) -> tuple[dict[str, A.Array], int]:
         """The rows of ``cols`` the filter keeps (SQL semantics), columns ``wanted``."""
+        from planner.filters import bind
+
+        from ..arrays.filtering import evaluate
+
         by_path = {comps_of(c): a for c, a in cols.items()}
         try:
             typed = bind(expr, {p: a.type.name for p, a in by_path.items()

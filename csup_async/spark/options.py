@@ -26,11 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import planner as P
-
 from ..model.errors import ConfigError, CsupError
-from ..scan.partitioning import check_partitioning
-from ..stores.config import all_names, config_kind, given, known_option, parse_config
+from ..model.options import (
+    CALIBRATE_BY_DEFAULT,
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_FILE_CONCURRENCY,
+)
+from ..stores.config import all_names, known_option
 
 MiB = 1 << 20
 #: files above which tasks plan their own files (bench/results/spark.md: the crossover)
@@ -119,18 +122,18 @@ class Settings:
     paths: list[str] = field(default_factory=list)
     store: dict[str, Any] = field(default_factory=dict)
     profile: str | None = None
-    concurrency: int = 16
-    file_concurrency: int = 64
+    concurrency: int = DEFAULT_CONCURRENCY
+    file_concurrency: int = DEFAULT_FILE_CONCURRENCY
     target_partition_bytes: int = 128 * MiB
     min_partitions: int = field(default_factory=lambda: os.cpu_count() or 1)
-    batch_rows: int = 65536
+    batch_rows: int = DEFAULT_BATCH_ROWS
     ship_tail_bytes: int = 32 * MiB
     #: more files than this (after partition pruning): tasks open and plan their own files
     #: (spark.scaleout); measured in bench/bench_spark_scale.py
     plan_on_executors_threshold: int = PLAN_ON_EXECUTORS_THRESHOLD
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
     verify_checksums: bool = True  # segments' crc32 checked on the executors
-    calibrate: bool = False  # plan with the profile measured on the endpoint (opt-in)
+    calibrate: bool = CALIBRATE_BY_DEFAULT  # plan with the profile measured on the endpoint
     plan_report: str | None = None
     max_requests: int | None = None  # the query's data requests, all tasks together
     max_bytes: int | None = None  # the query's bytes to read, all tasks together
@@ -170,6 +173,8 @@ class Settings:
     def store_options(self, url: str) -> dict[str, Any]:
         """The store options for ``url``'s scheme, by their canonical names (as
         ``open`` takes them); an option that does not apply is an error."""
+        from ..stores.config import config_kind, given, parse_config
+
         scheme = url.split("://", 1)[0].lower() if "://" in url else ""
         kind = config_kind(scheme)
         if kind is not None:
@@ -218,8 +223,12 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
         if getattr(s, attr) is not None and getattr(s, attr) < 0:
             raise CsupError(f"option {name} must be >= 0")
     if not write:
+        from ..scan.partitioning import check_partitioning
+
         s.partitioning = check_partitioning(s.partitioning)
     if s.profile is not None:
+        import planner as P
+
         P.get_profile(s.profile)  # refuses an unknown profile now, on the driver
     if s.target is not None:
         from ..writers.targets import resolve

@@ -18,17 +18,9 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
-from ..model.errors import (
-    AccessDeniedError,
-    ArgumentError,
-    CsupError,
-    EncodeError,
-    NotFoundError,
-    ObjectExistsError,
-    StoreError,
-)
+from ..model.errors import ArgumentError, CsupError, EncodeError
+from .v23cols import open_writer
 from .write_inputs import writable
-from .writer import Writer
 
 __all__ = ["WRITER_OPTIONS", "write", "write_bytes"]
 
@@ -65,8 +57,10 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = Tr
     3339 timestamps, in a chunk of 8,192 rows, is written as ``time``.
 
     ``target``: the tool the file is for (:mod:`csup_async.targets`): ``"csup-async"``
-    (this library's layout, the default), ``"super"`` (CSUP v23 of super main),
-    ``"super-0.3"`` (CSUP v16 of super v0.3.0) or ``"zed-1.12"`` (VNG v3 of Zed's zq);
+    (the default: this library's own layout: segment statistics, checksums, typed
+    nulls, the options above), ``"super"`` (CSUP v23, what super main reads, written
+    straight from the column batches), ``"super-0.3"`` (CSUP v16 of super v0.3.0) or
+    ``"zed-1.12"`` (VNG v3 of Zed's zq);
     an unknown name is an ``UnknownTargetError`` (an ``ArgumentError``) listing them.
     What each keeps and loses: docs/format.md, "Writing for other tools".
     """
@@ -159,6 +153,8 @@ def _local(path: str) -> str:
 def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any],
                 if_absent: bool) -> int:
     """Write a temporary file next to ``path``, then move (or, ``if_absent``, link) it in."""
+    from ..model.errors import ObjectExistsError
+
     tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
     try:
         with open(tmp, "xb") as f:  # exclusive: never another writer's file
@@ -184,6 +180,8 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
 def _write_error(e: OSError, path: str) -> CsupError:
     """An OSError of writing ``path`` (through its temporary file) as the store error a
     user can act on, naming ``path``: a missing directory, no permission, a full disk."""
+    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
+
     d = os.path.dirname(path) or "."
     if isinstance(e, FileNotFoundError) and not os.path.isdir(d):
         return NotFoundError(f"cannot write: no such directory {d!r}", path=path)
@@ -198,6 +196,7 @@ def _write_error(e: OSError, path: str) -> CsupError:
 def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any],
                   store: Any, store_opts: dict[str, Any], if_absent: bool) -> int:
     """Encode into memory, then put the whole object through the store (the lake's put)."""
+    from ..model.errors import ObjectExistsError
     from ..stores import redact_url, store_for
     from ..stores.put import put_object
 
@@ -272,7 +271,7 @@ def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
                 fuse: bool, infer_times: bool) -> int:
     from .pyrows import write_rows
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_rows(w, rows, fuse, infer_times)
     return w.rows
 
@@ -281,13 +280,13 @@ def _write_json(f: BinaryIO, data: Any, options: dict[str, Any], fuse: bool,
                 infer_times: bool) -> int:
     from .ndjson import write_ndjson
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_ndjson(w, data.path, fuse=fuse, infer_times=infer_times, on_rows=data.on_rows)
     return w.rows
 
 
 def _write_each(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         for v in rows:
             w.write(v)
     return w.rows
