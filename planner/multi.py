@@ -42,6 +42,7 @@ from csup_async.format.meta import FileMeta
 from csup_async.model.errors import ColumnNotFoundError
 
 from .coalescing import Request
+from .errors import ProfileError
 from .explain import count_of, human, more_lines, shown
 from .packing import Target as PackTarget
 from .packing import Unit, pack
@@ -160,8 +161,6 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
     """
     prof = with_amplification(get_profile(profile), max_amplification)
     if target_task_bytes is not None and target_task_bytes < 1:
-        from .errors import ProfileError
-
         raise ProfileError(f"target_task_bytes={target_task_bytes} must be >= 1")
     cost = prof.breakeven if request_cost is None else request_cost
     parsed = normalize_columns(columns)

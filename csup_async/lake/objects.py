@@ -22,7 +22,7 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..model.errors import AccessDeniedError, NotFoundError
+from ..model.errors import AccessDeniedError, CsupError, NotFoundError
 from ..stores import LocalStore, Store
 from ..stores.capabilities import Lister, cache_key, cache_scope, display_of
 from ..stores.put import local_path, put_object
@@ -227,7 +227,6 @@ def disk_cache_of(option: Any) -> DiskMetadataCache | None:
     """The on-disk cache a lake's ``metadata_cache=`` names: None (``$CSUP_METADATA_CACHE``
     if set), False (none), a pathlib.Path (the process's cache in that directory) or a
     DiskMetadataCache."""
-    from ..model.errors import CsupError
     from ..stores.diskcache import DiskMetadataCache, disk_cache, env_cache
 
     if option is None:

@@ -26,15 +26,19 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from planner.packing import Target, Unit, pack
 
-from ..lake.filter import PoolFilter
+from ..lake.filter import PoolFilter, where_filter
 from ..lake.keys import KeyRange, as_value
+from ..lake.objects import LakeIO
 from ..lake.source import PoolSource
 from ..model.errors import CsupError
 from ..model.types import underlying
+from ..stores import store_for
 from .options import Settings
+from .schema import merge_types, spark_type
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]
 
@@ -70,8 +74,6 @@ async def _open_pool(settings: Settings) -> tuple[Any, Any]:
 
 
 def lake_schema(settings: Settings) -> T.StructType:
-    from .schema import merge_types, spark_type
-
     async def sample() -> list[Any]:
         lake, pool = await _open_pool(settings)
         try:
@@ -110,8 +112,6 @@ class LakePartition(InputPartition):
 def pool_filter_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> PoolFilter:
     """The ``where`` option (``;``-separated filters in the --where grammar, ANDed) bound
     to the pool, its key range narrowed further by the pushed filters on the key."""
-    from ..lake.filter import where_filter
-
     wheres = [w for w in (settings.pool_where or "").split(";") if w.strip()]
     pf = pool.resolve_filter(where_filter(wheres))
     return PoolFilter(pf.expr, key_range_from(pool, pf.key_range, filters))
@@ -201,11 +201,7 @@ class LakeFilteringReader(LakeReader):
 
 def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Settings
                         ) -> Iterator[pa.RecordBatch]:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from ..lake.objects import LakeIO
     from ..lake.read import PoolRead
-    from ..stores import store_for
     from .executor import record_batches
 
     url = _lake_url(settings)

@@ -38,6 +38,7 @@ import planner as P
 from planner.packing import NEAREST, Packing, Target, Unit, pack
 
 from ..format.meta import FileMeta
+from ..model.budget import check_budget
 from ..stores import TailRead, redact_url
 from .filters import decide, describe
 from .listing import Loaded
@@ -119,7 +120,6 @@ def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
     task runs."""
     if settings.max_requests is None and settings.max_bytes is None:
         return
-    from ..model.budget import check_budget
 
     check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
                  settings.max_bytes, None,

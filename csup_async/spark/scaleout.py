@@ -34,16 +34,20 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from pyspark.sql.types import StructField, StructType
+
 import planner as P
 from planner.packing import EVEN, Target, Unit, pack
 
 from ..arrays import Array
 from ..readers.opening import open as open_reader
+from ..readers.wholeobject import WholeObjectReader
 from ..stores import Store, redact_url
 from .filters import decide, describe
 from .listing import Loaded
 from .options import Settings
 from .planning import CsupPartition, ReadPlan, write_report
+from .schema import column_paths
 
 
 class UnopenedPartition(CsupPartition):
@@ -128,10 +132,6 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     of ``names`` in this file; a file the filters rule out (or with no rows) gives
     no rows.
     """
-    from pyspark.sql.types import StructField, StructType
-
-    from .schema import column_paths
-
     reader = await open_reader(url, store=store, **reader_opts)
     meta = reader.meta
     # column_paths only looks at names (and the file's types, for ``this``)
@@ -144,7 +144,6 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     paths = list(dict.fromkeys(p for _, p in columns))
     if not paths:
         return {}, await reader.count_rows(), columns
-    from ..readers.wholeobject import WholeObjectReader
 
     if isinstance(reader, WholeObjectReader):  # no column index: its own scan reads it
         # (a path of ``columns`` its types lack, the whole-value ``this`` aside, is nulls)

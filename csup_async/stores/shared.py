@@ -80,15 +80,16 @@ _registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopStores] = \
     weakref.WeakKeyDictionary()
 
 
-def _freeze(value: Any) -> Hashable:
-    """A hashable, order-independent form of an option value (TypeError if there is none)."""
+def freeze(value: Any) -> Hashable:
+    """A hashable, order-independent form of an option value (TypeError if there is none):
+    the shared-store cache keys stores by their options this way."""
     if isinstance(value, Mapping):
-        return ("map", tuple(sorted(((str(k), _freeze(v)) for k, v in value.items()),
+        return ("map", tuple(sorted(((str(k), freeze(v)) for k, v in value.items()),
                                     key=lambda kv: kv[0])))
     if isinstance(value, (list, tuple)):
-        return ("seq", tuple(_freeze(v) for v in value))
+        return ("seq", tuple(freeze(v) for v in value))
     if isinstance(value, (set, frozenset)):
-        return ("set", frozenset(_freeze(v) for v in value))
+        return ("set", frozenset(freeze(v) for v in value))
     hash(value)
     return (type(value).__name__, value)
 
@@ -109,8 +110,8 @@ def store_ident(store: Store, options: dict[str, Any]) -> tuple[Any, ...] | None
     if an option has no stable form."""
     ident = store.identity() if abilities(store).identified else ()  # type: ignore[attr-defined]
     try:  # (an fsspec store's protocol is in its identity)
-        return (type(store).__module__, type(store).__qualname__, _freeze(options),
-                _freeze(ident))
+        return (type(store).__module__, type(store).__qualname__, freeze(options),
+                freeze(ident))
     except TypeError:
         return None
 
