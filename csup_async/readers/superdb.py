@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import planner as P
 from planner.dnf import as_expr
+from planner.filters import Truth, zone_truth
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
 from ..format.meta import PrimitiveColumn, Segment
+from ..format.superdb.bsup5 import columnar
 from ..format.superdb.meta import (
     HEADER_SIZE,
     ObjectMeta,
@@ -35,6 +37,7 @@ from ..format.superdb.meta import (
     parse_metadata,
     root_types,
 )
+from ..format.superdb.v23 import ObjectMeta5, is_v23_tail
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
@@ -71,8 +74,6 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
                                   speculative: Any = None) -> None:
-        from ..format.superdb.v23 import is_v23_tail
-
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
@@ -188,8 +189,6 @@ class HeaderLayoutReader(WholeObjectReader):
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
-        from planner.filters import Truth, zone_truth
-
         from ..scan.superdb.pruning import object_stats
 
         objs = self.meta.objects if objects is None else objects
@@ -251,13 +250,9 @@ class HeaderLayoutReader(WholeObjectReader):
 
     def _types(self, paths: list[str]) -> dict[str, Type]:
         """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
-        from ..format.superdb.bsup5 import columnar
-
         return {p: columnar(t) for p, t in super()._types(paths).items()}
 
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
-        from ..format.superdb.v23 import ObjectMeta5
-
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
         if obj.header.version == 16 and obj.header.type_size:
             types = self._v16_types(obj)
@@ -517,8 +512,6 @@ class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
     def __init__(self, meta: SuperDBMeta, fused: Type | None = None) -> None:
-        from ..format.superdb.bsup5 import columnar
-
         self.meta = meta
         self.super_types = meta.super_types
         #: CSUP v23: the type its footers hold, every value's type fused (None: older files)
