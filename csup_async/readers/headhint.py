@@ -24,11 +24,12 @@ _KEEP = 1024  # places remembered (least recently opened forgotten first)
 
 
 def _place(store: Any, key: str) -> tuple[str, str] | None:
-    endpoint = getattr(store, "endpoint_for", None)
-    if endpoint is None:
+    from ..stores.capabilities import HeadReader
+
+    if not isinstance(store, HeadReader):
         return None
     try:
-        return str(endpoint(key)), posixpath.dirname(key)
+        return str(store.endpoint_for(key)), posixpath.dirname(key)
     except Exception:  # a hint: no place, no hint
         return None
 

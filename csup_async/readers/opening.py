@@ -155,7 +155,10 @@ def _early_head(store: Store, key: str, reader_opts: OpenOptions
                 ) -> asyncio.Task[TailRead | None] | None:
     """A head read sent with the tail read where the last file opened from the same place
     was a SuperDB v23 file that needed one (:mod:`.headhint`); None otherwise."""
-    if reader_opts.metadata_cache or reader_opts.immutable or not hasattr(store, "read_head"):
+    from ..stores.capabilities import HeadReader
+
+    if reader_opts.metadata_cache or reader_opts.immutable or not isinstance(store,
+                                                                             HeadReader):
         return None
     if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
         return None  # the on-disk cache may answer the open without a request
@@ -166,7 +169,7 @@ def _early_head(store: Store, key: str, reader_opts: OpenOptions
     import planner as P
 
     size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
-    return asyncio.ensure_future(store.read_head(key, size))  # type: ignore[attr-defined]
+    return asyncio.ensure_future(store.read_head(key, size))
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:
