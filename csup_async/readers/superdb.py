@@ -30,7 +30,7 @@ from ..format.superdb.meta import (
     ObjectMeta,
     SuperDBMeta,
     check_row_count,
-    file_types,
+    node_type,
     parse_header,
     parse_metadata,
     root_types,
@@ -129,11 +129,10 @@ class HeaderLayoutReader(WholeObjectReader):
                 objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
-            types = file_types(objects)
         except CsupError as e:
             raise e.with_path(self.path) from None
         check_row_count(objects, self.read_options.limits.max_rows, self.path)
-        self.meta = FileView(tuple(objects), size, types)
+        self.meta = FileView(tuple(objects), size, None)  # super types: on first ask
         self._buf = buf
         self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
         self.open_stats.requests = reqs
@@ -238,7 +237,44 @@ class HeaderLayoutReader(WholeObjectReader):
         """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
         from ..format.superdb.bsup5 import columnar
 
-        return {p: columnar(t) for p, t in super()._types(paths).items()}
+        if self.meta.version >= 23:
+            return {p: columnar(t) for p, t in super()._types(paths).items()}
+        out = {}
+        for p in paths:
+            ts = self._path_types(self._comps([p])[0])
+            out[p] = columnar(unify(ts)) if ts else NULL
+        return out
+
+    def missing_paths(self, paths: list[str]) -> list[str]:
+        """The paths no super type of the file has."""
+        if self.meta.version >= 23:
+            return super().missing_paths(paths)
+        return [p for p, c in zip(paths, self._comps(paths), strict=True)
+                if not self._path_types(c)]
+
+    def _path_types(self, comps: tuple[str, ...]) -> list[Type]:
+        """The distinct types at ``comps`` in the file's super types (v14/v16), from the
+        vectors the path reaches: the super types themselves (every vector of every one)
+        are not made for a projection.  The same answer as ``type_at`` on each super
+        type: :func:`.columns.resolve` goes where ``type_at`` goes, and stops where it
+        would look inside a union, an array or a dict, whose type ``type_at`` then
+        continues."""
+        memo = self.__dict__.setdefault("_path_types_memo", {})
+        got = memo.get(comps)
+        if got is not None:
+            return got
+        seen: dict[Type, None] = {}
+        for o in self.meta.objects:
+            nodes = o.nodes
+            for top in C.tops_of(o):
+                t = C.resolve(nodes, top, comps)
+                if t is None:
+                    continue
+                found = C.type_at(node_type(nodes, t.node), t.rest)
+                if found is not None:
+                    seen.setdefault(found, None)
+        memo[comps] = got = list(seen)
+        return got
 
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
         from ..format.superdb.v23 import ObjectMeta5
