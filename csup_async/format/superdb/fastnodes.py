@@ -30,6 +30,11 @@ _MADE: dict[tuple[int, int], tuple[Type, Build | None]] = {}
 _TYPES: dict[tuple[bytes, int], Type] = {}
 
 
+#: A segment of four zero integers (a required field's Nones) and what it is.
+_ZERO_SEGMENT = b"\x01\x01\x01\x01"
+_NO_NONES = Seg(0, 0, 0, False)
+
+
 class _Slow(Exception):
     """A body the builders leave to :func:`.meta.node_of`."""
 
@@ -219,7 +224,8 @@ def _record(shape: dict[str, Type], at: dict[str, int], parts: Callable[[Any], l
             opt = bool(q[2][0])
             names.append((bytes(q[0]).decode("utf-8"), opt))
             kids.append(_u32(q[1]))
-            seg = _seg(q[3])  # every field's is judged, as node_of's decoding does
+            nones = q[3]  # every field's is judged, as node_of's decoding does
+            seg = _NO_NONES if nones == _ZERO_SEGMENT else _seg(nones)
             if opt:
                 segs.append((f"nones:{i}", seg))
         return Node("record", _u32(p[il]), tuple(segs), kids=tuple(kids), fields=tuple(names))
