@@ -15,7 +15,7 @@ from typing import Any
 import planner as P
 
 from ..format.csup import find_trailer, parse_reassembly
-from ..format.superdb.v23 import is_v23_tail
+from ..format.superdb.tail import is_v23_tail
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -23,7 +23,6 @@ from ..model.errors import (
 )
 from ..scan.fetch import off_loop
 from ..stores import TailRead
-from ..stores.diskcache import disk_cache, env_cache
 from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer
 from .detect import HeaderLayout, is_header_layout
@@ -191,12 +190,16 @@ def metadata_cache_of(option: Any) -> Any:
     if option is None:
         if not os.environ.get("CSUP_METADATA_CACHE"):
             return None
+        from ..stores.diskcache import env_cache  # on-disk caches only where asked for
+
         return env_cache()
     if option is True:
         return default_cache()
     if isinstance(option, (os.PathLike, str)) and not isinstance(option, bytes):
         if not os.fspath(option):
             raise CsupError("metadata_cache must name a directory, not an empty string")
+        from ..stores.diskcache import disk_cache
+
         return disk_cache(option)
     if not isinstance(option, MetadataCache):
         raise CsupError(f"metadata_cache must be a MetadataCache, a directory (a str or "

@@ -126,7 +126,9 @@ class HeaderLayoutReader(WholeObjectReader):
                     await read(have, start + head - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
-                objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
+                obj = parse_metadata(buf.get(start, hdr.meta_size), off, hdr)
+                obj.nodes.path = self.path  # type: ignore[attr-defined] # its errors name it
+                objects.append(obj)
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
         except CsupError as e:
@@ -264,15 +266,18 @@ class HeaderLayoutReader(WholeObjectReader):
         if got is not None:
             return got
         seen: dict[Type, None] = {}
-        for o in self.meta.objects:
-            nodes = o.nodes
-            for top in C.tops_of(o):
-                t = C.resolve(nodes, top, comps)
-                if t is None:
-                    continue
-                found = C.type_at(node_type(nodes, t.node), t.rest)
-                if found is not None:
-                    seen.setdefault(found, None)
+        try:
+            for o in self.meta.objects:
+                nodes = o.nodes
+                for top in C.tops_of(o):
+                    t = C.resolve(nodes, top, comps)
+                    if t is None:
+                        continue
+                    found = C.type_at(node_type(nodes, t.node), t.rest)
+                    if found is not None:
+                        seen.setdefault(found, None)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
         memo[comps] = got = list(seen)
         return got
 

@@ -16,7 +16,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...model.errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
+from ...model.errors import (
+    CsupError,
+    FormatError,
+    LimitError,
+    TruncatedError,
+    UnsupportedTypeError,
+)
 from ...model.types import (
     ArrayType,
     ErrorType,
@@ -141,7 +147,10 @@ class SuperDBMeta:
     @property
     def super_types(self) -> tuple[Type, ...]:
         if self._super_types is None:
-            self._super_types = file_types(self.objects)
+            try:
+                self._super_types = file_types(self.objects)
+            except CsupError as e:  # a vector met first here: its file named
+                raise e.with_path(getattr(self.objects[0].nodes, "path", None)) from None
         return self._super_types
 
     @property
@@ -252,7 +261,7 @@ class LazyNodes(Sequence[Node]):
     :func:`node_of` and checks), only when: the first use of it, not the open.  Pickled,
     it is the plain tuple of every vector."""
 
-    __slots__ = ("_data_size", "_dialect", "_made", "_vals", "_what", "resolved")
+    __slots__ = ("_data_size", "_dialect", "_made", "_vals", "_what", "path", "resolved")
 
     def __init__(self, vals: list[tuple[Type, Any]], what: str, dialect: Dialect,
                  data_size: int) -> None:
@@ -260,6 +269,8 @@ class LazyNodes(Sequence[Node]):
         self._made: list[Node | None] = [None] * len(vals)
         #: where paths are under top-level vectors (scan.superdb.columns.resolve's answers)
         self.resolved: dict[Any, Any] = {}
+        #: the file's path, named by the error of a damaged vector (whichever verb met it)
+        self.path: str | None = None
 
     def __len__(self) -> int:
         return len(self._vals)
@@ -271,7 +282,11 @@ class LazyNodes(Sequence[Node]):
         if n is None:
             i = i + len(self._vals) if i < 0 else i
             t, body = self._vals[i]
-            n = _checked(self._node(t, body), i, len(self._vals), self._data_size, self._what)
+            try:
+                n = _checked(self._node(t, body), i, len(self._vals), self._data_size,
+                             self._what)
+            except CsupError as e:
+                raise e.with_path(self.path) from None
             self._made[i] = n
         return n
 
