@@ -215,18 +215,36 @@ def _record(shape: dict[str, Type], at: dict[str, int], parts: Callable[[Any], l
         if p[ifs] is None:
             raise _Slow
         names, kids, segs = [], [], []
-        for i, fb in enumerate(split_tagged(p[ifs])):
-            if fb is None:
+        data = bytes(p[ifs])
+        n, pos, i = len(data), 0, 0
+        while pos < n:  # each field's record read in place (one-byte tags: else refused)
+            end = pos + data[pos]
+            q = pos + 1
+            if end == pos or end > n or data[pos] >= 0x80:
                 raise _Slow
-            q = split_tagged(fb)
-            if len(q) != 4 or q[0] is None or q[2] is None or len(q[2]) != 1 or q[2][0] > 1:
+            t = data[q]  # Name
+            if t == 0 or t >= 0x80:
                 raise _Slow
-            opt = bool(q[2][0])
-            names.append((bytes(q[0]).decode("utf-8"), opt))
-            kids.append(_u32(q[1]))
-            nones = q[3]  # every field's is judged, as node_of's decoding does
+            name = data[q + 1:q + t].decode("utf-8")
+            q += t
+            t = data[q]  # Values: a uint32
+            if t == 0 or t > 5:
+                raise _Slow
+            kid = int.from_bytes(data[q + 1:q + t], "little")
+            q += t
+            if data[q] != 2 or data[q + 1] > 1:  # Opt: one byte, 0 or 1
+                raise _Slow
+            opt = data[q + 1] == 1
+            q += 2
+            t = data[q]  # Nones
+            if t == 0 or t >= 0x80 or q + t != end:
+                raise _Slow
+            nones = data[q + 1:end]  # every field's is judged, as node_of's decoding does
             seg = _NO_NONES if nones == _ZERO_SEGMENT else _seg(nones)
+            names.append((name, opt))
+            kids.append(kid)
             if opt:
                 segs.append((f"nones:{i}", seg))
+            pos, i = end, i + 1
         return Node("record", _u32(p[il]), tuple(segs), kids=tuple(kids), fields=tuple(names))
     return record
