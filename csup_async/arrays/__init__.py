@@ -57,14 +57,11 @@ from .arrow import MissingDependencyError
 from .buffers import group_ranks, range_indices
 from .combine import combine, gather
 from .from_python import from_pylist
-from .model import (
-    Array,
-    ArrayIndexError,
-    BinaryArray,
+from .model import Array, ArrayIndexError, BinaryArray, PrimitiveArray
+from .nested import (
     ListArray,
     MapArray,
     NullArray,
-    PrimitiveArray,
     StructArray,
     UnionArray,
     concat,

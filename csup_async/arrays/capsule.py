@@ -225,7 +225,7 @@ _BY_KIND: dict[str, Callable[[Any, Any, str, dict[str, str] | None], _Out]] = {
 
 # ------------------------------------------------------------------ batches ---
 def _folded(columns: dict[str, Any]) -> dict[str, Any]:
-    from .model import fold_nulls
+    from .nested import fold_nulls
 
     return {p: fold_nulls(a) for p, a in columns.items()}
 

@@ -11,15 +11,8 @@ import numpy as np
 from ..model.errors import FormatError
 from ..model.types import NULL, Type, UnionType
 from .buffers import concat_validity, rebased_offsets, route, take_binary
-from .model import (
-    Array,
-    BinaryArray,
-    NullArray,
-    PrimitiveArray,
-    UnionArray,
-    concat,
-    null_array,
-)
+from .model import Array, BinaryArray, PrimitiveArray
+from .nested import NullArray, UnionArray, concat, null_array
 
 
 def combine(parts: Sequence[Array | None], super_ids: Any) -> Array:

@@ -40,16 +40,8 @@ from ..model.types import (
 )
 from ..model.values import UnionValue
 from .buffers import offsets_from_lengths
-from .model import (
-    Array,
-    BinaryArray,
-    ListArray,
-    MapArray,
-    NullArray,
-    PrimitiveArray,
-    StructArray,
-    UnionArray,
-)
+from .model import Array, BinaryArray, PrimitiveArray
+from .nested import ListArray, MapArray, NullArray, StructArray, UnionArray
 
 
 def _is_int(v: Any) -> bool:

@@ -1,7 +1,7 @@
 """Unions made into one Arrow-loadable type (``to_arrow``'s default, ``unions="struct"``).
 
 Data of many super types reads as unions: exact, but an Arrow dense union is
-refused by pandas and polars.  Here, after :func:`~.model.fold_nulls`:
+refused by pandas and polars.  Here, after :func:`~.nested.fold_nulls`:
 
 - records unify by field name (first seen order); a field a record lacks is null;
 - arrays (and sets) unify their elements the same way;
@@ -45,12 +45,11 @@ from ..model.types import (
     Type,
     UnionType,
 )
-from .model import (
-    Array,
+from .model import Array, PrimitiveArray
+from .nested import (
     ListArray,
     MapArray,
     NullArray,
-    PrimitiveArray,
     StructArray,
     UnionArray,
     concat,

@@ -167,6 +167,17 @@ def lane_tags(bpad: np.ndarray, n: int, prof: TagProfile, avg: float, likely: np
             extra = ([], [])
             if not walk.run(miss, k, extra):
                 return None
+    return _chain_tags(rec, exitp, p, pend, region, stop, n, extra)
+
+
+def _chain_tags(rec: np.ndarray, exitp: np.ndarray, p: np.ndarray, pend: np.ndarray,
+                region: int, stop: int, n: int,
+                extra: tuple[list[np.ndarray], list[np.ndarray]]) -> tuple[np.ndarray, int]:
+    """The tag offsets on the true chain, from each lane's recorded path (``rec``,
+    lane-major) and the position where it leaves its region (``exitp``), with the
+    positions the walk added (``extra``); and the chain's first position at or past
+    ``stop`` (-1 if the chain died: the caller's check says where)."""
+    k = len(exitp)
     entry = np.zeros(k, np.int64)
     leave = np.zeros(k, np.int64)
     on_chain = None

@@ -29,7 +29,8 @@ from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
 from ..model.types import PrimitiveType
 from ..model.values import Value
-from ..scan.fetch import Target, piece_figures
+from ..scan.fetch import piece_figures
+from ..scan.jobs import Target
 from ..scan.options import (
     Limits,
     ReadOptions,

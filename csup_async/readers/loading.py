@@ -21,7 +21,7 @@ from ..model.errors import (
     FormatError,
     LimitError,
 )
-from ..scan.fetch import off_loop
+from ..scan.pool import off_loop
 from ..stores import TailRead
 from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer

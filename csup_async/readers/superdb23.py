@@ -13,12 +13,13 @@ each trailer's part size, further objects of a part from each object's sizes
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import planner as P
 from planner.superdb import OpenCost, hop_read
 
-from ..format.superdb.meta import check_row_count, file_types
+from ..format.superdb.meta import Header, check_row_count, file_types
 from ..format.superdb.v23 import (
     FOOTER_HEADER,
     OBJECT_HEADER,
@@ -77,20 +78,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     objects: list[ObjectMeta5] = []
     in_first = 0
     try:
-        end = size
-        while end > 0:
-            if end < FOOTER_HEADER + TRAILER:
-                raise TruncatedError(f"{end} bytes before byte {end} are too few for a "
-                                     "CSUP part (truncated)")
-            await need(end - TRAILER, TRAILER, 0, end)
-            tr = parse_trailer(buf.get(end - TRAILER, TRAILER), end)
-            footer = end - TRAILER - tr.type_size - FOOTER_HEADER
-            await need(footer, FOOTER_HEADER + tr.type_size, 0, end)
-            fused = parse_footer(buf.get(footer, FOOTER_HEADER + tr.type_size), footer,
-                                 tr.type_size)
-            parts.append(Part(end - tr.part_size, footer, end, fused))
-            end -= tr.part_size
-        parts.reverse()
+        parts = await _read_parts(buf, size, need)
         largest = 0
         for part in parts:
             off = part.start
@@ -107,14 +95,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                         head_read = True
                     else:
                         await read(*hop_read(off, part.footer, largest))
-                hdr = parse_object_header(buf.get(off, OBJECT_HEADER), off)
-                if off + hdr.object_size > part.footer:
-                    raise TruncatedError(f"the CSUP object at byte {off} ends at "
-                                         f"{off + hdr.object_size}, past its part's footer "
-                                         f"at {part.footer} (truncated or corrupt)")
-                if hdr.meta_size + hdr.type_size > self.max_metadata:
-                    raise LimitError(f"metadata of {hdr.meta_size + hdr.type_size} bytes "
-                                     f"exceeds max_metadata={self.max_metadata}")
+                hdr = _object_header(buf, off, part.footer, self.max_metadata)
                 start = off + OBJECT_HEADER
                 n = hdr.meta_size + hdr.type_size
                 if not buf.covers(start, n):
@@ -141,6 +122,42 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
     self.open_stats.wall = time.perf_counter() - t0
+
+
+async def _read_parts(buf: HeldBytes, size: int,
+                      need: Callable[[int, int, int, int], Awaitable[None]]) -> list[Part]:
+    """The file's parts, first to last, found from its end: each part's trailer gives the
+    part's size and its footer (the fused type), read through ``need``."""
+    parts: list[Part] = []
+    end = size
+    while end > 0:
+        if end < FOOTER_HEADER + TRAILER:
+            raise TruncatedError(f"{end} bytes before byte {end} are too few for a "
+                                 "CSUP part (truncated)")
+        await need(end - TRAILER, TRAILER, 0, end)
+        tr = parse_trailer(buf.get(end - TRAILER, TRAILER), end)
+        footer = end - TRAILER - tr.type_size - FOOTER_HEADER
+        await need(footer, FOOTER_HEADER + tr.type_size, 0, end)
+        fused = parse_footer(buf.get(footer, FOOTER_HEADER + tr.type_size), footer,
+                             tr.type_size)
+        parts.append(Part(end - tr.part_size, footer, end, fused))
+        end -= tr.part_size
+    parts.reverse()
+    return parts
+
+
+def _object_header(buf: HeldBytes, off: int, footer: int, max_metadata: int) -> Header:
+    """The header of the object at ``off`` (held in ``buf``), checked to end before its
+    part's ``footer`` and to hold at most ``max_metadata`` bytes of metadata."""
+    hdr = parse_object_header(buf.get(off, OBJECT_HEADER), off)
+    if off + hdr.object_size > footer:
+        raise TruncatedError(f"the CSUP object at byte {off} ends at "
+                             f"{off + hdr.object_size}, past its part's footer "
+                             f"at {footer} (truncated or corrupt)")
+    if hdr.meta_size + hdr.type_size > max_metadata:
+        raise LimitError(f"metadata of {hdr.meta_size + hdr.type_size} bytes "
+                         f"exceeds max_metadata={max_metadata}")
+    return hdr
 
 
 def fused_type(parts: tuple[Part, ...]) -> Type | None:

@@ -41,59 +41,23 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import numpy as np
 
 from .. import decode as D
 from ..format.meta import FileMeta, Segment
 from ..model.errors import CsupError, FormatError
-from ..model.heap import keep_freed_memory
 from ..model.progress import current_tracker
-from ..stores import Store
 from ..stores.hedge import counting
 from ..stores.local import LocalStore
 from .checks import check_count, check_crc, count_problem, crc32, segment_error
+from .jobs import INLINE_GROUP_BYTES, Decoder, GroupDecoder, GroupJob, Job, PlanLike, Target
 from .memory import pages
 from .options import ReadOptions
+from .pool import POOL_THREADS, decode_pool
 from .result import ScanStats
 
-T = TypeVar("T")
-Decoder = Callable[[Any], Any]
-"""Decompressed segment bytes in, the segment's decoded values out (runs in the pool)."""
-
-
-class RequestLike(Protocol):
-    offset: int
-    length: int
-    served: bool
-
-    @property
-    def end(self) -> int: ...
-
-
-class PlanLike(Protocol):
-    """What the source needs of a plan (``planner.ScanPlan`` or ``planner.RangePlan``)."""
-
-    @property
-    def requests(self) -> Sequence[RequestLike]: ...
-
-    @property
-    def bytes_needed(self) -> int: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One object version: where to read it, and bytes of it already in hand."""
-
-    store: Store
-    key: str
-    version: str | None
-    path: str  # what errors show (redacted)
-    available: tuple[tuple[int, Any], ...] = ()  # (offset, bytes): the tail read and others
-
-
-_POOL: concurrent.futures.ThreadPoolExecutor | None = None
 _BATCH_BYTES = 1 << 20  # segments handed to one pool task until they hold this much
 #: Batches: requests are cut into pieces of this size, fetched a window ahead of at most
 #: WINDOW_BYTES (or concurrency / 2 pieces), and segments are decoded ahead of their
@@ -135,121 +99,6 @@ class _Joined:
         for at, data in self.parts:
             out[at: at + data.size] = data
         self.parts = []
-        return out
-
-
-#: The decode pool's threads: one per core, two at least.
-POOL_THREADS = max(2, os.cpu_count() or 2)
-
-
-def decode_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The process's decode threads (one per core): jobs never block in them."""
-    global _POOL
-    if _POOL is None:
-        keep_freed_memory()  # before the threads allocate (see csup_async.model.heap)
-        _POOL = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
-                                                      thread_name_prefix="csup-decode")
-    return _POOL
-
-
-def _forget_pool() -> None:
-    """A forked child (a pre-forking server's worker) has none of its parent's threads:
-    the parent's pool would take jobs no thread ever runs, so the child makes its own."""
-    global _POOL
-    _POOL = None
-
-
-if hasattr(os, "register_at_fork"):  # POSIX: where processes fork
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-#: CPU work of this many bytes and more (a metadata section to parse: ~0.15 us a byte) goes
-#: to the pool, off the event loop; less is done in place, cheaper than the hand-off.
-OFF_LOOP_BYTES = 16 << 10
-
-
-async def off_loop(nbytes: int, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, in the decode pool when it works on ``nbytes`` >= OFF_LOOP_BYTES
-    (it must wait for nothing there), else here."""
-    if nbytes < OFF_LOOP_BYTES:
-        return fn(*args)
-    return await asyncio.wrap_future(decode_pool().submit(fn, *args))
-
-
-class Job:
-    """One consumer's read of one segment: its decoded values, once ``done``."""
-
-    __slots__ = ("ahead", "decode", "done", "error", "reqs", "seg", "sent", "source", "value",
-                 "wanted")
-
-    def __init__(self, source: SegmentSource, seg: Segment, decode: Decoder) -> None:
-        self.source = source
-        self.seg = seg
-        self.decode = decode
-        self.reqs: tuple[int, ...] = ()
-        self.wanted = False
-        self.ahead = False  # wanted ahead of its consumer (counted in source.ahead)
-        self.sent = False
-        self.done = False
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-    def take(self) -> Any:
-        """The decoded segment (blocking, for batches); the job lets go of it, so memory
-        follows the consumer.  Raises the job's error, or CancelledError once the source
-        is closed."""
-        if not self.done:
-            if self.source.eager:  # consumers run after settled(): a wait here is a bug
-                raise RuntimeError(f"segment at offset {self.seg.offset} taken before it "
-                                   "was settled")
-            cond = self.source.cond
-            with cond:
-                while not self.done:
-                    cond.wait()
-        self.source.taken(self)
-        if self.error is not None:
-            raise self.error
-        out, self.value = self.value, None
-        return out
-
-
-GroupDecoder = Callable[[Any, np.ndarray], tuple[Any, np.ndarray]]
-"""The decompressed bytes of a group's segments end to end and where each ends in, the
-decoded value and the values of each segment out."""
-
-#: A group whose segments hold fewer stored bytes than this is checked and decoded on the
-#: event loop when its bytes are in (a pool hand-off costs more than the work).
-INLINE_GROUP_BYTES = 8 << 10
-
-
-class GroupJob:
-    """One consumer's read of many segments at once, for an eager read (a column of a
-    file of many super types: hundreds of tiny segments, one job, one decode).  It is
-    dispatched when every request holding its segments is complete."""
-
-    __slots__ = ("decode", "done", "error", "expect", "nbytes", "reqs", "segs", "sent", "value",
-                 "waiting", "where")
-
-    def __init__(self, segs: list[Segment], decode: GroupDecoder) -> None:
-        self.segs = segs
-        self.decode = decode
-        self.nbytes = 0  # stored bytes of the segments
-        self.reqs: tuple[int, ...] = ()
-        self.waiting = 0  # requests not yet complete
-        self.where: list[tuple[int, int, int, int, bool]] = []  # see SegmentSource.group
-        self.expect = np.zeros(0, np.int64)  # per segment: its count, -1 if unknown
-        self.sent = False
-        self.done = False
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-    def take(self) -> Any:
-        """The decoded group (after the source is settled); raises the group's error."""
-        if not self.done:
-            raise RuntimeError("a segment group was taken before it was settled")
-        if self.error is not None:
-            raise self.error
-        out, self.value = self.value, None
         return out
 
 

@@ -8,7 +8,7 @@ When every super type that has a column holds it as plain primitive values of on
 type (no presence on the way, no dictionary or constant) and two types at least hold
 values, an eager whole read takes it as a group instead:
 
-* one :class:`~.fetch.GroupJob` over every type's segments, dispatched once the
+* one :class:`~.jobs.GroupJob` over every type's segments, dispatched once the
   requests holding them are in (checked and decoded on the loop when small);
 * the segments' decompressed bytes laid end to end and decoded in one call, each
   segment's values counted in the same C walk (its ``count`` and CRC checked as a
@@ -34,8 +34,8 @@ from .. import decode as D
 from ..format.meta import PrimitiveColumn, Segment
 from ..model.errors import FormatError
 from ..model.types import NULL, PrimitiveType
-from .columns import Build, decode_values
-from .fetch import GroupJob
+from .jobs import GroupJob
+from .streams import Build, decode_values
 
 #: Primitive types decoded by one kernel call into one numpy-backed array.
 VECTOR = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -47,12 +47,16 @@ from ..format.meta import FileMeta
 from ..model.errors import CsupError, FormatError, LimitError, StoreTimeoutError
 from ..model.heap import keep_freed_memory
 from ..model.types import NULL
-from .columns import POOL_MIN_VALUES, Build, Cursor, Int32Cursor, cursor_for, leg_cursor
-from .fetch import PlanLike, SegmentSource, Target, decode_pool
+from .columns import cursor_for, leg_cursor
+from .cursors import POOL_MIN_VALUES, Cursor, Int32Cursor
+from .fetch import SegmentSource
 from .grouped import ColumnGroup
+from .jobs import PlanLike, Target
 from .memory import trim
 from .options import ReadOptions
+from .pool import decode_pool
 from .result import ScanResult, ScanStats
+from .streams import Build
 
 T = TypeVar("T")
 

@@ -52,7 +52,7 @@ from ..format.meta import FileMeta
 from ..model.errors import FormatError
 from ..model.types import PrimitiveType
 from . import scan as S
-from .fetch import Target
+from .jobs import Target
 from .options import ReadOptions
 from .result import ScanResult, ScanStats
 
@@ -76,7 +76,7 @@ def _indices(ranges: RowRanges, n: int) -> np.ndarray:
 def _select(read: S.Read, ranges: RowRanges) -> tuple[dict[str, A.Array], int, int]:
     """In the read's thread: the rows of ``ranges`` (fewer when the file ends first), and
     the rows in the file.  Each cursor passes over every row once and gathers the
-    selected ones (:meth:`~.columns.Cursor.gather`): one vectorised step per node and
+    selected ones (:meth:`~.cursors.Cursor.gather`): one vectorised step per node and
     per segment, however many runs the selection makes."""
     if read.ids is None:
         n = read.remaining or 0

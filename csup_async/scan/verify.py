@@ -45,9 +45,10 @@ from ..model.types import (
     UnionType,
 )
 from .checks import column_label
-from .columns import decode_any, decode_int32s, decode_selectors, decode_values
-from .fetch import Decoder, SegmentSource
+from .fetch import SegmentSource
+from .jobs import Decoder
 from .result import ScanStats
+from .streams import decode_any, decode_int32s, decode_selectors, decode_values
 
 
 @dataclass

@@ -189,7 +189,7 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
         source, **options)  # type: ignore[arg-type]
     empty = handle.scan(columns, limit=0)
     schema = pl.DataFrame(empty.exported(unions)).schema
-    from ..arrays.model import has_union
+    from ..arrays.nested import has_union
 
     # columns polars sees in another type than stored: no filter on them is pushed
     converted = frozenset(p for p, a in empty.columns.items() if has_union(a.type))

@@ -4,7 +4,7 @@
 for a log file that is most of a conversion's time.  Here a C parser
 (``csup_async/writers/_wkernels.c``) turns each chunk of
 :data:`~csup_async.writers.pyrows.CHUNK_ROWS`
-lines into a token tape, and :func:`csup_async.writers.pyrows.write_tape` builds from it
+lines into a token tape, and :func:`csup_async.writers.tape.write_tape` builds from it
 the very columns :mod:`csup_async.writers.pyrows` builds from Python values: same
 chunks, same fused types, same bytes.  The parser answers only where it is
 sure to agree with ``json.loads`` (see the C file's contract); anything else
@@ -35,7 +35,8 @@ from typing import Any
 
 from ..model.types import Type
 from .inputs import json_lines, read_json
-from .pyrows import CHUNK_ROWS, Tape, shred_tape, write_chunks, write_rows, write_tape
+from .pyrows import CHUNK_ROWS, write_chunks, write_rows
+from .tape import Tape, shred_tape, write_tape
 from .writer import Writer
 
 __all__ = ["write_ndjson", "native_available", "BLOCK"]

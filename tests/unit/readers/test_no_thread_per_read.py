@@ -20,7 +20,7 @@ import pytest
 import csup_async
 import csup_async.readers.loading as loading_mod
 from csup_async.model.errors import FormatError
-from csup_async.scan import fetch, scan
+from csup_async.scan import pool, scan
 
 
 def _file(tmp_path: Path, rows: int, segment_thresh: int) -> Path:
@@ -49,7 +49,7 @@ async def test_large_metadata_is_parsed_off_the_loop(tmp_path: Path,
     p = _file(tmp_path, 100_000, 1 << 10)  # many small segments: a large section
     seen = _parse_threads(monkeypatch)
     async with csup_async.open(str(p)) as r:
-        assert r.meta.trailer.reassembly_size >= fetch.OFF_LOOP_BYTES
+        assert r.meta.trailer.reassembly_size >= pool.OFF_LOOP_BYTES
         assert (await r.scan(["id"])).num_rows == 100_000
     assert seen and threading.get_ident() not in seen
 
@@ -59,7 +59,7 @@ async def test_small_metadata_is_parsed_in_place(tmp_path: Path,
     p = _file(tmp_path, 100, 1 << 20)
     seen = _parse_threads(monkeypatch)
     async with csup_async.open(str(p)) as r:
-        assert r.meta.trailer.reassembly_size < fetch.OFF_LOOP_BYTES
+        assert r.meta.trailer.reassembly_size < pool.OFF_LOOP_BYTES
     assert seen == [threading.get_ident()]
 
 
