@@ -273,7 +273,8 @@ class HeaderLayoutReader(WholeObjectReader):
                     t = C.resolve(nodes, top, comps)
                     if t is None:
                         continue
-                    found = C.type_at(node_type(nodes, t.node), t.rest)
+                    # names=None: v14/v16 types are never recursive (see node_type)
+                    found = C.type_at(node_type(nodes, t.node, names=None), t.rest)
                     if found is not None:
                         seen.setdefault(found, None)
         except CsupError as e:
