@@ -5,7 +5,10 @@ SuperDB file (``"CSUP"`` at offset 0, or no trailer and a head read that shows
 it) the reader becomes a :class:`HeaderLayoutReader`: the same methods
 (``scan``, ``iter_batches``, ``read_rows``, ``read_values``, ``take``,
 ``count_rows``, ``plan``) over this layout's metadata.  The open reads every
-object's header and metadata (see :mod:`planner.superdb` for what that costs);
+object's header and metadata (see :mod:`planner.superdb` for what that costs) and
+splits it into values; a vector is parsed when a verb first needs it (v14/v16:
+:class:`~csup_async.format.superdb.meta.LazyNodes`), and a path's type comes from the
+vectors it reaches, not from every super type;
 a scan reads the projection's segments of every object in one wave, an
 ``iter_batches`` one object at a time.
 """
