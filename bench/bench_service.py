@@ -336,22 +336,32 @@ def pyarrow_scan(endpoint: str, key: str) -> Callable[[], int]:
 
 
 ENGINES = ("csup open()", "csup open(cache)", "csup open(immutable)", "csup reader",
+           "csup open() x2",
            "csup open(cache) x2", "polars", "pyarrow")
 
 
+def csup_url(endpoint: str, obj: str, scheme: str) -> str:
+    """The URL csup-async opens: ``s3://`` (the S3 store, its SigV4 and the ``s3``
+    profile, as the peers read it; the endpoint comes from ``AWS_ENDPOINT_URL``, set by
+    :func:`main`) or the plain ``http://`` URL of the object (the HTTP store, the
+    ``http`` profile)."""
+    return (f"s3://{BUCKET}/{obj}.csup" if scheme == "s3"
+            else f"{endpoint}/{BUCKET}/{obj}.csup")
+
+
 def run_cell(engine: str, endpoint: str, obj: str, rows: int, clients: int,
-             seconds: float) -> Cell:
+             seconds: float, scheme: str = "http") -> Cell:
     if engine.startswith("csup open") and " x" in engine:
         workers = int(engine.rsplit("x", 1)[1])
         lat, elapsed, loop_cpu, cpu, wrong, threads, rss = run_workers(
-            f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds, workers,
+            csup_url(endpoint, obj, scheme), rows, clients, seconds, workers,
             _options(engine))
         sampler = Sampler()
         sampler.threads, sampler.rss_kb = threads, rss
         return _cell(engine, obj, clients, lat, elapsed, loop_cpu, cpu, sampler, wrong)
     with Sampler() as sampler:
         if engine.startswith("csup"):
-            r = run_csup(f"{endpoint}/{BUCKET}/{obj}.csup", rows, clients, seconds,
+            r = run_csup(csup_url(endpoint, obj, scheme), rows, clients, seconds,
                          long_lived=engine == "csup reader", opts=_options(engine))
         else:
             make = polars_scan if engine == "polars" else pyarrow_scan
@@ -369,7 +379,8 @@ def render(cells: list[Cell], meta: dict[str, Any]) -> str:
            f"{meta['load']}; {meta['cpus']} CPUs  ",
            f"Store: nginx behind bench/netsim.py profile `{meta['profile']}` "
            f"({meta['rtt_ms']} ms round trip, {meta['mbps']} MB/s per connection); "
-           f"{meta['seconds']} s per cell after warm-up; columns {COLUMNS}.  ",
+           f"{meta['seconds']} s per cell after warm-up; columns {COLUMNS}; csup-async "
+           f"opens {meta.get('scheme', 'http')}:// URLs.  ",
            "Objects: " + ", ".join(f"{k}: {v['rows']:,} rows, CSUP {v['csup'] / 1e6:.2f} MB, "
                                    f"Parquet {v['parquet'] / 1e6:.2f} MB"
                                    for k, v in meta["objects"].items()), "",
@@ -410,6 +421,9 @@ def main() -> None:
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--seconds", type=float, default=None, help="per cell (default 10, quick 3)")
     ap.add_argument("--profile", default="s3", choices=[p for p in PROFILES if p != "local"])
+    ap.add_argument("--scheme", default="s3", choices=["s3", "http"],
+                    help="csup-async opens s3:// (default: the S3 store, as the peers) "
+                         "or the object's http:// URL (the HTTP store)")
     ap.add_argument("--out", default=str(RESULTS / "service"), help="writes OUT.md and OUT.json")
     a = ap.parse_args()
     clients = [int(c) for c in (a.clients or ("1,16,64" if a.quick else "1,16,64,128,256"))
@@ -424,12 +438,16 @@ def main() -> None:
         sim = SimStore(root, work).start()
         try:
             endpoint = sim.endpoint(a.profile)
+            # s3:// URLs name no endpoint: the environment does, for the worker processes too
+            os.environ.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=KEY_ID,
+                              AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION=REGION)
             cells = []
             for obj in objects:
                 for n in clients:
                     for engine in engines:
                         used0, wall0 = store_cpu(sim), time.perf_counter()
-                        cell = run_cell(engine, endpoint, obj, OBJECTS[obj], n, seconds)
+                        cell = run_cell(engine, endpoint, obj, OBJECTS[obj], n, seconds,
+                                        a.scheme)
                         cell.store_cores = round((store_cpu(sim) - used0)
                                                  / (time.perf_counter() - wall0), 2)
                         print(json.dumps(asdict(cell)), flush=True)
@@ -441,7 +459,7 @@ def main() -> None:
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "load": " ".join(f"{x:.2f}" for x in load), "cpus": os.cpu_count(),
             "profile": a.profile, "rtt_ms": p.rtt * 1000, "mbps": p.bandwidth / 1e6,
-            "seconds": seconds, "objects": sizes}
+            "seconds": seconds, "objects": sizes, "scheme": a.scheme}
     Path(a.out + ".json").write_text(json.dumps({"meta": meta, "cells": [asdict(c)
                                                                          for c in cells]},
                                                 indent=1) + "\n")

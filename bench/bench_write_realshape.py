@@ -8,7 +8,8 @@ converted by separate processes, run in turns (A B C A B C ...) so the noise of
 a shared machine falls on each alike; the median wall time and the peak RSS
 (``wait4``) of each are reported, with the ratios issue #38 sets targets for:
 
-- ``ndjson->csup``: ``csup-async convert logs.ndjson out.csup`` against
+- ``ndjson->csup``: ``csup-async convert logs.ndjson out.csup`` (the default target,
+  ``super``: CSUP v23; ``--target csup-async`` this library's own layout, beside it) against
   ``polars``: ``pl.read_ndjson(...).write_parquet(...)`` (target: time and peak
   memory <= 1.0x) and ``super`` main's ``super -f csup -o out.csup logs.ndjson``
   when its binary is built (``~/.cache/csup-async/tools/super-main/super``);
@@ -40,8 +41,8 @@ SUPER_MAIN = Path.home() / ".cache/csup-async/tools/super-main/super"
 PY = sys.executable
 
 
-def _run(cmd: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes) of one process."""
+def _run(cmd: list[str]) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS bytes, CPU seconds: user + system) of one process."""
     t0 = time.perf_counter()
     pid = os.posix_spawn(cmd[0], cmd, dict(os.environ, PYTHONPATH=str(ROOT)),
                          file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
@@ -50,7 +51,7 @@ def _run(cmd: list[str]) -> tuple[float, int]:
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def _cases(paths: dict[str, Path], out: Path) -> dict[str, list[str]]:
@@ -58,6 +59,8 @@ def _cases(paths: dict[str, Path], out: Path) -> dict[str, list[str]]:
     cli = [PY, "-m", "csup_async.cli"]
     cases = {
         "ndjson->csup csup-async": [*cli, "convert", nd, str(out / "a.csup")],
+        "ndjson->csup csup-async --target csup-async": [
+            *cli, "convert", "--target", "csup-async", nd, str(out / "a1.csup")],
         "ndjson->parquet polars": [PY, "-c", "import polars as pl, sys; "
                                    "pl.read_ndjson(sys.argv[1]).write_parquet(sys.argv[2])",
                                    nd, str(out / "b.parquet")],
@@ -78,6 +81,12 @@ RATIOS = [
      "ndjson->parquet polars", "wall", 1.0),
     ("NDJSON->CSUP peak RSS / polars", "ndjson->csup csup-async",
      "ndjson->parquet polars", "rss", 1.0),
+    ("NDJSON->CSUP CPU / polars (less sensitive to a loaded machine)",
+     "ndjson->csup csup-async", "ndjson->parquet polars", "cpu", None),
+    ("NDJSON->CSUP --target csup-async time / polars",
+     "ndjson->csup csup-async --target csup-async", "ndjson->parquet polars", "wall", 1.0),
+    ("NDJSON->CSUP --target csup-async CPU / polars",
+     "ndjson->csup csup-async --target csup-async", "ndjson->parquet polars", "cpu", None),
     ("NDJSON->CSUP time / super main NDJSON->CSUP", "ndjson->csup csup-async",
      "ndjson->csup super main", "wall", None),
     ("CSUP->CSUP --copy / re-encoding convert", "csup->csup csup-async --copy",
@@ -105,18 +114,20 @@ def main() -> None:
             cases.pop("csup->csup csup-async", None)
         for _ in range(args.reps):
             for name, cmd in cases.items():
-                wall, rss = _run(cmd)
-                r = results.setdefault(name, {"wall": [], "rss": []})
+                wall, rss, cpu = _run(cmd)
+                r = results.setdefault(name, {"wall": [], "rss": [], "cpu": []})
                 r["wall"].append(wall)
                 r["rss"].append(rss)
-    med = {k: {"wall": statistics.median(v["wall"]), "rss": max(v["rss"])}
-           for k, v in results.items()}
+                r["cpu"].append(cpu)
+    med = {k: {"wall": statistics.median(v["wall"]), "rss": max(v["rss"]),
+               "cpu": statistics.median(v["cpu"])} for k, v in results.items()}
     lines = [f"# Writing real-shaped data ({args.rows:,} log records, "
              f"{paths['ndjson'].stat().st_size / 1e6:.1f} MB NDJSON; median of {args.reps}, "
              "whole processes in turns)", "",
-             "| case | wall s | peak RSS MB |", "|---|---|---|"]
+             f"(load average {os.getloadavg()[0]:.1f} at the end)", "",
+             "| case | wall s | CPU s | peak RSS MB |", "|---|---|---|---|"]
     for k, v in med.items():
-        lines.append(f"| {k} | {v['wall']:.2f} | {v['rss'] / 1e6:.0f} |")
+        lines.append(f"| {k} | {v['wall']:.2f} | {v['cpu']:.2f} | {v['rss'] / 1e6:.0f} |")
     lines += ["", "| ratio | value | target |", "|---|---|---|"]
     ratios = {}
     for label, a, b, what, target in RATIOS:

@@ -54,12 +54,22 @@ class Sample:
 
     ``fresh``: the request opened a new connection, so its first byte also paid
     the connection's setup (it measures ``connect_latency``, not ``latency``).
+
+    ``shared``: other bodies from the same endpoint were being received by this
+    process while this one was.  A shared transfer's rate is bounded by what the
+    client takes in all (one event loop's CPU, a busy machine, the access link),
+    split among them, so it cannot tell a slow connection from a busy client: it
+    may show the endpoint faster than assumed, never slower.  Counting it as a slow
+    connection fed back (more connections, smaller parts, more client work, slower
+    transfers): a 2-column scan on the simulated S3 went from 7 requests to 16
+    (min parts of 110 KiB, 64 connections) after a few scans of a busy process.
     """
 
     first_byte: float
     nbytes: int
     transfer: float
     fresh: bool = False
+    shared: bool = False
 
 
 def _quantile(values: Sequence[float], q: float) -> float:
@@ -83,13 +93,16 @@ def calibrated(static: Profile, samples: Sequence[Sample], *, min_samples: int =
     Latency comes from requests on warm connections; while fewer than
     ``min_samples`` of those are known the static profile stays.  Bandwidth uses
     only requests of at least ``MIN_BANDWIDTH_BYTES`` with a positive transfer
-    time; without ``min_samples`` of those the static bandwidth stays.
+    time; without ``min_samples`` of those the static bandwidth stays.  A
+    ``shared`` sample counts at no less than the static bandwidth (see
+    :class:`Sample`).
     """
     warm = [s.first_byte for s in samples if not s.fresh]
     if len(warm) < min_samples:
         return static
     latency = _bounded(_quantile(warm, LATENCY_QUANTILE), static.latency, max_factor)
-    rates = [s.nbytes / s.transfer for s in samples
+    rates = [max(s.nbytes / s.transfer, static.bandwidth) if s.shared
+             else s.nbytes / s.transfer for s in samples
              if s.nbytes >= MIN_BANDWIDTH_BYTES and s.transfer > 0]
     bandwidth = static.bandwidth
     if len(rates) >= min_samples:

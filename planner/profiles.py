@@ -20,10 +20,13 @@ at once.  From these follow the three decisions the coalescer makes:
 * **spread a small scan** over idle connections: while a scan has fewer
   requests than ``concurrency``, all of them run at once and the wall time is
   one latency plus the *largest* request's transfer, so the largest are split
-  further, down to ``min_part`` (about 10 ms of transfer on S3, against ~1 ms
+  further, down to ``min_part`` (about 20 ms of transfer on S3, against ~1 ms
   of per-request client overhead).  Measured on the simulated S3 (2 of 24
   columns, 19 MB): 8 requests of up to 4.3 MB -> 14 of up to 1.6 MB, scan
-  ~120 -> ~100 ms.  Off for local files (``min_part`` 0): there the limit is
+  ~120 -> ~100 ms on a quiet machine; on a busy one, against polars in
+  alternating pairs, parts of 2 MiB ran the 6-column scan 0.78-0.88x polars
+  where 1 MiB parts ran it 0.91-1.01x (2 columns: the same time in 9 requests
+  rather than 16).  Off for local files (``min_part`` 0): there the limit is
   CPU, not round trips.
 * **count a new connection's setup**: a request on a connection the pool does
   not have open first pays ``connect_latency`` (TCP's handshake, plus TLS's one
@@ -144,9 +147,13 @@ PROFILES: dict[str, Profile] = {
     # AWS's guidance report, and what the project's simulated S3 uses. Break-even 5 MB;
     # gaps capped at object_store's 1 MiB; 8 MiB parts (AWS: 8-16 MB ranges); 64 MiB cap
     # (Arrow's ideal request size cap); 16 connections. A new connection: TCP and TLS 1.3,
-    # two round trips.
+    # two round trips. Parts of at least 2 MiB (~20 ms of transfer): with 1 MiB the wide
+    # table's 6-column scan was 0.91-1.01x polars in three paired runs, with 2 MiB
+    # 0.78-0.88x (17 -> 14 requests; 2 columns 16 -> 9 requests, the same time), on
+    # the simulator at load 10-12 (bench/bench_s3_pairs.py): a request costs the client
+    # CPU that a busy machine does not give back as transfer time.
     "s3": Profile("s3", latency=0.050, bandwidth=100e6, concurrency=16, max_gap=1 * MiB,
-                  split_size=8 * MiB, max_request=64 * MiB, min_part=1 * MiB,
+                  split_size=8 * MiB, max_request=64 * MiB, min_part=2 * MiB,
                   connect_latency=0.100),
     # GCS: a somewhat slower first byte (~80 ms) and ~80 MB/s per stream: break-even 6.4 MB,
     # otherwise as S3.

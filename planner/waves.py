@@ -21,7 +21,6 @@ from csup_async.model.types import PrimitiveType
 
 from . import plan as planning  # plan_scan by attribute: one seam to count plans by
 from .coalescing import plan_ranges
-from .dnf import as_expr
 from .filters import Expr, Truth, bind, columns_of
 from .literals import FilterError
 from .paths import format_path
@@ -243,8 +242,9 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Pro
     A file of several super types is judged per super type with ``rowmap`` (the whole
     super column decoded): each type's zones by its own statistics, mapped to the rows
     of the file; without one nothing is pruned.  ``planned``: the plan of ``wanted``,
-    made already (each projection is planned once)."""
-    expr = as_expr(filter)
+    made already (each projection is planned once).  ``filter``: an expression, in the
+    one form ``planner.dnf.as_expr`` gives it where a read verb is entered."""
+    expr = filter
     fpaths = list(dict.fromkeys(columns_of(expr)))
     names = _type_names(meta, fpaths)
     bound = bind(expr, names)

@@ -72,7 +72,28 @@ def _fresh_endpoint_measurements() -> Iterator[None]:
     """Each test starts with no endpoint measured: the process-wide calibration windows
     (csup_async/stores/calibrate.py) would otherwise carry one test's requests into the
     next test's plans (servers on loopback share hosts, and session servers ports)."""
+    from csup_async.readers.parsememo import forget_tails, parse_memo
     from csup_async.stores.calibrate import forget
 
     forget()
+    parse_memo().clear()  # and no test's parse or plans answer another's open
+    forget_tails()
     yield
+
+
+@pytest.fixture(scope="module")
+def own_layout() -> Iterator[None]:
+    """Files written with no ``target=`` are in this library's own layout (``csup-async``):
+    for modules of tests about what only that layout has (segment statistics and cuts,
+    plans and requests, checksums, typed nulls, the trailer, the per-value writer's
+    bytes), as ``pytestmark = pytest.mark.usefixtures("own_layout")``; module-scoped so
+    the module's own fixtures write that layout too.  The default target is ``super``
+    (CSUP v23); tests about values leave it so."""
+    from csup_async.writers import targets
+
+    saved = targets.DEFAULT_TARGET
+    targets.DEFAULT_TARGET = "csup-async"
+    try:
+        yield
+    finally:
+        targets.DEFAULT_TARGET = saved

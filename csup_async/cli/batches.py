@@ -13,7 +13,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-BATCH_ROWS = 65536
+from ..model.options import DEFAULT_BATCH_ROWS as BATCH_ROWS
+
 CAT_BATCH_ROWS = 16384
 #: Segment-sized requests read ahead of the batch being decoded when streaming: enough
 #: to keep a remote store busy, few enough that memory stays near one segment a column.

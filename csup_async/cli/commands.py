@@ -54,7 +54,7 @@ def _convert(args: argparse.Namespace) -> int:
         raise UsageError("BSUP output is a local file (write .csup to an object store)",
                          path=args.output)
     else:
-        n = _write_bsup(args.output, with_progress(input_values(args), label, args),
+        n = _write_bsup(args.output, with_progress(_bsup_input(args), label, args),
                         args.target)
     print(f"wrote {n:,} values to {args.output}", file=sys.stderr)
     return 0
@@ -94,7 +94,7 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
     if args.infer_times:
         flags["infer_times"] = True
     if args.target:
-        flags["target"] = args.target  # (a CSUP file is then re-encoded, never copied)
+        flags["target"] = args.target  # (a CSUP file in another layout is re-encoded)
     src = args.input[0]
     local = len(args.input) == 1 and ("://" not in src or src.startswith("file://")) and (
         os.path.isfile(src.removeprefix("file://")))
@@ -107,10 +107,15 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
 
         if args.copy:
             return convert(src, args.output, copy=True, **opts)
-        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress or (
-            args.target not in (None, "csup-async"))
-        if kind_of(src.removeprefix("file://")) == "csup" and not writer_set:
-            return convert(src, args.output, **flags, **opts)  # copied when it is ours
+        writer_set = args.segment_thresh or args.skew_thresh or args.no_compress
+        kind = kind_of(src.removeprefix("file://"))
+        if kind == "csup" and not writer_set:
+            # copied when it is already in the target's layout (the default's: super)
+            return convert(src, args.output, **flags, **opts)
+        from ..writers.converting import EXACT_TARGETS
+
+        if kind == "bsup" and args.target in EXACT_TARGETS and not writer_set:
+            return convert(src, args.output, **flags, **opts)  # its values as they are
     values = input_values(args)
     from ..writers.inputs import JsonFile
 
@@ -144,6 +149,19 @@ def _convert_out(args: argparse.Namespace, kind: str) -> int:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return n
+
+
+def _bsup_input(args: argparse.Namespace) -> Any:
+    """The input's values for BSUP output: a local SuperDB BSUP file's exactly (fusion
+    subtypes as written), others as every command reads them."""
+    from ..writers.converting import EXACT_TARGETS, exact_values
+    from ..writers.inputs import kind_of
+
+    src = args.input[0]
+    if len(args.input) == 1 and args.target in EXACT_TARGETS and "://" not in src and \
+            os.path.isfile(src) and kind_of(src) == "bsup":
+        return exact_values(src)
+    return input_values(args)
 
 
 def _write_bsup(path: str, values: Any, target: str | None = None) -> int:
@@ -189,6 +207,9 @@ def _inspect(args: argparse.Namespace) -> int:
             if getattr(r, "header_layout", False):  # SuperDB's own files
                 parts.append(await _inspect_header_layout(r, args))
                 continue
+            if getattr(r, "bsup", False):  # a row stream: its version and types
+                parts.append(await _inspect_bsup(r, args))
+                continue
             check = await verify_file(r) if args.verify else None
             failed = failed or (check is not None and not check.ok)
             rows = await r.count_rows() if check is None or check.ok else r.num_rows
@@ -220,6 +241,20 @@ async def _inspect_header_layout(r: Any, args: argparse.Namespace) -> str:
         return json.dumps(file_json(r.meta, r.path, parts))
     return describe_file(r.meta, r.path, parts) + ("\nverify: ok, every value decoded"
                                              if args.verify else "")
+
+
+async def _inspect_bsup(r: Any, args: argparse.Namespace) -> str:
+    """A BSUP file: its version, the tool that writes it, its values' types;
+    ``--verify`` decodes every value."""
+    from ..format.superdb.describe import bsup_json, describe_bsup
+
+    if args.verify:
+        await r.read_rows()  # a CsupError (exit 4) names the file and what was wrong
+    what = (r.path, r.bsup_version, r.meta.object_size, r.meta.row_count,
+            tuple(r.meta.super_types))
+    if args.json:
+        return json.dumps(bsup_json(*what))
+    return describe_bsup(*what) + ("\nverify: ok, every value decoded" if args.verify else "")
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -88,7 +88,8 @@ def run(rows: int = 100_000, out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout  # the stream now, not at import
     print(f"making {rows:,} sample events ...", file=out)
     buf = io.BytesIO()
-    csup_async.write(buf, sample_rows(rows))
+    # this library's own layout: the demo shows its scan plan (per-segment requests)
+    csup_async.write(buf, sample_rows(rows), target="csup-async")
     (server, client), endpoint, opts = _start_s3()
     try:
         client.put_object(Bucket=BUCKET, Key=KEY, Body=buf.getvalue())

@@ -80,7 +80,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, store: argparse.Argume
             c.add_argument("--target", default=None, metavar="TOOL",
                            help="the layout of the columnar copy (--csup): csup-async, "
                                 "super, super-0.3 or zed-1.12 (default: the database's: "
-                                "csup-async in a Zed lake, super-0.3 in a SuperDB database)")
+                                "csup-async in a Zed lake, super-0.3 in a SuperDB database "
+                                "of super v0.3.0, super in one of super main)")
 
 
 def _at(s: str | None) -> int | str | None:

@@ -25,21 +25,28 @@ from typing import Any
 import numpy as np
 
 import planner as P
+from planner.dnf import as_expr
 from planner.filters import Expr, columns_of
 from planner.partitions import PartitionError, Partitions
 
 from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
 from ..model.opener import Opener
+from ..model.options import (
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_FILE_CONCURRENCY,
+    DatasetOptions,
+    OpenOptions,
+    parse_dataset,
+)
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
-from ..readers.opening import open as open_reader
+from ..readers.opening import open_parsed
 from ..readers.reader import Reader, ScanResult, ScanStats
-from ..scan.options import split_options
 from ..scan.partitioning import check_partitioning, partitions_of, root_of
 from ..stores import Store, redact_url, shared_store
 from ..stores.capabilities import profile_of
-from ..stores.listing import DEFAULT_MATCH, list_sources
+from ..stores.listing import list_sources
 from ..stores.tasks import gather_or_cancel
 from .fragment import (
     DatasetScanPlan,
@@ -47,7 +54,6 @@ from .fragment import (
     ScannedFile,
     ScanVerbs,
     absent_paths,
-    as_filter,
     per_segment,
 )
 from .results import add_stats, joined, null_column, sliced, summed_stats
@@ -55,7 +61,6 @@ from .results import add_stats, joined, null_column, sliced, summed_stats
 __all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
            "open_dataset"]
 
-DEFAULT_FILE_CONCURRENCY = 64
 #: Files whose projection decodes to at most this many bytes are read whole by
 #: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
 READ_WHOLE_BELOW = 8 << 20
@@ -142,7 +147,7 @@ class Dataset(ScanVerbs):
         """The objects ``filter`` may match, in file order: those its partition part or
         the objects' segment statistics rule out are left out (metadata only: the
         kept objects are opened, the others of a partitioned dataset are not)."""
-        expr = as_filter(filter)
+        expr = as_expr(filter)
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -190,7 +195,7 @@ class Dataset(ScanVerbs):
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        expr = as_filter(filter, filters)
+        expr = as_expr(filter, filters)
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -246,18 +251,18 @@ class Dataset(ScanVerbs):
         planned over every file (see :meth:`Reader.scan`).
         """
         meter = metered(on_progress, max_requests, max_bytes)
+        expr = as_expr(filter, filters)  # the edge: text, pyarrow's list
         if meter is None:
-            return await self._scan(columns, filter, rows, limit, filters, None)
+            return await self._scan(columns, expr, rows, limit, None)
         with tracking(meter.file(counted=False)):  # any read outside a file's plan
-            res = await self._scan(columns, filter, rows, limit, filters, meter)
+            res = await self._scan(columns, expr, rows, limit, meter)
         meter.finish()
         return res
 
-    async def _scan(self, columns: Sequence[str] | str | None, filter: Expr | str | None,
-                    rows: slice | None, limit: int | None, filters: Any,
+    async def _scan(self, columns: Sequence[str] | str | None, expr: Expr | None,
+                    rows: slice | None, limit: int | None,
                     meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
-        expr = as_filter(filter, filters)
         check_limit(limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
@@ -368,7 +373,7 @@ class Dataset(ScanVerbs):
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;
         a filter reads only its own columns, of the zones and files it may match."""
-        expr = as_filter(filter)
+        expr = as_expr(filter)
         frags = await self.get_fragments(expr)
         sem = asyncio.Semaphore(self.file_concurrency)
 
@@ -425,7 +430,7 @@ class Dataset(ScanVerbs):
         return ScanResult(out, int(idx.size), stats)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
                            read_whole_below: int = READ_WHOLE_BELOW,
                            files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
@@ -458,7 +463,7 @@ class Dataset(ScanVerbs):
         the last event then falls short of the total by what was not needed.
         """
         meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_filter(filter, filters)
+        expr = as_expr(filter, filters)
         check_limit(limit)
         batch_rows = check_count("batch_rows", batch_rows, 1)
         frags = await self.get_fragments(expr)
@@ -636,7 +641,7 @@ class Dataset(ScanVerbs):
 
         readers = self.readers
         unknown = {(n,) for n in self._partition_names()}
-        verdict = prune_files([r.meta for r in readers], as_filter(filter),  # type: ignore[arg-type]
+        verdict = prune_files([r.meta for r in readers], as_expr(filter),  # type: ignore[arg-type]
                               segment_stats, unknown=unknown)
         return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
 
@@ -703,24 +708,30 @@ class _DatasetOpener(Opener["Dataset"]):
     verb, sync_verb = "open_dataset", "open_dataset_sync"
 
     def __init__(self, source: str | Sequence[str], store: Store | None,
-                 options: dict[str, Any]) -> None:
-        self.source, self.store, self.options = source, store, options
+                 options: tuple[DatasetOptions, OpenOptions, dict[str, Any]]) -> None:
+        self.source, self.store = source, store
+        self.dataset_options, self.reader_options, self.store_options = options
         self.dataset: Dataset | None = None
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The keywords this open was given (``limit=`` renamed; the typed ones as
+        their non-default values), as one bag."""
+        return {**self.dataset_options.given(), **self.reader_options.given(),
+                **self.store_options}
+
     async def _open(self) -> Dataset:
-        opts = dict(self.options)
-        file_concurrency = int(opts.pop("file_concurrency", DEFAULT_FILE_CONCURRENCY))
-        match = opts.pop("match", DEFAULT_MATCH)
-        partitioning = check_partitioning(opts.pop("partitioning", None))
-        partition_base = opts.pop("partition_base", None)
+        own = self.dataset_options
+        file_concurrency, match = own.file_concurrency, own.match
+        partitioning = check_partitioning(own.partitioning)
+        partition_base = own.partition_base
         store, owns = self.store, False
         first = self.source if isinstance(self.source, str) else (
             self.source[0] if self.source else "")
-        reader_opts, store_opts = split_options(opts)
         if store is None:
-            store, _, shared = await shared_store(first or ".", **store_opts)
+            store, _, shared = await shared_store(first or ".", **self.store_options)
             owns = not shared
-        reader_opts.setdefault("profile", profile_of(store))
+        reader_opts = self.reader_options.with_profile(profile_of(store))
         skipped: list[str] = []
         try:
             urls = await list_sources(self.source, store, match=match, skipped=skipped)
@@ -734,7 +745,7 @@ class _DatasetOpener(Opener["Dataset"]):
 
             async def one(url: str) -> Reader:
                 async with sem:
-                    return await open_reader(url, store=store, **reader_opts)
+                    return await open_parsed(url, reader_opts, store=store)
 
             parts = None
             if partitioning is not None:
@@ -758,7 +769,7 @@ class _DatasetOpener(Opener["Dataset"]):
                          for i, u in enumerate(urls)]
         self.dataset = Dataset(fragments, store, owns_store=owns,
                                file_concurrency=file_concurrency,
-                               profile=reader_opts["profile"], partitions=parts)
+                               profile=reader_opts.profile, partitions=parts)
         self.dataset.skipped = skipped
         return self.dataset
 
@@ -783,6 +794,4 @@ def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
         source = [source_text(s, "each source") for s in source]
     else:
         source = source_text(source, "source")  # raises: neither text, a path nor a list
-    from ..scan.options import renamed_options
-
-    return _DatasetOpener(source, store, renamed_options(options))
+    return _DatasetOpener(source, store, parse_dataset(options))

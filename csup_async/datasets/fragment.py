@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import planner as P
+from planner.dnf import as_expr
 from planner.filters import Expr, bind, columns_of
 from planner.specialize import specialize
 
 from .. import arrays as A
 from ..model.errors import RowSelectionError
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import FileMeter, Planned, metered, tracking
 from ..model.redact import redact_url
 from ..model.selection import check_limit, row_indices
@@ -34,18 +36,10 @@ from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
 from ..scan.result import ScanResult, ScanStats
 
-__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths", "as_filter",
+__all__ = ["DatasetScanPlan", "Fragment", "ScanVerbs", "ScannedFile", "absent_paths",
            "per_segment", "plans_scans", "run_metered"]
 
 Opener = Callable[[str], Awaitable[Reader]]
-
-
-def as_filter(filter: Expr | str | list[Any] | None, filters: Any = None) -> Expr | None:
-    """A filter given as text (the CLI's ``--where`` grammar) or in pyarrow's list form
-    (``filter=`` or ``filters=``: :mod:`planner.dnf`) as an expression; others as given."""
-    from planner.dnf import as_expr
-
-    return as_expr(filter, filters)  # type: ignore[no-any-return]
 
 
 def absent_paths(r: Reader, path: str) -> set[str]:
@@ -203,7 +197,7 @@ class Fragment(ScanVerbs):
     async def may_match(self, filter: Expr | str | None) -> bool:
         """False when the partition values or the segment statistics (metadata, no data
         request) prove ``filter`` false for every row of the object."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         if spec is None or spec is True:
             return True
         if spec is False:
@@ -213,6 +207,8 @@ class Fragment(ScanVerbs):
         from ..format.colvalue import segment_stats
 
         r = await self.open()
+        if getattr(r, "bsup", False):  # a BSUP stream: no statistics, nothing proved
+            return True
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---
@@ -269,21 +265,22 @@ class Fragment(ScanVerbs):
                    filter: Expr | str | None = None, rows: slice | None = None,
                    limit: int | None = None, max_requests: int | None = None,
                    max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+                   on_progress: Callable[[Any], object] | None = None,
+                   filters: Any = None) -> ScanResult:
         """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``);
-        budget and progress as for :meth:`Reader.scan`."""
+        budget and progress as for :meth:`Reader.scan` (``filters=``: pyarrow's list)."""
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
             return await (await self.prepare(columns, filter=filter, rows=rows,
-                                             limit=limit)).run()
+                                             limit=limit, filters=filters)).run()
         return await run_metered(meter.file(self.path), lambda: self.prepare(
-            columns, filter=filter, rows=rows, limit=limit))
+            columns, filter=filter, rows=rows, limit=limit, filters=filters))
 
     async def prepare(self, columns: Sequence[str] | str | None = None, *,
                       filter: Expr | str | None = None, rows: slice | None = None,
-                      limit: int | None = None) -> Planned:
+                      limit: int | None = None, filters: Any = None) -> Planned:
         """:meth:`scan`, planned: what it reads first (``figures``) and ``run()``."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter, filters, path=self.path))
         cols, data, r = await self._layout(columns)
         if spec is False:
             return Planned.done(ScanResult(self._complete({}, 0, cols), 0, ScanStats()))
@@ -337,7 +334,7 @@ class Fragment(ScanVerbs):
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the object (that ``filter`` keeps): from metadata where it can be."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         if spec is False:
             return 0
         r = await self.open()
@@ -386,7 +383,7 @@ class Fragment(ScanVerbs):
                                        int(idx.size), ScanStats()))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Expr | str | None = None, limit: int | None = None,
                            segment_requests: bool = False, max_requests: int | None = None,
                            max_bytes: int | None = None,
@@ -400,7 +397,7 @@ class Fragment(ScanVerbs):
         merged tens of megabytes.  Budget and progress as for
         :meth:`Reader.iter_batches`."""
         check_limit(limit, self.path)
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         cols, data, r = await self._layout(columns)
         if spec is False or limit == 0:
             return
@@ -445,7 +442,7 @@ class Fragment(ScanVerbs):
                             filter: Expr | str | None = None,
                             segment_requests: bool = False) -> tuple[int, int]:
         """``(requests, bytes)`` :meth:`iter_batches` sends (every batch read)."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         _, data, r = await self._layout(columns)
         if spec is False:
             return 0, 0
@@ -463,7 +460,7 @@ class Fragment(ScanVerbs):
                    filter: Expr | str | None = None) -> Any:
         """The plan the Reader executes for this object's part of the scan (None when
         nothing of it is read: no column of it projected, or a filter it cannot match)."""
-        spec = await self.file_filter(as_filter(filter))
+        spec = await self.file_filter(as_expr(filter))
         _, data, r = await self._layout(columns)
         if spec is False:
             return None

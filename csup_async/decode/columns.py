@@ -18,6 +18,7 @@ import numpy as np
 
 from ..format.meta import COMPRESSION_LZ4, COMPRESSION_NONE, Segment
 from ..model.errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
+from ..model.options import DEFAULT_MAX_MEM_LENGTH as _DEFAULT_MAX_MEM_LENGTH
 from ..model.types import PrimitiveType
 from .scan import SERIAL_BELOW, scan_tags, scan_values
 from .tags import (
@@ -35,10 +36,10 @@ from .tags import (
     padded,
 )
 
-#: Largest decompressed segment accepted by default (256 MiB).  A segment's
-#: ``mem_length`` is read from the file, so without a cap a few bytes of LZ4
-#: could ask for gigabytes; a writer's default segment is 1 MiB.
-DEFAULT_MAX_MEM_LENGTH = 256 << 20
+#: Largest decompressed segment accepted by default (256 MiB, defined with the other
+#: options in csup_async.model.options).  A segment's ``mem_length`` is read from the
+#: file, so without a cap a few bytes of LZ4 could ask for gigabytes.
+DEFAULT_MAX_MEM_LENGTH = _DEFAULT_MAX_MEM_LENGTH
 
 
 def decompress_segment(raw: Buffer, segment: Segment, *,

@@ -1,4 +1,5 @@
-"""Create a lake and its pools in zed v1.7.0's layout (what ``zed init`` / ``zed create`` write).
+"""Create a lake and its pools in zed v1.7.0's layout (what ``zed init`` / ``zed create`` write);
+pools and branches in a SuperDB database as its ``super db create`` / ``branch`` write them.
 
 A lake is ``lake.zng`` plus empty ``pools/`` and ``index_rules/`` journals; a pool is a
 ``journal.Add`` of its ``pools.Config`` to ``pools/`` (put-if-absent, retried
@@ -61,7 +62,7 @@ async def _append(io: LakeIO, d: str,
     ``make`` checks the replayed journal and gives the entry's records."""
     for _ in range(MAX_ATTEMPTS):
         journal = await read_journal(io, d)
-        body = bsup.encode_stream(make(journal))
+        body = Z.encode(make(journal), io.bsup_version)  # (a SuperDB database's version)
         nxt = journal.at + 1
         if await io.put_if_absent(f"{d}/{nxt}.zng", body):
             await io.put(f"{d}/HEAD", str(nxt).encode())
@@ -87,11 +88,17 @@ async def create_pool(lake: LakeHandle, name: str, *, key: str = "ts", order: st
            "layout": {"order": order, "keys": [key.split(".")]},
            "seek_stride": seek_stride, "threshold": threshold}
 
+    pool_t = Z.POOL_CONFIG
+    if io.is_superdb:  # super's pools.Config: order.SortKey; main has no seek stride
+        pool_t = Z.superdb_pool_config(io.bsup_version)
+        if io.bsup_version == 5:
+            del cfg["seek_stride"]
+
     def add_pool(journal: JournalState) -> list[tuple[Type, Any]]:
         if name in journal.entries:
             raise LakeConflictError(f"pool {name!r} already exists",
                                     path=io.display("pools"))
-        return [(Z.journal_add(Z.POOL_CONFIG), {"entry": cfg})]
+        return [(Z.journal_add(pool_t), {"entry": cfg})]
 
     bdir = f"{K.to_str(pid)}/branches"
     await _journal_init(io, bdir)
@@ -99,7 +106,7 @@ async def create_pool(lake: LakeHandle, name: str, *, key: str = "ts", order: st
         "ts": now, "name": "main", "commit": K.NIL}})])
     await _append(io, "pools", add_pool)
     await lake.refresh()
-    rec = Z.Record("pools.Config", cfg, Z.fields_of(Z.POOL_CONFIG) or {})
+    rec = Z.Record("pools.Config", cfg, Z.fields_of(pool_t) or {})
     return pool_config(rec, io.display("pools"))
 
 

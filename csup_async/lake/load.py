@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import io as _io
 import random
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,8 @@ def encode_object(rows: list[tuple[Type, Any, bytes | None, Value | None]], orde
         senc.write(Z.seek_entry_t(mnt, mxt), {"min": mnv, "max": mxv, "val_off": vo,
                                               "val_cnt": vc, "offset": o, "length": ln})
     senc.end_stream()
+    if version == 5:  # super main's objects have no seek index (its pools no seek stride)
+        seek = bytearray()
     return bytes(out), bytes(seek), omin, omax
 
 
@@ -148,18 +151,19 @@ def _split(rows: list[Any], threshold: int) -> list[list[Any]]:
     return parts
 
 
-def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "csup-async") -> bytes:
+def _csup_bytes(rows: list[tuple[Type, Any, Any, Any]], target: str = "super") -> bytes:
     """The ``.csup`` copy in ``target``'s layout (a SuperDB database's default is CSUP
-    v16, what ``super db vector add`` of super v0.3.0 writes)."""
+    v16, what ``super db vector add`` of super v0.3.0 writes; a Zed lake's is the
+    default target's)."""
     buf = _io.BytesIO()
-    if target != "csup-async":
+    if target not in ("csup-async", "super"):
         from ..writers.targets.output import write_csup
 
         write_csup(buf, [Value(t, v) for t, v, _, _ in rows], target)
         return buf.getvalue()
     from ..writers.writing import write
 
-    write(buf, [Value(t, v) for t, v, _, _ in rows])
+    write(buf, [Value(t, v) for t, v, _, _ in rows], target=target)
     return buf.getvalue()
 
 
@@ -169,9 +173,9 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
     from ..writers.targets import resolve
 
     io = lake.io
-    if target is None:
+    if target is None:  # a SuperDB database's own version; else the one default target
         target = ("super" if io.bsup_version == 5 else "super-0.3") if io.is_superdb \
-            else "csup-async"
+            else None
     target = resolve(target).name  # an unknown name fails before anything is written
     pool_dir = cfg.id_str
     rows = await asyncio.to_thread(_rows, data)
@@ -191,7 +195,8 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         objects.append({"id": oid, "min": mn, "max": mx, "count": len(part),
                         "size": len(zng)})
         writes.append(io.put(f"{pool_dir}/data/{name}.zng", zng))
-        writes.append(io.put(f"{pool_dir}/data/{name}-seek.zng", seek))
+        if seek:
+            writes.append(io.put(f"{pool_dir}/data/{name}-seek.zng", seek))
         if csup:
             writes.append(io.put(f"{pool_dir}/data/{name}.csup",
                                  await asyncio.to_thread(_csup_bytes, part, target)))
@@ -209,7 +214,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         commit = K.new()
         await io.put(commit_rel(pool_dir, commit),
                      commit_object(commit, parent, attempt, author, message, objects,
-                                   version))
+                                   version, vectors=csup and io.is_superdb))
         ts = entry.values.get("ts")
         update = Z.encode([(Z.journal_add(Z.BRANCH_CONFIG, "Update"), {"entry": {
             "ts": ts if ts is not None else np.datetime64(0, "ns"), "name": branch,
@@ -227,14 +232,26 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
 
 
 def commit_object(commit: bytes, parent: bytes, retries: int, author: str, message: str,
-                  objects: list[dict[str, Any]], version: int = 0) -> bytes:
-    vals: list[tuple[Type, Any]] = [(Z.commit_t(), {
+                  objects: list[dict[str, Any]], version: int = 0, *,
+                  vectors: bool = False) -> bytes:
+    """The commit's actions: ``commits.Commit``, a ``commits.Add`` per object, and with
+    ``vectors`` a ``commits.AddVector`` per object (its ``.csup`` copy, as ``super db
+    vector add`` commits one).  super main marshals ``meta``, ``min`` and ``max`` as
+    ``any`` (values with their own types); Zed and super v0.3.0 as the values' types."""
+    anyt = Z.any_type() if version == 5 else None
+    vals: list[tuple[Type, Any]] = [(Z.commit_t(anyt or NULL), {
         "id": commit, "parent": parent, "retries": min(retries, 255), "author": author,
-        "date": np.datetime64("now", "ns"), "message": message, "meta": None})]
+        "date": np.datetime64(time.time_ns(), "ns"), "message": message,
+        "meta": Value(NULL, None) if anyt else None})]
     for o in objects:
         (mnt, mnv), (mxt, mxv) = _kv(o["min"]), _kv(o["max"])
+        if anyt is not None:
+            mnt, mnv, mxt, mxv = anyt, Value(mnt, mnv), anyt, Value(mxt, mxv)
         vals.append((Z.add_t(mnt, mxt), {"commit": commit, "object": {
             "id": o["id"], "min": mnv, "max": mxv, "count": o["count"], "size": o["size"]}}))
+    if vectors:
+        vals += [(Z.id_action_t("AddVector"), {"commit": commit, "id": o["id"]})
+                 for o in objects]
     return Z.encode(vals, version)
 
 

@@ -45,6 +45,17 @@ LAYOUT = NamedType("order.Layout", rec(
 POOL_CONFIG = NamedType("pools.Config", rec(
     ("ts", TIME), ("name", STRING), ("id", KSUID_T), ("layout", LAYOUT),
     ("seek_stride", INT64), ("threshold", INT64)))
+def superdb_pool_config(version: int) -> NamedType:
+    """``pools.Config`` as ``super db create`` writes it: the layout is an
+    ``order.SortKey``; super main's has no ``seek_stride`` (BSUP ``version`` 5)."""
+    sort_key = NamedType("order.SortKey", underlying(LAYOUT))
+    fields = [("ts", TIME), ("name", STRING), ("id", KSUID_T), ("layout", sort_key)]
+    if version != 5:
+        fields.append(("seek_stride", INT64))
+    fields.append(("threshold", INT64))
+    return NamedType("pools.Config", rec(*fields))
+
+
 BRANCH_CONFIG = NamedType("branches.Config", rec(
     ("ts", TIME), ("name", STRING), ("commit", KSUID_T)))
 
@@ -209,13 +220,26 @@ def encode(values: list[tuple[Type, Any]], version: int = 0) -> bytes:
 
 
 def stream_encoder(out: bytearray, version: int) -> Any:
-    """A stream encoder (``write(t, v)``, ``write_body``, ``end_stream``) of BSUP
-    ``version``: 0 (Zed), 1 or 2 (super v0.2.0 / v0.3.0)."""
+    """A stream encoder (``write(t, v)``, ``end_stream``; ``write_body`` in version 0)
+    of BSUP ``version``: 0 (Zed), 1 or 2 (super v0.2.0 / v0.3.0), 5 (super main)."""
     if version == 0:
         return bsup.StreamEncoder(out)
     if version in (1, 2):
         from ..writers.targets.bsupn import StreamEncoderN
 
         return StreamEncoderN(out, version)
-    raise LakeError(f"writing BSUP version {version} (a SuperDB database of super main) is "
-                    "not available in this build")
+    if version == 5:
+        from ..format.superdb.bsup5w import StreamEncoder5
+
+        return StreamEncoder5(out)
+    raise LakeError(f"writing BSUP version {version} is not available in this build")
+
+
+def any_type() -> Type:
+    """``any`` (fusion of ``all``): the type super main marshals a ``super.Value`` field
+    as (a commit's ``meta``, a data object's ``min``/``max``); its values carry their
+    own types."""
+    from ..format.superdb.bsup2 import FusionType
+    from ..format.superdb.bsup5 import ALL_T
+
+    return FusionType(ALL_T)

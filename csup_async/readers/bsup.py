@@ -39,6 +39,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
@@ -106,7 +107,11 @@ class BsupReader(WholeObjectReader):
     bsup = True
     holds = "value"
     _walked: Walked | None = None  # the values walked by ``hold`` (records only)
-    _v5 = False  # BSUP version 5 (super main), held as it is (not as version 0)
+    #: the SuperDB BSUP version held as it is, decoded by its own codec: 5 (super main),
+    #: or 1/2 with what version 0 cannot say (optional fields, fusion types); 0: the
+    #: stream is (or was made) version 0
+    _held = 0
+    _source_version = 0  # the BSUP version of the object as stored (before any to-v0)
     meta: BsupMeta  # type: ignore[assignment]
 
     def _load_bsup(self, data: bytes, types: list[Type], rows: int, t0: float) -> None:
@@ -125,14 +130,21 @@ class BsupReader(WholeObjectReader):
         SuperDB database's objects) are read as version 0 (:mod:`..superdb.tov0`)."""
         try:
             if data[:1] == b"\x85":  # version 5: held as it is
-                types, rows = v5_shape(data)
-                self._v5 = True
+                types, rows = held_shape(data, 5)
+                self._held = 5
                 self._load_bsup(data, types, rows, t0)
                 return
             if data and data[0] != 0xFF and data[0] & 0x80:
-                from ..format.superdb.tov0 import to_v0
+                from ..format.superdb.tov0 import NoV0Form, to_v0
 
-                data = to_v0(data)
+                try:
+                    data = to_v0(data)
+                except NoV0Form:  # optional fields or fusion types: held as it is
+                    version = data[0] & 0x7F
+                    types, rows = held_shape(data, version)
+                    self._held = version
+                    self._load_bsup(data, types, rows, t0)
+                    return
             try:  # records (as a lake's objects hold): the one walk a scan decodes from
                 self._walked = walk([data], max_total=self.max_mem_length)
                 types = list(dict.fromkeys(self._walked.types))
@@ -142,6 +154,11 @@ class BsupReader(WholeObjectReader):
         except CsupError as e:
             raise e.with_path(self.path) from None
         self._load_bsup(data, types, rows, t0)
+
+    @property
+    def bsup_version(self) -> int:
+        """The BSUP version of the object as stored (0 Zed's; 1, 2, 5 SuperDB's)."""
+        return self._held or self._source_version
 
     @property
     def frames(self) -> bytes:
@@ -160,38 +177,36 @@ class BsupReader(WholeObjectReader):
     def _values(self, typed: bool = False) -> Iterator[Value]:
         """Every value of the stream, decoded exactly, in order (``typed``: unions inside
         as UnionValue)."""
-        if self._v5:
-            yield from self._values_v5(typed)
+        if self._held:
+            yield from self._values_held(typed)
             return
         for t, body in iter_raw_values(self._data, max_total=self.max_mem_length):
             yield Value(t, decode_value(t, body, typed=typed))
 
-    def _values_v5(self, typed: bool) -> Iterator[Value]:
-        """The values of a BSUP version-5 stream (super main), by its own decoder."""
-        from ..format.superdb import bsup5
-
-        for t, body in bsup5.read_values(self._data):
+    def _values_held(self, typed: bool) -> Iterator[Value]:
+        """The values of a SuperDB stream held as it is, by its version's decoder."""
+        for t, body in _held_values(self._data, self._held):
             try:
-                v = bsup5.decode_value(t, body, typed=typed)
+                v = _held_decode(t, body, self._held, typed)
             except CsupError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, RecursionError,
                     struct.error) as e:
-                raise FormatError(f"a corrupt BSUP version-5 value: {type(e).__name__}: "
-                                  f"{e}") from None
+                raise FormatError(f"a corrupt BSUP version-{self._held} value: "
+                                  f"{type(e).__name__}: {e}") from None
             yield Value(t, v)
 
     def _scan_values(self, typed: bool) -> Iterator[Value]:
         """The values a scan puts in columns: version 5's ``none`` (an absent value) as
         null, as its column types say (:meth:`_types`)."""
-        if not self._v5:
+        if not self._held:
             return self._values(typed)
         return (Value(v.type, _none_as_null(v.value)) for v in self._values(typed))
 
     def _types(self, paths: list[str]) -> dict[str, Type]:
         """Each path's column type (version 5's ``none`` as null: see bsup5.columnar)."""
         got = super()._types(paths)
-        if not self._v5:
+        if not self._held:
             return got
         from ..format.superdb.bsup5 import columnar
 
@@ -200,7 +215,7 @@ class BsupReader(WholeObjectReader):
     def _columnar(self, paths: list[str]) -> dict[str, A.Array] | None:
         """The columns of ``paths`` decoded column-wise, or None when that path does not
         take them (see the module docstring)."""
-        if self._v5 or not paths or any(len(_comps(p)) != 1 for p in paths):
+        if self._held or not paths or any(len(_comps(p)) != 1 for p in paths):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
@@ -242,17 +257,27 @@ class BsupReader(WholeObjectReader):
     async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
                    filters: Any = None) -> Any:
-        raise CsupError("a BSUP object has no read plan: it is read whole", path=self.path)
+        """What ``scan`` with the same arguments reads: nothing more (the open read the
+        whole object; a stream has no column index), the columns decoded from it."""
+        from planner.dnf import as_expr
+        from planner.whole import WholeObjectPlan
+
+        filter = as_expr(filter, filters, path=self.path)
+        check_limit(limit, self.path)
+        paths = self._paths(columns)
+        self._check_paths(paths)
+        wanted = self._filter_paths(self._filter(filter), paths)
+        return WholeObjectPlan(tuple(wanted), (), self.meta.object_size, self.meta.row_count,
+                               f"BSUP version {self.bsup_version}")
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
                    filters: Any = None) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter)."""
-        if filters is not None:  # pyarrow's list form, as every reader takes it
-            from planner.dnf import as_expr
+        from planner.dnf import as_expr
 
-            filter = as_expr(filter, filters, path=self.path)
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
         paths = self._paths(columns)
         self._check_paths(paths)
@@ -276,7 +301,7 @@ class BsupReader(WholeObjectReader):
         return await self._timed(asyncio.to_thread(fn, *args))
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan."""
@@ -355,10 +380,15 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         head = await _read(reader, 0, min(size, P.tail_prefetch_size(reader.profile, size),
                                            tail.offset))
     named = reader.key.split("?", 1)[0].lower().endswith(SUFFIXES)
+    source_version = 0
     if head[:1] == b"\x85":  # BSUP 5 (super main): held as it is, read by its decoder
-        return await _as_v5(reader, head, size, t0)
+        return await _as_held(reader, head, size, t0, 5)
     if head[:1] in (b"\x81", b"\x82"):  # BSUP 1/2 (super v0.2.0/v0.3.0): as version 0
-        head, size = await _as_v0(reader, head, size, named)
+        raw_version = head[0] & 0x7F
+        v0, raw = await _as_v0(reader, head, size)
+        if v0 is None:  # optional fields or fusion types: held as it is
+            return await _as_held(reader, raw, size, t0, raw[0] & 0x7F)
+        head, size, source_version = v0, len(v0), raw_version
     problem = start_problem(head, size) if size else None
     if problem == MORE and tail.offset > 0:
         if size > reader.max_mem_length:
@@ -390,6 +420,7 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
         # VNG file may start like a frame): else the trailer error stands
         return None
     new = reader.successor(BsupReader)
+    new._source_version = source_version
     try:
         new._load_bsup(head, types, rows, t0)
     except BaseException:
@@ -398,21 +429,23 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
     return new
 
 
-async def _as_v5(reader: Reader, head: bytes, size: int, t0: float) -> BsupReader:
-    """The reader of a BSUP version-5 object (super main), read whole and held as it is:
-    version 0 cannot say its optional fields, ``none``, fusion or recursive types, so
-    its values are decoded by :mod:`..format.superdb.bsup5` (rows, not columns)."""
+async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
+                   version: int) -> BsupReader:
+    """The reader of a SuperDB BSUP object read whole and held as it is: version 0
+    cannot say version 5's optional fields, ``none``, fusion or recursive types (nor
+    version 1/2's optional fields and fusion types), so its values are decoded by
+    :mod:`..format.superdb.bsup5` or ``bsup2`` (rows, not columns)."""
     if size > reader.max_mem_length:
         raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
                          f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
     if len(head) < size:
         head = await _whole(reader, head)
     try:
-        types, rows = v5_shape(head)
+        types, rows = held_shape(head, version)
     except CsupError as e:
         raise e.with_path(reader.path) from None
     new = reader.successor(BsupReader)
-    new._v5 = True
+    new._held = version
     try:
         new._load_bsup(head, types, rows, t0)
     except BaseException:
@@ -421,25 +454,47 @@ async def _as_v5(reader: Reader, head: bytes, size: int, t0: float) -> BsupReade
     return new
 
 
-def v5_shape(data: bytes) -> tuple[list[Type], int]:
-    """The types (first seen first) and value count of BSUP version-5 ``data``; a
-    truncated or corrupt stream is a CsupError, never another exception."""
+def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
+    from ..format.superdb import bsup2, bsup5
+
+    if version == 5:
+        return bsup5.read_values(data)
+    return bsup2.read_values(data, bsup2.V1 if version == 1 else bsup2.V2)
+
+
+def _held_decode(t: Type, body: Any, version: int, typed: bool) -> Any:
+    from ..format.superdb import bsup2, bsup5
+
+    if version == 5:
+        return bsup5.decode_value(t, body, typed=typed)
+    return bsup2.decode_value(t, body, typed=typed,
+                              dialect=bsup2.V1 if version == 1 else bsup2.V2)
+
+
+def held_shape(data: bytes, version: int) -> tuple[list[Type], int]:
+    """The types (first seen first) and value count of SuperDB BSUP ``data`` of
+    ``version`` (1, 2 or 5); a truncated or corrupt stream is a CsupError, never another
+    exception.  A fusion type is given as its supertype
+    (:func:`..format.superdb.bsup5.defused`): its values decode as that, and CSUP gives
+    the same values those super types."""
     from ..format.superdb import bsup5
 
     try:
-        raw = bsup5.read_values(data)
+        raw = _held_values(data, version)
     except CsupError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, AssertionError,
             RecursionError, struct.error) as e:
-        raise FormatError(f"a corrupt BSUP version-5 stream: {type(e).__name__}: {e}"
-                          ) from None
-    return list(dict.fromkeys(t for t, _ in raw)), len(raw)
+        raise FormatError(f"a corrupt BSUP version-{version} stream: {type(e).__name__}: "
+                          f"{e}") from None
+    return list(dict.fromkeys(bsup5.defused(t) for t, _ in raw)), len(raw)
 
 
-async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[bytes, int]:
-    """The object whole, BSUP version 1 or 2, as version 0 (:mod:`..superdb.tov0`)."""
-    from ..format.superdb.tov0 import to_v0
+async def _as_v0(reader: Reader, head: bytes, size: int) -> tuple[bytes | None, bytes]:
+    """The object whole, BSUP version 1 or 2, as version 0 (:mod:`..superdb.tov0`):
+    ``(version-0 bytes, b"")``, or ``(None, the object's bytes)`` when version 0 cannot
+    say its values (optional fields, fusion types)."""
+    from ..format.superdb.tov0 import NoV0Form, to_v0
 
     if size > reader.max_mem_length:
         raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
@@ -447,10 +502,11 @@ async def _as_v0(reader: Reader, head: bytes, size: int, named: bool) -> tuple[b
     if len(head) < size:
         head = await _whole(reader, head)
     try:
-        v0 = to_v0(head)
+        return to_v0(head), b""
+    except NoV0Form:
+        return None, head
     except CsupError as e:
         raise e.with_path(reader.path) from None
-    return v0, len(v0)
 
 
 async def _read(reader: Reader, off: int, n: int) -> bytes:

@@ -25,6 +25,7 @@ from ..model.errors import (
     FormatError,
     RowSelectionError,
 )
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
 from ..model.types import PrimitiveType
@@ -144,15 +145,14 @@ class Execution:
         planned as they land: first at 0, monotonic, the total growing only when a
         wave is planned (a second wave, a row map), last exactly at the total.
         """
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
         meter = metered(on_progress, max_requests, max_bytes, self.path)
         if meter is None:
-            return await self.execute(await self.plan(columns, filter=filter, rows=rows,
-                                                      limit=limit))
+            return await self.execute(await self.planned(columns, filter, rows, limit))
         fm = meter.file(self.path)
         with tracking(fm):  # the row map's read, while planning, is claimed as a wave
-            program = await self.plan(columns, filter=filter, rows=rows, limit=limit)
+            program = await self.planned(columns, filter, rows, limit)
             fm.expect(*self.first_wave(program))
             result = await self.execute(program)
         fm.done()  # the last event: every byte and the one file done
@@ -259,7 +259,7 @@ class Execution:
         return Planned((cut.request_count, cut.bytes_to_read), run)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None,
                            max_requests: int | None = None, max_bytes: int | None = None,
                            on_progress: Callable[[Any], object] | None = None
@@ -286,7 +286,7 @@ class Execution:
         goes, so it could not be checked up front.
         """
         meter = metered(on_progress, max_requests, max_bytes, self.path)
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         batch_rows = check_count("batch_rows", batch_rows, 1, self.path)
         if prefetch is not None:
             prefetch = check_count("prefetch", prefetch, 0, self.path)
@@ -336,7 +336,7 @@ class Execution:
         """Filtered batches that skip the zones the statistics rule out (each super type's
         by its own), as ``scan(filter=)`` does; None when they rule out nothing (the
         streamed read then serves, and the filter is evaluated on each batch)."""
-        program = await self.plan(paths, filter=filter)
+        program = await self.planned(paths, filter)
         work = program.work
         if work is None or work.surviving is None or not program.plan.rows_pruned:
             return None

@@ -10,9 +10,9 @@ trailer itself.  The reader of the other kind is a new object made alike
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
 
 from ..model.errors import FormatError
+from ..model.options import OpenOptions
 from ..stores import Store, TailRead
 from .detect import HeaderLayout
 from .reader import Reader
@@ -21,12 +21,12 @@ __all__ = ["load_reader"]
 
 
 async def load_reader(store: Store, key: str, *, owns_store: bool,
-                      options: dict[str, Any],
+                      options: OpenOptions,
                       pending: Awaitable[TailRead] | None = None) -> Reader:
     """The loaded reader of the object at ``key`` (``pending``: its tail read, already
     sent); the store is closed on failure when ``owns_store``."""
     try:
-        reader = Reader(store, key, owns_store=owns_store, **options)
+        reader = Reader(store, key, owns_store=owns_store, options=options)
     except BaseException:
         if owns_store:
             await store.close()

@@ -27,6 +27,7 @@ from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer
 from .detect import HeaderLayout, is_header_layout
 from .detect import probe as probe_header_layout
+from .parsememo import note_tail, parse_memo, tail_hint
 
 
 class Loading:
@@ -40,6 +41,22 @@ class Loading:
         different credentials never share an entry: with ``immutable=True`` a hit
         costs no request, so it must not let one caller see what only another may."""
         return (_cache_scope(self.store), cache_key(self.store, self.key))
+
+    def _tail_size(self) -> int:
+        """The first read's size: the profile's (``planner.tail_prefetch_size``), or, for
+        an object this process opened before and that is too large to be read whole,
+        just its metadata as it was then (at least the profile's ``tail_min``).  On the
+        simulated S3 a 1 MiB tail for 2 KB of metadata cost ~9 ms of transfer on every
+        open of the wide table; an object whose metadata grew since costs one
+        follow-up request, as any open whose tail was short."""
+        size = P.tail_prefetch_size(self.profile)
+        known = tail_hint(self._cache_ident())
+        if known is None:
+            return size
+        object_size, metadata_size = known
+        if object_size <= size + self.profile.gap_limit:
+            return size  # read whole, as before: the data comes with it
+        return max(self.profile.tail_min, metadata_size)
 
     def _use_cached(self, hit: Any, tail: TailRead, t0: float) -> None:
         self.meta = hit.meta
@@ -55,8 +72,8 @@ class Loading:
         unless = getattr(self.store, "read_tail_unless", None)
         prior = cache.peek(self._cache_ident()) if callable(unless) else None
         if prior is None or prior.version is None or not callable(unless):
-            return self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
-        tail = await unless(self.key, P.tail_prefetch_size(self.profile), prior.version)
+            return self.store.read_tail(self.key, self._tail_size())
+        tail = await unless(self.key, self._tail_size(), prior.version)
         if tail is None:  # 304
             self.open_stats.requests = 1
             hit = cache.get(self._cache_ident(), prior.version) or prior  # counted as a hit
@@ -79,7 +96,7 @@ class Loading:
             if pending is None:
                 return  # 304: the cached version is still the object's
         if pending is None:
-            pending = self.store.read_tail(self.key, P.tail_prefetch_size(self.profile))
+            pending = self.store.read_tail(self.key, self._tail_size())
         tail = await pending
         self.open_stats.ttfb = time.perf_counter() - t0
         self.open_stats.requests = 1
@@ -121,9 +138,20 @@ class Loading:
                 self.open_stats.requests += 1
                 self.open_stats.bytes_read += n
             section = buf.get(start, end - start)
-            # a large section is parsed in the pool: the loop serves other requests
-            self.meta = await off_loop(trailer.reassembly_size, functools.partial(
-                parse_reassembly, max_metadata=self.max_metadata), section, trailer, obj_size)
+            note_tail(self._cache_ident(), obj_size, obj_size - start)
+            memo = parse_memo() if cache is None else None
+            key = (memo.key(section, trailer, obj_size, self.max_metadata)
+                   if memo is not None else None)
+            known = memo.get(key) if memo is not None else None
+            if known is not None:  # these very bytes were parsed before: the same metadata
+                self.meta, self._plans = known
+            else:
+                # a large section is parsed in the pool: the loop serves other requests
+                self.meta = await off_loop(trailer.reassembly_size, functools.partial(
+                    parse_reassembly, max_metadata=self.max_metadata), section, trailer,
+                    obj_size)
+                if memo is not None:
+                    self._plans = memo.put(key, self.meta)
         except CsupError as e:
             raise e.with_path(self.path) from None
         self.open_stats.wall = time.perf_counter() - t0

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 from ..model.errors import source_text
 from ..model.heap import keep_freed_memory
 from ..model.opener import Opener
-from ..scan.options import renamed_options, split_options
+from ..model.options import OpenOptions, parse_open
 from ..stores import Store, shared_store
 
 if TYPE_CHECKING:
     from ..stores import TailRead
     from .reader import Reader
 
-__all__ = ["open"]
+__all__ = ["open", "open_parsed"]
 
 #: What a scan needs that ``open`` need not wait for (imported off the loop when cold).
 _DECODING = ("csup_async.readers.loader", "csup_async.scan.scan")
@@ -80,27 +80,34 @@ class _Opener(Opener["Reader"]):
 
     verb, sync_verb = "open", "open_sync"
 
-    def __init__(self, url: str, store: Store | None, options: dict[str, Any],
-                 tail: TailRead | None = None) -> None:
-        self.url, self.store, self.options = url, store, options
+    def __init__(self, url: str, store: Store | None, options: OpenOptions,
+                 store_options: dict[str, Any], tail: TailRead | None = None) -> None:
+        self.url, self.store = url, store
+        self.reader_options, self.store_options = options, store_options
         self.given_tail = tail  # a tail read made already (open_with_tail)
         self.reader: Reader | None = None
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The keywords this open was given (``limit=`` renamed; the reader's as
+        :meth:`~csup_async.model.options.OpenOptions.given` has them), as one bag."""
+        return {**self.reader_options.given(), **self.store_options}
+
     async def _open(self) -> Reader:
         store, key, owns = self.store, self.url, False
-        reader_opts, store_opts = split_options(self.options)
+        reader_opts = self.reader_options
         warming = warm_up()
         loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
         tail: asyncio.Future[TailRead] | None = None
         try:
             if store is None:
                 # shared per loop and options; private (owned) only when it cannot be shared
-                store, key, shared = await shared_store(self.url, **store_opts)
+                store, key, shared = await shared_store(self.url, **self.store_options)
                 owns = not shared
-            if "profile" not in reader_opts:
+            if reader_opts.profile is None:
                 from ..stores.capabilities import profile_of
 
-                reader_opts["profile"] = profile_of(store)
+                reader_opts = reader_opts.with_profile(profile_of(store))
             if self.given_tail is not None:
                 tail = asyncio.get_running_loop().create_future()
                 tail.set_result(self.given_tail)
@@ -128,17 +135,17 @@ class _Opener(Opener["Reader"]):
         return r
 
     @staticmethod
-    def _early_tail(store: Store, key: str, reader_opts: dict[str, Any]
+    def _early_tail(store: Store, key: str, reader_opts: OpenOptions
                     ) -> asyncio.Task[TailRead] | None:
         """The tail read ``Reader.load`` would make, sent now; None when it might not
         make one (a metadata cache may answer without a request)."""
-        if reader_opts.get("metadata_cache") or reader_opts.get("immutable"):
+        if reader_opts.metadata_cache or reader_opts.immutable:
             return None
-        if reader_opts.get("metadata_cache") is None and os.environ.get("CSUP_METADATA_CACHE"):
+        if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
             return None  # the on-disk cache (diskcache.py) may revalidate instead
         import planner as P
 
-        size = P.tail_prefetch_size(P.get_profile(reader_opts["profile"]))
+        size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
         return asyncio.ensure_future(store.read_tail(key, size))
 
 
@@ -155,7 +162,7 @@ def open_with_tail(url: str, tail: TailRead, *, store: Store, **options: Any) ->
     ``read_tail`` of ``url`` at the size the reader's profile asks for): a caller that
     looked at the tail first (Spark's schema inference: a v23 footer) pays no second
     tail request for the files it must open after all."""
-    return _Opener(source_text(url), store, renamed_options(options), tail)
+    return _Opener(source_text(url), store, *parse_open(options), tail)
 
 
 def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
@@ -188,4 +195,12 @@ def open(url: str, *, store: Store | None = None, **options: Any) -> _Opener:
     deprecated (``max_connections=``): ``limit`` means rows.
     """
     keep_freed_memory()  # before the import thread and the pools (csup_async.model.heap)
-    return _Opener(source_text(url), store, renamed_options(options))
+    return _Opener(source_text(url), store, *parse_open(options))
+
+
+def open_parsed(url: str, options: OpenOptions, *, store: Store,
+                store_options: dict[str, Any] | None = None) -> _Opener:
+    """``open`` with options parsed already (:func:`~csup_async.model.options.parse_open`):
+    how a dataset opens its files, parsing its keywords once for all of them."""
+    keep_freed_memory()
+    return _Opener(source_text(url), store, options, dict(store_options or {}))

@@ -53,7 +53,13 @@ class Planning:
         :meth:`execute` runs unchanged.  Nothing is read, except for a file of several
         super types with a row selection or a filter: its super column (the row map).
         ``filters=``: pyarrow's list form, as for :meth:`scan`."""
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
+        expr = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
+        return await self.planned(columns, expr, rows, limit)
+
+    async def planned(self, columns: Sequence[str] | str | None, filter: Any,
+                      rows: slice | None = None, limit: int | None = None) -> ScanProgram:
+        """:meth:`plan` of a filter already in its one form (a ``planner.filters``
+        expression or None, as ``planner.dnf.as_expr`` makes it at the verb's edge)."""
         paths = self._paths(columns)
         check_limit(limit, self.path)
         base = self._plan(paths)  # ColumnNotFoundError for a projected path no type has
@@ -151,7 +157,12 @@ class Planning:
             self._plans[key] = plan
         calibration = self.calibration()
         if calibration is not None:  # what explain() reports; the plan itself is the same
-            plan = dataclasses.replace(plan, calibration=calibration)
+            told = self._plans.get((key, "calibration"))
+            if told is not None and told[0] == calibration:
+                plan = told[1]  # a replace() per scan was a tenth of a small scan's planning
+            else:
+                plan = dataclasses.replace(plan, calibration=calibration)
+                self._plans[(key, "calibration")] = (calibration, plan)
         missing = [p for p in paths if p in set(plan.missing_paths)]
         if missing:
             raise ColumnNotFoundError(
@@ -198,8 +209,8 @@ class Planning:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
+        expr = filter  # normalised by the verb (planner.dnf.as_expr), not again here
         try:
-            expr = as_expr(filter)
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
             raise e.with_path(self.path) from None
@@ -228,6 +239,7 @@ class Planning:
         """``(requests, bytes)`` :meth:`iter_batches` sends for these arguments (its
         plan's requests in pieces of 2 MiB), from metadata."""
         paths = self._paths(columns)
+        filter = as_expr(filter, path=self.path)  # the edge: text, pyarrow's list
         if filter is not None:
             _, _, paths = self._filter_columns(paths, filter)
         return piece_figures(self._plan(paths))

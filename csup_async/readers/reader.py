@@ -20,15 +20,19 @@ from ..arrays.arrowschema import arrow_schema
 from ..format.meta import FileMeta
 from ..model.errors import (
     ColumnNotFoundError,
+    ConfigError,
     CsupError,
+)
+from ..model.options import (
+    CALIBRATE_BY_DEFAULT,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_METADATA,
+    DEFAULT_PROFILE,
+    OpenOptions,
+    parse_reader,
 )
 from ..scan.colstats import column_stats, has_statistics
 from ..scan.describe import describe_schema
-from ..scan.options import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_METADATA,
-    split_options,
-)
 from ..scan.result import ScanResult, ScanStats
 from ..stores import ObjectInfo, Store, TailRead, redact_url, store_for
 from ..stores.calibrate import Measurements
@@ -39,13 +43,6 @@ from .planning import Planning
 
 __all__ = ["Reader", "ScanResult", "ScanStats", "Schema", "reader_from_meta"]
 AnyReader = TypeVar("AnyReader", bound="Reader")
-#: Whether a reader of an object store (S3, GCS, HTTP: stores that measure their
-#: requests) plans with the profile measured on its endpoint when ``calibrate`` is not
-#: given; local files never do. bench/results/calibrate.md has the numbers behind it:
-#: off until calibrated plans are measured no slower where the static profile is right
-#: (on the s3 network 183 ms against 145 ms in the recorded run) and under a busy client,
-#: which measures its own CPU wait as low bandwidth and would add connections and parts.
-CALIBRATE_BY_DEFAULT = False
 
 
 class Reader(Loading, Planning, Execution):
@@ -83,51 +80,54 @@ class Reader(Loading, Planning, Execution):
     def profile(self, value: P.Profile) -> None:
         self.static_profile = value
 
-    def __init__(self, store: Store, key: str, *, owns_store: bool, profile: Any = "local",
-                 concurrency: int | None = None, max_metadata: int | None = None,
-                 max_mem_length: int = 256 << 20, max_rows: int | None = None,
-                 max_values: int | None = None, timeout: float | None = None,
-                 metadata_cache: Any = None, immutable: bool = False,
-                 verify_checksums: bool = True, trust_counts: bool = False,
-                 verify_counts: bool = False, calibrate: bool | None = None) -> None:
+    def __init__(self, store: Store, key: str, *, owns_store: bool,
+                 options: OpenOptions | None = None, **kwargs: Any) -> None:
+        """A reader of ``key`` through ``store``, not loaded yet.  ``options``: the typed
+        options ``open`` parsed (:class:`~csup_async.model.options.OpenOptions`); a
+        reader made by hand may pass the same names as keywords instead."""
+        if options is None:
+            options = OpenOptions.from_kwargs(kwargs)
+        elif kwargs:
+            raise ConfigError(f"pass options= or keyword options, not both: "
+                              f"{', '.join(kwargs)}")
         # how it was made, for a reader of another format to be made alike (successor)
-        self._options = {k: v for k, v in locals().items()
-                         if k not in ("self", "store", "key", "owns_store", "__class__")}
+        self.options = options
         self.store = store
         self.key = key
         self.path = redact_url(key)  # what errors and reprs show: never a signed query
         self._owns_store = owns_store
-        self.static_profile = P.get_profile(profile)
+        self.static_profile = P.get_profile(
+            DEFAULT_PROFILE if options.profile is None else options.profile)
         # plan with latency/bandwidth measured on this store's endpoint once it has enough
         # requests (planner.calibration); False: always the static profile; None: the
         # default for the store (on for object stores, which measure; off for local files)
+        calibrate = options.calibrate
         if calibrate is None:
             calibrate = CALIBRATE_BY_DEFAULT and callable(getattr(store, "measurements_of",
                                                                   None))
         self.calibrate = bool(calibrate)
         # None: DEFAULT_CONCURRENCY, or more when the profile plans more connections
-        self._concurrency_given = concurrency is not None
-        self.concurrency = DEFAULT_CONCURRENCY if concurrency is None else concurrency
-        self.max_metadata = max_metadata or DEFAULT_MAX_METADATA
-        self.max_mem_length = max_mem_length
-        self.max_rows = max_rows  # None: read.options.DEFAULT_MAX_ROWS when a read starts
-        self.max_values = max_values  # None: read.options.DEFAULT_MAX_VALUES
-        self.timeout = timeout  # seconds one scan/iter_batches/read_rows/count_rows may take
-        self.verify_checksums = bool(verify_checksums)  # segments' crc32 checked on read
+        self._concurrency_given = options.concurrency is not None
+        self.concurrency = (DEFAULT_CONCURRENCY if options.concurrency is None
+                            else options.concurrency)
+        self.max_metadata = options.max_metadata or DEFAULT_MAX_METADATA
+        self.max_mem_length = options.max_mem_length
+        self.max_rows = options.max_rows  # None: scan.options.DEFAULT_MAX_ROWS at a read
+        self.max_values = options.max_values  # None: scan.options.DEFAULT_MAX_VALUES
+        self.timeout = options.timeout  # seconds a scan/iter_batches/read_rows/count_rows
+        self.verify_checksums = options.verify_checksums  # segments' crc32 checked on read
         # row selection reads only the segments holding the rows, each checked against
-        # its count, every column's counts against its rows (pipeline.selection.plan_rows)
+        # its count, every column's counts against its rows (planner.waves)
         # trust_counts: skip the totals check too; verify_counts: decode and check every
         # segment before a selected row as well (counts shifted between unread segments)
-        self.trust_counts = bool(trust_counts)
-        self.verify_counts = bool(verify_counts)
-        if self.trust_counts and self.verify_counts:
-            raise CsupError("trust_counts=True and verify_counts=True contradict each other")
+        self.trust_counts = options.trust_counts
+        self.verify_counts = options.verify_counts
         self.meta: FileMeta
         self.tail: TailRead
         self._extra: list[tuple[int, bytes]] = []
         self.open_stats = ScanStats()
-        self.metadata_cache = metadata_cache_of(metadata_cache)
-        self.immutable = bool(immutable)
+        self.metadata_cache = metadata_cache_of(options.metadata_cache)
+        self.immutable = options.immutable
         if self.immutable and self.metadata_cache is None:
             raise CsupError("immutable=True needs a metadata_cache (a MetadataCache, or True "
                             "for the process's default)")
@@ -195,7 +195,7 @@ class Reader(Loading, Planning, Execution):
         options, holding what its open read so far (the tail, extra bytes, counts) and
         owning the store in its place: how the loader builds the reader the bytes call
         for (:mod:`.loader`)."""
-        new = cls(self.store, self.key, owns_store=self._owns_store, **self._options)
+        new = cls(self.store, self.key, owns_store=self._owns_store, options=self.options)
         new.tail = self.tail
         new._extra = self._extra
         new.open_stats = self.open_stats
@@ -271,11 +271,10 @@ def reader_from_meta(url: str, meta: FileMeta, version: str | None, *,
     served from them, so a small file costs no request at all.
     """
     owns = store is None
-    reader_opts, store_opts = split_options(options)
+    reader_opts, store_opts = parse_reader(options)
     if store is None:
         store, url = store_for(url, **store_opts)
-    reader_opts.setdefault("profile", profile_of(store))
-    r = Reader(store, url, owns_store=owns, **reader_opts)
+    r = Reader(store, url, owns_store=owns, options=reader_opts.with_profile(profile_of(store)))
     r.meta = meta
     r.tail = TailRead(b"", ObjectInfo(meta.object_size, version))
     r._extra = list(available)

@@ -39,6 +39,7 @@ from ..format.superdb.meta import (
     root_types,
 )
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
+from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
 from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
@@ -169,10 +170,14 @@ class HeaderLayoutReader(WholeObjectReader):
                  ) -> HeaderLayoutPlan:
         objs = self.meta.objects if objects is None else objects
         held = max(self._held, key=lambda h: len(h[1]))  # the head, or a whole-file tail
-        return plan_header_layout(self._segments(paths, objs), paths, self.missing_paths(paths),
-                                  self._open_cost, self.meta.version, self._data_profile,
-                                  available=(held[0], len(held[1])),
-                                  held=tuple((o, len(d)) for o, d in self._held))
+        try:  # damaged metadata (a negative segment length) is refused naming the file
+            return plan_header_layout(
+                self._segments(paths, objs), paths, self.missing_paths(paths),
+                self._open_cost, self.meta.version, self._data_profile,
+                available=(held[0], len(held[1])),
+                held=tuple((o, len(d)) for o, d in self._held))
+        except CsupError as e:
+            raise e.with_path(self.path) from None
 
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
@@ -472,7 +477,7 @@ class HeaderLayoutReader(WholeObjectReader):
         return out, first or 0
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = 65536, prefetch: int | None = None,
+                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
                            filter: Any = None, filters: Any = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an

@@ -67,15 +67,14 @@ class WholeObjectReader(Reader):
 
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
-        """The filter (an expression, its text or pyarrow's list form) with its literals
-        checked and coerced against the columns' types, or None."""
+        """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
+        its literals checked and coerced against the columns' types, or None."""
         if filter is None:
             return None
-        from planner.dnf import as_expr
         from planner.filters import bind, columns_of
 
         try:
-            expr = as_expr(filter)
+            expr = filter
             paths = [P.format_path(p) for p in columns_of(expr)]
             types = self._types(paths)
             return bind(expr, {comps_of(p): t.name for p, t in types.items()

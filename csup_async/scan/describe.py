@@ -182,6 +182,10 @@ def describe_file(meta: FileMeta, path: str, rows: int | None = None,
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
         *([f"writer: {meta.writer}"] if meta.writer else []),
+        "layout: " + ("VNG version 3, as zq v1.4-v1.12 write it (target zed-1.12)"
+                      if t.type == "vng" else
+                      f"csup-async's trailer layout, version {t.version} (target csup-async: "
+                      "segment statistics and checksums)"),
         f"trailer: magic={t.magic!r} type={t.type!r} version={t.version} ({t.size} bytes)",
         f"sections: data {t.data_size:,} bytes, reassembly {t.reassembly_size:,} bytes",
         f"thresholds: segment {t.segment_thresh:,}, skew {t.skew_thresh:,}",

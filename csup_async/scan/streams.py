@@ -4,6 +4,7 @@ a cursor takes values from (:class:`~.cursors.Chunks`)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import numpy as np
@@ -86,6 +87,7 @@ class Build:
         self.ahead = ahead
         self.lazy = lazy
         self.claimed = 0
+        self._claims = threading.Lock()  # columns assembled at once (scan.Read.apart)
         # row selection: per value stream (id of its segmap), the segments to read; the
         # others are skipped() over by their count, never fetched (read/selection.py)
         self.keep = keep or {}
@@ -96,8 +98,10 @@ class Build:
         if node.claimed > self.limits.max_rows:
             raise LimitError(f"a column claims {node.claimed} values, over "
                              f"max_rows={self.limits.max_rows}")
-        self.claimed += n
-        if self.claimed > self.limits.max_values:
+        with self._claims:
+            self.claimed += n
+            claimed = self.claimed
+        if claimed > self.limits.max_values:
             raise LimitError(f"the columns claim more than max_values={self.limits.max_values} "
                              "values in all")
 

@@ -27,6 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.errors import ConfigError, CsupError
+from ..model.options import (
+    CALIBRATE_BY_DEFAULT,
+    DEFAULT_BATCH_ROWS,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_FILE_CONCURRENCY,
+)
 from ..stores.config import all_names, known_option
 
 MiB = 1 << 20
@@ -116,18 +122,18 @@ class Settings:
     paths: list[str] = field(default_factory=list)
     store: dict[str, Any] = field(default_factory=dict)
     profile: str | None = None
-    concurrency: int = 16
-    file_concurrency: int = 64
+    concurrency: int = DEFAULT_CONCURRENCY
+    file_concurrency: int = DEFAULT_FILE_CONCURRENCY
     target_partition_bytes: int = 128 * MiB
     min_partitions: int = field(default_factory=lambda: os.cpu_count() or 1)
-    batch_rows: int = 65536
+    batch_rows: int = DEFAULT_BATCH_ROWS
     ship_tail_bytes: int = 32 * MiB
     #: more files than this (after partition pruning): tasks open and plan their own files
     #: (spark.scaleout); measured in bench/bench_spark_scale.py
     plan_on_executors_threshold: int = PLAN_ON_EXECUTORS_THRESHOLD
     pushdown: bool = False  # see filters.py: PySpark 4.3 reuses a pruned plan
     verify_checksums: bool = True  # segments' crc32 checked on the executors
-    calibrate: bool = False  # plan with the profile measured on the endpoint (opt-in)
+    calibrate: bool = CALIBRATE_BY_DEFAULT  # plan with the profile measured on the endpoint
     plan_report: str | None = None
     max_requests: int | None = None  # the query's data requests, all tasks together
     max_bytes: int | None = None  # the query's bytes to read, all tasks together

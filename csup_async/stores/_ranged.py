@@ -279,6 +279,7 @@ class RangedStore(StoreBase):
         loop = asyncio.get_running_loop()
         silence = self.read_timeout if self.silence_timeout else None
         n = 0
+        ticket = m.begin()
         try:
             async with aclosing(body) as chunks:
                 while True:
@@ -295,8 +296,9 @@ class RangedStore(StoreBase):
                     n += len(chunk)
                     yield chunk
         finally:
+            shared = m.end(ticket)
             if n:
-                m.record(first_byte, n, loop.time() - t0, fresh)
+                m.record(first_byte, n, loop.time() - t0, fresh, shared)
 
     async def _within(self, coro: Any, op_deadline: float | None, path: str) -> Any:
         if op_deadline is None:

@@ -13,6 +13,7 @@ cache keeps (csup_async/stores/diskcache.py), so a second process starts calibra
 from __future__ import annotations
 
 import contextvars
+import functools
 import math
 import threading
 from collections import deque
@@ -24,6 +25,10 @@ from planner.calibration import MIN_SAMPLES, Sample, calibrated
 from planner.profiles import Profile
 
 WINDOW = 64
+REFRESH = 8
+"""Once the window is full enough, the measured profile is derived again only after this
+many new samples: a plan reads the profile a few times, and deriving it sorts the
+window each time (a quarter of a small scan's planning on a service's loop)."""
 STEADY = 0.10
 """A measured profile within this fraction of the one last assumed (latency and bandwidth)
 keeps that one: measurements jitter with every request, and a plan that changed with
@@ -41,18 +46,36 @@ class Measurements:
         self.recorded = 0  # samples recorded in this process
         self.kept = 0  # ``recorded`` when last written to the on-disk cache
         self._assumed: dict[str, Profile] = {}  # by static profile name: last returned
+        self._derived: dict[Profile, tuple[int, Profile]] = {}  # static -> (seen, derived)
+        self._seen = 0  # samples added, ever (recorded here or restored)
+        self.receiving = 0  # bodies from this endpoint being received now
+        self.begun = 0  # bodies begun, ever: one begun during another makes both shared
+
+    def begin(self) -> tuple[int, bool]:
+        """A body starts arriving: its ticket for :meth:`end`."""
+        self.receiving += 1
+        self.begun += 1
+        return self.begun, self.receiving > 1
+
+    def end(self, ticket: tuple[int, bool]) -> bool:
+        """The body of ``ticket`` is done: whether another body arrived during it."""
+        self.receiving -= 1
+        return ticket[1] or self.begun != ticket[0] or self.receiving > 0
 
     def __repr__(self) -> str:
         return f"Measurements({self.endpoint!r}, {len(self.samples)} samples)"
 
     def record(self, first_byte: float, nbytes: int, transfer: float,
-               fresh: bool = False) -> None:
-        self.samples.append(Sample(first_byte, nbytes, transfer, fresh))
+               fresh: bool = False, shared: bool = False) -> None:
+        self.samples.append(Sample(first_byte, nbytes, transfer, fresh, shared))
         self.recorded += 1
+        self._seen += 1
 
     def extend(self, samples: Iterable[Sample]) -> None:
         """Add samples measured earlier (another process's), oldest first."""
-        self.samples.extend(samples)
+        got = list(samples)
+        self.samples.extend(got)
+        self._seen += len(got)
 
     @property
     def enough(self) -> bool:
@@ -63,6 +86,16 @@ class Measurements:
         """The profile a plan on this endpoint should assume; ``static`` when opted out."""
         if not calibrate:
             return static
+        known = self._derived.get(static)
+        seen = self._seen
+        if known is not None and (known[0] == seen or (
+                seen - known[0] < REFRESH and len(self.samples) >= 2 * MIN_SAMPLES)):
+            return known[1]
+        p = self._derive(static)
+        self._derived[static] = (seen, p)
+        return p
+
+    def _derive(self, static: Profile) -> Profile:
         p = calibrated(static, list(self.samples))
         if p is static:
             return p
@@ -80,6 +113,7 @@ def _near(a: Profile, b: Profile) -> bool:
                                                                              1e-3))
 
 
+@functools.lru_cache(maxsize=256)
 def endpoint_of(url: str) -> str:
     """``scheme://host:port`` of ``url``, lower case, default port filled in: what
     requests to one server have in common (no user, password, path or query)."""
@@ -115,8 +149,9 @@ def forget() -> None:
 
 
 def to_rows(m: Measurements) -> list[list[Any]]:
-    """The window as plain JSON-able rows: ``[first_byte, nbytes, transfer, fresh]``."""
-    return [[s.first_byte, s.nbytes, s.transfer, s.fresh] for s in m.samples]
+    """The window as plain JSON-able rows: ``[first_byte, nbytes, transfer, fresh, shared]``
+    (rows of four, from before ``shared``, are read as not shared)."""
+    return [[s.first_byte, s.nbytes, s.transfer, s.fresh, s.shared] for s in m.samples]
 
 
 def from_rows(rows: Any) -> list[Sample]:
@@ -125,13 +160,14 @@ def from_rows(rows: Any) -> list[Sample]:
     if not isinstance(rows, list):
         return out
     for row in rows[-WINDOW:]:
-        if not (isinstance(row, list) and len(row) == 4):
+        if not (isinstance(row, list) and len(row) in (4, 5)):
             continue
-        fb, n, t, fresh = row
+        fb, n, t, fresh, shared = row if len(row) == 5 else (*row, False)
         if (isinstance(fb, (int, float)) and isinstance(t, (int, float))
                 and isinstance(n, int) and not isinstance(n, bool) and isinstance(fresh, bool)
+                and isinstance(shared, bool)
                 and math.isfinite(fb) and math.isfinite(t) and fb >= 0 and t >= 0 and n >= 0):
-            out.append(Sample(float(fb), n, float(t), fresh))
+            out.append(Sample(float(fb), n, float(t), fresh, shared))
     return out
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 
 from ..model.errors import CsupError
+from ..model.options import DEFAULT_MATCH as _DEFAULT_MATCH
 from ..model.redact import redact_url
 from .base import Store
 from .capabilities import Lister
@@ -21,8 +22,9 @@ from .capabilities import Lister
 #: the characters that make a path a glob (``fnmatch``'s)
 GLOB_CHARS = frozenset("*?[")
 
-#: what a directory or prefix selects by default: CSUP objects by name
-DEFAULT_MATCH = "*.csup"
+#: what a directory or prefix selects by default: CSUP objects by name (its one
+#: definition is csup_async.model.options, with the other options' defaults)
+DEFAULT_MATCH = _DEFAULT_MATCH
 
 
 def has_glob(path: str) -> bool:

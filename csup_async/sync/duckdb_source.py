@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..model.options import DEFAULT_BATCH_ROWS
+
 __all__ = ["to_duckdb"]
 
 
 def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
               filter: Any = None, limit: int | None = None, connection: Any = None,
-              batch_rows: int = 65536, max_requests: int | None = None,
+              batch_rows: int = DEFAULT_BATCH_ROWS, max_requests: int | None = None,
               max_bytes: int | None = None, on_progress: Any = None,
               unions: str = "supertype", **options: Any) -> Any:
     """A ``duckdb.DuckDBPyRelation`` over ``columns`` of a CSUP object or several.

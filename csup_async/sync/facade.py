@@ -18,6 +18,7 @@ from typing import Any
 
 from ..arrays.arrowschema import ArrowSchema
 from ..model.errors import CsupError
+from ..model.options import DEFAULT_BATCH_ROWS
 from .loop import AsyncIteration, run
 
 
@@ -159,9 +160,8 @@ class SyncReader:
         if not spent:
             return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
                                         limit=limit))
-        expr = as_expr(filter, filters, self.path)
-        return run(metered_verbs(self.reader).scan(columns, filter=expr, rows=rows,
-                                                   limit=limit, **spent))
+        return run(metered_verbs(self.reader).scan(columns, filter=filter, filters=filters,
+                                                   rows=rows, limit=limit, **spent))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
                  limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
@@ -216,7 +216,7 @@ class SyncReader:
         values: list[Any] = run(self.reader.read_values())
         return values
 
-    def iter_batches(self, columns: Columns = None, *, batch_rows: int = 65536,
+    def iter_batches(self, columns: Columns = None, *, batch_rows: int = DEFAULT_BATCH_ROWS,
                      prefetch: int | None = None, filter: Any = None,
                      filters: Any = None, max_requests: int | None = None,
                      max_bytes: int | None = None, on_progress: Progress = None,
@@ -285,7 +285,7 @@ class SyncDataset:
         """Rows of every file in file order (``Dataset.scan``): those ``filter`` keeps,
         of the dataset's ``rows``, the first ``limit``; budget and progress over every
         file."""
-        return run(self.dataset.scan(columns, filter=as_expr(filter, filters), limit=limit,
+        return run(self.dataset.scan(columns, filter=filter, filters=filters, limit=limit,
                                      rows=rows, **budget(max_requests, max_bytes,
                                                          on_progress)))
 
@@ -298,7 +298,7 @@ class SyncDataset:
     def plan(self, columns: Columns = None, *, filter: Any = None,
              filters: Any = None) -> Any:
         """Which files contribute and what each reads (``Dataset.plan``): metadata only."""
-        return run(self.dataset.plan(columns, filter=as_expr(filter, filters)))
+        return run(self.dataset.plan(columns, filter=filter, filters=filters))
 
     def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
              max_bytes: int | None = None, on_progress: Progress = None) -> Any:
@@ -392,8 +392,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             if not spent:
                 return await r.scan(columns, filter=filter, filters=filters, rows=rows,
                                     limit=limit)
-            expr = as_expr(filter, filters, r.path)
-            return await metered_verbs(r).scan(columns, filter=expr, rows=rows, limit=limit,
-                                               **spent)
+            return await metered_verbs(r).scan(columns, filter=filter, filters=filters,
+                                               rows=rows, limit=limit, **spent)
 
     return run(scan_one())

@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..model.options import DEFAULT_BATCH_ROWS
+
 __all__ = ["pushable_filter", "scan_polars"]
 
 _OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
@@ -155,7 +157,7 @@ def _polars() -> Any:
 
 
 def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
-                batch_rows: int = 65536,
+                batch_rows: int = DEFAULT_BATCH_ROWS,
                 max_requests: int | None = None, max_bytes: int | None = None,
                 on_progress: Any = None, unions: str = "supertype", **options: Any) -> Any:
     """A ``polars.LazyFrame`` over a CSUP object or several (a list, glob or prefix).

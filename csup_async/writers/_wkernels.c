@@ -902,7 +902,105 @@ k_minmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("(nn)", lo, hi);
 }
 
+/* intcomp(values, width) -> bytes: uint64 values (signed ones as their two's-complement
+ * bits) in the integer compression SuperDB's CSUP stores every integer vector with,
+ * as delta variable-byte blocks of at most 127 (width 32) or 255 (width 64) values:
+ * per block a header (32: the count, then the block's length in words; 64: the count
+ * in the low half, the length in the high half), then the deltas (wrapping at the
+ * width), 7 bits a byte, least significant first, the high bit on all but the last,
+ * packed into words most significant byte first and padded with 0x80; the stream ends
+ * with one word holding the last block's length.  Little-endian words.  The same
+ * bytes as csup_async.format.superdb.intcomp.encode (its numpy reference). */
+static PyObject *
+k_intcomp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "intcomp(values, width)");
+        return NULL;
+    }
+    long width = PyLong_AsLong(args[1]);
+    if (width == -1 && PyErr_Occurred())
+        return NULL;
+    if (width != 32 && width != 64) {
+        PyErr_SetString(PyExc_ValueError, "intcomp width must be 32 or 64");
+        return NULL;
+    }
+    Py_buffer v;
+    if (PyObject_GetBuffer(args[0], &v, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (v.len % 8) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "intcomp takes uint64 values");
+        return NULL;
+    }
+    Py_ssize_t n = v.len / 8;
+    if (n == 0) {
+        PyBuffer_Release(&v);
+        return PyBytes_FromStringAndSize(NULL, 0);
+    }
+    const uint64_t *vals = v.buf;
+    const Py_ssize_t wb = width / 8, block = width == 32 ? 127 : 255, head = width == 32 ? 2 : 1;
+    const uint64_t mask = width == 32 ? 0xFFFFFFFFull : ~0ull;
+    Py_ssize_t nblocks = (n + block - 1) / block;
+    /* each value takes at most 10 bytes; each block its header and a padded word */
+    Py_ssize_t cap = (nblocks * (head + 1) + 1) * wb + n * 10 + wb;
+    u8 *out = PyMem_Malloc((size_t)cap);
+    u8 *tmp = PyMem_Malloc((size_t)(block * 10 + wb));
+    if (out == NULL || tmp == NULL) {
+        PyMem_Free(out);
+        PyMem_Free(tmp);
+        PyBuffer_Release(&v);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t at = 0;
+    uint64_t last_len = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t s = 0; s < n; s += block) {
+        Py_ssize_t cnt = n - s < block ? n - s : block, pos = 0;
+        uint64_t prev = 0;
+        for (Py_ssize_t i = s; i < s + cnt; i++) {
+            uint64_t d = (vals[i] - prev) & mask;
+            prev = vals[i];
+            do {
+                u8 b = (u8)(d & 0x7F);
+                d >>= 7;
+                if (d)
+                    b |= 0x80;
+                tmp[pos++] = b;
+            } while (d);
+        }
+        Py_ssize_t words = (pos + wb - 1) / wb;
+        for (Py_ssize_t k = pos; k < words * wb; k++)
+            tmp[k] = 0x80;
+        uint64_t length = (uint64_t)(head + words);
+        uint64_t hdr[2];
+        if (width == 32) {
+            hdr[0] = (uint64_t)cnt;
+            hdr[1] = length;
+        } else {
+            hdr[0] = (uint64_t)cnt | (length << 32);
+        }
+        for (Py_ssize_t h = 0; h < head; h++)
+            for (Py_ssize_t k = 0; k < wb; k++)
+                out[at++] = (u8)(hdr[h] >> (8 * k));
+        for (Py_ssize_t w = 0; w < words; w++)  /* big-endian words written little-endian */
+            for (Py_ssize_t k = 0; k < wb; k++)
+                out[at++] = tmp[w * wb + wb - 1 - k];
+        last_len = length;
+    }
+    for (Py_ssize_t k = 0; k < wb; k++)
+        out[at++] = (u8)(last_len >> (8 * k));
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&v);
+    PyMem_Free(tmp);
+    PyObject *res = PyBytes_FromStringAndSize((const char *)out, at);
+    PyMem_Free(out);
+    return res;
+}
+
 static PyMethodDef methods[] = {
+    {"intcomp", (PyCFunction)(void (*)(void))k_intcomp, METH_FASTCALL,
+     "intcomp(values, width) -> SuperDB's variable-byte intcomp blocks"},
     {"minmax", (PyCFunction)(void (*)(void))k_minmax, METH_FASTCALL,
      "minmax(data, offsets, valid) -> (index of min, index of max) or None"},
     {"tape", (PyCFunction)(void (*)(void))k_tape, METH_FASTCALL,

@@ -36,7 +36,7 @@ from .tagenc import (
     encode_varbinary,
     with_nulls,
 )
-from .writer import Writer
+from .v23cols import open_writer
 
 __all__ = ["fast_writer", "write_arrow", "write_columns", "BATCH_ROWS", "encode_primitives"]
 
@@ -222,7 +222,7 @@ def write_arrow(out: BinaryIO, data: Any, **options: Any) -> int:
     if rtype is None:
         raise EncodeError("the vectorised writer takes tables of primitive, struct and "
                           "list columns")
-    with Writer(out, **options) as w:
+    with open_writer(out, **options) as w:
         for batch in batches:
             for start in range(0, batch.num_rows, BATCH_ROWS):
                 part = batch.slice(start, BATCH_ROWS)
@@ -310,7 +310,7 @@ def write_columns(out: BinaryIO, columns: Mapping[str, Any], **options: Any) -> 
             fields.append((True if valid is None else valid, Prim(enc)))
         return Batch([rtype], np.zeros(b - a, np.int64), [Slot(b - a, None, Rec(tuple(fields)))])
 
-    with Writer(out, **options) as w:
+    with open_writer(out, **options) as w:
         for s in range(0, total, BATCH_ROWS):
             e = min(total, s + BATCH_ROWS)
             w.add_rows(e - s, lambda a, b, s=s: encode(s + a, s + b))

@@ -48,8 +48,9 @@ def convert(source: str | os.PathLike[str], dest: str | os.PathLike[str], *,
     if not isinstance(src, str):
         raise ArgumentError(f"source must be a path, not {type(source).__name__}")
     writer_opts = sorted(k for k in options if k in WRITER_OPTIONS)
-    if options.get("target") not in (None, "csup-async"):  # another tool's layout: re-encoded
-        writer_opts.append("target")
+    from .targets import resolve
+
+    target = resolve(options.get("target")).name
     try:
         kind = kind_of(src)
     except CsupError as e:
@@ -58,44 +59,115 @@ def convert(source: str | os.PathLike[str], dest: str | os.PathLike[str], *,
         if kind not in ("csup", "bsup"):
             raise ArgumentError(f"copy=True writes a CSUP or BSUP file as it is, not a "
                                 f"{kind} file (leave copy out to convert it)", path=src)
-        if writer_opts:
+        if writer_opts or "target" in options:
+            given = writer_opts + (["target"] if "target" in options else [])
             raise ArgumentError(f"copy=True writes the file as it is: "
-                                f"{', '.join(writer_opts)} cannot apply", path=src)
-        return _copy(src, dest, store, if_absent, options, own_only=False)
+                                f"{', '.join(given)} cannot apply", path=src)
+        return _copy(src, dest, store, if_absent, options, layout=None)
     if kind == "csup" and not writer_opts and "://" not in src:
-        n = _copy(src, dest, store, if_absent, options, own_only=True)
+        # already in the layout asked for (the default target's, or target=): a copy
+        n = _copy(src, dest, store, if_absent, options, layout=target)
         if n is not None:
             return n
+    if kind == "bsup" and options.get("target") in EXACT_TARGETS and \
+            set(writer_opts) <= {"target"}:
+        return _exact(src, dest, store, if_absent, options)
     return write(dest, read_values(src), fuse=fuse, infer_times=infer_times, store=store,
                  if_absent=if_absent, **options)
 
 
+#: Targets a BSUP file's values go to as they are read (not through this library's
+#: layout, which has no optional fields or fusion types: SuperDB's BSUP may hold both).
+EXACT_TARGETS = ("super-0.3", "zed-1.12")
+
+
+def _exact(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
+           options: dict[str, Any]) -> int:
+    """A BSUP file's exact values written in a target's layout, then put at ``dest``."""
+    import io
+
+    from .targets.output import write_csup
+    from .writing import write_bytes
+
+    buf = io.BytesIO()
+    try:
+        n = write_csup(buf, exact_values(src), options["target"])
+    except CsupError as e:
+        raise e.with_path(src) from None
+    store_opts = {k: v for k, v in options.items() if k not in WRITER_OPTIONS
+                  and k != "target"}
+    write_bytes(dest, buf.getvalue(), store=store, if_absent=if_absent, **store_opts)
+    return n
+
+
+def exact_values(src: str) -> Any:
+    """The values of a BSUP file; in SuperDB's versions 1 and 2 a top-level fusion
+    value as ``Value(fusion type, Value(its subtype, the supertype's value))``, so
+    its subtype is written as it was (field order and all), not derived."""
+    from ..format.superdb import bsup2
+    from ..model.values import Value
+    from .inputs import bsup_version
+
+    with open(src.removeprefix("file://"), "rb") as f:
+        data = f.read()
+    version = bsup_version(data)
+    if version not in (1, 2):
+        return read_values(src)
+    d = bsup2.V1 if version == 1 else bsup2.V2
+    out = []
+    for t, body in bsup2.read_values(data, d):
+        if isinstance(t, bsup2.FusionType) and body is not None:
+            from ..format.bsup import split_tagged
+
+            parts = split_tagged(body)
+            if len(parts) == 2 and parts[1] is not None:
+                sub = bsup2.decode_type_value(parts[1], d)
+                sv = bsup2.decode_value(t.inner, parts[0], typed=True, dialect=d)
+                out.append(Value(t, Value(sub, sv)))
+                continue
+        out.append(Value(t, bsup2.decode_value(t, body, typed=True, dialect=d)))
+    return out
+
+
 def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
-          options: dict[str, Any], own_only: bool) -> Any:
+          options: dict[str, Any], layout: str | None) -> Any:
     """Put ``src``'s bytes at ``dest`` once ``open`` has read its metadata; the rows.
-    ``own_only``: None (nothing written) unless it is this library's own CSUP layout."""
+    ``layout``: None (nothing written) unless the file is in that target's layout."""
     if "://" in src and not src.startswith("file://"):
         raise ArgumentError("copy takes a local file (to copy an object, read it with "
                             "csup_async.open)", path=src)
-    rows = asyncio.run(_check(src, own_only)) if not _in_loop() else _threaded(src, own_only)
+    rows = asyncio.run(_check(src, layout)) if not _in_loop() else _threaded(src, layout)
     if rows is None:
         return None
     from .writing import write_bytes
 
+    options = {k: v for k, v in options.items() if k != "target"}
     with open(src.removeprefix("file://"), "rb") as f:
         data = f.read()
     write_bytes(dest, data, store=store, if_absent=if_absent, **options)
     return rows
 
 
-async def _check(src: str, own_only: bool) -> int | None:
+async def _check(src: str, layout: str | None) -> int | None:
     from ..readers.opening import open as open_csup
 
     async with open_csup(src) as r:
-        # SuperDB's own layouts and BSUP are read by other readers, each marked
-        if own_only and (getattr(r, "header_layout", False) or getattr(r, "bsup", False)):
+        if layout is not None and layout_of(r) != layout:
             return None
         return int(r.num_rows)
+
+
+def layout_of(reader: Any) -> str | None:
+    """The target whose layout an open file has (``csup-async``, ``super`` for CSUP
+    v23, ``super-0.3`` for v16, ``zed-1.12`` for VNG), or None (BSUP, older layouts)."""
+    if getattr(reader, "bsup", False):
+        return None
+    meta = getattr(reader, "meta", None)
+    if not getattr(reader, "header_layout", False):
+        kind = getattr(getattr(meta, "trailer", None), "type", None)
+        return {"csup": "csup-async", "vng": "zed-1.12"}.get(kind)  # type: ignore[arg-type]
+    version = getattr(meta, "version", 0)
+    return {23: "super", 16: "super-0.3"}.get(version)
 
 
 def _in_loop() -> bool:
@@ -106,8 +178,8 @@ def _in_loop() -> bool:
     return True
 
 
-def _threaded(src: str, own_only: bool) -> int | None:
+def _threaded(src: str, layout: str | None) -> int | None:
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(_check(src, own_only))).result()
+        return pool.submit(lambda: asyncio.run(_check(src, layout))).result()

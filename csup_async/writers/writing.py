@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
 from ..model.errors import ArgumentError, CsupError, EncodeError
+from .v23cols import open_writer
 from .write_inputs import writable
-from .writer import Writer
 
 __all__ = ["WRITER_OPTIONS", "write", "write_bytes"]
 
@@ -57,8 +57,10 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = Tr
     3339 timestamps, in a chunk of 8,192 rows, is written as ``time``.
 
     ``target``: the tool the file is for (:mod:`csup_async.targets`): ``"csup-async"``
-    (this library's layout, the default), ``"super"`` (CSUP v23 of super main),
-    ``"super-0.3"`` (CSUP v16 of super v0.3.0) or ``"zed-1.12"`` (VNG v3 of Zed's zq);
+    (the default: this library's own layout: segment statistics, checksums, typed
+    nulls, the options above), ``"super"`` (CSUP v23, what super main reads, written
+    straight from the column batches), ``"super-0.3"`` (CSUP v16 of super v0.3.0) or
+    ``"zed-1.12"`` (VNG v3 of Zed's zq);
     an unknown name is an ``UnknownTargetError`` (an ``ArgumentError``) listing them.
     What each keeps and loses: docs/format.md, "Writing for other tools".
     """
@@ -269,7 +271,7 @@ def _write_rows(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any],
                 fuse: bool, infer_times: bool) -> int:
     from .pyrows import write_rows
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_rows(w, rows, fuse, infer_times)
     return w.rows
 
@@ -278,13 +280,13 @@ def _write_json(f: BinaryIO, data: Any, options: dict[str, Any], fuse: bool,
                 infer_times: bool) -> int:
     from .ndjson import write_ndjson
 
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         write_ndjson(w, data.path, fuse=fuse, infer_times=infer_times, on_rows=data.on_rows)
     return w.rows
 
 
 def _write_each(f: BinaryIO, rows: Iterable[Any], options: dict[str, Any]) -> int:
-    with Writer(f, **options) as w:
+    with open_writer(f, **options) as w:
         for v in rows:
             w.write(v)
     return w.rows

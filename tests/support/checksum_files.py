@@ -41,6 +41,7 @@ def sample_table(rows: list[dict[str, Any]]) -> Any:
 
 def small_segments_csup(rows: Any, **opts: Any) -> bytes:
     out = io.BytesIO()
+    opts.setdefault("target", "csup-async")  # small segments: this library's layout
     csup_async.write(out, rows, segment_thresh=1024, **opts)
     return out.getvalue()
 

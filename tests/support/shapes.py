@@ -27,5 +27,5 @@ def write_shapes(d: Path, rows: int, step: int, seed: int) -> dict[str, Path]:
     out = {"two": d / "two.csup", "one": d / "one.csup"}
     for name, nones in (("two", True), ("one", False)):
         csup_async.write(str(out[name]), shape_rows(rows, step, nones, seed), fuse=False,
-                         segment_thresh=8 << 10)
+                         segment_thresh=8 << 10, target="csup-async")  # segments: ours
     return out

@@ -204,6 +204,29 @@ def columnar(t: Type) -> Type:
     return t
 
 
+def defused(t: Type) -> Type:
+    """``t`` with each fusion type (but ``any``) replaced by its supertype, as
+    :func:`decode_value` decodes a fusion value (by its supertype): what a BSUP stream's
+    values are as columns, and the super types CSUP v23 gives the same values."""
+    if isinstance(t, FusionType):
+        return t if t.inner == ALL_T else defused(t.inner)
+    if isinstance(t, RecordType):
+        return RecordType(tuple(type(f)(f.name, defused(f.type)) for f in t.fields))
+    if isinstance(t, ArrayType):
+        return ArrayType(defused(t.elem))
+    if isinstance(t, SetType):
+        return SetType(defused(t.elem))
+    if isinstance(t, MapType):
+        return MapType(defused(t.key), defused(t.value))
+    if isinstance(t, UnionType):
+        return UnionType(tuple(dict.fromkeys(defused(m) for m in t.types)))
+    if isinstance(t, ErrorType):
+        return ErrorType(defused(t.inner))
+    if isinstance(t, NamedType):
+        return NamedType(t.name, defused(t.inner))
+    return t
+
+
 def record_of(fields: list[tuple[str, Type]]) -> RecordType:
     """A record type with option-union fields shown as optional fields (``x?:T``)."""
     out = []

@@ -14,6 +14,8 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
+import lz4.block
+
 from ...model.errors import EncodeError, UnsupportedTypeError
 from ...model.types import (
     ArrayType,
@@ -210,7 +212,10 @@ def _tv(t: Type, out: bytearray, named: set[str]) -> None:
 # --------------------------------------------------------------- values ---
 def encode_value(t: Type, v: Any, depth: int = 0) -> bytes | None:
     """A Python value of ``t`` (in super main's form) to its body; None for null.  A
-    union value may be a UnionValue of the original type: it is placed by its type."""
+    union value may be a UnionValue of the original type: it is placed by its type.  A
+    value of ``any`` (fusion of ``all``) is a Value or a plain value (its type inferred)."""
+    if isinstance(t, FusionType) and t.inner == ALL_T:
+        return _any(v, depth + 1)
     if isinstance(v, Value):
         v = v.value
     if v is None:
@@ -267,6 +272,23 @@ def encode_value(t: Type, v: Any, depth: int = 0) -> bytes | None:
     raise EncodeError(f"not a type: {t!r}")
 
 
+def _any(v: Any, d: int) -> bytes:
+    """A value of ``any`` as super main marshals a ``super.Value``: its body, then its
+    type as a type value (a null is the null body and the type ``null``)."""
+    if isinstance(v, Value):
+        sub, inner = v.type, v.value
+    else:
+        from ...model.types import NULL
+        from ...model.values import infer_type
+
+        sub, inner = (NULL, None) if v is None else (infer_type(v), v)
+    mt = main_type(sub)
+    out = bytearray()
+    append_tagged(out, encode_value(mt, inner, d))
+    append_tagged(out, encode_type_value(mt))
+    return bytes(out)
+
+
 def _union(t: UnionType, v: Any, d: int) -> bytes:
     if v is NONE:
         idx, member, inner = t.types.index(NONE_T), NONE_T, None
@@ -304,6 +326,49 @@ class Stream:
         if out:
             out.append(0xFF)
         return bytes(out)
+
+
+class StreamEncoder5:
+    """Writes (type, value) pairs as BSUP version-5 streams into ``out`` (what a
+    SuperDB database of super main holds: data objects, commit objects, journal
+    entries), each frame LZ4-compressed when that makes it smaller, as super writes.
+    Types are turned into super main's form; ``end_stream`` ends one stream (its own
+    typedefs, then its values, then ``0xff``)."""
+
+    def __init__(self, out: bytearray, *, compress: bool = True) -> None:
+        self.out = out
+        self.compress = compress
+        self._stream = Stream()
+        self._main: dict[Type, Type] = {}
+
+    def _main_type(self, t: Type) -> Type:
+        mt = self._main.get(t)
+        if mt is None:
+            mt = self._main[t] = main_type(t)
+        return mt
+
+    def write(self, t: Type, v: Any) -> None:
+        mt = self._main_type(t)
+        self._stream.add(mt, encode_value(mt, v))
+
+    def end_stream(self) -> None:
+        s, self._stream = self._stream, Stream()
+        if not s.values:
+            return
+        for kind, payload in ((0, bytes(s.types.buf)), (1, bytes(s.values))):
+            if payload:
+                self.out += _frame(kind, payload, self.compress)
+        self.out.append(0xFF)
+
+
+def _frame(kind: int, payload: bytes, compress: bool) -> bytes:
+    flag = 0
+    if compress and len(payload) > 64:
+        c = b"\x00" + uvarint(len(payload)) + lz4.block.compress(payload, store_size=False)
+        if len(c) < len(payload):
+            payload, flag = c, 0x40
+    n = len(payload)
+    return bytes((0x85, (kind << 4) | (n & 0xF) | flag)) + uvarint(n >> 4) + payload
 
 
 def encode_bsup5(values: Iterable[Value]) -> bytes:

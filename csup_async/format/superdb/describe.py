@@ -43,6 +43,10 @@ def _part_lines(parts: tuple[Any, ...], out: list[str]) -> None:
                    f"fused type {format_type(p.fused)}")
 
 
+#: The ``target=`` that writes each version (so csup-async's files say it too).
+_TARGET = {23: " (target super)", 16: " (target super-0.3)"}
+
+
 def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> str:
     v = meta.version
     layout = ("CSUP version 23 (objects, then a footer with the fused type and a trailer "
@@ -50,7 +54,8 @@ def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> 
     lines = [
         f"file: {path}",
         f"size: {meta.object_size:,} bytes",
-        f"layout: {layout}, written by {VERSIONS.get(v, 'super')}, header version {v}",
+        f"layout: {layout}, the layout of {VERSIONS.get(v, 'super')}{_TARGET.get(v, '')}, "
+        f"header version {v}",
         *([f"parts: {len(parts)}"] if v >= 23 else []),
         f"objects: {len(meta.objects)}",
         f"rows: {meta.row_count:,}",
@@ -79,3 +84,27 @@ def file_json(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> dict
         "super_types": [str(t) for t in meta.super_types],
         "statistics": False,
     }
+
+
+#: Which tools write each BSUP version (the version byte that starts each frame of
+#: SuperDB's versions; none in Zed's version 0).
+BSUP_WRITERS = {0: "Zed (zq/zed v1.x) or csup-async", 1: "super v0.2.0", 2: "super v0.3.0",
+                5: "super main (2026)"}
+
+
+def describe_bsup(path: str, version: int, size: int, rows: int,
+                  types: tuple[Any, ...]) -> str:
+    """``inspect`` of a BSUP stream: its version, the tool that writes it, its values."""
+    lines = [f"file: {path}", f"size: {size:,} bytes",
+             f"layout: BSUP version {version} (a row stream, read whole: no column index), "
+             f"written by {BSUP_WRITERS.get(version, 'an unknown tool')}",
+             f"values: {rows:,}", f"types: {len(types)}",
+             *(f"type {i}: {t}" for i, t in enumerate(types))]
+    return "\n".join(lines)
+
+
+def bsup_json(path: str, version: int, size: int, rows: int,
+              types: tuple[Any, ...]) -> dict[str, Any]:
+    return {"file": path, "size": size, "rows": rows, "layout": "bsup", "version": version,
+            "writer": BSUP_WRITERS.get(version, "unknown"),
+            "super_types": [str(t) for t in types], "statistics": False}

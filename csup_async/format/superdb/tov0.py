@@ -24,7 +24,12 @@ from .bsup2 import (
     frames,
 )
 
-__all__ = ["bsup_version", "to_v0"]
+__all__ = ["NoV0Form", "bsup_version", "to_v0"]
+
+
+class NoV0Form(FormatError):
+    """A value version 0 cannot say (an optional field, a fusion type): the stream is
+    read in its own version instead, where a reader can (``open()``)."""
 
 
 def _v5_to_v0(data: bytes | memoryview) -> bytes:
@@ -62,10 +67,10 @@ def _v0_able(t: object, seen: set[int]) -> None:
         return
     seen.add(id(t))
     if isinstance(t, FusionType):
-        raise FormatError("a fusion type value (super's fuse) has no version-0 form")
+        raise NoV0Form("a fusion type value (super's fuse) has no version-0 form")
     for f in getattr(t, "fields", ()):
         if isinstance(f, OptField):
-            raise FormatError(f"optional field {f.name!r} has no version-0 form")
+            raise NoV0Form(f"optional field {f.name!r} has no version-0 form")
         _v0_able(f.type, seen)
     for attr in ("inner", "elem", "key", "value"):
         c = getattr(t, attr, None)

@@ -4,9 +4,8 @@
 writer take one name from :data:`TARGETS`; each names the CSUP layout and the BSUP
 version that target's tool reads:
 
-- ``csup-async``: this library's own trailer layout (CSUP spec, with segment
-  statistics and checksums) and BSUP version 0; the default until the ``super``
-  writer is part of this build.
+- ``csup-async`` (the default): this library's own trailer layout (CSUP spec, with
+  segment statistics, checksums and typed nulls) and BSUP version 0.
 - ``super``: CSUP version 23 of ``super`` main (the SuperDB of August 2026), BSUP 5.
 - ``super-0.3``: CSUP version 16, the header layout ``super`` v0.3.0 reads, BSUP 2.
 - ``zed-1.12``: VNG version 3, the layout Zed's ``zq`` v1.4-v1.12 read, BSUP (ZNG) 0.
@@ -57,8 +56,8 @@ def v23_writer() -> object | None:
     return None
 
 
-#: This library's own layout (segment statistics and checksums); ``target="super"`` for
-#: files super main reads.
+#: This library's own layout (segment statistics, checksums, typed nulls); ``target="super"``
+#: for files super main reads (the last commit of branch v23write makes it the default).
 DEFAULT_TARGET = "csup-async"
 
 

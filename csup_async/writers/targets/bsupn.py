@@ -128,6 +128,8 @@ def encode_body(t: Type, v: Any, d: Dialect, depth: int = 0) -> bytes | None:
     """A Python value (plain or typed, as ``read_values`` gives) to its body in
     dialect ``d``; None for null.  A record with optional fields leads with the
     bitmap of those absent (left out of the dict)."""
+    if isinstance(t, FusionType) and v is not None:
+        return _fusion_body(t, v, d, depth + 1)
     if isinstance(v, Value):
         v = v.value
     if v is None:
@@ -182,6 +184,20 @@ def encode_body(t: Type, v: Any, d: Dialect, depth: int = 0) -> bytes | None:
         append_tagged(out, encode_body(member, inner, d, dd))
     else:
         raise EncodeError(f"values of {t} have no form in BSUP version {d.version}")
+    return bytes(out)
+
+
+def _fusion_body(t: FusionType, v: Any, d: Dialect, depth: int) -> bytes:
+    """A fusion value: the supertype's value, then the subtype as a type value
+    (:func:`.supermodel.fusion_parts`)."""
+    from .fusion import fusion_parts
+
+    if d.version < 2:
+        raise EncodeError("fusion values have no form in BSUP version 1")
+    sub, sv = fusion_parts(t, v)
+    out = bytearray()
+    append_tagged(out, encode_body(t.inner, sv, d, depth))
+    append_tagged(out, encode_type_value_n(sub, d))
     return bytes(out)
 
 

@@ -134,13 +134,17 @@ def _canon_type(t: Type) -> Type:
         return MapType(_canon_type(t.key), _canon_type(t.value))
     if isinstance(t, UnionType):
         return sorted_union([_canon_type(m) for m in t.types])
+    from ...format.superdb.bsup2 import FusionType
+
+    if isinstance(t, FusionType):
+        return FusionType(_canon_type(t.inner))
     return t
 
 
 def sort_unions(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
     """``(type, value)`` with every union sorted in Zed's order (indices remapped)."""
-    if isinstance(v, Value):
-        t, v = v.type, v.value
+    if isinstance(v, Value) and type(t).__name__ != "FusionType":  # (a fusion's names
+        t, v = v.type, v.value  # its subtype)
     ct = _canon_type(t)
     return ct, _value(t, ct, v, depth)
 
@@ -171,4 +175,9 @@ def _value(t: Type, ct: Type, v: Any, depth: int) -> Any:
         _, mt, mv = select_member(t, v)
         cmt = _canon_type(mt)
         return UnionValue(ct.types.index(cmt), cmt, _value(mt, cmt, mv, d))
+    inner = getattr(t, "inner", None)
+    if type(t).__name__ == "FusionType" and inner is not None:
+        if isinstance(v, Value):  # (its subtype named: the supertype's value inside)
+            return Value(_canon_type(v.type), _value(inner, ct.inner, v.value, d))  # type: ignore[attr-defined]
+        return _value(inner, ct.inner, v, d)  # type: ignore[attr-defined]
     return v

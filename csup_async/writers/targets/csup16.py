@@ -12,9 +12,12 @@ of :mod:`.intcomp`; floats as float64 words, strings, bytes and type values as
 one byte run plus offsets, other primitives as tagged bodies; runs of bytes are
 LZ4-compressed when that is smaller.  Each vector keeps super's own min/max.
 
-Values arrive in SuperDB's model (:mod:`.supermodel`: no typed nulls).  Not
-written: dictionaries (``super`` writes them; plain vectors read the same),
-optional fields and fusion types (an :class:`~csup_async.errors.EncodeError`).
+Values arrive in SuperDB's model (:mod:`.supermodel`: no typed nulls).  An
+optional field's vector holds its present values, and its ``Nones`` segment the
+runs of absent and present rows, as super writes them; a fusion vector the
+supertype's values and each value's subtype as an ID into the object's types
+section (a BSUP version-2 stream of type values).  Not written: dictionaries
+(``super`` writes them; plain vectors read the same).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ UNION = _rec("Union", ("Length", UINT32), ("Tags", SEG), ("Values", ArrayType(ID
 NAMED = _rec("Named", ("Name", STRING), ("Values", ID))
 ERROR = _rec("Error", ("Values", ID))
 DYNAMIC = _rec("Dynamic", ("Tags", SEG), ("Values", ArrayType(ID)), ("Length", UINT32))
+FUSION = _rec("Fusion", ("Values", ID), ("Subtypes", SEG))
 
 
 class _Object:
@@ -94,6 +98,28 @@ class _Object:
     def __init__(self) -> None:
         self.data = bytearray()
         self.metas: list[tuple[Type, Any]] = []
+        #: the types section: fusion subtypes by their type values, IDs in first use
+        self.subtypes: dict[bytes, tuple[int, Type]] = {}
+
+    def subtype_id(self, t: Type) -> int:
+        from .bsupn import encode_type_value_n
+
+        key = encode_type_value_n(t, V2)
+        got = self.subtypes.get(key)
+        if got is None:
+            got = self.subtypes[key] = (len(self.subtypes), t)
+        return got[0]
+
+    def types_section(self) -> bytes:
+        """A BSUP version-2 stream of the subtypes (values of type ``type``) by ID."""
+        if not self.subtypes:
+            return b""
+        out = bytearray()
+        enc = StreamEncoderN(out, 2)
+        for _, t in sorted(self.subtypes.values(), key=lambda x: x[0]):
+            enc.write(TYPE, t)
+        enc.end_stream()
+        return bytes(out)
 
     def enter(self, t: Type, v: Any) -> int:
         self.metas.append((t, v))
@@ -152,7 +178,7 @@ def _encoder(t: Type) -> _Enc:
     if isinstance(t, UnionType):
         return _UnionEnc(t)
     if isinstance(t, FusionType):
-        raise EncodeError("fusion types are not written to CSUP version 16 here")
+        return _FusionEnc(t)
     if isinstance(t, EnumType):
         return _ScodeEnc(t)
     if isinstance(t, PrimitiveType):
@@ -188,26 +214,85 @@ class _ErrorEnc(_Enc):
 
 
 class _RecordEnc(_Enc):
+    """A record vector; an optional field (``x?:T``) keeps only its present values,
+    and its ``Nones`` the runs of absent and present rows (:func:`none_runs`)."""
+
     def __init__(self, t: RecordType) -> None:
-        for f in t.fields:
-            if isinstance(f, OptField):
-                raise EncodeError(f"optional field {f.name!r} is not written to CSUP "
-                                  "version 16 here")
         self.t = t
         self.fields = [_encoder(f.type) for f in t.fields]
+        #: for each optional field, the rows where it is present
+        self.present: dict[int, list[int]] = {
+            i: [] for i, f in enumerate(t.fields) if isinstance(f, OptField)}
         self.n = 0
 
     def write(self, v: Any) -> None:
-        self.n += 1
-        for f, e in zip(self.t.fields, self.fields, strict=True):
+        for i, (f, e) in enumerate(zip(self.t.fields, self.fields, strict=True)):
+            rows = self.present.get(i)
+            if rows is not None:
+                if f.name not in v:
+                    continue
+                rows.append(self.n)
             e.write(v[f.name])
+        self.n += 1
 
     def finish(self, o: _Object) -> int:
         fields = []
-        for f, e in zip(self.t.fields, self.fields, strict=True):
-            fields.append({"Name": f.name, "Values": e.finish(o), "Opt": False,
-                           "Nones": dict(_ZERO_SEG)})
+        for i, (f, e) in enumerate(zip(self.t.fields, self.fields, strict=True)):
+            rows = self.present.get(i)
+            nones = dict(_ZERO_SEG)
+            if rows is not None:  # (super lays the runs out before the values)
+                nones = o.uint32s(none_runs(rows, self.n))
+            fields.append({"Name": f.name, "Values": e.finish(o), "Opt": rows is not None,
+                           "Nones": nones})
         return o.enter(RECORD, {"Length": self.n, "Fields": fields})
+
+
+def none_runs(present: list[int], n: int) -> list[int]:
+    """The runs of an optional field over ``n`` rows, as super v0.3.0 keeps them
+    (``vector.RLE``): absent, present, absent, ... starting with absent (that first
+    run may be 0), each other run non-zero; none at all when every row has the field."""
+    runs: list[int] = []
+    at = 0  # the next row not yet in a run
+    start = 0  # the first row of the present run being counted
+    counting = False
+    for r in present:
+        if counting and r == at:
+            at += 1
+            continue
+        if counting:
+            runs.append(at - start)  # the present run that ended
+        runs.append(r - at)  # the absent run before this row
+        start, at, counting = r, r + 1, True
+    if not counting:
+        return [n]  # every row absent
+    runs.append(at - start)
+    if at < n:
+        runs.append(n - at)
+    elif runs == [0, n]:
+        return []
+    return runs
+
+
+class _FusionEnc(_Enc):
+    """A fusion vector: the supertype's values, and each value's subtype as an ID
+    into the object's types section (:meth:`_Object.subtype_id`), as super writes."""
+
+    def __init__(self, t: FusionType) -> None:
+        self.t = t
+        self.values = _encoder(t.inner)
+        self.subtypes: list[Type] = []
+
+    def write(self, v: Any) -> None:
+        from .fusion import fusion_parts
+
+        sub, sv = fusion_parts(self.t, v)
+        self.subtypes.append(sub)
+        self.values.write(sv)
+
+    def finish(self, o: _Object) -> int:
+        vid = self.values.finish(o)
+        subs = o.uint32s([o.subtype_id(s) for s in self.subtypes])
+        return o.enter(FUSION, {"Values": vid, "Subtypes": subs})
 
 
 class _ArrayEnc(_Enc):
@@ -438,11 +523,14 @@ def _write_object(out: BinaryIO, values: list[tuple[Type, Any]]) -> int:
     for t, v in o.metas:
         enc.write(t, v)
     enc.end_stream()
-    header = b"CSUP" + struct.pack("<IQQQI", VERSION, len(meta), 0, len(o.data), root)
+    types = o.types_section()
+    header = b"CSUP" + struct.pack("<IQQQI", VERSION, len(meta), len(types), len(o.data),
+                                   root)
     out.write(header)
     out.write(bytes(meta))
+    out.write(types)
     out.write(bytes(o.data))
-    return len(header) + len(meta) + len(o.data)
+    return len(header) + len(meta) + len(types) + len(o.data)
 
 
 def write_csup16(out: BinaryIO, values: Iterable[tuple[Type, Any]]) -> int:

@@ -1,10 +1,12 @@
 """Writing values for a target: its columnar layout, its BSUP version.
 
-Every input path of ``csup_async.write`` (Python rows, Arrow, numpy) ends in this
-library's own writer; for another target the values it wrote are read back as
-exact ``Value``s and written again in the target's layout (:func:`transcoder`).
-That keeps one shredding path for every input; the price is a temporary file of
-the library's own layout (removed afterwards).
+Every input path of ``csup_async.write`` (Python rows, Arrow, numpy) ends in one
+writer core (:func:`csup_async.writers.v23cols.open_writer`): this library's own,
+or for ``super`` the CSUP v23 writer fed the same column batches.  For
+``super-0.3`` and ``zed-1.12`` the values the library's writer wrote are read back
+as exact ``Value``s and written again in the target's layout (:func:`transcoder`):
+one shredding path for every input, at the price of a temporary file of the
+library's own layout (removed afterwards).
 """
 
 from __future__ import annotations
@@ -135,6 +137,8 @@ def transcoder(write_to: Callable[..., int], target: str | Target) -> Callable[.
     t = resolve(target)
     if t.name == "csup-async":
         return write_to
+    if t.name == "super":  # written from the column batches directly (v23cols)
+        return lambda f, **options: write_to(f, target=t.name, **options)
 
     def run(f: BinaryIO, **options: Any) -> int:
         fd, tmp = tempfile.mkstemp(suffix=".csup", prefix="csup-target-")

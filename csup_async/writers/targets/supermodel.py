@@ -72,6 +72,8 @@ MAX_DEPTH = 200
 
 def to_super(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
     """``(type, value)`` of ``v`` (of type ``t``) in SuperDB's model."""
+    if isinstance(t, FusionType):  # a supertype's value (SuperDB's own: kept as it is;
+        return t, v  # a Value inside names its subtype: .fusion.fusion_parts)
     if isinstance(v, Value):
         t, v = v.type, v.value
     if v is None:
@@ -87,8 +89,6 @@ def to_super(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
     if isinstance(t, ErrorType):
         it, iv = to_super(t.inner, v, d)
         return (t if it == t.inner else ErrorType(it)), iv
-    if isinstance(t, FusionType):
-        raise EncodeError("fusion values are not written to a SuperDB target")
     if isinstance(t, RecordType):
         fields, out = [], {}
         for f in t.fields:
@@ -177,3 +177,4 @@ def _normal_set(et: Type, vals: list[Any]) -> list[Any]:
         append_tagged(b, encode_body(et, x, V2))
         keyed.setdefault(bytes(b), x)
     return [keyed[k] for k in sorted(keyed)]
+

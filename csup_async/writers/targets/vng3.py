@@ -13,8 +13,8 @@ nulls; records hold ``Field``s, arrays ``Lengths`` (int64 per value), unions
 ``Tags``; everything else (errors and enums included) is a ``Primitive`` of
 tagged bodies with Zed's ``Count``, ``Nulls`` and min/max; named types a
 ``Named``.  Each vector is one segment, LZ4-compressed when smaller, as Zed 1.12
-writes it (its skew threshold is unlimited).  Not written: dictionaries and
-constants (Zed writes them; plain vectors read the same).
+writes it (its skew threshold is unlimited).  A primitive column of at most 256
+distinct values is a dictionary, of one distinct value a ``Const``, as zq writes them.
 """
 
 from __future__ import annotations
@@ -304,7 +304,16 @@ def _key(t: Type, body: bytes) -> Any:
     return body  # bytes, string: byte order
 
 
+#: Zed's ``vector.MaxDictSize``: a column of more distinct values has no dictionary.
+MAX_DICT_SIZE = 256
+
+
 class _Primitive(_W):
+    """Zed's PrimitiveWriter: tagged bodies; for a primitive or enum type of at most
+    :data:`MAX_DICT_SIZE` distinct values a dictionary instead (the segment holds one
+    byte per value, its entry's index; entries in value order, each with its count),
+    and for one distinct value a ``Const`` (the value and the count), as zq writes."""
+
     def __init__(self, t: Type) -> None:
         self.t = t
         self.buf = bytearray()
@@ -312,11 +321,18 @@ class _Primitive(_W):
         self.ordered = isinstance(t, PrimitiveType) and t.name in _ORDERED
         self.lo: tuple[Any, bytes] | None = None
         self.hi: tuple[Any, bytes] | None = None
+        #: distinct bodies and their counts (Zed keeps one per primitive column)
+        self.dict: dict[bytes, int] | None = ({} if isinstance(t, PrimitiveType | EnumType)
+                                              else None)
 
     def write(self, body: bytes | None) -> None:
         assert body is not None
         append_tagged(self.buf, body)
         self.n += 1
+        if self.dict is not None:
+            self.dict[body] = self.dict.get(body, 0) + 1
+            if len(self.dict) > MAX_DICT_SIZE:
+                self.dict = None
         if self.ordered:
             k = _key(self.t, body)
             if k is None:
@@ -329,14 +345,32 @@ class _Primitive(_W):
     def meta(self, sp: _Spiller) -> tuple[Type, Any]:
         from ...format.bsup import decode_value
 
-        segmap = sp.segmap(bytes(self.buf), self.n)
+        if self.dict is not None and len(self.dict) == 1:
+            [(body, count)] = self.dict.items()
+            return (_rec("Const", ("Value", self.t), ("Count", UINT32)),
+                    {"Value": decode_value(self.t, body, typed=True), "Count": count})
+        entries = None
+        raw = bytes(self.buf)
+        if self.dict:
+            keys = sorted(self.dict, key=lambda b: self._order(b))
+            index = {b: i for i, b in enumerate(keys)}
+            raw = bytes(index[b] for b in split_tagged(raw))  # (bodies, none null)
+            entries = [{"Value": decode_value(self.t, b, typed=True), "Count": self.dict[b]}
+                       for b in keys]
+        segmap = sp.segmap(raw, self.n)
         entry = _rec("DictEntry", ("Value", self.t), ("Count", UINT32))
         t = _rec("Primitive", ("Type", TYPE), ("Segmap", SEGMAP), ("Dict", ArrayType(entry)),
                  ("Min", self.t), ("Max", self.t), ("Count", UINT32), ("Nulls", UINT32))
         lo = decode_value(self.t, self.lo[1], typed=True) if self.lo else None
         hi = decode_value(self.t, self.hi[1], typed=True) if self.hi else None
-        return t, {"Type": self.t, "Segmap": segmap, "Dict": None, "Min": lo, "Max": hi,
+        return t, {"Type": self.t, "Segmap": segmap, "Dict": entries, "Min": lo, "Max": hi,
                    "Count": self.n, "Nulls": 0}
+
+    def _order(self, body: bytes) -> tuple[int, Any]:
+        """A dictionary's order: Zed sorts its entries by value (numbers as numbers,
+        strings and bytes by their bytes; a NaN last); other types by their bodies."""
+        k = _key(self.t, body) if self.ordered else body
+        return (1, body) if k is None else (0, k)
 
 
 def write_vng3(out: BinaryIO, values: Iterable[tuple[Type, Any]]) -> int:

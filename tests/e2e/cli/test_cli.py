@@ -18,6 +18,10 @@ import pytest
 from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, main
 from tests.support.paths import DATA, ROOT
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def run(args, capsys):
     code = main([str(a) for a in args])

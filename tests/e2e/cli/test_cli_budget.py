@@ -16,6 +16,10 @@ import pytest
 import csup_async
 from csup_async.cli import EXIT_BUDGET, main
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = 60_000
 
 

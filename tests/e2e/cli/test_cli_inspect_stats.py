@@ -15,6 +15,10 @@ import csup_async
 from csup_async.cli import main
 from csup_async.scan.result import ScanStats
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 N = 100
 
 

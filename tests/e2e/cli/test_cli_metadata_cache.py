@@ -14,6 +14,10 @@ import pytest
 
 import csup_async
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROOT = Path(__file__).resolve().parents[3]
 
 

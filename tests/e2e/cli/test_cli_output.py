@@ -21,6 +21,10 @@ from csup_async.arrays import jsonout as J
 from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, EXIT_USAGE, build_parser, main
 from tests.support.paths import DATA
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def run(args, capsys):
     code = main([str(a) for a in args])

@@ -11,6 +11,10 @@ import pytest
 import csup_async
 from tests.support.servers import RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 pl = pytest.importorskip("polars")
 
 ROWS = 120_000

@@ -34,6 +34,10 @@ from tests.support import servers
 from tests.support.fault_proxy import Fault, FaultProxy, Request
 from tests.support.net import free_port
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 RETRY = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, total_timeout=8)
 READ_TIMEOUT = 0.4  # seconds of silence before a read gives up (then retries)
 CASE_BOUND = 20.0  # wall seconds any one case may take, retries included (noisy CI)

@@ -29,6 +29,10 @@ from csup_async.model.types import INT64, STRING, Field, RecordType, Type
 from csup_async.stores import HTTPStore
 from tests.support.servers import Fault, RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 # ------------------------------------------------------------- crafting ---
 def ints(values: list[int]) -> bytes:

@@ -1,5 +1,9 @@
 """Bad input: CSUP and BSUP bytes that are cut, flipped, lying or hostile.
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 Every case runs every read a user can make of a file (open, read_rows,
 read_values, scan of each top-level path, scan of all, iter_batches) and
 requires that only ``CsupError`` subclasses come out, in bounded time (a

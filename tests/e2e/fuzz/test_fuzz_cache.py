@@ -29,6 +29,10 @@ from hypothesis import strategies as st
 import csup_async
 from csup_async import DiskMetadataCache
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 EXAMPLES = int(os.environ.get("CSUP_FUZZ_EXAMPLES") or 25)
 ROWS = [{"id": i, "name": f"n{i * 31 % 1009}", "x": i / 7} for i in range(2000)]
 MAGIC_LEN, LEN = 8, struct.Struct("<I")

@@ -1,5 +1,9 @@
 """Structure-aware mutation of valid files, through every read path.
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 Seeds are valid CSUP files made with ``csup_async.write`` (several super
 types; nested records, arrays, maps, unions, enums, named types; nulls; long
 strings; small ``segment_thresh`` so columns have several segments; LZ4 and

@@ -100,8 +100,6 @@ async def test_branches_now_are_those_super_listed_last(name: str) -> None:
 @pytest.mark.parametrize("name", list(DBS))
 async def test_real_super_reads_our_load(tmp_path: Path, name: str) -> None:
     DB, _ = _db(name)
-    if name == "main":
-        pytest.skip("lake load into a super main database (BSUP 5 objects) is not written yet")
     exe = realtools.require(DBS[name][2], "super")
     db = tmp_path / "db"
     shutil.copytree(DB, db)
@@ -110,22 +108,80 @@ async def test_real_super_reads_our_load(tmp_path: Path, name: str) -> None:
              "tags": ["x"], "extra": None if i % 2 else i} for i in range(7)]
     async with open_lake(str(db)) as lake:
         pool = await lake.pool("logs@dev")
-        commit = await pool.load(rows, message="loaded by csup-async", author="tester")
+        commit = await pool.load(rows, message="loaded by csup-async", author="tester",
+                                 csup=True)
         ours = _rows((await (await lake.pool("logs@dev")).scan()).to_pylist())
     printed = realtools.run(exe, "db", "-db", str(db), "-j", "-c", "from logs@dev")
     assert [json.loads(x) for x in printed.decode().splitlines()] == ours
     assert [r["id"] for r in ours][-7:] == [1000 + i for i in range(7)]
     log = realtools.run(exe, "db", "-db", str(db), "log", "-use", "logs@dev").decode()
     assert f"commit {commit}" in log and "loaded by csup-async" in log
+    # the .csup copy is committed as a vector (``commits.AddVector``), as super lists it
+    vectors = realtools.run(exe, "db", "-db", str(db), "-j", "-c",
+                            "from logs@dev:vectors | values ksuid(id)").decode().split()
+    async with open_lake(str(db)) as lake:
+        pool = await lake.pool("logs@dev")
+        assert sorted(json.loads(v) for v in vectors) == sorted(
+            o.name for o in pool.objects if pool.has_vector(o))
+        assert _rows((await pool.scan(csup=True)).to_pylist()) == ours
 
 
-async def test_load_into_a_super_main_database_is_a_clear_error(tmp_path: Path) -> None:
-    from csup_async.lake import LakeError
+def _record_types(path: Path) -> list[str]:
+    """The record types of a SuperDB database object (BSUP 2 or 5), as text."""
+    from csup_async.format.superdb import bsup2, bsup5
 
-    DB, _ = _db("main")
+    data = path.read_bytes()
+    if data[:1] == b"\x85":
+        return [str(t) for t, _ in bsup5.read_values(data)]
+    assert data[:1] == b"\x82", path
+    return [str(t) for t, _ in bsup2.read_values(data, bsup2.V2)]
+
+
+async def _create_pool_and_branch(db: Path) -> None:
+    ts0 = np.datetime64("2025-01-01T00:00:00", "ns")
+    async with open_lake(str(db)) as lake:
+        await lake.create_pool("p2", key="ts", order="asc")
+        await lake.create_branch("logs", "b2")
+        await (await lake.pool("p2@main")).load(
+            [{"ts": ts0 + np.timedelta64(i, "s"), "n": i} for i in range(3)])
+        await (await lake.pool("logs@b2")).load([{"ts": ts0, "id": 99, "msg": "b2"}])
+
+
+@pytest.mark.parametrize("name", list(DBS))
+async def test_create_pool_and_branch_write_supers_records(tmp_path: Path, name: str) -> None:
+    """``create_pool``/``create_branch`` in a SuperDB database write journal entries in
+    its BSUP version, typed as super's own (``pools.Config`` with an ``order.SortKey``,
+    no ``seek_stride`` on main), and ``open_lake`` reads them back."""
+    DB, _ = _db(name)
     db = tmp_path / "db"
     shutil.copytree(DB, db)
+    await _create_pool_and_branch(db)
+    pools = sorted((db / "pools").glob("*.bsup"), key=lambda p: int(p.stem))
+    assert _record_types(pools[-1]) == _record_types(pools[0])  # super's own first entry
     async with open_lake(str(db)) as lake:
-        pool = await lake.pool("logs@main")
-        with pytest.raises(LakeError, match="BSUP version 5"):
-            await pool.load([{"ts": np.datetime64("2024-01-01T00:00:00", "ns"), "id": 1}])
+        cfg = lake.pool_config("p2")
+        assert (cfg.order, cfg.key) == ("asc", ("ts",))
+        assert [r["n"] for r in (await (await lake.pool("p2@main")).scan()).to_pylist()] == \
+            [0, 1, 2]
+        assert "b2" in {b.name for b in await lake.branches("logs")}
+    bdir = db / cfg.id_str / "branches"
+    first = sorted(bdir.glob("*.bsup"), key=lambda p: int(p.stem))[0]
+    logs_dir = next(p for p in DB.iterdir() if p.is_dir() and p.name != "pools")
+    # (super's own first branch entry: journal.Add of main)
+    assert _record_types(first) == _record_types(logs_dir / "branches" / "1.bsup")
+
+
+@pytest.mark.parametrize("name", list(DBS))
+async def test_real_super_reads_our_new_pool_and_branch(tmp_path: Path, name: str) -> None:
+    DB, _ = _db(name)
+    exe = realtools.require(DBS[name][2], "super")
+    db = tmp_path / "db"
+    shutil.copytree(DB, db)
+    await _create_pool_and_branch(db)
+    listed = realtools.run(exe, "db", "-db", str(db), "ls").decode()
+    assert "p2 " in listed and "key ts order asc" in listed
+    assert "logs@b2 commit" in realtools.run(exe, "db", "-db", str(db), "ls", "logs").decode()
+    rows = realtools.run(exe, "db", "-db", str(db), "-j", "-c", "from p2@main").decode()
+    assert [json.loads(x)["n"] for x in rows.splitlines()] == [0, 1, 2]
+    rows = realtools.run(exe, "db", "-db", str(db), "-j", "-c", "from logs@b2").decode()
+    assert json.loads(rows.splitlines()[-1])["msg"] == "b2"

@@ -1,5 +1,9 @@
 """A service's event loop under concurrent scans: it never blocks, and threads stay put.
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 A service runs ``async with csup_async.open(url) as r: await r.scan(cols)`` for
 many clients at once on one loop.  Here 200 such scans run concurrently in
 asyncio's debug mode with ``slow_callback_duration = 0.01``, on a local file and

@@ -23,6 +23,10 @@ import pytest
 import csup_async
 from tests.support import servers
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = 30_000
 COLUMNS = ["id", "s"]
 WORKERS = 2

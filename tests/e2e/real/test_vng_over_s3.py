@@ -8,9 +8,15 @@ import dataclasses
 import io
 from pathlib import Path
 
+import pytest
+
 import csup_async
 import planner as P
 from tests.support.zedjson import load_lines
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 REAL = Path(__file__).resolve().parents[3] / "tests" / "data" / "real"
 COLS = ["id", "grp", "tags", "rec.a"]

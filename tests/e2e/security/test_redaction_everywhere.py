@@ -19,6 +19,10 @@ from csup_async import CsupError, col
 from csup_async.cli import main
 from tests.support.servers import RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 SIG = "Sig0123456789abcdefSECRET"
 CRED = "AKIAQUERYSECRET"
 QUERY = (f"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={CRED}%2F20260101%2Fus-east-1"

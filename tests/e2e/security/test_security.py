@@ -39,6 +39,10 @@ from csup_async.stores import GCSStore, HTTPStore, RetryPolicy, S3Store
 from tests.support.paths import ROOT
 from tests.support.servers import Fault, RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.01, total_timeout=5)
 SIG = "Sig0123456789abcdefSECRET"
 CRED = "AKIAQUERYSECRET"

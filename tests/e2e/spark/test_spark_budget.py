@@ -20,6 +20,10 @@ if spark_unavailable() is not None:
 import csup_async
 from csup_async.spark.session import local_session
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = 40_000
 
 

@@ -20,6 +20,10 @@ import csup_async
 from csup_async.spark import PUSHDOWN_CONF
 from csup_async.spark.session import local_session
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 FILES = {
     "vng": REAL / "zed1.12-all.vng",

@@ -38,6 +38,10 @@ from csup_async.spark.filters import to_expr
 from csup_async.spark.session import local_session, spark_unavailable
 from planner import filters as F
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 PATHS = {"n": "n", "s": "s", "t": "t", "r": "r", "f": "f"}
 T = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 

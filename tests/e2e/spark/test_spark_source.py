@@ -25,6 +25,10 @@ from csup_async.spark.listing import is_hidden
 from csup_async.spark.session import local_session
 from csup_async.spark.write import STAGING
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 UTC = dt.UTC
 
 

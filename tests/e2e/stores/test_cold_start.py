@@ -19,8 +19,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import csup_async
 from tests.support.servers import MotoS3, RangeServer
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORK = ("aiohttp", "yarl", "multidict", "botocore", "aiobotocore", "urllib3", "boto3")

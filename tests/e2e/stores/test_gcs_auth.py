@@ -38,6 +38,10 @@ from tests.support.google_local import (
 )
 from tests.support.paths import ROOT
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = [{"id": i, "name": f"n{i}"} for i in range(300)]
 _ENV_DROPPED = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN",
                 "STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY",

@@ -14,6 +14,10 @@ import csup_async
 import planner as P
 from csup_async import NotFoundError, ObjectChangedError
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _rows(n: int, seed: int = 1) -> list[dict]:
     rng = np.random.default_rng(seed)

@@ -20,6 +20,10 @@ from csup_async import AccessDeniedError
 from csup_async.stores import S3Store
 from tests.support.fault_proxy import Fault, FaultProxy
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = [{"id": i, "name": f"n{i}"} for i in range(2000)]
 
 

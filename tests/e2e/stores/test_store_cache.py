@@ -24,6 +24,10 @@ from csup_async.stores import HTTPStore, shared
 from tests.support.paths import ROOT
 from tests.support.servers import MotoS3, RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _csup(n: int, seed: int = 0) -> bytes:
     out = io.BytesIO()

@@ -24,6 +24,10 @@ from tests.support import servers
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import netsim
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 MiB = 1 << 20
 
 

@@ -15,6 +15,10 @@ import csup_async
 from csup_async.cli import EXIT_STORE, main
 from csup_async.stores import FsspecStore
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = [{"id": i, "name": f"n{i}", "tags": ["a"] * (i % 3)} for i in range(500)]
 
 

@@ -16,6 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 pa = pytest.importorskip("pyarrow")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))

@@ -23,6 +23,10 @@ from csup_async.model.progress import Meter, Progress, tracking
 from csup_async.stores import HTTPStore
 from planner import get_profile
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 N_FILES = 4
 #: S3's figures with a tail read too short to hold the files' data (every verb reads)
 SHORT_TAIL = dataclasses.replace(get_profile("s3"), name="short-tail", tail_min=16 << 10,

@@ -7,6 +7,10 @@ import pytest
 import csup_async
 from csup_async import ColumnNotFoundError
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 @pytest.fixture
 def files(tmp_path):

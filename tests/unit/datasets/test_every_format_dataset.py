@@ -16,6 +16,10 @@ import pytest
 import csup_async
 from csup_async.cli import main
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 FORMATS = {
     "csup": None,  # written by this library (below)

@@ -13,6 +13,10 @@ from planner.filters import FilterError, col
 from planner.filtertext import parse_filter
 from planner.partitions import HIVE_NULL, PartitionError
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 LAYOUT = {  # relative path -> rows (as Spark/pyarrow lay it out)
     "year=2023/kind=push/part-0.csup": [{"id": 1, "n": 10}, {"id": 2, "n": 20}],
     "year=2024/kind=push/part-0.csup": [{"id": 3, "n": 30}],

@@ -16,6 +16,10 @@ from csup_async.format.meta import MapColumn
 from csup_async.model.types import RecordType
 from tests.support.paths import ROOT
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _without_map_lengths(data: bytes) -> bytes:
     """The same file with its top-level map column re-encoded without ``lengths``."""

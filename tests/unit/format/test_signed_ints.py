@@ -1,5 +1,9 @@
 """Signed integers are sign-and-magnitude, exactly as Zed writes them.
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 Zed's ``zcode/counted.go`` (``EncodeCountedVarint`` / ``DecodeCountedVarint``,
 the same in every version up to SuperDB's ``scode``) stores a signed int as its
 magnitude shifted left one bit with the sign in bit 0, little-endian with high

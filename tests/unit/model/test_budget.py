@@ -16,6 +16,10 @@ from csup_async.model.errors import ArgumentError, BudgetError
 from csup_async.stores import HTTPStore
 from planner.bill import GCS_PRICES, S3_PRICES, Prices, bill, prices_for
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _file() -> bytes:
     out = io.BytesIO()

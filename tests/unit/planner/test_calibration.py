@@ -98,3 +98,18 @@ def test_a_busy_client_s_delays_do_not_set_the_figures() -> None:
     p = calibrated(S3, true + busy)
     assert abs(p.latency - 0.150) / 0.150 < 0.25
     assert abs(p.bandwidth - 30e6) / 30e6 < 0.25
+
+
+def test_transfers_that_shared_the_client_never_make_the_endpoint_slower() -> None:
+    """A body received beside others of the same endpoint is paced by the client (its one
+    loop, a busy machine) as much as by its connection: slow ones leave the static
+    bandwidth (and the connections and part sizes that follow from it) alone, while a
+    fast one still shows a faster endpoint."""
+    slow = [Sample(S3.latency, 4 * MiB, 4 * MiB / 10e6, shared=True) for _ in range(20)]
+    p = calibrated(S3, slow)
+    assert p.bandwidth == S3.bandwidth
+    assert (p.concurrency, p.min_part) == (S3.concurrency, S3.min_part)
+    fast = [Sample(S3.latency, 4 * MiB, 4 * MiB / 400e6, shared=True) for _ in range(20)]
+    assert calibrated(S3, fast).bandwidth > S3.bandwidth
+    alone = [Sample(S3.latency, 4 * MiB, 4 * MiB / 10e6) for _ in range(20)]
+    assert calibrated(S3, alone).bandwidth < S3.bandwidth  # a solo transfer still counts

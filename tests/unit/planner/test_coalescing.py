@@ -15,7 +15,9 @@ from csup_async.model.types import INT64
 from tests.support.planner_builders import check_requests, expected_cap, make_meta, record
 
 KiB, MiB = 1 << 10, 1 << 20
-S3 = P.PROFILES["s3"]
+# the s3 profile at the 1 MiB min_part these tests' figures were worked out for (the
+# profile's own is 2 MiB since #38 item 4; the mechanisms are the same)
+S3 = dataclasses.replace(P.PROFILES["s3"], min_part=1 << 20)
 
 
 def seg(offset: int, length: int) -> Segment:
@@ -211,17 +213,17 @@ def test_interleaved_tiny_segments_local_vs_s3():
     t, c = record(a=(INT64, PrimitiveColumn(tuple(a)), ()),
                   b=(INT64, PrimitiveColumn(tuple(b)), ()))
     meta = make_meta((t,), (c,), (seg(8192000, 1),))
-    s3 = P.plan_scan(meta, ["a"], "s3")
+    s3 = P.plan_scan(meta, ["a"], S3)
     # a 2 kB gap costs far less than a 50 ms request: read through them (in parts of
     # at least min_part, spread over the connections)
     assert s3.request_count == 7 and s3.amplification == pytest.approx(2.0, abs=0.01)
-    one = P.plan_scan(meta, ["a"], dataclasses.replace(P.get_profile("s3"), min_part=0))
+    one = P.plan_scan(meta, ["a"], dataclasses.replace(S3, min_part=0))
     assert one.request_count == 1
-    bounded = P.plan_scan(meta, ["a"], "s3", max_amplification=0.25)
+    bounded = P.plan_scan(meta, ["a"], S3, max_amplification=0.25)
     assert bounded.bytes_to_read <= 1.25 * bounded.bytes_needed
     assert 1 < bounded.request_count < 2000
     check_requests(bounded.segments, bounded.requests, bounded.profile)
-    strict = P.plan_scan(meta, ["a"], "s3", max_amplification=0)
+    strict = P.plan_scan(meta, ["a"], S3, max_amplification=0)
     assert strict.request_count == 2000 and strict.amplification == 1.0
 
 
@@ -357,9 +359,9 @@ def test_explain_shows_connections_and_the_estimate():
     t, c = record(a=(INT64, PrimitiveColumn(tuple(seg(i * MiB // 2, MiB // 2)
                                                   for i in range(13))), ()))
     meta = make_meta((t,), (c,), (seg(7 * MiB, 1),))
-    text = P.plan_scan(meta, ["a"], "s3", warm=1).explain()
+    text = P.plan_scan(meta, ["a"], S3, warm=1).explain()
     assert "connections: 1 warm, 0 new; estimated 118 ms" in text
-    text = P.plan_scan(meta, ["a"], "s3").explain()
+    text = P.plan_scan(meta, ["a"], S3).explain()
     assert "connections: 0 warm, 6 new (100 ms setup each)" in text
 
 

@@ -1,4 +1,8 @@
 """pyarrow's list form of filters (``filters=[("a", ">", 3)]``) keeps exactly the rows
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 pyarrow keeps: checked against ``pyarrow.parquet.filters_to_expression`` on the same
 rows, for generated filters, and end to end through ``read(filters=)``."""
 

@@ -1,4 +1,8 @@
 """The filter text's ``like``, ``between``, ``in (...)`` and double-quoted strings
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 (issue #39, item 21): parsed as SuperDB writes them, evaluated exactly (a hypothesis
 differential against an independent Python reference, with NaN and signed zero, and
 against polars' SQL), through ``read(filter=...)``, ``scan_polars`` and the CLI."""

@@ -14,6 +14,10 @@ import pytest
 
 import planner as P
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 writer = pytest.importorskip("csup_async.writers.writing")
 fmt = pytest.importorskip("csup_async.format.csup")
 lz4_block = pytest.importorskip("lz4.block")

@@ -21,6 +21,10 @@ from planner.filtertext import parse_filter
 from planner.pruning import STATISTICS, file_truth, path_stats, prune_files
 from tests.support.rowpaths import named_by_no_row
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 T0 = np.datetime64("2024-01-01T00:00:00", "ns")
 
 # rows of several super types: nulls, NaN, -0.0, absent fields, a nested record, long

@@ -21,6 +21,10 @@ from csup_async.stores import HTTPStore
 from planner import get_profile
 from tests.support.shapes import shape_rows
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = 30_000
 STEP = 10
 COLS = ["ts", "k", "pad"]

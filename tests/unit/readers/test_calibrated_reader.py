@@ -7,9 +7,15 @@ import io
 import random
 from typing import Any
 
+import pytest
+
 import csup_async
 from csup_async.stores import HTTPStore
 from planner.profiles import PROFILES
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 
 def _file() -> bytes:

@@ -88,8 +88,8 @@ def test_zq_reads_our_bsup_of_records_differing_only_in_optionality(tmp_path: Pa
     ``{r:fusion({x?:1},<{x:int64}>),b:3}`` to BSUP: the bytes zq v1.12.0 and v1.7.0 read
     (their output committed beside ``ours.bsup``; live when the binaries are built)."""
     out = tmp_path / "ours.bsup"
-    subprocess.run([sys.executable, "-m", "csup_async.cli", "convert",
-                    str(DATA / "typedefs.csup"), str(out)], check=True, cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "csup_async.cli", "convert", "--target",
+                    "csup-async", str(DATA / "typedefs.csup"), str(out)], check=True, cwd=ROOT,
                    capture_output=True)
     assert out.read_bytes() == (DATA / "ours.bsup").read_bytes()
     for o in (oracles.ZQ_1_12, oracles.ZQ_1_7):

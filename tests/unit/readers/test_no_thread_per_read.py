@@ -22,6 +22,10 @@ import csup_async.readers.loading as loading_mod
 from csup_async.model.errors import FormatError
 from csup_async.scan import pool, scan
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _file(tmp_path: Path, rows: int, segment_thresh: int) -> Path:
     out = io.BytesIO()

@@ -1,5 +1,9 @@
 """One scan program, and every selection on files of several super types.
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ``reader.plan(...)`` is what ``scan(...)`` runs: a ``ScanProgram`` that explains itself
 and that ``execute`` runs without planning again.  Files whose rows have two super
 types (a ``None`` written with ``fuse=False``) prune, limit and take like files of one.

@@ -21,6 +21,10 @@ from planner.filters import FilterError, col, matches
 from planner.filtertext import parse_filter
 from tests.support.rowpaths import named_by_no_row
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 rows_st = st.lists(st.fixed_dictionaries(
     {"id": st.integers(-5, 5)},
     optional={"v": st.one_of(st.none(), st.floats(-3, 3), st.just(math.nan)),

@@ -183,7 +183,7 @@ def test_cli_scan_columns():
 def test_cli_inspect_names_the_writer_and_version():
     done = _cli("inspect", str(DATA / "objects.csup"))
     assert done.returncode == 0, done.stderr
-    assert "written by super v0.3.0, header version 16" in done.stdout
+    assert "the layout of super v0.3.0 (target super-0.3), header version 16" in done.stdout
     assert "objects: 3" in done.stdout and "rows: 250,000" in done.stdout
     doc = json.loads(_cli("inspect", "--json", str(DATA / "nested.csup")).stdout)
     assert doc["writer"] == "super v0.3.0" and doc["version"] == 16 and doc["rows"] == 300
@@ -254,7 +254,7 @@ def test_the_sync_face_reads_superdb_files():
 def test_cli_convert_to_the_trailer_layout(tmp_path):
     """super's file converted to this library's layout keeps every value and type."""
     out = tmp_path / "nested.csup"
-    done = _cli("convert", str(DATA / "nested.csup"), str(out))
+    done = _cli("convert", "--target", "csup-async", str(DATA / "nested.csup"), str(out))
     assert done.returncode == 0, done.stderr
 
     async def values(p):

@@ -52,5 +52,5 @@ def test_inspect_names_v0_2():
             return describe_file(r.meta, r.path)
 
     text = asyncio.run(go())
-    assert "written by super v0.2.0, header version 14" in text
+    assert "the layout of super v0.2.0, header version 14" in text
     assert "(header 28, metadata" in text

@@ -140,6 +140,6 @@ def test_inspect_names_the_writer_and_the_parts(capsys):
 
     assert main(["inspect", str(DATA / "parts.csup")]) == 0
     out = capsys.readouterr().out
-    assert "written by super main (2026), header version 23" in out
+    assert "the layout of super main (2026)" in out and "header version 23" in out
     assert "parts: 2" in out and "part 1: bytes 1,750-6,147" in out
     assert "fused type {id:int64,cat:string" in out

@@ -43,6 +43,10 @@ from tests.support.checksum_files import (
     small_segments_csup,
 )
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _named(e: BaseException, path: str, label: str, index: int, n: int, seg: Segment) -> None:
     text = str(e)

@@ -1,4 +1,8 @@
 """Filters never drop a row the rows themselves match, on every read path: out-of-range
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 time literals, NaT, NaN and self-contradicting statistics, misspelled columns and
 literals Python cannot hold.
 

@@ -1,4 +1,8 @@
 """Late materialization by gathers (issue 38): a filtered scan, ``rows=``, ``take`` and
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 ``limit=`` of a log-shaped file give exactly the rows of the unfiltered read, for every
 kind of column (strings, nested optional records, unions, arrays, nulls, missing fields),
 in files of one fused super type and of many (``fuse=False``), in small segments so a

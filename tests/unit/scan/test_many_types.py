@@ -23,6 +23,10 @@ import planner as P
 from csup_async.model.errors import FormatError
 from tests.support.reference_reader import reference_values
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 KINDS = ["int", "str", "float", "bool", "rec", "list"]
 
 

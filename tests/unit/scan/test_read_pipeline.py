@@ -29,6 +29,10 @@ from csup_async.model.values import Value
 from tests.support.reference_reader import reference_values
 from tests.support.strategies import typed_values
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 pa = pytest.importorskip("pyarrow")
 
 

@@ -23,6 +23,10 @@ from csup_async.datasets.dataset import Dataset
 from planner.filters import col, matches
 from planner.filtertext import parse_filter
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 SHAPES = {  # files of different shapes in one dataset
     "a.csup": [{"x": i, "y": "ab"[i % 2]} for i in range(40)],
     "b.csup": [{"z": True}] * 3,  # neither x nor y

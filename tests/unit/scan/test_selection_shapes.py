@@ -1,4 +1,8 @@
 """Filters, ``limit``, ``take`` and ``iter_batches(filter=)`` on files of many super types
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 and on datasets: the rows Python's own filter gives, reading only what holds them.
 
 Rows with nulls and absent fields written with ``fuse=False`` make one super type per

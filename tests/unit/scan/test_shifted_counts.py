@@ -24,6 +24,10 @@ from csup_async import FormatError
 from tests.support.fuzz_counts import counted, with_statistics
 from tests.support.fuzz_model import decode, get, put, streams
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROWS = [{"a": i * 10, "n": i} for i in range(40)]
 
 

@@ -47,6 +47,10 @@ from csup_async.spark.schema import (
 )
 from csup_async.spark.write import STAGING, CsupCommitMessage, CsupWriter
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _meta(path: Path, rows: list[Any]) -> Any:
     csup_async.write(str(path), rows)

@@ -24,6 +24,10 @@ from csup_async.stores.config import (
 )
 from csup_async.stores.retry import RetryPolicy
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ENDPOINT = "http://127.0.0.1:9000"
 AKID, SECRET, TOKEN = "AKIDEXAMPLE", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY", "SESSIONTOKENXYZ"
 WANT_S3 = S3Config(endpoint=ENDPOINT, region="eu-west-1", access_key_id=AKID,

@@ -19,6 +19,10 @@ from csup_async import DiskMetadataCache
 from csup_async.model.errors import CsupError
 from csup_async.stores.shared import STABLE_SCOPE
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = r"""

@@ -11,11 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import csup_async
 from csup_async.stores import HTTPStore, S3Store
 from csup_async.stores.calibrate import endpoint_of, measurements_for
 from csup_async.stores.diskcache import DiskMetadataCache
 from planner.profiles import PROFILES
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
 

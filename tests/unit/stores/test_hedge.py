@@ -20,6 +20,10 @@ from csup_async.stores import HTTPStore
 from csup_async.stores.hedge import HedgePolicy, HedgeState, hedged
 from tests.support.servers import Fault
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 DATA = bytes(range(256)) * 400  # 102,400 bytes
 
 

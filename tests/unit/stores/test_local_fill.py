@@ -17,6 +17,10 @@ from csup_async.model.errors import ObjectChangedError, TruncatedError
 from csup_async.stores import local
 from csup_async.stores.local import LocalStore
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 pa = pytest.importorskip("pyarrow")
 
 

@@ -16,6 +16,10 @@ from csup_async.stores import HTTPStore, RetryPolicy
 from csup_async.stores.pacing import Pacer, PacingPolicy, pacer_for
 from tests.support.servers import RangeServer
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 N = 40  # requests a second the server accepts
 
 

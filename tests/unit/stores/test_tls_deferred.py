@@ -21,6 +21,10 @@ from aiohttp import web
 import csup_async
 from tests.support.net import LoopThread
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 trustme = pytest.importorskip("trustme")
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -10,6 +10,10 @@ import csup_async
 from csup_async.sync.polars_source import pushable_filter
 from planner.filters import col
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 pl = pytest.importorskip("polars")
 
 ROWS = [{"i": i, "f": i / 4, "s": f"k{i % 13}", "b": i % 2 == 0,

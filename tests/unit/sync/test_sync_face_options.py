@@ -14,6 +14,10 @@ import pytest
 import csup_async
 from csup_async import BudgetError, ConfigError, CsupError
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 ROWS = [{"i": i * 7919 % 100003, "s": f"v{i % 7}"} for i in range(60000)]
 

@@ -25,6 +25,10 @@ from csup_async.writers.arrow_input import arrow_values  # noqa: E402
 from csup_async.writers.arrow_write import fast_writer  # noqa: E402
 from csup_async.writers.writer import Writer  # noqa: E402
 
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _int(bits: int, signed: bool) -> st.SearchStrategy[int]:
     if signed:

@@ -52,11 +52,20 @@ def test_convert_ndjson_is_the_write_of_its_rows(tmp_path: Path) -> None:
 
 def test_convert_of_a_csup_file_with_nothing_to_change_copies_it(tmp_path: Path) -> None:
     src = tmp_path / "in.csup"
-    csup_async.write(src, ROWS, segment_thresh=512)
-    assert csup_async.convert(src, tmp_path / "same.csup") == len(ROWS)
+    csup_async.write(src, ROWS, segment_thresh=512, target="csup-async")
+    assert csup_async.convert(src, tmp_path / "same.csup", target="csup-async") == len(ROWS)
     assert (tmp_path / "same.csup").read_bytes() == src.read_bytes()
+    # the default target is super: our own layout is written again as CSUP v23, and a
+    # v23 file (already in the default's layout) is copied
+    assert csup_async.convert(src, tmp_path / "v23.csup") == len(ROWS)
+    v23 = (tmp_path / "v23.csup").read_bytes()
+    assert v23[:8] == b"CSUP" + (23).to_bytes(4, "little")
+    assert _rows(tmp_path / "v23.csup") == _rows(src)
+    assert csup_async.convert(tmp_path / "v23.csup", tmp_path / "again.csup") == len(ROWS)
+    assert (tmp_path / "again.csup").read_bytes() == v23
     # a writer option asks for a new layout: the values are written again
-    assert csup_async.convert(src, tmp_path / "new.csup", segment_thresh=1 << 20) == len(ROWS)
+    assert csup_async.convert(src, tmp_path / "new.csup", segment_thresh=1 << 20,
+                              target="csup-async") == len(ROWS)
     assert (tmp_path / "new.csup").read_bytes() != src.read_bytes()
     assert _rows(tmp_path / "new.csup") == _rows(src)
 

@@ -40,6 +40,10 @@ from csup_async.writers.fuse import encode_fused, fuse_types
 from tests.support.paths import ROOT
 from tests.support.sparse_rows import sparse_ndjson
 
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 async def _read(path: Path) -> tuple[list[Any], list[str]]:
     async with csup_async.open(str(path)) as r:

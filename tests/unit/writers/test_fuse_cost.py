@@ -23,6 +23,10 @@ from csup_async.model.types import NULL, Type
 from csup_async.writers.fuse import fuse_all, fuse_types
 from tests.support.strategies import types
 
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 VALUES: dict[str, Callable[[int], Any]] = {
     "datetime": lambda i: dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i),
     "timedelta": lambda i: dt.timedelta(microseconds=i),

@@ -58,7 +58,7 @@ def _read_bytes(b: bytes) -> list[Value]:
 def _own(tmp_path) -> list[Value]:
     """ROWS as this library's own layout types them (rows fused as ``write`` does)."""
     path = str(tmp_path / "own.csup")
-    csup_async.write(path, ROWS)
+    csup_async.write(path, ROWS, target="csup-async")
     return _read(path)
 
 
@@ -361,6 +361,11 @@ def test_property_the_real_tool_reads_what_we_write(target, kind):
     @settings(max_examples=int(os.environ.get("TARGET_EXAMPLES", "15")), deadline=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
     def check(groups):
+        from tests.unit.writers.test_v03_union_tag import v03_union_tag_panics
+
+        if target == "super-0.3" and kind == "csup" and v03_union_tag_panics(
+                [t for t, _ in groups]):
+            return  # super v0.3.0 panics on its own file of these (test_v03_union_tag)
         vals = [Value(t, v) for t, vs in groups for v in vs]
         out = io.BytesIO()
         try:

@@ -22,6 +22,10 @@ from csup_async.model.values import Value
 from tests.support.paths import DATA
 from tests.support.strategies import typed_values
 
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 
 def _csup(values, **opts) -> bytes:
     out = io.BytesIO()

@@ -24,6 +24,10 @@ import csup_async
 from csup_async.model.values import Value
 from csup_async.writers.writer import Writer
 
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
+
 PKG = Path(csup_async.__file__).resolve().parent / "writers"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import lz4.block
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +31,10 @@ from csup_async.format.csup import find_trailer, parse_reassembly
 from csup_async.format.meta import PrimitiveColumn, RecordColumn, Segment
 from csup_async.model.types import NULL, ArrayType, PrimitiveType, RecordType
 from csup_async.writers.segstats import MAX_BOUND_BYTES
+
+#: About this library's own layout (its bytes, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 
 def _csup(rows: Any, **opts: Any) -> bytes:
