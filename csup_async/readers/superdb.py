@@ -130,9 +130,7 @@ class HeaderLayoutReader(WholeObjectReader):
                     await read(have, start + head - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
-                obj = parse_metadata(buf.get(start, hdr.meta_size), off, hdr)
-                obj.nodes.path = self.path  # type: ignore[attr-defined] # its errors name it
-                objects.append(obj)
+                objects.append(self._parsed(buf.get(start, hdr.meta_size), off, hdr, size))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
         except CsupError as e:
@@ -145,6 +143,24 @@ class HeaderLayoutReader(WholeObjectReader):
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
         self.open_stats.wall = time.perf_counter() - t0
+
+    def _parsed(self, section: bytes | memoryview, off: int, hdr: Any, size: int
+                ) -> ObjectMeta:
+        """The object's metadata: parsed, or as this process parsed the same bytes of the
+        same object before (:mod:`.parsememo`, as the trailer layout's open does; its
+        vectors made by earlier reads are kept with it).  Keyed by the path too: a
+        vector's error names the file it was read from."""
+        from .parsememo import parse_memo
+
+        memo = parse_memo()
+        key = memo.key(section, ("superdb", self.path, off, hdr), size, self.max_metadata)
+        known = memo.get(key)
+        if known is not None:
+            return known[0]  # type: ignore[no-any-return]
+        obj = parse_metadata(section, off, hdr)
+        obj.nodes.path = self.path  # type: ignore[attr-defined] # its errors name it
+        memo.put(key, obj)
+        return obj
 
     # -------------------------------------------------------------- schema ---
     @property
