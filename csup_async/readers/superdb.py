@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import planner as P
 from planner.dnf import as_expr
+from planner.filters import Truth, zone_truth
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
 from ..format.meta import PrimitiveColumn, Segment
+from ..format.superdb.bsup5 import columnar
 from ..format.superdb.meta import (
     HEADER_SIZE,
     ObjectMeta,
@@ -38,6 +40,7 @@ from ..format.superdb.meta import (
     parse_metadata,
     root_types,
 )
+from ..format.superdb.v23 import ObjectMeta5, is_v23_tail
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.selection import check_limit
@@ -47,6 +50,7 @@ from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
 from ..scan.superdb.held import HeldBytes
 from ..scan.superdb.vectors import Decoder, segment_bytes
+from .parsememo import parse_memo
 from .reader import Reader
 from .wholeobject import WholeObjectReader
 
@@ -74,8 +78,6 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
                                   ) -> None:
-        from ..format.superdb.v23 import is_v23_tail
-
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
@@ -150,8 +152,6 @@ class HeaderLayoutReader(WholeObjectReader):
         same object before (:mod:`.parsememo`, as the trailer layout's open does; its
         vectors made by earlier reads are kept with it).  Keyed by the path too: a
         vector's error names the file it was read from."""
-        from .parsememo import parse_memo
-
         memo = parse_memo()
         key = memo.key(section, ("superdb", self.path, off, hdr), size, self.max_metadata)
         known = memo.get(key)
@@ -198,8 +198,6 @@ class HeaderLayoutReader(WholeObjectReader):
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
-        from planner.filters import Truth, zone_truth
-
         from ..scan.superdb.pruning import object_stats
 
         objs = self.meta.objects if objects is None else objects
@@ -261,8 +259,6 @@ class HeaderLayoutReader(WholeObjectReader):
 
     def _types(self, paths: list[str]) -> dict[str, Type]:
         """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
-        from ..format.superdb.bsup5 import columnar
-
         if self.meta.version >= 23:
             return {p: columnar(t) for p, t in super()._types(paths).items()}
         out = {}
@@ -307,8 +303,6 @@ class HeaderLayoutReader(WholeObjectReader):
         return got
 
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
-        from ..format.superdb.v23 import ObjectMeta5
-
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
         if obj.header.version == 16 and obj.header.type_size:
             types = self._v16_types(obj)
@@ -565,8 +559,6 @@ class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
     def __init__(self, meta: SuperDBMeta, fused: Type | None = None) -> None:
-        from ..format.superdb.bsup5 import columnar
-
         self.meta = meta
         self.super_types = meta.super_types
         #: CSUP v23: the type its footers hold, every value's type fused (None: older files)

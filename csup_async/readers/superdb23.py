@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import planner as P
 from planner.superdb import OpenCost, hop_read
 
+from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.meta import Header, check_row_count, file_types
 from ..format.superdb.v23 import (
     FOOTER_HEADER,
@@ -26,6 +27,7 @@ from ..format.superdb.v23 import (
     TRAILER,
     ObjectMeta5,
     Part,
+    is_v23_tail,
     parse_footer,
     parse_metadata,
     parse_object_header,
@@ -170,7 +172,6 @@ def fused_type(parts: tuple[Part, ...]) -> Type | None:
             ts.append(p.fused)
     if len(ts) == 1:
         return ts[0]
-    from ..format.superdb.bsup5 import sort_union
 
     return sort_union(ts)
 
@@ -184,8 +185,6 @@ def footer_type(tail: TailRead) -> Type | None:
     What the driver of a Spark read needs to infer a schema: one request per file,
     where opening the file costs a second read at its head for the objects' metadata.
     """
-    from ..format.superdb.v23 import is_v23_tail
-
     data, base, size = tail.data, tail.offset, tail.info.size
     if not is_v23_tail(data, base, size):
         return None

@@ -19,7 +19,14 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
+from ..model.errors import (
+    AccessDeniedError,
+    NotFoundError,
+    ObjectChangedError,
+    StoreError,
+    StoreTimeoutError,
+    TruncatedError,
+)
 from ..model.redact import redact_text
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
@@ -105,8 +112,6 @@ def status_error(status: int, path: str | None, *, detail: str = "",
                  retry_after: str | None = None,
                  content_range: str | None = None) -> StoreError:
     """The typed error for an HTTP error status (a Retryable for transient ones)."""
-    from ..model.errors import AccessDeniedError, NotFoundError
-
     what = f"HTTP {status}" + (f" ({redact_text(detail)[:300]})" if detail else "")
     if status in (401, 403):
         return AccessDeniedError(f"access denied: {what}", path=path)

@@ -28,6 +28,7 @@ from typing import Any
 
 from ...model.errors import FormatError, TruncatedError
 from ...model.types import BOOL, IP, NET, NULL, TYPE, EnumType, NamedType, RecordType, Type
+from ..bsup import iter_tagged
 from . import bsup5
 from .meta import Header, Node, ObjectMeta, seg_of
 from .tail import is_v23_tail  # noqa: F401 - importable from here, as before
@@ -227,8 +228,6 @@ def _node(t: Type, body: Any, what: str) -> Node:
 def const_value(t: NamedType, body: Any, what: str) -> tuple[Type, Any]:
     """The type and value a Const vector's metadata holds (its ``Value`` field is an
     ``any``: the value's body and its type value)."""
-    from ..bsup import iter_tagged
-
     rt = t.inner
     if not isinstance(rt, RecordType) or body is None:
         raise FormatError(f"{what}: Const metadata is not a record")

@@ -27,12 +27,12 @@ import pytest_asyncio
 
 import csup_async
 import planner as P
+from bench.net import free_port
 from csup_async import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
 from csup_async.readers.reader import ScanResult
 from csup_async.stores import HTTPStore, RetryPolicy, Store, store_for
 from tests.support import servers
 from tests.support.fault_proxy import Fault, FaultProxy, Request
-from tests.support.net import free_port
 
 #: About this library's own layout (its segments, plans, statistics, exact types): written with it.
 pytestmark = pytest.mark.usefixtures("own_layout")
