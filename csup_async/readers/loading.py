@@ -15,7 +15,7 @@ from typing import Any
 import planner as P
 
 from ..format.csup import find_trailer, parse_reassembly
-from ..format.superdb.v23 import is_v23_tail
+from ..format.superdb.tail import is_v23_tail
 from ..model.errors import (
     CsupError,
     FormatError,

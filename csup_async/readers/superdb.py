@@ -5,7 +5,10 @@ SuperDB file (``"CSUP"`` at offset 0, or no trailer and a head read that shows
 it) the reader becomes a :class:`HeaderLayoutReader`: the same methods
 (``scan``, ``iter_batches``, ``read_rows``, ``read_values``, ``take``,
 ``count_rows``, ``plan``) over this layout's metadata.  The open reads every
-object's header and metadata (see :mod:`planner.superdb` for what that costs);
+object's header and metadata (see :mod:`planner.superdb` for what that costs) and
+splits it into values; a vector is parsed when a verb first needs it (v14/v16:
+:class:`~csup_async.format.superdb.meta.LazyNodes`), and a path's type comes from the
+vectors it reaches, not from every super type;
 a scan reads the projection's segments of every object in one wave, an
 ``iter_batches`` one object at a time.
 """
@@ -32,7 +35,7 @@ from ..format.superdb.meta import (
     ObjectMeta,
     SuperDBMeta,
     check_row_count,
-    file_types,
+    node_type,
     parse_header,
     parse_metadata,
     root_types,
@@ -47,6 +50,7 @@ from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
 from ..scan.superdb.held import HeldBytes
 from ..scan.superdb.vectors import Decoder, segment_bytes
+from .parsememo import parse_memo
 from .reader import Reader
 from .wholeobject import WholeObjectReader
 
@@ -132,20 +136,35 @@ class HeaderLayoutReader(WholeObjectReader):
                     await read(have, start + head - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
-                objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
+                objects.append(self._parsed(buf.get(start, hdr.meta_size), off, hdr, size))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
-            types = file_types(objects)
         except CsupError as e:
             raise e.with_path(self.path) from None
         check_row_count(objects, self.read_options.limits.max_rows, self.path)
-        self.meta = FileView(tuple(objects), size, types)
+        self.meta = FileView(tuple(objects), size, None)  # super types: on first ask
         self._buf = buf
         self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
         self.open_stats.requests = reqs
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
         self.open_stats.wall = time.perf_counter() - t0
+
+    def _parsed(self, section: bytes | memoryview, off: int, hdr: Any, size: int
+                ) -> ObjectMeta:
+        """The object's metadata: parsed, or as this process parsed the same bytes of the
+        same object before (:mod:`.parsememo`, as the trailer layout's open does; its
+        vectors made by earlier reads are kept with it).  Keyed by the path too: a
+        vector's error names the file it was read from."""
+        memo = parse_memo()
+        key = memo.key(section, ("superdb", self.path, off, hdr), size, self.max_metadata)
+        known = memo.get(key)
+        if known is not None:
+            return known[0]  # type: ignore[no-any-return]
+        obj = parse_metadata(section, off, hdr)
+        obj.nodes.path = self.path  # type: ignore[attr-defined] # its errors name it
+        memo.put(key, obj)
+        return obj
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -250,7 +269,48 @@ class HeaderLayoutReader(WholeObjectReader):
 
     def _types(self, paths: list[str]) -> dict[str, Type]:
         """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
-        return {p: columnar(t) for p, t in super()._types(paths).items()}
+        if self.meta.version >= 23:
+            return {p: columnar(t) for p, t in super()._types(paths).items()}
+        out = {}
+        for p in paths:
+            ts = self._path_types(self._comps([p])[0])
+            out[p] = columnar(unify(ts)) if ts else NULL
+        return out
+
+    def missing_paths(self, paths: list[str]) -> list[str]:
+        """The paths no super type of the file has."""
+        if self.meta.version >= 23:
+            return super().missing_paths(paths)
+        return [p for p, c in zip(paths, self._comps(paths), strict=True)
+                if not self._path_types(c)]
+
+    def _path_types(self, comps: tuple[str, ...]) -> list[Type]:
+        """The distinct types at ``comps`` in the file's super types (v14/v16), from the
+        vectors the path reaches: the super types themselves (every vector of every one)
+        are not made for a projection.  The same answer as ``type_at`` on each super
+        type: :func:`.columns.resolve` goes where ``type_at`` goes, and stops where it
+        would look inside a union, an array or a dict, whose type ``type_at`` then
+        continues."""
+        memo = self.__dict__.setdefault("_path_types_memo", {})
+        got = memo.get(comps)
+        if got is not None:
+            return got
+        seen: dict[Type, None] = {}
+        try:
+            for o in self.meta.objects:
+                nodes = o.nodes
+                for top in C.tops_of(o):
+                    t = C.resolve(nodes, top, comps)
+                    if t is None:
+                        continue
+                    # names=None: v14/v16 types are never recursive (see node_type)
+                    found = C.type_at(node_type(nodes, t.node, names=None), t.rest)
+                    if found is not None:
+                        seen.setdefault(found, None)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        memo[comps] = got = list(seen)
+        return got
 
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None

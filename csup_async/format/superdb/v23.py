@@ -31,6 +31,7 @@ from ...model.types import BOOL, IP, NET, NULL, TYPE, EnumType, NamedType, Recor
 from ..bsup import iter_tagged
 from . import bsup5
 from .meta import Header, Node, ObjectMeta, seg_of
+from .tail import is_v23_tail  # noqa: F401 - importable from here, as before
 
 VERSION = 23
 WRITER = "super main (2026)"
@@ -42,16 +43,6 @@ TRAILER = 16
 MAGIC = b"CSUP"
 MAX_META = 100 << 20
 MAX_DATA = 2 << 30
-
-
-def is_v23_tail(data: bytes | memoryview, offset: int, size: int) -> bool:
-    """Whether bytes read at ``offset`` of a ``size``-byte object end in a v23 trailer
-    (and, when they hold the head, start with a v23 section)."""
-    if offset + len(data) != size or len(data) < TRAILER or bytes(data[-4:]) != MAGIC:
-        return False
-    if offset == 0 and len(data) >= 8:
-        return bytes(data[:4]) == MAGIC and struct.unpack_from("<I", data, 4)[0] == VERSION
-    return True
 
 
 @dataclass(frozen=True, slots=True)
