@@ -76,13 +76,17 @@ class HeaderLayoutReader(WholeObjectReader):
     header_layout = True
     meta: FileView  # type: ignore[assignment]
 
-    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
-                                  ) -> None:
+    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
+                                  speculative: Any = None) -> None:
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
-            await load_v23(self, tail, t0, head, FileView)
+            await load_v23(self, tail, t0, head, FileView, speculative)
             return
+        from .headhint import drop_head, remember
+
+        remember(self.store, self.key, False)
+        await drop_head(speculative)
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -179,7 +183,13 @@ class HeaderLayoutReader(WholeObjectReader):
             tops = C.tops_of(o)
             targets = [t for top in tops for c in comps
                        if (t := C.resolve(o.nodes, top, c)) is not None]
-            segs.extend(C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0))
+            got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
+            if o.header.version >= 23:  # the subtypes of the fusions the paths pass
+                from ..scan.superdb.columnar23 import passed_subtypes
+
+                have = {g.offset for g in got}
+                got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+            segs.extend(got)
         return segs
 
     def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
@@ -344,14 +354,17 @@ class HeaderLayoutReader(WholeObjectReader):
                 ) -> dict[str, A.Array]:
         """Each path's column over the rows of ``obj``: primitive columns built with numpy
         (:mod:`csup_async.scan.superdb.fastcols`), the others from their decoded values."""
-        from ..scan.superdb import fastcols
+        from ..scan.superdb import columnar23, fastcols
 
         dec = self._decoder(obj, False)
         tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
+        v23 = obj.header.version >= 23
         out: dict[str, A.Array] = {}
         slow = []
         for p, comps in zip(paths, self._comps(paths), strict=True):
             got = fastcols.column(dec, obj, comps, types[p], tags)
+            if got is None and v23:  # records, unions, lists... a column at a time
+                got = columnar23.column(dec, obj, comps, types[p], tags)
             if got is None:
                 slow.append(p)
             else:
@@ -615,16 +628,21 @@ def record_fields(t: Type) -> list[str]:
 
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
-                           head: bytes | None = None) -> HeaderLayoutReader:
+                           head: bytes | None = None, speculative: Any = None
+                           ) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
-    ``head`` read by ``detect.probe``), every object's header and metadata read."""
+    ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
+    read, see :mod:`.headhint`), every object's header and metadata read."""
     new = reader.successor(HeaderLayoutReader)
     new._data_profile = new.profile  # plan_per_segment narrows reader.profile
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
     try:
-        await new._load_header_layout(tail, t0, head)
+        await new._load_header_layout(tail, t0, head, speculative)
     except BaseException:
+        from .headhint import drop_head
+
+        await drop_head(speculative)
         await new.close()  # it owns the store now
         raise
     return new

@@ -345,6 +345,41 @@ class RangedStore(StoreBase):
 
         return await self._within(attempt(), op, path)
 
+    async def read_head(self, key: str, length: int) -> TailRead | None:
+        """The first ``length`` bytes (all of a smaller object) with the object's size and
+        version, or None when one response cannot give all three (a server that ignores
+        Range, names no version, or fails: no retries).
+
+        A speculative read, sent beside the tail read before the object's version is
+        known (a SuperDB v23 file keeps its objects' metadata at its head): the caller
+        uses the bytes only when the version is the tail read's."""
+        path = self._display(key)
+        check_range(0, length, path)
+        if length == 0:
+            return None
+        try:
+            reply = await self._open_until(key, f"bytes=0-{length - 1}", None,
+                                           self._request_deadline(length, self._op_deadline()),
+                                           path)
+        except (Unsatisfiable, Retryable, StoreError, StoreTimeoutError, OSError):
+            return None
+        try:
+            cr = parse_content_range(reply.header("content-range"))
+            if reply.status != 206 or cr is None or None in cr:
+                return None
+            start, end, total = cr
+            if start != 0 or total is None or end != min(length, total) - 1:
+                return None
+            data = await _joined(self._chunks(reply, 0, end + 1, path, strict=True))
+            version = self._version_of(reply, total)
+        except (Retryable, StoreError, StoreTimeoutError, OSError):
+            return None
+        finally:
+            reply.release()
+        if version is None:
+            return None
+        return TailRead(bytes(data), ObjectInfo(total, version))
+
     async def read_tail_unless(self, key: str, length: int, version: str) -> TailRead | None:
         """``read_tail``, unless the object is still ``version``: then None, and no body.
 

@@ -65,6 +65,19 @@ class Identified(Protocol):
 
 
 @runtime_checkable
+class HeadReader(Protocol):
+    """A store that can read an object's head with its size and version in one response
+    (S3, GCS, HTTP: ``RangedStore.read_head``), and name the endpoint a key is served
+    from: what a speculative head read needs (readers/headhint)."""
+
+    async def read_head(self, key: str, length: int) -> Any:
+        ...
+
+    def endpoint_for(self, key: str) -> str:
+        ...
+
+
+@runtime_checkable
 class Abandoning(Protocol):
     """A store holding resources of a loop that is gone (an aiohttp session), which it can
     drop without awaiting anything."""
