@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--projection", default="6 cols", choices=list(data.PROJECTIONS))
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    data.ensure()  # the wide table, written once by the running tree
     store = netsim.SimStore(data.ROOT / "root", data.ROOT / "nginx-ab").start()
     times: dict[str, list[float]] = {t: [] for t in args.trees}
     try:
@@ -56,7 +57,9 @@ def main() -> None:
                 env = dict(os.environ, PYTHONPATH=tree)
                 out = subprocess.run([sys.executable, "-c", CODE.format(bench=str(HERE)),
                                       store.endpoint("s3"), args.projection], env=env,
-                                     capture_output=True, text=True, check=True, cwd="/")
+                                     capture_output=True, text=True, cwd="/")
+                if out.returncode:
+                    sys.exit(f"{tree}: the scan process failed:\n{out.stderr[-3000:]}")
                 times[tree] += json.loads(out.stdout.strip().splitlines()[-1])
     finally:
         store.stop()

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import os
 import platform
@@ -63,7 +62,6 @@ import subprocess
 import sys
 import time
 import traceback
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,51 +73,42 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import data  # noqa: E402
-
-VERSION = "filter-v1"  # bump when the data below changes
-ROOT = HERE / ".data" / VERSION
-PREFIX = "filter"  # key prefix inside the bucket
-RESULTS = HERE / "results"
-PROFILE = "s3"
-RTT = 0.050  # netsim's s3 profile
-ROWS = data.WIDE_ROWS
-SIX = data.PROJECTIONS["6 cols"]
-ALL = [*data.COLUMNS, "ts"]
-RANGE_ROW, RANGE_ROWS = 612_345, ROWS // 100  # case a: rows [612345, 622345)
-POINT_ROW = 777_777  # case b
-TAKE_ROWS, TAKE_SEED = 100, 16
-
-
-def _label(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n >> 10} KiB"
-
-
-def _writer_default() -> int:
-    from csup_async.writers.writer import DEFAULT_SEGMENT_THRESH
-
-    return int(DEFAULT_SEGMENT_THRESH)
-
-
-# case f: these, and the writer's default whatever it is (its file is written with no option)
-SEGMENT_THRESHES = {_label(n): n for n in sorted({256 << 10, 1 << 20, 4 << 20,
-                                                  _writer_default()})}
-DEFAULT_THRESH = _label(_writer_default())
-READERS = ["csup-async", "polars", "duckdb httpfs", "pyarrow.dataset"]
-PEERS = READERS[1:]
-TIMEOUT = 240.0  # seconds a worker may stay silent
-
-
-def key(name: str) -> str:
-    return f"{PREFIX}/{name}"
-
-
-def csup_name(thresh: str = DEFAULT_THRESH) -> str:
-    return "wide.csup" if thresh == DEFAULT_THRESH else f"wide-seg{thresh.replace(' ', '')}.csup"
-
-
-def local(name: str) -> Path:
-    return ROOT / "root" / data.BUCKET / key(name)
-
+from filter_bytes import column_segments, crc_estimate, holding_bytes, metadata_bytes  # noqa: E402
+from filter_cases import (  # noqa: E402
+    BUDGET,
+    DEFAULT_THRESH,
+    POINT_ROW,
+    PROFILE,
+    RANGE_ROW,
+    RANGE_ROWS,
+    READERS,
+    RESULTS,
+    ROOT,
+    ROWS,
+    RTT,
+    SEGMENT_THRESHES,
+    SIX,
+    SLOW,
+    TAKE_ROWS,
+    TAKE_SEED,
+    TIMEOUT,
+    cases,
+    csup_name,
+    key,
+    local,
+    segment_cases,
+    selections,
+)
+from filter_readers import (  # noqa: E402
+    CsupRunner,
+    DuckRunner,
+    PolarsRunner,
+    PyarrowRunner,
+    Unavailable,
+    csup_features,
+    csup_filter,
+)
+from filter_report import analyse, report  # noqa: E402
 
 # --------------------------------------------------------------- data ---
 
@@ -203,351 +192,11 @@ def ensure(log: Any = print) -> dict[str, Any]:
 
 # ------------------------------------------- segments holding the rows ---
 
-def column_segments(path: str | Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Each top-level column's value segmap and presence segmap, every segmap element
-    as the file records it (``offset``, ``length``, ... and the statistics fields
-    ``count``, ``min``, ``max`` where written), read from the file's metadata.
-
-    Parsed here from the raw reassembly values rather than the reader's metadata
-    tree, which keeps only the fields the reader uses.
-    """
-    from csup_async.format import bsup
-    from csup_async.format.csup import _reassembly_values, find_trailer
-
-    with open(path, "rb") as f:
-        size = f.seek(0, 2)
-        f.seek(max(0, size - 65536))
-        tail = f.read()
-        trailer = find_trailer(tail, size)
-        f.seek(trailer.data_size)
-        section = f.read(trailer.reassembly_size)
-    values = _reassembly_values(section, 1 << 30)
-    n = len(values) // 2
-    if n != 1:
-        raise ValueError(f"{path}: {n} super types; the bench's files have one")
-    tree = bsup.decode_value(*values[n + 1])
-    out = {}
-    for name, fld in tree.items():
-        out[name] = {"values": list(fld["column"] or []), "presence": list(fld["presence"] or [])}
-    return out
-
-
-def _stream(f: Any, segs: list[dict[str, Any]]) -> bytes:
-    """The decompressed column stream of ``segs`` (read from the open file ``f``)."""
-    from csup_async.decode.columns import decompress_segment
-    from csup_async.format.meta import Segment
-
-    parts = []
-    for s in segs:
-        f.seek(s["offset"])
-        raw = f.read(s["length"])
-        seg = Segment(s["offset"], s["length"], s.get("mem_length", s["length"]),
-                      s.get("compression_format", 0))
-        parts.append(bytes(decompress_segment(raw, seg)))
-    return b"".join(parts)
-
-
-def _presence_runs(f: Any, segs: list[dict[str, Any]]) -> np.ndarray:
-    from csup_async.decode.columns import decode_primitive
-    from csup_async.model.types import INT32
-
-    runs = decode_primitive(INT32, _stream(f, segs)).values
-    return np.asarray(runs, np.int64)
-
-
-def _counts(segs: list[dict[str, Any]], what: str) -> np.ndarray:
-    if any(s.get("count") is None for s in segs):
-        raise ValueError(f"{what}: a segment without a 'count' statistic (written with "
-                         f"statistics=False?): cannot map rows to segments")
-    return np.array([s["count"] for s in segs], np.int64)
-
-
-def holding_bytes(path: str | Path, columns: Sequence[str], rows: Any) -> dict[str, Any]:
-    """Stored bytes of the segments that hold the rows ``rows`` of ``columns``.
-
-    The yardstick of issue 16's first target.  For each column: the value segments
-    whose value-index range (running sum of the segments' ``count``) holds the value
-    of a selected row that is not null, and, for a column with nulls, the presence
-    segments whose runs cover a selected row.  ``rows`` are row numbers (any order,
-    repeats allowed).  Returns the total, and per column the bytes and segments.
-    """
-    rows = np.unique(np.asarray(rows, np.int64))
-    segmaps = column_segments(path)
-    per: dict[str, Any] = {}
-    with open(path, "rb") as f:
-        for name in dict.fromkeys(columns):
-            cols = segmaps[name]
-            vals, pres = cols["values"], cols["presence"]
-            picked_p: list[int] = []
-            if pres:
-                runs = _presence_runs(f, pres)
-                run_end = np.cumsum(runs)  # row after each run
-                is_present = (np.arange(runs.size) % 2) == 0
-                present = np.repeat(is_present, runs)  # one flag per row
-                if rows.size and rows[-1] >= present.size:
-                    raise ValueError(f"{name}: row {rows[-1]} past the {present.size} rows")
-                value_index = np.cumsum(present) - 1
-                vidx = value_index[rows][present[rows]]
-                # presence segment j holds runs [c_j, c_j+1); rows [start of c_j, end of last)
-                rcum = np.concatenate(([0], np.cumsum(_counts(pres, f"{name} presence"))))
-                row_start = np.concatenate(([0], run_end))
-                seg_rows = row_start[rcum]  # first row of each segment, then the end
-                hit = np.searchsorted(seg_rows, rows, side="right") - 1
-                picked_p = sorted({int(j) for j in hit if 0 <= j < len(pres)})
-            else:
-                vidx = rows
-            ends = np.cumsum(_counts(vals, name)) if vals else np.zeros(0, np.int64)
-            if vidx.size and (not ends.size or vidx[-1] >= ends[-1]):
-                raise ValueError(f"{name}: value {int(vidx[-1])} past the column's values")
-            picked_v = sorted(set(np.searchsorted(ends, vidx, side="right").tolist()))
-            nbytes = (sum(vals[j]["length"] for j in picked_v)
-                      + sum(pres[j]["length"] for j in picked_p))
-            per[name] = {"bytes": nbytes, "value_segments": picked_v,
-                         "presence_segments": picked_p,
-                         "of_segments": len(vals) + len(pres)}
-    return {"bytes": sum(p["bytes"] for p in per.values()), "columns": per}
-
-
-def metadata_bytes(path: str | Path) -> int:
-    """Bytes of the reassembly section and trailer: what an open must fetch."""
-    from csup_async.format.csup import find_trailer
-
-    with open(path, "rb") as f:
-        size = f.seek(0, 2)
-        f.seek(max(0, size - 65536))
-        trailer = find_trailer(f.read(), size)
-    return size - trailer.data_size
-
 
 # ----------------------------------------------------------- the cases ---
 
-def cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
-    """Every remote case; ``pred`` is a conjunction of (column, op, literal)."""
-    c = info["constants"]
-    lo, hi = c["range"]
-    rng_sum = sum(range(RANGE_ROW, RANGE_ROW + RANGE_ROWS))
-    out = [
-        {"id": "a", "label": "a: 1% by ts range, 6 cols", "kind": "filter", "columns": SIX,
-         "pred": [["ts", ">=", lo], ["ts", "<", hi]], "rows": RANGE_ROWS, "i0_sum": rng_sum},
-        {"id": "b", "label": "b: ts == x, all 25 cols", "kind": "filter", "columns": ALL,
-         "pred": [["ts", "==", c["point"]]], "rows": 1, "i0_sum": POINT_ROW},
-        {"id": "c90", "label": "c: i1 < 90 (90%), 6 cols", "kind": "filter", "columns": SIX,
-         "pred": [["i1", "<", 90]], "rows": c["i1_lt_90_rows"], "i0_sum": c["i1_lt_90_i0_sum"]},
-        {"id": "cfull", "label": "c: unfiltered, 6 cols", "kind": "scan", "columns": SIX,
-         "rows": ROWS, "i0_sum": ROWS * (ROWS - 1) // 2},
-        {"id": "dlimit", "label": "d: limit 10, 6 cols", "kind": "limit", "columns": SIX,
-         "n": 10, "rows": 10},
-        {"id": "dtake", "label": "d: take 100 rows, 6 cols", "kind": "take", "columns": SIX,
-         "indices": c["take"], "rows": TAKE_ROWS, "i0_sum": sum(c["take"])},
-        {"id": "dslice", "label": "d: rows 612345:622345, 6 cols", "kind": "slice",
-         "columns": SIX, "start": RANGE_ROW, "stop": RANGE_ROW + RANGE_ROWS,
-         "rows": RANGE_ROWS, "i0_sum": rng_sum},
-    ]
-    for case in out:
-        case["key"] = key("wide.parquet")
-    return out
-
-
-def segment_cases(info: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
-    """Cases (a), (b) and the unfiltered 6-column scan on each segment size's CSUP
-    file, csup-async only: what small segments win, and what they cost a full read."""
-    by_id = {c["id"]: c for c in cases(info, quick)}
-    return [{**case, "id": f"f{case['id']}|{label}",
-             "label": f"f: {case['id']} on segment_thresh {label}",
-             "thresh": label, "csup_key": key(csup_name(label))}
-            for label in SEGMENT_THRESHES for case in (by_id["a"], by_id["b"], by_id["cfull"])]
-
-
-def selections(info: dict[str, Any]) -> dict[str, tuple[list[str], Any]]:
-    """The columns and rows each yardstick counts: (a) the projection and the filter
-    column over the matching rows, (b) every column of one row, (d) the projection of
-    the taken rows."""
-    return {"a": ([*SIX, "ts"], np.arange(RANGE_ROW, RANGE_ROW + RANGE_ROWS)),
-            "b": (ALL, [POINT_ROW]),
-            "dtake": (SIX, info["constants"]["take"]),
-            "dslice": (SIX, np.arange(RANGE_ROW, RANGE_ROW + RANGE_ROWS))}
-
-
-def floor_s(nbytes: int) -> float:
-    """What the network allows: two round trips (the open, then one wave of data) and
-    ``nbytes`` over 16 connections (netsim's floor)."""
-    import netsim
-
-    return netsim.PROFILES[PROFILE].floor(nbytes)
-
 
 # -------------------------------------------------------------- readers ---
-
-OPS = {"==": "__eq__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__",
-       "!=": "__ne__"}
-
-
-def csup_features() -> dict[str, bool]:
-    """What this tree's csup-async offers, by its signatures (never by version)."""
-    from csup_async.readers.reader import Reader
-
-    scan = inspect.signature(Reader.scan).parameters
-    return {"filter": "filter" in scan, "rows": "rows" in scan, "limit": "limit" in scan,
-            "take": callable(getattr(Reader, "take", None)),
-            "plan_filter": "filter" in inspect.signature(Reader.plan).parameters}
-
-
-def _csup_filter(pred: list[list[Any]]) -> Any:
-    import csup_async
-
-    col = getattr(csup_async, "col", None)
-    if col is None:
-        from planner.filters import col
-    expr = None
-    for name, op, v in pred:
-        e = getattr(col(name), OPS[op])(v)
-        expr = e if expr is None else expr & e
-    return expr
-
-
-class Unavailable(Exception):
-    """The reader has no API for this case (yet)."""
-
-
-class CsupRunner:
-    """csup-async the way the README shows it: ``open(url)``, no store passed."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.features = csup_features()
-
-    def __call__(self, case: dict[str, Any]) -> Any:
-        return self.loop.run_until_complete(self._run(case))
-
-    async def _run(self, case: dict[str, Any]) -> Any:
-        import csup_async
-
-        url = f"s3://{data.BUCKET}/{case.get('csup_key', key('wide.csup'))}"
-        kind, cols = case["kind"], case["columns"]
-        if kind == "limit" and not self.features["limit"]:
-            raise Unavailable("Reader.scan has no limit= parameter")
-        if kind == "take" and not self.features["take"]:
-            raise Unavailable("Reader has no take()")
-        if kind == "slice" and not self.features["rows"]:
-            raise Unavailable("Reader.scan has no rows= parameter")
-        async with csup_async.open(url) as r:
-            if kind == "filter":
-                res = await r.scan(cols, filter=_csup_filter(case["pred"]))
-            elif kind == "scan":
-                res = await r.scan(cols)
-            elif kind == "limit":
-                res = await r.scan(cols, limit=case["n"])
-            elif kind == "slice":
-                res = await r.scan(cols, rows=slice(case["start"], case["stop"]))
-            else:
-                res = await r.take(case["indices"], cols)
-        return res.to_arrow() if hasattr(res, "to_arrow") else res
-
-
-class PolarsRunner:
-    def __init__(self, endpoint: str) -> None:
-        from readers import BUCKET, KEY_ID, REGION, SECRET
-
-        self.opts = {"aws_endpoint_url": endpoint, "aws_access_key_id": KEY_ID,
-                     "aws_secret_access_key": SECRET, "aws_region": REGION,
-                     "aws_allow_http": "true"}
-        self.bucket = BUCKET
-
-    def __call__(self, case: dict[str, Any]) -> Any:
-        import polars as pl
-
-        lf = pl.scan_parquet(f"s3://{self.bucket}/{case['key']}", storage_options=self.opts)
-        kind, cols = case["kind"], case["columns"]
-        if kind == "filter":
-            expr = None
-            for name, op, v in case["pred"]:
-                e = getattr(pl.col(name), OPS[op])(v)
-                expr = e if expr is None else expr & e
-            lf = lf.filter(expr).select(cols)
-        elif kind == "scan":
-            lf = lf.select(cols)
-        elif kind == "limit":
-            lf = lf.select(cols).head(case["n"])
-        elif kind == "slice":
-            lf = lf.select(cols).slice(case["start"], case["stop"] - case["start"])
-        else:
-            lf = (lf.with_row_index("__row").filter(pl.col("__row").is_in(case["indices"]))
-                  .select(cols))
-        return lf.collect().to_arrow()
-
-
-class DuckRunner:
-    """One connection for the process (as a service keeps it), its caches off."""
-
-    def __init__(self, endpoint: str) -> None:
-        import duckdb
-        import readers
-
-        self.con = duckdb.connect()
-        self.con.execute(f"LOAD '{readers._httpfs_path()}'")
-        host = endpoint.split("://", 1)[1]
-        for stmt in (f"SET s3_endpoint='{host}'", "SET s3_url_style='path'",
-                     "SET s3_use_ssl=false", f"SET s3_region='{readers.REGION}'",
-                     f"SET s3_access_key_id='{readers.KEY_ID}'",
-                     f"SET s3_secret_access_key='{readers.SECRET}'", "SET threads=16",
-                     "SET enable_external_file_cache=false",
-                     "SET enable_http_metadata_cache=false"):
-            self.con.execute(stmt)
-        self.bucket = readers.BUCKET
-
-    def __call__(self, case: dict[str, Any]) -> Any:
-        url = f"'s3://{self.bucket}/{case['key']}'"
-        kind = case["kind"]
-        cols = ", ".join(f'"{c}"' for c in case["columns"])
-        if kind == "filter":
-            where = " AND ".join(f'"{n}" {"=" if op == "==" else op} {v!r}'
-                                 for n, op, v in case["pred"])
-            sql = f"SELECT {cols} FROM read_parquet({url}) WHERE {where}"
-        elif kind == "scan":
-            sql = f"SELECT {cols} FROM read_parquet({url})"
-        elif kind == "limit":
-            sql = f"SELECT {cols} FROM read_parquet({url}) LIMIT {case['n']}"
-        elif kind == "slice":
-            sql = (f"SELECT {cols} FROM read_parquet({url}) "
-                   f"LIMIT {case['stop'] - case['start']} OFFSET {case['start']}")
-        else:
-            rows = ", ".join(map(str, case["indices"]))
-            sql = (f"SELECT {cols} FROM read_parquet({url}, file_row_number=true) "
-                   f"WHERE file_row_number IN ({rows})")
-        return self.con.execute(sql).fetch_arrow_table()
-
-
-class PyarrowRunner:
-    """``pyarrow.dataset`` over pyarrow's S3FileSystem, a fresh dataset per run."""
-
-    def __init__(self, endpoint: str) -> None:
-        import readers
-
-        self.endpoint = endpoint.split("://", 1)[1]
-        self.r = readers
-
-    def __call__(self, case: dict[str, Any]) -> Any:
-        import pyarrow.dataset as ds
-        import pyarrow.fs as pafs
-
-        r = self.r
-        fs = pafs.S3FileSystem(access_key=r.KEY_ID, secret_key=r.SECRET, region=r.REGION,
-                               endpoint_override=self.endpoint, scheme="http")
-        dset = ds.dataset(f"{r.BUCKET}/{case['key']}", format="parquet", filesystem=fs)
-        kind, cols = case["kind"], case["columns"]
-        if kind == "filter":
-            expr = None
-            for name, op, v in case["pred"]:
-                e = getattr(ds.field(name), OPS[op])(v)
-                expr = e if expr is None else expr & e
-            return dset.to_table(columns=cols, filter=expr)
-        if kind == "scan":
-            return dset.to_table(columns=cols)
-        if kind == "limit":
-            return dset.head(case["n"], columns=cols)
-        if kind == "slice":
-            return dset.take(np.arange(case["start"], case["stop"]), columns=cols)
-        return dset.take(case["indices"], columns=cols)
 
 
 # --------------------------------------------------------- nginx's log ---
@@ -604,9 +253,6 @@ def request_waves(starts: Sequence[float], rtt: float = RTT) -> int:
 
 
 # -------------------------------------------------------------- worker ---
-
-SLOW = 30.0  # a reader whose warm-up takes longer runs a case once
-BUDGET = 15.0  # seconds of timed runs per case and reader, at least one run
 
 
 def _check(table: Any, case: dict[str, Any]) -> str | None:
@@ -676,7 +322,7 @@ def csup_open_plan(url: str, path: str, pred: list[list[Any]], runs: int) -> dic
             async with csup_async.open(url) as r:
                 t1 = time.perf_counter()
                 if feats["plan_filter"]:
-                    await r.plan(SIX, filter=_csup_filter(pred))
+                    await r.plan(SIX, filter=csup_filter(pred))
                 else:
                     await r.plan([*SIX, "ts"])
                 t2 = time.perf_counter()
@@ -871,250 +517,6 @@ def _print_row(reader: str, case: str, r: dict[str, Any]) -> None:
 
 
 # ----------------------------------------------------------- analysis ---
-
-def crc_estimate(path: Path, runs: int = 3) -> dict[str, Any]:
-    """CRC-32 over every segment's stored bytes, one thread: what verification adds at
-    most if it runs serially beside a scan (an estimate, not the feature), with
-    zlib and, where installed, zlib-ng (the same polynomial, a faster kernel)."""
-    segs = [s for c in column_segments(path).values() for s in (*c["values"], *c["presence"])]
-    mv = memoryview(path.read_bytes())
-    kernels = {"zlib": zlib.crc32}
-    try:
-        from zlib_ng import zlib_ng
-
-        kernels["zlib-ng"] = zlib_ng.crc32
-    except ImportError:
-        pass
-    out: dict[str, Any] = {"bytes": sum(s["length"] for s in segs), "segments": len(segs),
-                           "kernels": {}}
-    for name, crc in kernels.items():
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            for s in segs:
-                got = crc(mv[s["offset"]: s["offset"] + s["length"]])
-                if s.get("crc32") is not None and got != s["crc32"]:
-                    raise ValueError(f"{path}: segment at {s['offset']}: crc32 mismatch")
-            times.append(time.perf_counter() - t)
-        out["kernels"][name] = statistics.median(times)
-    out["crc32_s"] = out["kernels"]["zlib"]
-    return out
-
-
-def _x(a: float | None, b: float | None) -> str:
-    return "-" if a is None or not b else f"{a / b:.2f}"
-
-
-def _mb(n: float | None) -> str:
-    return "-" if n is None else f"{n / 1e6:.2f}"
-
-
-def _verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else ("met" if ok else "missed")
-
-
-def analyse(res: dict[str, Any]) -> None:
-    """Ratios to the best peer, the floors, and the targets' verdicts (``res['targets']``:
-    one entry per target, ``ok`` None where the case could not run)."""
-    rows = res["rows"]
-    yard = res["yardsticks"]
-
-    def get(reader: str, case: str) -> dict[str, Any]:
-        return rows.get(reader, {}).get(case, {})
-
-    def best_peer(case: str) -> float | None:
-        got = [get(p, case).get("median") for p in PEERS]
-        got = [g for g in got if g is not None]
-        return min(got) if got else None
-
-    for by_case in rows.values():
-        for cid, r in by_case.items():
-            best = best_peer(cid)
-            if "median" in r and best:
-                r["x_best_peer"] = r["median"] / best
-    for reader in rows:
-        c90, full = get(reader, "c90"), get(reader, "cfull")
-        if "median" in c90 and "median" in full:
-            c90["x_unfiltered"] = c90["median"] / full["median"]
-    me = rows.get("csup-async", {})
-    targets: list[dict[str, Any]] = []
-
-    def target(name: str, measured: str, ok: bool | None, floor: str = "") -> None:
-        targets.append({"target": name, "measured": measured, "ok": ok, "floor": floor})
-
-    def time_floor(case: str) -> str:
-        f, best = floor_s(yard[case]["bytes"]), best_peer(case)
-        return f"{f:.3f} s = {_x(f, best)} x best peer" if best else f"{f:.3f} s"
-
-    a, b = me.get("a", {}), me.get("b", {})
-    ran_a, ran_b = "median" in a, "median" in b
-    target(f"a: bytes read <= 1.3 x the segments holding matching rows "
-           f"({_mb(yard['a']['bytes'])} MB: {', '.join(SIX)} and the filter column ts)",
-           f"{_mb(a.get('bytes'))} MB = {_x(a.get('bytes'), yard['a']['bytes'])} x",
-           a["bytes"] <= 1.3 * yard["a"]["bytes"] if ran_a else None)
-    target("a: time <= 0.5 x best peer", f"{_x(a.get('x_best_peer'), 1)} x",
-           a.get("x_best_peer", 9) <= 0.5 if ran_a else None, time_floor("a"))
-    target("b: point lookup, all columns, <= 3 round trips", f"{b.get('waves', '-')} waves",
-           (b["waves"] or 99) <= 3 if ran_b else None)
-    target("b: time <= 0.5 x best peer", f"{_x(b.get('x_best_peer'), 1)} x",
-           b.get("x_best_peer", 9) <= 0.5 if ran_b else None, time_floor("b"))
-    c90 = me.get("c90", {})
-    target("c: 90% filter <= 1.15 x the unfiltered scan of the same columns",
-           f"{_x(c90.get('x_unfiltered'), 1)} x",
-           c90["x_unfiltered"] <= 1.15 if "x_unfiltered" in c90 else None)
-    lim = me.get("dlimit", {})
-    target("d: limit=10 <= 2 round trips", f"{lim.get('waves', '-')} waves",
-           (lim["waves"] or 99) <= 2 if "median" in lim else None)
-    opened = res["segments"].get(DEFAULT_THRESH, {}).get("open_plan", {}).get("open_bytes",
-                                                                              1 << 20)
-    for cid, what in (("dtake", "take of 100 rows"), ("dslice", "rows=slice(a, b), 1%")):
-        run = me.get(cid, {})
-        target(f"d: {what} reads only the segments holding them "
-               f"({_mb(yard[cid]['bytes'])} MB; allowed: those, 5% and the open's "
-               f"{opened / 1e6:.2f} MB)",
-               f"{_mb(run.get('bytes'))} MB = {_x(run.get('bytes'), yard[cid]['bytes'])} x",
-               run["bytes"] <= yard[cid]["bytes"] * 1.05 + opened if "median" in run
-               else None)
-    e = res.get("verify", {})
-    cost = e["on_s"] / e["off_s"] - 1 if "on_s" in e else None
-    target("e: checksum verification <= 5% of a full local scan",
-           "-" if cost is None else f"{cost * 100:+.1f}%",
-           None if cost is None else cost <= 0.05)
-    res["targets"] = targets
-
-
-# ------------------------------------------------------------- report ---
-
-def _verdicts(targets: list[dict[str, Any]]) -> list[str]:
-    out = ["| target | measured | floor (2 round trips + segments holding the rows over "
-           "16 connections) | verdict |", "|---|---|---|---|"]
-    for t in targets:
-        out.append(f"| {t['target']} | {t['measured']} | {t['floor'] or '-'} | "
-                   f"{_verdict(t['ok'])} |")
-    return out
-
-
-def _f_table(res: dict[str, Any]) -> list[str]:
-    rows = res["rows"].get("csup-async", {})
-    out = ["| segment_thresh | segments | metadata KB | open at s3 s (requests) | "
-           "local open ms | plan ms | a: s, MB read | a: MB holding (floor s) | "
-           "b: s, MB read | b: MB holding (floor s) | unfiltered 6 cols: s, requests |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    nan = float("nan")
-    for label in SEGMENT_THRESHES:
-        f = res["segments"].get(label, {})
-        op = f.get("open_plan", {})
-        cells = [f"{label}{' (default)' if label == DEFAULT_THRESH else ''}",
-                 str(f.get("segments", "-")), f"{f.get('metadata_bytes', 0) / 1e3:.1f}",
-                 f"{op.get('open_s', nan):.3f} ({op.get('open_requests', '-')})",
-                 f"{op.get('local_open_s', nan) * 1e3:.1f}", f"{op.get('plan_s', nan) * 1e3:.2f}"]
-        for case in ("a", "b"):
-            run = rows.get(f"f{case}|{label}", {})
-            held = f.get("holding", {}).get(case)
-            cells.append(f"{run.get('median', nan):.3f}, {_mb(run.get('bytes'))}"
-                         if "median" in run else run.get("error", run.get("unavailable", "-")))
-            cells.append(f"{_mb(held)} ({floor_s(held):.3f})" if held is not None else "-")
-        full = rows.get(f"fcfull|{label}", {})
-        cells.append(f"{full['median']:.3f}, {full['requests']}" if "median" in full else "-")
-        out.append("| " + " | ".join(cells) + " |")
-    return out
-
-
-def report(res: dict[str, Any]) -> str:
-    cfg, rows = res["config"], res["rows"]
-    feats = {k: v for k, v in rows.get("csup-async", {}).get("features", {}).items()
-             if k != "case"}
-    size = res["info"]["size"]
-    out = [f"# Filters and row selection (issue 16 targets), {PROFILE} profile", "",
-           f"Command: `{cfg['command']}` ({cfg['elapsed_s'] / 60:.1f} min), "
-           f"{cfg['runs']} timed rounds per case after a warm-up, every reader once per "
-           f"round (median; fewer when a reader's case exceeds {BUDGET:.0f} s). Machine: "
-           f"{cfg['machine']}; load average at the start {cfg['load']}. Versions: "
-           f"{cfg['versions']}.", "",
-           f"Data: the wide table of `bench/data.py` ({ROWS:,} rows x 24 columns) plus `ts`, "
-           f"a sorted int64 key; CSUP with the writer's defaults "
-           f"({size[csup_name()] / 1e6:.0f} MB), Parquet with 64k-row row groups and "
-           f"statistics ({size['wide.parquet'] / 1e6:.0f} MB). Store: nginx behind "
-           f"`bench/netsim.py`'s delay proxy, 50 ms per round trip, 100 MB/s per "
-           f"connection. Requests and MB are counted by nginx (last timed run); waves = "
-           f"rounds of requests in sequence, from request arrival times at nginx (a new "
-           f"wave when a request arrives 0.6 RTT or more after the current wave's first), "
-           f"the fewest of the timed runs (a starved CPU adds waves). "
-           f"csup-async: `csup_async.open(url)` with no store passed; polars: "
-           f"`scan_parquet().filter()`; DuckDB: httpfs, `WHERE` (take: `file_row_number "
-           f"IN (...)`); pyarrow.dataset: `to_table(filter=)`, `head`, `take`.", "",
-           "csup-async features found in this tree: "
-           + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in feats.items()) + ".", "",
-           "| case | reader | median s | requests | waves | MB read | x best peer |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    for case in res["cases"]:
-        if case["id"].startswith("f"):
-            continue
-        for reader in READERS:
-            r = rows.get(reader, {}).get(case["id"], {})
-            if "median" in r:
-                out.append(f"| {case['label']} | {reader} | {r['median']:.3f} | "
-                           f"{r['requests']} | {r['waves'] if r['waves'] is not None else '-'}"
-                           f" | {_mb(r['bytes'])} | {_x(r.get('x_best_peer'), 1)} |")
-            else:
-                why = ("not available: " + r["unavailable"] if "unavailable" in r
-                       else "error: " + r.get("error", "not run"))
-                out.append(f"| {case['label']} | {reader} | {why[:90]} | | | | |")
-    out += ["", "## Targets", "", *_verdicts(res["targets"]), "",
-            "Time ratios compare with the best of polars, DuckDB and pyarrow.dataset in the "
-            "same run. The 'segments holding' yardstick (`holding_bytes`): per column, the "
-            "stored bytes of the value segments whose value-index range (running sum of the "
-            "segments' `count`) holds a selected row's value, plus, for a column with nulls, "
-            "the presence segments covering a selected row; (a) counts the filter column "
-            "too, which a reader must read to evaluate the filter exactly. The floor is the "
-            "least time a reader can take reading exactly those bytes: the open's round "
-            "trip, one round trip of data (with `count` statistics the other columns' "
-            "segments follow from the key's, so one data wave suffices) and the bytes over "
-            "16 connections at 100 MB/s."]
-    c_rows = []
-    for reader in READERS:
-        c90 = rows.get(reader, {}).get("c90", {})
-        full = rows.get(reader, {}).get("cfull", {})
-        if "x_unfiltered" in c90:
-            c_rows.append(f"| {reader} | {c90['median']:.3f} | {full['median']:.3f} | "
-                          f"{c90['x_unfiltered']:.2f} |")
-    if c_rows:
-        out += ["", "## c: the 90% filter against the unfiltered scan, per reader", "",
-                "| reader | filtered s | unfiltered s | ratio |", "|---|---:|---:|---:|",
-                *c_rows]
-    e, est = res.get("verify", {}), res.get("crc_estimate", {})
-    if e or est:
-        out += ["", "## e: checksum verification, full local scan of all 25 columns", ""]
-    if "on_s" in e:
-        out.append(f"verify on {e['on_s']:.3f} s, off {e['off_s']:.3f} s: "
-                   f"{(e['on_s'] / e['off_s'] - 1) * 100:+.1f}% (median of {len(e['on'])}, "
-                   f"alternating).")
-    elif e:
-        out.append(f"Not available: {e.get('unavailable', e.get('error', '?'))}. Full local "
-                   f"scan today (no verification): {e.get('default_s', float('nan')):.3f} s.")
-    base = e.get("off_s", e.get("default_s"))
-    if est and base:
-        out.append(f"Estimate, not the feature: CRC-32 over all {est['segments']} segments' "
-                   f"stored bytes ({est['bytes'] / 1e6:.0f} MB) on one thread takes "
-                   + ", ".join(f"{s:.3f} s with {k} ({s / base * 100:.1f}% of that scan)"
-                               for k, s in est["kernels"].items())
-                   + " if it ran serially; spread over the decode threads it costs less "
-                   "wall time. The checksums the writer stored were all checked here.")
-    planned = next((f["open_plan"].get("plan_with_filter") for f in res["segments"].values()
-                    if "open_plan" in f), None)
-    if planned is None:
-        return "\n".join(out)
-    out += ["", "## f: writer segment size (segment_thresh) against statistics' usefulness",
-            "", *_f_table(res), "",
-            "csup-async runs of (a), (b) and the unfiltered scan of case (c) on each file; "
-            "'MB holding' is the yardstick above for that file and its floor what a reader "
-            "that reads only those bytes could "
-            "reach. local open ms: `open()` of the local copy (metadata read and parsed, no "
-            "network), best of the runs; plan ms: `reader.plan(...)` on the open reader, best "
-            "of the runs,"
-            + (" with the filter." if planned else
-               " of the 6 columns and ts (this tree's plan takes no filter)."), ""]
-    return "\n".join(out)
 
 
 # --------------------------------------------------------------- main ---

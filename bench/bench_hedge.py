@@ -1,7 +1,7 @@
 """Stragglers: scan latency percentiles with and without hedged range reads.
 
 ``python bench/bench_hedge.py`` serves one ~2 MB CSUP file from the aiohttp
-range server (tests/support/servers.py) on 127.0.0.1 with every response's
+range server (bench/rangeservers.py) on 127.0.0.1 with every response's
 headers held ``--rtt`` seconds (50 ms: an S3-like first byte) and, for a
 random ``--straggle`` fraction of the data requests (1%), ``--delay`` seconds
 more (1 s).  It opens the file once and runs ``--scans`` scans (300) of two
@@ -30,8 +30,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import csup_async
+from bench.rangeservers import RangeServer
 from csup_async.stores import HedgePolicy, HTTPStore
-from tests.support.servers import RangeServer
 
 
 class StragglerServer(RangeServer):

@@ -5,7 +5,7 @@ objects disjoint in time, seek stride 1 KiB of key so about 8 chunks per
 object), committed one object per commit: the branch journal has 1,001
 entries, ``snap.zng`` at its end and a ``.snap.zng`` for the tip commit, as
 zed leaves them after a load and a query.  The lake is written by
-``tests/support/lake_builder.py`` (the tests' independent writer), served by nginx
+``bench/lake_builder.py`` (the tests' independent writer), served by nginx
 behind ``bench/netsim.py``'s proxy on the ``s3`` profile (50 ms RTT,
 100 MB/s per connection); requests and bytes are counted in nginx's log.
 
@@ -54,7 +54,7 @@ STRIDE = 1024
 
 def ensure_lake(objects: int) -> tuple[Path, Any]:
     """Build the lake (and the Parquet peer) once; returns (lake dir, pool info)."""
-    from tests.support.lake_builder import LakeBuilder, rec
+    from bench.lake_builder import LakeBuilder, rec
 
     lake = DATA / "root" / BUCKET / "lake"
     marker = DATA / f"built-{objects}.json"
@@ -85,7 +85,7 @@ def ensure_lake(objects: int) -> tuple[Path, Any]:
                        str(pq_dir / f"part-{i:04d}.parquet"))
     bdir = f"{p.dir}/branches"
     head = b.head(bdir)
-    from tests.support.lake_builder import BRANCH
+    from bench.lake_builder import BRANCH
 
     b.journal_snapshot(bdir, BRANCH, [{"ts": T0, "name": "main", "commit": c}], head)
     b.commit_snapshot(p, c)
@@ -258,6 +258,23 @@ def spark_plan_case(sim: Any, profile: str, where: str) -> Callable[[], Any]:
     return run
 
 
+def cold_cli(sim: Any, lo: Any, hi: Any) -> tuple[float, int]:
+    """Seconds and rows of one ``csup-async lake scan`` in a fresh process."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=netsim.SimStore.ACCESS_KEY,
+               AWS_SECRET_ACCESS_KEY=netsim.SimStore.SECRET_KEY,
+               PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "csup_async.cli", "lake", "scan", URL,
+                        "--pool", "logs", "-c", "ts", "--where",
+                        f"ts>='{lo}Z'", "--where", f"ts<='{hi}Z'",
+                        "--endpoint-url", sim.endpoint("s3"), "--region", "us-east-1"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    t_cli = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(r.stderr)
+    return t_cli, len(r.stdout.splitlines())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--objects", type=int, default=OBJECTS)
@@ -337,19 +354,7 @@ def main() -> None:
                      "target < 2 s"))
         results["spark_plan"] = {"median_s": smed, "best_s": sbest, "partitions": len(parts)}
         # cold CLI
-        env = dict(os.environ, AWS_ACCESS_KEY_ID=netsim.SimStore.ACCESS_KEY,
-                   AWS_SECRET_ACCESS_KEY=netsim.SimStore.SECRET_KEY,
-                   PYTHONPATH=str(ROOT))
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "csup_async.cli", "lake", "scan", URL,
-                            "--pool", "logs", "-c", "ts", "--where",
-                            f"ts>='{lo}Z'", "--where", f"ts<='{hi}Z'",
-                            "--endpoint-url", sim.endpoint("s3"), "--region", "us-east-1"],
-                           capture_output=True, text=True, env=env, timeout=300)
-        t_cli = time.perf_counter() - t0
-        if r.returncode != 0:
-            raise SystemExit(r.stderr)
-        n_cli = len(r.stdout.splitlines())
+        t_cli, n_cli = cold_cli(sim, lo, hi)
         rows.append(("cold CLI: `csup-async lake scan --pool logs --where ...` (process)",
                      f"{t_cli:.2f} s", "-", f"{n_cli:,} rows printed"))
         results["cli_cold_s"] = t_cli

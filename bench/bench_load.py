@@ -199,7 +199,7 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args()
 
-    from tests.support import servers
+    from bench import rangeservers as servers
 
     files = make_files(args.files, args.rows)
     with tempfile.TemporaryDirectory() as tmp:

@@ -64,13 +64,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--same-place", action="store_true",
+                    help="both files in one S3 directory (default: each in its own, as "
+                         "a dataset's files are: see readers/headhint)")
     args = ap.parse_args()
     data = rows(args.rows)
     out: dict = {"rows": args.rows, "runs": args.runs}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "root" / "bench"
-        root.mkdir(parents=True)
-        v23, own = root / "v23.csup", root / "own.csup"
+        places = {"v23": "", "own": ""} if args.same_place else {"v23": "v23/", "own": "own/"}
+        for sub in places.values():
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        v23, own = root / f"{places['v23']}v23.csup", root / f"{places['own']}own.csup"
+        out["places"] = "one directory" if args.same_place else "a directory each"
         exe = super_main()
         if exe is not None:
             src = Path(d) / "rows.json"
@@ -106,7 +112,7 @@ def main() -> None:
                     for name, arr in (("v23", ta), ("own", tb)):
                         mark = netsim.log_mark(store.log)
                         arr.append(timed(lambda n=name, c=cols: asyncio.run(
-                            _scan(f"s3://bench/{n}.csup", c, **opts))))
+                            _scan(f"s3://bench/{places[n]}{n}.csup", c, **opts))))
                         c = netsim.log_count(store.log, mark)
                         counts[name] = {"requests": c.requests, "bytes": c.bytes}
                 res[f"s3 {what}"] = (statistics.median(ta), statistics.median(tb))
@@ -121,7 +127,8 @@ def main() -> None:
     for k in SCANS:
         print(f"s3 {k} counts: {out[f's3 {k} counts']}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"v23-{args.rows}.json").write_text(json.dumps(out, indent=1) + "\n")
+    tag = "-same-place" if args.same_place else ""
+    (RESULTS / f"v23-{args.rows}{tag}.json").write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

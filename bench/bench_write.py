@@ -14,7 +14,7 @@ prints a markdown table.  Rows:
   MB/s per byte of Arrow input (target: nested within 2x flat per byte).
 - *fusing*: ``csup_async.write(path, rows)`` (fusing, the default) against
   ``fuse=False`` (exact per-row types, the writer before fusing) on schema-free
-  rows (tests/support/sparse_rows.py: 15 fields, ~5% nulls, ~1% missing, as
+  rows (bench/sparse_rows.py: 15 fields, ~5% nulls, ~1% missing, as
   ``json.loads`` gives them), the flat dicts and the demo events: seconds, super
   types and file size, next to the same rows through Arrow (``Table.from_pylist``,
   as a Parquet conversion writes them).  Targets: fused <= 1.2x the exact
@@ -46,10 +46,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import csup_async
+from bench.sparse_rows import sparse_rows
 from csup_async.cli.demo import sample_rows
 from csup_async.writers.arrow_input import arrow_values
 from csup_async.writers.writer import Writer
-from tests.support.sparse_rows import sparse_rows
 
 
 def flat_rows(n: int, seed: int = 1) -> list[dict[str, Any]]:

@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The port helpers the test servers use (tests/support/net.py): one copy for both.
+# The port helpers the test servers use (bench/net.py): one copy for both.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.net import HOST, free_port, stop_process, wait_for_port
+from bench.net import HOST, free_port, stop_process, wait_for_port
 
 CHUNK = 128 << 10
 FIRST_PACKET = 1460  # one TCP segment: what arrives first after the round trip

@@ -392,6 +392,32 @@ def plots(res: dict[str, Any]) -> list[str]:
 
 # --------------------------------------------------------------- main ---
 
+def result_rows(results: dict[str, dict[str, Any]], names: list[str], needed: dict[str, int],
+                many_needed: int, files: int) -> list[dict[str, Any]]:
+    """One row per measurement, with its floor and its ratio to the best peer, in the
+    report's order (wide first, then by profile, projection and reader)."""
+    rows = []
+    for key, r in results.items():
+        name, dataset, prof, proj = key.split("|")
+        nb = many_needed if dataset == "many" else needed[proj]
+        row = {"reader": name, "dataset": dataset, "profile": prof, "projection": proj,
+               "bytes_needed_csup": nb,
+               "floor": floor(prof, nb, files if dataset == "many" else 1), **r}
+        rows.append(row)
+    for r in rows:
+        if "error" in r:
+            continue
+        peers = [x["median"] for x in rows if "error" not in x and x["reader"] in readers.PEERS
+                 and (x["dataset"], x["profile"], x["projection"]) == (
+                     r["dataset"], r["profile"], r["projection"])]
+        r["x_best_peer"] = r["median"] / min(peers) if peers else float("nan")
+        r["x_floor"] = r["median"] / r["floor"] if r["floor"] else None
+    order = {n: i for i, n in enumerate(names)}
+    rows.sort(key=lambda r: (r["dataset"] != "wide", ["s3", "far", "local"].index(r["profile"]),
+                             list(data.PROJECTIONS).index(r["projection"]), order[r["reader"]]))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -459,25 +485,7 @@ def main() -> None:
     finally:
         store.stop()
 
-    rows = []
-    for key, r in results.items():
-        name, dataset, prof, proj = key.split("|")
-        nb = many_needed if dataset == "many" else needed[proj]
-        row = {"reader": name, "dataset": dataset, "profile": prof, "projection": proj,
-               "bytes_needed_csup": nb,
-               "floor": floor(prof, nb, files if dataset == "many" else 1), **r}
-        rows.append(row)
-    for r in rows:
-        if "error" in r:
-            continue
-        peers = [x["median"] for x in rows if "error" not in x and x["reader"] in readers.PEERS
-                 and (x["dataset"], x["profile"], x["projection"]) == (
-                     r["dataset"], r["profile"], r["projection"])]
-        r["x_best_peer"] = r["median"] / min(peers) if peers else float("nan")
-        r["x_floor"] = r["median"] / r["floor"] if r["floor"] else None
-    order = {n: i for i, n in enumerate(names)}
-    rows.sort(key=lambda r: (r["dataset"] != "wide", ["s3", "far", "local"].index(r["profile"]),
-                             list(data.PROJECTIONS).index(r["projection"]), order[r["reader"]]))
+    rows = result_rows(results, names, needed, many_needed, files)
     res: dict[str, Any] = {"runs": rows}
     if not args.no_extras:
         log("extras:")

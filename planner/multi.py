@@ -17,7 +17,8 @@ scan of values wants; a consumer that must keep row counts (``count(*)``, or
 null-filled rows) adds ``PrunedFile.rows`` nulls per pruned file (``rows`` is
 None when only the super column could tell).
 
-Packing: tasks of about ``target_task_bytes`` (Spark's
+Packing (by :func:`.packing.pack`, the one packer, rule ``FIT``): tasks of
+about ``target_task_bytes`` (Spark's
 ``spark.sql.files.maxPartitionBytes`` is 128 MB; we default to the same).
 Each request weighs its length plus ``request_cost`` bytes, the
 byte-equivalent of its first-byte latency (``profile.breakeven``; Spark's
@@ -41,7 +42,10 @@ from csup_async.format.meta import FileMeta
 from csup_async.model.errors import ColumnNotFoundError
 
 from .coalescing import Request
+from .errors import ProfileError
 from .explain import count_of, human, more_lines, shown
+from .packing import Target as PackTarget
+from .packing import Unit, pack
 from .plan import ScanPlan, plan_resolved
 from .profiles import Profile, get_profile, with_amplification
 from .projection import normalize_columns, resolve_parsed
@@ -125,7 +129,7 @@ class MultiPlan:
     bytes_needed: int
     bytes_to_read: int
     request_count: int
-    target_task_bytes: int
+    target_task_bytes: int | None  # None: each file planned, none packed (tasks empty)
     request_cost: int
     profile: Profile
     files: tuple[FileScan, ...] = field(repr=False)
@@ -144,19 +148,19 @@ class MultiPlan:
 
 def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
                columns: Iterable[str] | str | None = None, profile: str | Profile = "s3", *,
-               target_task_bytes: int = DEFAULT_TARGET_TASK_BYTES,
+               target_task_bytes: int | None = DEFAULT_TARGET_TASK_BYTES,
                request_cost: int | None = None, split_files: bool = False,
                max_amplification: float | None = None, strict: bool = False) -> MultiPlan:
     """Plan a scan of many files' loaded metadata: prune, plan each file, pack into tasks.
 
     ``files`` holds ``(name, meta)`` or ``(name, meta, available)`` entries, or
     maps names to metadata.  ``strict`` raises :class:`ColumnNotFoundError`
-    when a path exists in no file.
+    when a path exists in no file.  ``target_task_bytes=None`` plans each file and
+    packs none (``tasks`` is empty): for a caller that packs its own units of work
+    (Spark's partitions carry more than these plans) with :func:`.packing.pack`.
     """
     prof = with_amplification(get_profile(profile), max_amplification)
-    if target_task_bytes < 1:
-        from .errors import ProfileError
-
+    if target_task_bytes is not None and target_task_bytes < 1:
         raise ProfileError(f"target_task_bytes={target_task_bytes} must be >= 1")
     cost = prof.breakeven if request_cost is None else request_cost
     parsed = normalize_columns(columns)
@@ -201,7 +205,8 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
     if strict and missing:
         raise ColumnNotFoundError(
             f"no file has column {', '.join(map(repr, missing))}")
-    tasks = _pack(kept, target_task_bytes, cost, split_files)
+    tasks = (_pack(kept, target_task_bytes, cost, split_files)
+             if target_task_bytes is not None else ())
     return MultiPlan(
         columns=tuple(p for p, _ in parsed) if parsed is not None else None,
         missing_paths=missing,
@@ -219,66 +224,44 @@ def _has_path(t: object, comps: tuple[str, ...]) -> bool:
     return bool(type_has_path(t, comps))
 
 
-class _Packer:
-    """Greedy, order-preserving packing of weighted items into tasks."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.tasks: list[Task] = []
-        self.files: list[TaskFile] = []
-        self.weight = 0
-        self.bytes = 0
-        self.count = 0
-
-    def fits(self, weight: int) -> bool:
-        return self.weight + weight <= self.target or (not self.files and not self.weight)
-
-    def add(self, tf: TaskFile, weight: int, nbytes: int, count: int) -> None:
-        self.files.append(tf)
-        self.weight += weight
-        self.bytes += nbytes
-        self.count += count
-
-    def close(self) -> None:
-        if self.files:
-            self.tasks.append(Task(len(self.tasks), tuple(self.files), self.bytes, self.count))
-        self.files, self.weight, self.bytes, self.count = [], 0, 0, 0
-
-
 def _pack(kept: list[FileScan], target: int, cost: int, split_files: bool) -> tuple[Task, ...]:
-    pk = _Packer(target)
-    for fs in kept:
+    """Files (or, with ``split_files``, their requests) packed by :func:`.packing.pack`."""
+    units: list[Unit] = []
+    # per unit: (file's index in kept, first request, stop request, bytes, requests)
+    spans: list[tuple[int, int, int, int, int]] = []
+    for k, fs in enumerate(kept):
         plan = fs.plan
         if not split_files or plan.request_count <= 1:
-            weight = plan.bytes_to_read + cost * plan.request_count
-            if not pk.fits(weight):
-                pk.close()
-            pk.add(TaskFile(fs.name, plan, plan.requests, True), weight,
-                   plan.bytes_to_read, plan.request_count)
+            units.append(Unit(plan.bytes_to_read + cost * plan.request_count))
+            spans.append((k, 0, len(plan.requests), plan.bytes_to_read, plan.request_count))
             continue
-        chunk: list[Request] = []
-        w = b = c = 0
-        for r in plan.requests:
-            rw = 0 if r.served else r.length + cost
-            if rw and pk.weight + w + rw > pk.target and (pk.files or chunk):
-                if chunk:
-                    pk.add(TaskFile(fs.name, plan, tuple(chunk), False), w, b, c)
-                    chunk, w, b, c = [], 0, 0, 0
-                pk.close()
-            chunk.append(r)
-            if not r.served:
-                w, b, c = w + rw, b + r.length, c + 1
-        complete = len(chunk) == len(plan.requests)
-        pk.add(TaskFile(fs.name, plan, tuple(chunk), complete), w, b, c)
-    pk.close()
-    return tuple(pk.tasks)
+        for j, r in enumerate(plan.requests):  # a served request costs nothing: weight 0
+            units.append(Unit(0 if r.served else r.length + cost))
+            spans.append((k, j, j + 1, 0 if r.served else r.length, 0 if r.served else 1))
+    tasks: list[Task] = []
+    for t in pack(units, PackTarget(target)).tasks:
+        files: list[TaskFile] = []
+        nbytes = count = 0
+        i = 0
+        while i < len(t.units):  # a file's consecutive units become one TaskFile
+            k, lo, hi, b, c = spans[t.units[i]]
+            i += 1
+            while i < len(t.units) and spans[t.units[i]][0] == k:
+                _, _, hi, b2, c2 = spans[t.units[i]]
+                b, c, i = b + b2, c + c2, i + 1
+            plan = kept[k].plan
+            files.append(TaskFile(kept[k].name, plan, plan.requests[lo:hi],
+                                  hi - lo == len(plan.requests)))
+            nbytes, count = nbytes + b, count + c
+        tasks.append(Task(len(tasks), tuple(files), nbytes, count))
+    return tuple(tasks)
 
 
 def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
     p = mp.profile
     n_tasks = len(mp.tasks)
     size = (f" of {human(mp.bytes_needed / n_tasks)} on average (target "
-            f"{human(mp.target_task_bytes)})" if n_tasks else "")
+            f"{human(mp.target_task_bytes or 0)})" if n_tasks else "")
     out = [
         f"multi-file plan (profile {p.name}): {count_of(len(mp.files), 'file')} to read, "
         f"{len(mp.pruned):,} pruned, {count_of(n_tasks, 'task')}{size}"

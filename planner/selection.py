@@ -44,6 +44,7 @@ from csup_async.model.errors import RowSelectionError
 from csup_async.model.types import EnumType, ErrorType, NamedType, PrimitiveType, RecordType
 
 from .bounds import fold, segment_zone
+from .explain import human
 from .filters import ColumnStats, Expr, Truth, zone_truth
 from .profiles import Profile
 
@@ -632,8 +633,6 @@ class FilterPlan:
         return self.bytes_wave1 + self.bytes_rest
 
     def explain(self, limit: int = 20) -> str:
-        from .explain import human
-
         p = self.profile
         n_zones = len(self.zones)
         by = {t: sum(1 for z in self.zones if z.truth is t) for t in Truth}

@@ -42,6 +42,43 @@ def hop_read(offset: int, object_size: int, largest_meta: int) -> tuple[int, int
     return offset, max(0, min(want, object_size - offset))
 
 
+#: Largest window :func:`window_read` reads at once (bytes held by the reader until it
+#: closes: a window is the open's, not a scan's).
+MAX_WINDOW = 64 << 20
+
+
+def window_read(offset: int, end: int, seen_bytes: int, seen_objects: int,
+                profile: str | Profile) -> list[tuple[int, int]] | None:
+    """Instead of a hop to the object at ``offset`` of a part ending (at its footer) at
+    ``end``: the reads (concurrent parts of one window) that bring its header, metadata
+    *and data*, and those of the objects after it, in one round trip; or None (hop).
+
+    Worth it when objects are small against a round trip: the ``seen_objects`` objects
+    before it average at most ``latency * bandwidth`` bytes (so a hop, whose transfer is
+    a few KB, costs as much time as reading a whole object), which is what super main
+    writes for narrow rows (an object is at most 120,000 values).  The window is the
+    rest of the part when it is no larger than the round trips it saves (one per
+    further object, estimated from the average, and the data wave's), else as many
+    round trips' worth of bytes; never past ``MAX_WINDOW``.  Local files (a round trip
+    of a few hundred KB) keep the chain."""
+    p = get_profile(profile)
+    rest = end - offset
+    if rest <= 0 or seen_objects <= 0:
+        return None
+    trip = p.latency * p.bandwidth
+    avg = seen_bytes / seen_objects
+    if avg > trip:
+        return None
+    further = max(1, round(rest / max(avg, 1)))
+    size = min(rest, int(trip * (further + 1)), MAX_WINDOW)
+    if size < 2 * MIN_HOP:
+        return None
+    part = p.min_part or p.split_size  # parts as the data wave splits its reads
+    parts = max(1, min(p.concurrency, size // max(part, 1)))
+    step = -(-size // parts)
+    return [(o, min(step, offset + size - o)) for o in range(offset, offset + size, step)]
+
+
 @dataclass(frozen=True, slots=True)
 class OpenCost:
     """What reading a file's headers and metadata cost (the chain of :func:`hop_read`)."""
@@ -129,7 +166,11 @@ def plan_header_layout(segments: list[Segment], paths: list[str], missing: list[
     """The data wave for ``segments`` (file offsets) under ``profile``: ``available``
     the largest range read at open, ``held`` every range read at open."""
     p = get_profile(profile)
-    ranges = plan_ranges(list(segments), p, available)
+    needed = sum(s.length for s in segments)
+    segs = _uncovered(list(segments), held) if held else list(segments)
+    ranges = plan_ranges(segs, p, available)
+    if needed != ranges.bytes_needed:  # what the data needs, whoever read it
+        ranges = replace(ranges, bytes_needed=needed)
     if held:  # requests inside bytes the open read (the chain's reads) cost nothing
         reqs = tuple(r if r.served or not any(o <= r.offset and r.end <= o + n for o, n in held)
                      else replace(r, served=True) for r in ranges.requests)
@@ -137,3 +178,29 @@ def plan_header_layout(segments: list[Segment], paths: list[str], missing: list[
                          request_count=sum(1 for r in reqs if not r.served),
                          bytes_to_read=sum(r.length for r in reqs if not r.served))
     return HeaderLayoutPlan(tuple(paths), tuple(missing), open_cost, ranges, version, p.name)
+
+
+def _uncovered(segments: list[Segment], held: tuple[tuple[int, int], ...]) -> list[Segment]:
+    """The pieces of ``segments`` no ``held`` range (offset, length) covers: a segment
+    the open's reads hold in part (a head read ending inside the first object's data,
+    a window of small objects) is read only where they do not."""
+    spans = sorted((o, o + n) for o, n in held if n > 0)
+    out = []
+    for s in segments:
+        a, end = s.offset, s.offset + s.length
+        pieces = []
+        for lo, hi in spans:
+            if hi <= a:
+                continue
+            if lo >= end:
+                break
+            if lo > a:
+                pieces.append((a, lo))
+            a = max(a, hi)
+            if a >= end:
+                break
+        if a < end:
+            pieces.append((a, end))
+        out.extend(s if (x, y) == (s.offset, s.offset + s.length)
+                   else replace(s, offset=x, length=y - x) for x, y in pieces)
+    return out

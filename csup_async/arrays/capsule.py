@@ -26,7 +26,9 @@ import numpy as np
 from ..model.errors import CsupError, UnsupportedTypeError
 from ..model.kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
 from ..model.types import NULL, EnumType, NamedType, PrimitiveType
+from .arrow import export
 from .buffers import group_ranks
+from .nested import fold_nulls
 
 __all__ = ["batch_schema", "export_batch", "export_column", "nanoarrow", "stream_of"]
 
@@ -134,7 +136,6 @@ def _enum(a: Any, p: EnumType, na: Any, name: str, md: dict[str, str] | None) ->
         offsets, data = _utf8(got, len(a))
         return _make(na, na.large_string(), name, md, len(a),
                      [_bits(a.validity), offsets, data], a.null_count)
-    from .arrow import export
 
     pa_arr = export(a)
     schema = na.c_schema(na.Schema(na.c_schema(pa_arr.type), name=name, metadata=md))
@@ -225,8 +226,6 @@ _BY_KIND: dict[str, Callable[[Any, Any, str, dict[str, str] | None], _Out]] = {
 
 # ------------------------------------------------------------------ batches ---
 def _folded(columns: dict[str, Any]) -> dict[str, Any]:
-    from .nested import fold_nulls
-
     return {p: fold_nulls(a) for p, a in columns.items()}
 
 

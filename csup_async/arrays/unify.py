@@ -28,6 +28,7 @@ Each change of type is noted (``ScanResult.conversions``); docs/format.md,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -45,6 +46,7 @@ from ..model.types import (
     Type,
     UnionType,
 )
+from .from_python import from_pylist
 from .model import Array, PrimitiveArray
 from .nested import (
     ListArray,
@@ -225,14 +227,12 @@ def _supertype_form(a: UnionArray, path: str, notes: list[str]) -> Array:
     def text(v: object) -> str | None:
         if v is None or isinstance(v, str):
             return v
-        import json
 
         return json.dumps(json_value(v), ensure_ascii=False, separators=(",", ":"))
 
     pylists = [m.to_pylist() for m in merged]
     values = [None if t < 0 else text(pylists[t][r])
               for t, r in zip(tags.tolist(), rows.tolist(), strict=True)]
-    from .from_python import from_pylist
 
     notes.append(f"{path}: union {a.type} as string (polars' and Spark's supertype: each "
                  "value's JSON text, a string as it is)")

@@ -51,6 +51,14 @@ def native_module() -> ModuleType | None:
     return _K
 
 
+def set_native(module: ModuleType | None) -> ModuleType | None:
+    """Use the C module ``module`` (None: the numpy decoders) from now on; returns the one
+    in use before.  The decoders' agreement tests run every input through both."""
+    global _K
+    previous, _K = _K, module
+    return previous
+
+
 def native_available() -> bool:
     """Whether the C decoders are in use (built, and not turned off by the env var)."""
     return _K is not None

@@ -178,12 +178,12 @@ def parse_segmap(vtype: Type, body: Any, what: str | _What = "segmap") -> Segmap
     vtype, body = _resolve(vtype, body)
     if body is None:
         return ()
-    shape = _segmap_shape(vtype)
+    shape = segmap_shape(vtype)
     if shape is not None:
-        rows = _segment_rows(body, shape)
+        rows = segment_rows(body, shape)
         if rows is not None:
-            return _segments(rows, shape, what)
-    return _parse_segmap_generic(vtype, body, what)
+            return segmap_from_rows(rows, shape, what)
+    return parse_segmap_generic(vtype, body, what)
 
 
 #: Integer types a statistic may be written in (the writer uses uint32).
@@ -215,7 +215,7 @@ def _uint_field_at(fields: tuple[Field, ...], name: str) -> int | None:
     return None
 
 
-def _segmap_shape(t: Type) -> _SegmapShape | None:
+def segmap_shape(t: Type) -> _SegmapShape | None:
     """The shape of ``t`` as a segmap, or None when ``t`` is not an array of
     records that starts with exactly the four fields of SEGMENT_TYPE."""
     known = _SEGMAP_LIKE.get(id(t))
@@ -251,7 +251,7 @@ def _uvarint(b: bytes, pos: int, n: int) -> tuple[int, int]:
 _Row = tuple[int, int, int, int, "int | None", "int | None", "bytes | None"]
 
 
-def _segment_rows(body: Any, shape: _SegmapShape) -> list[_Row] | None:
+def segment_rows(body: Any, shape: _SegmapShape) -> list[_Row] | None:
     """The segments of a segmap body in its usual shape, or None for anything else.
 
     The usual shape: every element and its four segment fields non-null, those
@@ -360,7 +360,7 @@ def _segment_elements(vtype: Type, body: Any, what: str | _What
     return out
 
 
-def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
+def parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
     """Any segmap value, through the generic decoder (the reference for the fast path)."""
     out = []
     t = underlying(vtype)
@@ -382,7 +382,8 @@ def _parse_segmap_generic(vtype: Type, body: Any, what: str | _What) -> Segmap:
     return tuple(out)
 
 
-def _segments(rows: list[_Row], shape: _SegmapShape, what: str | _What) -> Segmap:
+def segmap_from_rows(rows: list[_Row], shape: _SegmapShape, what: str | _What) -> Segmap:
+    """The checked segments of the rows :func:`segment_rows` read (the fast path's end)."""
     elem = shape.elem
     return tuple([_segment(off, length, mem, comp, what, count, crc,
                            None if raw is None else (elem, raw))

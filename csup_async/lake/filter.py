@@ -16,7 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from planner.filters import And, Compare, Expr, IsIn, IsNull, Like, Not, Or, StartsWith, bind
+from planner.filters import (
+    And,
+    Compare,
+    Expr,
+    IsIn,
+    IsNull,
+    Like,
+    Not,
+    Or,
+    StartsWith,
+    bind,
+    columns_of,
+)
+from planner.filtertext import parse_filter
 from planner.paths import format_path, parse_path
 
 from ..model.types import PrimitiveType, Type, underlying
@@ -45,8 +58,6 @@ def key_type_name(key_type: Type | None) -> str | None:
 
 def where_filter(wheres: Sequence[str]) -> Expr | None:
     """Repeated ``--where`` texts, each in the common grammar, ANDed."""
-    from planner.filtertext import parse_filter
-
     exprs = [parse_filter(w) for w in wheres]
     if not exprs:
         return None
@@ -67,8 +78,6 @@ class PoolFilter:
 
 def pool_filter(expr: Expr | str, key: tuple[str, ...], key_type: Type | None) -> PoolFilter:
     """``expr`` with its key literals typed, and the key range of its key conjuncts."""
-    from planner.filtertext import parse_filter
-
     if isinstance(expr, str):
         expr = parse_filter(expr)
     tname = key_type_name(key_type)
@@ -92,8 +101,6 @@ def pool_filter(expr: Expr | str, key: tuple[str, ...], key_type: Type | None) -
 
 def filter_columns(expr: Expr) -> list[str]:
     """The columns (lake spelling: dotted) a filter reads."""
-    from planner.filters import columns_of
-
     return [format_path(p) for p in columns_of(expr)]
 
 

@@ -28,7 +28,7 @@ from planner.filters import And, Compare, Expr
 from planner.literals import duration_ns, time_ns
 
 from ..model.errors import CsupError
-from ..model.types import NamedType, PrimitiveType, Type, underlying
+from ..model.types import TIME, NamedType, PrimitiveType, Type, underlying
 from ..model.values import Value, infer_type
 
 __all__ = ["compare", "sort_key", "KeyRange", "key_of", "as_value"]
@@ -129,8 +129,6 @@ def as_value(v: Any) -> Value | None:
     if isinstance(v, Value):
         return norm(v)
     if isinstance(v, _dt.datetime):
-        from ..model.types import TIME
-
         return norm(Value(TIME, v))
     try:
         return norm(Value(infer_type(v), v))

@@ -11,6 +11,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ..model.errors import CsupError, NotFoundError
+from ..model.redact import redact_url
 from ..stores import Store, store_for
 from ..stores.shared import with_stable_scope
 from . import ksuid as K
@@ -53,8 +54,6 @@ class Lake:
         self._states: dict[bytes, dict[bytes, PoolState]] = {}
 
     def __repr__(self) -> str:
-        from ..model.redact import redact_url
-
         return f"Lake({redact_url(self.url)!r}, pools={[p.name for p in self.pools]})"
 
     @property

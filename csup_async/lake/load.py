@@ -123,8 +123,10 @@ def encode_object(rows: list[tuple[Type, Any, bytes | None, Value | None]], orde
     return bytes(out), bytes(seek), omin, omax
 
 
-def _sorted_rows(cfg: PoolConfig, rows: list[tuple[Type, Any]]
-                 ) -> list[tuple[Type, Any, bytes | None, Value | None]]:
+def sorted_rows(cfg: PoolConfig, rows: list[tuple[Type, Any]]
+                ) -> list[tuple[Type, Any, bytes | None, Value | None]]:
+    """``rows`` in the pool's key order (``cfg.key``, ``cfg.order``), each with its BSUP
+    body and normalised key, as zed sorts a load (the property tests check the order)."""
     enc = [(t, v, bsup.encode_value(t, v), norm(key_of(v, t, cfg.key))) for t, v in rows]
     desc = cfg.order == "desc"
     families = {family(r[3].type) for r in enc if r[3] is not None}
@@ -184,7 +186,7 @@ async def load(lake: LakeHandle, cfg: PoolConfig, branch: str, data: Any, *, mes
         from ..writers.targets.supermodel import to_super
 
         rows = [to_super(t, v) for t, v in rows]
-    srows = await asyncio.to_thread(_sorted_rows, cfg, rows)
+    srows = await asyncio.to_thread(sorted_rows, cfg, rows)
     objects: list[dict[str, Any]] = []
     writes = []
     for part in _split(srows, max(cfg.threshold, 1)):

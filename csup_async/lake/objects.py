@@ -22,9 +22,9 @@ import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..model.errors import AccessDeniedError, NotFoundError
+from ..model.errors import AccessDeniedError, CsupError, NotFoundError
 from ..stores import LocalStore, Store
-from ..stores.capabilities import Lister, display_of
+from ..stores.capabilities import Lister, cache_key, cache_scope, display_of
 from ..stores.put import local_path, put_object
 from ..stores.tasks import gather_or_cancel
 from .config import PoolConfig
@@ -128,8 +128,8 @@ class LakeIO:
         the same in every process; unset for a store passed by hand, whose objects then
         stay in memory) and the key."""
         key = self.key(rel)
-        fn = getattr(self.store, "cache_key", None)  # a relative local path made absolute
-        return (getattr(self.store, "cache_scope", None), fn(key) if callable(fn) else key)
+        # (a relative local path made absolute)
+        return (cache_scope(self.store), cache_key(self.store, key))
 
     async def get_or_none(self, rel: str, *, immutable: bool = False,
                           probe: bool = False) -> bytes | None:
@@ -227,7 +227,6 @@ def disk_cache_of(option: Any) -> DiskMetadataCache | None:
     """The on-disk cache a lake's ``metadata_cache=`` names: None (``$CSUP_METADATA_CACHE``
     if set), False (none), a pathlib.Path (the process's cache in that directory) or a
     DiskMetadataCache."""
-    from ..model.errors import CsupError
     from ..stores.diskcache import DiskMetadataCache, disk_cache, env_cache
 
     if option is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import planner as P
 
+from ..stores.capabilities import profile_of
 from .commits import DataObject
 from .errors import LakeNotFoundError
 from .keys import KeyRange, compare, display, family, sort_key
@@ -148,8 +149,6 @@ async def plan_scan(io: LakeIO, pool_dir: str, objects: list[DataObject], order:
                     use_seek_index: bool = True) -> ScanPlan:
     """``profile``: the planner profile whose coalescing turns seek-index runs into
     requests (default: the store's, as ``open`` takes it)."""
-    from ..stores.capabilities import profile_of
-
     prof = P.get_profile(profile if profile is not None else profile_of(io.store))
     plan = ScanPlan(key_range, order, total=len(objects))
     kept: list[DataObject] = []

@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Any
 import planner as P
 from planner.filters import Expr
 
-from ..model.errors import CsupError
+from ..model.errors import AccessDeniedError, CsupError, NotFoundError
 from ..model.types import Type
 from ..readers.reader import ScanResult
 from . import ksuid as K
 from .commits import DataObject, PoolState
 from .filter import PoolFilter, filter_columns, is_expr, pool_filter
 from .keys import KeyRange
-from .plan import ScanPlan, plan_scan
+from .objects import gather_all
+from .plan import CSUP_MIN_OBJECT, ScanPlan, csup_usable, ordered, plan_scan, seek_index
 
 if TYPE_CHECKING:
     from .config import PoolConfig
@@ -53,8 +54,6 @@ class Pool:
         if self._csup_present is None and self.state.vectors:
             self._csup_present = True  # Zed's vector commits say which objects have one
         if self._csup_present is None:
-            from ..model.errors import AccessDeniedError, NotFoundError
-
             objs = self.objects
             if not objs:
                 return False
@@ -69,8 +68,6 @@ class Pool:
 
     async def _use_csup(self, csup: bool | None, cols: list[str] | None) -> bool | None:
         """True (use copies), None (auto: large objects), False (never)."""
-        from .plan import CSUP_MIN_OBJECT, csup_usable
-
         if csup is False or not csup_usable(cols):
             return False
         if csup:
@@ -95,8 +92,6 @@ class Pool:
     @property
     def objects(self) -> list[DataObject]:
         """Live data objects in Zed's listing order (by key span)."""
-        from .plan import ordered
-
         return ordered(list(self.state.objects.values()), self.config.order)
 
     def has_vector(self, o: DataObject) -> bool:
@@ -187,7 +182,6 @@ class Pool:
                     key_range: tuple[Any, Any] | None, csup: bool | None,
                     profile: str | P.Profile | None = None) -> PoolRead:
         """The read of a scan: its source, and how each kept object is opened."""
-        from .plan import CSUP_MIN_OBJECT
         from .read import PoolRead
 
         pf = self.resolve_filter(filter, key_range)
@@ -249,8 +243,6 @@ class Pool:
     async def sample_types(self, n: int) -> list[Type]:
         """The record types of the first seek-index chunk of up to ``n`` objects spread
         over the pool (what a schema is inferred from; one chunk read per object)."""
-        from .objects import gather_all
-        from .plan import seek_index
         from .read import first_chunk_types
 
         objs = self.objects

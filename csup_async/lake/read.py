@@ -32,6 +32,7 @@ from ..model.errors import FormatError, LimitError, NotFoundError, TruncatedErro
 from ..model.types import NULL, PrimitiveType, Type, UnionType, underlying
 from ..model.values import Value
 from ..readers.bsup import open_runs, reader_of_frames
+from ..readers.opening import open as open_reader
 from ..readers.reader import Reader
 from ..scan.result import ScanResult, ScanStats
 from .errors import LakeError, LakeNotFoundError
@@ -98,8 +99,6 @@ class PoolRead:
     async def open_object(self, o: SourceObject) -> Reader:
         """The object's reader: its columnar copy through ``open`` when that is to be
         read and exists, else its ``.zng`` runs (all of it when the source kept no runs)."""
-        from ..readers.opening import open as open_reader
-
         opts = {} if self.profile is None else {"profile": self.profile}
         if self._use_columnar(o):
             suffix = o.columnar[o.columnar.rfind("."):]  # type: ignore[index]

@@ -28,7 +28,7 @@ from ..model.types import (
     Type,
     underlying,
 )
-from ..model.values import Value
+from ..model.values import Value, infer_type
 from .errors import LakeError
 
 KSUID_T = NamedType("ksuid.KSUID", BYTES)
@@ -137,7 +137,6 @@ class Record:
         self.get(field, path)
         t, v = self.types[field], self.values[field]
         if type(t).__name__ == "FusionType":  # super main's fusion(all): the value's own type
-            from ..model.values import infer_type
 
             t = NULL if v is None else infer_type(v)
         return Value(t, v)

@@ -8,6 +8,8 @@ and say what was wrong; they never include credentials or signed URLs (see
 
 from __future__ import annotations
 
+import os
+
 
 class CsupError(Exception):
     """Root of every error csup-async raises on purpose."""
@@ -82,8 +84,6 @@ def source_text(source: object, what: str = "url") -> str:
     """A URL or path argument as text: ``pathlib.Path`` and other ``os.PathLike``
     objects are taken as paths (the habit of pyarrow, polars and pandas); anything but
     text or a path is an ArgumentError naming the argument."""
-    import os
-
     if isinstance(source, str):
         return source
     if isinstance(source, os.PathLike):

@@ -10,11 +10,13 @@ trailer itself.  The reader of the other kind is a new object made alike
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 from ..model.errors import FormatError
 from ..model.options import OpenOptions
 from ..stores import Store, TailRead
 from .detect import HeaderLayout
+from .headhint import drop_head, remember
 from .reader import Reader
 
 __all__ = ["load_reader"]
@@ -22,9 +24,11 @@ __all__ = ["load_reader"]
 
 async def load_reader(store: Store, key: str, *, owns_store: bool,
                       options: OpenOptions,
-                      pending: Awaitable[TailRead] | None = None) -> Reader:
+                      pending: Awaitable[TailRead] | None = None,
+                      head: Awaitable[TailRead | None] | None = None) -> Reader:
     """The loaded reader of the object at ``key`` (``pending``: its tail read, already
-    sent); the store is closed on failure when ``owns_store``."""
+    sent; ``head``: a speculative head read sent with it, used by a SuperDB v23 file);
+    the store is closed on failure when ``owns_store``."""
     try:
         reader = Reader(store, key, owns_store=owns_store, options=options)
     except BaseException:
@@ -39,10 +43,12 @@ async def load_reader(store: Store, key: str, *, owns_store: bool,
         except HeaderLayout as found:  # a SuperDB file
             from .superdb import to_header_layout
 
-            return await to_header_layout(reader, found.tail, found.t0, found.head)
+            return await to_header_layout(reader, found.tail, found.t0, found.head,
+                                          speculative=head)
         except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
             from .bsup import to_bsup
 
+            await _no_head(store, key, head)
             bsup = await to_bsup(reader)
             if bsup is None:
                 raise
@@ -50,4 +56,11 @@ async def load_reader(store: Store, key: str, *, owns_store: bool,
     except BaseException:
         await reader.close()  # the store too, unless a successor took it (and closed it)
         raise
+    await _no_head(store, key, head)
     return reader
+
+
+async def _no_head(store: Store, key: str, head: Awaitable[Any] | None) -> None:
+    """Not a v23 file: no head read next time from this place, and this one's dropped."""
+    remember(store, key, False)
+    await drop_head(head)

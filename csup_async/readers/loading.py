@@ -15,7 +15,7 @@ from typing import Any
 import planner as P
 
 from ..format.csup import find_trailer, parse_reassembly
-from ..format.superdb.v23 import is_v23_tail
+from ..format.superdb.tail import is_v23_tail
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -23,6 +23,7 @@ from ..model.errors import (
 )
 from ..scan.pool import off_loop
 from ..stores import TailRead
+from ..stores.capabilities import abilities, cache_key, cache_scope
 from ..stores.diskcache import disk_cache, env_cache
 from ..stores.metacache import CachedMetadata, MetadataCache, default_cache
 from ..stores.rangebuf import RangeBuffer
@@ -70,11 +71,12 @@ class Loading:
     async def _revalidate(self, cache: Any, t0: float) -> Awaitable[TailRead] | None:
         """A tail read conditional on the version cached before (``If-None-Match``): None
         if the object is unchanged (the cached entry is used, no tail bytes moved)."""
-        unless = getattr(self.store, "read_tail_unless", None)
-        prior = cache.peek(self._cache_ident()) if callable(unless) else None
-        if prior is None or prior.version is None or not callable(unless):
+        can = abilities(self.store).tail_revalidating
+        prior = cache.peek(self._cache_ident()) if can else None
+        if prior is None or prior.version is None or not can:
             return self.store.read_tail(self.key, self._tail_size())
-        tail = await unless(self.key, self._tail_size(), prior.version)
+        tail = await self.store.read_tail_unless(  # type: ignore[attr-defined]
+            self.key, self._tail_size(), prior.version)
         if tail is None:  # 304
             self.open_stats.requests = 1
             hit = cache.get(self._cache_ident(), prior.version) or prior  # counted as a hit
@@ -185,17 +187,10 @@ class Loading:
 _scopes = itertools.count()
 
 
-def cache_key(store: Any, key: str) -> str:
-    """``key`` as the metadata cache names it (``Store.cache_key``; a store passed by
-    hand may have none)."""
-    fn = getattr(store, "cache_key", None)
-    return fn(key) if callable(fn) else key
-
-
 def _cache_scope(store: Any) -> Any:
     """The metadata-cache scope of ``store``: set by the shared-store registry (kind and
     options), else unique to this store instance for the life of the process."""
-    scope = getattr(store, "cache_scope", None)
+    scope = cache_scope(store)
     if scope is None:
         scope = ("instance", next(_scopes))
         try:

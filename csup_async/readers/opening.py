@@ -125,11 +125,13 @@ class _Opener(Opener["Reader"]):
             raise
         from .loader import load_reader
 
+        head = None if self.given_tail is not None else _early_head(store, key, reader_opts)
         try:
             r = await load_reader(store, key, owns_store=owns, options=reader_opts,
-                                  pending=tail)
+                                  pending=tail, head=head)
         except BaseException:
             await _discard(tail)
+            await _discard(head)
             raise
         self.reader = r
         return r
@@ -147,6 +149,27 @@ class _Opener(Opener["Reader"]):
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
         return asyncio.ensure_future(store.read_tail(key, size))
+
+
+def _early_head(store: Store, key: str, reader_opts: OpenOptions
+                ) -> asyncio.Task[TailRead | None] | None:
+    """A head read sent with the tail read where the last file opened from the same place
+    was a SuperDB v23 file that needed one (:mod:`.headhint`); None otherwise."""
+    from ..stores.capabilities import HeadReader
+
+    if reader_opts.metadata_cache or reader_opts.immutable or not isinstance(store,
+                                                                             HeadReader):
+        return None
+    if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
+        return None  # the on-disk cache may answer the open without a request
+    from .headhint import expect_head
+
+    if not expect_head(store, key):
+        return None
+    import planner as P
+
+    size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
+    return asyncio.ensure_future(store.read_head(key, size))
 
 
 async def _discard(task: Awaitable[Any] | None) -> None:

@@ -24,6 +24,7 @@ from ..model.selection import check_limit
 from ..scan.fetch import piece_figures
 from ..scan.result import ScanStats
 from ..scan.selection import read_row_map
+from ..stores.capabilities import abilities
 
 _PLANS_KEPT = 32  # plans remembered per metadata (projections x profiles x warm counts)
 #: A reader keeps the row map of a file of several super types (its decoded super
@@ -138,8 +139,8 @@ class Planning:
     def _warm(self) -> int:
         """Connections the store holds open: a request beyond them pays a connection's
         setup, which the planner weighs (0 for a store that does not say)."""
-        warm = getattr(self.store, "warm_connections", None)
-        n = warm() if callable(warm) else 0
+        n = (self.store.warm_connections()  # type: ignore[attr-defined]
+             if abilities(self.store).pooled else 0)
         return n if isinstance(n, int) and n > 0 else 0
 
     def _plan(self, paths: list[str]) -> P.ScanPlan:

@@ -36,7 +36,7 @@ from ..scan.describe import describe_schema
 from ..scan.result import ScanResult, ScanStats
 from ..stores import ObjectInfo, Store, TailRead, redact_url, store_for
 from ..stores.calibrate import Measurements
-from ..stores.capabilities import profile_of
+from ..stores.capabilities import abilities, profile_of
 from .execution import Execution
 from .loading import Loading, metadata_cache_of
 from .planning import Planning
@@ -63,8 +63,8 @@ class Reader(Loading, Planning, Execution):
     def measurements(self) -> Measurements | None:
         """The process's recent requests to this object's endpoint (None: the store
         measures nothing, as local files)."""
-        of = getattr(self.store, "measurements_of", None)
-        m = of(self.key) if callable(of) else None
+        m = (self.store.measurements_of(self.key)  # type: ignore[attr-defined]
+             if abilities(self.store).measuring else None)
         return m if isinstance(m, Measurements) else None
 
     def calibration(self) -> Calibration | None:
@@ -103,8 +103,7 @@ class Reader(Loading, Planning, Execution):
         # default for the store (on for object stores, which measure; off for local files)
         calibrate = options.calibrate
         if calibrate is None:
-            calibrate = CALIBRATE_BY_DEFAULT and callable(getattr(store, "measurements_of",
-                                                                  None))
+            calibrate = CALIBRATE_BY_DEFAULT and abilities(store).measuring
         self.calibrate = bool(calibrate)
         # None: DEFAULT_CONCURRENCY, or more when the profile plans more connections
         self._concurrency_given = options.concurrency is not None

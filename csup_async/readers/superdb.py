@@ -5,7 +5,10 @@ SuperDB file (``"CSUP"`` at offset 0, or no trailer and a head read that shows
 it) the reader becomes a :class:`HeaderLayoutReader`: the same methods
 (``scan``, ``iter_batches``, ``read_rows``, ``read_values``, ``take``,
 ``count_rows``, ``plan``) over this layout's metadata.  The open reads every
-object's header and metadata (see :mod:`planner.superdb` for what that costs);
+object's header and metadata (see :mod:`planner.superdb` for what that costs) and
+splits it into values; a vector is parsed when a verb first needs it (v14/v16:
+:class:`~csup_async.format.superdb.meta.LazyNodes`), and a path's type comes from the
+vectors it reaches, not from every super type;
 a scan reads the projection's segments of every object in one wave, an
 ``iter_batches`` one object at a time.
 """
@@ -21,21 +24,24 @@ from typing import TYPE_CHECKING, Any
 
 import planner as P
 from planner.dnf import as_expr
+from planner.filters import Truth, zone_truth
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
 from ..arrays.unify import unify as unify_arrays
 from ..format.meta import PrimitiveColumn, Segment
+from ..format.superdb.bsup5 import columnar
 from ..format.superdb.meta import (
     HEADER_SIZE,
     ObjectMeta,
     SuperDBMeta,
     check_row_count,
-    file_types,
+    node_type,
     parse_header,
     parse_metadata,
     root_types,
 )
+from ..format.superdb.v23 import ObjectMeta5, is_v23_tail
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Planned, current_tracker, metered, tracking
@@ -46,6 +52,7 @@ from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
 from ..scan.superdb.held import HeldBytes
 from ..scan.superdb.vectors import Decoder, segment_bytes
+from .parsememo import parse_memo
 from .reader import Reader
 from .wholeobject import WholeObjectReader
 
@@ -71,15 +78,17 @@ class HeaderLayoutReader(WholeObjectReader):
     header_layout = True
     meta: FileView  # type: ignore[assignment]
 
-    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None
-                                  ) -> None:
-        from ..format.superdb.v23 import is_v23_tail
-
+    async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
+                                  speculative: Any = None) -> None:
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
-            await load_v23(self, tail, t0, head, FileView)
+            await load_v23(self, tail, t0, head, FileView, speculative)
             return
+        from .headhint import drop_head, remember
+
+        remember(self.store, self.key, False)
+        await drop_head(speculative)
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -129,20 +138,35 @@ class HeaderLayoutReader(WholeObjectReader):
                     await read(have, start + head - have)  # the rest of it
                 if reqs == first_reads:
                     in_first += 1
-                objects.append(parse_metadata(buf.get(start, hdr.meta_size), off, hdr))
+                objects.append(self._parsed(buf.get(start, hdr.meta_size), off, hdr, size))
                 largest = max(largest, hdr.meta_size + hdr.type_size)
                 off += hdr.object_size
-            types = file_types(objects)
         except CsupError as e:
             raise e.with_path(self.path) from None
         check_row_count(objects, self.read_options.limits.max_rows, self.path)
-        self.meta = FileView(tuple(objects), size, types)
+        self.meta = FileView(tuple(objects), size, None)  # super types: on first ask
         self._buf = buf
         self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first, head_read)
         self.open_stats.requests = reqs
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
         self.open_stats.wall = time.perf_counter() - t0
+
+    def _parsed(self, section: bytes | memoryview, off: int, hdr: Any, size: int
+                ) -> ObjectMeta:
+        """The object's metadata: parsed, or as this process parsed the same bytes of the
+        same object before (:mod:`.parsememo`, as the trailer layout's open does; its
+        vectors made by earlier reads are kept with it).  Keyed by the path too: a
+        vector's error names the file it was read from."""
+        memo = parse_memo()
+        key = memo.key(section, ("superdb", self.path, off, hdr), size, self.max_metadata)
+        known = memo.get(key)
+        if known is not None:
+            return known[0]  # type: ignore[no-any-return]
+        obj = parse_metadata(section, off, hdr)
+        obj.nodes.path = self.path  # type: ignore[attr-defined] # its errors name it
+        memo.put(key, obj)
+        return obj
 
     # -------------------------------------------------------------- schema ---
     @property
@@ -161,7 +185,13 @@ class HeaderLayoutReader(WholeObjectReader):
             tops = C.tops_of(o)
             targets = [t for top in tops for c in comps
                        if (t := C.resolve(o.nodes, top, c)) is not None]
-            segs.extend(C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0))
+            got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
+            if o.header.version >= 23:  # the subtypes of the fusions the paths pass
+                from ..scan.superdb.columnar23 import passed_subtypes
+
+                have = {g.offset for g in got}
+                got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+            segs.extend(got)
         return segs
 
     def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
@@ -180,8 +210,6 @@ class HeaderLayoutReader(WholeObjectReader):
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
-        from planner.filters import Truth, zone_truth
-
         from ..scan.superdb.pruning import object_stats
 
         objs = self.meta.objects if objects is None else objects
@@ -257,13 +285,50 @@ class HeaderLayoutReader(WholeObjectReader):
 
     def _types(self, paths: list[str]) -> dict[str, Type]:
         """Each path's column type (v23's ``none`` as null: see bsup5.columnar)."""
-        from ..format.superdb.bsup5 import columnar
+        if self.meta.version >= 23:
+            return {p: columnar(t) for p, t in super()._types(paths).items()}
+        out = {}
+        for p in paths:
+            ts = self._path_types(self._comps([p])[0])
+            out[p] = columnar(unify(ts)) if ts else NULL
+        return out
 
-        return {p: columnar(t) for p, t in super()._types(paths).items()}
+    def missing_paths(self, paths: list[str]) -> list[str]:
+        """The paths no super type of the file has."""
+        if self.meta.version >= 23:
+            return super().missing_paths(paths)
+        return [p for p, c in zip(paths, self._comps(paths), strict=True)
+                if not self._path_types(c)]
+
+    def _path_types(self, comps: tuple[str, ...]) -> list[Type]:
+        """The distinct types at ``comps`` in the file's super types (v14/v16), from the
+        vectors the path reaches: the super types themselves (every vector of every one)
+        are not made for a projection.  The same answer as ``type_at`` on each super
+        type: :func:`.columns.resolve` goes where ``type_at`` goes, and stops where it
+        would look inside a union, an array or a dict, whose type ``type_at`` then
+        continues."""
+        memo = self.__dict__.setdefault("_path_types_memo", {})
+        got = memo.get(comps)
+        if got is not None:
+            return got
+        seen: dict[Type, None] = {}
+        try:
+            for o in self.meta.objects:
+                nodes = o.nodes
+                for top in C.tops_of(o):
+                    t = C.resolve(nodes, top, comps)
+                    if t is None:
+                        continue
+                    # names=None: v14/v16 types are never recursive (see node_type)
+                    found = C.type_at(node_type(nodes, t.node, names=None), t.rest)
+                    if found is not None:
+                        seen.setdefault(found, None)
+        except CsupError as e:
+            raise e.with_path(self.path) from None
+        memo[comps] = got = list(seen)
+        return got
 
     def _decoder(self, obj: ObjectMeta, typed: bool) -> Decoder:
-        from ..format.superdb.v23 import ObjectMeta5
-
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
         if obj.header.version == 16 and obj.header.type_size:
             types = self._v16_types(obj)
@@ -305,14 +370,17 @@ class HeaderLayoutReader(WholeObjectReader):
                 ) -> dict[str, A.Array]:
         """Each path's column over the rows of ``obj``: primitive columns built with numpy
         (:mod:`csup_async.scan.superdb.fastcols`), the others from their decoded values."""
-        from ..scan.superdb import fastcols
+        from ..scan.superdb import columnar23, fastcols
 
         dec = self._decoder(obj, False)
         tags = C.row_tags(dec, obj) if len(C.tops_of(obj)) > 1 else None
+        v23 = obj.header.version >= 23
         out: dict[str, A.Array] = {}
         slow = []
         for p, comps in zip(paths, self._comps(paths), strict=True):
             got = fastcols.column(dec, obj, comps, types[p], tags)
+            if got is None and v23:  # records, unions, lists... a column at a time
+                got = columnar23.column(dec, obj, comps, types[p], tags)
             if got is None:
                 slow.append(p)
             else:
@@ -577,8 +645,6 @@ class HeaderLayoutSchema:
     """The super types of a SuperDB file, printable, and the Arrow schema of a scan."""
 
     def __init__(self, meta: SuperDBMeta, fused: Type | None = None) -> None:
-        from ..format.superdb.bsup5 import columnar
-
         self.meta = meta
         self.super_types = meta.super_types
         #: CSUP v23: the type its footers hold, every value's type fused (None: older files)
@@ -637,16 +703,21 @@ def record_fields(t: Type) -> list[str]:
 
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
-                           head: bytes | None = None) -> HeaderLayoutReader:
+                           head: bytes | None = None, speculative: Any = None
+                           ) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
-    ``head`` read by ``detect.probe``), every object's header and metadata read."""
+    ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
+    read, see :mod:`.headhint`), every object's header and metadata read."""
     new = reader.successor(HeaderLayoutReader)
     new._data_profile = new.profile  # plan_per_segment narrows reader.profile
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
     try:
-        await new._load_header_layout(tail, t0, head)
+        await new._load_header_layout(tail, t0, head, speculative)
     except BaseException:
+        from .headhint import drop_head
+
+        await drop_head(speculative)
         await new.close()  # it owns the store now
         raise
     return new

@@ -12,13 +12,15 @@ each trailer's part size, further objects of a part from each object's sizes
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import planner as P
-from planner.superdb import OpenCost, hop_read
+from planner.superdb import OpenCost, hop_read, window_read
 
+from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.meta import Header, check_row_count, file_types
 from ..format.superdb.v23 import (
     FOOTER_HEADER,
@@ -26,6 +28,7 @@ from ..format.superdb.v23 import (
     TRAILER,
     ObjectMeta5,
     Part,
+    is_v23_tail,
     parse_footer,
     parse_metadata,
     parse_object_header,
@@ -40,10 +43,13 @@ if TYPE_CHECKING:
 
 
 async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
-                   view: Any) -> None:
+                   view: Any, speculative: Any = None) -> None:
     """Read the parts and objects of the v23 file ``self`` (a HeaderLayoutReader) opened
-    on ``tail``; ``view``: the class of its ``meta`` (readers.superdb.FileView)."""
+    on ``tail``; ``view``: the class of its ``meta`` (readers.superdb.FileView);
+    ``speculative``: a head read sent with the tail read (:mod:`.headhint`)."""
 
+    if head is None and speculative is not None:
+        head = await _speculated(self, tail, speculative)
     size, version = tail.info.size, tail.info.version
     buf = HeldBytes()
     buf.add(tail.offset, tail.data)
@@ -81,7 +87,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
         parts = await _read_parts(buf, size, need)
         largest = 0
         for part in parts:
-            off = part.start
+            off, in_part = part.start, 0
             while off < part.footer:
                 if part.footer - off < OBJECT_HEADER:
                     raise TruncatedError(f"{part.footer - off} bytes at {off} before the "
@@ -93,6 +99,13 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                             end = max(min(end, tail.offset), off + OBJECT_HEADER)
                         await read(off, end - off)
                         head_read = True
+                    elif (win := window_read(*_gap(buf, self._held, part.start, off,
+                                                   part.footer),
+                                             off - part.start, in_part,
+                                             self.profile)) is not None:
+                        # small objects: the rest of the part from the first byte not
+                        # held (the data of those before it too) at once
+                        await asyncio.gather(*(read(o, n) for o, n in win))
                     else:
                         await read(*hop_read(off, part.footer, largest))
                 hdr = _object_header(buf, off, part.footer, self.max_metadata)
@@ -109,6 +122,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
                 largest = max(largest, n)
                 off += hdr.object_size
+                in_part += 1
         types = file_types(objects)
     except CsupError as e:
         raise e.with_path(self.path) from None
@@ -122,6 +136,41 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
     self.open_stats.wall = time.perf_counter() - t0
+    from .headhint import remember
+
+    remember(self.store, self.key, head_read and tail.offset > 0)
+
+
+async def _speculated(self: Any, tail: TailRead, spec: Any) -> bytes | None:
+    """The bytes of the head read sent with the tail read, when they are of the tail's
+    version and the tail read did not hold the whole file already (its request and
+    bytes counted either way, when it was made)."""
+    from .headhint import drop_head
+
+    if tail.offset == 0 and isinstance(spec, asyncio.Future) and not spec.done():
+        await drop_head(spec)  # a small file: the tail read holds it all
+        return None
+    try:
+        got = await spec
+    except Exception:  # speculative: the chain reads it again
+        return None
+    if got is None:
+        return None
+    self.open_stats.requests += 1
+    self.open_stats.bytes_read += len(got.data)
+    if tail.offset == 0 or got.info.version is None or got.info != tail.info:
+        return None
+    return bytes(got.data)
+
+
+def _gap(buf: HeldBytes, held: list[tuple[int, bytes]], start: int, off: int, end: int
+         ) -> tuple[int, int]:
+    """The bytes of a part (from ``start`` to its footer at ``end``) a window should
+    read for the object at ``off``: from the first byte the reads so far do not hold
+    (at most ``off``) to the next they do (the tail read), at most ``end``."""
+    a = min(off, buf.held_until(start)) if buf.covers(start, 1) else start
+    b = min([end, *(o for o, _ in held if a < o < end)])
+    return a, max(a, b)
 
 
 async def _read_parts(buf: HeldBytes, size: int,
@@ -170,7 +219,6 @@ def fused_type(parts: tuple[Part, ...]) -> Type | None:
             ts.append(p.fused)
     if len(ts) == 1:
         return ts[0]
-    from ..format.superdb.bsup5 import sort_union
 
     return sort_union(ts)
 
@@ -184,8 +232,6 @@ def footer_type(tail: TailRead) -> Type | None:
     What the driver of a Spark read needs to infer a schema: one request per file,
     where opening the file costs a second read at its head for the objects' metadata.
     """
-    from ..format.superdb.v23 import is_v23_tail
-
     data, base, size = tail.data, tail.offset, tail.info.size
     if not is_v23_tail(data, base, size):
         return None

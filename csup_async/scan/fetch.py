@@ -59,6 +59,9 @@ from .pool import POOL_THREADS, decode_pool
 from .result import ScanStats
 
 _BATCH_BYTES = 1 << 20  # segments handed to one pool task until they hold this much
+#: a scan whose segments decode to fewer bytes than this is decoded on the loop: the
+#: hand-off to the pool costs more than the work (Spark over small files)
+INLINE_SCAN_BYTES = 16 << 10
 #: Batches: requests are cut into pieces of this size, fetched a window ahead of at most
 #: WINDOW_BYTES (or concurrency / 2 pieces), and segments are decoded ahead of their
 #: consumer while those hold at most AHEAD_BYTES (stored size); so iter_batches holds about
@@ -413,7 +416,10 @@ class SegmentSource:
 
     def _flush(self) -> None:
         if self.batch:
-            self.pool.submit(self._work, self.batch)
+            if self.mem_total < INLINE_SCAN_BYTES:  # a tiny scan (a small file's): decoding
+                self._work(self.batch)  # it here costs less than one hand-off to the pool
+            else:
+                self.pool.submit(self._work, self.batch)
             self.batch, self.batch_bytes = [], 0
 
     def _work(self, jobs: list[tuple[Job, Any]]) -> None:

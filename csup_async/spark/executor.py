@@ -32,6 +32,7 @@ from .. import arrays as A
 from ..datasets.dataset import Dataset
 from ..datasets.fragment import Fragment
 from ..model.errors import CsupError
+from ..readers.opening import open as open_reader
 from ..readers.reader import reader_from_meta
 from ..stores import Store, shared_store
 from .convert import conform
@@ -59,8 +60,6 @@ def fragment_of(fp: FilePart, paths: list[str], store: Store,
     index (``fp.whole``: SuperDB header layout, BSUP) is opened here and read by its
     reader's own scan."""
     if fp.whole:
-        from ..readers.opening import open as open_reader
-
         return Fragment(fp.url, opener=lambda url: open_reader(url, store=store, **reader_opts))
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,
                               available=fp.served, **reader_opts)

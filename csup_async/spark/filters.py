@@ -51,6 +51,7 @@ import planner as P
 from planner import filters as F
 from planner.pruning import file_truth
 
+from ..format.colvalue import segment_stats
 from ..format.meta import FileMeta
 
 TRUE, FALSE, NULL, UNKNOWN = "true", "false", "null", "unknown"
@@ -138,8 +139,6 @@ def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
                    decided_true: list[bool]) -> tuple[list[int], list[str | None], list[bool]]:
     """Files the mapped filters' conjunction is false in, by segment statistics, and the
     exactly mapped filters the statistics prove true in every file left."""
-    from ..format.colvalue import segment_stats
-
     mapped = [(k, m) for k, f in enumerate(filters) if (m := to_expr(f, paths)) is not None]
     if not mapped or not kept:
         return kept, reasons, decided_true

@@ -26,13 +26,19 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 
-from ..lake.filter import PoolFilter
+from planner.packing import Target, Unit, pack
+
+from ..lake.filter import PoolFilter, where_filter
 from ..lake.keys import KeyRange, as_value
+from ..lake.objects import LakeIO
 from ..lake.source import PoolSource
 from ..model.errors import CsupError
 from ..model.types import underlying
+from ..stores import store_for
 from .options import Settings
+from .schema import merge_types, spark_type
 
 __all__ = ["lake_schema", "LakeReader", "LakeFilteringReader", "LakePartition"]
 
@@ -68,8 +74,6 @@ async def _open_pool(settings: Settings) -> tuple[Any, Any]:
 
 
 def lake_schema(settings: Settings) -> T.StructType:
-    from .schema import merge_types, spark_type
-
     async def sample() -> list[Any]:
         lake, pool = await _open_pool(settings)
         try:
@@ -108,8 +112,6 @@ class LakePartition(InputPartition):
 def pool_filter_from(pool: Any, settings: Settings, filters: Sequence[Any]) -> PoolFilter:
     """The ``where`` option (``;``-separated filters in the --where grammar, ANDed) bound
     to the pool, its key range narrowed further by the pushed filters on the key."""
-    from ..lake.filter import where_filter
-
     wheres = [w for w in (settings.pool_where or "").split(";") if w.strip()]
     pf = pool.resolve_filter(where_filter(wheres))
     return PoolFilter(pf.expr, key_range_from(pool, pf.key_range, filters))
@@ -134,20 +136,12 @@ def _bytes(o: Any) -> int:
 
 
 def _pack(src: PoolSource, target: int, min_parts: int) -> list[PoolSource]:
-    """The source split into parts of about ``target`` bytes, groups kept whole."""
-    total = sum(_bytes(o) for o in src.objects)
-    target = max(1, min(target, total // max(min_parts, 1) or 1))
-    parts: list[list[tuple[int, ...]]] = []
-    size = 0
-    for g in src.groups:
-        b = sum(_bytes(src.objects[i]) for i in g)
-        if not parts or (size + b > target and parts[-1]):
-            parts.append([])
-            size = 0
-        parts[-1].append(g)
-        size += b
+    """The source split into parts of about ``target`` bytes (lowered until there are
+    ``min_parts``), groups kept whole and in order (:func:`planner.packing.pack`)."""
+    units = [Unit(sum(_bytes(src.objects[i]) for i in g)) for g in src.groups]
     out = []
-    for gs in parts:
+    for task in pack(units, Target(target, min_tasks=min_parts)).tasks:
+        gs = [src.groups[u] for u in task.units]
         objs = [src.objects[i] for g in gs for i in g]
         groups, k = [], 0
         for g in gs:
@@ -207,11 +201,7 @@ class LakeFilteringReader(LakeReader):
 
 def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Settings
                         ) -> Iterator[pa.RecordBatch]:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from ..lake.objects import LakeIO
     from ..lake.read import PoolRead
-    from ..stores import store_for
     from .executor import record_batches
 
     url = _lake_url(settings)

@@ -23,14 +23,17 @@ from planner.partitions import Partitions
 
 from ..datasets.dataset import open_dataset
 from ..format.meta import FileMeta
+from ..format.superdb.bsup5 import columnar
 from ..model.errors import CsupError
 from ..model.types import RecordType, Type, UnionType
+from ..readers.opening import open_with_tail
 from ..scan.partitioning import partitions_of, root_of
 from ..stores import Store, TailRead, store_for
-from ..stores.capabilities import Lister
+from ..stores.capabilities import Lister, profile_of
 from ..stores.listing import has_glob, list_sources
 from ..stores.listing import hidden_below as is_hidden
 from .options import Settings
+from .schema import bare
 
 _LISTABLE = ("s3://", "s3a://", "gs://", "gcs://")
 
@@ -171,9 +174,6 @@ def footer_types(fused: Type) -> tuple[Type, ...] | None:
     ``none`` as null, as scans give it); None when they would not give the schema its
     metadata gives: several record types (whose columns come in order of first
     appearance, which the fused union, sorted, does not keep) or a union at the top."""
-    from ..format.superdb.bsup5 import columnar
-    from .schema import bare
-
     t = columnar(fused)
     ts = tuple(t.types) if isinstance(t, UnionType) else (t,)
     if any(isinstance(bare(m), UnionType) for m in ts) or sum(
@@ -186,9 +186,7 @@ async def load_types(settings: Settings) -> Typed:
     """Every file's super types, for the driver's schema inference: one tail read per
     file, which for a v23 file holding its footer is all (:func:`footer_types`); other
     files are opened on that tail read, as :func:`load` opens them."""
-    from ..readers.opening import open_with_tail
     from ..readers.superdb23 import footer_type
-    from ..stores.capabilities import profile_of
 
     if not settings.paths:
         raise CsupError("no path: use load(path) (an object, a prefix/directory or a glob)")

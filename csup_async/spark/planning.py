@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections import Counter
@@ -36,8 +35,10 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 import planner as P
+from planner.packing import NEAREST, Packing, Target, Unit, pack
 
 from ..format.meta import FileMeta
+from ..model.budget import check_budget
 from ..stores import TailRead, redact_url
 from .filters import decide, describe
 from .listing import Loaded
@@ -119,7 +120,6 @@ def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
     task runs."""
     if settings.max_requests is None and settings.max_bytes is None:
         return
-    from ..model.budget import check_budget
 
     check_budget(report["requests"], report["bytes_to_read"], settings.max_requests,
                  settings.max_bytes, None,
@@ -153,7 +153,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     whole: list[P.WholeFile] = []
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
-        mp = P.plan_files(entries, paths, profile, target_task_bytes=1 << 62)
+        mp = P.plan_files(entries, paths, profile, target_task_bytes=None)
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
         whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
@@ -186,12 +186,11 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         null_files += 1
         weight = (pf.rows or 0) * max(len(paths), 1) + (cost if pf.rows is None else 0)
         parts.append((FilePart(pf.name, lf.meta, lf.tail.info.version, None, pf.rows), weight))
-    total = sum(w for _, w in parts)
-    target = min(settings.target_partition_bytes,
-                 max(floor, math.ceil(total / settings.min_partitions)))
     cols = tuple(columns)
-    partitions = [CsupPartition(i, tuple(g), cols, values)
-                  for i, (values, g) in enumerate(_pack_by_values(parts, target, loaded))]
+    packing = _pack_by_values(parts, floor, settings, loaded)
+    target = packing.target
+    partitions = [CsupPartition(i, tuple(parts[u][0] for u in t.units), cols, t.key or ())
+                  for i, t in enumerate(packing.tasks)]
     reads = [fp.plan for fp, _ in parts if fp.plan is not None]
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
@@ -225,37 +224,20 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     return ReadPlan(partitions, list(remaining), report)
 
 
-def _pack_by_values(parts: list[tuple[FilePart, int]], target: int, loaded: Loaded
-                    ) -> list[tuple[tuple[tuple[str, Any], ...], list[FilePart]]]:
-    """:func:`_pack` within each run of files that share partition values, so a Spark
-    partition has one value per partition column (the executor adds them as constants)."""
-    if loaded.partitions is None:
-        return [((), g) for g in _pack(parts, target)]
-    names = loaded.partitions.names
-    by_url = {f.url: vals for f, vals in zip(loaded.files, loaded.partitions.values,
-                                             strict=True)}
-    runs: dict[tuple[Any, ...], list[tuple[FilePart, int]]] = {}
-    for fp, w in parts:
-        runs.setdefault(by_url[fp.url], []).append((fp, w))
-    return [(tuple(zip(names, vals, strict=True)), g)
-            for vals, run in runs.items() for g in _pack(run, target)]
-
-
-def _pack(parts: list[tuple[FilePart, int]], target: int) -> list[list[FilePart]]:
-    """Greedy, order-preserving, nearest to the target: a file joins the open group unless
-    more than half of it would land past the target (so equal files split evenly)."""
-    groups: list[list[FilePart]] = []
-    cur: list[FilePart] = []
-    weight = 0
-    for fp, w in parts:
-        if cur and weight + w / 2 > target:
-            groups.append(cur)
-            cur, weight = [], 0
-        cur.append(fp)
-        weight += w
-    if cur:
-        groups.append(cur)
-    return groups
+def _pack_by_values(parts: list[tuple[FilePart, int]], floor: int, settings: Settings,
+                    loaded: Loaded) -> Packing:
+    """Files packed in order, nearest the target (a file joins the open partition unless
+    more than half of it would land past the target, so equal files split evenly), within
+    each set of files that share partition values, so a Spark partition has one value per
+    partition column (the executor adds them as constants)."""
+    keys: dict[str, tuple[tuple[str, Any], ...]] = {}
+    if loaded.partitions is not None:
+        names = loaded.partitions.names
+        keys = {f.url: tuple(zip(names, vals, strict=True))
+                for f, vals in zip(loaded.files, loaded.partitions.values, strict=True)}
+    units = [Unit(w, key=keys.get(fp.url, ())) for fp, w in parts]
+    return pack(units, Target(settings.target_partition_bytes, rule=NEAREST,
+                              min_tasks=settings.min_partitions, floor=floor))
 
 
 def write_report(path: str, report: dict[str, Any]) -> None:

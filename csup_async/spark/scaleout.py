@@ -30,20 +30,24 @@ The column of a Spark field is found per file (only the whole-value column
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from pyspark.sql.types import StructField, StructType
+
 import planner as P
+from planner.packing import EVEN, Target, Unit, pack
 
 from ..arrays import Array
 from ..readers.opening import open as open_reader
+from ..readers.wholeobject import WholeObjectReader
 from ..stores import Store, redact_url
 from .filters import decide, describe
 from .listing import Loaded
 from .options import Settings
 from .planning import CsupPartition, ReadPlan, write_report
+from .schema import column_paths
 
 
 class UnopenedPartition(CsupPartition):
@@ -81,31 +85,20 @@ def plan_unopened(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: S
 
         _, decided, others = split(others, {c.name: c.type for c in loaded.partitions.columns})
     weight = file_weight(loaded.profile, settings)
-    total = weight * len(urls)
-    target = min(settings.target_partition_bytes,
-                 max(weight, math.ceil(total / settings.min_partitions)))
-    if loaded.partitions is None:
-        runs: dict[tuple[Any, ...], list[str]] = {(): urls}
-        names: tuple[str, ...] = ()
-    else:
-        runs = {}
+    keys: list[tuple[tuple[str, Any], ...]] = [()] * len(urls)
+    if loaded.partitions is not None:
         names = tuple(loaded.partitions.names)
-        for u, vals in zip(urls, loaded.partitions.values, strict=True):
-            runs.setdefault(tuple(vals), []).append(u)
+        keys = [tuple(zip(names, vals, strict=True)) for vals in loaded.partitions.values]
+    # equal weights: equal shares, and never an empty one (a target below one file)
+    packing = pack([Unit(weight, key=k) for k in keys],
+                   Target(settings.target_partition_bytes, rule=EVEN,
+                          min_tasks=settings.min_partitions, floor=weight))
+    target = packing.target
     cols = tuple(columns)
     pushed = tuple(others)
-    partitions: list[CsupPartition] = []
-    for vals, run in runs.items():
-        values = tuple(zip(names, vals, strict=True))
-        # equal weights: equal shares, and never an empty one (a target below one file)
-        chunks = min(len(run), math.ceil(len(run) * weight / target))
-        q, extra = divmod(len(run), chunks)
-        start = 0
-        for k in range(chunks):
-            stop = start + q + (k < extra)
-            partitions.append(UnopenedPartition(len(partitions), tuple(run[start:stop]), cols,
-                                                values, pushed))
-            start = stop
+    partitions: list[CsupPartition] = [
+        UnopenedPartition(i, tuple(urls[u] for u in t.units), cols, t.key, pushed)
+        for i, t in enumerate(packing.tasks)]
     report = {
         "paths": [redact_url(p) for p in settings.paths],
         "planned_on": "executors",
@@ -139,10 +132,6 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     of ``names`` in this file; a file the filters rule out (or with no rows) gives
     no rows.
     """
-    from pyspark.sql.types import StructField, StructType
-
-    from .schema import column_paths
-
     reader = await open_reader(url, store=store, **reader_opts)
     meta = reader.meta
     # column_paths only looks at names (and the file's types, for ``this``)
@@ -155,7 +144,6 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     paths = list(dict.fromkeys(p for _, p in columns))
     if not paths:
         return {}, await reader.count_rows(), columns
-    from ..readers.wholeobject import WholeObjectReader
 
     if isinstance(reader, WholeObjectReader):  # no column index: its own scan reads it
         # (a path of ``columns`` its types lack, the whole-value ``this`` aside, is nulls)
@@ -164,7 +152,7 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
         return res.columns, res.num_rows, columns
     tail = reader.tail
     mp = P.plan_files([(url, meta, (tail.offset, len(tail.data)))], paths, reader.profile,
-                      target_task_bytes=1 << 62)
+                      target_task_bytes=None)
     if mp.files:
         res = await reader.execute(mp.files[0].plan, paths)
         return res.columns, res.num_rows, columns

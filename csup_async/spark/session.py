@@ -13,6 +13,10 @@ import shutil
 import sys
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from . import register
+
 
 def spark_unavailable() -> str | None:
     """Why a local Spark cannot start here (None when it can): no pyspark, or no Java."""
@@ -33,10 +37,6 @@ def local_session(app_name: str = "csup", cores: int = 2, **conf: str) -> Any:
     ``conf`` adds Spark settings (dots written as given, e.g.
     ``**{"spark.sql.shuffle.partitions": "4"}``).
     """
-    from pyspark.sql import SparkSession
-
-    from . import register
-
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # also for the JVM's own lookups
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

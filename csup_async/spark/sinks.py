@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..model.errors import CsupError, StoreError
 from ..stores import redact_url
+from ..stores.config import given, parse_config
 from ..stores.logmask import install_log_mask
 
 PART_SIZE = 64 << 20  # multipart upload part size (and the single-PUT limit we use)
@@ -301,8 +302,6 @@ def sink_for(dest: str, options: dict[str, Any]) -> Sink:
     if scheme in ("", "file"):
         return LocalSink()
     if scheme in ("s3", "s3a"):
-        from ..stores.config import given, parse_config
-
         names = {"endpoint": "endpoint_url", "max_connections": "limit"}  # config -> S3Sink
         kept = ("region", "access_key_id", "secret_access_key", "session_token", "anonymous",
                 "path_style", "connect_timeout", "read_timeout", "verify_ssl", "aws_profile",

@@ -15,9 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..model.errors import CsupError
+from ..model.errors import ConfigError, CsupError
 from .listing import Loaded, load_sync, load_types_sync
 from .options import Settings, parse_options
 from .planning import CsupPartition, ReadPlan, plan_read
@@ -92,8 +93,6 @@ class CsupReader(DataSourceReader):
                             if n not in names)
             if loaded.unopened and (self.settings.max_requests is not None
                                     or self.settings.max_bytes is not None):
-                from ..model.errors import ConfigError
-
                 raise ConfigError(
                     "maxRequests/maxBytes are checked against the driver's plan, and past "
                     "planOnExecutorsThreshold tasks plan their own files: raise "
@@ -128,8 +127,6 @@ class CsupFilteringReader(CsupReader):
 def _with_constants(partition: CsupPartition, schema: StructType, values: dict[str, Any],
                     settings: Settings) -> Iterator[pa.RecordBatch]:
     """The files' columns read as usual, and the partition columns added as constants."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     from .executor import read_partition
 
     data = StructType([f for f in schema.fields if f.name not in values])

@@ -36,12 +36,15 @@ from itertools import chain
 from typing import Any
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from planner.partitions import format_partition_path
 
 from ..model.errors import CsupError, UnsupportedTypeError
 from ..writers import writing as W
 from .listing import is_hidden
-from .options import Settings
+from .options import Settings, parse_options
 from .sinks import Sink, sink_for
 
 STAGING = "_csup_staging"
@@ -91,8 +94,6 @@ class CsupWriter(DataSourceArrowWriter):
 
     # ------------------------------------------------------------ executors ---
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CsupCommitMessage:
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         if ctx is None:
             raise CsupError("CsupWriter.write runs inside a Spark task")
@@ -144,8 +145,6 @@ class CsupWriter(DataSourceArrowWriter):
         """One file per distinct value of the ``partitionBy`` columns, in ``k=v/``
         directories as Spark's file writers name them, without those columns.  The
         task's rows are held in memory to be split (Spark's own writer sorts instead)."""
-        from planner.partitions import format_partition_path
-
         table = pa.Table.from_batches(list(batches))
         keys = self.settings.partition_by
         missing = [k for k in keys if k not in table.column_names]
@@ -218,8 +217,6 @@ class CsupWriter(DataSourceArrowWriter):
 
 
 def writer_for(options: Any, overwrite: bool) -> CsupWriter:
-    from .options import parse_options
-
     settings = parse_options(options, write=True)
     if len(settings.paths) != 1:
         raise CsupError("save(path) takes one destination (a directory or prefix)")

@@ -6,6 +6,7 @@ reading a local file never pays for importing aiohttp or aiobotocore.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..model.redact import redact_text, redact_url
@@ -30,8 +31,6 @@ _LAZY = {"S3Store": ".s3", "GCSStore": ".gcs", "HTTPStore": ".http",
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

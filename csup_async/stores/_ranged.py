@@ -19,7 +19,14 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.errors import ObjectChangedError, StoreError, StoreTimeoutError, TruncatedError
+from ..model.errors import (
+    AccessDeniedError,
+    NotFoundError,
+    ObjectChangedError,
+    StoreError,
+    StoreTimeoutError,
+    TruncatedError,
+)
 from ..model.redact import redact_text
 from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
@@ -105,8 +112,6 @@ def status_error(status: int, path: str | None, *, detail: str = "",
                  retry_after: str | None = None,
                  content_range: str | None = None) -> StoreError:
     """The typed error for an HTTP error status (a Retryable for transient ones)."""
-    from ..model.errors import AccessDeniedError, NotFoundError
-
     what = f"HTTP {status}" + (f" ({redact_text(detail)[:300]})" if detail else "")
     if status in (401, 403):
         return AccessDeniedError(f"access denied: {what}", path=path)
@@ -339,6 +344,41 @@ class RangedStore(StoreBase):
                     await attempts.failed(e)
 
         return await self._within(attempt(), op, path)
+
+    async def read_head(self, key: str, length: int) -> TailRead | None:
+        """The first ``length`` bytes (all of a smaller object) with the object's size and
+        version, or None when one response cannot give all three (a server that ignores
+        Range, names no version, or fails: no retries).
+
+        A speculative read, sent beside the tail read before the object's version is
+        known (a SuperDB v23 file keeps its objects' metadata at its head): the caller
+        uses the bytes only when the version is the tail read's."""
+        path = self._display(key)
+        check_range(0, length, path)
+        if length == 0:
+            return None
+        try:
+            reply = await self._open_until(key, f"bytes=0-{length - 1}", None,
+                                           self._request_deadline(length, self._op_deadline()),
+                                           path)
+        except (Unsatisfiable, Retryable, StoreError, StoreTimeoutError, OSError):
+            return None
+        try:
+            cr = parse_content_range(reply.header("content-range"))
+            if reply.status != 206 or cr is None or None in cr:
+                return None
+            start, end, total = cr
+            if start != 0 or total is None or end != min(length, total) - 1:
+                return None
+            data = await _joined(self._chunks(reply, 0, end + 1, path, strict=True))
+            version = self._version_of(reply, total)
+        except (Retryable, StoreError, StoreTimeoutError, OSError):
+            return None
+        finally:
+            reply.release()
+        if version is None:
+            return None
+        return TailRead(bytes(data), ObjectInfo(total, version))
 
     async def read_tail_unless(self, key: str, length: int, version: str) -> TailRead | None:
         """``read_tail``, unless the object is still ``version``: then None, and no body.

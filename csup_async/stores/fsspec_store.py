@@ -68,6 +68,7 @@ class FsspecStore(StoreBase):
     """
 
     name = "fsspec"
+    default_profile = "http"  # (per instance: by protocol, below)
 
     def __init__(self, fs: Any = None, *, protocol: str | None = None,
                  storage_options: Mapping[str, Any] | None = None,

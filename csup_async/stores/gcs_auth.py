@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import os
 import threading
 import warnings
@@ -252,8 +253,6 @@ class DefaultCredentials:
     def _named(self, scopes: list[str]) -> Any:
         """The service account of ``file`` or ``key`` (DefaultCredentialsError when it is
         unusable: a missing file, a key that is not a service account's)."""
-        import json
-
         from google.auth.exceptions import DefaultCredentialsError
         from google.oauth2 import service_account
 

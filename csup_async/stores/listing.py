@@ -103,5 +103,6 @@ async def list_sources(source: str | Sequence[str], store: Store, *,
         return listed
     kept = [u for u in listed if fnmatch.fnmatch(u.rstrip("/").rsplit("/", 1)[-1], match)]
     if skipped is not None:
-        skipped += [u for u in listed if u not in set(kept)]
+        chosen = set(kept)  # (once: not per object)
+        skipped += [u for u in listed if u not in chosen]
     return kept

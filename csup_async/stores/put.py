@@ -16,7 +16,7 @@ import tempfile
 
 from ..model.errors import CsupError, StoreError
 from .base import Store
-from .capabilities import display_of
+from .capabilities import abilities, display_of
 from .local import LocalStore
 
 __all__ = ["WRITABLE", "put_object"]
@@ -33,9 +33,9 @@ async def put_object(store: Store, key: str, data: bytes, *, if_absent: bool = F
     try:
         if isinstance(store, LocalStore):
             return await asyncio.to_thread(_local_put, local_path(key), data, if_absent)
-        write = getattr(store, "write_object", None)
-        if store.name in WRITABLE and write is not None:  # S3, GCS, fsspec: the store's own
-            return bool(await write(key, data, if_absent, path))
+        if store.name in WRITABLE and abilities(store).object_writer:  # S3, GCS, fsspec
+            return bool(await store.write_object(  # type: ignore[attr-defined]
+                key, data, if_absent, path))
     except CsupError as e:
         raise e.with_path(path) from None
     except OSError as e:

@@ -106,7 +106,7 @@ def object_url(bucket: str, key: str | None, *, region: str, endpoint: str | Non
     return f"{scheme}://{host}{path}" + (f"?{query}" if query else "")
 
 
-def _query(params: Mapping[str, str]) -> str:
+def canonical_query(params: Mapping[str, str]) -> str:
     """A SigV4 canonical query string (sorted, RFC 3986 escaping): sent as signed."""
     return "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}"
                     for k, v in sorted(params.items()))
@@ -211,7 +211,20 @@ class S3Store(AiohttpStore):
         addressing: the same bucket and key at another endpoint is another object."""
         return ("s3", self.endpoint_for(""), self.path_style)
 
-    def _needs_client(self, bucket: str) -> bool:
+    @property
+    def credential_source(self) -> str:
+        """Where the credentials in use come from ("the access_key_id option", "botocore's
+        chain (shared-credentials-file)", ...), never the credentials themselves: refusals
+        name it."""
+        return self._credential_source
+
+    @property
+    def default_region(self) -> str | None:
+        """The region of a bucket whose region is not known otherwise (the ``region``
+        option, else the one botocore's configuration names, once resolved)."""
+        return self._default_region
+
+    def needs_client(self, bucket: str) -> bool:
         """Whether only aiobotocore's endpoint rules can address ``bucket``."""
         return self._use_client or ":" in bucket or bucket.endswith("--x-s3")
 
@@ -341,7 +354,7 @@ class S3Store(AiohttpStore):
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
         path = self._display(key)
         bucket, name = split_s3_key(key)
-        if self._needs_client(bucket):
+        if self.needs_client(bucket):
             return await self._open_client(key, range_, pin)
         headers: dict[str, str] = {}
         if range_ is not None:
@@ -356,7 +369,7 @@ class S3Store(AiohttpStore):
     async def _head(self, key: str) -> ObjectInfo:
         path = self._display(key)
         bucket, name = split_s3_key(key)
-        if self._needs_client(bucket):
+        if self.needs_client(bucket):
             resp = await self._call("head_object", key)
             return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag"))
         reply = await self._request("HEAD", bucket, name, {}, path)
@@ -389,7 +402,7 @@ class S3Store(AiohttpStore):
         bucket, name = split_s3_key(prefix) if "/" in prefix.removeprefix("s3://") else (
             prefix.removeprefix("s3://").rstrip("/"), "")
         path = f"s3://{bucket}/{name}"
-        if self._needs_client(bucket):
+        if self.needs_client(bucket):
             return await self._list_client(bucket, name, path)
         out: list[str] = []
         token = ""
@@ -400,7 +413,7 @@ class S3Store(AiohttpStore):
             attempts = self.retry.start(path)
             while True:
                 try:
-                    keys, token = await self._list_page(bucket, _query(params), path)
+                    keys, token = await self._list_page(bucket, canonical_query(params), path)
                     break
                 except Retryable as e:
                     await attempts.failed(e)

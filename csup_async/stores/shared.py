@@ -33,6 +33,7 @@ from collections.abc import AsyncGenerator, Hashable, Mapping
 from typing import Any
 
 from .base import Store
+from .capabilities import abilities
 from .resolve import store_for
 
 __all__ = ["MAX_SHARED", "STABLE_SCOPE", "close_stores", "shared_store"]
@@ -79,15 +80,16 @@ _registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopStores] = \
     weakref.WeakKeyDictionary()
 
 
-def _freeze(value: Any) -> Hashable:
-    """A hashable, order-independent form of an option value (TypeError if there is none)."""
+def freeze(value: Any) -> Hashable:
+    """A hashable, order-independent form of an option value (TypeError if there is none):
+    the shared-store cache keys stores by their options this way."""
     if isinstance(value, Mapping):
-        return ("map", tuple(sorted(((str(k), _freeze(v)) for k, v in value.items()),
+        return ("map", tuple(sorted(((str(k), freeze(v)) for k, v in value.items()),
                                     key=lambda kv: kv[0])))
     if isinstance(value, (list, tuple)):
-        return ("seq", tuple(_freeze(v) for v in value))
+        return ("seq", tuple(freeze(v) for v in value))
     if isinstance(value, (set, frozenset)):
-        return ("set", frozenset(_freeze(v) for v in value))
+        return ("set", frozenset(freeze(v) for v in value))
     hash(value)
     return (type(value).__name__, value)
 
@@ -106,11 +108,10 @@ def store_ident(store: Store, options: dict[str, Any]) -> tuple[Any, ...] | None
     options (credentials included) and what it resolved from the environment (its
     ``identity()``: an endpoint from ``AWS_ENDPOINT_URL``, an emulator host); None
     if an option has no stable form."""
-    identity = getattr(store, "identity", None)
-    try:
-        return (type(store).__module__, type(store).__qualname__,
-                getattr(store, "protocol", None), _freeze(options),
-                _freeze(identity() if callable(identity) else ()))
+    ident = store.identity() if abilities(store).identified else ()  # type: ignore[attr-defined]
+    try:  # (an fsspec store's protocol is in its identity)
+        return (type(store).__module__, type(store).__qualname__, freeze(options),
+                freeze(ident))
     except TypeError:
         return None
 
@@ -167,9 +168,8 @@ async def close_stores() -> None:
 
 
 def _abandon(store: Any) -> None:
-    abandon = getattr(store, "abandon", None)  # the aiohttp stores hold a session
-    if callable(abandon):
-        abandon()
+    if abilities(store).abandoning:  # the aiohttp stores hold a session
+        store.abandon()
 
 
 @atexit.register

@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ..model.errors import CsupError, EncodeError, UnsupportedTypeError
 from ..model.types import (
     NULL,
@@ -234,7 +236,6 @@ def plain_array(arr: Any) -> Any:
             # order; flatten() gives them as the lists list them), then fresh offsets
             values = plain_array(arr.flatten())
             lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
-            import numpy as np
 
             offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
             mask = arr.is_null() if arr.null_count else None

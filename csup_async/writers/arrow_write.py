@@ -23,7 +23,16 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..model.errors import CsupError, EncodeError
-from ..model.types import NULL, ArrayType, PrimitiveType, RecordType, SetType, Type
+from ..model.types import (
+    NULL,
+    PRIMITIVE_BY_NAME,
+    ArrayType,
+    Field,
+    PrimitiveType,
+    RecordType,
+    SetType,
+    Type,
+)
 from ..model.values import numpy_ns
 from .arrow_input import arrow_error, super_type, to_ns
 from .batch import Arr, Batch, Node, Prim, Rec, Slot
@@ -277,8 +286,6 @@ def write_columns(out: BinaryIO, columns: Mapping[str, Any], **options: Any) -> 
     (duration); anything else (complex, objects, strings) is an EncodeError
     naming the column: pass rows, or an Arrow table, for those.
     """
-    from ..model.types import PRIMITIVE_BY_NAME, Field
-
     names = list(columns)
     arrays = [columns[n] for n in names]
     kinds = []

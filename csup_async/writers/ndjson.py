@@ -27,6 +27,7 @@ taken for the whole file.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -48,8 +49,6 @@ _OK, _PYTHON, _STOP, _MORE = range(4)
 
 
 def _load() -> ModuleType | None:
-    import os
-
     if os.environ.get("CSUP_ASYNC_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     try:

@@ -4,6 +4,7 @@ the builders fill and the Writer flushes."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
@@ -55,6 +56,11 @@ class SegmentSink:
         """Bytes of column data held in memory, not yet written out."""
         return self._buffered
 
+    @property
+    def spilled(self) -> int:
+        """Bytes of column data set aside in the spill file (out of memory) so far."""
+        return self._spill_size
+
     def _emit(self, b: bytes) -> None:
         self.out.write(b)
         self._offset += len(b)
@@ -62,8 +68,6 @@ class SegmentSink:
     def _spill_write(self, b: bytes) -> int:
         """Set ``b`` aside in the spill file (made on first use); where it starts."""
         if self._spill is None:
-            import tempfile
-
             self._spill = tempfile.TemporaryFile(prefix="csup-writer-")  # noqa: SIM115 (closed in close)
         at = self._spill_size
         self._spill.seek(at)

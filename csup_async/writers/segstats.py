@@ -179,7 +179,7 @@ def _varbinary_bounds(data: np.ndarray, valid: np.ndarray | None,
     """(min, max) of the non-null values, byte-wise, each cut to one byte past
     MAX_BOUND_BYTES (enough to cut it and to know it was cut)."""
     offsets = np.asarray(offsets, np.int64)
-    found = _native_min_max(data, valid, offsets)
+    found = native_min_max(data, valid, offsets)
     if found is not None:
         return found
     if offsets.size > _ARROW_FROM:
@@ -194,7 +194,7 @@ def _varbinary_bounds(data: np.ndarray, valid: np.ndarray | None,
             _extreme(data, starts, lengths, largest=True))
 
 
-def _native_min_max(data: np.ndarray, valid: np.ndarray | None,
+def native_min_max(data: np.ndarray, valid: np.ndarray | None,
                     offsets: np.ndarray) -> tuple[bytes, bytes] | None:
     """The C loop's (min, max) (csup_async/writers/_wkernels.c), or None without it or with no
     valid value (the callers below then decide)."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..decode.kernels import copy_ranges
 from ..model.types import (
     STRING,
     ArrayType,
@@ -91,8 +92,6 @@ class Tape:
 
     def encoded(self, idx: np.ndarray) -> Encoded:
         """The strings at ``idx`` tag-encoded (the tape holds them so: one gather)."""
-        from ..decode.kernels import copy_ranges
-
         sizes = self.slen[idx] + _tag_bytes(self.slen[idx] + 1)
         return Encoded(copy_ranges(self.sdata, self.val[idx], sizes), np.cumsum(sizes))
 

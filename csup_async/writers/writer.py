@@ -36,6 +36,7 @@ from ..format.colvalue import SEGMAP_TYPE, TRAILER_TYPE, column_value, segmap_va
 from ..format.meta import (
     AnyColumn,
     Segment,
+    Trailer,
 )
 from ..model.errors import CsupError, EncodeError
 from ..model.types import (
@@ -248,7 +249,6 @@ class Writer(SegmentSink):
         huge type can pass every check but make a column tree deeper than readers
         accept): never finish a file that cannot be read back."""
         from ..format.csup import parse_reassembly
-        from ..format.meta import Trailer
 
         sections = (data_size, len(reassembly))
         trailer = Trailer(MAGIC, "csup", VERSION, sections, self.skew_thresh,

@@ -42,7 +42,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.support.net import HOST, FaultSpec, LoopThread
+from bench.net import HOST, FaultSpec, LoopThread
 
 _HEAD_LIMIT = 64 * 1024
 _STATUS_TEXT = {408: "Request Timeout", 429: "Too Many Requests", 500: "Internal Server Error",

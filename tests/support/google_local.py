@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from tests.support.net import HOST, LoopThread
+from bench.net import HOST, LoopThread
 
 READ_ONLY = "https://www.googleapis.com/auth/devstorage.read_only"
 SA_EMAIL = "reader@csup-tests.iam.gserviceaccount.com"

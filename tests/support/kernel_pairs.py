@@ -19,7 +19,7 @@ from csup_async.decode import kernels as K
 from csup_async.model.errors import CsupError
 
 #: The compiled module (None where it was not built).
-NATIVE = K._K
+NATIVE = K.native_module()
 
 
 def outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
@@ -53,14 +53,13 @@ _NUMPY_LOCK = threading.Lock()
 def both(fn: Callable[[], Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
     """fn's outcome with the kernels and with numpy (same public function)."""
     with _NUMPY_LOCK:
-        saved = K._K
+        saved = K.set_native(NATIVE)
         try:
-            K._K = NATIVE
             native = outcome(fn)
-            K._K = None
+            K.set_native(None)
             numpy = outcome(fn)
         finally:
-            K._K = saved
+            K.set_native(saved)
     return native, numpy
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.lake_builder import LakeBuilder
+from bench.lake_builder import LakeBuilder
 
 _published: set[str] = set()
 

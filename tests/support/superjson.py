@@ -80,10 +80,19 @@ def super_json(t: Type, v: Any, main: bool = False,
         names = {}
     if v is None:
         # error(null) is stored as a null of type error(null), which super prints as
-        # the error it is
-        u = t.inner if isinstance(t, NamedType) else t
-        null = isinstance(u, ErrorType) and getattr(u.inner, "name", "") == "null"
-        return {"error": None} if null else None
+        # the error it is; so is error(error(null)) (super has no null of an error type)
+        depth, u = 0, t
+        while True:
+            u = u.inner if isinstance(u, NamedType) else u
+            if not isinstance(u, ErrorType):
+                break
+            depth, u = depth + 1, u.inner
+        if not depth or getattr(u, "name", "") != "null":
+            return None
+        out: Any = None
+        for _ in range(depth):
+            out = {"error": out}
+        return out
     if isinstance(t, RecRef):
         t = names[t.name]
     if isinstance(t, NamedType):

@@ -222,10 +222,18 @@ def frame_values(payload: memoryview, lookup: Callable[[int], Type]
     """Each ``(type, body)`` of one values frame, its type IDs resolved by ``lookup``
     (the same layout in every BSUP version; only the typedefs differ)."""
     pos, end = 0, len(payload)
-    while pos < end:
-        tid, pos = read_uvarint(payload, pos, end)
+    while pos < end:  # one-byte uvarints (nearly all) read inline
+        tid = payload[pos]
+        if tid < 0x80:
+            pos += 1
+        else:
+            tid, pos = read_uvarint(payload, pos, end)
         t = lookup(tid)
-        tag, pos = read_uvarint(payload, pos, end)
+        if pos < end and payload[pos] < 0x80:
+            tag = payload[pos]
+            pos += 1
+        else:
+            tag, pos = read_uvarint(payload, pos, end)
         body = None
         if tag:
             if pos + tag - 1 > end:

@@ -14,12 +14,14 @@ typedefs table is what a CSUP types section holds (as one ``bytes`` value).
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ...model.errors import FormatError, TruncatedError, UnsupportedTypeError
+from ...model.kinds import map_value
 from ...model.types import (
     PRIMITIVES,
     ArrayType,
@@ -159,8 +161,6 @@ def compare_types(a: Type, b: Type) -> int:
 
 def sort_union(types: Iterable[Type]) -> UnionType:
     """A union of ``types`` as super builds it: flattened, unique, in super's order."""
-    import functools
-
     flat: list[Type] = []
     for t in types:
         for m in (t.types if isinstance(t, UnionType) else (t,)):
@@ -518,8 +518,6 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, ArrayType | SetType):
         return [decode_value(t.elem, p, typed=typed, depth=d, names=names) for p in parts]
     if isinstance(t, MapType):
-        from ...model.kinds import map_value
-
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
         items = [(decode_value(t.key, parts[j], typed=typed, depth=d, names=names),

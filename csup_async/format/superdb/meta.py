@@ -12,11 +12,17 @@ parsed here into :class:`Node` records: everything planning and decoding need
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ...model.errors import FormatError, LimitError, TruncatedError, UnsupportedTypeError
+from ...model.errors import (
+    CsupError,
+    FormatError,
+    LimitError,
+    TruncatedError,
+    UnsupportedTypeError,
+)
 from ...model.types import (
     ArrayType,
     ErrorType,
@@ -30,6 +36,8 @@ from ...model.types import (
 )
 from .bsup2 import V1, V2, Dialect, OptField, read_values
 from .compiled import decoder
+from .fastnodes import builder
+from .nodes import Node, Seg
 
 MAGIC = b"CSUP"
 HEADER_SIZE = 36  # version 16; version 14 has no type section, and 28 bytes
@@ -101,39 +109,6 @@ def parse_header(buf: bytes | memoryview, at: int = 0) -> Header:
 
 
 @dataclass(frozen=True, slots=True)
-class Seg:
-    """A byte range of an object's data section (offset relative to it).  ``size`` is
-    what is stored: integer vectors keep their compressed size in ``MemLength``."""
-
-    offset: int
-    size: int
-    mem: int
-    lz4: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One vector's metadata: ``kind`` is the marshalled type's name lower-cased."""
-
-    kind: str
-    count: int = 0
-    segs: tuple[tuple[str, Seg], ...] = ()
-    kids: tuple[int, ...] = ()
-    type: Type | None = None  # primitives and constants: the values' type
-    name: str = ""  # named
-    fields: tuple[tuple[str, bool], ...] = ()  # record: (name, optional) per kid
-    value: Any = None  # const
-    min: Any = None
-    max: Any = None
-
-    def seg(self, role: str) -> Seg | None:
-        for r, s in self.segs:
-            if r == role:
-                return s
-        return None
-
-
-@dataclass(frozen=True, slots=True)
 class ObjectMeta:
     offset: int  # of the header in the file
     header: Header
@@ -157,13 +132,26 @@ class ObjectMeta:
         return node_len(self.nodes, self.header.root)
 
 
-@dataclass(frozen=True, slots=True)
 class SuperDBMeta:
-    """Every object of one file, in order."""
+    """Every object of one file, in order.  ``super_types`` None: found on first ask
+    (:func:`file_types` walks every vector of every super type, which a projection does
+    not need)."""
 
-    objects: tuple[ObjectMeta, ...]
-    object_size: int
-    super_types: tuple[Type, ...] = field(default=())
+    __slots__ = ("_super_types", "object_size", "objects")
+
+    def __init__(self, objects: tuple[ObjectMeta, ...], object_size: int,
+                 super_types: tuple[Type, ...] | None = ()) -> None:
+        self.objects, self.object_size = objects, object_size
+        self._super_types = super_types
+
+    @property
+    def super_types(self) -> tuple[Type, ...]:
+        if self._super_types is None:
+            try:
+                self._super_types = file_types(self.objects)
+            except CsupError as e:  # a vector met first here: its file named
+                raise e.with_path(getattr(self.objects[0].nodes, "path", None)) from None
+        return self._super_types
 
     @property
     def version(self) -> int:
@@ -185,7 +173,9 @@ def seg_of(d: Any, what: str) -> Seg:
     return Seg(off, length if fmt else mem, mem, bool(fmt))
 
 
-def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
+def node_of(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
+    """The vector one metadata value describes, through the generic decoder (the
+    reference :mod:`.fastnodes` answers as; every malformed value's error is made here)."""
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
@@ -245,24 +235,90 @@ def _node(t: Type, body: Any, what: str, dialect: Dialect) -> Node:
     raise FormatError(f"{what}: unknown vector kind {t.name!r}")
 
 
+def _checked(n: Node, i: int, count: int, data_size: int, what: str) -> Node:
+    """``n`` (vector ``i`` of ``count``) if its children come before it and its segments
+    lie inside the ``data_size``-byte data section, else a FormatError."""
+    for k in n.kids:
+        if (k >= i and n.kind != "dynamic") or k >= count:
+            raise FormatError(f"{what}: vector {i} refers to vector {k} "
+                              "(not an earlier one)")
+    for _, s in n.segs:
+        if s.offset + s.size > data_size:
+            raise FormatError(f"{what}: segment at {s.offset}+{s.size} runs past the "
+                              f"{data_size}-byte data section")
+    return n
+
+
+class LazyNodes(Sequence[Node]):
+    """An object's vectors, each parsed (and checked) when first asked for.
+
+    A file ``super`` v0.3.0 writes for ordinary JSON holds thousands of metadata values
+    (7,585 for 200,000 log records of 191 super types), and a projection of two columns
+    touches a fraction of them: the root, each super type's record and the vectors
+    under the paths asked for.  Parsing every value at open was most of such a read; here
+    the open splits the section into ``(type, body)`` pairs only, and a vector is made
+    the first time it is indexed.  What a damaged vector raises is unchanged (the same
+    :func:`node_of` and checks), only when: the first use of it, not the open.  Pickled,
+    it is the plain tuple of every vector."""
+
+    __slots__ = ("_data_size", "_dialect", "_made", "_vals", "_what", "path", "resolved")
+
+    def __init__(self, vals: list[tuple[Type, Any]], what: str, dialect: Dialect,
+                 data_size: int) -> None:
+        self._vals, self._what, self._dialect, self._data_size = vals, what, dialect, data_size
+        self._made: list[Node | None] = [None] * len(vals)
+        #: where paths are under top-level vectors (scan.superdb.columns.resolve's answers)
+        self.resolved: dict[Any, Any] = {}
+        #: the file's path, named by the error of a damaged vector (whichever verb met it)
+        self.path: str | None = None
+
+    def __len__(self) -> int:
+        return len(self._vals)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        n = self._made[i]
+        if n is None:
+            i = i + len(self._vals) if i < 0 else i
+            t, body = self._vals[i]
+            try:
+                n = _checked(self._node(t, body), i, len(self._vals), self._data_size,
+                             self._what)
+            except CsupError as e:
+                raise e.with_path(self.path) from None
+            self._made[i] = n
+        return n
+
+    def _node(self, t: Type, body: Any) -> Node:
+        """The vector of one metadata value: by its type's builder (:mod:`.fastnodes`)
+        where it has one and takes the body, else (and for every error) :func:`node_of`."""
+        build = builder(t, self._dialect)
+        if build is not None and body is not None:
+            try:
+                return build(body)
+            except Exception:  # any refusal: node_of gives the node, or the error
+                pass
+        return node_of(t, body, self._what, self._dialect)
+
+    def __iter__(self) -> Iterator[Node]:
+        for i in range(len(self._vals)):
+            yield self[i]
+
+    def __reduce__(self) -> Any:
+        return (tuple, (tuple(self),))
+
+
 def parse_metadata(buf: bytes | memoryview, offset: int, header: Header) -> ObjectMeta:
-    """The metadata section of the object at ``offset`` (``buf`` is that section)."""
+    """The metadata section of the object at ``offset`` (``buf`` is that section): its
+    values split at once, each vector parsed on first use (:class:`LazyNodes`)."""
     what = f"CSUP object at byte {offset}"
     vals = read_values(buf, header.dialect)
-    nodes = tuple(_node(t, b, what, header.dialect) for t, b in vals)
-    if header.root >= len(nodes):
-        raise FormatError(f"{what}: root ID {header.root} is past its {len(nodes)} vectors")
-    for i, n in enumerate(nodes):
-        for k in n.kids:
-            if (k >= i and n.kind != "dynamic") or k >= len(nodes):
-                raise FormatError(f"{what}: vector {i} refers to vector {k} "
-                                  "(not an earlier one)")
-        for _, s in n.segs:
-            if s.offset + s.size > header.data_size:
-                raise FormatError(f"{what}: segment at {s.offset}+{s.size} runs past the "
-                                  f"{header.data_size}-byte data section")
-    obj = ObjectMeta(offset, header, nodes)
-    return obj
+    if header.root >= len(vals):
+        raise FormatError(f"{what}: root ID {header.root} is past its {len(vals)} vectors")
+    nodes = LazyNodes(vals, what, header.dialect, header.data_size)
+    nodes[header.root]  # the root is needed by every use: checked now
+    return ObjectMeta(offset, header, nodes)  # type: ignore[arg-type]
 
 
 def node_len(nodes: tuple[Node, ...], i: int) -> int:
@@ -336,6 +392,19 @@ def root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
 def file_types(objects: Iterable[ObjectMeta]) -> tuple[Type, ...]:
     """The distinct types of a file's top-level vectors, in order of first use (what a
     header-layout file of any version shows as its types)."""
+    seen: dict[Type, None] = {}  # by hash: a list's ``in`` compared hundreds of types
+    rest: list[Type] = []  # a type that cannot be hashed (none known): compared
+    for o in objects:
+        for t, _ in root_types(o):
+            try:
+                seen.setdefault(t, None)
+            except TypeError:
+                if t not in rest:
+                    rest.append(t)
+    return tuple(seen) if not rest else _first_use(objects)  # first-use order kept
+
+
+def _first_use(objects: Iterable[ObjectMeta]) -> tuple[Type, ...]:
     types: list[Type] = []
     for o in objects:
         for t, _ in root_types(o):

@@ -11,6 +11,8 @@ say (optional fields, fusion types) is a FormatError naming it.
 
 from __future__ import annotations
 
+import importlib
+
 from ...model.errors import FormatError
 from ..bsup import StreamEncoder, encode_value
 from .bsup2 import (
@@ -35,8 +37,6 @@ class NoV0Form(FormatError):
 def _v5_to_v0(data: bytes | memoryview) -> bytes:
     """BSUP version 5 (super main) through its reader (:mod:`.bsup5`, when this build
     has it), as one version-0 stream."""
-    import importlib
-
     try:
         b5 = importlib.import_module(__package__ + ".bsup5")
     except ImportError:

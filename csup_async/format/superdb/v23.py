@@ -28,8 +28,10 @@ from typing import Any
 
 from ...model.errors import FormatError, TruncatedError
 from ...model.types import BOOL, IP, NET, NULL, TYPE, EnumType, NamedType, RecordType, Type
+from ..bsup import iter_tagged
 from . import bsup5
 from .meta import Header, Node, ObjectMeta, seg_of
+from .tail import is_v23_tail  # noqa: F401 - importable from here, as before
 
 VERSION = 23
 WRITER = "super main (2026)"
@@ -41,16 +43,6 @@ TRAILER = 16
 MAGIC = b"CSUP"
 MAX_META = 100 << 20
 MAX_DATA = 2 << 30
-
-
-def is_v23_tail(data: bytes | memoryview, offset: int, size: int) -> bool:
-    """Whether bytes read at ``offset`` of a ``size``-byte object end in a v23 trailer
-    (and, when they hold the head, start with a v23 section)."""
-    if offset + len(data) != size or len(data) < TRAILER or bytes(data[-4:]) != MAGIC:
-        return False
-    if offset == 0 and len(data) >= 8:
-        return bytes(data[:4]) == MAGIC and struct.unpack_from("<I", data, 4)[0] == VERSION
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +228,6 @@ def _node(t: Type, body: Any, what: str) -> Node:
 def const_value(t: NamedType, body: Any, what: str) -> tuple[Type, Any]:
     """The type and value a Const vector's metadata holds (its ``Value`` field is an
     ``any``: the value's body and its type value)."""
-    from ..bsup import iter_tagged
-
     rt = t.inner
     if not isinstance(rt, RecordType) or body is None:
         raise FormatError(f"{what}: Const metadata is not a record")

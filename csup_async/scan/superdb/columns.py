@@ -49,6 +49,20 @@ class Target:
 
 
 def resolve(nodes: tuple[Node, ...], top: int, comps: tuple[str, ...]) -> Target | None:
+    """Where ``comps`` is in top-level vector ``top`` (None: its records lack it); asked
+    again by each step of a scan (paths checked, typed, planned, decoded), so answers are
+    kept with vectors that keep them (:class:`~csup_async.format.superdb.meta.LazyNodes`)."""
+    memo = getattr(nodes, "resolved", None)
+    if memo is None:
+        return _resolve(nodes, top, comps)
+    key = (top, comps)
+    got = memo.get(key, memo)
+    if got is memo:
+        got = memo[key] = _resolve(nodes, top, comps)
+    return got
+
+
+def _resolve(nodes: tuple[Node, ...], top: int, comps: tuple[str, ...]) -> Target | None:
     i, k = top, 0
     while k < len(comps):
         n = nodes[i]

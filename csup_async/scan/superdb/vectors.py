@@ -17,6 +17,7 @@ from typing import Any
 import lz4.block
 import numpy as np
 
+from ...decode import kernels
 from ...format.bsup import iter_tagged
 from ...format.superdb import intcomp
 from ...format.superdb.bsup2 import V2, Dialect, decode_primitive2, decode_value
@@ -29,8 +30,6 @@ from ...model.values import UnionValue, strip_unions
 
 
 def _use_native_intcomp() -> None:
-    from ...decode import kernels
-
     intcomp.use_native(kernels.native_module())
 
 

@@ -19,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ...format.superdb import bsup5, intcomp
+from ...format.superdb import bsup2, bsup5, intcomp
+from ...format.superdb.bsup2 import FusionType
 from ...format.superdb.meta import Node
 from ...model.errors import FormatError
+from ...model.types import ArrayType, ErrorType, MapType, NamedType, RecordType, SetType, UnionType
+from ...model.values import UnionValue, Value
 
 
 def rle_tags(runs: np.ndarray | list[int], count: int) -> np.ndarray:
@@ -109,7 +112,6 @@ def values(dec: Any, n: Node, d: int) -> list[Any]:
         types = dec.values(n.kids[1], d)
         if len(types) != len(bodies):
             raise FormatError(f"any vector of {len(bodies)} values has {len(types)} types")
-        from ...model.values import Value
 
         out = []
         for t, b in zip(types, bodies, strict=True):
@@ -123,18 +125,6 @@ def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
     """A fusion vector's value (decoded as its supertype) as the value of its own
     subtype ``s``: the record fields the subtype has, in its order; union members of
     the supertype that the subtype holds plainly, unwrapped."""
-    from ...format.superdb.bsup2 import FusionType
-    from ...model.types import (
-        ArrayType,
-        ErrorType,
-        MapType,
-        NamedType,
-        RecordType,
-        SetType,
-        UnionType,
-    )
-    from ...model.values import UnionValue, Value
-
     if v is None or v is bsup5.NONE:
         return v
     if names is None:
@@ -186,8 +176,6 @@ def fusion_values(dec: Any, n: Node, d: int) -> list[Any]:
     if len(types) != len(vals):
         raise FormatError(f"fusion vector of {len(vals)} values has {len(types)} subtypes")
     if dec.typed:
-        from ...model.values import Value
-
         return [Value(s, defuse(v, s)) for v, s in zip(vals, types, strict=True)]
     return [defuse(v, s) for v, s in zip(vals, types, strict=True)]
 
@@ -215,8 +203,6 @@ class TypeList:
 
     @classmethod
     def from_bsup2(cls, raw: bytes | memoryview) -> TypeList:
-        from ...format.superdb import bsup2
-
         out = []
         for t, body in bsup2.read_values(raw, bsup2.V2):
             if getattr(t, "name", "") != "type" or body is None:

@@ -16,6 +16,7 @@ What each keeps and loses is in docs/format.md ("Writing for other tools").
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from ...model.errors import ArgumentError
@@ -47,8 +48,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
 def v23_writer() -> object | None:
     """The module writing CSUP v23 (``write_values``), or None when this build does not
     have it."""
-    import importlib
-
     for name in ("csup_async.writers.superdb23",):
         try:
             return importlib.import_module(name)

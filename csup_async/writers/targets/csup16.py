@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import lz4.block
 import numpy as np
 
-from ...format.bsup import decode_int, decode_uint
+from ...format.bsup import append_tagged, decode_int, decode_uint, select_member
 from ...format.superdb.bsup2 import V2, FusionType, OptField
 from ...model.errors import EncodeError
 from ...model.types import (
@@ -340,8 +340,6 @@ class _UnionEnc(_Enc):
         self.tags: list[int] = []
 
     def write(self, v: Any) -> None:
-        from ...format.bsup import select_member
-
         idx, _, inner = select_member(self.t, v)
         self.tags.append(idx)
         self.members[idx].write(inner)
@@ -451,8 +449,6 @@ class _ScodeEnc(_Enc):
         self.hi: tuple[Any, Any] | None = None
 
     def write(self, v: Any) -> None:
-        from ...format.bsup import append_tagged
-
         body = None if self.t == NULL else encode_body(self.t, v, V2)
         self.n += 1
         append_tagged(self.buf, body)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...format.superdb.bsup2 import FusionType, OptField
+from ...format.bsup import append_tagged, select_member
+from ...format.superdb.bsup2 import V2, FusionType, OptField
 from ...model.errors import EncodeError
 from ...model.types import (
     NULL,
@@ -129,8 +130,6 @@ def to_super(t: Type, v: Any, depth: int = 0) -> tuple[Type, Any]:
 
 
 def _member(t: UnionType, v: Any) -> tuple[int, Type, Any]:
-    from ...format.bsup import select_member
-
     return select_member(t, v)
 
 
@@ -154,8 +153,6 @@ def _elements(elem: Type, vals: list[Any], d: int) -> tuple[Type, list[Any]]:
 
 
 def _normal_map(kt: Type, pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    from ...format.bsup import append_tagged
-    from ...format.superdb.bsup2 import V2
     from .bsupn import encode_body
 
     keyed: dict[bytes, tuple[Any, Any]] = {}
@@ -167,8 +164,6 @@ def _normal_map(kt: Type, pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]
 
 
 def _normal_set(et: Type, vals: list[Any]) -> list[Any]:
-    from ...format.bsup import append_tagged
-    from ...format.superdb.bsup2 import V2
     from .bsupn import encode_body
 
     keyed: dict[bytes, Any] = {}

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from bench.lake_builder import LakeBuilder, PoolInfo, rec
 from csup_async.cli import EXIT_DATA, EXIT_NOT_FOUND, EXIT_USAGE, main
 from csup_async.cli.messages import cli_message
-from tests.support.lake_builder import LakeBuilder, PoolInfo, rec
 from tests.support.paths import ROOT
 
 ROW = rec(("ts", "int64"), ("msg", "string"))

@@ -27,12 +27,12 @@ import pytest_asyncio
 
 import csup_async
 import planner as P
+from bench.net import free_port
 from csup_async import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
 from csup_async.readers.reader import ScanResult
 from csup_async.stores import HTTPStore, RetryPolicy, Store, store_for
 from tests.support import servers
 from tests.support.fault_proxy import Fault, FaultProxy, Request
-from tests.support.net import free_port
 
 RETRY = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.05, total_timeout=8)
 READ_TIMEOUT = 0.4  # seconds of silence before a read gives up (then retries)

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import csup_async
+from bench.net import HOST, LoopThread
 from csup_async.model.errors import CsupError, ObjectChangedError, StoreError, StoreTimeoutError
 from csup_async.stores import GCSStore, HTTPStore, RetryPolicy, S3Store, Store
-from tests.support.net import HOST, LoopThread
 
 SIZE = 50_000
 DATA = os.urandom(SIZE)

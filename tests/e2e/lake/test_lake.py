@@ -1,6 +1,6 @@
 """Reading Zed lakes: open, pools, branches, time travel, live objects, scans, pruning.
 
-Every lake here is written by tests/support/lake_builder.py (an independent writer),
+Every lake here is written by bench/lake_builder.py (an independent writer),
 on local disk, in moto's S3 and in the GCS emulator.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import csup_async
+from bench.lake_builder import NIL, LakeBuilder, Obj, PoolInfo, ksuid_str, rec
 from csup_async.lake import LakeError
 from csup_async.lake import ksuid as K
-from tests.support.lake_builder import NIL, LakeBuilder, Obj, PoolInfo, ksuid_str, rec
 from tests.support.lake_publish import publish
 
 ROW = rec(("ts", "int64"), ("msg", "string"))
@@ -315,7 +315,7 @@ def open_pool(root: Path, ref: str = "logs") -> Any:
 
 def test_bad_lake_version(tmp_path: Path) -> None:
     b, *_ = broken(tmp_path)
-    from tests.support.lake_builder import zng
+    from bench.lake_builder import zng
 
     (b.root / "lake.zng").write_bytes(zng((("named", "lake.LakeMagic", rec(
         ("magic", "string"), ("version", "int64"))), {"magic": "ZED LAKE", "version": 4})))
@@ -370,7 +370,7 @@ def test_cycle_in_parents(tmp_path: Path) -> None:
     c1, _ = b.load(p, "main", rows(0, 10, "a"), ROW)
     c2, _ = b.load(p, "main", rows(10, 20, "b"), ROW)
     # rewrite c1 so that its parent is c2: c2 -> c1 -> c2
-    from tests.support.lake_builder import COMMIT, zng
+    from bench.lake_builder import COMMIT, zng
 
     (b.root / p.dir / "commits" / f"{ksuid_str(c1)}.zng").write_bytes(zng((COMMIT, {
         "id": c1, "parent": c2, "retries": 0, "author": "x", "date": 1, "message": "",

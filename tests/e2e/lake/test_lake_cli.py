@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from bench.lake_builder import LakeBuilder, ksuid_str, rec
 from csup_async.cli import main
-from tests.support.lake_builder import LakeBuilder, ksuid_str, rec
 
 ROW = rec(("ts", "int64"), ("msg", "string"))
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bench.lake_builder import LakeBuilder, rec
 from csup_async import col
 from csup_async.cli import EXIT_USAGE, main
 from csup_async.lake import open_lake
 from planner.filters import FilterError
-from tests.support.lake_builder import LakeBuilder, rec
 
 ROW = rec(("id", "int64"), ("msg", "string"), ("n", "int64"))
 TROW = rec(("ts", "time"), ("v", "int64"))

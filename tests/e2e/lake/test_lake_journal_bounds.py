@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from bench.lake_builder import LakeBuilder, PoolInfo, rec
 from csup_async.cli import main
 from csup_async.lake import LakeError, open_lake
 from csup_async.lake.journal import LIST_ABOVE
 from csup_async.lake.objects import LakeIO
-from tests.support.lake_builder import LakeBuilder, PoolInfo, rec
 
 ROW = rec(("id", "int64"), ("msg", "string"))
 HOSTILE = [100_000, 10**7, 10**12]

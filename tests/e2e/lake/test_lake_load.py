@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import csup_async
+from bench.lake_builder import NIL, LakeBuilder, ksuid_str
 from csup_async.format import bsup
 from csup_async.lake import ksuid as K
 from csup_async.lake.objects import LakeIO
 from csup_async.model.types import NamedType, RecordType, underlying
-from tests.support.lake_builder import NIL, LakeBuilder, ksuid_str
 from tests.support.lake_publish import publish
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 import csup_async
+from bench.lake_builder import LakeBuilder, ksuid_str, rec
 from csup_async.lake.lake import open_lake
 from csup_async.stores.diskcache import DiskMetadataCache
-from tests.support.lake_builder import LakeBuilder, ksuid_str, rec
 
 ROOT = Path(__file__).resolve().parents[3]
 ROW = rec(("ts", "int64"), ("msg", "string"))

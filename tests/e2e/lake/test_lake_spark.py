@@ -15,9 +15,9 @@ from csup_async.spark.session import spark_unavailable
 if spark_unavailable() is not None:
     pytest.skip(spark_unavailable() or "", allow_module_level=True)
 
+from bench.lake_builder import LakeBuilder, ksuid_str, rec
 from csup_async.spark import PUSHDOWN_CONF
 from csup_async.spark.session import local_session
-from tests.support.lake_builder import LakeBuilder, ksuid_str, rec
 
 ROW = rec(("ts", "int64"), ("msg", "string"))
 T0 = 1_700_000_000_000_000_000

@@ -47,7 +47,7 @@ def test_ndjson_to_csup_on_s3_then_pruned_aggregate(spark: Any, moto_s3: Any,
     dest = f"s3://{moto_s3.BUCKET}/pipeline/events"
     files = example.make_events(tmp_path / "ndjson")
     example.write_events(spark, files, dest, direct)
-    listed = [k for k in moto_s3._client.list_objects_v2(
+    listed = [k for k in moto_s3.client.list_objects_v2(
         Bucket=moto_s3.BUCKET, Prefix="pipeline/events/")["Contents"]]
     names = sorted(k["Key"].rsplit("/", 1)[1] for k in listed)
     assert names[0] == "_SUCCESS" and len(names) == example.DAYS + 1  # no staging left

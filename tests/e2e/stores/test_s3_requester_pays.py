@@ -45,7 +45,7 @@ def proxy(moto_s3: Any) -> Iterator[FaultProxy]:
 
 @pytest.fixture
 def payer_bucket(moto_s3: Any) -> str:
-    client = moto_s3._client
+    client = moto_s3.client
     bucket = "csup-requester-pays"
     with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
         client.create_bucket(Bucket=bucket)

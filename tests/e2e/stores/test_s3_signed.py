@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from bench.net import HOST
 from csup_async.model.errors import AccessDeniedError, NotFoundError, StoreError
 from csup_async.stores import RetryPolicy, S3Store
-from tests.support.net import HOST
 from tests.support.servers import MotoS3
 
 DATA = os.urandom(5000)
@@ -128,13 +128,13 @@ async def test_listing_follows_continuation_tokens(moto_s3: MotoS3,
     for i in range(5):
         moto_s3.put(f"pages/{i}.bin", b"x")
     seen: list[str] = []
-    real = s3mod._query
+    real = s3mod.canonical_query
 
     def small_pages(params: dict[str, str]) -> str:
         seen.append(params.get("continuation-token", ""))
         return real({**params, "max-keys": "2"})
 
-    monkeypatch.setattr(s3mod, "_query", small_pages)
+    monkeypatch.setattr(s3mod, "canonical_query", small_pages)
     async with S3Store(**moto_s3.store_options()) as store:
         got = await store.list(f"s3://{moto_s3.BUCKET}/pages/")
     assert got == [f"s3://{moto_s3.BUCKET}/pages/{i}.bin" for i in range(5)]

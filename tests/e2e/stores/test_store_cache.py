@@ -97,12 +97,12 @@ async def test_stores_that_cannot_be_shared_are_owned_by_their_reader(
 
 
 def test_option_values_freeze_order_independently() -> None:
-    a = shared._freeze({"headers": {"a": "1", "b": "2"}, "limit": 3})
-    b = shared._freeze({"limit": 3, "headers": {"b": "2", "a": "1"}})
+    a = shared.freeze({"headers": {"a": "1", "b": "2"}, "limit": 3})
+    b = shared.freeze({"limit": 3, "headers": {"b": "2", "a": "1"}})
     assert a == b and hash(a) == hash(b)
-    assert shared._freeze({"x": 1}) != shared._freeze({"x": "1"})
+    assert shared.freeze({"x": 1}) != shared.freeze({"x": "1"})
     with pytest.raises(TypeError):
-        shared._freeze({"x": bytearray(b"unhashable")})
+        shared.freeze({"x": bytearray(b"unhashable")})
 
 
 def _run(script: str, *args: str,

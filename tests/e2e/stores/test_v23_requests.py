@@ -16,12 +16,21 @@ import pytest
 
 import csup_async
 import planner as P
-from tests.support.fault_proxy import FaultProxy
+from csup_async.readers import headhint
+from tests.support.fault_proxy import Fault, FaultProxy
 
 WIDE = (Path(__file__).resolve().parents[2] / "data" / "real" / "super-main" / "wide"
         / "wide.csup")
 SMALL_READS = dataclasses.replace(P.get_profile("s3"), tail_min=4096, tail_max=4096,
                                   max_gap=1024)
+
+
+@pytest.fixture(autouse=True)
+def _no_head_hints() -> Iterator[None]:
+    """Each test starts with no memory of the files opened before (readers.headhint)."""
+    headhint.forget()
+    yield
+    headhint.forget()
 
 
 @pytest.fixture
@@ -73,3 +82,108 @@ async def test_a_small_v23_file_is_one_request(moto_s3, proxy):
         rows = await r.read_rows()
     assert len(rows) == 2
     assert [q.kind for q in proxy.requests() if q.method == "GET"] == ["tail"]
+
+
+OBJECTS = WIDE.parent / "objects.csup"  # 3 objects: 31,000 + 31,000 + 1,333 bytes
+
+
+async def _open_and_scan(moto_s3: Any, proxy: FaultProxy, profile: Any,
+                         cols: list[str]) -> tuple[list[Any], list[Any], Any]:
+    key = moto_s3.put("v23/objects.csup", OBJECTS.read_bytes())
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{key}", profile=profile, **opts) as r:
+        at_open = [q for q in proxy.requests() if q.method == "GET"]
+        res = await r.scan(cols)
+        assert len(r.meta.objects) == 3
+    gets = [q for q in proxy.requests() if q.method == "GET"]
+    return at_open, gets, res
+
+
+async def test_small_objects_come_in_one_window_with_their_data(moto_s3, proxy):
+    """Objects small against a round trip (31 KB, where S3's is ~5 MB): after the head
+    read, the rest of the part (headers, metadata and data of the objects after the
+    first, and the first's data the head read did not hold) is one read, not a chain of
+    one request per object and then a data wave."""
+    at_open, gets, res = await _open_and_scan(moto_s3, proxy, SMALL_READS, ["b"])
+    print("GETs", [(q.kind, q.range) for q in gets])
+    assert [q.kind for q in at_open] == ["tail", "data", "data"]
+    window = at_open[2]
+    assert window.range == f"bytes={SMALL_READS.tail_min}-{OBJECTS.stat().st_size - 4096 - 1}"
+    assert len(gets) == 3 and res.stats.requests == 0  # the data came with the window
+    async with csup_async.open(str(OBJECTS)) as r:
+        local = await r.scan(["b"])
+    assert res.column("b").to_pylist() == local.column("b").to_pylist()
+    assert res.num_rows == 250_000
+
+
+async def test_objects_large_against_a_round_trip_keep_the_chain(moto_s3, proxy):
+    """A store whose round trip moves fewer bytes than an object (here 10 KB against
+    31 KB): one header read per object, then the projection's segments only."""
+    quick = dataclasses.replace(SMALL_READS, latency=0.0001)
+    at_open, gets, res = await _open_and_scan(moto_s3, proxy, quick, ["b"])
+    # the tail, the head, a hop to object 1's header (object 2's is in the tail read)
+    assert [(q.kind, q.range) for q in at_open] == [
+        ("tail", "bytes=-4096"), ("data", "bytes=0-4095"),
+        ("data", f"bytes=31000-{31000 + 16384 - 1}")]
+    assert len(gets) - len(at_open) == res.stats.requests >= 1
+    needed = res.stats.bytes_read
+    assert needed < OBJECTS.stat().st_size // 2  # column b's segments, not c's
+    assert res.num_rows == 250_000
+
+
+async def test_after_a_large_v23_file_the_next_head_read_goes_with_the_tail_read(moto_s3, proxy):
+    """A file that needed a head read: the next file opened from the same place sends its
+    head read with its tail read (one metadata round trip, not two), and uses it when
+    its version is the tail's; a file of another layout there costs one unused head read,
+    and the next opened after it none."""
+    data = WIDE.read_bytes()
+    keys = [moto_s3.put(f"v23/place/{n}.csup", data) for n in ("one", "two")]
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    async with csup_async.open(f"s3://{keys[0]}", profile=SMALL_READS, **opts) as r:
+        first = [(q.kind, q.range) for q in proxy.requests() if q.method == "GET"]
+    assert first == [("tail", "bytes=-4096"), ("data", "bytes=0-4095")]
+    mark = len(proxy.requests())
+    # the tail's response held back 2 s: a head read logged before that was sent with it
+    proxy.inject(Fault.delay(2.0), match=lambda q: q.kind == "tail")
+    async with csup_async.open(f"s3://{keys[1]}", profile=SMALL_READS, **opts) as r:
+        at_open = [q for q in proxy.requests()[mark:] if q.method == "GET"]
+        assert r.open_stats.requests == 2
+        res = await r.scan(["id", "score"])
+    assert sorted((q.kind, q.range) for q in at_open) == [("data", "bytes=0-4095"),
+                                                          ("tail", "bytes=-4096")]
+    tail = next(q for q in at_open if q.kind == "tail")
+    head = next(q for q in at_open if q.kind == "data")
+    assert head.time < tail.time + 2.0
+    gets = [q for q in proxy.requests()[mark:] if q.method == "GET"]
+    assert len(gets) <= 4 and len(gets) - 2 == res.stats.requests
+    assert {c: res.column(c).to_pylist() for c in ("id", "score")} == await _local(
+        ["id", "score"])
+    # our own layout in the same place: one head read unused, then none
+    own = moto_s3.put("v23/place/own.csup", _own_layout())
+    for speculated in (True, False):
+        mark = len(proxy.requests())
+        async with csup_async.open(f"s3://{own}", profile=SMALL_READS, **opts) as r:
+            assert (await r.scan(["id"])).num_rows == 4000
+        ranges = _ranges_after(proxy, mark, "bytes=0-4095" if speculated else None)
+        assert ("bytes=0-4095" in ranges) is speculated, ranges
+
+
+def _ranges_after(proxy: FaultProxy, mark: int, awaited: str | None) -> list[str | None]:
+    """The GETs' ranges since ``mark``, once ``awaited`` is among them (a cancelled
+    request may reach the proxy's log a moment after the client moved on; 5 s at most)."""
+    import time
+
+    for _ in range(500):
+        ranges = [q.range for q in proxy.requests()[mark:] if q.method == "GET"]
+        if awaited is None or awaited in ranges:
+            break
+        time.sleep(0.01)
+    return ranges
+
+
+def _own_layout() -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    csup_async.write(buf, [{"id": i} for i in range(4000)])
+    return buf.getvalue()

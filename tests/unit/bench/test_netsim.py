@@ -21,8 +21,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import netsim
 
+from bench.net import HOST
 from tests.support import servers
-from tests.support.net import HOST
 
 RTT = 0.15
 PROFILES = {

@@ -14,7 +14,7 @@ from csup_async.decode import kernels as K
 from csup_async.model.errors import FormatError
 from tests.support.kernel_pairs import both
 
-NATIVE = K._K
+NATIVE = K.native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C kernels are not built "
                                   "(or CSUP_ASYNC_NATIVE=0)")
 

@@ -36,7 +36,7 @@ from csup_async.model.types import PRIMITIVE_BY_NAME
 BIG = S.SERIAL_BELOW  # streams at least this long use the lanes
 
 
-NATIVE = K._K
+NATIVE = K.native_module()
 
 
 @pytest.fixture(autouse=True, params=["native", "numpy"])

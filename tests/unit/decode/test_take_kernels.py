@@ -28,7 +28,7 @@ from tests.support.kernel_pairs import both, mutate, some_byte
 
 STRING = PRIMITIVE_BY_NAME["string"]
 INT64 = PRIMITIVE_BY_NAME["int64"]
-NATIVE = K._K
+NATIVE = K.native_module()
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C kernels are not built "
                                   "(or CSUP_ASYNC_NATIVE=0)")
 

@@ -232,8 +232,8 @@ def test_segmap_fast_path_matches_the_generic_decoder(rows, data):
 
     body = bytearray(bsup.encode_value(colvalue.SEGMAP_TYPE,
                                        [_segment_value(r) for r in rows]))
-    shape = colvalue._segmap_shape(colvalue.SEGMAP_TYPE)
-    got = colvalue._segment_rows(memoryview(body), shape)  # the fast path decodes it
+    shape = colvalue.segmap_shape(colvalue.SEGMAP_TYPE)
+    got = colvalue.segment_rows(memoryview(body), shape)  # the fast path decodes it
     assert [g[:4] for g in got] == list(rows)
     assert all(g[4:] == (None, None, None) for g in got)
     if body and data.draw(st.booleans()):  # corrupt a byte, cut or extend the body
@@ -247,7 +247,7 @@ def test_segmap_fast_path_matches_the_generic_decoder(rows, data):
             body[i:i] = data.draw(st.binary(min_size=1, max_size=3))
     mv = memoryview(bytes(body))
     fast = _outcome(colvalue.parse_segmap, colvalue.SEGMAP_TYPE, mv, "segmap")
-    slow = _outcome(colvalue._parse_segmap_generic, colvalue.SEGMAP_TYPE, mv, "segmap")
+    slow = _outcome(colvalue.parse_segmap_generic, colvalue.SEGMAP_TYPE, mv, "segmap")
     assert fast == slow
 
 
@@ -316,14 +316,14 @@ def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
                  nan=data.draw(st.booleans()), crc32=data.draw(st.integers(0, 2**32 - 1)))
         values.append(v)
     body = bytearray(bsup.encode_value(vtype, values))
-    shape = colvalue._segmap_shape(vtype)
+    shape = colvalue.segmap_shape(vtype)
     assert shape.extra == 6
-    got = colvalue._segment_rows(memoryview(body), shape)
+    got = colvalue.segment_rows(memoryview(body), shape)
     assert [g[:4] for g in got] == list(rows)
     # count and crc32 are read with the segment; the rest decode on demand
     assert [g[4:6] for g in got] == [(v["count"], v["crc32"]) for v in values]
     try:
-        segs = colvalue._segments(got, shape, "segmap")
+        segs = colvalue.segmap_from_rows(got, shape, "segmap")
     except FormatError:  # an impossible segment (e.g. more values than bytes)
         segs = ()
     for seg, v in zip(segs, values, strict=False):
@@ -344,5 +344,5 @@ def test_segmap_fast_path_skips_segment_statistics(rows, tname, data):
             body[i:i] = data.draw(st.binary(min_size=1, max_size=3))
     mv = memoryview(bytes(body))
     fast = _outcome(colvalue.parse_segmap, vtype, mv, "segmap")
-    slow = _outcome(colvalue._parse_segmap_generic, vtype, mv, "segmap")
+    slow = _outcome(colvalue.parse_segmap_generic, vtype, mv, "segmap")
     assert fast == slow

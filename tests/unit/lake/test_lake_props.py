@@ -81,7 +81,7 @@ def test_ranges_cover_exactly_the_kept_chunks(chunks: list[Any], lo: Any, hi: An
        st.sampled_from(["asc", "desc"]), st.integers(1, 64))
 def test_loaded_object_is_sorted_and_its_seek_index_tiles_it(ks: list[Any], order: str,
                                                               stride: int) -> None:
-    from csup_async.lake.load import _sorted_rows
+    from csup_async.lake.load import sorted_rows
     from csup_async.lake.zedtypes import rec
 
     t = rec(("k", INT64), ("s", STRING))
@@ -91,7 +91,7 @@ def test_loaded_object_is_sorted_and_its_seek_index_tiles_it(ks: list[Any], orde
         key = ("k",)
 
     Cfg.order = order  # type: ignore[attr-defined]
-    srows = _sorted_rows(Cfg, rows)  # type: ignore[arg-type]
+    srows = sorted_rows(Cfg, rows)  # type: ignore[arg-type]
     got = [r[3] for r in srows]
     want = sorted(got, key=sort_key, reverse=order == "desc")
     assert [compare(a, b) for a, b in zip(got, want, strict=True)] == [0] * len(got)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import csup_async
 import planner as P
+from bench.lake_builder import LakeBuilder, rec
 from csup_async import arrays as A
 from csup_async.format import bsup
 from csup_async.lake.keys import KeyRange, sort_key
@@ -44,7 +45,6 @@ from csup_async.model.types import (
 from csup_async.model.values import Value, unify
 from csup_async.readers.bsup import open_runs, reader_of_frames
 from csup_async.stores import LocalStore
-from tests.support.lake_builder import LakeBuilder, rec
 
 T1 = RecordType((Field("ts", INT64), Field("s", STRING)))
 T2 = RecordType((Field("s", STRING), Field("ts", INT64), Field("x", INT64)))

@@ -80,8 +80,8 @@ async def test_the_chain_is_asked_once_per_configuration(tmp_path: Any,
         monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(f))
         store = S3Store(endpoint_url="http://127.0.0.1:1")
         await store._prepare("s3://b/k")
-        seen.append((store._default_region, store._creds.get_frozen_credentials().access_key,
-                     store._credential_source))
+        seen.append((store.default_region, store._creds.get_frozen_credentials().access_key,
+                     store.credential_source))
         await store.close()
     assert seen == [("eu-west-3", "AKID0", "botocore's chain (shared-credentials-file)"),
                     ("eu-west-3", "AKID0", "botocore's chain (shared-credentials-file)"),

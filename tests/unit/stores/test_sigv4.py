@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csup_async.stores.s3 import _query, object_url
+from csup_async.stores.s3 import canonical_query, object_url
 from csup_async.stores.sigv4 import EMPTY_SHA256, SigV4Signer
 
 botocore_auth = pytest.importorskip("botocore.auth")
@@ -71,7 +71,7 @@ def test_signatures_match_botocore(method: str, key: str, bucket: str, region: s
                                    ) -> None:
     url = object_url(bucket, None if listing is not None else key, region=region,
                      endpoint=endpoint, path_style=endpoint is not None,
-                     query=_query(listing) if listing else "")
+                     query=canonical_query(listing) if listing else "")
     headers = dict(extra)
     if rng is not None:
         headers["Range"] = rng

@@ -271,11 +271,11 @@ async def test_s3_reads_sign_without_building_a_client(monkeypatch: pytest.Monke
     for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_USE_FIPS_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     store = S3Store(region="us-east-1", access_key_id="AKIDX", secret_access_key="not-shown")
-    assert not store._needs_client("logs")
-    assert store._needs_client("arn:aws:s3:us-east-1:123:accesspoint/ap")
-    assert store._needs_client("data--use1-az4--x-s3")
+    assert not store.needs_client("logs")
+    assert store.needs_client("arn:aws:s3:us-east-1:123:accesspoint/ap")
+    assert store.needs_client("data--use1-az4--x-s3")
     await store._prepare("s3://logs/k")
     assert store._creds is not None and store._client_obj is None
     assert "not-shown" not in repr(store)
     monkeypatch.setenv("AWS_USE_FIPS_ENDPOINT", "true")
-    assert S3Store(region="us-east-1", anonymous=True)._needs_client("logs")
+    assert S3Store(region="us-east-1", anonymous=True).needs_client("logs")

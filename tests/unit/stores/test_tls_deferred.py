@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 import csup_async
-from tests.support.net import LoopThread
+from bench.net import LoopThread
 
 #: About this library's own layout (its segments, plans, statistics, exact types): written with it.
 pytestmark = pytest.mark.usefixtures("own_layout")

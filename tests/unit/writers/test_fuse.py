@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import csup_async
+from bench.sparse_rows import sparse_ndjson
 from csup_async.model.errors import EncodeError
 from csup_async.model.types import (
     FLOAT64,
@@ -38,7 +39,6 @@ from csup_async.model.types import (
 from csup_async.model.values import infer_type
 from csup_async.writers.fuse import encode_fused, fuse_types
 from tests.support.paths import ROOT
-from tests.support.sparse_rows import sparse_ndjson
 
 #: About this library's own layout (its bytes, statistics, exact types): written with it.
 pytestmark = pytest.mark.usefixtures("own_layout")

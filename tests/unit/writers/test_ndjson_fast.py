@@ -181,7 +181,7 @@ def test_string_bounds_in_c_agree_with_numpy(values: list[bytes], nulls: list[bo
     np.cumsum([len(v) for v in values], out=offsets[1:])
     data = np.frombuffer(b"".join(values), np.uint8)
     for valid in (None, np.array(nulls[: len(values)], bool)):
-        got = segstats._native_min_max(data, valid, offsets)
+        got = segstats.native_min_max(data, valid, offsets)
         keep = values if valid is None else [v for v, ok in zip(values, valid, strict=True)
                                              if ok]
         want = (min(keep)[: segstats.MAX_BOUND_BYTES + 1],

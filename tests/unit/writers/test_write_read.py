@@ -109,8 +109,8 @@ def test_writer_streams_with_bounded_memory():
     rng = np.random.default_rng(5)
     for _i in range(30000):
         w.write({"i": int(rng.integers(-(2**62), 2**62)), "s": rng.bytes(12).hex()})
-        peak = max(peak, w._buffered)
-    set_aside = w._spill_size
+        peak = max(peak, w.buffered)
+    set_aside = w.spilled
     w.close()
     # the data left memory while writing (into the spill file: at close each column's
     # segments are written out together), and memory stayed bounded
