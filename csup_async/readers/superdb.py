@@ -46,7 +46,7 @@ from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Planned, current_tracker, metered, tracking
 from ..model.selection import check_limit
-from ..model.types import RecordType, Type
+from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
