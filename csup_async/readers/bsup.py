@@ -420,7 +420,9 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
             problem = start_problem(head, size)
     if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
         problem = "it starts with an end-of-stream marker"
-    if problem is not None or (not size and not named):
+    # an empty object is no values: what super main writes for no rows (a CSUP v23 file
+    # of no objects has no footer nor trailer), read as a stream of none
+    if problem is not None:
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
                               path=reader.path)
