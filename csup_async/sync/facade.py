@@ -107,10 +107,16 @@ class BatchStream(Iterator[Any]):
         if self._started:
             raise CsupError("this batch stream has been read already: call iter_batches "
                             "again for another")
-        self._started = True
         schema = self.schema.c_schema
 
         def batches() -> Iterator[Any]:
+            # started at the first batch asked for, not at the export: a consumer may
+            # export the stream for its schema, drop it unread and export it again
+            # (DuckDB 1.5's from_arrow, then its query)
+            if self._started:
+                raise CsupError("this batch stream has been read already: call "
+                                "iter_batches again for another")
+            self._started = True
             with self._it:
                 for res in self._it:
                     yield export_batch(res.unified_columns(self.unions), res.num_rows)[1]

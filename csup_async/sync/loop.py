@@ -242,9 +242,10 @@ class AsyncIteration(Iterator[T]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self) -> None:
+    def __del__(self, _getpid: Any = os.getpid) -> None:
+        # (getpid bound at definition: at interpreter exit the module's globals are gone)
         call = getattr(self, "_call", None)
-        if getattr(self, "_pid", None) != os.getpid():
+        if getattr(self, "_pid", None) != _getpid():
             return  # a forked child's copy: the task is the parent's
         if call is not None and not call.done.is_set() and not call.loop.is_closed():
             call.cancel()  # no wait: the collector may run on any thread

@@ -131,6 +131,22 @@ def test_batch_stream_reads_as_a_record_batch_reader(tmp_path: Path) -> None:
         assert pa.table(filtered).column("s").to_pylist() == whole.column("s").to_pylist()[2400:]
 
 
+def test_batch_stream_exported_unread_can_be_exported_again(tmp_path: Path) -> None:
+    """DuckDB 1.5 exports a stream once for its schema (``from_arrow``), drops it
+    unread, and exports it again for the query: the second export reads every row."""
+    path = str(tmp_path / "t.csup")
+    csup_async.write(path, [{"i": i} for i in range(1500)])
+    with csup_async.open_sync(path) as r:
+        stream = r.iter_batches(batch_rows=1000)
+        first = pa.RecordBatchReader.from_stream(stream)
+        assert first.schema.names == ["i"]
+        del first  # released without a batch read
+        again = pa.RecordBatchReader.from_stream(stream)
+        assert pa.Table.from_batches(list(again)).column("i").to_pylist() == list(range(1500))
+        with pytest.raises(csup_async.CsupError, match="read already"):
+            stream.__arrow_c_stream__()
+
+
 def test_to_pandas_and_to_polars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pd = pytest.importorskip("pandas")
     pl = pytest.importorskip("polars")
