@@ -70,7 +70,7 @@ def make_file() -> bytes:
         for k in "xyz":  # three unread columns between two read ones: a 1.8 MB gap
             cols[f"p{i}{k}"] = rng.random(ROWS)
     out = io.BytesIO()
-    csup_async.write(out, pa.table(cols))
+    csup_async.write(out, pa.table(cols), target="csup-async")
     return out.getvalue()
 
 

@@ -50,7 +50,7 @@ def main() -> None:
         nulls = np.ma.masked_array(rng.integers(0, 100, n), rng.random(n) < 0.1)
         strings = pa.array([f"s{i % 1000}" for i in range(n)])
         csup_async.write(path, pa.table({"i": np.arange(n), "f": rng.random(n), "s": strings,
-                                         "m": pa.array(nulls)}))
+                                         "m": pa.array(nulls)}), target="csup-async")
         res = csup_async.read(path)
     tracemalloc.start()
     export_batch(res.columns, res.num_rows)

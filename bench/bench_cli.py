@@ -43,7 +43,7 @@ def ensure(rows: int) -> tuple[Path, Path]:
 
     DATA.mkdir(parents=True, exist_ok=True)
     table = make_table(rows, seed=42)
-    csup_async.write(str(csup), table)
+    csup_async.write(str(csup), table, target="csup-async")
     pq.write_table(table, str(parquet))
     return csup, parquet
 

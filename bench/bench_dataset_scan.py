@@ -46,13 +46,13 @@ def ensure_data() -> tuple[Path, Path]:
         for k in range(FILES):
             csup_async.write(str(many / f"{k:03d}.csup"),
                              [{"id": k * ROWS + i, "v": float(i), "s": f"row {i:06d} of {k}"}
-                              for i in range(ROWS)])
+                              for i in range(ROWS)], target="csup-async")
     if not (zones / "2.csup").exists():
         zones.mkdir(parents=True, exist_ok=True)
         for k in range(3):
             csup_async.write(str(zones / f"{k}.csup"),
                              [{"ts": k * 1_000_000 + i, "pad": f"{i:08d}" * 4}
-                              for i in range(60_000)], segment_thresh=32 << 10)
+                              for i in range(60_000)], segment_thresh=32 << 10, target="csup-async")
     return many, zones
 
 

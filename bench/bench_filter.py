@@ -163,7 +163,7 @@ def ensure(log: Any = print) -> dict[str, Any]:
         for label, thresh in SEGMENT_THRESHES.items():
             t = time.perf_counter()
             opts = {} if label == DEFAULT_THRESH else {"segment_thresh": thresh}
-            csup_async.write(str(local(csup_name(label))), table, **opts)
+            csup_async.write(str(local(csup_name(label))), table, **opts, target="csup-async")
             info["write_s"][csup_name(label)] = time.perf_counter() - t
             written.append(csup_name(label))
         info["writer"] = fingerprint

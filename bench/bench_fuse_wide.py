@@ -56,8 +56,9 @@ def main() -> None:
              "| values | fused | fuse=False | fused / fuse=False |", "|---|---|---|---|"]
     for name, value in VALUES.items():
         data = rows(a.rows, a.keys, a.per, value)
-        fused = cpu(lambda d=data: csup_async.write(io.BytesIO(), d))
-        exact = cpu(lambda d=data: csup_async.write(io.BytesIO(), d, fuse=False))
+        fused = cpu(lambda d=data: csup_async.write(io.BytesIO(), d, target="csup-async"))
+        exact = cpu(lambda d=data: csup_async.write(io.BytesIO(), d, fuse=False,
+                target="csup-async"))
         lines.append(f"| {name} | {fused:.2f} | {exact:.2f} | {fused / exact:.2f}x |")
     text = "\n".join(lines) + "\n"
     print(text)

@@ -58,7 +58,7 @@ def make_file() -> bytes:
     rng = random.Random(7)
     csup_async.write(out, [{"id": i, "name": f"user {rng.getrandbits(48):012x}",
                             "score": rng.random(), "n": rng.randrange(1000)}
-                           for i in range(100_000)])
+                           for i in range(100_000)], target="csup-async")
     return out.getvalue()
 
 

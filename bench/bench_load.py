@@ -47,7 +47,7 @@ def make_files(count: int, rows: int) -> list[tuple[bytes, list[dict[str, Any]]]
     for i in range(count):
         data = make_rows(i, rows + (i % 7) * rows // 7)
         buf = io.BytesIO()
-        csup_async.write(buf, data, segment_thresh=8 << 10)
+        csup_async.write(buf, data, segment_thresh=8 << 10, target="csup-async")
         out.append((buf.getvalue(), data))
     return out
 

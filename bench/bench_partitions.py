@@ -55,10 +55,10 @@ def ensure_data() -> list[tuple[int, str]]:
         t = pa.table({"id": ids, "v": [float(i) * 0.5 for i in ids]})
         for p in (c, q, flat):
             p.parent.mkdir(parents=True, exist_ok=True)
-        csup_async.write(str(c), t)
+        csup_async.write(str(c), t, target="csup-async")
         pq.write_table(t, str(q))
         csup_async.write(str(flat), t.append_column("month", pa.array([m] * ROWS))
-                         .append_column("kind", pa.array([k] * ROWS)))
+                         .append_column("kind", pa.array([k] * ROWS)), target="csup-async")
     return parts
 
 

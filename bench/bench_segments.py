@@ -65,7 +65,7 @@ def ensure_files(rows: int) -> dict[str, Path]:
     for name, thresh in THRESHOLDS.items():
         if not paths[name].exists():
             t0 = time.perf_counter()
-            csup_async.write(str(paths[name]), table, segment_thresh=thresh)
+            csup_async.write(str(paths[name]), table, segment_thresh=thresh, target="csup-async")
             print(f"wrote {paths[name].name} in {time.perf_counter() - t0:.1f} s",
                   file=sys.stderr)
     return paths

@@ -82,7 +82,7 @@ def write_objects(root: Path, names: list[str]) -> dict[str, dict[str, int]]:
         table = make_table(OBJECTS[name], seed=len(name))
         csup = root / BUCKET / f"{name}.csup"
         parquet = root / BUCKET / f"{name}.parquet"
-        csup_async.write(str(csup), table)
+        csup_async.write(str(csup), table, target="csup-async")
         pq.write_table(table, str(parquet))
         sizes[name] = {"rows": table.num_rows, "csup": csup.stat().st_size,
                        "parquet": parquet.stat().st_size}

@@ -62,13 +62,14 @@ def ensure_data(files: int, rows: int) -> dict[str, list[str]]:
             p = bucket / k
             p.parent.mkdir(parents=True, exist_ok=True)
             if not p.exists():
-                csup_async.write(str(p), make_table(500, seed=5000 + i, start=i * 500))
+                csup_async.write(str(p), make_table(500, seed=5000 + i, start=i * 500),
+                        target="csup-async")
         per = rows // WIDE_FILES
         for i in range(WIDE_FILES):
             t = make_table(per, seed=42 + i, start=i * per)
             for k in (keys["csup"][i], keys["parquet"][i]):
                 (bucket / k).parent.mkdir(parents=True, exist_ok=True)
-            csup_async.write(str(bucket / keys["csup"][i]), t)
+            csup_async.write(str(bucket / keys["csup"][i]), t, target="csup-async")
             pq.write_table(t, str(bucket / keys["parquet"][i]))
         print(f"<!-- data generated in {time.perf_counter() - t0:.0f} s under {root} -->")
     return keys

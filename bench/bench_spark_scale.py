@@ -143,7 +143,7 @@ def ensure_data() -> dict[str, list[str]]:
             if group == "small_pq":
                 pq.write_table(t, str(p))
             else:
-                csup_async.write(str(p), t)
+                csup_async.write(str(p), t, target="csup-async")
             made += 1
     if made:
         print(f"<!-- {made} files generated in {time.perf_counter() - t0:.0f} s -->")

@@ -67,7 +67,7 @@ def ensure_data(files: int) -> tuple[Path, Path]:
         if c.exists() and p.exists():
             continue
         t = _table(i)
-        csup_async.write(str(c), t)
+        csup_async.write(str(c), t, target="csup-async")
         pq.write_table(t, str(p))
         made += 1
     if made:

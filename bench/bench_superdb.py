@@ -79,7 +79,7 @@ def main() -> None:
         sdb = Path(d) / "super.csup"
         subprocess.run([str(binary), "-f", "csup", "-o", str(sdb), str(src)], check=True)
         own = Path(d) / "own.csup"
-        csup_async.write(str(own), data)
+        csup_async.write(str(own), data, target="csup-async")
         del data
         print(f"{args.rows:,} rows: super's file {sdb.stat().st_size:,} B, "
               f"trailer layout {own.stat().st_size:,} B")

@@ -90,7 +90,7 @@ def main() -> None:
             with open(v23, "wb") as f:
                 write_values(f, (Value(infer_type(r), r) for r in data))
             out["v23_writer"] = "csup_async (v23write)"
-        csup_async.write(str(own), data)
+        csup_async.write(str(own), data, target="csup-async")
         del data
         out["sizes"] = {"v23": v23.stat().st_size, "own": own.stat().st_size}
         print(f"{args.rows:,} rows: v23 ({out['v23_writer']}) {out['sizes']['v23']:,} B, "

@@ -3,7 +3,7 @@
 Run ``python bench/bench_write.py [--rows N] [--demo-rows N] [--before-rows N]``;
 prints a markdown table.  Rows:
 
-- *flat Python dicts*: ``csup_async.write(path, rows)`` against
+- *flat Python dicts*: ``csup_async.write(path, rows, target="csup-async")`` against
   ``pyarrow.Table.from_pylist(rows)`` + ``pyarrow.parquet.write_table`` of the
   same list (target: CSUP at least 0.5x pyarrow's rows/s), with the writer's
   defaults (segment statistics on) and without statistics.
@@ -12,7 +12,7 @@ prints a markdown table.  Rows:
 - *flat / nested Arrow*: a table of flat columns and one of nested columns
   (``struct<x: int64, l: list<int64>>``, ``list<string>``, ``struct<a, b>``),
   MB/s per byte of Arrow input (target: nested within 2x flat per byte).
-- *fusing*: ``csup_async.write(path, rows)`` (fusing, the default) against
+- *fusing*: ``csup_async.write(path, rows, target="csup-async")`` (fusing, the default) against
   ``fuse=False`` (exact per-row types, the writer before fusing) on schema-free
   rows (bench/sparse_rows.py: 15 fields, ~5% nulls, ~1% missing, as
   ``json.loads`` gives them), the flat dicts and the demo events: seconds, super
@@ -123,7 +123,8 @@ def main() -> None:
 
     def rows_case(name: str, rows: list[Any], **opts: Any) -> None:
         n = len(rows)
-        ours = timed(lambda: csup_async.write(csup_path, rows, **opts), args.runs)
+        ours = timed(lambda: csup_async.write(csup_path, rows, **opts,
+                target="csup-async"), args.runs)
         peer = timed(lambda: pq.write_table(pa.Table.from_pylist(rows), pq_path), args.runs)
         k = min(n, args.before_rows)
         before = timed(lambda: per_value(rows[:k], csup_path)) * n / k
@@ -145,7 +146,8 @@ def main() -> None:
                         ("nested (struct<x, list<int64>>, list<string>, struct<a, b>)",
                          nested_table(args.rows))):
         mb = table.nbytes / 1e6
-        ours = timed(lambda table=table: csup_async.write(csup_path, table), args.runs)
+        ours = timed(lambda table=table: csup_async.write(csup_path, table,
+                target="csup-async"), args.runs)
         peer = timed(lambda table=table: pq.write_table(table, pq_path), args.runs)
         k = min(table.num_rows, args.before_rows)
         before = timed(lambda table=table, k=k: per_value(arrow_values(table.slice(0, k)),
@@ -174,12 +176,13 @@ def fuse_table(args: argparse.Namespace, path: str) -> str:
         for _ in range(args.runs):  # interleaved: both see the same machine load
             for fuse in (True, False):
                 secs = timed(lambda fuse=fuse, rows=rows: csup_async.write(path, rows,
-                                                                           fuse=fuse))
+                                                                           fuse=fuse,
+                                                                                   target="csup-async"))
                 best[fuse] = min(best[fuse], secs)
         for fuse in (True, False):
-            csup_async.write(path, rows, fuse=fuse)
+            csup_async.write(path, rows, fuse=fuse, target="csup-async")
             got[fuse] = (best[fuse], _super_types(path), os.path.getsize(path) / 1e3)
-        csup_async.write(arrow_path, pa.Table.from_pylist(rows))
+        csup_async.write(arrow_path, pa.Table.from_pylist(rows), target="csup-async")
         (fs, ft, fk), (es, et, ek) = got[True], got[False]
         out.append(f"| {name} | {len(rows):,} | {fs:.2f} | {es:.2f} | {fs / es:.2f}x | "
                    f"{ft} / {et} | {fk:.0f} / {ek:.0f} / "

@@ -109,7 +109,7 @@ def _write_all(table: Any, stem: Path) -> None:
     import csup_async
 
     stem.parent.mkdir(parents=True, exist_ok=True)
-    csup_async.write(str(stem.with_suffix(".csup")), table)
+    csup_async.write(str(stem.with_suffix(".csup")), table, target="csup-async")
     pq.write_table(table, str(stem.with_suffix(".parquet")))
     vortex.io.write(table, str(stem.with_suffix(".vortex")))
 
@@ -143,7 +143,7 @@ def ensure(log: Any = print) -> dict[str, Any]:
     import csup_async
 
     timings = {}
-    for fmt, fn in (("csup", lambda p: csup_async.write(p, table)),
+    for fmt, fn in (("csup", lambda p: csup_async.write(p, table, target="csup-async")),
                     ("parquet", lambda p: pq.write_table(table, p)),
                     ("vortex", lambda p: vortex.io.write(table, p))):
         t = time.perf_counter()
@@ -160,7 +160,7 @@ def ensure(log: Any = print) -> dict[str, Any]:
             p = bucket / many_keys(fmt)[i]
             p.parent.mkdir(parents=True, exist_ok=True)
             if fmt == "csup":
-                csup_async.write(str(p), small)
+                csup_async.write(str(p), small, target="csup-async")
             elif fmt == "parquet":
                 pq.write_table(small, str(p))
             else:

@@ -173,7 +173,7 @@ def write_csup(src: Path, path: Path, fuse: bool = True) -> int:
                 yield json.loads(line)
 
     tmp = path.with_suffix(".tmp")
-    csup_async.write(str(tmp), rows(), fuse=fuse)
+    csup_async.write(str(tmp), rows(), fuse=fuse, target="csup-async")
     tmp.replace(path)
     return path.stat().st_size
 

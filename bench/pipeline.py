@@ -68,11 +68,11 @@ def ensure() -> None:
         import pyarrow.parquet as pq
 
         table = data.make_table(data.WIDE_ROWS, seed=42)
-        csup_async.write(str(WIDE), table)
+        csup_async.write(str(WIDE), table, target="csup-async")
         pq.write_table(table, str(WIDE_PQ))
     if not MIXED.exists():
         t = time.perf_counter()
-        csup_async.write(str(MIXED), _mixed_rows(MIXED_ROWS), fuse=False)
+        csup_async.write(str(MIXED), _mixed_rows(MIXED_ROWS), fuse=False, target="csup-async")
         print(f"wrote {MIXED.name} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     with csup_async.open_sync(str(MIXED)) as r:
         types = len(r.reader.meta.super_types)

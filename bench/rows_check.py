@@ -95,7 +95,7 @@ async def main(thresh: int) -> None:
         root = Path(d)
         name = "wide.csup"
         opts = {"segment_thresh": thresh} if thresh else {}
-        csup_async.write(str(root / name), make_table(1_000_000, 1), **opts)
+        csup_async.write(str(root / name), make_table(1_000_000, 1), **opts, target="csup-async")
         print(f"{name}: {(root / name).stat().st_size / 1e6:.1f} MB, segments "
               f"{thresh or 'default'}")
         print("-- local file")

@@ -74,13 +74,15 @@ def ensure() -> dict[str, Path]:
     ROOT.mkdir(parents=True, exist_ok=True)
     paths = {name: ROOT / f"{name}.csup" for name in ("two", "one", "many", "fused")}
     if not paths["two"].exists():
-        csup_async.write(str(paths["two"]), two_rows(True), fuse=False, segment_thresh=64 << 10)
+        csup_async.write(str(paths["two"]), two_rows(True), fuse=False, segment_thresh=64 << 10,
+                target="csup-async")
     if not paths["one"].exists():
-        csup_async.write(str(paths["one"]), two_rows(False), fuse=False, segment_thresh=64 << 10)
+        csup_async.write(str(paths["one"]), two_rows(False), fuse=False, segment_thresh=64 << 10,
+                target="csup-async")
     if not paths["many"].exists():
-        csup_async.write(str(paths["many"]), sparse_rows(), fuse=False)
+        csup_async.write(str(paths["many"]), sparse_rows(), fuse=False, target="csup-async")
     if not paths["fused"].exists():
-        csup_async.write(str(paths["fused"]), sparse_rows(), fuse=True)
+        csup_async.write(str(paths["fused"]), sparse_rows(), fuse=True, target="csup-async")
     return paths
 
 
