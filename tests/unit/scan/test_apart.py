@@ -27,7 +27,8 @@ def path(tmp_path: Path) -> Path:
     table = pa.table({"i": rng.integers(-(1 << 40), 1 << 40, ROWS), "f": rng.random(ROWS),
                       "s": [f"s{i % 977}" for i in range(ROWS)],
                       "n": pa.array([None if i % 5 else i for i in range(ROWS)], pa.int32())})
-    csup_async.write(out, table, segment_thresh=64 << 10)  # several segments a column
+    csup_async.write(out, table, segment_thresh=64 << 10,  # several segments a column
+                     target="csup-async")  # the read path of our own layout
     p = tmp_path / "t.csup"
     p.write_bytes(out.getvalue())
     return p
