@@ -125,10 +125,13 @@ def test_dataset_and_glob(tmp_path: Path) -> None:
 def test_ctrl_c_cancels_a_slow_read(range_server: RangeServer, way: str) -> None:
     """SIGINT during a read stalled by the server: KeyboardInterrupt in the script, its
     task cancelled, no thread left behind, the connection closed, the loop usable."""
-    csup_async.write(str(range_server.root / "warm.csup"), ROWS)
+    # our own layout, whose iter_batches streams segment by segment (a v23 object is read
+    # whole at its first batch)
+    csup_async.write(str(range_server.root / "warm.csup"), ROWS, target="csup-async")
     n = 300_000  # megabytes: more than the tail read brings
     csup_async.write(str(range_server.root / "slow.csup"),
-                     {"i": np.arange(n), "f": np.random.default_rng(1).random(n)})
+                     {"i": np.arange(n), "f": np.random.default_rng(1).random(n)},
+                     target="csup-async")
     p = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import asyncio, json, sys, threading, csup_async
         from csup_async.sync import io_loop

@@ -396,7 +396,11 @@ async def test_samples_read_back_exactly(tmp_path: Path, sample: str) -> None:
 @pytest.mark.parametrize("sample", ["records", "typed", "multi"])
 async def test_every_truncation_is_refused(tmp_path: Path, sample: str) -> None:
     data = SAMPLES[sample]
-    for cut in range(len(data)):
+    # an object of 0 bytes is not a truncation this reader can tell: super main writes
+    # exactly that for no rows, and it reads as 0 rows (as super reads it)
+    got = await _run(tmp_path, b"", f"{sample}[:0]")
+    assert got.get("rows") == 0 and not isinstance(got.get("open"), CsupError), got
+    for cut in range(1, len(data)):
         got = await _run(tmp_path, data[:cut], f"{sample}[:{cut}]")
         assert isinstance(got.get("open"), CsupError), f"{sample}[:{cut}] opened"
 

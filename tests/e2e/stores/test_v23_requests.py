@@ -185,5 +185,5 @@ def _own_layout() -> bytes:
     import io
 
     buf = io.BytesIO()
-    csup_async.write(buf, [{"id": i} for i in range(4000)])
+    csup_async.write(buf, [{"id": i} for i in range(4000)], target="csup-async")
     return buf.getvalue()
