@@ -40,7 +40,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Union
@@ -161,10 +161,14 @@ class Compare(_Combinable):
     op: str
     path: tuple[str, ...]
     value: Any
+    #: :func:`value_kind` of ``value``, worked out once here so evaluation
+    #: (``arrays/filtering``) only reads it and never calls back into the planner.
+    kinds: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise FilterError(f"unknown comparison {self.op!r}")
+        object.__setattr__(self, "kinds", (value_kind(self.value),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,11 @@ class IsIn(_Combinable):
     path: tuple[str, ...]
     values: tuple[Any, ...]
     exact: bool = False
+    #: :func:`value_kind` of each of ``values`` (see :attr:`Compare.kinds`).
+    kinds: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", tuple(value_kind(v) for v in self.values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +209,18 @@ class Like(_Combinable):
 
     path: tuple[str, ...]
     pattern: str
+    #: The pattern compiled once (:func:`like_prefix`, :func:`like_regex`), so
+    #: evaluation only reads it: the literal text before the first wildcard, the
+    #: pattern from it on, and the whole pattern's regular expression.
+    prefix: str = field(init=False, repr=False, compare=False)
+    rest: str = field(init=False, repr=False, compare=False)
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefix, rest = like_prefix(self.pattern)
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "rest", rest)
+        object.__setattr__(self, "regex", like_regex(self.pattern))
 
 
 @dataclass(frozen=True, slots=True)
