@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -45,6 +44,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Union
 
+from .likes import like_prefix, like_regex
 from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration_ns, time_ns
 from .paths import format_path, parse_path
 
@@ -240,38 +240,6 @@ class Not(_Combinable):
 
 Expr = Union[Compare, IsIn, IsNull, StartsWith, Like, And, Or, Not]  # noqa: UP007
 _LEAVES = (Compare, IsIn, IsNull, StartsWith, Like)
-
-
-@functools.lru_cache(maxsize=256)
-def like_regex(pattern: str) -> re.Pattern[str]:
-    """The regular expression of a ``like`` pattern (anchored by ``fullmatch``)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
-def like_prefix(pattern: str) -> tuple[str, str]:
-    """``(prefix, rest)``: the literal text before the first wildcard, and the pattern
-    from it on (``""``: no wildcard, the pattern is that one string)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i + 1])
-            i += 2
-            continue
-        if c in "%_":
-            return "".join(out), pattern[i:]
-        out.append(c)
-        i += 1
-    return "".join(out), ""
 
 
 def col(path: str | tuple[str, ...] | list[str]) -> Column:
