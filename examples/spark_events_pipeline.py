@@ -83,7 +83,10 @@ def write_events(spark: Any, files: list[Path], dest: str, options: dict[str, st
     spark.conf.set(key, spark.conf.get("spark.sql.files.maxPartitionBytes"))
     try:
         events = spark.read.json([str(p) for p in files]).withColumn("ts", F.to_timestamp("ts"))
-        events.write.format("csup").options(**options).mode("overwrite").save(dest)
+        # csup-async's own layout: its statistics let a read skip whole files (files of
+        # the default target, super's CSUP v23, are planned one by one, not skipped)
+        (events.write.format("csup").options(**options).option("target", "csup-async")
+         .mode("overwrite").save(dest))
     finally:
         spark.conf.set(key, before)
 

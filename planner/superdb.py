@@ -103,6 +103,11 @@ class HeaderLayoutPlan:
     pruned: int = 0  # objects a filter's min/max ruled out (not read)
 
     @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns read, as a ScanProgram of our layout names them."""
+        return self.paths
+
+    @property
     def segments(self) -> tuple[Segment, ...]:
         return self.ranges.segments
 

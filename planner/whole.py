@@ -29,6 +29,11 @@ class WholeObjectPlan:
     bytes_to_read: int = 0
 
     @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns read, as a ScanProgram of our layout names them."""
+        return self.paths
+
+    @property
     def bytes_needed(self) -> int:
         """Every byte of the object: a value's columns are not apart in a stream."""
         return self.object_size

@@ -108,9 +108,9 @@ def _add_convert(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     c.add_argument("--to", choices=("csup", "bsup", "parquet", "ndjson"), default=None,
                    help="the output's format (default: from its suffix)")
     c.add_argument("--target", default=None, metavar="TOOL",
-                   help="the tool the output is for: csup-async (the default: this library's "
-                        "layout, BSUP 0: segment statistics, checksums for verify, typed "
-                        "nulls), super (CSUP v23, BSUP 5, what super main reads), super-0.3 "
+                   help="the tool the output is for: super (the default: CSUP v23, BSUP 5, "
+                        "what super main reads), csup-async (this library's layout, BSUP 0: "
+                        "segment statistics, checksums for verify, typed nulls), super-0.3 "
                         "(CSUP v16, BSUP 2: super v0.3.0), zed-1.12 (VNG v3, BSUP 0: zq)")
     c.add_argument("--segment-thresh", type=int, default=None, metavar="BYTES",
                    help="cut a column's segment once it holds this many bytes "

@@ -28,7 +28,7 @@ from planner.specialize import specialize
 from .. import arrays as A
 from ..model.errors import RowSelectionError
 from ..model.options import DEFAULT_BATCH_ROWS
-from ..model.progress import FileMeter, Planned, metered, tracking
+from ..model.progress import FileMeter, Planned, metered, run_metered, tracking
 from ..model.redact import redact_url
 from ..model.selection import check_limit, row_indices
 from ..readers.reader import Reader
@@ -480,17 +480,6 @@ def plans_scans(r: Reader) -> bool:
     SuperDB reader has scans of its own, whose reads are claimed as they start."""
     t = type(r)
     return t.scan is Reader.scan and t.take is Reader.take
-
-
-async def run_metered(fm: FileMeter, prepare: Callable[[], Awaitable[Planned]]
-                      ) -> ScanResult:
-    """Plan (a row map's read claimed as a wave), expect the first wave, run, done."""
-    with tracking(fm):
-        planned = await prepare()
-        fm.expect(*planned.figures)
-        res = await planned.run()
-    fm.done()
-    return res
 
 
 def per_segment(r: Reader) -> None:

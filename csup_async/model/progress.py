@@ -29,7 +29,7 @@ from .budget import check_budget, check_limits
 from .errors import ArgumentError
 
 __all__ = ["FileMeter", "Meter", "Planned", "Progress", "current_tracker", "metered",
-           "tracking"]
+           "run_metered", "tracking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,3 +224,14 @@ def metered(on_progress: Callable[[Progress], object] | None, max_requests: int 
     if on_progress is None and max_requests is None and max_bytes is None:
         return None
     return Meter(on_progress, max_requests=max_requests, max_bytes=max_bytes, path=path)
+
+
+async def run_metered(fm: FileMeter, prepare: Callable[[], Awaitable[Planned]]) -> Any:
+    """Plan (a row map's read claimed as a wave), expect the first wave, run, done: how
+    one file's verb runs under a meter (readers and a dataset's fragments alike)."""
+    with tracking(fm):
+        planned = await prepare()
+        fm.expect(*planned.figures)
+        res = await planned.run()
+    fm.done()
+    return res

@@ -23,7 +23,7 @@ import asyncio
 import itertools
 import struct
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import planner as P
@@ -40,6 +40,7 @@ from ..model.errors import (
     TruncatedError,
 )
 from ..model.options import DEFAULT_BATCH_ROWS
+from ..model.progress import Planned
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
@@ -272,13 +273,28 @@ class BsupReader(WholeObjectReader):
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None) -> ScanResult:
+                   filters: Any = None, max_requests: int | None = None,
+                   max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
-        many, decoding stopped once they are had when there is no filter)."""
+        many, decoding stopped once they are had when there is no filter).
+
+        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
+        the open read the whole stream, so a scan sends no request (the budget always
+        holds; progress is one event, 0 of 0 bytes, the file done)."""
         from planner.dnf import as_expr
 
         filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
+
+        async def prepare() -> Planned:
+            return Planned((0, 0), lambda: self._scan(columns, filter, rows, limit))
+
+        return await self._metered(prepare, on_progress, max_requests, max_bytes)  # type: ignore[no-any-return]
+
+    async def _scan(self, columns: Sequence[str] | str | None, filter: Any,
+                    rows: slice | None, limit: int | None) -> ScanResult:
+        """:meth:`scan` of a filter already an expression."""
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
@@ -302,11 +318,16 @@ class BsupReader(WholeObjectReader):
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None
+                           filter: Any = None, filters: Any = None,
+                           max_requests: int | None = None, max_bytes: int | None = None,
+                           on_progress: Callable[[Any], object] | None = None
                            ) -> AsyncIterator[ScanResult]:
-        """Batches of at most ``batch_rows`` rows of one whole-object scan."""
-        self._check_batch_rows(batch_rows)
-        res = await self.scan(columns, filter=filter, filters=filters)
+        """Batches of at most ``batch_rows`` rows of one whole-object scan (``prefetch``
+        checked, not used: the stream is held; budget and progress as for :meth:`scan`)."""
+        batch_rows = self._check_batch_rows(batch_rows, prefetch)
+        res = await self.scan(columns, filter=filter, filters=filters,
+                              max_requests=max_requests, max_bytes=max_bytes,
+                              on_progress=on_progress)
         for lo in range(0, res.num_rows, batch_rows):
             hi = min(res.num_rows, lo + batch_rows)
             yield ScanResult({p: a.slice(lo, hi) for p, a in res.columns.items()}, hi - lo,
@@ -399,7 +420,9 @@ async def to_bsup(reader: Reader, t0: float | None = None) -> BsupReader | None:
             problem = start_problem(head, size)
     if not named and head[:1] == b"\xff":  # no values, no types: nothing says BSUP
         problem = "it starts with an end-of-stream marker"
-    if problem is not None or (not size and not named):
+    # an empty object is no values: what super main writes for no rows (a CSUP v23 file
+    # of no objects has no footer nor trailer), read as a stream of none
+    if problem is not None:
         if named:
             raise FormatError(f"not a CSUP object (no trailer) nor a BSUP stream: {problem}",
                               path=reader.path)

@@ -215,13 +215,18 @@ class Planning:
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
             raise e.with_path(self.path) from None
-        missing = [P.format_path(p) for p in dict.fromkeys(columns_of(expr))
-                   if not any(type_has_path(t, p) for t in self.meta.super_types)]
+        missing = self._filter_missing(list(dict.fromkeys(columns_of(expr))))
         if missing:
             raise ColumnNotFoundError(
                 f"the filter names {', '.join(map(repr, missing))}, which no super type "
                 f"has; columns: {P.describe_paths(self.meta.super_types)}", path=self.path)
         return expr
+
+    def _filter_missing(self, paths: list[tuple[str, ...]]) -> list[str]:
+        """The filter's paths (components) no super type of the file can hold, spelled
+        (a reader of another layout says it by its own types)."""
+        return [P.format_path(p) for p in paths
+                if not any(type_has_path(t, p) for t in self.meta.super_types)]
 
     def _filter_columns(self, paths: list[str], filter: Any) -> tuple[Any, list[str], list[str]]:
         """``(expression, output paths, paths to read)``: the filter's columns are read

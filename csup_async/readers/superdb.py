@@ -16,9 +16,10 @@ a scan reads the projection's segments of every object in one wave, an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import planner as P
@@ -43,6 +44,7 @@ from ..format.superdb.meta import (
 from ..format.superdb.v23 import ObjectMeta5, is_v23_tail
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
 from ..model.options import DEFAULT_BATCH_ROWS
+from ..model.progress import Planned, current_tracker, metered, tracking
 from ..model.selection import check_limit
 from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
@@ -246,6 +248,10 @@ class HeaderLayoutReader(WholeObjectReader):
         version = self.tail.info.version
         sem = asyncio.Semaphore(max(1, self.concurrency))
         t0 = time.perf_counter()
+        wanted = self._unheld(plan)
+        watch = current_tracker()  # budget and progress (a verb's meter): claimed first
+        if watch is not None:
+            watch.claim(len(wanted), sum(n for _, n in wanted))
 
         async def one(off: int, n: int) -> None:
             async with sem:
@@ -257,11 +263,21 @@ class HeaderLayoutReader(WholeObjectReader):
                 self._buf.add(off, data)
                 stats.requests += 1
                 stats.bytes_read += n
+                if watch is not None:
+                    watch.add(n)
 
-        wanted = [(r.offset, r.length) for r in plan.requests
-                  if not self._buf.covers(r.offset, r.length)]
         await asyncio.gather(*(one(o, n) for o, n in wanted))
         stats.bytes_needed += plan.bytes_needed
+
+    def _unheld(self, plan: HeaderLayoutPlan) -> list[tuple[int, int]]:
+        """``(offset, length)`` of the plan's requests not held already: what it sends."""
+        return [(r.offset, r.length) for r in plan.requests
+                if not self._buf.covers(r.offset, r.length)]
+
+    def _figures(self, plans: Sequence[HeaderLayoutPlan]) -> tuple[int, int]:
+        """``(requests, bytes)`` these plans send, read one after the other."""
+        wanted = [w for p in plans for w in self._unheld(p)]
+        return len(wanted), sum(n for _, n in wanted)
 
     def _loader(self, obj: ObjectMeta) -> Any:
         buf, base = self._buf, obj.data_offset
@@ -401,10 +417,12 @@ class HeaderLayoutReader(WholeObjectReader):
                 ) -> ScanResult:
         return ScanResult(cols, n, stats, plan)
 
-    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats
+    async def _read(self, paths: list[str], objects: Sequence[ObjectMeta], stats: ScanStats,
+                    plan: HeaderLayoutPlan | None = None
                     ) -> tuple[dict[str, A.Array], HeaderLayoutPlan]:
-        """The columns of ``paths`` over the rows of ``objects``, fetched in one wave."""
-        plan = self._hl_plan(paths, objects)
+        """The columns of ``paths`` over the rows of ``objects``, fetched in one wave
+        (``plan``: theirs, made already)."""
+        plan = self._hl_plan(paths, objects) if plan is None else plan
         types = self._types(paths)
         try:
             await self._timed(self._fetch(plan, stats))
@@ -436,31 +454,66 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
                    rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None) -> ScanResult:
+                   filters: Any = None, max_requests: int | None = None,
+                   max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
-        holding those rows only, then sliced)."""
+        holding those rows only, then sliced).  A filter reads the objects their min/max
+        do not rule out one at a time, each its own wave.
+
+        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
+        the data wave (a filter's: every object's) is checked before any request; a
+        filtered scan with ``limit`` stops once it has the rows, so each object's read
+        is checked (and totalled) before it is sent."""
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         check_limit(limit, self.path)
+        return await self._metered(lambda: self.prepare_scan(columns, filter, rows, limit),
+                                   on_progress, max_requests, max_bytes)
+
+    async def prepare_scan(self, columns: Sequence[str] | str | None, filter: Any,
+                           rows: slice | None = None, limit: int | None = None) -> Planned:
+        """:meth:`scan` of a filter already an expression, planned: the ``(requests,
+        bytes)`` it sends first and ``run()``."""
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
         t0 = time.perf_counter()
         lo, hi = self._row_bounds(rows, None if expr is not None else limit)
         objs, first = self._objects_for(lo, hi)
-        stats = ScanStats()
         if expr is None:
-            cols, plan = await self._read(paths, objs, stats)
-            cut = {p: v.slice(lo - first, hi - first) for p, v in cols.items()}
-            stats.wall = time.perf_counter() - t0
-            return self._result(cut, hi - lo, stats, plan)
+            plan = self._hl_plan(paths, objs)
+
+            async def run() -> ScanResult:
+                stats = ScanStats()
+                cols, _ = await self._read(paths, objs, stats, plan)
+                cut = {p: v.slice(lo - first, hi - first) for p, v in cols.items()}
+                stats.wall = time.perf_counter() - t0
+                return self._result(cut, hi - lo, stats, plan)
+
+            return Planned(self._figures([plan]), run)
         # a filter: the objects the metadata cannot rule out, rows evaluated exactly
+        self._drop(None)  # each object's bytes are dropped after it: count from the open's
         read = self._filter_paths(expr, paths)
+        kept = self._kept(expr, objs)
+        plans = [self._hl_plan(read, [o]) for o in kept]
+        figures = (0, 0) if limit is not None else self._figures(plans)
+        return Planned(figures, lambda: self._scan_kept(expr, paths, read, kept, plans,
+                                                       (lo, hi), limit, t0))
+
+    async def _scan_kept(self, expr: Any, paths: list[str], read: list[str],
+                         kept: list[ObjectMeta], plans: list[HeaderLayoutPlan],
+                         bounds: tuple[int, int], limit: int | None, t0: float
+                         ) -> ScanResult:
+        """The rows ``bounds`` of the objects ``kept`` the filter keeps (the first
+        ``limit``), each object read with its plan of ``read``, then dropped."""
+        lo, hi = bounds
         types = self._types(read)
         starts = self._starts()
+        stats = ScanStats()
+        plan = self._hl_plan(read, kept)
         parts = []
-        plan = self._hl_plan(read, self._kept(expr, objs))
-        for o in self._kept(expr, objs):
-            cols, _ = await self._read(read, [o], stats)
+        for o, oplan in zip(kept, plans, strict=True):
+            cols, _ = await self._read(read, [o], stats, oplan)
             a, b = max(lo - starts[o.offset], 0), min(hi - starts[o.offset], o.length)
             b = max(a, b)
             res = self._result({p: v.slice(a, b) for p, v in cols.items()}, b - a, stats, plan)
@@ -501,19 +554,36 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None
+                           filter: Any = None, filters: Any = None,
+                           max_requests: int | None = None, max_bytes: int | None = None,
+                           on_progress: Callable[[Any], object] | None = None
                            ) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an
-        object, at most 120,000 rows, is SuperDB's unit of metadata and data)."""
+        object, at most 120,000 rows, is SuperDB's unit of metadata and data).
+
+        ``prefetch`` is checked as :meth:`Reader.iter_batches` checks it and otherwise
+        not used: the unit of reading is the object, read whole before its batches.
+        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for
+        :meth:`Reader.iter_batches`: every object's read is checked (and totalled)
+        before the first batch's request; a caller that stops early has read less."""
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        self._check_batch_rows(batch_rows)
+        batch_rows = self._check_batch_rows(batch_rows, prefetch)
         paths = self._paths(columns)
         self._check_paths(paths)
         expr = self._filter(filter)
         read = self._filter_paths(expr, paths)
-        for o in self._kept(expr):
+        self._drop(None)  # each object's bytes are dropped after it: count from the open's
+        kept = self._kept(expr)
+        plans = [self._hl_plan(read, [o]) for o in kept]
+        fm = None
+        if meter is not None:
+            fm = meter.file(self.path)
+            fm.expect(*self._figures(plans))
+        for o, plan in zip(kept, plans, strict=True):
             stats = ScanStats()
-            cols, plan = await self._read(read, [o], stats)
+            with tracking(fm) if fm is not None else contextlib.nullcontext():
+                cols, _ = await self._read(read, [o], stats, plan)
             n = o.length
             for lo in range(0, n, batch_rows):
                 hi = min(n, lo + batch_rows)
@@ -525,9 +595,12 @@ class HeaderLayoutReader(WholeObjectReader):
                         continue
                 yield res
             self._drop(o)
+        if fm is not None:
+            fm.done()
 
-    def _drop(self, obj: ObjectMeta) -> None:
-        """Forget the data bytes of ``obj`` (keeping what the open read)."""
+    def _drop(self, obj: ObjectMeta | None) -> None:
+        """Forget the data bytes of ``obj`` (keeping what the open read; None: of every
+        object)."""
         buf = HeldBytes()
         for off, data in self._held:
             buf.add(off, data)
@@ -590,21 +663,23 @@ class HeaderLayoutSchema:
         return f"<Schema {len(self.super_types)} super types>"
 
     def arrow(self, columns: Sequence[str] | str | None = None) -> Any:
-        """The Arrow schema ``scan(columns)`` gives, from metadata (a ``pyarrow.Schema``:
-        a column's Arrow type follows from its super type alone)."""
-        import pyarrow as pa
+        """The Arrow schema ``scan(columns)`` gives, from metadata (an ``ArrowSchema``, as
+        our layout's ``Schema.arrow`` gives: pass it to ``pa.schema``...; a column's Arrow
+        type follows from its super type alone); ColumnNotFoundError for a path no super
+        type has."""
+        from ..arrays.arrowschema import ArrowSchema
 
         parsed = P.parse_columns(columns)
         paths = ([spelling for spelling, _ in parsed] if parsed is not None
                  else P.top_level_paths(self._columnar))
-        fields = []
+        cols = {}
         for p in paths:
             comps = P.parse_path(p) if p else ()
             ts = [t for st in self._columnar if (t := C.type_at(st, comps)) is not None]
-            t = unify(ts) if ts else NULL
-            empty = unify_arrays(A.fold_nulls(A.from_pylist(t, [])), p, [])
-            fields.append(pa.field(p, empty.to_arrow(fold=False).type))
-        return pa.schema(fields)
+            if not ts:
+                raise ColumnNotFoundError(f"no super type has a column {p!r}")
+            cols[p] = unify_arrays(A.fold_nulls(A.from_pylist(unify(ts), [])), p, [])
+        return ArrowSchema(cols)
 
     def __arrow_c_schema__(self) -> Any:
         return self.arrow().__arrow_c_schema__()

@@ -12,15 +12,18 @@ how its columns are decoded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 import planner as P
+from planner.selection import ranges_from_slice
 
 from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, CsupError, RowSelectionError, StoreTimeoutError
+from ..model.progress import Planned, metered, run_metered
+from ..model.selection import check_count, row_indices
 from ..model.types import NULL, PrimitiveType, Type
 from ..model.values import unify
 from ..scan.result import ScanResult, rows_of_whole
@@ -68,19 +71,26 @@ class WholeObjectReader(Reader):
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
         """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
-        its literals checked and coerced against the columns' types, or None."""
+        its literals checked and coerced against the columns' types, or None;
+        ColumnNotFoundError when it names a path no super type has, as our layout's
+        reader says (:meth:`Planning._filter_expr`)."""
         if filter is None:
             return None
         from planner.filters import bind, columns_of
 
+        expr = self._filter_expr(filter)
         try:
-            expr = filter
             paths = [P.format_path(p) for p in columns_of(expr)]
             types = self._types(paths)
             return bind(expr, {comps_of(p): t.name for p, t in types.items()
                                if isinstance(t, PrimitiveType)})
         except CsupError as e:
             raise e.with_path(self.path) from None
+
+    def _filter_missing(self, paths: list[tuple[str, ...]]) -> list[str]:
+        """The filter's paths no super type has, by this layout's types (see
+        :meth:`missing_paths`)."""
+        return self.missing_paths([P.format_path(p) for p in paths])
 
     def _filter_paths(self, expr: Any, paths: list[str]) -> list[str]:
         """``paths`` and the filter's present columns (read too, dropped after)."""
@@ -112,22 +122,40 @@ class WholeObjectReader(Reader):
 
     # ---------------------------------------------------------------- rows ---
     def _row_bounds(self, rows: slice | None, limit: int | None = None) -> tuple[int, int]:
-        """The rows ``[lo, hi)`` a ``rows`` slice (step 1) and ``limit`` select."""
+        """The rows ``[lo, hi)`` a ``rows`` slice (step 1) and ``limit`` select, the slice
+        checked as our layout's reader checks it (``planner.selection``)."""
         n = self.meta.row_count
         lo, hi = 0, n
         if rows is not None:
-            if not isinstance(rows, slice) or rows.step not in (None, 1):
-                raise RowSelectionError("rows must be a slice with step 1", path=self.path)
+            try:
+                ranges_from_slice(rows, n)  # a RowSelectionError saying what is wrong
+            except RowSelectionError as e:
+                raise e.with_path(self.path) from None
             lo, hi, _ = rows.indices(n)
             hi = max(lo, hi)
         if limit is not None:
             hi = min(hi, lo + limit)
         return lo, hi
 
-    @staticmethod
-    def _check_batch_rows(batch_rows: int) -> None:
-        if batch_rows < 1:
-            raise CsupError("batch_rows must be at least 1")
+    def _check_batch_rows(self, batch_rows: Any, prefetch: Any = None) -> int:
+        """``batch_rows`` as an int (ArgumentError unless an integer >= 1; ``prefetch``
+        unless None or an integer >= 0), checked as our layout's reader checks them."""
+        if prefetch is not None:
+            check_count("prefetch", prefetch, 0, self.path)
+        return check_count("batch_rows", batch_rows, 1, self.path)
+
+    async def _metered(self, prepare: Callable[[], Awaitable[Planned]],
+                       on_progress: Callable[[Any], object] | None,
+                       max_requests: int | None, max_bytes: int | None) -> Any:
+        """Run a verb planned by ``prepare`` (its first wave's figures, and ``run()``)
+        under the budget and progress of its keywords, as :class:`Reader`'s verbs do:
+        the figures checked and expected before any data request, the requests a read
+        sends beyond them (a filtered read's next object) checked before they are
+        sent, the file done last."""
+        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        if meter is None:
+            return await (await prepare()).run()
+        return await run_metered(meter.file(self.path), prepare)
 
     async def _timed(self, aw: Awaitable[Any]) -> Any:
         """``aw`` awaited within the reader's ``timeout``."""
@@ -139,11 +167,15 @@ class WholeObjectReader(Reader):
             raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
 
     # --------------------------------------------------------------- verbs ---
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None
-                   ) -> ScanResult:
+    async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
+                   max_requests: int | None = None, max_bytes: int | None = None,
+                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """The rows at ``indices`` (any order, repeats allowed): the object is read whole
-        anyway, so this is its scan's rows."""
-        return rows_of_whole(await self.scan(columns), indices, self.path)
+        anyway, so this is its scan's rows (budget and progress: that scan's)."""
+        row_indices(indices, self.path)  # refused before anything is read
+        res = await self.scan(columns, max_requests=max_requests, max_bytes=max_bytes,
+                              on_progress=on_progress)
+        return rows_of_whole(res, indices, self.path)
 
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:

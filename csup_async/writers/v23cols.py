@@ -35,6 +35,7 @@ from ..format.superdb.bsup5 import sort_union
 from ..format.superdb.bsup5w import Stream, encode_type_value
 from ..format.superdb.v23 import MAGIC, VERSION
 from ..model.errors import CsupError, EncodeError
+from ..model.heap import keep_freed_memory
 from ..model.types import NULL, ArrayType, Field, PrimitiveType, RecordType, Type, UnionType
 from ..model.values import Value, infer_type
 from . import superdb23 as rows23
@@ -541,6 +542,7 @@ class Writer23:
             max_object_rows = rows23.MAX_OBJECT_ROWS
         if max_object_rows < 1:
             raise EncodeError("max_object_rows must be at least 1")
+        keep_freed_memory()  # the first write's, as our layout's writer (model.heap)
         self.out = out
         self.max_object_rows = max_object_rows
         self.rows = 0

@@ -56,11 +56,11 @@ def write(dest: str | os.PathLike[str] | BinaryIO, data: Any, *, fuse: bool = Tr
     ``infer_times`` (Python rows only): a string field whose strings are all RFC
     3339 timestamps, in a chunk of 8,192 rows, is written as ``time``.
 
-    ``target``: the tool the file is for (:mod:`csup_async.targets`): ``"csup-async"``
-    (the default: this library's own layout: segment statistics, checksums, typed
-    nulls, the options above), ``"super"`` (CSUP v23, what super main reads, written
-    straight from the column batches), ``"super-0.3"`` (CSUP v16 of super v0.3.0) or
-    ``"zed-1.12"`` (VNG v3 of Zed's zq);
+    ``target``: the tool the file is for (:mod:`csup_async.targets`): ``"super"`` (the
+    default: CSUP v23, what super main reads, written straight from the column
+    batches), ``"csup-async"`` (this library's own layout: segment statistics,
+    checksums, typed nulls, the options above), ``"super-0.3"`` (CSUP v16 of super
+    v0.3.0) or ``"zed-1.12"`` (VNG v3 of Zed's zq);
     an unknown name is an ``UnknownTargetError`` (an ``ArgumentError``) listing them.
     What each keeps and loses: docs/format.md, "Writing for other tools".
     """

@@ -44,7 +44,7 @@ def _part_lines(parts: tuple[Any, ...], out: list[str]) -> None:
 
 
 #: The ``target=`` that writes each version (so csup-async's files say it too).
-_TARGET = {23: " (target super)", 16: " (target super-0.3)"}
+_TARGET = {23: " (target super, csup-async's default)", 16: " (target super-0.3)"}
 
 
 def describe_file(meta: SuperDBMeta, path: str, parts: tuple[Any, ...] = ()) -> str:

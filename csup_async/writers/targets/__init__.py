@@ -4,9 +4,10 @@
 writer take one name from :data:`TARGETS`; each names the CSUP layout and the BSUP
 version that target's tool reads:
 
-- ``csup-async`` (the default): this library's own trailer layout (CSUP spec, with
-  segment statistics, checksums and typed nulls) and BSUP version 0.
-- ``super``: CSUP version 23 of ``super`` main (the SuperDB of August 2026), BSUP 5.
+- ``super`` (the default): CSUP version 23 of ``super`` main (the SuperDB of August
+  2026), BSUP 5: a file csup-async writes is a file SuperDB reads.
+- ``csup-async``: this library's own trailer layout (CSUP spec, with segment
+  statistics, checksums and typed nulls) and BSUP version 0.
 - ``super-0.3``: CSUP version 16, the header layout ``super`` v0.3.0 reads, BSUP 2.
 - ``zed-1.12``: VNG version 3, the layout Zed's ``zq`` v1.4-v1.12 read, BSUP (ZNG) 0.
 
@@ -55,9 +56,9 @@ def v23_writer() -> object | None:
     return None
 
 
-#: This library's own layout (segment statistics, checksums, typed nulls); ``target="super"``
-#: for files super main reads (the last commit of branch v23write makes it the default).
-DEFAULT_TARGET = "csup-async"
+#: CSUP v23, what super main reads; ``target="csup-async"`` for this library's own layout
+#: (segment statistics, checksums, typed nulls: docs/format.md, "Writing for other tools").
+DEFAULT_TARGET = "super"
 
 
 def resolve(name: str | Target | None) -> Target:

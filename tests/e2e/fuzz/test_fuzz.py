@@ -1,9 +1,5 @@
 """Bad input: CSUP and BSUP bytes that are cut, flipped, lying or hostile.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 Every case runs every read a user can make of a file (open, read_rows,
 read_values, scan of each top-level path, scan of all, iter_batches) and
 requires that only ``CsupError`` subclasses come out, in bounded time (a
@@ -83,6 +79,9 @@ from csup_async.scan import options as read_options
 from tests.support.paths import ROOT
 from tests.support.strategies import typed_values
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 def _examples() -> int:
     """Random cases per family in the regular tests: 25, or CSUP_FUZZ_EXAMPLES."""
@@ -107,7 +106,8 @@ def _caps(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------------------------- samples ---
 def _csup(values: Any, **opts: Any) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, values, **opts)
+    # our layout's bytes are fuzzed (seeds made at import, before any fixture runs)
+    csup_async.write(out, values, **{"target": "csup-async", **opts})
     return out.getvalue()
 
 

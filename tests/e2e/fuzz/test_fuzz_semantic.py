@@ -1,9 +1,5 @@
 """Structure-aware mutation of valid files, through every read path.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 Seeds are valid CSUP files made with ``csup_async.write`` (several super
 types; nested records, arrays, maps, unions, enums, named types; nulls; long
 strings; small ``segment_thresh`` so columns have several segments; LZ4 and
@@ -94,6 +90,9 @@ from tests.support import fuzz_mutations as M
 from tests.support.fuzz_model import decode, encode, file_meta
 from tests.support.paths import ROOT
 
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 CASE_TIMEOUT = 30.0  # the watchdog: one case past this ends the run with every traceback
 CASE_WALL = 10.0  # a case slower than this fails (they take tens of milliseconds)
 CAPS: dict[str, Any] = {"max_metadata": 1 << 20, "max_mem_length": 4 << 20,
@@ -116,7 +115,8 @@ def _examples() -> int:
 # ----------------------------------------------------------------- seeds ---
 def _csup(values: Any, **opts: Any) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, values, **opts)
+    # our layout's bytes are fuzzed (seeds made at import, before any fixture runs)
+    csup_async.write(out, values, **{"target": "csup-async", **opts})
     return out.getvalue()
 
 

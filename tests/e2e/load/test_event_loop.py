@@ -1,9 +1,5 @@
 """A service's event loop under concurrent scans: it never blocks, and threads stay put.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 A service runs ``async with csup_async.open(url) as r: await r.scan(cols)`` for
 many clients at once on one loop.  Here 200 such scans run concurrently in
 asyncio's debug mode with ``slow_callback_duration = 0.01``, on a local file and
@@ -37,6 +33,9 @@ import pytest
 
 import csup_async
 from tests.support import servers
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 ROWS = 20_000
 COLUMNS = ["id", "s"]

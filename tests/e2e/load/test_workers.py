@@ -23,16 +23,13 @@ import pytest
 import csup_async
 from tests.support import servers
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 ROWS = 30_000
 COLUMNS = ["id", "s"]
 WORKERS = 2
 SCANS = 16  # concurrent scans in each worker
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no fork on Windows")
+pytestmark = [pytest.mark.usefixtures("own_layout"),
+              pytest.mark.skipif(sys.platform == "win32", reason="no fork on Windows")]
 
 
 def _object() -> bytes:

@@ -61,7 +61,7 @@ SECRETS = [SIG, CRED, "tok-SECRET-42", "pw-SECRET-77", "hdr-SECRET-99", S3_SECRE
 
 def _csup(rows: list[Any]) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, rows)
+    csup_async.write(out, rows, target="csup-async")  # at import: before any fixture
     return out.getvalue()
 
 

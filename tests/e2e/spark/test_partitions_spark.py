@@ -26,16 +26,16 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-def _mirror(spark: Any, tmp_path: Path) -> tuple[Path, Path]:
+def _mirror(spark: Any, tmp_path: Path, target: str | None = None) -> tuple[Path, Path]:
     """Spark writes Parquet partitioned by year and kind; each file is rewritten as CSUP at
-    the same relative path (the directory names are Spark's own)."""
+    the same relative path (the directory names are Spark's own), in ``target``'s layout."""
     pq_dir, csup_dir = tmp_path / "pq", tmp_path / "csup"
     df = spark.createDataFrame(ROWS, "id long, name string, year int, kind string")
     df.repartition(3).write.partitionBy("year", "kind").parquet(str(pq_dir))
     for f in pq_dir.rglob("*.parquet"):
         rel = f.relative_to(pq_dir).with_suffix(".csup")
         (csup_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        csup_async.write(str(csup_dir / rel), pq.read_table(f).to_pylist())
+        csup_async.write(str(csup_dir / rel), pq.read_table(f).to_pylist(), target=target)
     return pq_dir, csup_dir
 
 
@@ -62,7 +62,9 @@ def test_reads_what_sparks_parquet_writer_laid_out(spark: Any, tmp_path: Path) -
 
 def test_pushed_partition_filters_open_only_matching_objects(spark: Any, tmp_path: Path,
                                                              range_server: Any) -> None:
-    _, csup_dir = _mirror(spark, tmp_path)
+    # our layout: the driver ships a small file's bytes to the task (a v23 file's reader,
+    # a SuperDB one, opens it again in the task: two reads per object)
+    _, csup_dir = _mirror(spark, tmp_path, target="csup-async")
     names = [range_server.put(f"sparkparts/{p.relative_to(csup_dir)}", p.read_bytes())
              for p in sorted(csup_dir.rglob("*.csup"))]
     urls = [range_server.url(n) for n in names]

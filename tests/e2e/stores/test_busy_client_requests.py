@@ -32,7 +32,8 @@ def _file() -> bytes:
     out = io.BytesIO()
     rng = np.random.default_rng(5)
     csup_async.write(out, {"x": rng.integers(-(1 << 62), 1 << 62, 600_000),
-                           "y": rng.random(600_000)}, segment_thresh=MiB)
+                           "y": rng.random(600_000)}, segment_thresh=MiB,
+                     target="csup-async")  # our layout: the test reads its scan programs
     return out.getvalue()
 
 

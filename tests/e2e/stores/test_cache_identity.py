@@ -1,7 +1,5 @@
 """The metadata cache's key holds every part of an object's identity, however it was
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 configured: an S3 endpoint from ``AWS_ENDPOINT_URL`` and a GCS emulator from
 ``STORAGE_EMULATOR_HOST`` as much as one passed as an option (issue #39 item 7).
@@ -27,6 +25,9 @@ import pytest
 import csup_async
 from tests.support import servers
 from tests.support.paths import ROOT
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 SCRIPT = r"""
 import asyncio, json, sys

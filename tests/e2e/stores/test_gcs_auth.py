@@ -51,7 +51,7 @@ _ENV_DROPPED = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_OAUTH_ACCESS_TOKEN",
 
 def _csup(rows: list[dict[str, Any]]) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, rows)
+    csup_async.write(out, rows, target="csup-async")  # at import: no fixture yet
     return out.getvalue()
 
 

@@ -29,7 +29,7 @@ ROWS = [{"id": i, "name": f"n{i}"} for i in range(2000)]
 
 def _csup(rows: list[dict[str, Any]]) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, rows)
+    csup_async.write(out, rows, target="csup-async")  # at import: no fixture yet
     return out.getvalue()
 
 

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.usefixtures("own_layout")
 
 def _csup(n: int, seed: int = 0) -> bytes:
     out = io.BytesIO()
-    csup_async.write(out, [{"id": i + seed, "name": f"n{(i + seed) % 97}"} for i in range(n)])
+    csup_async.write(out, [{"id": i + seed, "name": f"n{(i + seed) % 97}"} for i in range(n)],
+                     target="csup-async")  # at import: no fixture yet
     return out.getvalue()
 
 

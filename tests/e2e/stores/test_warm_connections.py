@@ -35,7 +35,8 @@ def _file() -> bytes:
     """One int64 column of ~6.4 MB in 1 MiB segments: a scan a pool can spread."""
     out = io.BytesIO()
     vals = np.random.default_rng(3).integers(-(1 << 62), 1 << 62, 800_000)
-    csup_async.write(out, {"x": vals}, segment_thresh=MiB)
+    # at import (no fixture yet): our layout
+    csup_async.write(out, {"x": vals}, segment_thresh=MiB, target="csup-async")
     return out.getvalue()
 
 

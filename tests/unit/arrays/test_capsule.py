@@ -86,16 +86,21 @@ def test_capsule_refuses_what_to_arrow_refuses() -> None:
                 min_size=1, max_size=4))
 def test_schema_from_metadata_is_the_scans(tmp_path: Path,
                                            rows: list[tuple[Type, Any]]) -> None:
-    """``pa.schema(reader.schema)`` (no data read) is the schema of the scan's table."""
-    path = str(tmp_path / "t.csup")
-    csup_async.write(path, [Value(t, v) for t, v in rows])
-    with csup_async.open_sync(path) as r:
+    """``pa.schema(reader.schema)`` (no data read) is the schema of the scan's table, in
+    both layouts (the default's refuses 128-bit numbers and decimals: not written)."""
+    for target in ("super", "csup-async"):
+        path = str(tmp_path / f"t-{target}.csup")
         try:
-            want = r.scan().to_arrow().schema
-        except UnsupportedTypeError:  # no Arrow form (a null map key): nothing to compare
-            return
-        assert pa.schema(r.schema).equals(want, check_metadata=True)
-        assert pa.schema(r.arrow_schema()).equals(want, check_metadata=True)
+            csup_async.write(path, [Value(t, v) for t, v in rows], target=target)
+        except UnsupportedTypeError:  # super main has no vectors for them
+            continue
+        with csup_async.open_sync(path) as r:
+            try:
+                want = r.scan().to_arrow().schema
+            except UnsupportedTypeError:  # no Arrow form (a null map key): nothing to compare
+                continue
+            assert pa.schema(r.schema).equals(want, check_metadata=True), target
+            assert pa.schema(r.arrow_schema()).equals(want, check_metadata=True), target
 
 
 def test_schema_of_nested_paths_and_a_missing_one(tmp_path: Path) -> None:

@@ -1,9 +1,5 @@
 """Signed integers are sign-and-magnitude, exactly as Zed writes them.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 Zed's ``zcode/counted.go`` (``EncodeCountedVarint`` / ``DecodeCountedVarint``,
 the same in every version up to SuperDB's ``scode``) stores a signed int as its
 magnitude shifted left one bit with the sign in bit 0, little-endian with high
@@ -31,6 +27,9 @@ from csup_async.format import bsup
 from csup_async.format.csup import find_trailer, parse_reassembly
 from csup_async.model.types import DURATION, INT8, INT16, INT32, INT64, TIME, Field, RecordType
 from csup_async.model.values import Value
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 

@@ -1,7 +1,5 @@
 """pyarrow's list form of filters (``filters=[("a", ">", 3)]``) keeps exactly the rows
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 pyarrow keeps: checked against ``pyarrow.parquet.filters_to_expression`` on the same
 rows, for generated filters, and end to end through ``read(filters=)``."""
@@ -21,6 +19,9 @@ from hypothesis import strategies as st
 import csup_async
 from planner.dnf import as_expr, from_dnf
 from planner.filters import FilterError, matches
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 ROWS = [{"a": a, "b": b} for a in (None, -2, 0, 1, 3, 7) for b in (None, "x", "y", "zz")]
 TABLE = pa.table({"a": pa.array([r["a"] for r in ROWS], pa.int64()),

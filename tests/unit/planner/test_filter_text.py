@@ -1,7 +1,5 @@
 """The filter text's ``like``, ``between``, ``in (...)`` and double-quoted strings
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 (issue #39, item 21): parsed as SuperDB writes them, evaluated exactly (a hypothesis
 differential against an independent Python reference, with NaN and signed zero, and
@@ -21,6 +19,9 @@ import csup_async
 from csup_async.cli import main
 from planner.filters import And, Compare, FilterError, IsIn, Like, Not, col
 from planner.filtertext import parse_filter
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 pl = pytest.importorskip("polars")
 

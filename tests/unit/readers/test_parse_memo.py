@@ -15,6 +15,9 @@ import csup_async
 from csup_async.readers import loading as loading_mod
 from csup_async.readers.parsememo import MAX_SECTION, ParseMemo, parse_memo
 
+#: About this library's own layout (its reassembly section, parsed once): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
+
 
 def _write(path: Path, start: int, rows: int = 2000) -> None:
     out = io.BytesIO()

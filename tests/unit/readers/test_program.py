@@ -1,9 +1,5 @@
 """One scan program, and every selection on files of several super types.
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 ``reader.plan(...)`` is what ``scan(...)`` runs: a ``ScanProgram`` that explains itself
 and that ``execute`` runs without planning again.  Files whose rows have two super
 types (a ``None`` written with ``fuse=False``) prune, limit and take like files of one.
@@ -27,6 +23,9 @@ import planner.waves as waves
 from planner import get_profile
 from planner.program import ScanProgram
 from tests.support.shapes import shape_rows, write_shapes
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 ROWS = 30_000
 STEP = 10

@@ -1,9 +1,5 @@
 """Row selection, pruning and late materialization (issue 16, items 3 and 4).
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
 Held to the full scan: a filtered scan gives ``[r for r in scan() if matches(f, r)]``
 in file order; ``take``/``rows=``/``limit=`` give the same rows of the full scan;
 files written with ``statistics=False`` give the same answers.  Then, against real
@@ -51,6 +47,9 @@ from planner.selection import (
     segments_for_ranges,
     value_starts,
 )
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 # ------------------------------------------------------------ pure parts ---
 

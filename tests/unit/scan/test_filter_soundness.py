@@ -1,7 +1,5 @@
 """Filters never drop a row the rows themselves match, on every read path: out-of-range
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 time literals, NaT, NaN and self-contradicting statistics, misspelled columns and
 literals Python cannot hold.
@@ -31,6 +29,9 @@ from csup_async.model.types import FLOAT64, INT64, STRING, TIME
 from planner.filters import FilterError, col
 from planner.pruning import path_stats
 from tests.support.restat import meta_of, restat
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 T0 = np.datetime64("2024-01-01T00:00:00", "ns")
 NAT = np.datetime64("NaT", "ns")

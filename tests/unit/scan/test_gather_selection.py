@@ -1,7 +1,5 @@
 """Late materialization by gathers (issue 38): a filtered scan, ``rows=``, ``take`` and
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 ``limit=`` of a log-shaped file give exactly the rows of the unfiltered read, for every
 kind of column (strings, nested optional records, unions, arrays, nulls, missing fields),
@@ -23,6 +21,9 @@ import csup_async
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import logshape
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 ROWS = 3000
 COLUMNS = ["ts", "level", "u.name", "u", "u.geo.city", "code", "dur", "tags", "req",

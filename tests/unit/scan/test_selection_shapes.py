@@ -1,7 +1,5 @@
 """Filters, ``limit``, ``take`` and ``iter_batches(filter=)`` on files of many super types
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
 
 and on datasets: the rows Python's own filter gives, reading only what holds them.
 
@@ -28,6 +26,9 @@ from planner.filters import matches
 from planner.filtertext import parse_filter
 from tests.support.rowpaths import named_by_no_row
 from tests.support.shapes import shape_rows, write_shapes
+
+#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
+pytestmark = pytest.mark.usefixtures("own_layout")
 
 ROWS = 30_000
 STEP = 10

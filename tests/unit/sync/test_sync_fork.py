@@ -17,11 +17,8 @@ import pytest
 
 import csup_async
 
-#: About this library's own layout (its segments, plans, statistics, exact types): written with it.
-pytestmark = pytest.mark.usefixtures("own_layout")
-
-
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+pytestmark = [pytest.mark.usefixtures("own_layout"),
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")]
 ROWS = 3000
 
 

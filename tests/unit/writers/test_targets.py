@@ -76,12 +76,14 @@ def test_unknown_target_lists_the_accepted_names(tmp_path, name):
     assert not (tmp_path / "x.csup").exists()
 
 
-def test_default_target_is_this_librarys_layout(tmp_path):
+def test_default_target_is_super_main(tmp_path):
+    """No target: CSUP v23, the file super main reads (the same bytes as naming it)."""
     a, b = tmp_path / "a.csup", tmp_path / "b.csup"
     csup_async.write(a, ROWS)
-    csup_async.write(b, ROWS, target="csup-async")
+    csup_async.write(b, ROWS, target="super")
     assert a.read_bytes() == b.read_bytes()
-    assert resolve(None).name == "csup-async"
+    assert a.read_bytes()[:8] == b"CSUP" + (23).to_bytes(4, "little")
+    assert resolve(None).name == "super"
 
 
 def test_super_0_3_reads_back_in_superdb_model(tmp_path):
