@@ -36,15 +36,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Union
 
+from .likes import like_prefix, like_regex
 from .literals import INT64_MAX, INT64_MIN, FilterError, check_literal, duration_ns, time_ns
 from .paths import format_path, parse_path
 
@@ -161,10 +161,14 @@ class Compare(_Combinable):
     op: str
     path: tuple[str, ...]
     value: Any
+    #: :func:`value_kind` of ``value``, worked out once here so evaluation
+    #: (``arrays/filtering``) only reads it and never calls back into the planner.
+    kinds: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.op not in _OPS:
             raise FilterError(f"unknown comparison {self.op!r}")
+        object.__setattr__(self, "kinds", (value_kind(self.value),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,11 @@ class IsIn(_Combinable):
     path: tuple[str, ...]
     values: tuple[Any, ...]
     exact: bool = False
+    #: :func:`value_kind` of each of ``values`` (see :attr:`Compare.kinds`).
+    kinds: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", tuple(value_kind(v) for v in self.values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +209,18 @@ class Like(_Combinable):
 
     path: tuple[str, ...]
     pattern: str
+    #: The pattern compiled once (:func:`like_prefix`, :func:`like_regex`), so
+    #: evaluation only reads it: the literal text before the first wildcard, the
+    #: pattern from it on, and the whole pattern's regular expression.
+    prefix: str = field(init=False, repr=False, compare=False)
+    rest: str = field(init=False, repr=False, compare=False)
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefix, rest = like_prefix(self.pattern)
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "rest", rest)
+        object.__setattr__(self, "regex", like_regex(self.pattern))
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,38 +240,6 @@ class Not(_Combinable):
 
 Expr = Union[Compare, IsIn, IsNull, StartsWith, Like, And, Or, Not]  # noqa: UP007
 _LEAVES = (Compare, IsIn, IsNull, StartsWith, Like)
-
-
-@functools.lru_cache(maxsize=256)
-def like_regex(pattern: str) -> re.Pattern[str]:
-    """The regular expression of a ``like`` pattern (anchored by ``fullmatch``)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-        i += 1
-    return re.compile("".join(out), re.DOTALL)
-
-
-def like_prefix(pattern: str) -> tuple[str, str]:
-    """``(prefix, rest)``: the literal text before the first wildcard, and the pattern
-    from it on (``""``: no wildcard, the pattern is that one string)."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i + 1])
-            i += 2
-            continue
-        if c in "%_":
-            return "".join(out), pattern[i:]
-        out.append(c)
-        i += 1
-    return "".join(out), ""
 
 
 def col(path: str | tuple[str, ...] | list[str]) -> Column:

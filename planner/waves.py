@@ -137,6 +137,14 @@ class FilterWork:
     full: ScanPlan | None = None
     filter_plan: ScanPlan | None = None
     every_row: bool = False  # ``surviving`` is every row: ``first`` is read whole
+    # the projected columns the filter does not read (``rest_paths``) planned once here,
+    # whole: the second wave (:func:`plan_next`) cuts it to the rows the first matched
+    rest_paths: tuple[str, ...] = ()
+    rest: ScanPlan | None = None
+    # ``expr`` is bound by the file's one super type (the types the decoded arrays will
+    # have): evaluation takes it as it is.  Several super types: what a batch's arrays
+    # are typed depends on the rows read, so it is bound by them (``bind``) then.
+    typed: bool = False
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
@@ -326,7 +334,9 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Pro
     run = wave1 if two else one
     first = None if run is None else (run, kept.get(id(run)))
     return fplan, FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first, full,
-                              plan_of(list(read_f)) if two and read_f else None, every_row)
+                              plan_of(list(read_f)) if two and read_f else None, every_row,
+                              tuple(others), plan_of(others) if others else None,
+                              len(meta.super_types) == 1)
 
 
 def intersect_ranges(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -429,3 +439,36 @@ def pieces_of(rows: RowRanges, n: int) -> list[RowRanges]:
         out.append(RowRanges.of(cur))
     return out
 
+
+
+@dataclasses.dataclass(frozen=True)
+class NextWave:
+    """A wave of a filtered scan that depends on rows already read, planned in one pure
+    call (:func:`plan_next`, :func:`plan_piece`) so ``scan/`` only runs it: the rows to
+    read, the plan cut to the segments holding them, and the segments kept per stream."""
+
+    ranges: RowRanges
+    plan: ScanPlan
+    keep: dict[int, frozenset[int]]
+    at: tuple[int, int] = (0, 0)  # a piece: the position after it in the runs
+
+
+def plan_next(meta: FileMeta, rest: ScanPlan, surviving: RowRanges | None,
+              matched: np.ndarray, rowmap: RowMap | None = None) -> NextWave:
+    """The second wave: ``rest`` (:attr:`FilterWork.rest`, the other columns planned
+    whole before the scan) cut to the rows the first wave matched (``matched``:
+    positions within ``surviving``, or row numbers when it is None)."""
+    rows = matched if surviving is None else rows_of(surviving, matched)
+    ranges = runs_of(rows)
+    cut, keep = plan_rows(meta, rest, ranges, verify_counts=False, rowmap=rowmap)
+    return NextWave(ranges, cut, keep)
+
+
+def plan_piece(meta: FileMeta, plan: ScanPlan, runs: Sequence[tuple[int, int, bool]],
+               at: tuple[int, int], need: int, cap: int, rowmap: RowMap | None = None
+               ) -> NextWave:
+    """The next piece of a filtered scan with ``limit`` (:func:`next_piece`) and ``plan``
+    cut to it (:func:`plan_rows`)."""
+    piece, after = next_piece(runs, at, need, cap)
+    cut, keep = plan_rows(meta, plan, piece, verify_counts=False, rowmap=rowmap)
+    return NextWave(piece, cut, keep, after)

@@ -31,11 +31,8 @@ from planner.filters import (
     Not,
     Or,
     StartsWith,
-    like_prefix,
-    like_regex,
     order_key,
     outcome,
-    value_kind,
 )
 
 from .. import arrays as A
@@ -105,6 +102,17 @@ def _leaf_rows(e: Expr, arr: A.Array) -> _Masks:
     return true, unknown
 
 
+def _dtype_kind(dtype: np.dtype) -> str:
+    """``planner.filters.value_kind`` of a value of a numeric, boolean or time ``dtype``
+    (the dtypes of ``_NUMPY_KINDS``), read from the dtype: the literals' kinds travel
+    on the bound leaf, so evaluation never calls back into the planner."""
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.kind in "iuf":
+        return "number"
+    return dtype.kind  # "M" or "m"
+
+
 _EXACT_FLOAT_INT = 1 << 53  # ints beyond this do not all survive a trip through float64
 
 
@@ -127,10 +135,11 @@ def _leaf_numpy(e: Expr, arr: A.Array) -> _Masks | None:
         e, IsIn) else None
     if lits is None:
         return None  # startswith on a number: the reference says unknown per row
-    column_kind = value_kind(values[:1][0])
+    column_kind = _dtype_kind(values.dtype)
+    kinds = e.kinds
     usable = []
-    for v in lits:
-        if value_kind(v) != column_kind:
+    for v, kind in zip(lits, kinds, strict=True):
+        if kind != column_kind:
             continue  # another kind: unknown for every row
         if values.dtype.kind == "f" and isinstance(v, int) and abs(v) > _EXACT_FLOAT_INT:
             return None
@@ -280,14 +289,14 @@ def _like(e: Like, arr: A.BinaryArray, tname: str, starts: np.ndarray, lengths: 
     n = len(arr)
     if tname != "string":  # like holds for strings only: unknown elsewhere
         return np.zeros(n, bool), np.ones(n, bool)
-    prefix, rest = like_prefix(e.pattern)
+    prefix, rest = e.prefix, e.rest
     p = prefix.encode()
     head = _prefix_equal(arr.data, starts, lengths, p)
     if not rest:
         return head & (lengths == len(p)), np.zeros(n, bool)
     if rest == "%":
         return head, np.zeros(n, bool)
-    rx = like_regex(e.pattern)
+    rx = e.regex
     data = arr.data.tobytes()
     out = np.zeros(n, bool)
     for i in np.flatnonzero(head).tolist():

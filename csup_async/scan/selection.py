@@ -40,6 +40,8 @@ from planner.waves import (
     next_piece,
     pieces_of,
     plan_filter,
+    plan_next,
+    plan_piece,
     plan_rows,
     rows_of,
     runs_of,
@@ -244,8 +246,10 @@ def _keep(work: FilterWork, res: ScanResult, limit: int | None) -> np.ndarray:
     from ..arrays.filtering import evaluate
 
     by_path = {P.parse_path(c): a for c, a in res.columns.items()}
-    typed = bind(work.expr, {p: a.type.name for p, a in by_path.items()
-                             if isinstance(a.type, PrimitiveType)})
+    # bound before the scan by the file's one super type; several: by the arrays read
+    typed = work.expr if work.typed else bind(
+        work.expr, {p: a.type.name for p, a in by_path.items()
+                    if isinstance(a.type, PrimitiveType)})
     keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
     return keep if limit is None else keep[:limit]
 
@@ -282,9 +286,10 @@ async def scan_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
     others = [p for p in wanted if p not in first.columns]
     cols: dict[str, A.Array] = {}
     if others:
-        rows = keep if work.surviving is None else rows_of(work.surviving, keep)
-        second = await _read(target, meta, prof, available, others,
-                             runs_of(rows), options, work.rowmap)
+        assert work.rest is not None and tuple(others) == work.rest_paths
+        nxt = plan_next(meta, work.rest, work.surviving, keep, work.rowmap)
+        second = await run_rows(target, meta, nxt.plan, nxt.keep, others, nxt.ranges,
+                                options, work.rowmap)
         _add(stats, second.stats)
         if second.num_rows != keep.size:
             raise FormatError(f"the second wave read {second.num_rows} rows for "
@@ -327,12 +332,11 @@ async def _scan_limited(target: Target, meta: FileMeta, fplan: FilterPlan, work:
     runs = surviving_runs(work.surviving, fplan.zones) if limit else []
     at, cap = (0, 0), max(limit, LIMIT_PIECE_ROWS)
     while True:
-        piece, at = next_piece(runs, at, limit - found, cap)
+        wave = plan_piece(meta, first_plan, runs, at, limit - found, cap, work.rowmap)
+        piece, at = wave.ranges, wave.at
         cap *= LIMIT_GROWTH
-        cut, keep = plan_rows(meta, first_plan, piece, verify_counts=False,
-                              rowmap=work.rowmap)
-        res = await run_rows(target, meta, cut, keep, first_paths, piece, options,
-                             work.rowmap)
+        res = await run_rows(target, meta, wave.plan, wave.keep, first_paths, piece,
+                             options, work.rowmap)
         _add(stats, res.stats)
         if res.num_rows != piece.rows:
             raise FormatError(f"read {res.num_rows} rows for the {piece.rows} of a piece")
@@ -345,8 +349,10 @@ async def _scan_limited(target: Target, meta: FileMeta, fplan: FilterPlan, work:
             break
     cols = {c: lst[0] if len(lst) == 1 else A.concat(lst) for c, lst in parts.items()}
     if two:
-        second = await _read(target, meta, fplan.profile, available, others,
-                             runs_of(np.concatenate(rows)), options, work.rowmap)
+        assert work.rest is not None and tuple(others) == work.rest_paths
+        nxt = plan_next(meta, work.rest, None, np.concatenate(rows), work.rowmap)
+        second = await run_rows(target, meta, nxt.plan, nxt.keep, others, nxt.ranges,
+                                options, work.rowmap)
         _add(stats, second.stats)
         if second.num_rows != found:
             raise FormatError(f"the second wave read {second.num_rows} rows for "
