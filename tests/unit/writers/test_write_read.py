@@ -260,7 +260,8 @@ def _small_file() -> bytes:
 async def test_every_truncation_is_refused(tmp_path):
     data = _small_file()
     p = tmp_path / "t.csup"
-    for cut in range(len(data)):
+    # 0 bytes is super main's file of no rows: read as 0 rows (tests/e2e/fuzz/test_fuzz.py)
+    for cut in range(1, len(data)):
         p.write_bytes(data[:cut])
         with pytest.raises(CsupError) as ei:
             async with csup_async.open(str(p)) as r:
