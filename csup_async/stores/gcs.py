@@ -225,7 +225,7 @@ class GCSStore(AiohttpStore):
         generation = reply.header("x-goog-generation")
         return None if generation is None else generation == pin
 
-    async def _lookup(self, key: str) -> ObjectInfo:
+    async def version_lookup(self, key: str) -> ObjectInfo:
         path = self._display(key)
         url = f"{self.endpoint}/storage/v1{self._object_path(key)}?fields=size%2Cgeneration"
         doc = await self._get_json(to_url(url), await self._headers(path), path)
@@ -236,7 +236,7 @@ class GCSStore(AiohttpStore):
                              path=path) from None
 
     async def _info_once(self, key: str) -> ObjectInfo:
-        return await self._lookup(key)
+        return await self.version_lookup(key)
 
     async def list(self, prefix: str) -> list[str]:
         """``gs://bucket/name`` URLs of every object under ``prefix`` (JSON API pages)."""
