@@ -458,11 +458,7 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
     cannot say version 5's optional fields, ``none``, fusion or recursive types (nor
     version 1/2's optional fields and fusion types), so its values are decoded by
     :mod:`..format.superdb.bsup5` or ``bsup2`` (rows, not columns)."""
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         types, rows = held_shape(head, version)
     except CsupError as e:
@@ -519,11 +515,7 @@ async def _as_v0(reader: Reader, head: bytes, size: int) -> tuple[bytes | None, 
     say its values (optional fields, fusion types)."""
     from ..format.superdb.tov0 import NoV0Form, to_v0
 
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         return to_v0(head), b""
     except NoV0Form:
@@ -541,6 +533,15 @@ async def _read(reader: Reader, off: int, n: int) -> bytes:
         raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}",
                              path=reader.path)
     return data
+
+
+async def _whole_within(reader: Reader, head: bytes, size: int) -> bytes:
+    """The object whole (:func:`_whole`), or a LimitError when it is larger than
+    ``max_mem_length`` (a BSUP object that is not a stream of frames is held whole)."""
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    return await _whole(reader, head) if len(head) < size else head
 
 
 async def _whole(reader: Reader, head: bytes) -> bytes:

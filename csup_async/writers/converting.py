@@ -18,11 +18,11 @@ locally, one whole-object put on a store, ``if_absent`` honoured.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
 from ..model.errors import ArgumentError, CsupError
+from ..stores.tasks import run_to_end
 from .inputs import kind_of, read_values
 from .writing import WRITER_OPTIONS, write
 
@@ -136,7 +136,7 @@ def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
     if "://" in src and not src.startswith("file://"):
         raise ArgumentError("copy takes a local file (to copy an object, read it with "
                             "csup_async.open)", path=src)
-    rows = asyncio.run(_check(src, layout)) if not _in_loop() else _threaded(src, layout)
+    rows = run_to_end(lambda: _check(src, layout))
     if rows is None:
         return None
     from .writing import write_bytes
@@ -168,18 +168,3 @@ def layout_of(reader: Any) -> str | None:
         return {"csup": "csup-async", "vng": "zed-1.12"}.get(kind)  # type: ignore[arg-type]
     version = getattr(meta, "version", 0)
     return {23: "super", 16: "super-0.3"}.get(version)
-
-
-def _in_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _threaded(src: str, layout: str | None) -> int | None:
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(_check(src, layout))).result()

@@ -260,26 +260,15 @@ def minmax_bytes_numpy(offs: np.ndarray, data: np.ndarray) -> tuple[bytes, bytes
 
 
 # ------------------------------------------------------ nulls and slots ---
-class _NullCol:
-    """A column of the null type: only a count (super's ``Null`` vector)."""
-
-    def __init__(self) -> None:
-        self.n = 0
+class _NullCol(scalars23.NullB):
+    """A column of the null type: only a count (super's ``Null`` vector), as the value
+    writer's :class:`superdb23_scalars.NullB`, counted a slot at a time."""
 
     def add_slot(self, slot: Slot) -> None:
         self.n += slot.n
 
     def add_covered(self, presence: Any, node: Node | None, n: int) -> None:
         self.n += n
-
-    def count(self) -> int:
-        return self.n
-
-    def mtype(self) -> Type:
-        return NULL
-
-    def emit(self, c: Ctx) -> int:
-        return c.enter("Null", {"Count": self.n})
 
 
 class _Slot:

@@ -9,8 +9,6 @@ columnar path cannot take (maps) value by value.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import io
 import itertools
 import os
@@ -199,6 +197,7 @@ def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any
     from ..model.errors import ObjectExistsError
     from ..stores import redact_url, store_for
     from ..stores.put import put_object
+    from ..stores.tasks import run_to_end
 
     shown = redact_url(url)
     buf = io.BytesIO()
@@ -218,23 +217,12 @@ def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any
                 await own.close()
 
     try:
-        written = _run(put)
+        written = run_to_end(put, "csup-put")
     except CsupError as e:
         raise e.with_path(shown) from None
     if not written:
         raise ObjectExistsError("an object exists by that name (if_absent=True)", path=shown)
     return n
-
-
-def _run(fn: Callable[[], Any]) -> Any:
-    """Run the coroutine ``fn()`` to its end from synchronous code, in a thread of its own
-    when this thread already runs an event loop (``write`` called from async code)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(fn())
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="csup-put") as pool:
-        return pool.submit(lambda: asyncio.run(fn())).result()
 
 
 def _columnar_writer(data: Any) -> Callable[..., int] | None:
