@@ -27,12 +27,15 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import planner as P
+from planner.dnf import as_expr
 
 from .. import arrays as A
 from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
 from ..format.bsup.tags import read_uvarint
 from ..format.bsup.valuecodec import decode_value
 from ..format.csup import find_trailer
+from ..format.superdb import bsup2, bsup5
+from ..format.superdb.bsup5 import NONE, columnar
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -43,9 +46,10 @@ from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Planned
 from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
-from ..model.values import Value
+from ..model.values import UnionValue, Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
 from ..scan.result import ScanResult, ScanStats
+from ..scan.superdb.columns import as_member, has_union, lookup
 from ..stores import Store
 from ..stores.rangebuf import RangeBuffer
 from ..stores.tasks import gather_or_cancel
@@ -209,7 +213,6 @@ class BsupReader(WholeObjectReader):
         got = super()._types(paths)
         if not self._held:
             return got
-        from ..format.superdb.bsup5 import columnar
 
         return {p: columnar(t) for p, t in got.items()}
 
@@ -220,7 +223,6 @@ class BsupReader(WholeObjectReader):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
-        from ..scan.superdb.columns import has_union
 
         if any(has_union(t) for t in self._types(paths).values()):
             return None  # column-wise values are plain: a union's members would be lost
@@ -233,8 +235,6 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
-        from ..scan.superdb.columns import as_member, has_union, lookup
-
         try:
             if limit is None:
                 got = self._columnar(paths)
@@ -260,7 +260,6 @@ class BsupReader(WholeObjectReader):
                    filters: Any = None) -> Any:
         """What ``scan`` with the same arguments reads: nothing more (the open read the
         whole object; a stream has no column index), the columns decoded from it."""
-        from planner.dnf import as_expr
         from planner.whole import WholeObjectPlan
 
         filter = as_expr(filter, filters, path=self.path)
@@ -282,8 +281,6 @@ class BsupReader(WholeObjectReader):
         ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
         the open read the whole stream, so a scan sends no request (the budget always
         holds; progress is one event, 0 of 0 bytes, the file done)."""
-        from planner.dnf import as_expr
-
         filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
         check_limit(limit, self.path)
 
@@ -351,9 +348,6 @@ class BsupReader(WholeObjectReader):
 
 def _none_as_null(v: Any) -> Any:
     """``v`` with version 5's ``none`` values (bsup5.NONE) as None, at any depth."""
-    from ..format.superdb.bsup5 import NONE
-    from ..model.values import UnionValue
-
     if v is NONE:
         return None
     if isinstance(v, dict):
@@ -474,16 +468,12 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
 
 
 def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.read_values(data)
     return bsup2.read_values(data, bsup2.V1 if version == 1 else bsup2.V2)
 
 
 def _held_decode(t: Type, body: Any, version: int, typed: bool) -> Any:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.decode_value(t, body, typed=typed)
     return bsup2.decode_value(t, body, typed=typed,
@@ -496,8 +486,6 @@ def held_shape(data: bytes, version: int) -> tuple[list[Type], int]:
     exception.  A fusion type is given as its supertype
     (:func:`..format.superdb.bsup5.defused`): its values decode as that, and CSUP gives
     the same values those super types."""
-    from ..format.superdb import bsup5
-
     try:
         raw = _held_values(data, version)
     except CsupError:

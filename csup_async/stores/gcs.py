@@ -51,9 +51,9 @@ from .gcs_auth import (
     shared_credentials,
 )
 from .retry import DEFAULT_RETRY, RetryPolicy
+from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 if TYPE_CHECKING:
-    import aiohttp
     import yarl
 
 __all__ = ["GCSStore", "TOKEN_ENV"]
@@ -260,10 +260,6 @@ class GCSStore(AiohttpStore):
     async def write_object(self, key: str, data: bytes, if_absent: bool, path: str) -> bool:
         """One media upload (``ifGenerationMatch=0`` when ``if_absent``); False when the
         object exists and ``if_absent`` was asked (``stores.put.put_object``)."""
-        from urllib.parse import quote
-
-        import aiohttp
-
         bucket, name = split_gcs_key(key)
         url = (f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=media"
                f"&name={quote(name, safe='')}")

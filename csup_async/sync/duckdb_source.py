@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..arrays import MissingDependencyError
 from ..model.options import DEFAULT_BATCH_ROWS
+from .facade import budget, check_batch_rows, is_many, open_sync, read
 
 __all__ = ["to_duckdb"]
 
@@ -38,12 +40,9 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     try:
         import duckdb
     except ImportError:
-        from ..arrays import MissingDependencyError
-
         raise MissingDependencyError(
             "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_sync, read
 
     check_batch_rows(batch_rows)
     check_unions(unions)

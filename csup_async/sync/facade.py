@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from ..arrays.arrowschema import ArrowSchema
-from ..model.errors import CsupError
+from ..model.errors import ArgumentError, CsupError
 from ..model.options import DEFAULT_BATCH_ROWS
 from .loop import AsyncIteration, run
 
@@ -56,8 +56,6 @@ def metered_verbs(reader: Any) -> Any:
 
 def check_batch_rows(batch_rows: Any) -> int:
     """``batch_rows`` as an int >= 1, or an ArgumentError saying what it got."""
-    from ..model.errors import ArgumentError
-
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
     return batch_rows

@@ -18,13 +18,17 @@ locally, one whole-object put on a store, ``if_absent`` honoured.
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any
 
+from ..format.bsup import split_tagged
+from ..format.superdb import bsup2
 from ..model.errors import ArgumentError, CsupError
+from ..model.values import Value
 from ..stores.tasks import run_to_end
-from .inputs import kind_of, read_values
-from .writing import WRITER_OPTIONS, write
+from .inputs import bsup_version, kind_of, read_values
+from .writing import WRITER_OPTIONS, write, write_bytes
 
 __all__ = ["convert"]
 
@@ -84,10 +88,7 @@ EXACT_TARGETS = ("super-0.3", "zed-1.12")
 def _exact(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
            options: dict[str, Any]) -> int:
     """A BSUP file's exact values written in a target's layout, then put at ``dest``."""
-    import io
-
     from .targets.output import write_csup
-    from .writing import write_bytes
 
     buf = io.BytesIO()
     try:
@@ -104,10 +105,6 @@ def exact_values(src: str) -> Any:
     """The values of a BSUP file; in SuperDB's versions 1 and 2 a top-level fusion
     value as ``Value(fusion type, Value(its subtype, the supertype's value))``, so
     its subtype is written as it was (field order and all), not derived."""
-    from ..format.superdb import bsup2
-    from ..model.values import Value
-    from .inputs import bsup_version
-
     with open(src.removeprefix("file://"), "rb") as f:
         data = f.read()
     version = bsup_version(data)
@@ -117,8 +114,6 @@ def exact_values(src: str) -> Any:
     out = []
     for t, body in bsup2.read_values(data, d):
         if isinstance(t, bsup2.FusionType) and body is not None:
-            from ..format.bsup import split_tagged
-
             parts = split_tagged(body)
             if len(parts) == 2 and parts[1] is not None:
                 sub = bsup2.decode_type_value(parts[1], d)
@@ -139,7 +134,6 @@ def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
     rows = run_to_end(lambda: _check(src, layout))
     if rows is None:
         return None
-    from .writing import write_bytes
 
     options = {k: v for k, v in options.items() if k != "target"}
     with open(src.removeprefix("file://"), "rb") as f:

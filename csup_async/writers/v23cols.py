@@ -23,6 +23,8 @@ footer's fused type covers them all).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -653,9 +655,6 @@ def _first_seen(batch: Batch) -> list[Type]:
 def _batch_values(batch: Batch) -> list[Value]:
     """A batch's rows as exact Values (for super types without vectors here): written in
     this library's layout in memory and read back."""
-    import os
-    import tempfile
-
     from .targets.output import file_values
     from .writer import Writer
 

@@ -16,7 +16,15 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
-from ..model.errors import ArgumentError, CsupError, EncodeError
+from ..model.errors import (
+    AccessDeniedError,
+    ArgumentError,
+    CsupError,
+    EncodeError,
+    NotFoundError,
+    ObjectExistsError,
+    StoreError,
+)
 from .v23cols import open_writer
 from .write_inputs import writable
 
@@ -151,8 +159,6 @@ def _local(path: str) -> str:
 def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any],
                 if_absent: bool) -> int:
     """Write a temporary file next to ``path``, then move (or, ``if_absent``, link) it in."""
-    from ..model.errors import ObjectExistsError
-
     tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
     try:
         with open(tmp, "xb") as f:  # exclusive: never another writer's file
@@ -178,8 +184,6 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
 def _write_error(e: OSError, path: str) -> CsupError:
     """An OSError of writing ``path`` (through its temporary file) as the store error a
     user can act on, naming ``path``: a missing directory, no permission, a full disk."""
-    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
-
     d = os.path.dirname(path) or "."
     if isinstance(e, FileNotFoundError) and not os.path.isdir(d):
         return NotFoundError(f"cannot write: no such directory {d!r}", path=path)
@@ -194,7 +198,6 @@ def _write_error(e: OSError, path: str) -> CsupError:
 def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any],
                   store: Any, store_opts: dict[str, Any], if_absent: bool) -> int:
     """Encode into memory, then put the whole object through the store (the lake's put)."""
-    from ..model.errors import ObjectExistsError
     from ..stores import redact_url, store_for
     from ..stores.put import put_object
     from ..stores.tasks import run_to_end
