@@ -1,5 +1,10 @@
-"""A dataset's batches read under a budget or progress, and the choice of which files are
-read whole: :meth:`Dataset.iter_batches`'s helpers (``dataset.py`` holds the verbs)."""
+"""How ``Dataset.iter_batches`` reads its files: small ones whole (a few ahead), large
+ones streamed, and, under a budget or progress callback, every file planned first.
+
+Kept apart from :mod:`.dataset` (the verbs) because this is the one verb with its own
+read-ahead machinery; the verb itself, and its arguments, stay on ``Dataset``.  Each file
+is read with its part of the dataset's request (:func:`each_file`).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,19 @@ from planner.filters import Expr
 from planner.request import NO_BUDGET, ScanRequest
 
 from ..model.progress import Meter, Planned, tracking
-from ..scan.result import ScanResult, ScanStats
+from ..readers.reader import ScanResult, ScanStats
 from .fragment import Fragment, per_segment
 from .results import add_stats, sliced
 
-__all__ = ["decodes_small", "each_file", "iter_metered"]
+__all__ = ["FILES_AHEAD", "READ_WHOLE_BELOW", "SMALL_OBJECT", "decodes_small", "each_file",
+           "iter_metered"]
+
+#: Files whose projection decodes to at most this many bytes are read whole by
+#: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
+READ_WHOLE_BELOW = 8 << 20
+#: Files ``iter_batches`` reads ahead of the one whose batches are being yielded.
+FILES_AHEAD = 4
+SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
 
 
 def each_file(cols: Sequence[str], expr: Expr | None, **more: Any) -> ScanRequest:
