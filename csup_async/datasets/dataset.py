@@ -294,7 +294,7 @@ class Dataset(ScanVerbs):
                     break
                 todo.append((f, local, left))
                 if expr is None and left is not None:  # the rows it gives are known
-                    n = await f.count_rows()
+                    n = await f.count_with(ScanRequest())
                     left -= min(left, n if local is None else local.stop - local.start)
 
             async def one(f: Fragment, local: slice | None, lim: int | None,
@@ -354,7 +354,7 @@ class Dataset(ScanVerbs):
         """The files holding the dataset's rows ``rows`` (numbered over every file in
         file order), each with its own row slice, that the filter's partition part keeps."""
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         sel = range(int(sum(counts)))[rows]
         lo, hi = sel.start, max(sel.start, sel.stop)
         keep = set(map(id, self._by_partition(expr)))
@@ -409,7 +409,7 @@ class Dataset(ScanVerbs):
         idx = request.indices
         assert idx is not None, "a take's request holds its row indices"
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         offsets = np.cumsum([0, *counts], dtype=np.int64)
         if idx.size and int(idx.max()) >= int(offsets[-1]):
             raise RowSelectionError(f"row index {int(idx.max())} is out of range for "

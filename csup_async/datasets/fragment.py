@@ -297,7 +297,7 @@ class Fragment(ScanVerbs):
         if spec is None and request.rows is None and request.limit is None:
             own = [c for c in cols if c not in self.partition_values]
             if self._unread:
-                n = await r.count_rows()
+                n = await r.count_with(NO_BUDGET)
                 return Planned.done(ScanResult(self._complete({}, n, cols), n, ScanStats()))
             if self._plan is not None and own == self._plan_columns:
                 plan = self._plan
@@ -334,7 +334,7 @@ class Fragment(ScanVerbs):
     async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
         """How many rows ``rows`` and ``limit`` (a request's: checked) select, with no
         column to read."""
-        n = r.num_rows if r.num_rows is not None else await r.count_rows()
+        n = r.num_rows if r.num_rows is not None else await r.count_with(NO_BUDGET)
         if rows is not None:
             n = len(range(n)[rows])
         return n if limit is None else min(n, limit)
@@ -393,7 +393,7 @@ class Fragment(ScanVerbs):
             return Planned(taken.figures, run)
         idx = request.indices
         assert idx is not None, "a take's request holds its row indices"
-        n = await r.count_rows()
+        n = await r.count_with(NO_BUDGET)
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
             raise RowSelectionError(f"row index {bad} is out of range for {n} rows",

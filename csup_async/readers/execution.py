@@ -13,7 +13,7 @@ import planner as P
 from planner.coalescing import plan_ranges
 from planner.filters import bind
 from planner.program import ScanProgram
-from planner.request import Budget, ScanRequest
+from planner.request import NO_BUDGET, Budget, ScanRequest
 from planner.waves import plan_rows, runs_of
 
 from .. import arrays as A
@@ -82,7 +82,7 @@ class Execution:
         """Rows of each super type, in ``meta.super_types`` order (one super type: from
         metadata; several: the super column is read)."""
         if len(self.meta.super_types) <= 1:
-            return [await self.count_rows()] if self.meta.super_types else []
+            return [await self.count_with(NO_BUDGET)] if self.meta.super_types else []
         plan = plan_ranges(list(self.meta.super_column), self.profile, self.held_span())
         counts = await R.type_counts(self.target(), self.meta, plan, self.read_options)
         self._counted_rows = int(counts.sum())

@@ -11,8 +11,8 @@ import planner as P
 from planner.filters import columns_of
 from planner.program import ScanProgram
 from planner.pruning import type_has_path
-from planner.request import ScanRequest
-from planner.selection import RowRanges, ranges_from_slice
+from planner.request import NO_BUDGET, ScanRequest
+from planner.selection import RowRanges
 from planner.waves import plan_filter, plan_rows
 
 from ..model.errors import (
@@ -101,11 +101,14 @@ class Planning:
                 # several super types would read its super column for it): a read
                 # stops at the end anyway
                 n = self.num_rows
-                if n is None and isinstance(rows, slice) and all(
+                if n is None and all(
                         v is None or (isinstance(v, int) and v >= 0)
                         for v in (rows.start, rows.stop)):
                     n = 1 << 62
-                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
+                if n is None:
+                    n = await self.count_with(NO_BUDGET)
+                a, b, _ = rows.indices(n)  # a slice of step 1: the request checked it
+                got = RowRanges.of([(a, b)])
             else:
                 n = self.num_rows
                 got = RowRanges.of([(0, limit if n is None else min(limit, n))])
