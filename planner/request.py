@@ -66,8 +66,8 @@ class Budget:
     @property
     def given(self) -> bool:
         """Whether any of the three was given (a verb without runs unmetered)."""
-        return self is not NO_BUDGET and not (
-            self.max_requests is None and self.max_bytes is None and self.on_progress is None)
+        return not (self.max_requests is None and self.max_bytes is None
+                    and self.on_progress is None)
 
     def keywords(self) -> dict[str, Any]:
         """The keywords given, by name (for a verb that still takes them loose)."""

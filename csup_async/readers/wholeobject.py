@@ -69,7 +69,7 @@ class WholeObjectReader(Reader):
 
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
-        """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
+        """The filter (an expression: the verb's request made it one, ``planner.request``) with
         its literals checked and coerced against the columns' types, or None;
         ColumnNotFoundError when it names a path no super type has, as our layout's
         reader says (:meth:`Planning._filter_expr`)."""
