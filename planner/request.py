@@ -138,6 +138,14 @@ class ScanRequest:
         return dataclasses.replace(self, **changes)
 
     @property
+    def taken(self) -> np.ndarray:
+        """``take``'s row numbers (a request made by another verb has none: an
+        ArgumentError, never a read of no rows)."""
+        if self.indices is None:
+            raise ArgumentError("take() needs row indices; this request has none")
+        return self.indices
+
+    @property
     def plain(self) -> bool:
         """Whether it reads every row: no filter, rows or limit."""
         return self.filter is None and self.rows is None and self.limit is None

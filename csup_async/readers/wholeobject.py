@@ -157,9 +157,9 @@ class WholeObjectReader(Reader):
     async def take_with(self, request: ScanRequest) -> ScanResult:
         """The rows at the request's indices (any order, repeats allowed): the object is
         read whole anyway, so this is its scan's rows (budget and progress: that scan's)."""
-        assert request.indices is not None, "a take's request holds its row indices"
+        idx = request.taken
         res = await self.scan_with(request.but(indices=None))
-        return rows_of_whole(res, request.indices, self.path)
+        return rows_of_whole(res, idx, self.path)
 
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:
