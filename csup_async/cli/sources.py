@@ -302,11 +302,12 @@ def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runn
     budget = budget_options(args)
     if not budget:
         return None
-    from ..model.progress import Meter
+    from planner.request import Budget
 
     frags = source.scanner.fragments
     readers = [runner.run(f.open()) for f in frags]
-    meter = Meter(**budget)
+    meter = Budget.parse(**budget).meter()
+    assert meter is not None
     fms = [meter.file(f.path) for f in frags]
     meter.expect([(fm, *r.whole_figures()) for fm, r in zip(fms, readers, strict=True)])
     return fms
