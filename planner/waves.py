@@ -170,7 +170,9 @@ class FilterWork:
     filter_paths: tuple[str, ...]  # filter columns read (some super type has them)
     surviving: RowRanges | None  # None: every row (nothing known to cut by)
     rowmap: RowMap | None  # several super types: rows to (type, index)
-    first: Wave  # the first wave, every case (nothing surviving, no column, one of two)
+    # the first wave, every case (nothing surviving, no column, one of two, a limit's
+    # first piece): the waves after it depend on its matches (:func:`plan_piece`)
+    first: Wave
     # the filter's and projected columns, every row: what batches cut piece by piece
     full: ScanPlan
     # two waves: the projected columns the filter does not read, planned whole here;
@@ -400,9 +402,10 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Pro
     else:
         first = Wave(first_paths, run, surviving, kept.get(id(run)) or {}, rowmap)
     pieces = None
-    if limit is not None and surviving is not None and surviving.rows:
+    if limit is not None and surviving is not None and surviving.rows:  # the first piece
         pieces = Pieces(first_paths, plan_of(first_paths) if two else full,
                         tuple(surviving_runs(surviving, zones)) if limit else (), limit)
+        first = _piece(meta, pieces, (0, 0), limit, max(limit, LIMIT_PIECE_ROWS), rowmap)
     rest = Wave(tuple(others), plan_of(others)) if two and others else None
     return fplan, FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first, full,
                               rest, pieces,
@@ -561,19 +564,24 @@ def plan_next(meta: FileMeta, work: FilterWork,
     return Wave(work.rest.paths, cut, ranges, keep, work.rowmap)
 
 
-def plan_piece(meta: FileMeta, work: FilterWork, after: Wave | None, need: int) -> Wave:
-    """The next piece of a filtered scan with ``limit`` (:func:`next_piece`): from where
-    the piece ``after`` ended (None: the first piece), the rows until ``need`` more are
-    proven or the unproven ones reach the piece's cap, growing piece by piece."""
+def plan_piece(meta: FileMeta, work: FilterWork, after: Wave, need: int | None
+               ) -> Wave | None:
+    """The wave after ``after`` a filtered scan judges, once it kept all but ``need`` of
+    its limit (None: no limit): the next piece of a ``limit`` (:func:`next_piece`:
+    from where ``after`` ended, the rows until ``need`` more are proven or the unproven
+    ones reach a cap that grows piece by piece); None when there is none (no limit,
+    enough rows matched, or every surviving row read)."""
     pieces = work.pieces
-    if pieces is None:
-        raise FilterError("this filtered scan has no limit: it is not read in pieces")
-    at, cap = ((0, 0), max(pieces.limit, LIMIT_PIECE_ROWS)) if after is None else (
-        after.at, after.cap * LIMIT_GROWTH)
+    if pieces is None or need is None or need <= 0 or after.last:
+        return None
+    return _piece(meta, pieces, after.at, need, after.cap * LIMIT_GROWTH, work.rowmap)
+
+
+def _piece(meta: FileMeta, pieces: Pieces, at: tuple[int, int], need: int, cap: int,
+           rowmap: RowMap | None) -> Wave:
     piece, nxt = next_piece(pieces.runs, at, need, cap)
-    cut, keep = plan_rows(meta, pieces.plan, piece, verify_counts=False, rowmap=work.rowmap)
-    return Wave(pieces.paths, cut, piece, keep, work.rowmap, nxt, cap,
-                nxt[0] >= len(pieces.runs))
+    cut, keep = plan_rows(meta, pieces.plan, piece, verify_counts=False, rowmap=rowmap)
+    return Wave(pieces.paths, cut, piece, keep, rowmap, nxt, cap, nxt[0] >= len(pieces.runs))
 
 
 def batch_pieces(work: FilterWork, batch_rows: int) -> list[RowRanges]:

@@ -178,8 +178,6 @@ async def run_program(target: Target, meta: FileMeta, program: ScanProgram,
     work = program.work
     if work is None:
         return await run_wave(target, meta, program.wave, options)
-    if work.pieces is not None:
-        return await _limited(target, meta, program.plan, work, options, work.pieces.limit)
     return await _filtered(target, meta, program.plan, work, options, program.limit)
 
 
@@ -205,63 +203,41 @@ def _keep(work: FilterWork, res: ScanResult, limit: int | None) -> np.ndarray:
     return keep if limit is None else keep[:limit]
 
 
-def _second_done(second: ScanResult, found: int, stats: ScanStats) -> dict[str, A.Array]:
-    """The second wave's columns, counted in ``stats``, once it read the ``found`` rows
-    the first one matched."""
-    _add(stats, second.stats)
-    if second.num_rows != found:
-        raise FormatError(f"the second wave read {second.num_rows} rows for "
-                          f"{found} selected")
-    return second.columns
-
-
 async def _filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work: FilterWork,
                     options: ReadOptions, limit: int | None) -> ScanResult:
-    """The rows the filter is true for, in file order: the first wave read and judged,
-    the second one (if any) planned for the rows it matched, then read."""
-    t0 = time.perf_counter()
-    stats = ScanStats()
-    first = await run_wave(target, meta, work.first, options)
-    _add(stats, first.stats)
-    keep = _keep(work, first, limit)
-    cols = {c: take_sorted(first.columns[c], keep) for c in work.first_columns}
-    if work.rest is not None:
-        wave = plan_next(meta, work, [(work.first.ranges, keep)])
-        second = await run_wave(target, meta, wave, options)
-        cols.update(_second_done(second, int(keep.size), stats))
-    stats.wall = time.perf_counter() - t0
-    return ScanResult({c: cols[c] for c in work.wanted}, int(keep.size), stats, fplan)
-
-
-async def _limited(target: Target, meta: FileMeta, fplan: FilterPlan, work: FilterWork,
-                   options: ReadOptions, limit: int) -> ScanResult:
-    """The first ``limit`` matches: the surviving zones read in file order, piece by piece
-    (``plan_piece``), until enough rows matched; the rest of the file is never read.
-    With two waves, each piece reads the filter's columns, and the other columns are
-    read once at the end for the rows kept."""
+    """The rows the filter is true for, in file order (the first ``limit``): the first
+    wave read and judged, then each wave the planner plans from the matches so far (a
+    limit's next piece; ``plan_piece``), then the second wave (if any) for the rows
+    kept (``plan_next``).  A limit's pieces read the surviving zones in file order
+    until enough rows matched; the rest of the file is never read."""
     t0 = time.perf_counter()
     stats = ScanStats()
     parts: dict[str, list[A.Array]] = {c: [] for c in work.first_columns}
     matched: list[tuple[RowRanges | None, np.ndarray]] = []
     found = 0
-    piece: Wave | None = None
-    while piece is None or not (found >= limit or piece.last):
-        piece = plan_piece(meta, work, piece, limit - found)
-        res = await run_wave(target, meta, piece, options)
+    wave: Wave | None = work.first
+    while wave is not None:
+        res = await run_wave(target, meta, wave, options)
         _add(stats, res.stats)
-        rows = piece.ranges.rows if piece.ranges is not None else res.num_rows
-        if res.num_rows != rows:
-            raise FormatError(f"read {res.num_rows} rows for the {rows} of a piece")
-        kept = _keep(work, res, limit - found)
+        if work.pieces is not None and wave.ranges is not None and (
+                res.num_rows != wave.ranges.rows):
+            raise FormatError(f"read {res.num_rows} rows for the {wave.ranges.rows} of a "
+                              "piece")
+        kept = _keep(work, res, None if limit is None else limit - found)
         for c in parts:
             parts[c].append(take_sorted(res.columns[c], kept))
-        matched.append((piece.ranges, kept))
+        matched.append((wave.ranges, kept))
         found += int(kept.size)
+        wave = plan_piece(meta, work, wave, None if limit is None else limit - found)
     cols = {c: lst[0] if len(lst) == 1 else A.concat(lst) for c, lst in parts.items()}
     if work.rest is not None:
-        wave = plan_next(meta, work, matched)
-        second = await run_wave(target, meta, wave, options)
-        cols.update(_second_done(second, found, stats))
+        last = plan_next(meta, work, matched)
+        second = await run_wave(target, meta, last, options)
+        _add(stats, second.stats)
+        if second.num_rows != found:
+            raise FormatError(f"the second wave read {second.num_rows} rows for "
+                              f"{found} selected")
+        cols.update(second.columns)
     stats.wall = time.perf_counter() - t0
     return ScanResult({c: cols[c] for c in work.wanted}, found, stats, fplan)
 
