@@ -207,7 +207,7 @@ class Source:
         return await self._open_dataset(found)
 
     async def _open_dataset(self, found: list[str]) -> Any:
-        from ..datasets.dataset import open_dataset
+        from ..datasets.opening import open_dataset
 
         opts = dict(self.reader_opts)
         if getattr(self.args, "file_concurrency", None):
@@ -304,11 +304,12 @@ def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runn
     budget = budget_options(args)
     if not budget:
         return None
-    from ..model.progress import Meter
+    from planner.request import Budget
 
     frags = source.scanner.fragments
     readers = [runner.run(f.open()) for f in frags]
-    meter = Meter(**budget)
+    meter = Budget.parse(**budget).meter()
+    assert meter is not None
     fms = [meter.file(f.path) for f in frags]
     meter.expect([(fm, *r.whole_figures()) for fm, r in zip(fms, readers, strict=True)])
     return fms

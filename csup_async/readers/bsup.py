@@ -23,10 +23,11 @@ import asyncio
 import itertools
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import planner as P
+from planner.request import ScanRequest
 
 from .. import arrays as A
 from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
@@ -39,9 +40,7 @@ from ..model.errors import (
     LimitError,
     TruncatedError,
 )
-from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Planned
-from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
 from ..model.values import Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
@@ -255,51 +254,37 @@ class BsupReader(WholeObjectReader):
         return cols, len(values)
 
     # ---------------------------------------------------------------- read ---
-    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None) -> Any:
+    async def plan_with(self, request: ScanRequest) -> Any:
         """What ``scan`` with the same arguments reads: nothing more (the open read the
         whole object; a stream has no column index), the columns decoded from it."""
-        from planner.dnf import as_expr
         from planner.whole import WholeObjectPlan
 
-        filter = as_expr(filter, filters, path=self.path)
-        check_limit(limit, self.path)
-        paths = self._paths(columns)
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        wanted = self._filter_paths(self._filter(filter), paths)
+        wanted = self._filter_paths(self._filter(request.filter), paths)
         return WholeObjectPlan(tuple(wanted), (), self.meta.object_size, self.meta.row_count,
                                f"BSUP version {self.bsup_version}")
 
-    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None, max_requests: int | None = None,
-                   max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter).
 
-        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
-        the open read the whole stream, so a scan sends no request (the budget always
-        holds; progress is one event, 0 of 0 bytes, the file done)."""
-        from planner.dnf import as_expr
-
-        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
-        check_limit(limit, self.path)
-
+        Budget and progress as for :meth:`Reader.scan`: the open read the whole stream,
+        so a scan sends no request (the budget always holds; progress is one event, 0
+        of 0 bytes, the file done)."""
         async def prepare() -> Planned:
-            return Planned((0, 0), lambda: self._scan(columns, filter, rows, limit))
+            return Planned((0, 0), lambda: self._scan(request))
 
-        return await self._metered(prepare, on_progress, max_requests, max_bytes)  # type: ignore[no-any-return]
+        return await self._metered(request, prepare)  # type: ignore[no-any-return]
 
-    async def _scan(self, columns: Sequence[str] | str | None, filter: Any,
-                    rows: slice | None, limit: int | None) -> ScanResult:
-        """:meth:`scan` of a filter already an expression."""
-        paths = self._paths(columns)
+    async def _scan(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request."""
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        expr = self._filter(filter)
+        expr = self._filter(request.filter)
+        limit = request.limit
         t0 = time.perf_counter()
-        lo, hi = self._row_bounds(rows)
+        lo, hi = self._row_bounds(request.rows)
         stop = hi if expr is not None or limit is None else min(hi, lo + limit)
         cols, n = await self._in_thread(self._decode, self._filter_paths(expr, paths),
                                   None if stop >= self.meta.row_count else stop)
@@ -316,18 +301,11 @@ class BsupReader(WholeObjectReader):
         """``fn(*args)`` off the event loop, within the reader's ``timeout``."""
         return await self._timed(asyncio.to_thread(fn, *args))
 
-    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None,
-                           max_requests: int | None = None, max_bytes: int | None = None,
-                           on_progress: Callable[[Any], object] | None = None
-                           ) -> AsyncIterator[ScanResult]:
+    async def batches_with(self, request: ScanRequest) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan (``prefetch``
         checked, not used: the stream is held; budget and progress as for :meth:`scan`)."""
-        batch_rows = self._check_batch_rows(batch_rows, prefetch)
-        res = await self.scan(columns, filter=filter, filters=filters,
-                              max_requests=max_requests, max_bytes=max_bytes,
-                              on_progress=on_progress)
+        batch_rows = request.batch_rows
+        res = await self.scan_with(request)
         for lo in range(0, res.num_rows, batch_rows):
             hi = min(res.num_rows, lo + batch_rows)
             yield ScanResult({p: a.slice(lo, hi) for p, a in res.columns.items()}, hi - lo,

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 import planner as P
 
 from .. import arrays as A
 from ..arrays import unify as U
 from ..model.errors import ArgumentError, ColumnNotFoundError, CsupError, RowSelectionError
-from ..model.selection import row_indices
 
 #: the union mode of the frames made for analysis (``to_polars``, ``to_pandas``,
 #: ``scan_polars``, ``to_duckdb``): polars' and Spark's one type per column, which a
@@ -224,13 +225,13 @@ class _Exported:
         return stream_of(schema, [batch])
 
 
-def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:
+def rows_of_whole(result: ScanResult, idx: np.ndarray, path: str) -> ScanResult:
     """``take`` of a reader that reads its object whole (BSUP, SuperDB's layout): the rows
-    at ``indices`` of the whole scan, in the order given, each index checked first."""
-    idx = row_indices(indices, path)
+    at ``idx`` (int64 row numbers >= 0, as a verb's request checked them) of the whole
+    scan, in the order given."""
     n = result.num_rows
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        bad = int(idx[(idx < 0) | (idx >= n)][0])
+    if idx.size and int(idx.max()) >= n:
+        bad = int(idx[idx >= n][0])
         raise RowSelectionError(f"row index {bad} is out of range for {n} rows", path=path)
     return ScanResult({c: a.take(idx) for c, a in result.columns.items()}, int(idx.size),
                       result.stats, result.plan)

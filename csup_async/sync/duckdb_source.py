@@ -43,11 +43,13 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
         raise MissingDependencyError(
             "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_sync, read
+    from .facade import is_many, open_sync, read, request
 
-    check_batch_rows(batch_rows)
+    # checked here, before anything is opened
+    batch_rows = request(batch_rows=batch_rows).batch_rows
     check_unions(unions)
-    spent = budget(max_requests, max_bytes, on_progress)
+    spent = request(max_requests=max_requests, max_bytes=max_bytes,
+                    on_progress=on_progress).budget.keywords()
     con = connection if connection is not None else duckdb.default_connection()
     if is_many(source) or filter is not None or limit is not None:
         stream: Any = read(source, columns, filter=filter, limit=limit, **spent,

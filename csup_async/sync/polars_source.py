@@ -180,11 +180,13 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     from polars.io.plugins import register_io_source
 
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_dataset_sync, open_sync
+    from .facade import is_many, open_dataset_sync, open_sync, request
 
-    check_batch_rows(batch_rows)
+    # checked here, before anything is opened (each collect then scans with them)
+    batch_rows = request(batch_rows=batch_rows).batch_rows
     check_unions(unions)
-    spent = budget(max_requests, max_bytes, on_progress)
+    spent = request(max_requests=max_requests, max_bytes=max_bytes,
+                    on_progress=on_progress).budget.keywords()
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
