@@ -162,8 +162,9 @@ class Pieces:
 @dataclasses.dataclass(frozen=True)
 class FilterWork:
     """What running a filtered scan needs beyond the :class:`FilterPlan` it explains,
-    planned before any I/O: ``scan/`` runs ``first`` (or ``pieces``), evaluates ``expr``
-    on it, and asks :func:`plan_next` once for the second wave (``rest``)."""
+    planned before any I/O: ``scan/`` runs ``first`` and evaluates ``expr`` on it, asks
+    :func:`plan_piece` for each next piece a limit needs, then :func:`plan_next` once for
+    the second wave (``rest``)."""
 
     expr: Expr
     wanted: tuple[str, ...]
