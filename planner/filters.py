@@ -5,14 +5,8 @@ The expression model (a tree of frozen dataclasses built with :func:`col`) and t
 row-by-row reference (:func:`matches`) are in :mod:`planner.expr`; this module
 re-exports them, so ``planner.filters`` stays the one name to import a filter from.
 
-**Semantics** are SQL's ``WHERE``: a comparison with a null, with a field the
-row's super type does not have, or with a value of another kind than the literal
-(a string against a number, a record), is *unknown*; ``and``/``or``/``not`` follow
-three-valued (Kleene) logic, and a row is kept only when the whole filter is
-*true*.  So ``not (x = 1)`` does not keep rows where ``x`` is null.  Floats compare
-as IEEE does (NaN equals nothing and is not ordered; ``NaN != 1`` is true), except
-in an ``IsIn`` marked ``exact`` (pyarrow's ``is_in``, for the list form of filters:
-NaN is in a list holding NaN, ``0.0`` is not ``-0.0``).
+**Semantics** are SQL's ``WHERE``, three-valued (see :mod:`planner.expr`): what a
+zone's statistics prove is proved for each row's outcome under them.
 
 **Pruning.** :func:`zone_truth` takes statistics of a *zone* (a run of rows, e.g.
 the rows of one segment) per path and answers, soundly, whether the filter is

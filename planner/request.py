@@ -66,8 +66,8 @@ class Budget:
     @property
     def given(self) -> bool:
         """Whether any of the three was given (a verb without runs unmetered)."""
-        return self is not NO_BUDGET and not (
-            self.max_requests is None and self.max_bytes is None and self.on_progress is None)
+        return not (self.max_requests is None and self.max_bytes is None
+                    and self.on_progress is None)
 
     def keywords(self) -> dict[str, Any]:
         """The keywords given, by name (for a verb that still takes them loose)."""
@@ -136,6 +136,14 @@ class ScanRequest:
         """This request with ``changes`` (fields, in their one form already: nothing is
         checked again), as a layer below the edge narrows it."""
         return dataclasses.replace(self, **changes)
+
+    @property
+    def taken(self) -> np.ndarray:
+        """``take``'s row numbers (a request made by another verb has none: an
+        ArgumentError, never a read of no rows)."""
+        if self.indices is None:
+            raise ArgumentError("take() needs row indices; this request has none")
+        return self.indices
 
     @property
     def plain(self) -> bool:

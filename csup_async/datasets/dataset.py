@@ -406,8 +406,7 @@ class Dataset(ScanVerbs):
         return res
 
     async def _take(self, request: ScanRequest, meter: Meter | None) -> ScanResult:
-        idx = request.indices
-        assert idx is not None, "a take's request holds its row indices"
+        idx = request.taken
         await self._open(self.fragments)
         counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         offsets = np.cumsum([0, *counts], dtype=np.int64)

@@ -391,8 +391,7 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan)
 
             return Planned(taken.figures, run)
-        idx = request.indices
-        assert idx is not None, "a take's request holds its row indices"
+        idx = request.taken
         n = await r.count_with(NO_BUDGET)
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])

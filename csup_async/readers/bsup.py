@@ -34,6 +34,8 @@ from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
 from ..format.bsup.tags import read_uvarint
 from ..format.bsup.valuecodec import decode_value
 from ..format.csup import find_trailer
+from ..format.superdb import bsup2, bsup5
+from ..format.superdb.bsup5 import NONE, columnar
 from ..model.errors import (
     CsupError,
     FormatError,
@@ -42,9 +44,10 @@ from ..model.errors import (
 )
 from ..model.progress import Planned
 from ..model.types import RecordType, Type, underlying
-from ..model.values import Value
+from ..model.values import UnionValue, Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
 from ..scan.result import ScanResult, ScanStats
+from ..scan.superdb.columns import as_member, has_union, lookup
 from ..stores import Store
 from ..stores.rangebuf import RangeBuffer
 from ..stores.tasks import gather_or_cancel
@@ -208,7 +211,6 @@ class BsupReader(WholeObjectReader):
         got = super()._types(paths)
         if not self._held:
             return got
-        from ..format.superdb.bsup5 import columnar
 
         return {p: columnar(t) for p, t in got.items()}
 
@@ -219,7 +221,6 @@ class BsupReader(WholeObjectReader):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
-        from ..scan.superdb.columns import has_union
 
         if any(has_union(t) for t in self._types(paths).values()):
             return None  # column-wise values are plain: a union's members would be lost
@@ -232,8 +233,6 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
-        from ..scan.superdb.columns import as_member, has_union, lookup
-
         try:
             if limit is None:
                 got = self._columnar(paths)
@@ -329,9 +328,6 @@ class BsupReader(WholeObjectReader):
 
 def _none_as_null(v: Any) -> Any:
     """``v`` with version 5's ``none`` values (bsup5.NONE) as None, at any depth."""
-    from ..format.superdb.bsup5 import NONE
-    from ..model.values import UnionValue
-
     if v is NONE:
         return None
     if isinstance(v, dict):
@@ -436,11 +432,7 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
     cannot say version 5's optional fields, ``none``, fusion or recursive types (nor
     version 1/2's optional fields and fusion types), so its values are decoded by
     :mod:`..format.superdb.bsup5` or ``bsup2`` (rows, not columns)."""
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         types, rows = held_shape(head, version)
     except CsupError as e:
@@ -456,16 +448,12 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
 
 
 def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.read_values(data)
     return bsup2.read_values(data, bsup2.V1 if version == 1 else bsup2.V2)
 
 
 def _held_decode(t: Type, body: Any, version: int, typed: bool) -> Any:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.decode_value(t, body, typed=typed)
     return bsup2.decode_value(t, body, typed=typed,
@@ -478,8 +466,6 @@ def held_shape(data: bytes, version: int) -> tuple[list[Type], int]:
     exception.  A fusion type is given as its supertype
     (:func:`..format.superdb.bsup5.defused`): its values decode as that, and CSUP gives
     the same values those super types."""
-    from ..format.superdb import bsup5
-
     try:
         raw = _held_values(data, version)
     except CsupError:
@@ -497,11 +483,7 @@ async def _as_v0(reader: Reader, head: bytes, size: int) -> tuple[bytes | None, 
     say its values (optional fields, fusion types)."""
     from ..format.superdb.tov0 import NoV0Form, to_v0
 
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         return to_v0(head), b""
     except NoV0Form:
@@ -519,6 +501,15 @@ async def _read(reader: Reader, off: int, n: int) -> bytes:
         raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}",
                              path=reader.path)
     return data
+
+
+async def _whole_within(reader: Reader, head: bytes, size: int) -> bytes:
+    """The object whole (:func:`_whole`), or a LimitError when it is larger than
+    ``max_mem_length`` (a BSUP object that is not a stream of frames is held whole)."""
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    return await _whole(reader, head) if len(head) < size else head
 
 
 async def _whole(reader: Reader, head: bytes) -> bytes:

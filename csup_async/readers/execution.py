@@ -222,8 +222,7 @@ class Execution:
     async def prepare_take(self, request: ScanRequest) -> Planned:
         """:meth:`take`, planned (a file of several super types may read its row map):
         the ``(requests, bytes)`` it reads and ``run()``."""
-        idx = request.indices
-        assert idx is not None, "a take's request holds its row indices"
+        idx = request.taken
         paths = self.paths_of(request)
         plan = self._plan(paths)
         n = self.num_rows  # None (several super types): known once the read has ended

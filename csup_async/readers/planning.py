@@ -201,7 +201,7 @@ class Planning:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
-        expr = filter  # normalised by the verb (planner.dnf.as_expr), not again here
+        expr = filter  # in its one form: the verb's request made it (planner.request)
         try:
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:

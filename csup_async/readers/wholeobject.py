@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 import planner as P
+from planner.filters import bind, columns_of
 from planner.request import ScanRequest
 
 from .. import arrays as A
+from ..arrays.filtering import evaluate
 from ..model.errors import ColumnNotFoundError, CsupError, StoreTimeoutError
 from ..model.progress import Planned, run_metered
 from ..model.types import NULL, PrimitiveType, Type
@@ -69,13 +71,12 @@ class WholeObjectReader(Reader):
 
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
-        """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
+        """The filter (an expression: the verb's request made it one, ``planner.request``) with
         its literals checked and coerced against the columns' types, or None;
         ColumnNotFoundError when it names a path no super type has, as our layout's
         reader says (:meth:`Planning._filter_expr`)."""
         if filter is None:
             return None
-        from planner.filters import bind, columns_of
 
         expr = self._filter_expr(filter)
         try:
@@ -95,7 +96,6 @@ class WholeObjectReader(Reader):
         """``paths`` and the filter's present columns (read too, dropped after)."""
         if expr is None:
             return paths
-        from planner.filters import columns_of
 
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in paths]
@@ -104,10 +104,6 @@ class WholeObjectReader(Reader):
     def _keep(self, expr: Any, cols: dict[str, A.Array], n: int, wanted: list[str]
               ) -> tuple[dict[str, A.Array], int]:
         """The rows of ``cols`` the filter keeps (SQL semantics), columns ``wanted``."""
-        from planner.filters import bind
-
-        from ..arrays.filtering import evaluate
-
         by_path = {comps_of(c): a for c, a in cols.items()}
         try:
             typed = bind(expr, {p: a.type.name for p, a in by_path.items()
@@ -157,9 +153,9 @@ class WholeObjectReader(Reader):
     async def take_with(self, request: ScanRequest) -> ScanResult:
         """The rows at the request's indices (any order, repeats allowed): the object is
         read whole anyway, so this is its scan's rows (budget and progress: that scan's)."""
-        assert request.indices is not None, "a take's request holds its row indices"
+        idx = request.taken
         res = await self.scan_with(request.but(indices=None))
-        return rows_of_whole(res, request.indices, self.path)
+        return rows_of_whole(res, idx, self.path)
 
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:

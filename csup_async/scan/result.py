@@ -39,6 +39,15 @@ class ScanStats:
                 f"({self.amplification_text}), first byte {ttfb}, "
                 f"wall {self.wall * 1000:.1f} ms")
 
+    def add(self, other: ScanStats) -> None:
+        """Count ``other``'s requests and bytes in (its first byte when this has none):
+        the cost of several reads as one."""
+        self.requests += other.requests
+        self.bytes_read += other.bytes_read
+        self.bytes_needed += other.bytes_needed
+        if self.ttfb is None:
+            self.ttfb = other.ttfb
+
     @property
     def amplification_text(self) -> str:
         """Bytes read per byte needed (``1.05x``); fewer read than needed means the open's

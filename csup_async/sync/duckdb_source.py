@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..arrays import MissingDependencyError
 from ..model.options import DEFAULT_BATCH_ROWS
+from .facade import is_many, open_sync, read, request
 
 __all__ = ["to_duckdb"]
 
@@ -38,12 +40,9 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     try:
         import duckdb
     except ImportError:
-        from ..arrays import MissingDependencyError
-
         raise MissingDependencyError(
             "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
     from ..scan.result import check_unions
-    from .facade import is_many, open_sync, read, request
 
     # checked here, before anything is opened
     batch_rows = request(batch_rows=batch_rows).batch_rows

@@ -260,3 +260,9 @@ def test_each_argument_is_checked_and_normalised_in_one_place() -> None:
                 if module not in ONE_PLACE[(where, name)]:
                     stray.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert not stray, f"checked or normalised outside planner.request: {stray}"
+
+
+def test_a_request_without_indices_is_no_take() -> None:
+    assert ScanRequest.parse(indices=[2, 0]).taken.tolist() == [2, 0]
+    with pytest.raises(ArgumentError, match=r"take\(\) needs row indices"):
+        _ = ScanRequest.parse(["a"]).taken
