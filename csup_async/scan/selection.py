@@ -181,14 +181,6 @@ async def run_program(target: Target, meta: FileMeta, program: ScanProgram,
     return await _filtered(target, meta, program.plan, work, options, program.limit)
 
 
-def _add(into: ScanStats, more: ScanStats) -> None:
-    into.requests += more.requests
-    into.bytes_read += more.bytes_read
-    into.bytes_needed += more.bytes_needed
-    if into.ttfb is None:
-        into.ttfb = more.ttfb
-
-
 def _keep(work: FilterWork, res: ScanResult, limit: int | None) -> np.ndarray:
     """The positions of the rows of ``res`` the filter keeps (the first ``limit``)."""
     if not res.num_rows:
@@ -218,7 +210,7 @@ async def _filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work: Fil
     wave: Wave | None = work.first
     while wave is not None:
         res = await run_wave(target, meta, wave, options)
-        _add(stats, res.stats)
+        stats.add(res.stats)
         if work.pieces is not None and wave.ranges is not None and (
                 res.num_rows != wave.ranges.rows):
             raise FormatError(f"read {res.num_rows} rows for the {wave.ranges.rows} of a "
@@ -233,7 +225,7 @@ async def _filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work: Fil
     if work.rest is not None:
         last = plan_next(meta, work, matched)
         second = await run_wave(target, meta, last, options)
-        _add(stats, second.stats)
+        stats.add(second.stats)
         if second.num_rows != found:
             raise FormatError(f"the second wave read {second.num_rows} rows for "
                               f"{found} selected")
@@ -266,7 +258,7 @@ async def iter_filtered(target: Target, meta: FileMeta, fplan: FilterPlan, work:
                 pending = asyncio.ensure_future(read(pieces[i + 1]))
             if res.num_rows != piece.rows:
                 raise FormatError(f"read {res.num_rows} rows for the {piece.rows} of a piece")
-            _add(stats, res.stats)
+            stats.add(res.stats)
             kept = _keep(work, res, None)
             if not kept.size:
                 continue
