@@ -209,6 +209,10 @@ class Fragment(ScanVerbs):
         r = await self.open()
         if getattr(r, "bsup", False):  # a BSUP stream: no statistics, nothing proved
             return True
+        if getattr(r, "header_layout", False):  # SuperDB: each object's min/max
+            from planner.filters import Truth
+
+            return r.filter_truth(spec) is not Truth.FALSE  # type: ignore[attr-defined]
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import planner as P
 from planner.dnf import as_expr
-from planner.filters import Truth, zone_truth
+from planner.filters import Truth
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
@@ -210,13 +210,21 @@ class HeaderLayoutReader(WholeObjectReader):
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
-        from ..scan.superdb.pruning import object_stats
+        from ..scan.superdb.pruning import object_truths
 
         objs = self.meta.objects if objects is None else objects
         if expr is None:
             return list(objs)
-        return [o for o in objs
-                if zone_truth(expr, lambda p, o=o: object_stats(o, p)) != Truth.FALSE]
+        return [o for o, t in zip(objs, object_truths(objs, expr), strict=True)
+                if t is not Truth.FALSE]
+
+    def filter_truth(self, expr: Any, unknown: Any = ()) -> Truth:
+        """What the objects' min/max prove of ``expr`` (an expression) over the whole
+        file, no request: a dataset skips a file they prove false
+        (:func:`~csup_async.scan.superdb.pruning.file_truth`)."""
+        from ..scan.superdb.pruning import file_truth
+
+        return file_truth(self.meta, expr, unknown)
 
     def _matching(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
         """The rows of ``res`` the filter keeps, columns ``wanted``."""
