@@ -207,7 +207,7 @@ class Source:
         return await self._open_dataset(found)
 
     async def _open_dataset(self, found: list[str]) -> Any:
-        from ..datasets.dataset import open_dataset
+        from ..datasets.opening import open_dataset
 
         opts = dict(self.reader_opts)
         if getattr(self.args, "file_concurrency", None):

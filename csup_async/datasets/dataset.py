@@ -9,6 +9,9 @@ it and evaluates the filter (the one residual evaluation, the Reader's).  Rows
 come out in file order (files sorted by name when listed from a prefix or
 glob); a file that lacks a projected column gives nulls for it, so row counts
 never depend on the projection.
+
+``open_dataset`` (the opening: options, store, listing) is in :mod:`.opening`;
+``iter_batches``' read-ahead machinery in :mod:`.batches`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -27,27 +29,18 @@ import numpy as np
 import planner as P
 from planner.dnf import as_expr
 from planner.filters import Expr, columns_of
-from planner.partitions import PartitionError, Partitions
+from planner.partitions import Partitions
 
 from .. import arrays as A
-from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
-from ..model.opener import Opener
-from ..model.options import (
-    DEFAULT_BATCH_ROWS,
-    DEFAULT_FILE_CONCURRENCY,
-    DatasetOptions,
-    OpenOptions,
-    parse_dataset,
-)
+from ..model.errors import ColumnNotFoundError, RowSelectionError
+from ..model.options import DEFAULT_BATCH_ROWS, DEFAULT_FILE_CONCURRENCY
 from ..model.progress import Meter, Planned, metered, tracking
 from ..model.selection import check_count, check_limit, row_indices
-from ..readers.opening import open_parsed
 from ..readers.reader import Reader, ScanResult, ScanStats
-from ..scan.partitioning import check_partitioning, partitions_of, root_of
-from ..stores import Store, redact_url, shared_store
-from ..stores.capabilities import profile_of
+from ..stores import Store
 from ..stores.listing import list_sources
 from ..stores.tasks import gather_or_cancel
+from .batches import FILES_AHEAD, READ_WHOLE_BELOW, SMALL_OBJECT, decodes_small, iter_metered
 from .fragment import (
     DatasetScanPlan,
     Fragment,
@@ -58,15 +51,8 @@ from .fragment import (
 )
 from .results import add_stats, joined, null_column, sliced, summed_stats
 
-__all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
-           "open_dataset"]
-
-#: Files whose projection decodes to at most this many bytes are read whole by
-#: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
-READ_WHOLE_BELOW = 8 << 20
-#: Files ``iter_batches`` reads ahead of the one whose batches are being yielded.
-FILES_AHEAD = 4
-_SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
+__all__ = ["DEFAULT_FILE_CONCURRENCY", "FILES_AHEAD", "READ_WHOLE_BELOW", "Dataset", "Fragment",
+           "absent_paths", "list_sources"]
 
 
 class Dataset(ScanVerbs):
@@ -474,10 +460,10 @@ class Dataset(ScanVerbs):
         def small(f: Fragment) -> bool:
             r = f.reader
             return whole_files or (r is not None and r.meta.object_size
-                                   <= min(_SMALL_OBJECT, read_whole_below))
+                                   <= min(SMALL_OBJECT, read_whole_below))
 
         if meter is not None:
-            metered_batches = self._iter_metered(
+            metered_batches = iter_metered(
                 frags, cols, expr, batch_rows, prefetch, limit, read_whole_below,
                 files_ahead, segment_requests, small, stats, meter)
             async with contextlib.aclosing(metered_batches):
@@ -504,7 +490,7 @@ class Dataset(ScanVerbs):
                     if segment_requests and f.reader is not None:
                         per_segment(f.reader)
                     res = await f.scan(cols, filter=expr, limit=left)
-                elif await self._decodes_small(f, cols, expr, read_whole_below):
+                elif await decodes_small(f, cols, expr, read_whole_below):
                     res = await f.scan(cols, filter=expr, limit=left)
                 if res is not None:
                     n = res.num_rows if left is None else min(res.num_rows, left)
@@ -529,107 +515,6 @@ class Dataset(ScanVerbs):
                 t.cancel()
             if ahead:
                 await asyncio.gather(*ahead.values(), return_exceptions=True)
-
-    async def _iter_metered(self, frags: list[Fragment], cols: list[str], expr: Expr | None,
-                            batch_rows: int, prefetch: int | None, limit: int | None,
-                            read_whole_below: int, files_ahead: int, segment_requests: bool,
-                            small: Callable[[Fragment], bool], stats: ScanStats | None,
-                            meter: Meter) -> AsyncIterator[ScanResult]:
-        """:meth:`iter_batches` with a budget or progress: every file planned (read whole,
-        or streamed) before the first request, then read as planned."""
-        if expr is None and limit is not None:  # the first files' row counts cover it
-            upto, seen = len(frags), 0
-            for k, f in enumerate(frags):
-                if seen >= limit:
-                    upto = k
-                    break
-                seen += f.num_rows or 0  # unknown: it may hold none of them
-            frags = frags[:upto]
-        meters = [meter.file(f.path) for f in frags]
-        whole: list[Planned | None] = []
-        figures: list[tuple[int, int]] = []
-        first_rows = limit is not None and limit <= batch_rows
-        with tracking(meter.file(counted=False)):
-            for f, fm in zip(frags, meters, strict=True):
-                with tracking(fm):
-                    if first_rows and segment_requests and f.reader is not None:
-                        per_segment(f.reader)
-                    if small(f) or first_rows or await self._decodes_small(
-                            f, cols, expr, read_whole_below):
-                        p = await f.prepare(cols, filter=expr, limit=limit)
-                        whole.append(p)
-                        figures.append(p.figures)
-                    else:
-                        whole.append(None)
-                        figures.append(await f.batch_figures(
-                            cols, filter=expr, segment_requests=segment_requests))
-        meter.expect([(fm, *fig) for fm, fig in zip(meters, figures, strict=True)])
-
-        async def run(j: int) -> ScanResult:
-            p = whole[j]
-            assert p is not None
-            with tracking(meters[j]):
-                res = await p.run()
-            meters[j].done()
-            return res  # type: ignore[no-any-return]
-
-        left = limit
-        ahead: dict[int, asyncio.Task[ScanResult]] = {}
-        try:
-            for i, f in enumerate(frags):
-                if left is not None and left <= 0:
-                    break
-                for j in range(i, min(i + 1 + files_ahead, len(frags))):
-                    if j not in ahead and whole[j] is not None:
-                        ahead[j] = asyncio.ensure_future(run(j))
-                task = ahead.pop(i, None)
-                if task is not None:
-                    res = await task
-                    n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in sliced(res, n, batch_rows, stats):
-                        yield batch
-                    if left is not None:
-                        left -= n
-                    continue
-                last: ScanStats | None = None
-                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
-                                    filter=expr, limit=left, segment_requests=segment_requests)
-                async with contextlib.aclosing(it):
-                    while True:
-                        with tracking(meters[i]):  # the read starts at the first step
-                            b = await anext(it, None)
-                        if b is None:
-                            break
-                        last = b.stats
-                        yield b
-                        if left is not None:
-                            left -= b.num_rows
-                meters[i].done()
-                if stats is not None and last is not None:
-                    add_stats(stats, last)
-            meter.finish()
-        finally:
-            for t in ahead.values():
-                t.cancel()
-            if ahead:
-                await asyncio.gather(*ahead.values(), return_exceptions=True)
-
-    @staticmethod
-    async def _decodes_small(f: Fragment, cols: list[str], expr: Expr | None,
-                             below: int) -> bool:
-        if below <= 0:
-            return False
-        from planner.program import ScanProgram
-        from planner.selection import FilterPlan
-
-        plan = await f.plan(cols, filter=expr)
-        if plan is None:
-            return True
-        if isinstance(plan, ScanProgram):  # a CSUP file's: the plan it runs
-            plan = plan.plan
-        size = (plan.bytes_all if isinstance(plan, FilterPlan)
-                else sum(s.mem_length for s in plan.segments))
-        return bool(size <= below)
 
     # ---------------------------------------------------------------- checks ---
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
@@ -700,98 +585,3 @@ def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanRe
             out.append(ScanResult(empty, 0))
     out += read.values()  # (a file read that is not a candidate: none today)
     return out
-
-
-class _DatasetOpener(Opener["Dataset"]):
-    """What ``open_dataset`` returns: awaitable, or an async context manager that closes."""
-
-    verb, sync_verb = "open_dataset", "open_dataset_sync"
-
-    def __init__(self, source: str | Sequence[str], store: Store | None,
-                 options: tuple[DatasetOptions, OpenOptions, dict[str, Any]]) -> None:
-        self.source, self.store = source, store
-        self.dataset_options, self.reader_options, self.store_options = options
-        self.dataset: Dataset | None = None
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The keywords this open was given (``limit=`` renamed; the typed ones as
-        their non-default values), as one bag."""
-        return {**self.dataset_options.given(), **self.reader_options.given(),
-                **self.store_options}
-
-    async def _open(self) -> Dataset:
-        own = self.dataset_options
-        file_concurrency, match = own.file_concurrency, own.match
-        partitioning = check_partitioning(own.partitioning)
-        partition_base = own.partition_base
-        store, owns = self.store, False
-        first = self.source if isinstance(self.source, str) else (
-            self.source[0] if self.source else "")
-        if store is None:
-            store, _, shared = await shared_store(first or ".", **self.store_options)
-            owns = not shared
-        reader_opts = self.reader_options.with_profile(profile_of(store))
-        skipped: list[str] = []
-        try:
-            urls = await list_sources(self.source, store, match=match, skipped=skipped)
-            if not urls and isinstance(self.source, str):  # a list is taken as given
-                from ..model.errors import NotFoundError
-
-                raise NotFoundError("no objects match" + (
-                    f" ({len(skipped)} skipped: not {match})" if skipped else ""),
-                    path=redact_url(self.source))
-            sem = asyncio.Semaphore(file_concurrency)
-
-            async def one(url: str) -> Reader:
-                async with sem:
-                    return await open_parsed(url, reader_opts, store=store)
-
-            parts = None
-            if partitioning is not None:
-                if partition_base is None and not isinstance(self.source, str):
-                    raise PartitionError("a partitioned dataset given as a list of objects "
-                                         "needs partition_base= (the root of its key=value "
-                                         "directories)")
-                parts = partitions_of(urls, partition_base or root_of(self.source))
-            # a partitioned dataset loads a file's metadata when a scan first needs it
-            readers = [] if parts is not None else await gather_or_cancel(
-                [one(u) for u in urls])
-        except BaseException:
-            if owns:
-                await store.close()
-            raise
-        if parts is None:
-            fragments = [Fragment(u, reader=r) for u, r in zip(urls, readers, strict=True)]
-        else:
-            types = {c.name: c.type for c in parts.columns}
-            fragments = [Fragment(u, opener=one, partition=parts.row(i), partition_types=types)
-                         for i, u in enumerate(urls)]
-        self.dataset = Dataset(fragments, store, owns_store=owns,
-                               file_concurrency=file_concurrency,
-                               profile=reader_opts.profile, partitions=parts)
-        self.dataset.skipped = skipped
-        return self.dataset
-
-
-def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
-                 **options: Any) -> _DatasetOpener:
-    """Open many CSUP objects: a list of URLs, a prefix ending in ``/``, a directory or a glob.
-
-    ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
-    Options: ``file_concurrency`` (files read at once, default 64), ``match``
-    (which objects of a directory or prefix to read, default ``"*.csup"``; None
-    for all; the rest are listed in ``Dataset.skipped``), ``partitioning="hive"``
-    (``key=value`` directories below the source, or below ``partition_base`` for a
-    list, become columns, and a scan's filter on them skips whole files before
-    opening them; files then load their metadata when a scan first needs them),
-    the reader's options and the store's.  A prefix, directory or glob that selects no object raises
-    NotFoundError here (an explicit list, even empty, is taken as given).
-    """
-    if isinstance(source, str | os.PathLike):
-        source = source_text(source, "source")
-    elif isinstance(source, Sequence):
-        source = [source_text(s, "each source") for s in source]
-    else:
-        source = source_text(source, "source")  # raises: neither text, a path nor a list
-    return _DatasetOpener(source, store, parse_dataset(options))

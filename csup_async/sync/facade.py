@@ -349,7 +349,7 @@ def open_sync(url: str, **options: Any) -> SyncReader:
 
 def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDataset:
     """Open many CSUP objects for synchronous use (as :func:`csup_async.open_dataset`)."""
-    from ..datasets.dataset import open_dataset
+    from ..datasets.opening import open_dataset
 
     async def opened() -> Any:
         return await open_dataset(source, **options)
@@ -383,7 +383,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
 
         async def scan_many() -> Any:
-            from ..datasets.dataset import open_dataset
+            from ..datasets.opening import open_dataset
 
             async with open_dataset(source, **options) as ds:
                 return await ds.scan(columns, filter=filter, filters=filters, limit=limit,
