@@ -179,8 +179,10 @@ class Dataset(ScanVerbs):
 
         With ``filter`` (an expression or its text form), files its partition part
         rules out are left out before any is opened (partition columns themselves
-        need no reads), and files whose segment statistics prove it false for every
-        row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
+        need no reads), and files whose segment statistics (a SuperDB file: its
+        objects' min/max) prove it false for every row are listed in ``pruned`` with
+        the reason ``planner.pruning.STATISTICS``; a SuperDB file's objects they rule
+        out are counted in ``objects_pruned``."""
         expr = as_expr(filter, filters)
         cands = self._by_partition(expr)
         await self._open(cands)
@@ -188,6 +190,8 @@ class Dataset(ScanVerbs):
         keep = await self._may_match(cands, expr)
         kept = [f.reader for f, k in zip(cands, keep, strict=True) if k]
         pruned = [f.reader for f, k in zip(cands, keep, strict=True) if not k]
+        own = [f for f, k in zip(cands, keep, strict=True)
+               if k and getattr(f.reader, "header_layout", False)]
         parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
         names = set(self._partition_names())
         cols = ([spelling for spelling, _ in parsed if spelling not in names]
@@ -197,8 +201,11 @@ class Dataset(ScanVerbs):
             extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(expr))
                      if c not in names and c not in cols]
             cols += extra
+        # a SuperDB file is planned by its reader (objects its min/max rule out left out)
+        planned = dict(zip([f.url for f in own], await gather_or_cancel(
+            [f.plan(cols, filter=expr) for f in own]), strict=True))
         plan = P.plan_files(_entries(kept), cols, self.profile,  # type: ignore[arg-type]
-                            target_task_bytes=target_task_bytes)
+                            target_task_bytes=target_task_bytes, planned=planned)
         if extra:  # a filter's column no file has is null: not missing
             plan = dataclasses.replace(plan, missing_paths=tuple(
                 p for p in plan.missing_paths if p not in extra))

@@ -518,7 +518,8 @@ class HeaderLayoutReader(WholeObjectReader):
         types = self._types(read)
         starts = self._starts()
         stats = ScanStats()
-        plan = self._hl_plan(read, kept)
+        plan = dataclasses.replace(self._hl_plan(read, kept), pruned=len(
+            self._objects_for(lo, hi)[0]) - len(kept))  # what explain() counts
         parts = []
         for o, oplan in zip(kept, plans, strict=True):
             cols, _ = await self._read(read, [o], stats, oplan)
