@@ -79,11 +79,11 @@ class HeaderLayoutReader(WholeObjectReader):
     meta: FileView  # type: ignore[assignment]
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
-                                  speculative: Any = None) -> None:
+                                  speculative: Any = None, held: Sequence[Any] = ()) -> None:
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
-            await load_v23(self, tail, t0, head, FileView, speculative)
+            await load_v23(self, tail, t0, head, FileView, speculative, held)
             return
         from .headhint import drop_head, remember
 
@@ -218,6 +218,13 @@ class HeaderLayoutReader(WholeObjectReader):
         return [o for o, t in zip(objs, object_truths(objs, expr), strict=True)
                 if t is not Truth.FALSE]
 
+    def held_ranges(self, plan: Any = None, budget: int = 0) -> Any:
+        """What a reader made elsewhere needs to open this v23 file with no request
+        (:func:`.held23.held_ranges`; None for older versions)."""
+        from .held23 import held_ranges
+
+        return held_ranges(self, plan, budget)
+
     def filter_truth(self, expr: Any, unknown: Any = ()) -> Truth:
         """What the objects' min/max prove of ``expr`` (an expression) over the whole
         file, no request: a dataset skips a file they prove false
@@ -235,6 +242,13 @@ class HeaderLayoutReader(WholeObjectReader):
                    rows: slice | None = None, limit: int | None = None,
                    filters: Any = None) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
+        return self.plan_now(columns, filter=filter, rows=rows, limit=limit, filters=filters)
+
+    def plan_now(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
+                 rows: slice | None = None, limit: int | None = None,
+                 filters: Any = None) -> HeaderLayoutPlan:
+        """:meth:`plan`, which makes no request, called where no loop runs (a Spark
+        driver's planning step)."""
         filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
         check_limit(limit, self.path)
         paths = self._paths(columns)
@@ -712,8 +726,8 @@ def record_fields(t: Type) -> list[str]:
 
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
-                           head: bytes | None = None, speculative: Any = None
-                           ) -> HeaderLayoutReader:
+                           head: bytes | None = None, speculative: Any = None,
+                           held: Sequence[tuple[int, bytes]] = ()) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
     ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
     read, see :mod:`.headhint`), every object's header and metadata read."""
@@ -722,7 +736,7 @@ async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
     try:
-        await new._load_header_layout(tail, t0, head, speculative)
+        await new._load_header_layout(tail, t0, head, speculative, held)
     except BaseException:
         from .headhint import drop_head
 

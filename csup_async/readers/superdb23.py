@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import planner as P
@@ -43,10 +43,13 @@ if TYPE_CHECKING:
 
 
 async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
-                   view: Any, speculative: Any = None) -> None:
+                   view: Any, speculative: Any = None,
+                   held: Sequence[tuple[int, bytes]] = ()) -> None:
     """Read the parts and objects of the v23 file ``self`` (a HeaderLayoutReader) opened
     on ``tail``; ``view``: the class of its ``meta`` (readers.superdb.FileView);
-    ``speculative``: a head read sent with the tail read (:mod:`.headhint`)."""
+    ``speculative``: a head read sent with the tail read (:mod:`.headhint`); ``held``:
+    ``(offset, bytes)`` of the object held already (a Spark driver's, shipped with a
+    task: :mod:`.held23`), read from, never requested again."""
 
     if head is None and speculative is not None:
         head = await _speculated(self, tail, speculative)
@@ -57,6 +60,9 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     if head is not None:
         buf.add(0, head)
         self._held.append((0, head))
+    for off, data in held:
+        buf.add(off, data)
+        self._held.append((off, data))
     reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
     first_reads = reqs
     head_read = head is not None

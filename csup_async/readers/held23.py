@@ -1,0 +1,70 @@
+"""A CSUP v23 file's metadata bytes, handed from one process to another: no second open.
+
+A Spark driver opens every file to plan (the tail read, and for a file larger than
+it a head read); a task then opened the file again, two more round trips per object
+before its first data byte.  What the open needs is small: each part's footer and
+trailer, and each object's header, metadata and types sections.  The driver cuts
+those ranges from the bytes its open read (:func:`held_ranges`; with the bytes of
+the data it already holds, within a budget), the task carries them, and
+:func:`from_held` builds the reader from them with no request: the open reads only
+bytes it does not hold (:func:`.superdb23.load_v23`), and it holds them all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..model.options import parse_reader
+from ..stores import ObjectInfo, Store, TailRead
+from ..stores.capabilities import profile_of
+from .reader import Reader
+
+__all__ = ["from_held", "held_ranges"]
+
+
+def held_ranges(self: Any, plan: Any = None, budget: int = 0
+                ) -> tuple[tuple[int, bytes], ...] | None:
+    """``(offset, bytes)`` of the v23 file ``self`` (an open HeaderLayoutReader) that a
+    reader made by :func:`from_held` needs for its open: every part's footer and
+    trailer, every object's header and metadata; and the bytes of the segments
+    ``plan``'s columns need that the open's reads hold already (a small file's data),
+    when they fit ``budget``.
+    None for a file of another version (its reader opens it again)."""
+    parts = getattr(self, "parts", None)
+    if not parts or self.meta.version < 23:
+        return None
+    spans = [(p.footer, p.end) for p in parts]
+    spans += [(o.offset, o.data_offset) for o in self.meta.objects]
+    if plan is not None:
+        segs = self._segments(list(plan.paths), self.meta.objects)
+        data = [(g.offset, g.offset + g.length) for g in segs
+                if g.length and self._buf.covers(g.offset, g.length)]
+        if sum(b - a for a, b in data) <= budget:
+            spans += data
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return tuple((a, bytes(self._buf.get(a, b - a))) for a, b in merged if b > a)
+
+
+async def from_held(url: str, size: int, version: str | None,
+                    held: Sequence[tuple[int, bytes]], *, store: Store,
+                    **options: Any) -> Reader:
+    """The reader of the v23 object at ``url`` (``size`` bytes, pinned to ``version``)
+    from the ranges :func:`held_ranges` cut: no request, unless a range is missing (then
+    the open reads what it lacks, as any open does)."""
+    from .superdb import to_header_layout
+
+    reader_opts, _ = parse_reader(options)
+    r = Reader(store, url, owns_store=False,
+               options=reader_opts.with_profile(profile_of(store)))
+    last = [h for h in held if h[0] + len(h[1]) == size]
+    tail = TailRead(last[0][1] if last else b"", ObjectInfo(size, version))
+    r.tail = tail
+    rest = [h for h in held if not last or h is not last[0]]
+    return await to_header_layout(r, tail, time.perf_counter(), None, held=rest)
