@@ -41,7 +41,7 @@ from ..format.meta import FileMeta
 from ..model.budget import check_budget
 from ..stores import TailRead, redact_url
 from .filters import decide, describe
-from .listing import Loaded
+from .listing import Loaded, LoadedFile
 from .options import Settings
 
 log = logging.getLogger("csup_async.spark")
@@ -61,6 +61,11 @@ class FilePart:
     whole: bool = False
     """A file with no column index (SuperDB header layout, BSUP): the executor opens it
     and its reader's own scan reads it (no byte plan ships)."""
+    held: tuple[tuple[int, bytes], ...] | None = field(default=None, repr=False)
+    """A v23 file's metadata bytes (and its data's, when the driver held them within
+    ``shipTailBytes``): the executor's reader opens from them, no request
+    (readers/held23.py); None: it opens the file itself."""
+    size: int = 0  # of the object (for ``held``)
 
     def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
         return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
@@ -113,6 +118,36 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
     return tuple((a, tail.data[a - base : b - base]) for a, b in runs)
 
 
+def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
+    """The plans SuperDB files' readers make of the paths they have (None: none of
+    them; the file's rows are nulls); no request."""
+    out: dict[str, Any] = {}
+    for f in files:
+        r = f.reader
+        if r is None:
+            continue
+        have = [p for p in paths if not r.missing_paths([p])]
+        out[f.url] = r.plan_now(have) if have else None
+    return out
+
+
+def _superdb_part(fs: P.FileScan, lf: LoadedFile, budget: int, cost: int
+                  ) -> tuple[tuple[FilePart, int], int]:
+    """A SuperDB file's part (its weight: its plan's reads) and the bytes shipped with it:
+    a v23 file's metadata, and the data the driver holds when within ``budget``, so the
+    task's reader opens with no request (older versions: the task opens the file)."""
+    r, plan = lf.reader, fs.plan
+    held = r.held_ranges(plan, budget)
+    size = sum(len(b) for _, b in held or ())
+    if held is not None and size > budget:  # the metadata alone
+        held = r.held_ranges(plan, 0)
+        size = sum(len(b) for _, b in held or ())
+    part = FilePart(fs.name, None if held is not None else lf.meta,  # type: ignore[arg-type]
+                    lf.tail.info.version, None, lf.meta.row_count, whole=True, held=held,
+                    size=lf.tail.info.size)
+    return (part, plan.bytes_to_read + cost * plan.request_count), size
+
+
 def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
                        partitions: int) -> None:
     """A BudgetError on the driver when the plan's requests or bytes pass the query's
@@ -153,7 +188,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     whole: list[P.WholeFile] = []
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
-        mp = P.plan_files(entries, paths, profile, target_task_bytes=None)
+        mp = P.plan_files(entries, paths, profile, target_task_bytes=None,
+                          planned=_own_plans(kept, paths))
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
         whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
@@ -165,6 +201,12 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     shipped = 0
     for fs in scans:
         lf = by_url[fs.name]
+        if lf.reader is not None:  # SuperDB: its reader, opened from the bytes shipped
+            part, size = _superdb_part(fs, lf, budget, cost)
+            budget -= size
+            shipped += size
+            parts.append(part)
+            continue
         plan, served = fs.plan, _ship(fs, lf.tail, budget)
         if served is None:
             plan, served = P.plan_scan(lf.meta, paths, profile, available=None), ()
@@ -192,6 +234,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     partitions = [CsupPartition(i, tuple(parts[u][0] for u in t.units), cols, t.key or ())
                   for i, t in enumerate(packing.tasks)]
     reads = [fp.plan for fp, _ in parts if fp.plan is not None]
+    reads += [fs.plan for fs in scans if by_url[fs.name].reader is not None]
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
         "paths": [redact_url(p) for p in settings.paths],
@@ -203,6 +246,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
         "files_read": len(reads) + len(whole),
+        "objects_pruned": sum(fs.objects_pruned for fs in scans),
         "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,
