@@ -4,7 +4,7 @@ A Spark driver opens every file to plan (the tail read, and for a file larger th
 it a head read); a task then opened the file again, two more round trips per object
 before its first data byte.  What the open needs is small: each part's footer and
 trailer, and each object's header, metadata and types sections.  The driver cuts
-those ranges from the bytes its open read (:func:`held_ranges`; with the bytes of
+those ranges from the bytes its open read (:func:`.superdb23.held_ranges`; with the bytes of
 the data it already holds, within a budget), the task carries them, and
 :func:`from_held` builds the reader from them with no request: the open reads only
 bytes it does not hold (:func:`.superdb23.load_v23`), and it holds them all.
@@ -21,42 +21,14 @@ from ..stores import ObjectInfo, Store, TailRead
 from ..stores.capabilities import profile_of
 from .reader import Reader
 
-__all__ = ["from_held", "held_ranges"]
-
-
-def held_ranges(self: Any, plan: Any = None, budget: int = 0
-                ) -> tuple[tuple[int, bytes], ...] | None:
-    """``(offset, bytes)`` of the v23 file ``self`` (an open HeaderLayoutReader) that a
-    reader made by :func:`from_held` needs for its open: every part's footer and
-    trailer, every object's header and metadata; and the bytes of the segments
-    ``plan``'s columns need that the open's reads hold already (a small file's data),
-    when they fit ``budget``.
-    None for a file of another version (its reader opens it again)."""
-    parts = getattr(self, "parts", None)
-    if not parts or self.meta.version < 23:
-        return None
-    spans = [(p.footer, p.end) for p in parts]
-    spans += [(o.offset, o.data_offset) for o in self.meta.objects]
-    if plan is not None:
-        segs = self._segments(list(plan.paths), self.meta.objects)
-        data = [(g.offset, g.offset + g.length) for g in segs
-                if g.length and self._buf.covers(g.offset, g.length)]
-        if sum(b - a for a, b in data) <= budget:
-            spans += data
-    merged: list[list[int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return tuple((a, bytes(self._buf.get(a, b - a))) for a, b in merged if b > a)
+__all__ = ["from_held"]
 
 
 async def from_held(url: str, size: int, version: str | None,
                     held: Sequence[tuple[int, bytes]], *, store: Store,
                     **options: Any) -> Reader:
     """The reader of the v23 object at ``url`` (``size`` bytes, pinned to ``version``)
-    from the ranges :func:`held_ranges` cut: no request, unless a range is missing (then
+    from the ranges :func:`.superdb23.held_ranges` cut: no request, unless a range is missing (then
     the open reads what it lacks, as any open does)."""
     from .superdb import to_header_layout
 

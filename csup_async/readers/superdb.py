@@ -220,8 +220,8 @@ class HeaderLayoutReader(WholeObjectReader):
 
     def held_ranges(self, plan: Any = None, budget: int = 0) -> Any:
         """What a reader made elsewhere needs to open this v23 file with no request
-        (:func:`.held23.held_ranges`; None for older versions)."""
-        from .held23 import held_ranges
+        (:func:`.superdb23.held_ranges`; None for older versions)."""
+        from .superdb23 import held_ranges
 
         return held_ranges(self, plan, budget)
 

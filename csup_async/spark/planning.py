@@ -118,6 +118,32 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
     return tuple((a, tail.data[a - base : b - base]) for a, b in runs)
 
 
+def _scan_parts(scans: list[P.FileScan], by_url: dict[str, LoadedFile], paths: list[str],
+                profile: P.Profile, budget: int, cost: int
+                ) -> tuple[list[tuple[FilePart, int]], int]:
+    """The planned files' parts, each with its weight (bytes to decode plus ``cost`` per
+    request), and the bytes shipped with them (at most ``budget``)."""
+    parts: list[tuple[FilePart, int]] = []
+    shipped = 0
+    for fs in scans:
+        lf = by_url[fs.name]
+        if lf.reader is not None:  # SuperDB: its reader, opened from the bytes shipped
+            part, size = _superdb_part(fs, lf, budget, cost)
+            budget -= size
+            shipped += size
+            parts.append(part)
+            continue
+        plan, served = fs.plan, _ship(fs, lf.tail, budget)
+        if served is None:
+            plan, served = P.plan_scan(lf.meta, paths, profile, available=None), ()
+        size = sum(len(b) for _, b in served)
+        budget -= size
+        shipped += size
+        parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
+                      plan.bytes_needed + cost * plan.request_count))
+    return parts, shipped
+
+
 def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
     """The plans SuperDB files' readers make of the paths they have (None: none of
     them; the file's rows are nulls); no request."""
@@ -196,25 +222,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         scans, cost = [], profile.breakeven
         nothing = [P.PrunedFile(f.url, P.NO_REQUESTED_PATH, f.meta.row_count) for f in kept]
     floor, cost = cost, max(1, cost // settings.file_concurrency)
-    parts: list[tuple[FilePart, int]] = []
-    budget = settings.ship_tail_bytes
-    shipped = 0
-    for fs in scans:
-        lf = by_url[fs.name]
-        if lf.reader is not None:  # SuperDB: its reader, opened from the bytes shipped
-            part, size = _superdb_part(fs, lf, budget, cost)
-            budget -= size
-            shipped += size
-            parts.append(part)
-            continue
-        plan, served = fs.plan, _ship(fs, lf.tail, budget)
-        if served is None:
-            plan, served = P.plan_scan(lf.meta, paths, profile, available=None), ()
-        size = sum(len(b) for _, b in served)
-        budget -= size
-        shipped += size
-        parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
-                      plan.bytes_needed + cost * plan.request_count))
+    parts, shipped = _scan_parts(scans, by_url, paths, profile, settings.ship_tail_bytes,
+                                 cost)
     for wf in whole:  # the executor opens and reads it (its reader's own scan)
         lf = by_url[wf.name]
         parts.append((FilePart(wf.name, lf.meta, lf.tail.info.version, None, wf.rows,
