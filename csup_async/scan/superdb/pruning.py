@@ -6,7 +6,9 @@ statistics :func:`planner.filters.zone_truth` judges, as the trailer layout's
 segments are.  Bounds are used only where they are sound: a float vector may
 hide NaNs (``super`` skips them in min/max; one first in the vector poisons the
 bound, which is then unknown), times and durations are left unknown, as is any
-path that crosses an optional field, union or array.
+path that crosses an optional field, union or array; a union of one type and null
+(a nullable column: ``int64|null``) has that type's bounds and the null member's
+count as nulls.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from planner.filters import ColumnStats, Expr, FilterError, Truth, bind, columns
 
 from ...format.superdb.bsup5 import columnar
 from ...format.superdb.meta import Node, ObjectMeta, SuperDBMeta
-from ...model.types import PrimitiveType, Type, underlying
+from ...model.types import PrimitiveType, Type, UnionType, underlying
 from ...model.values import unify
 from . import columns as C
 
@@ -49,8 +51,15 @@ _UNKNOWN = object()
 def _leaf(nodes: tuple[Node, ...], i: int) -> tuple[Any, Any, int, bool] | None:
     """``(lo, hi, nulls, may_nan)`` of a leaf vector's values, None when unknown."""
     n = nodes[i]
-    while n.kind == "named":
+    while n.kind in ("named", "fusion"):  # a fusion vector: its supertype's values
         n = nodes[n.kids[0]]
+    if n.kind == "union":  # T|null (a nullable column): T's bounds, the nulls counted
+        vals = [k for k in n.kids if nodes[k].kind != "null"]
+        got = _leaf(nodes, vals[0]) if len(vals) == 1 else None
+        if got is None:
+            return None
+        nulls = sum(nodes[k].count for k in n.kids if nodes[k].kind == "null")
+        return got[0], got[1], got[2] + nulls, got[3]
     if n.kind == "dict":
         n = nodes[n.kids[0]]
     if n.kind == "const":
@@ -109,6 +118,10 @@ def type_names(super_types: Sequence[Type], paths: Collection[tuple[str, ...]], 
         t = unify(ts)
         if version >= 23:
             t = columnar(t)
+        if isinstance(t, UnionType):  # T|null: T's (its values are T's, or null)
+            rest = [m for m in t.types if not (isinstance(m, PrimitiveType)
+                                               and m.name == "null")]
+            t = rest[0] if len(rest) == 1 else t
         if isinstance(t, PrimitiveType):
             out[p] = t.name
     return out
