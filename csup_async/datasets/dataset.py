@@ -525,17 +525,27 @@ class Dataset(ScanVerbs):
 
     # ---------------------------------------------------------------- checks ---
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
-        """``(kept, pruned)``: the open files whose segment statistics do not, and do,
-        prove ``filter`` false for every row (no request: the metadata is loaded)."""
-        from planner.pruning import prune_files
+        """``(kept, pruned)``: the open files whose segment statistics (a SuperDB file:
+        its objects' min/max) do not, and do, prove ``filter`` false for every row (no
+        request: the metadata is loaded)."""
+        from planner.filters import Truth
+        from planner.pruning import file_truth
 
         from ..format.colvalue import segment_stats
 
-        readers = self.readers
-        unknown = {(n,) for n in self._partition_names()}
-        verdict = prune_files([r.meta for r in readers], as_expr(filter),  # type: ignore[arg-type]
-                              segment_stats, unknown=unknown)
-        return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
+        expr, unknown = as_expr(filter), {(n,) for n in self._partition_names()}
+        kept: list[Reader] = []
+        pruned: list[Reader] = []
+        for r in self.readers:
+            if getattr(r, "header_layout", False):
+                truth = r.filter_truth(expr, unknown)  # type: ignore[attr-defined]
+            elif getattr(r, "bsup", False):
+                truth = Truth.MAYBE
+            else:
+                truth = file_truth(r.meta, expr, segment_stats,  # type: ignore[arg-type]
+                                   unknown=unknown)
+            (pruned if truth is Truth.FALSE else kept).append(r)
+        return kept, pruned
 
     def _check_filter_paths(self, filter: Expr | None) -> None:
         """ColumnNotFoundError when the filter names a data path no file of the dataset

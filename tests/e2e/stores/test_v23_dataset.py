@@ -146,6 +146,8 @@ async def test_local_directory_dataset_prunes_v23_files(tmp_path: Path) -> None:
         kept = await ds.get_fragments("id < 1500")
         n = await ds.count_rows("id < 1500")
         plan = await ds.plan(["s"], filter="id >= 2000")
+        kept_r, pruned_r = ds.prune_by_statistics("id >= 1000")
+    assert [Path(r.key).name for r in pruned_r] == ["f0.csup"] and len(kept_r) == 2
     assert [Path(f.url).name for f in kept] == ["f0.csup", "f1.csup"]
     assert n == 1500
     assert [Path(f.name).name for f in plan.files] == ["f2.csup"] and len(plan.pruned) == 2
