@@ -14,7 +14,7 @@ the server (the last run's), wall time the median of ``--runs``:
 
     python bench/bench_v23_dataset.py --files 16 --rows 60000 --runs 3
 
-Writes ``bench/results/v23_dataset.json`` and ``.md``.
+Writes ``bench/results/v23_dataset-FILESxROWS.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def main() -> None:
     out["load_after"] = os.getloadavg()[0]
     lines = [f"# A dataset of v23 files over simulated S3 ({args.files} files x "
              f"{args.rows:,} rows; load {out['load']:.1f}-{out['load_after']:.1f})", "",
-             "`python bench/bench_v23_dataset.py --files {} --rows {} --runs {}`".format(
-                 args.files, args.rows, args.runs), "",
+             f"`python bench/bench_v23_dataset.py --files {args.files} --rows {args.rows} "
+             f"--runs {args.runs}`", "",
              "bytes per file: " + ", ".join(f"{f} {b:,}" for f, b in
                                             out["bytes_per_file"].items()), "",
              "| case | format | rows | requests | bytes | seconds | vs own | plan |",
@@ -159,8 +159,9 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "v23_dataset.json").write_text(json.dumps(out, indent=1) + "\n")
-    (RESULTS / "v23_dataset.md").write_text(text)
+    name = f"v23_dataset-{args.files}x{args.rows}"
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
+    (RESULTS / f"{name}.md").write_text(text)
 
 
 if __name__ == "__main__":
