@@ -63,6 +63,27 @@ def test_decide_rules_out_v23_files_by_their_objects_min_max() -> None:
     assert kept == [0] and left == f
 
 
+def test_a_task_planning_its_own_files_skips_v23_files_by_min_max() -> None:
+    """Past ``planOnExecutorsThreshold`` a task opens and prunes its files itself
+    (:func:`csup_async.spark.scaleout.open_and_read`): the same proof."""
+    import asyncio
+
+    from csup_async.spark.scaleout import open_and_read
+    from csup_async.stores import shared_store
+
+    async def run() -> list[int]:
+        out = []
+        for k in range(3):
+            store, key, _ = await shared_store(_tmp(k))
+            _, n, _ = await open_and_read(key, ["id", "s"],
+                                          [GreaterThanOrEqual(("id",), 2 * SMALL + 990)],
+                                          store, {})
+            out.append(n)
+        return out
+
+    assert asyncio.run(run()) == [0, 0, 1000]  # a kept file's rows: Spark filters them
+
+
 _DIR: list[Path] = []
 
 
