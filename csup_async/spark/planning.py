@@ -255,7 +255,6 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
         "files_read": len(reads) + len(whole),
-        "objects_pruned": sum(fs.objects_pruned for fs in scans),
         "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,

@@ -138,8 +138,19 @@ async def test_super_mains_file_of_two_parts(moto_s3, proxy):
     assert plan.objects_pruned == 4 and none == []
 
 
+def test_the_cli_plans_a_directory_of_v23_files(tmp_path: Path, capsys: Any) -> None:
+    from csup_async.cli import main
+
+    for k in range(3):
+        (tmp_path / f"f{k}.csup").write_bytes(_file(k, 1000))
+    assert main(["plan", str(tmp_path) + "/", "-c", "s", "--where", "id >= 2000"]) == 0
+    out, err = capsys.readouterr()
+    assert "1 file to read, 2 pruned" in out and "f2.csup" in out.split("pruned:")[0]
+    assert out.count("filter false by statistics") == 2 and "Traceback" not in err
+
+
 async def test_local_directory_dataset_prunes_v23_files(tmp_path: Path) -> None:
-    """The same through a directory on disk, and the CLI's plan of it."""
+    """The same through a directory on disk."""
     for k in range(3):
         (tmp_path / f"f{k}.csup").write_bytes(_file(k, 1000))
     async with csup_async.open_dataset(str(tmp_path)) as ds:
