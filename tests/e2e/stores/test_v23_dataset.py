@@ -162,3 +162,18 @@ async def test_local_directory_dataset_prunes_v23_files(tmp_path: Path) -> None:
     assert [Path(f.url).name for f in kept] == ["f0.csup", "f1.csup"]
     assert n == 1500
     assert [Path(f.name).name for f in plan.files] == ["f2.csup"] and len(plan.pruned) == 2
+
+
+def test_polars_over_v23_files_pushes_the_filter_in(moto_s3, proxy):
+    """``scan_polars`` hands its filter to the dataset scan: the files
+    it rules out by min/max get no request after the open."""
+    pl = pytest.importorskip("polars")
+    keys = [moto_s3.put(f"v23pl/f{k}.csup", _file(k)) for k in range(4)]
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    lf = csup_async.scan_polars([f"s3://{k}" for k in keys], profile=SMALL_READS, **opts)
+    proxy.reset()
+    got = lf.filter(pl.col("id") >= 3 * ROWS + 10).select("id").collect()
+    assert got["id"].to_list() == list(range(3 * ROWS + 10, 4 * ROWS))
+    reads = _gets(proxy)
+    assert reads and all(t.endswith("v23pl/f3.csup") for t in reads), reads
+
