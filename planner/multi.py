@@ -123,7 +123,8 @@ class TaskFile:
 
     @property
     def meta(self) -> FileMeta:
-        return self.plan.meta
+        """As :attr:`FileScan.meta` (None for a SuperDB file's own plan)."""
+        return getattr(self.plan, "meta", None)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ def test_superdb_files_are_planned_packed_and_counted():
     assert [(p.name, p.reason) for p in mp.pruned] == [("f3", P.NO_REQUESTED_PATH)]
     assert len(mp.tasks) == 3  # 40 MiB each against a 64 MiB target: one per task
     assert mp.objects_pruned == 3 and mp.files[0].objects_pruned == 2
+    assert all(tf.meta is None for t in mp.tasks for tf in t.files)
     assert mp.request_count == sum(p.request_count for p in list(planned.values())[:3])
     text = mp.explain()
     assert "objects ruled out by their min/max (SuperDB files): 3" in text
