@@ -26,8 +26,9 @@ __all__ = ["from_held"]
 
 async def from_held(url: str, size: int, version: str | None,
                     held: Sequence[tuple[int, bytes]], *, store: Store,
-                    **options: Any) -> Reader:
-    """The reader of the v23 object at ``url`` (``size`` bytes, pinned to ``version``)
+                    objects: Sequence[int] | None = None, **options: Any) -> Reader:
+    """The reader of the v23 object at ``url`` (``size`` bytes, pinned to ``version``;
+    ``objects``: the indices of the only objects it reads, see ``keep_objects``)
     from the ranges :func:`.superdb23.held_ranges` cut: no request, unless a range is missing (then
     the open reads what it lacks, as any open does)."""
     from .superdb import to_header_layout
@@ -39,4 +40,7 @@ async def from_held(url: str, size: int, version: str | None,
     tail = TailRead(last[0][1] if last else b"", ObjectInfo(size, version))
     r.tail = tail
     rest = [h for h in held if not last or h is not last[0]]
-    return await to_header_layout(r, tail, time.perf_counter(), None, held=rest)
+    got = await to_header_layout(r, tail, time.perf_counter(), None, held=rest)
+    if objects is not None:
+        got.keep_objects(objects)
+    return got

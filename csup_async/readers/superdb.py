@@ -225,6 +225,13 @@ class HeaderLayoutReader(WholeObjectReader):
 
         return held_ranges(self, plan, budget)
 
+    def keep_objects(self, indices: Sequence[int]) -> None:
+        """Read only these objects from now on (a Spark task whose driver proved the others
+        hold no row its pushed filters keep: Spark filters the rows read anyway)."""
+        m = self.meta
+        self.meta = FileView(tuple(m.objects[i] for i in indices), m.object_size,
+                             m.super_types)
+
     def filter_truth(self, expr: Any, unknown: Any = ()) -> Truth:
         """What the objects' min/max prove of ``expr`` (an expression) over the whole
         file, no request: a dataset skips a file they prove false

@@ -63,7 +63,7 @@ def fragment_of(fp: FilePart, paths: list[str], store: Store,
     if fp.whole and fp.held is not None:  # a v23 file: opened from the driver's bytes
         held = fp.held
         return Fragment(fp.url, opener=lambda url: from_held(
-            url, fp.size, fp.version, held, store=store, **reader_opts))
+            url, fp.size, fp.version, held, store=store, objects=fp.objects, **reader_opts))
     if fp.whole:
         return Fragment(fp.url, opener=lambda url: open_reader(url, store=store, **reader_opts))
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,

@@ -161,6 +161,15 @@ def decide(filters: Sequence[Any], metas: Sequence[FileMeta], paths: Mapping[str
     return kept, reasons, remaining
 
 
+def conjunction(filters: Sequence[Any], paths: Mapping[str, str]) -> F.Expr | None:
+    """The mapped filters (:func:`to_expr`) as one expression, true on every row all of
+    Spark's filters are true on (None: none maps): what statistics may rule rows out by."""
+    mapped = [m.expr for f in filters if (m := to_expr(f, paths)) is not None]
+    if not mapped:
+        return None
+    return mapped[0] if len(mapped) == 1 else F.And(tuple(mapped))
+
+
 def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
                    paths: Mapping[str, str], kept: list[int], reasons: list[str | None],
                    decided_true: list[bool]) -> tuple[list[int], list[str | None], list[bool]]:
@@ -169,7 +178,8 @@ def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
     mapped = [(k, m) for k, f in enumerate(filters) if (m := to_expr(f, paths)) is not None]
     if not mapped or not kept:
         return kept, reasons, decided_true
-    conj = mapped[0][1].expr if len(mapped) == 1 else F.And(tuple(m.expr for _, m in mapped))
+    conj = conjunction(filters, paths)
+    assert conj is not None
     text = "statistics of " + " AND ".join(describe(filters[k]) for k, _ in mapped)
     still: list[int] = []
     for i in kept:

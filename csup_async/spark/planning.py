@@ -40,7 +40,7 @@ from planner.packing import NEAREST, Packing, Target, Unit, pack
 from ..format.meta import FileMeta
 from ..model.budget import check_budget
 from ..stores import TailRead, redact_url
-from .filters import decide, describe
+from .filters import conjunction, decide, describe
 from .listing import Loaded, LoadedFile
 from .options import Settings
 
@@ -66,6 +66,9 @@ class FilePart:
     ``shipTailBytes``): the executor's reader opens from them, no request
     (readers/held23.py); None: it opens the file itself."""
     size: int = 0  # of the object (for ``held``)
+    objects: tuple[int, ...] | None = field(default=None, repr=False)
+    """The only objects of a v23 file the task reads: the driver proved the others hold
+    no row the pushed filters keep (None: every object)."""
 
     def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
         return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
@@ -119,7 +122,7 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
 
 
 def _scan_parts(scans: list[P.FileScan], by_url: dict[str, LoadedFile], paths: list[str],
-                profile: P.Profile, budget: int, cost: int
+                profile: P.Profile, budget: int, cost: int, conj: Any = None
                 ) -> tuple[list[tuple[FilePart, int]], int]:
     """The planned files' parts, each with its weight (bytes to decode plus ``cost`` per
     request), and the bytes shipped with them (at most ``budget``)."""
@@ -128,7 +131,7 @@ def _scan_parts(scans: list[P.FileScan], by_url: dict[str, LoadedFile], paths: l
     for fs in scans:
         lf = by_url[fs.name]
         if lf.reader is not None:  # SuperDB: its reader, opened from the bytes shipped
-            part, size = _superdb_part(fs, lf, budget, cost)
+            part, size = _superdb_part(fs, lf, budget, cost, conj)
             budget -= size
             shipped += size
             parts.append(part)
@@ -157,21 +160,42 @@ def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
     return out
 
 
-def _superdb_part(fs: P.FileScan, lf: LoadedFile, budget: int, cost: int
-                  ) -> tuple[tuple[FilePart, int], int]:
+def _superdb_part(fs: P.FileScan, lf: LoadedFile, budget: int, cost: int,
+                  conj: Any = None) -> tuple[tuple[FilePart, int], int]:
     """A SuperDB file's part (its weight: its plan's reads) and the bytes shipped with it:
     a v23 file's metadata, and the data the driver holds when within ``budget``, so the
-    task's reader opens with no request (older versions: the task opens the file)."""
+    task's reader opens with no request (older versions: the task opens the file); the
+    objects whose min/max rule the pushed filters' conjunction ``conj`` out are left to
+    no task (``FilePart.objects``)."""
     r, plan = lf.reader, fs.plan
     held = r.held_ranges(plan, budget)
     size = sum(len(b) for _, b in held or ())
     if held is not None and size > budget:  # the metadata alone
         held = r.held_ranges(plan, 0)
         size = sum(len(b) for _, b in held or ())
+    keep = _kept_objects(lf.meta, conj) if held is not None else None
+    rows = lf.meta.row_count if keep is None else sum(lf.meta.objects[i].length for i in keep)
     part = FilePart(fs.name, None if held is not None else lf.meta,  # type: ignore[arg-type]
-                    lf.tail.info.version, None, lf.meta.row_count, whole=True, held=held,
-                    size=lf.tail.info.size)
+                    lf.tail.info.version, None, rows, whole=True, held=held,
+                    size=lf.tail.info.size, objects=keep)
     return (part, plan.bytes_to_read + cost * plan.request_count), size
+
+
+def _kept_objects(meta: Any, conj: Any) -> tuple[int, ...] | None:
+    """The objects of a SuperDB file whose min/max do not prove ``conj`` false (None:
+    every one, or no conjunction)."""
+    if conj is None:
+        return None
+    from planner.filters import Truth
+
+    from ..scan.superdb.pruning import object_truths, typed_filter
+
+    typed = typed_filter(meta, conj)
+    if typed is None:
+        return None
+    keep = tuple(i for i, t in enumerate(object_truths(meta.objects, typed))
+                 if t is not Truth.FALSE)
+    return None if len(keep) == len(meta.objects) else keep
 
 
 def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
@@ -223,7 +247,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         nothing = [P.PrunedFile(f.url, P.NO_REQUESTED_PATH, f.meta.row_count) for f in kept]
     floor, cost = cost, max(1, cost // settings.file_concurrency)
     parts, shipped = _scan_parts(scans, by_url, paths, profile, settings.ship_tail_bytes,
-                                 cost)
+                                 cost, conjunction(filters, name_to_path) if filters else None)
     for wf in whole:  # the executor opens and reads it (its reader's own scan)
         lf = by_url[wf.name]
         parts.append((FilePart(wf.name, lf.meta, lf.tail.info.version, None, wf.rows,
@@ -255,6 +279,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
         "files_read": len(reads) + len(whole),
+        "objects_pruned": sum(len(by_url[fp.url].meta.objects) - len(fp.objects)
+                              for fp, _ in parts if fp.objects is not None),
         "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,

@@ -44,3 +44,16 @@ async def test_older_versions_have_no_held_ranges() -> None:
     async with csup_async.open(str(REAL / "super" / "nested.csup")) as r:  # v16
         assert r.held_ranges(r.plan_now(None), 1 << 20) is None
         assert isinstance(r.plan_now(None), P.superdb.HeaderLayoutPlan)
+
+
+async def test_a_reader_from_held_bytes_reads_only_the_objects_kept() -> None:
+    path = REAL / "super-main" / "minmax" / "parts.csup"  # objects of g = 0, 1, 2, 3, 4, 5
+    async with csup_async.open(str(path)) as r:
+        held = r.held_ranges(r.plan_now(None), 1 << 20)
+        size, version = r.tail.info.size, r.tail.info.version
+        rows = [o.length for o in r.meta.objects]
+    store, key, _ = await shared_store(str(path))
+    got = await from_held(key, size, version, held, store=store, objects=[1, 4])
+    res = await got.scan(["g"])
+    assert res.column("g").to_pylist() == [1] * rows[1] + [4] * rows[4]
+    assert await got.count_rows() == rows[1] + rows[4]
