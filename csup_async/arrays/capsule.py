@@ -26,7 +26,7 @@ import numpy as np
 from ..model.errors import CsupError, UnsupportedTypeError
 from ..model.kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
 from ..model.types import NULL, EnumType, NamedType, PrimitiveType
-from .arrow import export
+from .arrow import MissingDependencyError, export
 from .buffers import group_ranks
 from .nested import fold_nulls
 
@@ -38,8 +38,6 @@ def nanoarrow() -> Any:
     try:
         import nanoarrow as na
     except ImportError as e:
-        from .arrow import MissingDependencyError
-
         raise MissingDependencyError(
             "Arrow capsules need nanoarrow: pip install nanoarrow") from e
     return na
@@ -264,8 +262,6 @@ def stream_of(schema: Any, batches: Iterable[Any]) -> Any:
     try:
         from arro3.core import RecordBatchReader
     except ImportError as e:
-        from .arrow import MissingDependencyError
-
         raise MissingDependencyError(
             "a lazy Arrow stream needs arro3-core: pip install arro3-core") from e
     return RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__()

@@ -2,23 +2,27 @@
 ones streamed, and, under a budget or progress callback, every file planned first.
 
 Kept apart from :mod:`.dataset` (the verbs) because this is the one verb with its own
-read-ahead machinery; the verb itself, and its arguments, stay on ``Dataset``.
+read-ahead machinery; the verb itself, and its arguments, stay on ``Dataset``.  Each file
+is read with its part of the dataset's request (:func:`each_file`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 from planner.filters import Expr
-from planner.program import ScanProgram
-from planner.selection import FilterPlan
+from planner.request import NO_BUDGET, ScanRequest
 
 from ..model.progress import Meter, Planned, tracking
 from ..readers.reader import ScanResult, ScanStats
 from .fragment import Fragment, per_segment
 from .results import add_stats, sliced
+
+__all__ = ["FILES_AHEAD", "READ_WHOLE_BELOW", "SMALL_OBJECT", "decodes_small", "each_file",
+           "iter_metered"]
 
 #: Files whose projection decodes to at most this many bytes are read whole by
 #: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
@@ -28,13 +32,20 @@ FILES_AHEAD = 4
 SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
 
 
-async def iter_metered(frags: list[Fragment], cols: list[str], expr: Expr | None,
-                       batch_rows: int, prefetch: int | None, limit: int | None,
+def each_file(cols: Sequence[str], expr: Expr | None, **more: Any) -> ScanRequest:
+    """A file's part of a dataset's request: its columns and filter, in their one form
+    already (the dataset's edge made them), no budget (the dataset meters every file)."""
+    return ScanRequest(tuple(cols) or None, expr, budget=NO_BUDGET, **more)
+
+
+async def iter_metered(frags: list[Fragment], each: ScanRequest, limit: int | None,
                        read_whole_below: int, files_ahead: int, segment_requests: bool,
                        small: Callable[[Fragment], bool], stats: ScanStats | None,
                        meter: Meter) -> AsyncIterator[ScanResult]:
-    """:meth:`Dataset.iter_batches` with a budget or progress: every file planned (read whole,
-    or streamed) before the first request, then read as planned."""
+    """``Dataset.iter_batches`` with a budget or progress: every file planned (read
+    whole, or streamed) before the first request, then read as planned.  ``each``: a
+    file's request (the dataset's columns, filter, batch_rows and prefetch)."""
+    expr, batch_rows = each.filter, each.batch_rows
     if expr is None and limit is not None:  # the first files' row counts cover it
         upto, seen = len(frags), 0
         for k, f in enumerate(frags):
@@ -53,14 +64,14 @@ async def iter_metered(frags: list[Fragment], cols: list[str], expr: Expr | None
                 if first_rows and segment_requests and f.reader is not None:
                     per_segment(f.reader)
                 if small(f) or first_rows or await decodes_small(
-                        f, cols, expr, read_whole_below):
-                    p = await f.prepare(cols, filter=expr, limit=limit)
+                        f, each, read_whole_below):
+                    p = await f.prepare(each.but(limit=limit))
                     whole.append(p)
                     figures.append(p.figures)
                 else:
                     whole.append(None)
                     figures.append(await f.batch_figures(
-                        cols, filter=expr, segment_requests=segment_requests))
+                        each, segment_requests))
     meter.expect([(fm, *fig) for fm, fig in zip(meters, figures, strict=True)])
 
     async def run(j: int) -> ScanResult:
@@ -90,8 +101,7 @@ async def iter_metered(frags: list[Fragment], cols: list[str], expr: Expr | None
                     left -= n
                 continue
             last: ScanStats | None = None
-            it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
-                                filter=expr, limit=left, segment_requests=segment_requests)
+            it = f.batches_with(each.but(limit=left), segment_requests)
             async with contextlib.aclosing(it):
                 while True:
                     with tracking(meters[i]):  # the read starts at the first step
@@ -112,14 +122,15 @@ async def iter_metered(frags: list[Fragment], cols: list[str], expr: Expr | None
         if ahead:
             await asyncio.gather(*ahead.values(), return_exceptions=True)
 
-
-async def decodes_small(f: Fragment, cols: list[str], expr: Expr | None,
-                        below: int) -> bool:
-    """Whether ``f``'s projection (after the filter's zone pruning) decodes to at
-    most ``below`` bytes: such a file is read with one scan, not streamed."""
+async def decodes_small(f: Fragment, each: ScanRequest, below: int) -> bool:
+    """Whether ``f``'s part of a dataset's request decodes to at most ``below`` bytes
+    (read whole then, by the parallel decoder)."""
     if below <= 0:
         return False
-    plan = await f.plan(cols, filter=expr)
+    from planner.program import ScanProgram
+    from planner.selection import FilterPlan
+
+    plan = await f.plan_with(each)
     if plan is None:
         return True
     if isinstance(plan, ScanProgram):  # a CSUP file's: the plan it runs

@@ -27,20 +27,26 @@ from typing import Any
 import numpy as np
 
 import planner as P
-from planner.dnf import as_expr
 from planner.filters import Expr, columns_of
 from planner.partitions import Partitions
+from planner.request import ScanRequest
 
 from .. import arrays as A
 from ..model.errors import ColumnNotFoundError, RowSelectionError
 from ..model.options import DEFAULT_BATCH_ROWS, DEFAULT_FILE_CONCURRENCY
-from ..model.progress import Meter, Planned, metered, tracking
-from ..model.selection import check_count, check_limit, row_indices
+from ..model.progress import Meter, Planned, tracking
 from ..readers.reader import Reader, ScanResult, ScanStats
 from ..stores import Store
 from ..stores.listing import list_sources
 from ..stores.tasks import gather_or_cancel
-from .batches import FILES_AHEAD, READ_WHOLE_BELOW, SMALL_OBJECT, decodes_small, iter_metered
+from .batches import (
+    FILES_AHEAD,
+    READ_WHOLE_BELOW,
+    SMALL_OBJECT,
+    decodes_small,
+    each_file,
+    iter_metered,
+)
 from .fragment import (
     DatasetScanPlan,
     Fragment,
@@ -105,7 +111,7 @@ class Dataset(ScanVerbs):
         spelling, or (None) every file's top-level columns, then the partition columns;
         ColumnNotFoundError for one no file has.  Opens every file."""
         await self._open(self.fragments)
-        return await self._columns(columns, self.fragments)
+        return await self._columns(ScanRequest.parse(columns).columns, self.fragments)
 
     @property
     def readers(self) -> list[Reader]:
@@ -127,13 +133,16 @@ class Dataset(ScanVerbs):
                          ) -> list[bool]:
         if expr is None:
             return [True] * len(fragments)
-        return list(await gather_or_cancel([f.may_match(expr) for f in fragments]))
+        each = ScanRequest(filter=expr)
+        return list(await gather_or_cancel([f.may_match_with(each) for f in fragments]))
 
     async def get_fragments(self, filter: Expr | str | None = None) -> list[Fragment]:
         """The objects ``filter`` may match, in file order: those its partition part or
         the objects' segment statistics rule out are left out (metadata only: the
         kept objects are opened, the others of a partitioned dataset are not)."""
-        expr = as_expr(filter)
+        return await self._fragments(ScanRequest.parse(filter=filter).filter)
+
+    async def _fragments(self, expr: Expr | None) -> list[Fragment]:
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -143,19 +152,18 @@ class Dataset(ScanVerbs):
     def _partition_names(self) -> tuple[str, ...]:
         return self.partitions.names if self.partitions is not None else ()
 
-    async def _columns(self, columns: Sequence[str] | str | None,
+    async def _columns(self, columns: tuple[str, ...] | None,
                        cands: Sequence[Fragment]) -> list[str]:
         """The output columns (every top-level column of the open candidates, then the
         partition columns, when None); ColumnNotFoundError for one no object has."""
         names = self._partition_names()
-        parsed = P.parse_columns(columns)
-        if parsed is None:
+        if columns is None:
             seen: dict[str, None] = {}
             for f in cands:
                 if f.reader is not None:
                     seen.update(dict.fromkeys(P.top_level_paths(f.reader.meta.super_types)))
             return [c for c in seen if c not in names] + list(names)
-        cols = [s for s, _ in parsed]
+        cols = list(columns)
 
         def missing() -> list[str]:
             return [c for c in cols if c not in names and all(
@@ -183,7 +191,8 @@ class Dataset(ScanVerbs):
         objects' min/max) prove it false for every row are listed in ``pruned`` with
         the reason ``planner.pruning.STATISTICS``; a SuperDB file's objects they rule
         out are counted in ``objects_pruned``."""
-        expr = as_expr(filter, filters)
+        request = ScanRequest.parse(columns, filter=filter, filters=filters)
+        expr = request.filter
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -192,10 +201,9 @@ class Dataset(ScanVerbs):
         pruned = [f.reader for f, k in zip(cands, keep, strict=True) if not k]
         own = [f for f, k in zip(cands, keep, strict=True)
                if k and getattr(f.reader, "header_layout", False)]
-        parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
         names = set(self._partition_names())
-        cols = ([spelling for spelling, _ in parsed if spelling not in names]
-                if parsed is not None else None)
+        cols = ([c for c in request.columns if c not in names]
+                if request.columns is not None else None)
         extra: list[str] = []
         if cols is not None and expr is not None:  # a scan reads the filter's columns too
             extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(expr))
@@ -243,20 +251,25 @@ class Dataset(ScanVerbs):
         before any of its requests.  ``on_progress`` gets bytes and files done against
         planned over every file (see :meth:`Reader.scan`).
         """
-        meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_expr(filter, filters)  # the edge: text, pyarrow's list
+        request = ScanRequest.parse(  # the edge: every argument checked once, one form
+            columns, filter=filter, filters=filters, rows=rows, limit=limit,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress)
+        return await self.scan_with(request)
+
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter()
         if meter is None:
-            return await self._scan(columns, expr, rows, limit, None)
+            return await self._scan(request, None)
         with tracking(meter.file(counted=False)):  # any read outside a file's plan
-            res = await self._scan(columns, expr, rows, limit, meter)
+            res = await self._scan(request, meter)
         meter.finish()
         return res
 
-    async def _scan(self, columns: Sequence[str] | str | None, expr: Expr | None,
-                    rows: slice | None, limit: int | None,
-                    meter: Meter | None) -> ScanResult:
+    async def _scan(self, request: ScanRequest, meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
-        check_limit(limit)
+        columns, expr, rows, limit = (request.columns, request.filter, request.rows,
+                                      request.limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
         else:
@@ -288,19 +301,19 @@ class Dataset(ScanVerbs):
                     break
                 todo.append((f, local, left))
                 if expr is None and left is not None:  # the rows it gives are known
-                    n = await f.count_rows()
+                    n = await f.count_with(ScanRequest())
                     left -= min(left, n if local is None else local.stop - local.start)
 
             async def one(f: Fragment, local: slice | None, lim: int | None,
                           cols: list[str]) -> ScanResult:
                 async with sem:
-                    return await f.scan(cols, filter=expr, rows=local, limit=lim)
+                    return await f.scan_with(each_file(cols, expr, rows=local, limit=lim))
 
             if meter is None:
                 got = await gather_or_cancel([one(*t, cols) for t in todo])
             else:
                 got = await self._metered([functools.partial(
-                    f.prepare, cols, filter=expr, rows=local, limit=lim)
+                    f.prepare, each_file(cols, expr, rows=local, limit=lim))
                     for f, local, lim in todo], [f for f, _, _ in todo], meter)
             results += [(t[0], r) for t, r in zip(todo, got, strict=True)]
             if expr is not None and left is not None:
@@ -347,10 +360,8 @@ class Dataset(ScanVerbs):
                           ) -> list[tuple[Fragment, slice | None]]:
         """The files holding the dataset's rows ``rows`` (numbered over every file in
         file order), each with its own row slice, that the filter's partition part keeps."""
-        if not isinstance(rows, slice) or rows.step not in (None, 1):
-            raise RowSelectionError(f"rows must be a slice with step 1, not {rows!r}")
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         sel = range(int(sum(counts)))[rows]
         lo, hi = sel.start, max(sel.start, sel.stop)
         keep = set(map(id, self._by_partition(expr)))
@@ -366,13 +377,17 @@ class Dataset(ScanVerbs):
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;
         a filter reads only its own columns, of the zones and files it may match."""
-        expr = as_expr(filter)
-        frags = await self.get_fragments(expr)
+        return await self.count_with(ScanRequest.parse(filter=filter))
+
+    async def count_with(self, request: ScanRequest) -> int:
+        """:meth:`count_rows` of a request (its filter)."""
+        frags = await self._fragments(request.filter)
         sem = asyncio.Semaphore(self.file_concurrency)
+        each = each_file([], request.filter)
 
         async def one(f: Fragment) -> int:
             async with sem:
-                return await f.count_rows(expr)
+                return await f.count_with(each)
 
         return int(sum(await gather_or_cancel([one(f) for f in frags])))
 
@@ -383,38 +398,44 @@ class Dataset(ScanVerbs):
         order, repeats allowed), in the order given: only the files holding them are
         read, and of each only the segments holding them.  Budget and progress as
         for :meth:`scan`: every file holding rows is planned before any is read."""
-        meter = metered(on_progress, max_requests, max_bytes)
+        return await self.take_with(ScanRequest.parse(
+            columns, indices=indices, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress))
+
+    async def take_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`take` of a request (its indices checked where the verb was entered)."""
+        meter = request.budget.meter()
         if meter is None:
-            return await self._take(indices, columns, None)
+            return await self._take(request, None)
         with tracking(meter.file(counted=False)):
-            res = await self._take(indices, columns, meter)
+            res = await self._take(request, meter)
         meter.finish()
         return res
 
-    async def _take(self, indices: Any, columns: Sequence[str] | str | None,
-                    meter: Meter | None) -> ScanResult:
-        idx = row_indices(indices)
+    async def _take(self, request: ScanRequest, meter: Meter | None) -> ScanResult:
+        idx = request.taken
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         offsets = np.cumsum([0, *counts], dtype=np.int64)
         if idx.size and int(idx.max()) >= int(offsets[-1]):
             raise RowSelectionError(f"row index {int(idx.max())} is out of range for "
                                     f"{int(offsets[-1])} rows")
-        cols = await self._columns(columns, self.fragments)
+        cols = await self._columns(request.columns, self.fragments)
         which = np.searchsorted(offsets, idx, side="right") - 1
         files = [int(k) for k in np.unique(which)]
         sem = asyncio.Semaphore(self.file_concurrency)
 
         async def one(k: int) -> ScanResult:
             async with sem:
-                return await self.fragments[k].take(idx[which == k] - offsets[k], cols)
+                return await self.fragments[k].take_with(
+                    each_file(cols, None, indices=idx[which == k] - offsets[k]))
 
         if meter is None:
             parts = await gather_or_cancel([one(k) for k in files])
         else:
             parts = await self._metered(
-                [functools.partial(self.fragments[k].prepare_take, idx[which == k] - offsets[k],
-                                   cols) for k in files],
+                [functools.partial(self.fragments[k].prepare_take, each_file(
+                    cols, None, indices=idx[which == k] - offsets[k])) for k in files],
                 [self.fragments[k] for k in files], meter)
         ids = np.searchsorted(np.asarray(files, dtype=np.int64), which).astype(np.int32)
         stats = summed_stats(parts)
@@ -455,12 +476,28 @@ class Dataset(ScanVerbs):
         (or a limit reached before the last file) leaves the rest of the plan unread:
         the last event then falls short of the total by what was not needed.
         """
-        meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_expr(filter, filters)
-        check_limit(limit)
-        batch_rows = check_count("batch_rows", batch_rows, 1)
-        frags = await self.get_fragments(expr)
-        cols = await self._columns(columns, self._by_partition(expr))
+        request = ScanRequest.parse(
+            columns, filter=filter, filters=filters, limit=limit, batch_rows=batch_rows,
+            prefetch=prefetch, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress)
+        batches = self.batches_with(request, read_whole_below, files_ahead, segment_requests,
+                                    whole_files, stats)
+        async with contextlib.aclosing(batches):
+            async for b in batches:
+                yield b
+
+    async def batches_with(self, request: ScanRequest, read_whole_below: int = READ_WHOLE_BELOW,
+                           files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
+                           whole_files: bool = False, stats: ScanStats | None = None
+                           ) -> AsyncIterator[ScanResult]:
+        """:meth:`iter_batches` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter()
+        expr, limit, batch_rows = request.filter, request.limit, request.batch_rows
+        each = each_file(request.columns or (), expr, batch_rows=batch_rows,
+                         prefetch=request.prefetch)  # a file's request: its columns below
+        frags = await self._fragments(expr)
+        cols = await self._columns(request.columns, self._by_partition(expr))
+        each = each.but(columns=tuple(cols) or None)
         left = limit
         ahead: dict[int, asyncio.Task[ScanResult]] = {}
 
@@ -470,9 +507,8 @@ class Dataset(ScanVerbs):
                                    <= min(SMALL_OBJECT, read_whole_below))
 
         if meter is not None:
-            metered_batches = iter_metered(
-                frags, cols, expr, batch_rows, prefetch, limit, read_whole_below,
-                files_ahead, segment_requests, small, stats, meter)
+            metered_batches = iter_metered(frags, each, limit, read_whole_below, files_ahead,
+                                           segment_requests, small, stats, meter)
             async with contextlib.aclosing(metered_batches):
                 async for b in metered_batches:
                     yield b
@@ -481,8 +517,7 @@ class Dataset(ScanVerbs):
         def schedule(start: int) -> None:
             for j in range(start, min(start + 1 + files_ahead, len(frags))):
                 if j not in ahead and small(frags[j]):
-                    ahead[j] = asyncio.ensure_future(frags[j].scan(cols, filter=expr,
-                                                                   limit=left))
+                    ahead[j] = asyncio.ensure_future(frags[j].scan_with(each.but(limit=left)))
 
         try:
             for i, f in enumerate(frags):
@@ -496,9 +531,9 @@ class Dataset(ScanVerbs):
                 elif left is not None and left <= batch_rows:  # the first rows' segments
                     if segment_requests and f.reader is not None:
                         per_segment(f.reader)
-                    res = await f.scan(cols, filter=expr, limit=left)
-                elif await decodes_small(f, cols, expr, read_whole_below):
-                    res = await f.scan(cols, filter=expr, limit=left)
+                    res = await f.scan_with(each.but(limit=left))
+                elif await decodes_small(f, each, read_whole_below):
+                    res = await f.scan_with(each.but(limit=left))
                 if res is not None:
                     n = res.num_rows if left is None else min(res.num_rows, left)
                     for batch in sliced(res, n, batch_rows, stats):
@@ -507,8 +542,7 @@ class Dataset(ScanVerbs):
                         left -= n
                     continue
                 last: ScanStats | None = None
-                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
-                                    filter=expr, limit=left, segment_requests=segment_requests)
+                it = f.batches_with(each.but(limit=left), segment_requests)
                 async with contextlib.aclosing(it):
                     async for b in it:
                         last = b.stats
@@ -533,7 +567,8 @@ class Dataset(ScanVerbs):
 
         from ..format.colvalue import segment_stats
 
-        expr, unknown = as_expr(filter), {(n,) for n in self._partition_names()}
+        expr = ScanRequest.parse(filter=filter).filter
+        unknown = {(n,) for n in self._partition_names()}
         kept: list[Reader] = []
         pruned: list[Reader] = []
         for r in self.readers:

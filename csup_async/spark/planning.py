@@ -36,6 +36,7 @@ from pyspark.sql.datasource import InputPartition
 
 import planner as P
 from planner.packing import NEAREST, Packing, Target, Unit, pack
+from planner.request import ScanRequest
 
 from ..format.meta import FileMeta
 from ..model.budget import check_budget
@@ -156,7 +157,7 @@ def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
         if r is None:
             continue
         have = [p for p in paths if not r.missing_paths([p])]
-        out[f.url] = r.plan_now(have) if have else None
+        out[f.url] = r.plan_now(ScanRequest.parse(have)) if have else None
     return out
 
 

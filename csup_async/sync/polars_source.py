@@ -16,7 +16,13 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from planner.filters import FilterError, col, columns_of
+from planner.paths import format_path
+
+from ..arrays import MissingDependencyError
+from ..arrays.nested import has_union
 from ..model.options import DEFAULT_BATCH_ROWS
+from .facade import is_many, open_dataset_sync, open_sync, request
 
 __all__ = ["pushable_filter", "scan_polars"]
 
@@ -62,8 +68,6 @@ def _translate(node: Any, floats: frozenset[str] = frozenset()) -> Any:
     of a float column is not pushed: polars orders NaN above every number (``f > 1.5``
     keeps a NaN row), the filter model by IEEE rules (it drops it), so polars filters
     those itself; nor is a comparison with a NaN literal."""
-    from planner.filters import col
-
     if not isinstance(node, dict) or len(node) != 1:
         raise _NotPushable
     ((kind, body),) = node.items()
@@ -139,9 +143,6 @@ def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset(),
 
 def _names(expr: Any) -> set[str]:
     """The columns a filter names, spelled as a scan's result keys them."""
-    from planner.filters import columns_of
-    from planner.paths import format_path
-
     return {format_path(p) for p in columns_of(expr)}
 
 
@@ -149,8 +150,6 @@ def _polars() -> Any:
     try:
         import polars as pl
     except ImportError:
-        from ..arrays import MissingDependencyError
-
         raise MissingDependencyError(
             "scan_polars needs polars: pip install 'csup-async[polars]'") from None
     return pl
@@ -180,18 +179,18 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     from polars.io.plugins import register_io_source
 
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_dataset_sync, open_sync
 
-    check_batch_rows(batch_rows)
+    # checked here, before anything is opened (each collect then scans with them)
+    batch_rows = request(batch_rows=batch_rows).batch_rows
     check_unions(unions)
-    spent = budget(max_requests, max_bytes, on_progress)
+    spent = request(max_requests=max_requests, max_bytes=max_bytes,
+                    on_progress=on_progress).budget.keywords()
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
         source, **options)  # type: ignore[arg-type]
     empty = handle.scan(columns, limit=0)
     schema = pl.DataFrame(empty.exported(unions)).schema
-    from ..arrays.nested import has_union
 
     # columns polars sees in another type than stored: no filter on them is pushed
     converted = frozenset(p for p, a in empty.columns.items() if has_union(a.type))
@@ -231,8 +230,6 @@ def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: in
              size: int, spent: dict[str, Any]) -> Iterator[Any]:
     """Results of at most ``size`` rows for the columns, filter and limit (``spent``:
     the read's budget and progress keywords)."""
-    from planner.filters import FilterError
-
     if not many and pushed is None and limit is None:
         with handle.iter_batches(columns, batch_rows=size, **spent) as batches:
             yield from batches

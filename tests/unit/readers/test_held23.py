@@ -10,6 +10,7 @@ import csup_async
 import planner as P
 from csup_async.readers.held23 import from_held
 from csup_async.stores import shared_store
+from planner.request import ScanRequest
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 FILES = [REAL / "super-main" / "minmax" / "parts.csup",  # two parts, six objects
@@ -22,7 +23,7 @@ async def test_a_reader_from_held_bytes_opens_with_no_request() -> None:
         async with csup_async.open(str(path), profile="s3") as r:
             want = (await r.scan()).to_pylist()
             meta_only = r.held_ranges(None)
-            plan = r.plan_now(None)
+            plan = r.plan_now(ScanRequest.parse())
             with_data = r.held_ranges(plan, 1 << 30)
             size, version = r.tail.info.size, r.tail.info.version
             n_objects = len(r.meta.objects)
@@ -42,14 +43,14 @@ async def test_a_reader_from_held_bytes_opens_with_no_request() -> None:
 
 async def test_older_versions_have_no_held_ranges() -> None:
     async with csup_async.open(str(REAL / "super" / "nested.csup")) as r:  # v16
-        assert r.held_ranges(r.plan_now(None), 1 << 20) is None
-        assert isinstance(r.plan_now(None), P.superdb.HeaderLayoutPlan)
+        assert r.held_ranges(r.plan_now(ScanRequest.parse()), 1 << 20) is None
+        assert isinstance(r.plan_now(ScanRequest.parse()), P.superdb.HeaderLayoutPlan)
 
 
 async def test_a_reader_from_held_bytes_reads_only_the_objects_kept() -> None:
     path = REAL / "super-main" / "minmax" / "parts.csup"  # objects of g = 0, 1, 2, 3, 4, 5
     async with csup_async.open(str(path)) as r:
-        held = r.held_ranges(r.plan_now(None), 1 << 20)
+        held = r.held_ranges(r.plan_now(ScanRequest.parse()), 1 << 20)
         size, version = r.tail.info.size, r.tail.info.version
         rows = [o.length for o in r.meta.objects]
     store, key, _ = await shared_store(str(path))
