@@ -211,7 +211,8 @@ class Dataset(ScanVerbs):
             cols += extra
         # a SuperDB file is planned by its reader (objects its min/max rule out left out)
         planned = dict(zip([f.url for f in own], await gather_or_cancel(
-            [f.plan(cols, filter=expr) for f in own]), strict=True))
+            [f.plan_with(dataclasses.replace(request, columns=None if cols is None else
+                                             tuple(cols))) for f in own]), strict=True))
         plan = P.plan_files(_entries(kept), cols, self.profile,  # type: ignore[arg-type]
                             target_task_bytes=target_task_bytes, planned=planned)
         if extra:  # a filter's column no file has is null: not missing
