@@ -150,6 +150,11 @@ class SyncReader:
         req = request(columns, filter=filter, filters=filters, rows=rows, limit=limit,
                       max_requests=max_requests, max_bytes=max_bytes,
                       on_progress=on_progress, path=self.path)
+        return self.scan_with(req)
+
+    def scan_with(self, req: Any) -> Any:
+        """:meth:`scan` of a request (``planner.request.ScanRequest``, checked where the
+        call entered: this face, or ``scan_polars``)."""
         return run(metered_verbs(self.reader, req).scan_with(req))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
@@ -214,8 +219,13 @@ class SyncReader:
                       prefetch=prefetch, max_requests=max_requests, max_bytes=max_bytes,
                       on_progress=on_progress, path=self.path)
         check_unions(unions)
+        return self.batches_with(req, unions)
+
+    def batches_with(self, req: Any, unions: str = "struct") -> BatchStream:
+        """:meth:`iter_batches` of a request (checked where the call entered)."""
         r = self.reader
         verbs = metered_verbs(r, req)
+        columns = None if req.columns is None else list(req.columns)
 
         def schema() -> ArrowSchema:
             if unions == "struct":
@@ -266,9 +276,13 @@ class SyncDataset:
         """Rows of every file in file order (``Dataset.scan``): those ``filter`` keeps,
         of the dataset's ``rows``, the first ``limit``; budget and progress over every
         file."""
-        return run(self.dataset.scan_with(request(
+        return self.scan_with(request(
             columns, filter=filter, filters=filters, limit=limit, rows=rows,
-            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress)))
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress))
+
+    def scan_with(self, req: Any) -> Any:
+        """:meth:`scan` of a request (checked where the call entered)."""
+        return run(self.dataset.scan_with(req))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
                  limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:

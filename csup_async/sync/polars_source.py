@@ -180,11 +180,10 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
 
     from ..scan.result import check_unions
 
-    # checked here, before anything is opened (each collect then scans with them)
-    batch_rows = request(batch_rows=batch_rows).batch_rows
+    # checked here, once, before anything is opened: each collect narrows this request
+    base = request(batch_rows=batch_rows, max_requests=max_requests, max_bytes=max_bytes,
+                   on_progress=on_progress)
     check_unions(unions)
-    spent = request(max_requests=max_requests, max_bytes=max_bytes,
-                    on_progress=on_progress).budget.keywords()
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
@@ -201,7 +200,7 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
 
     def frames(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
-        size = max(1, batch_size or batch_rows)
+        size = max(1, batch_size or base.batch_rows)
         pushed, whole = pushable_filter(predicate, converted, floats)
         wanted = list(with_columns) if with_columns is not None else names
         if predicate is not None:
@@ -210,7 +209,9 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
         else:
             read = wanted
         limit = n_rows if whole else None
-        for res in _results(handle, many, read, pushed, limit, size, spent):
+        req = base.but(columns=tuple(read) or None, filter=pushed, limit=limit,
+                       batch_rows=size)  # canonical names, an expression: no check again
+        for res in _results(handle, many, req):
             df = pl.DataFrame(res.exported(unions))
             if predicate is not None:
                 df = df.filter(predicate)
@@ -226,20 +227,20 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     return register_io_source(frames, schema=schema, is_pure=True, explain_name="csup")
 
 
-def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: int | None,
-             size: int, spent: dict[str, Any]) -> Iterator[Any]:
-    """Results of at most ``size`` rows for the columns, filter and limit (``spent``:
-    the read's budget and progress keywords)."""
-    if not many and pushed is None and limit is None:
-        with handle.iter_batches(columns, batch_rows=size, **spent) as batches:
+def _results(handle: Any, many: bool, req: Any) -> Iterator[Any]:
+    """Results of at most ``req.batch_rows`` rows for a collect's request (its columns,
+    the pushed filter and limit, the read's budget and progress)."""
+    size = req.batch_rows
+    if not many and req.filter is None and req.limit is None:
+        with handle.batches_with(req) as batches:
             yield from batches
         return
     try:
-        res = handle.scan(columns, filter=pushed, limit=limit, **spent)
+        res = handle.scan_with(req)
     except FilterError:  # types the filter model will not compare: polars filters alone
-        if pushed is None:
+        if req.filter is None:
             raise
-        res = handle.scan(columns, limit=None, **spent)
+        res = handle.scan_with(req.but(filter=None, limit=None))
     for start in range(0, max(res.num_rows, 1), size):
         if res.num_rows == 0:
             yield res

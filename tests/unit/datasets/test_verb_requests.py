@@ -203,3 +203,17 @@ def test_the_files_are_read_by_different_readers(files: list[str]) -> None:
     with csup_async.open_sync(files[0]) as r:
         assert r.scan(["id"], filter="id >= 38").column("id").to_pylist() == [38, 39]
     assert Path(files[0]).stat().st_size > 0
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_polars_collect_checks_nothing_again(files: list[str], parses: list[int],
+                                               many: bool) -> None:
+    """``scan_polars`` checks its arguments when called; each collect then narrows that
+    request (the columns, the pushed filter and limit polars asks for) and parses none."""
+    pl = pytest.importorskip("polars")
+    lf = csup_async.scan_polars(files if many else files[0], max_requests=100, batch_rows=8)
+    parses[0] = 0
+    got = lf.filter(pl.col("id") > 3).select("id").collect()
+    assert got.height == (2 * ROWS if many else ROWS) - 4
+    assert lf.select("s").head(3).collect().height == 3
+    assert parses[0] == 0
