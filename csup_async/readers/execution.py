@@ -14,7 +14,7 @@ from planner.coalescing import plan_ranges
 from planner.filters import bind
 from planner.program import ScanProgram
 from planner.request import NO_BUDGET, Budget, ScanRequest
-from planner.waves import plan_rows, runs_of
+from planner.waves import Wave, plan_rows, runs_of
 
 from .. import arrays as A
 from .. import scan as R
@@ -36,7 +36,7 @@ from ..scan.options import (
     ReadOptions,
 )
 from ..scan.result import ScanResult, ScanStats
-from ..scan.selection import iter_filtered, run_rows, scan_filtered
+from ..scan.selection import iter_filtered, run_program, run_wave
 
 
 class Execution:
@@ -184,22 +184,10 @@ class Execution:
         return res
 
     async def _run(self, plan: ScanProgram) -> ScanResult:
-        paths = list(plan.columns)
-        if plan.kind == "all":
-            return await R.scan_columns(self.target(), self.meta, plan.plan, paths,
-                                        self.read_options)
         cost = ScanStats(requests=plan.setup[0], bytes_read=plan.setup[1],
                          bytes_needed=plan.setup[2])
-        if plan.kind == "rows":
-            try:
-                res = await run_rows(self.target(), self.meta, plan.plan, plan.keep, paths,
-                                     plan.ranges, self.read_options, plan.rowmap)
-            except CsupError as e:
-                raise e.with_path(self.path) from None
-            return _charged(res, cost)
         try:
-            res = await scan_filtered(self.target(), self.meta, plan.plan, plan.work,
-                                      self.read_options, self.held_span(), plan.limit)
+            res = await run_program(self.target(), self.meta, plan, self.read_options)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
         return _charged(res, cost)
@@ -254,8 +242,9 @@ class Execution:
 
         async def run() -> ScanResult:
             try:
-                got = await run_rows(self.target(), self.meta, cut, keep, paths, ranges,
-                                     self.read_options, rowmap)
+                got = await run_wave(self.target(), self.meta,
+                                     Wave(tuple(paths), cut, ranges, keep, rowmap),
+                                     self.read_options)
             except CsupError as e:
                 raise e.with_path(self.path) from None
             res = _charged(got, cost)

@@ -13,7 +13,7 @@ from planner.program import ScanProgram
 from planner.pruning import type_has_path
 from planner.request import NO_BUDGET, ScanRequest
 from planner.selection import RowRanges
-from planner.waves import plan_filter, plan_rows
+from planner.waves import plan_filter, plan_row_map, plan_rows
 
 from ..model.errors import (
     ColumnNotFoundError,
@@ -85,7 +85,7 @@ class Planning:
         try:
             fplan, work = plan_filter(self.meta, expr, wanted, self.profile,
                                       self.held_span(), ranges, rowmap,
-                                      base if wanted == paths else None)
+                                      base if wanted == paths else None, limit)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
         return ScanProgram("filter", tuple(wanted), fplan, ranges, limit, rowmap=rowmap,
@@ -134,8 +134,9 @@ class Planning:
         if held is not None and (held.complete or (upto is not None and len(held.ids) >= upto)):
             return held, None
         try:
-            got, stats = await read_row_map(self.target(), self.meta, self.profile,
-                                            self.held_span(), self.read_options, upto)
+            got, stats = await read_row_map(
+                self.target(), plan_row_map(self.meta, self.profile, self.held_span(), upto),
+                self.read_options)
         except CsupError as e:
             raise e.with_path(self.path) from None
         if len(got.ids) <= ROW_MAP_HELD:
@@ -187,32 +188,14 @@ class Planning:
     def first_wave(self, program: ScanProgram | P.ScanPlan) -> tuple[int, int]:
         """``(requests, bytes)`` :meth:`execute` sends first for ``program``, exactly
         (a filtered scan's second wave is planned from the first one's matches)."""
-        if not isinstance(program, ScanProgram) or program.kind != "filter":
-            plan = program.plan if isinstance(program, ScanProgram) else program
-            return plan.request_count, plan.bytes_to_read
-        work, fplan = program.work, program.plan
-        if program.limit is not None and work.surviving is not None and work.full is not None:
-            # read piece by piece until enough rows matched (pipeline.selection): each
+        if not isinstance(program, ScanProgram):
+            return program.request_count, program.bytes_to_read
+        if program.work is not None and program.work.pieces is not None:
+            # read piece by piece until enough rows matched (scan.selection): each
             # piece is a wave of its own, checked (and totalled) before it is sent
             return 0, 0
-        if work.surviving is not None and not work.surviving.rows:  # nothing survives
-            plan = self._wave_plan(list(work.wanted), RowRanges(), work.rowmap,
-                                   fplan.profile)
-        elif work.first is None:  # no column to read: the rows' structure
-            paths = (list(work.filter_paths) if fplan.two_waves else
-                     list(dict.fromkeys([*work.wanted, *work.filter_paths])))
-            plan = self._wave_plan(paths, work.surviving, work.rowmap, fplan.profile)
-        else:
-            plan = work.first[0]
+        plan = program.wave.plan
         return plan.request_count, plan.bytes_to_read
-
-    def _wave_plan(self, paths: list[str], ranges: Any, rowmap: Any,
-                   profile: P.Profile) -> P.ScanPlan:
-        """The plan ``pipeline.selection`` reads ``paths`` of ``ranges`` with."""
-        plan = P.plan_scan(self.meta, paths, profile, available=self.held_span())
-        if ranges is None:
-            return plan
-        return plan_rows(self.meta, plan, ranges, verify_counts=False, rowmap=rowmap)[0]
 
     def _filter_expr(self, filter: Any) -> Any:
         """The filter as an expression; ColumnNotFoundError when it names a path no super

@@ -131,10 +131,7 @@ class ScanResult:
         that is left as an Arrow dense union instead of the struct form;
         ``fold=False`` keeps every union member exactly as written (``[null]`` beside
         ``[string]``: see :func:`csup_async.arrays.fold_nulls`), as dense unions."""
-        try:
-            import pyarrow as pa
-        except ImportError:
-            raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        pa = A.require("pyarrow", "to_arrow() needs pyarrow: pip install 'csup-async[arrow]'")
         if not fold:
             check_unions(unions)
             return pa.table({p: a.to_arrow(fold=False) for p, a in self.columns.items()})
@@ -166,24 +163,16 @@ class ScanResult:
         A column of several kinds takes polars' and Spark's one type by default
         (``unions="supertype"``: numbers float64, others their text); ``"struct"``
         keeps each member as :meth:`to_arrow` does."""
-        try:
-            import pandas  # noqa: F401
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise A.MissingDependencyError(
-                "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
-            ) from None
+        for module in ("pandas", "pyarrow"):
+            A.require(module, "to_pandas() needs pandas and pyarrow: "
+                      "pip install 'csup-async[pandas]'")
         return self.to_arrow(unions).to_pandas()
 
     def to_polars(self, unions: str = FRAME_UNIONS) -> Any:
         """A polars DataFrame over the Arrow capsule (no pyarrow needed).  A column of
         several kinds takes the one type ``pl.read_ndjson`` gives it by default
         (``unions="supertype"``); ``"struct"`` keeps each member (``to_arrow``'s)."""
-        try:
-            import polars as pl
-        except ImportError:
-            raise A.MissingDependencyError(
-                "to_polars() needs polars: pip install 'csup-async[polars]'") from None
+        pl = A.require("polars", "to_polars() needs polars: pip install 'csup-async[polars]'")
         check_unions(unions)
         self._last = unions
         return pl.DataFrame(self.exported(unions))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..arrays import MissingDependencyError
+from ..arrays import require
 from ..model.options import DEFAULT_BATCH_ROWS
 from .facade import is_many, open_sync, read, request
 
@@ -37,11 +37,7 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     text, as polars and Spark type it); ``unions="struct"`` keeps each member in a
     STRUCT.  ``options`` are those of ``open`` (``open_dataset`` for several).
     """
-    try:
-        import duckdb
-    except ImportError:
-        raise MissingDependencyError(
-            "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
+    duckdb = require("duckdb", "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'")
     from ..scan.result import check_unions
 
     # checked here, before anything is opened

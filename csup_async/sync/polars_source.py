@@ -19,7 +19,7 @@ from typing import Any
 from planner.filters import FilterError, col, columns_of
 from planner.paths import format_path
 
-from ..arrays import MissingDependencyError
+from ..arrays import require
 from ..arrays.nested import has_union
 from ..model.options import DEFAULT_BATCH_ROWS
 from .facade import is_many, open_dataset_sync, open_sync, request
@@ -147,12 +147,7 @@ def _names(expr: Any) -> set[str]:
 
 
 def _polars() -> Any:
-    try:
-        import polars as pl
-    except ImportError:
-        raise MissingDependencyError(
-            "scan_polars needs polars: pip install 'csup-async[polars]'") from None
-    return pl
+    return require("polars", "scan_polars needs polars: pip install 'csup-async[polars]'")
 
 
 def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
