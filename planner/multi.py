@@ -9,8 +9,11 @@ Pruning (each pruned file is reported with its reason and row count):
 
 A file whose metadata has no column index (a SuperDB header-layout CSUP file, a
 BSUP stream: anything but a :class:`~csup_async.meta.FileMeta`) has no byte
-ranges to plan here: it is listed in ``MultiPlan.whole``, and its reader's own
-scan reads it (the caller runs it; no task holds it).
+ranges to plan here.  When its reader planned it (``planned``: a SuperDB file's
+:class:`~planner.superdb.HeaderLayoutPlan`, the objects its min/max rule out
+already left out) that plan is packed into tasks like ours; otherwise (a BSUP
+stream) it is listed in ``MultiPlan.whole``, and its reader's own scan reads it
+(the caller runs it; no task holds it).
 
 The last two drop files whose rows would only produce nulls.  That is what a
 scan of values wants; a consumer that must keep row counts (``count(*)``, or
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from csup_async.format.meta import FileMeta
 from csup_async.model.errors import ColumnNotFoundError
@@ -71,7 +75,15 @@ class FileScan:
 
     @property
     def meta(self) -> FileMeta:
-        return self.plan.meta
+        """The file's metadata (a plan its own reader made, of a SuperDB file, has none
+        here: None)."""
+        return getattr(self.plan, "meta", None)  # type: ignore[return-value]
+
+    @property
+    def objects_pruned(self) -> int:
+        """Objects of a SuperDB file its min/max ruled out (0 for ours: zones count
+        in the plan)."""
+        return int(getattr(self.plan, "pruned", 0) or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +123,8 @@ class TaskFile:
 
     @property
     def meta(self) -> FileMeta:
-        return self.plan.meta
+        """As :attr:`FileScan.meta` (None for a SuperDB file's own plan)."""
+        return getattr(self.plan, "meta", None)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +155,11 @@ class MultiPlan:
     def amplification(self) -> float:
         return self.bytes_to_read / self.bytes_needed if self.bytes_needed else 1.0
 
+    @property
+    def objects_pruned(self) -> int:
+        """Objects of the files read (SuperDB's) that their min/max ruled out."""
+        return sum(f.objects_pruned for f in self.files)
+
     def explain(self, limit: int = 20) -> str:
         return explain_multi(self, limit)
 
@@ -150,7 +168,8 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
                columns: Iterable[str] | str | None = None, profile: str | Profile = "s3", *,
                target_task_bytes: int | None = DEFAULT_TARGET_TASK_BYTES,
                request_cost: int | None = None, split_files: bool = False,
-               max_amplification: float | None = None, strict: bool = False) -> MultiPlan:
+               max_amplification: float | None = None, strict: bool = False,
+               planned: Mapping[str, Any] | None = None) -> MultiPlan:
     """Plan a scan of many files' loaded metadata: prune, plan each file, pack into tasks.
 
     ``files`` holds ``(name, meta)`` or ``(name, meta, available)`` entries, or
@@ -158,6 +177,8 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
     when a path exists in no file.  ``target_task_bytes=None`` plans each file and
     packs none (``tasks`` is empty): for a caller that packs its own units of work
     (Spark's partitions carry more than these plans) with :func:`.packing.pack`.
+    ``planned`` maps a file without a column index to the plan its reader made
+    (a SuperDB file's ``HeaderLayoutPlan``), which is then packed as ours.
     """
     prof = with_amplification(get_profile(profile), max_amplification)
     if target_task_bytes is not None and target_task_bytes < 1:
@@ -178,10 +199,17 @@ def plan_files(files: Iterable[FileEntry] | Mapping[str, FileMeta],
                 for k, (_, comps) in enumerate(parsed):
                     if not seen[k] and any(_has_path(t, comps) for t in meta.super_types):
                         seen[k] = True
+            own = (planned or {}).get(name)
             if meta.row_count == 0:
                 pruned.append(PrunedFile(name, NO_ROWS, 0))
-            else:
+            elif own is None and name in (planned or {}):  # its reader: nothing to read
+                pruned.append(PrunedFile(name, NO_REQUESTED_PATH, meta.row_count))
+            elif own is None:
                 whole.append(WholeFile(name, meta.row_count, int(meta.object_size)))
+            elif parsed is not None and len(own.missing_paths) == n_paths:
+                pruned.append(PrunedFile(name, NO_REQUESTED_PATH, meta.row_count))
+            else:
+                kept.append(FileScan(name, own))
             continue
         res = resolve_parsed(meta, parsed)
         if parsed is not None:
@@ -276,6 +304,9 @@ def explain_multi(mp: MultiPlan, limit: int = 20) -> str:
            else "the tail reads held " + ("them" if not mp.bytes_to_read else "the rest"))
     out.append(f"requests: {mp.request_count:,}, {human(mp.bytes_to_read)} to read for "
                f"{human(mp.bytes_needed)} needed ({amp})")
+    if mp.objects_pruned:
+        out.append(f"objects ruled out by their min/max (SuperDB files): "
+                   f"{mp.objects_pruned:,}")
     out.append("tasks:")
     for t in mp.tasks[:limit]:
         names = ", ".join(shown(f.name) for f in t.files[:3])

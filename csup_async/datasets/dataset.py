@@ -187,8 +187,10 @@ class Dataset(ScanVerbs):
 
         With ``filter`` (an expression or its text form), files its partition part
         rules out are left out before any is opened (partition columns themselves
-        need no reads), and files whose segment statistics prove it false for every
-        row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
+        need no reads), and files whose segment statistics (a SuperDB file: its
+        objects' min/max) prove it false for every row are listed in ``pruned`` with
+        the reason ``planner.pruning.STATISTICS``; a SuperDB file's objects they rule
+        out are counted in ``objects_pruned``."""
         request = ScanRequest.parse(columns, filter=filter, filters=filters)
         expr = request.filter
         cands = self._by_partition(expr)
@@ -197,6 +199,8 @@ class Dataset(ScanVerbs):
         keep = await self._may_match(cands, expr)
         kept = [f.reader for f, k in zip(cands, keep, strict=True) if k]
         pruned = [f.reader for f, k in zip(cands, keep, strict=True) if not k]
+        own = [f for f, k in zip(cands, keep, strict=True)
+               if k and getattr(f.reader, "header_layout", False)]
         names = set(self._partition_names())
         cols = ([c for c in request.columns if c not in names]
                 if request.columns is not None else None)
@@ -205,8 +209,12 @@ class Dataset(ScanVerbs):
             extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(expr))
                      if c not in names and c not in cols]
             cols += extra
+        # a SuperDB file is planned by its reader (objects its min/max rule out left out)
+        planned = dict(zip([f.url for f in own], await gather_or_cancel(
+            [f.plan_with(dataclasses.replace(request, columns=None if cols is None else
+                                             tuple(cols))) for f in own]), strict=True))
         plan = P.plan_files(_entries(kept), cols, self.profile,  # type: ignore[arg-type]
-                            target_task_bytes=target_task_bytes)
+                            target_task_bytes=target_task_bytes, planned=planned)
         if extra:  # a filter's column no file has is null: not missing
             plan = dataclasses.replace(plan, missing_paths=tuple(
                 p for p in plan.missing_paths if p not in extra))
@@ -552,17 +560,28 @@ class Dataset(ScanVerbs):
 
     # ---------------------------------------------------------------- checks ---
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
-        """``(kept, pruned)``: the open files whose segment statistics do not, and do,
-        prove ``filter`` false for every row (no request: the metadata is loaded)."""
-        from planner.pruning import prune_files
+        """``(kept, pruned)``: the open files whose segment statistics (a SuperDB file:
+        its objects' min/max) do not, and do, prove ``filter`` false for every row (no
+        request: the metadata is loaded)."""
+        from planner.filters import Truth
+        from planner.pruning import file_truth
 
         from ..format.colvalue import segment_stats
 
-        readers = self.readers
+        expr = ScanRequest.parse(filter=filter).filter
         unknown = {(n,) for n in self._partition_names()}
-        verdict = prune_files([r.meta for r in readers], ScanRequest.parse(filter=filter).filter,
-                              segment_stats, unknown=unknown)
-        return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
+        kept: list[Reader] = []
+        pruned: list[Reader] = []
+        for r in self.readers:
+            if getattr(r, "header_layout", False):
+                truth = r.filter_truth(expr, unknown)  # type: ignore[attr-defined]
+            elif getattr(r, "bsup", False):
+                truth = Truth.MAYBE
+            else:
+                truth = file_truth(r.meta, expr, segment_stats,  # type: ignore[arg-type]
+                                   unknown=unknown)
+            (pruned if truth is Truth.FALSE else kept).append(r)
+        return kept, pruned
 
     def _check_filter_paths(self, filter: Expr | None) -> None:
         """ColumnNotFoundError when the filter names a data path no file of the dataset

@@ -75,9 +75,16 @@ class DatasetScanPlan:
     files: tuple[ScannedFile, ...]
     pruned: tuple[P.PrunedFile, ...]
 
+    @property
+    def objects_pruned(self) -> int:
+        """Objects of the SuperDB files read that their min/max ruled out (not read)."""
+        return sum(int(getattr(f.plan, "pruned", 0) or 0) for f in self.files)
+
     def explain(self) -> str:
         lines = [f"dataset scan: {len(self.files)} objects read, {len(self.pruned)} "
                  f"needed no data request"]
+        if self.objects_pruned:
+            lines.append(f"  SuperDB objects ruled out by their min/max: {self.objects_pruned}")
         lines += [f"  pruned {redact_url(p.name)}: {p.reason}" for p in self.pruned[:20]]
         return "\n".join(lines)
 
@@ -212,6 +219,10 @@ class Fragment(ScanVerbs):
         r = await self.open()
         if getattr(r, "bsup", False):  # a BSUP stream: no statistics, nothing proved
             return True
+        if getattr(r, "header_layout", False):  # SuperDB: each object's min/max
+            from planner.filters import Truth
+
+            return r.filter_truth(spec) is not Truth.FALSE  # type: ignore[attr-defined]
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import planner as P
-from planner.filters import Truth, zone_truth
+from planner.filters import Truth
 from planner.request import ScanRequest
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
@@ -77,11 +77,11 @@ class HeaderLayoutReader(WholeObjectReader):
     meta: FileView  # type: ignore[assignment]
 
     async def _load_header_layout(self, tail: TailRead, t0: float, head: bytes | None,
-                                  speculative: Any = None) -> None:
+                                  speculative: Any = None, held: Sequence[Any] = ()) -> None:
         if is_v23_tail(tail.data, tail.offset, tail.info.size):
             from .superdb23 import load_v23
 
-            await load_v23(self, tail, t0, head, FileView, speculative)
+            await load_v23(self, tail, t0, head, FileView, speculative, held)
             return
         from .headhint import drop_head, remember
 
@@ -208,13 +208,35 @@ class HeaderLayoutReader(WholeObjectReader):
     def _kept(self, expr: Any, objects: Sequence[ObjectMeta] | None = None
               ) -> list[ObjectMeta]:
         """The objects whose metadata does not prove the filter false."""
-        from ..scan.superdb.pruning import object_stats
+        from ..scan.superdb.pruning import object_truths
 
         objs = self.meta.objects if objects is None else objects
         if expr is None:
             return list(objs)
-        return [o for o in objs
-                if zone_truth(expr, lambda p, o=o: object_stats(o, p)) != Truth.FALSE]
+        return [o for o, t in zip(objs, object_truths(objs, expr), strict=True)
+                if t is not Truth.FALSE]
+
+    def held_ranges(self, plan: Any = None, budget: int = 0) -> Any:
+        """What a reader made elsewhere needs to open this v23 file with no request
+        (:func:`.superdb23.held_ranges`; None for older versions)."""
+        from .superdb23 import held_ranges
+
+        return held_ranges(self, plan, budget)
+
+    def keep_objects(self, indices: Sequence[int]) -> None:
+        """Read only these objects from now on (a Spark task whose driver proved the others
+        hold no row its pushed filters keep: Spark filters the rows read anyway)."""
+        m = self.meta
+        self.meta = FileView(tuple(m.objects[i] for i in indices), m.object_size,
+                             m.super_types)
+
+    def filter_truth(self, expr: Any, unknown: Any = ()) -> Truth:
+        """What the objects' min/max prove of ``expr`` (an expression) over the whole
+        file, no request: a dataset skips a file they prove false
+        (:func:`~csup_async.scan.superdb.pruning.file_truth`)."""
+        from ..scan.superdb.pruning import file_truth
+
+        return file_truth(self.meta, expr, unknown)
 
     def _matching(self, expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
         """The rows of ``res`` the filter keeps, columns ``wanted``."""
@@ -223,6 +245,11 @@ class HeaderLayoutReader(WholeObjectReader):
 
     async def plan_with(self, request: ScanRequest) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
+        return self.plan_now(request)
+
+    def plan_now(self, request: ScanRequest) -> HeaderLayoutPlan:
+        """:meth:`plan_with`, which makes no request, called where no loop runs (a Spark
+        driver's planning step)."""
         rows, limit = request.rows, request.limit
         paths = self.paths_of(request)
         self._check_paths(paths)
@@ -498,7 +525,8 @@ class HeaderLayoutReader(WholeObjectReader):
         types = self._types(read)
         starts = self._starts()
         stats = ScanStats()
-        plan = self._hl_plan(read, kept)
+        plan = dataclasses.replace(self._hl_plan(read, kept), pruned=len(
+            self._objects_for(lo, hi)[0]) - len(kept))  # what explain() counts
         parts = []
         for o, oplan in zip(kept, plans, strict=True):
             cols, _ = await self._read(read, [o], stats, oplan)
@@ -685,8 +713,8 @@ def record_fields(t: Type) -> list[str]:
 
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
-                           head: bytes | None = None, speculative: Any = None
-                           ) -> HeaderLayoutReader:
+                           head: bytes | None = None, speculative: Any = None,
+                           held: Sequence[tuple[int, bytes]] = ()) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
     ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
     read, see :mod:`.headhint`), every object's header and metadata read."""
@@ -695,7 +723,7 @@ async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
     try:
-        await new._load_header_layout(tail, t0, head, speculative)
+        await new._load_header_layout(tail, t0, head, speculative, held)
     except BaseException:
         from .headhint import drop_head
 

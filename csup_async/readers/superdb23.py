@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import planner as P
@@ -43,10 +43,12 @@ if TYPE_CHECKING:
 
 
 async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
-                   view: Any, speculative: Any = None) -> None:
+                   view: Any, speculative: Any = None,
+                   held: Sequence[tuple[int, bytes]] = ()) -> None:
     """Read the parts and objects of the v23 file ``self`` (a HeaderLayoutReader) opened
     on ``tail``; ``view``: the class of its ``meta`` (readers.superdb.FileView);
-    ``speculative``: a head read sent with the tail read (:mod:`.headhint`)."""
+    ``speculative``: a head read sent with the tail read (:mod:`.headhint`); ``held``:
+    ``(offset, bytes)`` held already (a Spark driver's, shipped: :mod:`.held23`)."""
 
     if head is None and speculative is not None:
         head = await _speculated(self, tail, speculative)
@@ -54,9 +56,9 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     buf = HeldBytes()
     buf.add(tail.offset, tail.data)
     self._held = [(tail.offset, tail.data)]
-    if head is not None:
-        buf.add(0, head)
-        self._held.append((0, head))
+    for off, data in [*([(0, head)] if head is not None else []), *held]:
+        buf.add(off, data)
+        self._held.append((off, data))
     reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
     first_reads = reqs
     head_read = head is not None
@@ -254,3 +256,31 @@ def footer_type(tail: TailRead) -> Type | None:
         return None  # opening the file says what is wrong with it
     parts.reverse()
     return fused_type(tuple(parts))
+
+
+def held_ranges(self: Any, plan: Any = None, budget: int = 0
+                ) -> tuple[tuple[int, bytes], ...] | None:
+    """``(offset, bytes)`` of the v23 file ``self`` (an open HeaderLayoutReader) that a
+    reader made by :func:`from_held` needs for its open: every part's footer and
+    trailer, every object's header and metadata; and the bytes of the segments
+    ``plan``'s columns need that the open's reads hold already (a small file's data),
+    when they fit ``budget``.
+    None for a file of another version (its reader opens it again)."""
+    parts = getattr(self, "parts", None)
+    if not parts or self.meta.version < 23:
+        return None
+    spans = [(p.footer, p.end) for p in parts]
+    spans += [(o.offset, o.data_offset) for o in self.meta.objects]
+    if plan is not None:
+        segs = self._segments(list(plan.paths), self.meta.objects)
+        data = [(g.offset, g.offset + g.length) for g in segs
+                if g.length and self._buf.covers(g.offset, g.length)]
+        if sum(b - a for a, b in data) <= budget:
+            spans += data
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return tuple((a, bytes(self._buf.get(a, b - a))) for a, b in merged if b > a)

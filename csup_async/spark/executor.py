@@ -32,6 +32,7 @@ from .. import arrays as A
 from ..datasets.dataset import Dataset
 from ..datasets.fragment import Fragment
 from ..model.errors import CsupError
+from ..readers.held23 import from_held
 from ..readers.opening import open as open_reader
 from ..readers.reader import reader_from_meta
 from ..stores import Store, shared_store
@@ -59,6 +60,10 @@ def fragment_of(fp: FilePart, paths: list[str], store: Store,
     requests, are held by its reader, so they cost no request.  A file with no column
     index (``fp.whole``: SuperDB header layout, BSUP) is opened here and read by its
     reader's own scan."""
+    if fp.whole and fp.held is not None:  # a v23 file: opened from the driver's bytes
+        held = fp.held
+        return Fragment(fp.url, opener=lambda url: from_held(
+            url, fp.size, fp.version, held, store=store, objects=fp.objects, **reader_opts))
     if fp.whole:
         return Fragment(fp.url, opener=lambda url: open_reader(url, store=store, **reader_opts))
     reader = reader_from_meta(fp.url, fp.meta, fp.version, store=store,

@@ -7,7 +7,9 @@ Two proofs, both from the metadata the driver loaded (no data read):
   decides a filter for the whole file when its column is null throughout:
   comparisons, ``IN`` and the string matches are then never true (SQL's null),
   ``IS NOT NULL`` is false and ``IS NULL`` true.
-* **Segment statistics.**  Spark's filters are mapped to ``planner.filters``
+* **Segment statistics** (a SuperDB file: each object's min/max, the same
+  ``zone_truth``: a file is ruled out when every object is).  Spark's filters are
+  mapped to ``planner.filters``
   expressions (:func:`to_expr`: ``EqualTo``, the four comparisons, ``In``,
   ``IsNull``, ``IsNotNull``, ``StringStartsWith``, ``EqualNullSafe``, ``And``,
   ``Or``, ``Not``), and ``planner.pruning`` folds each file's segment bounds into
@@ -91,12 +93,37 @@ def outcome(f: Any, is_null: Callable[[str], bool], paths: Mapping[str, str]) ->
     return NULL
 
 
-def null_paths(meta: FileMeta, paths: Sequence[str]) -> set[str]:
-    """The paths that are null in every row of the file: missing there, or all null."""
+def null_paths(meta: Any, paths: Sequence[str]) -> set[str]:
+    """The paths that are null in every row of the file: missing there, or all null (a
+    SuperDB file: those no super type has)."""
     if not paths:
         return set()
+    if _superdb(meta):
+        from ..scan.superdb.columns import type_at
+
+        return {p for p in dict.fromkeys(paths) if all(
+            type_at(t, P.parse_path(p)) is None for t in meta.super_types)}
     res = P.resolve_paths(meta, list(dict.fromkeys(paths)))
     return set(res.missing_paths) | set(res.null_paths)
+
+
+def _superdb(meta: Any) -> bool:
+    """A SuperDB file's metadata (its objects' min/max prove filters: v23, v16, v14)."""
+    return hasattr(meta, "objects") and not isinstance(meta, FileMeta)
+
+
+def _provable(meta: Any) -> bool:
+    return isinstance(meta, FileMeta) or _superdb(meta)
+
+
+def _truth(meta: Any, expr: F.Expr) -> F.Truth:
+    """What a file's statistics prove of ``expr``: our segment statistics, or a SuperDB
+    file's objects' min/max (the same ``zone_truth``)."""
+    if _superdb(meta):
+        from ..scan.superdb.pruning import file_truth as superdb_truth
+
+        return superdb_truth(meta, expr)
+    return file_truth(meta, expr, segment_stats)
 
 
 def decide(filters: Sequence[Any], metas: Sequence[FileMeta], paths: Mapping[str, str]
@@ -112,8 +139,8 @@ def decide(filters: Sequence[Any], metas: Sequence[FileMeta], paths: Mapping[str
     kept: list[int] = []
     reasons: list[str | None] = []
     for i, meta in enumerate(metas):
-        if not isinstance(meta, FileMeta):  # no column index (SuperDB, BSUP): no proof
-            reasons.append(None)            # either way; its rows are filtered by Spark
+        if not _provable(meta):  # a BSUP stream: no proof either way; its rows are
+            reasons.append(None)  # filtered by Spark
             kept.append(i)
             decided_true = [False] * len(filters)
             continue
@@ -134,6 +161,15 @@ def decide(filters: Sequence[Any], metas: Sequence[FileMeta], paths: Mapping[str
     return kept, reasons, remaining
 
 
+def conjunction(filters: Sequence[Any], paths: Mapping[str, str]) -> F.Expr | None:
+    """The mapped filters (:func:`to_expr`) as one expression, true on every row all of
+    Spark's filters are true on (None: none maps): what statistics may rule rows out by."""
+    mapped = [m.expr for f in filters if (m := to_expr(f, paths)) is not None]
+    if not mapped:
+        return None
+    return mapped[0] if len(mapped) == 1 else F.And(tuple(mapped))
+
+
 def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
                    paths: Mapping[str, str], kept: list[int], reasons: list[str | None],
                    decided_true: list[bool]) -> tuple[list[int], list[str | None], list[bool]]:
@@ -142,22 +178,23 @@ def _by_statistics(filters: Sequence[Any], metas: Sequence[FileMeta],
     mapped = [(k, m) for k, f in enumerate(filters) if (m := to_expr(f, paths)) is not None]
     if not mapped or not kept:
         return kept, reasons, decided_true
-    conj = mapped[0][1].expr if len(mapped) == 1 else F.And(tuple(m.expr for _, m in mapped))
+    conj = conjunction(filters, paths)
+    assert conj is not None
     text = "statistics of " + " AND ".join(describe(filters[k]) for k, _ in mapped)
     still: list[int] = []
     for i in kept:
-        if not isinstance(metas[i], FileMeta):
+        if not _provable(metas[i]):
             still.append(i)
             continue
-        if file_truth(metas[i], conj, segment_stats) is F.Truth.FALSE:
+        if _truth(metas[i], conj) is F.Truth.FALSE:
             reasons[i] = text
         else:
             still.append(i)
     decided = list(decided_true)
     for k, m in mapped:
         if m.exact and not decided[k] and still and all(
-                isinstance(metas[i], FileMeta)
-                and file_truth(metas[i], m.expr, segment_stats) is F.Truth.TRUE for i in still):
+                _provable(metas[i]) and _truth(metas[i], m.expr) is F.Truth.TRUE
+                for i in still):
             decided[k] = True
     return still, reasons, decided
 

@@ -43,6 +43,9 @@ class LoadedFile:
     url: str
     meta: FileMeta
     tail: TailRead
+    #: a SuperDB file's reader (closed: what it read stays), which plans its reads and
+    #: cuts the metadata bytes a task's reader opens from (readers/held23.py)
+    reader: Any = None
 
 
 @dataclass(repr=False)
@@ -143,7 +146,9 @@ async def load(settings: Settings, filters: Sequence[Any] = (),
                           time.perf_counter() - t0, parts, pruned, urls)
         async with open_dataset(urls, store=store, file_concurrency=settings.file_concurrency,
                                 **settings.reader_options()) as ds:
-            files = [LoadedFile(r.key, r.meta, r.tail) for r in ds.readers]
+            files = [LoadedFile(r.key, r.meta, r.tail,
+                                r if getattr(r, "header_layout", False) else None)
+                     for r in ds.readers]
             reqs = sum(r.open_stats.requests for r in ds.readers)
             profile = ds.profile
     finally:

@@ -36,12 +36,13 @@ from pyspark.sql.datasource import InputPartition
 
 import planner as P
 from planner.packing import NEAREST, Packing, Target, Unit, pack
+from planner.request import ScanRequest
 
 from ..format.meta import FileMeta
 from ..model.budget import check_budget
 from ..stores import TailRead, redact_url
-from .filters import decide, describe
-from .listing import Loaded
+from .filters import conjunction, decide, describe
+from .listing import Loaded, LoadedFile
 from .options import Settings
 
 log = logging.getLogger("csup_async.spark")
@@ -61,6 +62,14 @@ class FilePart:
     whole: bool = False
     """A file with no column index (SuperDB header layout, BSUP): the executor opens it
     and its reader's own scan reads it (no byte plan ships)."""
+    held: tuple[tuple[int, bytes], ...] | None = field(default=None, repr=False)
+    """A v23 file's metadata bytes (and its data's, when the driver held them within
+    ``shipTailBytes``): the executor's reader opens from them, no request
+    (readers/held23.py); None: it opens the file itself."""
+    size: int = 0  # of the object (for ``held``)
+    objects: tuple[int, ...] | None = field(default=None, repr=False)
+    """The only objects of a v23 file the task reads: the driver proved the others hold
+    no row the pushed filters keep (None: every object)."""
 
     def __repr__(self) -> str:  # Spark shows partitions' files in task descriptions
         return f"FilePart(url={redact_url(self.url)!r}, rows={self.rows})"
@@ -113,6 +122,83 @@ def _ship(fs: P.FileScan, tail: TailRead, budget: int
     return tuple((a, tail.data[a - base : b - base]) for a, b in runs)
 
 
+def _scan_parts(scans: list[P.FileScan], by_url: dict[str, LoadedFile], paths: list[str],
+                profile: P.Profile, budget: int, cost: int, conj: Any = None
+                ) -> tuple[list[tuple[FilePart, int]], int]:
+    """The planned files' parts, each with its weight (bytes to decode plus ``cost`` per
+    request), and the bytes shipped with them (at most ``budget``)."""
+    parts: list[tuple[FilePart, int]] = []
+    shipped = 0
+    for fs in scans:
+        lf = by_url[fs.name]
+        if lf.reader is not None:  # SuperDB: its reader, opened from the bytes shipped
+            part, size = _superdb_part(fs, lf, budget, cost, conj)
+            budget -= size
+            shipped += size
+            parts.append(part)
+            continue
+        plan, served = fs.plan, _ship(fs, lf.tail, budget)
+        if served is None:
+            plan, served = P.plan_scan(lf.meta, paths, profile, available=None), ()
+        size = sum(len(b) for _, b in served)
+        budget -= size
+        shipped += size
+        parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
+                      plan.bytes_needed + cost * plan.request_count))
+    return parts, shipped
+
+
+def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
+    """The plans SuperDB files' readers make of the paths they have (None: none of
+    them; the file's rows are nulls); no request."""
+    out: dict[str, Any] = {}
+    for f in files:
+        r = f.reader
+        if r is None:
+            continue
+        have = [p for p in paths if not r.missing_paths([p])]
+        out[f.url] = r.plan_now(ScanRequest.parse(have)) if have else None
+    return out
+
+
+def _superdb_part(fs: P.FileScan, lf: LoadedFile, budget: int, cost: int,
+                  conj: Any = None) -> tuple[tuple[FilePart, int], int]:
+    """A SuperDB file's part (its weight: its plan's reads) and the bytes shipped with it:
+    a v23 file's metadata, and the data the driver holds when within ``budget``, so the
+    task's reader opens with no request (older versions: the task opens the file); the
+    objects whose min/max rule the pushed filters' conjunction ``conj`` out are left to
+    no task (``FilePart.objects``)."""
+    r, plan = lf.reader, fs.plan
+    held = r.held_ranges(plan, budget)
+    size = sum(len(b) for _, b in held or ())
+    if held is not None and size > budget:  # the metadata alone
+        held = r.held_ranges(plan, 0)
+        size = sum(len(b) for _, b in held or ())
+    keep = _kept_objects(lf.meta, conj) if held is not None else None
+    rows = lf.meta.row_count if keep is None else sum(lf.meta.objects[i].length for i in keep)
+    part = FilePart(fs.name, None if held is not None else lf.meta,  # type: ignore[arg-type]
+                    lf.tail.info.version, None, rows, whole=True, held=held,
+                    size=lf.tail.info.size, objects=keep)
+    return (part, plan.bytes_to_read + cost * plan.request_count), size
+
+
+def _kept_objects(meta: Any, conj: Any) -> tuple[int, ...] | None:
+    """The objects of a SuperDB file whose min/max do not prove ``conj`` false (None:
+    every one, or no conjunction)."""
+    if conj is None:
+        return None
+    from planner.filters import Truth
+
+    from ..scan.superdb.pruning import object_truths, typed_filter
+
+    typed = typed_filter(meta, conj)
+    if typed is None:
+        return None
+    keep = tuple(i for i, t in enumerate(object_truths(meta.objects, typed))
+                 if t is not Truth.FALSE)
+    return None if len(keep) == len(meta.objects) else keep
+
+
 def _check_plan_budget(settings: Settings, report: dict[str, Any], files: int,
                        partitions: int) -> None:
     """A BudgetError on the driver when the plan's requests or bytes pass the query's
@@ -153,26 +239,16 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     whole: list[P.WholeFile] = []
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
-        mp = P.plan_files(entries, paths, profile, target_task_bytes=None)
+        mp = P.plan_files(entries, paths, profile, target_task_bytes=None,
+                          planned=_own_plans(kept, paths))
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
         whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
         scans, cost = [], profile.breakeven
         nothing = [P.PrunedFile(f.url, P.NO_REQUESTED_PATH, f.meta.row_count) for f in kept]
     floor, cost = cost, max(1, cost // settings.file_concurrency)
-    parts: list[tuple[FilePart, int]] = []
-    budget = settings.ship_tail_bytes
-    shipped = 0
-    for fs in scans:
-        lf = by_url[fs.name]
-        plan, served = fs.plan, _ship(fs, lf.tail, budget)
-        if served is None:
-            plan, served = P.plan_scan(lf.meta, paths, profile, available=None), ()
-        size = sum(len(b) for _, b in served)
-        budget -= size
-        shipped += size
-        parts.append((FilePart(fs.name, lf.meta, lf.tail.info.version, plan, None, served),
-                      plan.bytes_needed + cost * plan.request_count))
+    parts, shipped = _scan_parts(scans, by_url, paths, profile, settings.ship_tail_bytes,
+                                 cost, conjunction(filters, name_to_path) if filters else None)
     for wf in whole:  # the executor opens and reads it (its reader's own scan)
         lf = by_url[wf.name]
         parts.append((FilePart(wf.name, lf.meta, lf.tail.info.version, None, wf.rows,
@@ -192,6 +268,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     partitions = [CsupPartition(i, tuple(parts[u][0] for u in t.units), cols, t.key or ())
                   for i, t in enumerate(packing.tasks)]
     reads = [fp.plan for fp, _ in parts if fp.plan is not None]
+    reads += [fs.plan for fs in scans if by_url[fs.name].reader is not None]
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)
     report = {
         "paths": [redact_url(p) for p in settings.paths],
@@ -203,6 +280,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
         "pruned_by": dict(reasons_count),
         "files_null_rows": null_files,
         "files_read": len(reads) + len(whole),
+        "objects_pruned": sum(len(by_url[fp.url].meta.objects) - len(fp.objects)
+                              for fp, _ in parts if fp.objects is not None),
         "files_read_whole": len(whole),
         "partitions": len(partitions),
         "target_partition_bytes": target,
