@@ -37,6 +37,7 @@ from ..format.superdb.v23 import (
 from ..model.errors import CsupError, LimitError, TruncatedError
 from ..model.types import Type
 from ..scan.superdb.held import HeldBytes
+from .parsememo import parse_memo
 
 if TYPE_CHECKING:
     from ..stores import TailRead
@@ -117,9 +118,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     await read(have, start + n - have)
                 if reqs == first_reads + (1 if head_read and head is None else 0):
                     in_first += 1
-                objects.append(parse_metadata(
-                    buf.get(start, hdr.meta_size), off, hdr,
-                    bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
+                objects.append(_parsed(self, buf, start, off, hdr, size))
                 largest = max(largest, n)
                 off += hdr.object_size
                 in_part += 1
@@ -139,6 +138,26 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     from .headhint import remember
 
     remember(self.store, self.key, head_read and tail.offset > 0)
+
+
+def _parsed(self: Any, buf: HeldBytes, start: int, off: int, hdr: Header, size: int
+            ) -> ObjectMeta5:
+    """The metadata of the object at ``off`` (its metadata and types sections from
+    ``start``, held in ``buf``): parsed, or as this process parsed the same bytes of the
+    same object of the same file before (:mod:`.parsememo`, as v14/v16 and the trailer
+    layout do).  The parsed object keeps what scans learn of it (its typedefs, which
+    fusion subtypes hold unions), so a warm open skips those too."""
+    n = hdr.meta_size + hdr.type_size
+    memo = parse_memo()
+    key = memo.key(buf.get(start, n), ("superdb23", self.path, off, hdr), size,
+                   self.max_metadata)
+    known = memo.get(key)
+    if known is not None:
+        return known[0]  # type: ignore[no-any-return]
+    obj = parse_metadata(buf.get(start, hdr.meta_size), off, hdr,
+                         bytes(buf.get(start + hdr.meta_size, hdr.type_size)))
+    memo.put(key, obj)
+    return obj
 
 
 async def _speculated(self: Any, tail: TailRead, spec: Any) -> bytes | None:

@@ -22,6 +22,7 @@ uncompressed size of their offsets).
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,9 +102,16 @@ def parse_footer(b: bytes | memoryview, at: int, type_size: int) -> Type:
         raise FormatError(f"CSUP footer at byte {at} holds a {n}-byte type, its trailer "
                           f"says {type_size}")
     try:
-        return bsup5.decode_type_value(b[FOOTER_HEADER:FOOTER_HEADER + n])
+        return _footer_type(bytes(b[FOOTER_HEADER:FOOTER_HEADER + n]))
     except FormatError as e:
         raise FormatError(f"CSUP footer at byte {at}: {e}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _footer_type(b: bytes) -> Type:
+    """A footer's fused type, by its bytes: every open of a file parses its footer, and
+    a wide fused type is hundreds of type values (types are immutable: shared)."""
+    return bsup5.decode_type_value(b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,10 @@ class ObjectMeta5(ObjectMeta):
 
     types_bytes: bytes = b""
     _table: list[Any] = field(default_factory=list, compare=False, repr=False)
+    #: what reads learn of the object and keep with it (its top-level types, which
+    #: fusion subtypes hold unions): the parse memo (readers.parsememo) hands the same
+    #: object to every open of the same bytes, so a warm open learns nothing twice
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def typedefs(self) -> bsup5.TypeTable:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ...decode.kernels import fill_runs
 from ...format.superdb import bsup2, bsup5, intcomp
 from ...format.superdb.bsup2 import FusionType
 from ...format.superdb.meta import Node
@@ -28,15 +29,10 @@ from ...model.values import UnionValue, Value
 
 
 def rle_tags(runs: np.ndarray | list[int], count: int) -> np.ndarray:
-    """Tags of a two-member union from its runs: alternately runs of tag 1 and of tag 0,
-    starting with tag 1; what the runs leave is tag 0 (no runs: every value tag 0)."""
-    r = np.asarray(runs, dtype=np.int64)
-    total = int(r.sum()) if r.size else 0
-    if (r < 0).any() or total > count:
-        raise FormatError(f"union run lengths cover {total} values of {count}")
-    out = np.zeros(count, dtype=np.int64)
-    out[:total] = np.repeat((np.arange(r.size) % 2 == 0).astype(np.int64), r)
-    return out
+    """Tags (int32) of a two-member union from its runs: alternately runs of tag 1 and
+    of tag 0, starting with tag 1; what the runs leave is tag 0 (no runs: every value
+    tag 0).  One pass in C (decode.kernels.fill_runs)."""
+    return fill_runs(np.asarray(runs, dtype=np.int64), 1, 0, count)
 
 
 def bits(raw: bytes, count: int) -> list[bool]:
