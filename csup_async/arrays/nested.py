@@ -372,7 +372,7 @@ class UnionArray(Array):
     def _expand(self, mask: np.ndarray) -> Array:
         tags = np.full(mask.size, -1, np.int32)
         tags[mask] = self.tags
-        return UnionArray(self.type, tags, self.children)
+        return UnionArray.known(self.type, tags, self.children, True)  # mask: not all rows
 
     @classmethod
     def _concat(cls, t: Type, arrays: list[Any]) -> Array:

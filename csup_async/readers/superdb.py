@@ -426,16 +426,28 @@ class HeaderLayoutReader(WholeObjectReader):
         types = self._types(paths)
         try:
             await self._timed(self._fetch(plan, stats))
-            parts: dict[str, list[A.Array]] = {p: [] for p in paths}
-            for o in objects:
-                got = await asyncio.to_thread(self._arrays, o, paths, types)
-                for p in paths:
-                    parts[p].append(got[p])
+            parts = await self._decoded(objects, paths, types)
             cols = {p: (v[0] if len(v) == 1 else A.concat(v, type=types[p])) if v
                     else A.from_pylist(types[p], []) for p, v in parts.items()}
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols, plan
+
+    async def _decoded(self, objects: Sequence[ObjectMeta], paths: list[str],
+                       types: dict[str, Type]) -> dict[str, list[A.Array]]:
+        """Each path's column over each object's rows (bytes already held): a job per
+        object and column in the decode pool, so the kernels (which drop the GIL)
+        of two columns or objects run on two cores."""
+        from ..scan.pool import decode_pool
+
+        pool = decode_pool()
+        jobs = [(o, p) for o in objects for p in paths]
+        got = await asyncio.gather(*(asyncio.wrap_future(pool.submit(
+            self._arrays, o, [p], types)) for o, p in jobs))
+        parts: dict[str, list[A.Array]] = {p: [] for p in paths}
+        for (_, p), cols in zip(jobs, got, strict=True):
+            parts[p].append(cols[p])
+        return parts
 
     async def _values(self, paths: list[str], objects: Sequence[ObjectMeta]
                       ) -> dict[str, list[Any]]:
