@@ -181,18 +181,29 @@ class HeaderLayoutReader(WholeObjectReader):
     def _segments(self, paths: list[str], objects: Sequence[ObjectMeta]) -> list[Segment]:
         comps = self._comps(paths)
         segs: list[Segment] = []
+        key = ("segments", tuple(comps))
         for o in objects:
-            tops = C.tops_of(o)
-            targets = [t for top in tops for c in comps
-                       if (t := C.resolve(o.nodes, top, c)) is not None]
-            got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
-            if o.header.version >= 23:  # the subtypes of the fusions the paths pass
-                from ..scan.superdb.columnar23 import passed_subtypes
-
-                have = {g.offset for g in got}
-                got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+            memo = getattr(o, "memo", None)  # v23: kept with the object (every scan asks)
+            got = memo.get(key) if memo is not None else None
+            if got is None:
+                got = self._object_segments(o, comps)
+                if memo is not None:
+                    memo[key] = got
             segs.extend(got)
         return segs
+
+    @staticmethod
+    def _object_segments(o: ObjectMeta, comps: list[tuple[str, ...]]) -> list[Segment]:
+        tops = C.tops_of(o)
+        targets = [t for top in tops for c in comps
+                   if (t := C.resolve(o.nodes, top, c)) is not None]
+        got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
+        if o.header.version >= 23:  # the subtypes of the fusions the paths pass
+            from ..scan.superdb.columnar23 import passed_subtypes
+
+            have = {g.offset for g in got}
+            got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+        return got
 
     def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
                  ) -> HeaderLayoutPlan:
@@ -426,28 +437,42 @@ class HeaderLayoutReader(WholeObjectReader):
         types = self._types(paths)
         try:
             await self._timed(self._fetch(plan, stats))
-            parts = await self._decoded(objects, paths, types)
-            cols = {p: (v[0] if len(v) == 1 else A.concat(v, type=types[p])) if v
-                    else A.from_pylist(types[p], []) for p, v in parts.items()}
+            cols = await self._decoded(objects, paths, types)
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols, plan
 
     async def _decoded(self, objects: Sequence[ObjectMeta], paths: list[str],
-                       types: dict[str, Type]) -> dict[str, list[A.Array]]:
-        """Each path's column over each object's rows (bytes already held): a job per
-        object and column in the decode pool, so the kernels (which drop the GIL)
-        of two columns or objects run on two cores."""
+                       types: dict[str, Type]) -> dict[str, A.Array]:
+        """Each path's column over the rows of ``objects`` (bytes already held), decoded
+        and joined in the decode pool: a job per column (or per object, for one column),
+        so the kernels (which drop the GIL) of two columns or objects run on two cores,
+        and the event loop copies no column."""
         from ..scan.pool import decode_pool
 
         pool = decode_pool()
-        jobs = [(o, p) for o in objects for p in paths]
+        if len(paths) > 1 or len(objects) == 1:  # a job per column, its objects joined
+            cols = await asyncio.gather(*(asyncio.wrap_future(pool.submit(
+                self._column_of, objects, p, types)) for p in paths))
+            return dict(zip(paths, cols, strict=True))
+        # one column of several objects: a job per object, then one to join them
+        (p,) = paths
         got = await asyncio.gather(*(asyncio.wrap_future(pool.submit(
-            self._arrays, o, [p], types)) for o, p in jobs))
-        parts: dict[str, list[A.Array]] = {p: [] for p in paths}
-        for (_, p), cols in zip(jobs, got, strict=True):
-            parts[p].append(cols[p])
-        return parts
+            self._arrays, o, paths, types)) for o in objects))
+        return {p: await asyncio.wrap_future(pool.submit(
+            self._concat_parts, [g[p] for g in got], types[p]))}
+
+    def _column_of(self, objects: Sequence[ObjectMeta], path: str, types: dict[str, Type]
+                ) -> A.Array:
+        """The column ``path`` over the rows of ``objects``, joined."""
+        return self._concat_parts([self._arrays(o, [path], types)[path] for o in objects],
+                                  types[path])
+
+    @staticmethod
+    def _concat_parts(parts: list[A.Array], t: Type) -> A.Array:
+        if not parts:
+            return A.from_pylist(t, [])
+        return parts[0] if len(parts) == 1 else A.concat(parts, type=t)
 
     async def _values(self, paths: list[str], objects: Sequence[ObjectMeta]
                       ) -> dict[str, list[Any]]:
