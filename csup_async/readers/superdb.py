@@ -51,7 +51,7 @@ from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
 from ..scan.superdb.held import HeldBytes
-from ..scan.superdb.vectors import Decoder, segment_bytes
+from ..scan.superdb.vectors import Decoder, segment_bytes, segment_view
 from .parsememo import parse_memo
 from .reader import Reader
 from .wholeobject import WholeObjectReader
@@ -343,7 +343,9 @@ class HeaderLayoutReader(WholeObjectReader):
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
         if obj.header.version == 16 and obj.header.type_size:
             types = self._v16_types(obj)
-        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types)
+        buf, base = self._buf, obj.data_offset
+        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types,
+                       lambda s: segment_view(buf.get(base + s.offset, s.size), s))
 
     def _v16_types(self, obj: ObjectMeta) -> Any:
         """v16's type section (read at open): the table its fusion vectors' subtype IDs

@@ -65,7 +65,7 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
             return None
         if count == 0:
             return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
-        data = np.frombuffer(dec.seg(n, "bytes"), dtype=np.uint8)
+        data = np.frombuffer(dec.view(n, "bytes"), dtype=np.uint8)  # kept as it is
         offs = intcomp.uint32s(dec.seg(n, "offsets"))
         if offs.size != count + 1 or offs[0] != 0 or int(offs[-1]) > data.size or (
                 np.diff(offs) < 0).any():
