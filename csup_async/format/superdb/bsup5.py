@@ -252,12 +252,15 @@ class TypeTable:
         return len(self.entries)
 
     def append_bytes(self, b: bytes | memoryview) -> None:
-        mv = memoryview(b)
-        pos, end = 0, len(mv)
+        data = bytes(b)  # indexing bytes is cheaper than a memoryview (a table of 10 KB)
+        pos, end = 0, len(data)
 
         def uv() -> int:
             nonlocal pos
-            v, pos = read_uvarint(mv, pos, end)
+            if pos < end and data[pos] < 0x80:  # one byte: nearly every length and ID
+                pos += 1
+                return data[pos - 1]
+            v, pos = read_uvarint(data, pos, end)
             return v
 
         def name() -> str:
@@ -265,7 +268,7 @@ class TypeTable:
             n = uv()
             if pos + n > end:
                 raise TruncatedError("BSUP typedef name runs past its frame")
-            s = bytes(mv[pos:pos + n]).decode("utf-8", "replace")
+            s = data[pos:pos + n].decode("utf-8", "replace")
             pos += n
             return s
 
@@ -276,14 +279,18 @@ class TypeTable:
             return tid
 
         while pos < end:
-            code = mv[pos]
+            code = data[pos]
             pos += 1
             entry: Any
             if code == TD_RECORD:
                 n = uv()
                 if n > MAX_FIELDS or n > end - pos:
                     raise FormatError(f"BSUP record typedef of {n} fields")
-                entry = tuple((name(), ref()) for _ in range(n))
+                entry = self._fields(data, pos, n)
+                if entry is None:  # a long name or ID, or bad bytes: field by field
+                    entry = tuple((name(), ref()) for _ in range(n))
+                else:
+                    entry, pos = entry
             elif code in (TD_ARRAY, TD_SET, TD_ERROR, TD_FUSION):
                 entry = ref()
             elif code == TD_MAP:
@@ -302,7 +309,7 @@ class TypeTable:
                 nm = name()
                 if pos + 4 > end:
                     raise TruncatedError("BSUP named typedef runs past its frame")
-                (inner,) = struct.unpack_from(">I", mv, pos)
+                (inner,) = struct.unpack_from(">I", data, pos)
                 pos += 4
                 entry = (nm, inner)
             else:
@@ -314,6 +321,27 @@ class TypeTable:
             if code == TD_NAMED and entry[1] >= top:
                 raise FormatError(f"named type {entry[0]!r} refers to type ID {entry[1]}, "
                                   "not in its table")
+
+    def _fields(self, data: bytes, pos: int, n: int
+                ) -> tuple[tuple[tuple[str, int], ...], int] | None:
+        """A record typedef's ``n`` fields from ``pos`` and the position after them, where
+        every name length and ID is one byte and fits (what super writes for all but
+        the widest tables); None: the caller reads them one by one, with its errors."""
+        end, top = len(data), FIRST_TYPEDEF + len(self.entries)
+        out = []
+        for _ in range(n):
+            if pos >= end:
+                return None
+            ln = data[pos]
+            at = pos + 1 + ln
+            if ln >= 0x80 or at >= end:
+                return None
+            tid = data[at]
+            if tid >= 0x80 or tid >= top:
+                return None
+            out.append((data[pos + 1:at].decode("utf-8", "replace"), tid))
+            pos = at + 1
+        return tuple(out), pos
 
     def lookup(self, tid: int) -> Type:
         if tid < FIRST_TYPEDEF:

@@ -31,6 +31,7 @@ from ...model.errors import FormatError, TruncatedError
 from ...model.types import BOOL, IP, NET, NULL, TYPE, EnumType, NamedType, RecordType, Type
 from ..bsup import iter_tagged
 from . import bsup5
+from .compiled5 import decoder
 from .meta import Header, Node, ObjectMeta, seg_of
 from .tail import is_v23_tail  # noqa: F401 - importable from here, as before
 
@@ -165,7 +166,7 @@ def _node(t: Type, body: Any, what: str) -> Node:
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
-    d = bsup5.decode_value(t, body)
+    d = decoder(t)(body)  # bsup5.decode_value(t, body), by a closure made once per type
     if not isinstance(d, dict):
         raise FormatError(f"{what}: metadata value of {t.name} is not a record")
 
