@@ -237,6 +237,29 @@ def record_of(fields: list[tuple[str, Type]]) -> RecordType:
 
 
 # ------------------------------------------------------------- typedefs ---
+def record_fields(data: bytes, pos: int, n: int, top: int
+                  ) -> tuple[tuple[tuple[str, int], ...], int] | None:
+    """A record typedef's ``n`` fields from ``pos`` (type IDs below ``top``) and the
+    position after them, where every name length and ID is one byte and fits (what
+    super writes for all but the widest tables); None: :meth:`TypeTable.append_bytes`
+    reads them one by one, with its errors."""
+    end = len(data)
+    out = []
+    for _ in range(n):
+        if pos >= end:
+            return None
+        ln = data[pos]
+        at = pos + 1 + ln
+        if ln >= 0x80 or at >= end:
+            return None
+        tid = data[at]
+        if tid >= 0x80 or tid >= top:
+            return None
+        out.append((data[pos + 1:at].decode("utf-8", "replace"), tid))
+        pos = at + 1
+    return tuple(out), pos
+
+
 class TypeTable:
     """A typedefs table (BSUP types frames, or a CSUP types section): IDs 32, 33, ...
 
@@ -286,7 +309,7 @@ class TypeTable:
                 n = uv()
                 if n > MAX_FIELDS or n > end - pos:
                     raise FormatError(f"BSUP record typedef of {n} fields")
-                entry = self._fields(data, pos, n)
+                entry = record_fields(data, pos, n, FIRST_TYPEDEF + len(self.entries))
                 if entry is None:  # a long name or ID, or bad bytes: field by field
                     entry = tuple((name(), ref()) for _ in range(n))
                 else:
@@ -321,27 +344,6 @@ class TypeTable:
             if code == TD_NAMED and entry[1] >= top:
                 raise FormatError(f"named type {entry[0]!r} refers to type ID {entry[1]}, "
                                   "not in its table")
-
-    def _fields(self, data: bytes, pos: int, n: int
-                ) -> tuple[tuple[tuple[str, int], ...], int] | None:
-        """A record typedef's ``n`` fields from ``pos`` and the position after them, where
-        every name length and ID is one byte and fits (what super writes for all but
-        the widest tables); None: the caller reads them one by one, with its errors."""
-        end, top = len(data), FIRST_TYPEDEF + len(self.entries)
-        out = []
-        for _ in range(n):
-            if pos >= end:
-                return None
-            ln = data[pos]
-            at = pos + 1 + ln
-            if ln >= 0x80 or at >= end:
-                return None
-            tid = data[at]
-            if tid >= 0x80 or tid >= top:
-                return None
-            out.append((data[pos + 1:at].decode("utf-8", "replace"), tid))
-            pos = at + 1
-        return tuple(out), pos
 
     def lookup(self, tid: int) -> Type:
         if tid < FIRST_TYPEDEF:
