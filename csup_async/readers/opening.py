@@ -153,8 +153,9 @@ class _Opener(Opener["Reader"]):
 
 def _early_head(store: Store, key: str, reader_opts: OpenOptions
                 ) -> asyncio.Task[TailRead | None] | None:
-    """A head read sent with the tail read where the last file opened from the same place
-    was a SuperDB v23 file that needed one (:mod:`.headhint`); None otherwise."""
+    """A head read sent with the tail read, sized by :func:`.headhint.head_size` (what a
+    listing said of the object's size, what the last file opened from the same place
+    was); None when none is needed."""
     from ..stores.capabilities import HeadReader
 
     if reader_opts.metadata_cache or reader_opts.immutable or not isinstance(store,
@@ -162,13 +163,15 @@ def _early_head(store: Store, key: str, reader_opts: OpenOptions
         return None
     if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
         return None  # the on-disk cache may answer the open without a request
-    from .headhint import expect_head
-
-    if not expect_head(store, key):
-        return None
     import planner as P
 
-    size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
+    from ..stores.sizes import listed_size
+    from .headhint import head_size
+
+    size = head_size(store, key, P.get_profile(reader_opts.profile),
+                     listed_size(store, key))
+    if size is None:
+        return None
     return asyncio.ensure_future(store.read_head(key, size))
 
 

@@ -32,6 +32,7 @@ from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
 from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
+from .sizes import ListedSizes
 
 __all__ = ["IF_NONE_MATCH", "NotModified", "RangedStore", "Reply", "Unsatisfiable",
            "parse_content_range", "status_error"]
@@ -155,6 +156,14 @@ class RangedStore(StoreBase):
     #: own (aiohttp's ``sock_read``), so a body's reads need no timer while the request's
     #: deadline is further off than that.
     silence_timeout: bool = False
+    _listed: ListedSizes | None = None
+
+    @property
+    def listed_sizes(self) -> ListedSizes:
+        """The sizes this store's listings named (stores/sizes.py: a hint for opens)."""
+        if self._listed is None:
+            self._listed = ListedSizes()
+        return self._listed
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
