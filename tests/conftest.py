@@ -72,12 +72,14 @@ def _fresh_endpoint_measurements() -> Iterator[None]:
     """Each test starts with no endpoint measured: the process-wide calibration windows
     (csup_async/stores/calibrate.py) would otherwise carry one test's requests into the
     next test's plans (servers on loopback share hosts, and session servers ports)."""
+    from csup_async.readers import headhint
     from csup_async.readers.parsememo import forget_tails, parse_memo
     from csup_async.stores.calibrate import forget
 
     forget()
     parse_memo().clear()  # and no test's parse or plans answer another's open
     forget_tails()
+    headhint.forget()  # every test's first open in a place is cold (readers/headhint)
     yield
 
 
