@@ -158,10 +158,11 @@ def _early_head(store: Store, key: str, reader_opts: OpenOptions
     was); None when none is needed."""
     from ..stores.capabilities import HeadReader
 
-    if reader_opts.metadata_cache or reader_opts.immutable or not isinstance(store,
-                                                                             HeadReader):
-        return None
-    if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
+    cache = reader_opts.metadata_cache  # (an empty MetadataCache is falsy: compare)
+    if (cache is not None and cache is not False) or reader_opts.immutable or \
+            not isinstance(store, HeadReader):
+        return None  # a metadata cache may answer the open without a request
+    if cache is None and os.environ.get("CSUP_METADATA_CACHE"):
         return None  # the on-disk cache may answer the open without a request
     import planner as P
 
