@@ -91,11 +91,17 @@ def own_layout() -> Iterator[None]:
     bytes), as ``pytestmark = pytest.mark.usefixtures("own_layout")``; module-scoped so
     the module's own fixtures write that layout too.  The default target is ``super``
     (CSUP v23); tests about values leave it so."""
+    from csup_async.readers import headhint
     from csup_async.writers import targets
 
     saved = targets.DEFAULT_TARGET
     targets.DEFAULT_TARGET = "csup-async"
+    # and read as a program that reads only this layout: no head read beside the tail
+    # read in a place not seen before (what that read costs this layout is
+    # tests/e2e/stores/test_v23_requests.py's)
+    headhint.cold_head_reads = False
     try:
         yield
     finally:
         targets.DEFAULT_TARGET = saved
+        headhint.cold_head_reads = True

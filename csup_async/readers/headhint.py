@@ -18,15 +18,22 @@ read, its bytes used when the object's version is the tail's
   6 columns, ~19 KB for 500), so that a v23 file costs one metadata round trip even
   cold.  For a file of this library's layout that read is the cost of not knowing:
   one more GET of at most ``tail_min`` bytes, once per place (docs/performance.md).
+  A program that reads only this library's layout turns that read off:
+  ``$CSUP_COLD_HEAD_READ=0``, or :data:`cold_head_reads` set False.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import posixpath
 from collections import OrderedDict
 from typing import Any
+
+#: Whether an open in a place not seen before sends a small head read beside its tail read
+#: (``$CSUP_COLD_HEAD_READ=0`` says no, too).
+cold_head_reads = True
 
 _LAST: OrderedDict[tuple[str, str], bool] = OrderedDict()
 _KEEP = 1024  # places remembered (least recently opened forgotten first)
@@ -62,6 +69,8 @@ def head_size(store: Any, key: str, profile: Any, size: int | None = None) -> in
         return None  # the tail read holds the whole file
     last = _LAST.get(place)
     if last is None:  # a place not seen before: a small head read, the metadata only
+        if not cold_head_reads or os.environ.get("CSUP_COLD_HEAD_READ", "1") == "0":
+            return None
         return min(profile.tail_min, tail) if size is None else min(profile.tail_min, size)
     return tail if last else None
 

@@ -17,7 +17,6 @@ import pytest
 
 import csup_async
 import planner as P
-from csup_async.readers import headhint
 from csup_async.stores.http import HTTPStore
 from csup_async.stores.s3 import S3Store
 from tests.support import servers
@@ -49,9 +48,6 @@ async def test_http_store_counts_open_connections(nginx_server):
     store = HTTPStore()
     assert store.warm_connections() == 0  # nothing opened yet
     url = nginx_server.url("w.csup")
-    # a place known to hold this layout: no speculative head read (readers/headhint;
-    # its cost in a new place is tests/e2e/stores/test_v23_requests.py's)
-    headhint.remember(store, url, False)
     async with csup_async.open(url, store=store) as r:
         assert store.warm_connections() == 1  # the tail read's connection
         plan = await r.plan(["x"])
@@ -70,7 +66,6 @@ async def test_a_cold_pool_reads_a_small_scan_on_the_open_connection(nginx_serve
     on the one open connection; a pool with 16 open spreads them."""
     nginx_server.put("w.csup", DATA)
     url = nginx_server.url("w.csup")
-    headhint.remember(HTTPStore(), url, False)  # this layout's place: no head read
     async with csup_async.open(url, profile="s3") as r:
         plan = await r.plan(["x"])
         assert (plan.warm, plan.request_count, plan.new_connections) == (1, 1, 0)
@@ -100,7 +95,6 @@ async def _cold_scan(sim: netsim.SimStore, **options: int) -> tuple[P.ScanPlan, 
     mark = netsim.log_mark(sim.log)
     store = S3Store(endpoint_url=sim.endpoint("t"), region="us-east-1", access_key_id="k",
                     secret_access_key="s", **options)
-    headhint.remember(store, "s3://bkt/w.csup", False)  # (no head read: see above)
     try:
         async with csup_async.open("s3://bkt/w.csup", store=store, profile="s3") as r:
             plan = (await r.plan(["x"])).plan
@@ -137,9 +131,7 @@ async def test_a_warm_s3_pool_opens_no_more_connections(sim) -> None:
             async with csup_async.open("s3://bkt/w.csup", store=store, profile="s3") as r:
                 await r.scan(["x"])
             opened.append(store.warm_connections())
-        # the first open, in a place not seen before, had a head read's connection too
-        # (readers/headhint): kept, and no more opened after it
-        assert opened == [2 + S3Store.default_preconnect] * 3
+        assert opened == [1 + S3Store.default_preconnect] * 3
     finally:
         await store.close()
 
