@@ -348,7 +348,7 @@ class BsupReader(WholeObjectReader):
     async def _all(self, typed: bool) -> list[Value]:
         try:
             return await self._in_thread(  # type: ignore[no-any-return]
-                lambda: list(self._values(typed, fused=True)))
+                lambda: list(self._values(typed, fused=typed)))
         except CsupError as e:
             raise e.with_path(self.path) from None
 

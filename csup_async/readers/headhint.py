@@ -97,3 +97,23 @@ async def drop_head(head: Any) -> None:
         head.cancel()
         with contextlib.suppress(BaseException):
             await head
+
+
+async def speculated(reader: Any, tail: Any, spec: Any) -> bytes | None:
+    """The bytes of the head read sent with the tail read, when they are of the tail's
+    version and the tail read did not hold the whole file already (its request and
+    bytes counted either way, when it was made)."""
+    if tail.offset == 0 and isinstance(spec, asyncio.Future) and not spec.done():
+        await drop_head(spec)  # a small file: the tail read holds it all
+        return None
+    try:
+        got = await spec
+    except Exception:  # speculative: the chain reads it again
+        return None
+    if got is None:
+        return None
+    reader.open_stats.requests += 1
+    reader.open_stats.bytes_read += len(got.data)
+    if tail.offset == 0 or got.info.version is None or got.info != tail.info:
+        return None
+    return bytes(got.data)

@@ -440,7 +440,7 @@ class S3Store(AiohttpStore):
             resp.release()
         if len(body) > _LIST_BODY_LIMIT:
             raise StoreError("a listing page longer than 16 MiB was refused", path=path)
-        return _parse_listing(body, path)
+        return parse_listing(body, path)
 
     # ------------------------------------------- aiobotocore (rare cases) ---
     async def _client(self) -> Any:
@@ -618,7 +618,7 @@ class S3Store(AiohttpStore):
             raise self._error(e, path) from None
         return True
 
-def _parse_listing(body: bytes, path: str) -> tuple[list[tuple[str, str | None]], str]:
+def parse_listing(body: bytes, path: str) -> tuple[list[tuple[str, str | None]], str]:
     """Keys (each with the size the page names, or None) and the continuation token of a
     ListObjectsV2 page."""
     try:

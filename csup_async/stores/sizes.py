@@ -45,5 +45,9 @@ class ListedSizes:
 
 def listed_size(store: Any, key: str) -> int | None:
     """The size a listing through ``store`` gave for ``key`` (None when none did)."""
-    sizes = getattr(store, "listed_sizes", None)
+    from .capabilities import SizeLister
+
+    if not isinstance(store, SizeLister):
+        return None
+    sizes = store.listed_sizes
     return sizes.get(key) if isinstance(sizes, ListedSizes) else None

@@ -34,7 +34,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue
+from ...model.values import UnionValue, Value
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
 
 MAX_FRAME = 100 << 20
@@ -335,9 +335,10 @@ def decode_primitive2(t: PrimitiveType, body: bytes | memoryview, dialect: Diale
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
                  depth: int = 0, dialect: Dialect = V2, fused: bool = False) -> Any:
     """A version-2 body to Python (the library's mapping; absent optional fields
-    left out of their record's dict).  ``fused``: a fusion value as its own subtype's
-    (``Value(subtype, value)`` when ``typed``: :mod:`.defuse`), as super reads it; else
-    its supertype's value, as a column of the supertype holds it."""
+    left out of their record's dict).  ``fused``: a fusion value with its
+    subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it the
+    subtype's value, as super prints it); else its supertype's value, as a column of the
+    supertype holds it."""
     if body is None:
         return None
     if depth > 200:
@@ -359,9 +360,8 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, dialect=dialect)
         if not fused or parts[1] is None:
             return v
-        from .defuse import defused_value  # typed: as super reads it, its subtype's value
-
-        return defused_value(decode_type_value(parts[1], dialect), v, typed)
+        # the subtype kept: .defuse makes its value
+        return Value(decode_type_value(parts[1], dialect), v)
     if isinstance(t, RecordType):
         nopt = sum(isinstance(f, OptField) for f in t.fields)
         nones = b""

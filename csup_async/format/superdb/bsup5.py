@@ -36,7 +36,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue
+from ...model.values import UnionValue, Value
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
 from .bsup2 import Dialect, FusionType, OptField, frame_values, frames
 
@@ -462,8 +462,9 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
                  fused: bool = False) -> Any:
     """A version-5 body to Python (the library's mapping; a ``none`` is :data:`NONE`,
     and record fields holding it are left out of their dict).  ``fused``: a fusion value
-    as its own subtype's (``Value(subtype, value)`` when ``typed``: :mod:`.defuse`), as
-    super reads it; else its supertype's value, as a column of the supertype holds it."""
+    with its subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it
+    the subtype's value, as super prints it); else its supertype's value, as a column of
+    the supertype holds it."""
     if depth > 200:
         raise FormatError("value nested too deeply")
     if t == NONE_T:
@@ -505,9 +506,8 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, names=names)
         if not fused or parts[1] is None:
             return v
-        from .defuse import defused_value  # typed: as super reads it, its subtype's value
-
-        return defused_value(decode_type_value(parts[1]), v, typed)
+        # the subtype kept: .defuse makes its value
+        return Value(decode_type_value(parts[1]), v)
     if isinstance(t, RecordType):
         if len(parts) != len(t.fields):
             raise FormatError(f"record value of {len(parts)} fields for a type of "

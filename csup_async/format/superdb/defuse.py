@@ -27,7 +27,7 @@ from ...model.values import UnionValue, Value
 from . import bsup5
 from .bsup2 import FusionType
 
-__all__ = ["defuse", "defused_value", "has_fusion", "top_value", "unfuse"]
+__all__ = ["defuse", "has_fusion", "top_value", "unfuse"]
 
 
 def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
@@ -76,13 +76,6 @@ def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
     return v
 
 
-def defused_value(sub: Any, v: Any, typed: bool) -> Any:
-    """A fusion value decoded as its supertype's ``v``, as its subtype ``sub``'s value:
-    typed (``Value(sub, ...)``: the subtype kept with it), or plain."""
-    out = defuse(v, sub)
-    return Value(sub, out) if typed else out
-
-
 def top_value(t: Any, v: Any) -> Value:
     """A top-level value of type ``t`` decoded typed with its fusion values' subtypes
     (``fused=True``), as super main prints it: every fusion value within as its subtype's,
@@ -121,8 +114,8 @@ def unfuse(t: Any, v: Any, depth: int = 0) -> tuple[Any, Any]:
         return t, v
     d = depth + 1
     if isinstance(t, FusionType):
-        if isinstance(v, Value):
-            return v.type, v.value
+        if isinstance(v, Value):  # (subtype, the supertype's value): decoded ``fused``
+            return v.type, defuse(v.value, v.type)
         return t, v  # no subtype known (``any``'s own values are typed already)
     if isinstance(t, RecordType) and isinstance(v, dict):
         fields, out = [], {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from csup_async.stores import sizes
-from csup_async.stores.s3 import S3Store, _parse_listing
+from csup_async.stores.s3 import S3Store, parse_listing
 from csup_async.stores.sizes import ListedSizes, listed_size
 
 PAGE = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -15,7 +15,7 @@ PAGE = b"""<?xml version="1.0" encoding="UTF-8"?>
 
 
 def test_an_s3_page_gives_each_key_with_its_size() -> None:
-    keys, token = _parse_listing(PAGE, "s3://b/d/")
+    keys, token = parse_listing(PAGE, "s3://b/d/")
     assert keys == [("d/a.csup", "1234"), ("d/b.csup", None)] and token == ""
 
 
