@@ -43,7 +43,7 @@ async def _expected() -> list[dict[str, Any]]:
 
 async def _read(moto_s3: Any, proxy: FaultProxy, name: str, profile: Any,
                 match: Any) -> list[Request]:
-    key = moto_s3.put(f"v23/resume/{name}", WIDE.read_bytes())
+    key = moto_s3.put(f"v23resume/{name}", WIDE.read_bytes())
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint, "retry": RETRY}
     proxy.inject(Fault.reset(20_000), match=match)
     async with csup_async.open(f"s3://{key}", profile=profile, **opts) as r:

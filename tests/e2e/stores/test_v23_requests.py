@@ -85,7 +85,7 @@ async def test_a_small_v23_file_cold_is_one_round_trip_and_one_request_when_list
     read (which holds it whole) goes with a small head read, one round trip.  Listed (a
     dataset of a prefix), the listing's size says the tail read holds it: one GET."""
     data = (WIDE.parent.parent / "nested.csup").read_bytes()
-    key = moto_s3.put("v23/small/nested.csup", data)
+    key = moto_s3.put("v23req/small/nested.csup", data)
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
     async with csup_async.open(f"s3://{key}", **opts) as r:
         rows = await r.read_rows()
@@ -98,7 +98,7 @@ async def test_a_small_v23_file_cold_is_one_round_trip_and_one_request_when_list
                            f"bytes=0-{P.get_profile('s3').tail_min - 1}"}
     headhint.forget()
     mark = len(proxy.requests())
-    async with await csup_async.open_dataset(f"s3://{moto_s3.BUCKET}/v23/small/",
+    async with await csup_async.open_dataset(f"s3://{moto_s3.BUCKET}/v23req/small/",
                                              **opts) as ds:
         assert (await ds.scan()).num_rows == 2
     gets = [q for q in proxy.requests()[mark:] if q.method == "GET" and q.range]
@@ -214,7 +214,7 @@ async def test_our_layout_cold_costs_one_small_head_read_then_none(moto_s3, prox
     """The documented cost of a cold open for this library's layout (docs/performance.md):
     the tail read and one unused head read of at most ``tail_min`` bytes, sent together
     (one round trip); the next file from the same place, the tail read alone."""
-    keys = [moto_s3.put(f"own/cold/{n}.csup", _own_layout()) for n in ("one", "two")]
+    keys = [moto_s3.put(f"v23req/own/{n}.csup", _own_layout()) for n in ("one", "two")]
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
     for i, key in enumerate(keys):
         mark = len(proxy.requests())
@@ -232,7 +232,7 @@ async def test_a_multi_part_v23_file_cold(moto_s3, proxy):
     """A file of two parts (``cat`` of two files) read with small reads: the head read goes
     with the tail read; the earlier part's trailer is one more read, at most."""
     parts = WIDE.parent.parent / "parts.csup"
-    key = moto_s3.put("v23/parts/parts.csup", parts.read_bytes())
+    key = moto_s3.put("v23req/parts/parts.csup", parts.read_bytes())
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
     small = dataclasses.replace(SMALL_READS, tail_min=1024, tail_max=1024, max_gap=0)
     async with csup_async.open(f"s3://{key}", profile=small, **opts) as r:
@@ -252,7 +252,7 @@ async def test_a_cancelled_cold_open_leaves_no_task_or_connection(moto_s3, proxy
 
     from csup_async.stores import store_for
 
-    key = moto_s3.put("v23/cancel/wide.csup", WIDE.read_bytes())
+    key = moto_s3.put("v23req/cancel/wide.csup", WIDE.read_bytes())
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
     proxy.inject(Fault.delay(10.0), Fault.delay(10.0), match=lambda q: q.method == "GET")
     url = f"s3://{key}"
