@@ -50,12 +50,6 @@ def _place(store: Any, key: str) -> tuple[str, str] | None:
         return None
 
 
-def expect_head(store: Any, key: str) -> bool:
-    """Whether the last object opened from ``key``'s place needed a head read."""
-    place = _place(store, key)
-    return place is not None and _LAST.get(place, False)
-
-
 def head_size(store: Any, key: str, profile: Any, size: int | None = None) -> int | None:
     """How many bytes of ``key``'s head to read beside its tail read (None: no head read),
     from its ``size`` when a listing gave it and what its place's last object was."""
