@@ -99,6 +99,8 @@ class _Opener(Opener["Reader"]):
         warming = warm_up()
         loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
         tail: asyncio.Future[TailRead] | None = None
+        head: asyncio.Future[TailRead | None] | None = None
+        asked = self.given_tail is not None  # whether the head read was decided on
         try:
             if store is None:
                 # shared per loop and options; private (owned) only when it cannot be shared
@@ -114,9 +116,12 @@ class _Opener(Opener["Reader"]):
             if loading is not None:
                 if tail is None:
                     tail = self._early_tail(store, key, reader_opts)
+                    if tail is not None:  # its head read goes with it, not after the import
+                        head, asked = _early_head(store, key, reader_opts), True
                 await loading
         except BaseException:
             await _discard(tail)
+            await _discard(head)
             if loading is not None:
                 with contextlib.suppress(BaseException):
                     await loading  # an import left running would outlive the caller's error
@@ -125,7 +130,8 @@ class _Opener(Opener["Reader"]):
             raise
         from .loader import load_reader
 
-        head = None if self.given_tail is not None else _early_head(store, key, reader_opts)
+        if not asked:
+            head = _early_head(store, key, reader_opts)
         try:
             r = await load_reader(store, key, owns_store=owns, options=reader_opts,
                                   pending=tail, head=head)
