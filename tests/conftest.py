@@ -100,8 +100,14 @@ def own_layout() -> Iterator[None]:
     # read in a place not seen before (what that read costs this layout is
     # tests/e2e/stores/test_v23_requests.py's)
     headhint.cold_head_reads = False
+    env = os.environ.get("CSUP_COLD_HEAD_READ")
+    os.environ["CSUP_COLD_HEAD_READ"] = "0"  # and the processes the module starts (the CLI)
     try:
         yield
     finally:
         targets.DEFAULT_TARGET = saved
         headhint.cold_head_reads = True
+        if env is None:
+            os.environ.pop("CSUP_COLD_HEAD_READ", None)
+        else:
+            os.environ["CSUP_COLD_HEAD_READ"] = env
