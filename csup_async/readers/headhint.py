@@ -17,7 +17,8 @@ read, its bytes used when the object's version is the tail's
   head read (the profile's ``tail_min``, 64 KiB on S3: super's metadata is ~2 KB for
   6 columns, ~19 KB for 500), so that a v23 file costs one metadata round trip even
   cold.  For a file of this library's layout that read is the cost of not knowing:
-  one more GET of at most ``tail_min`` bytes, once per place (docs/performance.md).
+  one more GET of at most ``tail_min`` bytes, for each file opened in the place before
+  the first of them answers (docs/format.md).
   A program that reads only this library's layout turns that read off:
   ``$CSUP_COLD_HEAD_READ=0``, or :data:`cold_head_reads` set False.
 """
