@@ -85,10 +85,10 @@ class HeaderLayoutReader(WholeObjectReader):
 
             await load_v23(self, tail, t0, head, FileView, speculative)
             return
-        from .headhint import drop_head, remember
+        if head is None and speculative is not None:  # v14/v16 keep metadata at the head
+            from .headhint import speculated
 
-        remember(self.store, self.key, False)
-        await drop_head(speculative)
+            head = await speculated(self, tail, speculative)
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -151,6 +151,9 @@ class HeaderLayoutReader(WholeObjectReader):
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
         self.open_stats.wall = time.perf_counter() - t0
+        from .headhint import remember
+
+        remember(self.store, self.key, head_read and tail.offset > 0)
 
     def _parsed(self, section: bytes | memoryview, off: int, hdr: Any, size: int
                 ) -> ObjectMeta:

@@ -50,7 +50,9 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     ``speculative``: a head read sent with the tail read (:mod:`.headhint`)."""
 
     if head is None and speculative is not None:
-        head = await _speculated(self, tail, speculative)
+        from .headhint import speculated
+
+        head = await speculated(self, tail, speculative)
     size, version = tail.info.size, tail.info.version
     buf = HeldBytes()
     buf.add(tail.offset, tail.data)
@@ -158,28 +160,6 @@ def _parsed(self: Any, buf: HeldBytes, start: int, off: int, hdr: Header, size: 
                          bytes(buf.get(start + hdr.meta_size, hdr.type_size)))
     memo.put(key, obj)
     return obj
-
-
-async def _speculated(self: Any, tail: TailRead, spec: Any) -> bytes | None:
-    """The bytes of the head read sent with the tail read, when they are of the tail's
-    version and the tail read did not hold the whole file already (its request and
-    bytes counted either way, when it was made)."""
-    from .headhint import drop_head
-
-    if tail.offset == 0 and isinstance(spec, asyncio.Future) and not spec.done():
-        await drop_head(spec)  # a small file: the tail read holds it all
-        return None
-    try:
-        got = await spec
-    except Exception:  # speculative: the chain reads it again
-        return None
-    if got is None:
-        return None
-    self.open_stats.requests += 1
-    self.open_stats.bytes_read += len(got.data)
-    if tail.offset == 0 or got.info.version is None or got.info != tail.info:
-        return None
-    return bytes(got.data)
 
 
 def _gap(buf: HeldBytes, held: list[tuple[int, bytes]], start: int, off: int, end: int

@@ -36,7 +36,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue
+from ...model.values import UnionValue, Value
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
 from .bsup2 import Dialect, FusionType, OptField, frame_values, frames
 
@@ -488,9 +488,13 @@ def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]
 
 
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
-                 depth: int = 0, names: dict[str, Type] | None = None) -> Any:
+                 depth: int = 0, names: dict[str, Type] | None = None,
+                 fused: bool = False) -> Any:
     """A version-5 body to Python (the library's mapping; a ``none`` is :data:`NONE`,
-    and record fields holding it are left out of their dict)."""
+    and record fields holding it are left out of their dict).  ``fused``: a fusion value
+    with its subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it
+    the subtype's value, as super prints it); else its supertype's value, as a column of
+    the supertype holds it."""
     if depth > 200:
         raise FormatError("value nested too deeply")
     if t == NONE_T:
@@ -514,7 +518,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             raise FormatError("a value of type all outside an any vector")
         return decode_primitive(t, body)
     if isinstance(t, NamedType | ErrorType):
-        return decode_value(t.inner, body, typed=typed, depth=d, names=names)
+        return decode_value(t.inner, body, typed=typed, fused=fused, depth=d, names=names)
     if isinstance(t, EnumType):
         i = int.from_bytes(bytes(body), "little")
         if i >= len(t.symbols):
@@ -527,16 +531,20 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         if t.inner == ALL_T:  # any: the value's own type is its second part
             if parts[1] is None:
                 raise FormatError("any value without its type")
-            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, depth=d,
-                                names=names)
-        return decode_value(t.inner, parts[0], typed=typed, depth=d, names=names)
+            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, fused=fused,
+                                depth=d, names=names)
+        v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, names=names)
+        if not fused or parts[1] is None:
+            return v
+        # the subtype kept: .defuse makes its value
+        return Value(decode_type_value(parts[1]), v)
     if isinstance(t, RecordType):
         if len(parts) != len(t.fields):
             raise FormatError(f"record value of {len(parts)} fields for a type of "
                               f"{len(t.fields)}")
         out: dict[str, Any] = {}
         for f, p in zip(t.fields, parts, strict=True):
-            v = decode_value(field_type(f), p, typed=typed, depth=d, names=names)
+            v = decode_value(field_type(f), p, typed=typed, fused=fused, depth=d, names=names)
             if isinstance(f, OptField) and isinstance(v, UnionValue) and v.value is NONE:
                 continue
             if v is NONE:
@@ -546,12 +554,14 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             out[f.name] = v
         return out
     if isinstance(t, ArrayType | SetType):
-        return [decode_value(t.elem, p, typed=typed, depth=d, names=names) for p in parts]
+        return [decode_value(t.elem, p, typed=typed, fused=fused, depth=d, names=names)
+                for p in parts]
     if isinstance(t, MapType):
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
-        items = [(decode_value(t.key, parts[j], typed=typed, depth=d, names=names),
-                  decode_value(t.value, parts[j + 1], typed=typed, depth=d, names=names))
+        items = [(decode_value(t.key, parts[j], typed=typed, fused=fused, depth=d, names=names),
+                  decode_value(t.value, parts[j + 1], typed=typed, fused=fused, depth=d,
+                               names=names))
                  for j in range(0, len(parts), 2)]
         return map_value(t.key, items)
     if isinstance(t, UnionType):
@@ -560,7 +570,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         idx = int.from_bytes(bytes(parts[0]), "little")
         if idx >= len(t.types):
             raise FormatError(f"union member {idx} of a {len(t.types)}-member union")
-        v = decode_value(t.types[idx], parts[1], typed=typed, depth=d, names=names)
+        v = decode_value(t.types[idx], parts[1], typed=typed, fused=fused, depth=d, names=names)
         if v is NONE:
             return NONE
         return UnionValue(idx, t.types[idx], v) if typed else v
