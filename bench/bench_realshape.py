@@ -24,7 +24,9 @@ round, median of ``--runs`` rounds; wall and CPU seconds, the CPU of every threa
 * ``ordered``: ``u.name >= 'sara'`` (an ordered comparison of strings, 9 % of rows);
 * ``6 cols``: ``ts, level, u, code, dur, tags`` (records, unions, arrays);
 * ``many types``: ``2 cols`` of the files of many super types, per file byte against
-  the fused file (the issue's target: at most 1.5x).
+  the fused file (the issue's target: at most 1.5x);
+* super main's file (CSUP v23, issue 37): ``2 cols`` (in ``many types``), ``6 cols`` and
+  the whole process against the same rows in our layout, at most 1.1x.
 
 Whole process (``--cold-runs`` fresh interpreters per reader, alternated; bytecode
 written and used as a user's install has it, ``PYTHONDONTWRITEBYTECODE`` unset):
@@ -211,6 +213,9 @@ def warm_cases(paths: dict[str, Path]) -> list[Case]:
         if name in paths and readable(paths[name]) is None:
             cases.append(Case("many types", f"csup-async on {name}'s file",
                               _ours(paths[name], COLS), paths[name]))
+    if "super-main" in paths and readable(paths["super-main"]) is None:  # CSUP v23
+        cases.append(Case("6 cols", "csup-async on super-main's file",
+                          _ours(paths["super-main"], SIX), paths["super-main"]))
     return cases
 
 
@@ -343,6 +348,15 @@ def targets(res: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ("whole process", f"{name} (own file)"), 1.0)
     add("--no-fuse file per byte <= 1.5x fused", ("many types", "csup-async --no-fuse"),
         ("many types", "csup-async fused"), 1.5, per_byte=True)
+    # issue 37: super main's CSUP v23 against the same rows in our layout (not per byte)
+    add("v23 (super main's file) 2 cols <= 1.1x our layout",
+        ("many types", "csup-async on super-main's file"), ("many types", "csup-async fused"),
+        1.1)
+    add("v23 (super main's file) 6 cols <= 1.1x our layout",
+        ("6 cols", "csup-async on super-main's file"), ("6 cols", "csup-async"), 1.1)
+    add("v23 (super main's file) whole process <= 1.1x our layout",
+        ("whole process", "csup-async on super-main's file"), ("whole process", "csup-async"),
+        1.1)
     return out
 
 

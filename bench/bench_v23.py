@@ -54,6 +54,53 @@ async def _scan(url: str, cols: list[str] | None, **opts) -> int:
     return res.num_rows
 
 
+MODES = {
+    # a place not seen before, as every place is in a new process: the tail read with a
+    # small head read beside it (readers/headhint)
+    "cold": {"forget": True, "cold_head": True},
+    # the same before this change (and with $CSUP_COLD_HEAD_READ=0): the tail read alone,
+    # then the head read once the tail says v23
+    "cold, no head read (before)": {"forget": True, "cold_head": False},
+    # a place whose last file was opened in this process (same layout, same directory)
+    "warm place": {"forget": False, "cold_head": True},
+}
+
+
+async def _open_scan(url: str, cols: list[str] | None, **opts) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    async with csup_async.open(url, **opts) as r:
+        t1 = time.perf_counter()
+        await r.scan(cols)
+    return t1 - t0, time.perf_counter() - t0
+
+
+def opens(store, files: dict[str, str], opts: dict, runs: int) -> list[dict]:
+    """Each file opened and scanned for 2 columns in each mode: GETs and bytes counted by
+    nginx, the open's and the whole's wall time (medians of ``runs``); the connection pool
+    is new each time (a new event loop), so setup is paid as a new process pays it."""
+    from csup_async.readers import headhint
+
+    rows = []
+    for name, url in files.items():
+        for mode, how in MODES.items():
+            t_open, t_all, count = [], [], None
+            for _ in range(runs):
+                headhint.forget()
+                headhint.cold_head_reads = how["cold_head"]
+                if not how["forget"]:  # the place learnt from the file before
+                    asyncio.run(_scan(url, ["id"], **opts))
+                mark = netsim.log_mark(store.log)
+                a, b = asyncio.run(_open_scan(url, ["id", "score"], **opts))
+                count = netsim.log_count(store.log, mark)
+                t_open.append(a)
+                t_all.append(b)
+            headhint.cold_head_reads = True
+            rows.append({"file": name, "mode": mode, "requests": count.requests,
+                         "bytes": count.bytes, "open": statistics.median(t_open),
+                         "total": statistics.median(t_all)})
+    return rows
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -102,6 +149,9 @@ def main() -> None:
                 ta.append(timed(lambda c=cols: asyncio.run(_scan(str(v23), c))))
                 tb.append(timed(lambda c=cols: asyncio.run(_scan(str(own), c))))
             res[f"local {what}"] = (statistics.median(ta), statistics.median(tb))
+        parts = root / f"{places['v23']}parts.csup"  # two parts: cat of the file twice
+        parts.write_bytes(v23.read_bytes() * 2)
+        out["sizes"]["v23 2 parts"] = parts.stat().st_size
         store = netsim.SimStore(Path(d) / "root", Path(d) / "nginx").start()
         try:
             opts = {"endpoint_url": store.endpoint("s3"), "region": "us-east-1",
@@ -117,6 +167,10 @@ def main() -> None:
                         counts[name] = {"requests": c.requests, "bytes": c.bytes}
                 res[f"s3 {what}"] = (statistics.median(ta), statistics.median(tb))
                 out[f"s3 {what} counts"] = counts
+            files = {"v23": f"s3://bench/{places['v23']}v23.csup",
+                     "own": f"s3://bench/{places['own']}own.csup",
+                     "v23 2 parts": f"s3://bench/{places['v23']}parts.csup"}
+            out["opens"] = opens(store, files, opts, args.runs)
         finally:
             store.stop()
     print("| read | v23 file | own layout | ratio v23/own |")
@@ -126,6 +180,11 @@ def main() -> None:
         out[k] = {"v23": a, "own": b, "ratio": a / b}
     for k in SCANS:
         print(f"s3 {k} counts: {out[f's3 {k} counts']}")
+    print("\n| file | scan(id,score) opened | GETs | bytes | open s | open+scan s |")
+    print("|---|---|---|---|---|---|")
+    for row in out["opens"]:
+        print(f"| {row['file']} | {row['mode']} | {row['requests']} | {row['bytes']:,} | "
+              f"{row['open']:.3f} | {row['total']:.3f} |")
     RESULTS.mkdir(exist_ok=True)
     tag = "-same-place" if args.same_place else ""
     (RESULTS / f"v23-{args.rows}{tag}.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -72,12 +72,14 @@ def _fresh_endpoint_measurements() -> Iterator[None]:
     """Each test starts with no endpoint measured: the process-wide calibration windows
     (csup_async/stores/calibrate.py) would otherwise carry one test's requests into the
     next test's plans (servers on loopback share hosts, and session servers ports)."""
+    from csup_async.readers import headhint
     from csup_async.readers.parsememo import forget_tails, parse_memo
     from csup_async.stores.calibrate import forget
 
     forget()
     parse_memo().clear()  # and no test's parse or plans answer another's open
     forget_tails()
+    headhint.forget()  # every test's first open in a place is cold (readers/headhint)
     yield
 
 
@@ -89,11 +91,23 @@ def own_layout() -> Iterator[None]:
     bytes), as ``pytestmark = pytest.mark.usefixtures("own_layout")``; module-scoped so
     the module's own fixtures write that layout too.  The default target is ``super``
     (CSUP v23); tests about values leave it so."""
+    from csup_async.readers import headhint
     from csup_async.writers import targets
 
     saved = targets.DEFAULT_TARGET
     targets.DEFAULT_TARGET = "csup-async"
+    # and read as a program that reads only this layout: no head read beside the tail
+    # read in a place not seen before (what that read costs this layout is
+    # tests/e2e/stores/test_v23_requests.py's)
+    headhint.cold_head_reads = False
+    env = os.environ.get("CSUP_COLD_HEAD_READ")
+    os.environ["CSUP_COLD_HEAD_READ"] = "0"  # and the processes the module starts (the CLI)
     try:
         yield
     finally:
         targets.DEFAULT_TARGET = saved
+        headhint.cold_head_reads = True
+        if env is None:
+            os.environ.pop("CSUP_COLD_HEAD_READ", None)
+        else:
+            os.environ["CSUP_COLD_HEAD_READ"] = env

@@ -86,9 +86,11 @@ def gather_lengths(offsets: np.ndarray, idx: np.ndarray,
 
 
 def scatter_offsets(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    lengths = np.zeros(mask.size, np.int64)
-    lengths[mask] = np.diff(offsets)
-    return offsets_from_lengths(lengths)
+    """The offsets of the values ``offsets`` delimits placed at the rows ``mask`` marks
+    (one pass in C: see decode.kernels.scatter_offsets)."""
+    from ..decode.kernels import scatter_offsets as scatter
+
+    return scatter(offsets, mask)
 
 
 def rebased_offsets(arrays: Sequence[Any]) -> np.ndarray:

@@ -150,6 +150,8 @@ class Array:
     def slice(self, start: int | None = None, stop: int | None = None) -> Array:
         """Rows ``start:stop`` (Python slice rules), sharing buffers."""
         start, stop, _ = slice(start, stop).indices(self._len)
+        if start == 0 and stop == self._len:
+            return self  # arrays are immutable: every row is this array
         return self._slice(start, max(start, stop))
 
     def expand(self, mask: Any) -> Array:

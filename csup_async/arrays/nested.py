@@ -322,6 +322,23 @@ class UnionArray(Array):
         self.validity = norm_validity(valid, t.size)
         self._ranks: np.ndarray | None = None
 
+    @classmethod
+    def known(cls, type: Type, tags: np.ndarray, children: Sequence[Array],
+              nulls: bool) -> UnionArray:
+        """A union whose parts the caller made consistent: ``tags`` int32 in -1..k-1,
+        ``children`` of ``type``'s members, each holding one value per row tagged with
+        it, ``nulls`` whether a tag is -1.  No pass over the tags: a decoder that counted
+        each member's rows already (columnar23) or parts of checked unions (concat,
+        slices) skip the constructor's checks, a third of a union column's assembly."""
+        self = cls.__new__(cls)
+        self.type = type
+        self._len = tags.size
+        self.tags = read_only(tags)
+        self.children = tuple(children)
+        self.validity = read_only(tags >= 0) if nulls else None
+        self._ranks = None
+        return self
+
     def positions(self) -> np.ndarray:
         """Each row's index into its member's child (null rows: their rank among nulls)."""
         if self._ranks is None:
@@ -348,19 +365,22 @@ class UnionArray(Array):
         inside = np.bincount(self.tags[start:stop] + 1, minlength=k + 1)[1:]
         children = tuple(c._slice(int(b), int(b + n))
                          for c, b, n in zip(self.children, before, inside, strict=True))
-        return UnionArray(self.type, self.tags[start:stop], children)
+        tags = self.tags[start:stop]
+        return UnionArray.known(self.type, tags, children,
+                                self.validity is not None and not self.validity[start:stop].all())
 
     def _expand(self, mask: np.ndarray) -> Array:
         tags = np.full(mask.size, -1, np.int32)
         tags[mask] = self.tags
-        return UnionArray(self.type, tags, self.children)
+        return UnionArray.known(self.type, tags, self.children, True)  # mask: not all rows
 
     @classmethod
     def _concat(cls, t: Type, arrays: list[Any]) -> Array:
         members = phys(t).types
         children = tuple(concat([a.children[i] for a in arrays], type=m)
                          for i, m in enumerate(members))
-        return UnionArray(t, np.concatenate([a.tags for a in arrays]), children)
+        return UnionArray.known(t, np.concatenate([a.tags for a in arrays]), children,
+                                any(a.validity is not None for a in arrays))
 
     def _fold(self) -> Array:
         return fold_nulls(self)

@@ -1440,6 +1440,199 @@ k_intcomp(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /* ------------------------------------------------------------- module --- */
 
+
+/* ------------------------------------------------- union assembly (v23) --- */
+
+/* scatter_offsets(offsets i64[m + 1], mask u8[n], out i64[n + 1]) -> True if the
+ * mask marks exactly m rows and the offsets ascend: the offsets (from 0) of m
+ * values spread over the rows the mask marks, empty elsewhere (a column's present
+ * values made one value per row).  One pass; numpy needs four. */
+static PyObject *
+k_scatter_offsets(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer ov, mv, outv;
+    int ok = 1;
+    if (!check_args(nargs, 3, "scatter_offsets"))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &ov, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[1], &mv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&ov);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[2], &outv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&mv);
+        PyBuffer_Release(&ov);
+        Py_RETURN_FALSE;
+    }
+    const int64_t *off = (const int64_t *)ov.buf;
+    const u8 *mask = (const u8 *)mv.buf;
+    int64_t *out = (int64_t *)outv.buf;
+    Py_ssize_t m = ov.len / 8 - 1, n = mv.len;
+    if (m < 0 || ov.len % 8 || outv.len % 8 || outv.len / 8 != n + 1)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (ok) {
+        Py_ssize_t j = 0;
+        int64_t at = 0;
+        out[0] = 0;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            if (mask[r]) {
+                if (j >= m) {
+                    ok = 0;
+                    break;
+                }
+                int64_t d = off[j + 1] - off[j];
+                if (d < 0) {
+                    ok = 0;
+                    break;
+                }
+                at += d;
+                j++;
+            }
+            out[r + 1] = at;
+        }
+        if (j != m)
+            ok = 0;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&outv);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&ov);
+    return PyBool_FromLong(ok);
+}
+
+/* fill_runs(runs i64[m], first i32[1], second i32[1], out i32[n]) -> True if no run
+ * is negative and they add up to at most n: runs alternately of `first` and of
+ * `second` (from `first`), the rest of out `second`.  A v23 two-member union's
+ * tags from its run lengths (first 1, second 0), or those tags already mapped to
+ * a column's members. */
+static PyObject *
+k_fill_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer rv, av, bv, outv;
+    int ok = 1;
+    if (!check_args(nargs, 4, "fill_runs"))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &rv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[1], &av, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&rv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[2], &bv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&av);
+        PyBuffer_Release(&rv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[3], &outv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&bv);
+        PyBuffer_Release(&av);
+        PyBuffer_Release(&rv);
+        Py_RETURN_FALSE;
+    }
+    const int64_t *runs = (const int64_t *)rv.buf;
+    int32_t *out = (int32_t *)outv.buf;
+    Py_ssize_t m = rv.len / 8, n = outv.len / 4;
+    int32_t vals[2] = {0, 0};
+    if (rv.len % 8 || outv.len % 4 || av.len != 4 || bv.len != 4)
+        ok = 0;
+    else {
+        memcpy(&vals[0], av.buf, 4);
+        memcpy(&vals[1], bv.buf, 4);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t j = 0; ok && j < m; j++) {
+        int64_t run = runs[j];
+        if (run < 0 || run > n - pos) {
+            ok = 0;
+            break;
+        }
+        int32_t v = vals[j & 1];
+        for (int64_t k = 0; k < run; k++)
+            out[pos + k] = v;
+        pos += run;
+    }
+    for (Py_ssize_t r = pos; ok && r < n; r++)
+        out[r] = vals[1];
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&outv);
+    PyBuffer_Release(&bv);
+    PyBuffer_Release(&av);
+    PyBuffer_Release(&rv);
+    return PyBool_FromLong(ok);
+}
+
+/* map_tags(tags i64[n], to i32[k], out i32[n], counts i64[k]) -> True if every tag
+ * is in 0..k-1: out[r] = to[tags[r]], and counts[t] the rows of each tag (counts
+ * zeroed here).  A union's tags counted and mapped to a column's members in one
+ * pass (numpy: a bincount and a gather). */
+static PyObject *
+k_map_tags(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer tv, mv, outv, cv;
+    int ok = 1;
+    if (!check_args(nargs, 4, "map_tags"))
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &tv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[1], &mv, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&tv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[2], &outv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&mv);
+        PyBuffer_Release(&tv);
+        Py_RETURN_FALSE;
+    }
+    if (PyObject_GetBuffer(args[3], &cv, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&outv);
+        PyBuffer_Release(&mv);
+        PyBuffer_Release(&tv);
+        Py_RETURN_FALSE;
+    }
+    const int64_t *tags = (const int64_t *)tv.buf;
+    const int32_t *to = (const int32_t *)mv.buf;
+    int32_t *out = (int32_t *)outv.buf;
+    int64_t *cnt = (int64_t *)cv.buf;
+    Py_ssize_t n = tv.len / 8, k = mv.len / 4;
+    if (tv.len % 8 || mv.len % 4 || outv.len != n * 4 || cv.len != k * 8)
+        ok = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (ok)
+        memset(cnt, 0, (size_t)k * 8);
+    for (Py_ssize_t r = 0; ok && r < n; r++) {
+        int64_t t = tags[r];
+        if (t < 0 || t >= k) {
+            ok = 0;
+            break;
+        }
+        cnt[t]++;
+        out[r] = to[t];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&cv);
+    PyBuffer_Release(&outv);
+    PyBuffer_Release(&mv);
+    PyBuffer_Release(&tv);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
     {"compare_bytes", (PyCFunction)(void (*)(void))k_compare_bytes, METH_FASTCALL,
      "compare_bytes(offsets, data, literal, out) -> bool"},
@@ -1481,6 +1674,12 @@ static PyMethodDef methods[] = {
      "take_bytes(offsets, data, idx, out_offsets, out) -> True if all in bounds"},
     {"intcomp", (PyCFunction)(void (*)(void))k_intcomp, METH_FASTCALL,
      "intcomp(segment, width, signed, out) -> values decoded into out (out None: counted), or None"},
+    {"scatter_offsets", (PyCFunction)(void (*)(void))k_scatter_offsets, METH_FASTCALL,
+     "scatter_offsets(offsets, mask, out) -> True if the mask marks every value once"},
+    {"fill_runs", (PyCFunction)(void (*)(void))k_fill_runs, METH_FASTCALL,
+     "fill_runs(runs, first, second, out) -> True if the runs fit out"},
+    {"map_tags", (PyCFunction)(void (*)(void))k_map_tags, METH_FASTCALL,
+     "map_tags(tags, to, out, counts) -> True if every tag indexes to"},
     {NULL, NULL, 0, NULL},
 };
 

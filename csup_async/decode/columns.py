@@ -339,6 +339,47 @@ def validate_utf8(offsets: np.ndarray, data: np.ndarray) -> None:
 # ---------------------------------------------------- structure helpers ---
 
 
+def scatter_offsets(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The offsets (from 0, one more than ``mask``) of the values ``offsets`` delimits
+    placed at the rows ``mask`` marks, empty elsewhere.  The mask must mark as many rows
+    as there are values."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    mask = np.asarray(mask, dtype=bool)
+    m = offsets.size - 1
+    if int(np.count_nonzero(mask)) != m:
+        raise FormatError(f"a mask of {int(np.count_nonzero(mask))} rows for {m} values")
+    lengths = np.zeros(mask.size, np.int64)
+    lengths[mask] = np.diff(offsets)
+    out = np.zeros(mask.size + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def fill_runs(runs: np.ndarray, first: int, second: int, n: int) -> np.ndarray:
+    """``n`` int32: runs alternately of ``first`` and of ``second`` (from ``first``), the
+    rest ``second``: a v23 two-member union's tags from its run lengths."""
+    r = np.asarray(runs, dtype=np.int64)
+    total = int(r.sum()) if r.size else 0
+    if (r < 0).any() or total > n:
+        raise FormatError(f"union run lengths cover {total} values of {n}")
+    out = np.full(n, second, np.int32)
+    firsts = np.repeat((np.arange(r.size) % 2 == 0), r)
+    out[:total][firsts] = first
+    return out
+
+
+def map_tags(tags: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(to[tags] as int32, rows per tag)``; a tag outside ``0..len(to)-1`` is a
+    FormatError."""
+    tags = np.asarray(tags, dtype=np.int64)
+    to = np.asarray(to, dtype=np.int32)
+    k = to.size
+    if tags.size and (int(tags.min()) < 0 or int(tags.max()) >= k):
+        raise FormatError(f"union tag out of range 0..{k - 1}")
+    counts = np.bincount(tags, minlength=k) if tags.size else np.zeros(k, np.int64)
+    return to[tags], counts.astype(np.int64)
+
+
 def presence_to_validity(runs: np.ndarray, total: int) -> np.ndarray:
     """Expand presence runs (present, absent, present, ...) into a bool validity mask."""
     runs = np.asarray(runs)

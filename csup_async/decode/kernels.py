@@ -314,6 +314,40 @@ def route(ids: np.ndarray, base: np.ndarray) -> np.ndarray:
     return ref.route(ids, base)
 
 
+def scatter_offsets(offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The offsets (int64 from 0, ``mask.size + 1``) of the values ``offsets`` delimits
+    placed at the rows ``mask`` marks, empty elsewhere, in one pass in C.  A mask that
+    does not mark one row per value is a FormatError."""
+    if _K is not None and _plain(offsets, np.int64) and _plain(mask, np.bool_):
+        out = np.empty(mask.size + 1, np.int64)
+        if _K.scatter_offsets(offsets, mask, out):
+            return out
+    return ref.scatter_offsets(offsets, mask)
+
+
+def fill_runs(runs: np.ndarray, first: int, second: int, n: int) -> np.ndarray:
+    """``n`` int32 values: runs alternately of ``first`` and of ``second`` (from
+    ``first``), the rest ``second`` (a v23 two-member union's tags from its run
+    lengths, or those tags mapped to a column's members).  A negative run, or runs
+    past ``n``, is a FormatError."""
+    if _K is not None and _plain(runs, np.int64):
+        out = np.empty(n, np.int32)
+        if _K.fill_runs(runs, np.int32(first).tobytes(), np.int32(second).tobytes(), out):
+            return out
+    return ref.fill_runs(runs, first, second, n)
+
+
+def map_tags(tags: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(to[tags]`` as int32, the rows of each tag``)`` in one pass in C; a tag outside
+    ``0..len(to)-1`` is a FormatError."""
+    if _K is not None and _plain(tags, np.int64) and _plain(to, np.int32):
+        out = np.empty(tags.size, np.int32)
+        counts = np.empty(to.size, np.int64)
+        if _K.map_tags(tags, to, out, counts):
+            return out, counts
+    return ref.map_tags(tags, to)
+
+
 def take_binary(offsets: np.ndarray, data: np.ndarray, idx: np.ndarray,
                 validity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data) of the strings or bytes at ``idx`` (-1: empty, for a null row) of

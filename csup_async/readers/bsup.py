@@ -177,27 +177,30 @@ class BsupReader(WholeObjectReader):
         return HeaderLayoutSchema(self.meta)  # type: ignore[arg-type]  # (super_types only)
 
     # -------------------------------------------------------------- decode ---
-    def _values(self, typed: bool = False) -> Iterator[Value]:
+    def _values(self, typed: bool = False, fused: bool = False) -> Iterator[Value]:
         """Every value of the stream, decoded exactly, in order (``typed``: unions inside
-        as UnionValue)."""
+        as UnionValue; ``fused``: a SuperDB fusion value as its subtype's, as super reads
+        it, :mod:`~csup_async.format.superdb.defuse`)."""
         if self._held:
-            yield from self._values_held(typed)
+            yield from self._values_held(typed, fused)
             return
         for t, body in iter_raw_values(self._data, max_total=self.max_mem_length):
             yield Value(t, decode_value(t, body, typed=typed))
 
-    def _values_held(self, typed: bool) -> Iterator[Value]:
+    def _values_held(self, typed: bool, fused: bool = False) -> Iterator[Value]:
         """The values of a SuperDB stream held as it is, by its version's decoder."""
+        from ..format.superdb.defuse import top_value
+
         for t, body in _held_values(self._data, self._held):
             try:
-                v = _held_decode(t, body, self._held, typed)
+                v = _held_decode(t, body, self._held, typed, fused)
             except CsupError:
                 raise
             except (ValueError, IndexError, KeyError, TypeError, RecursionError,
                     struct.error) as e:
                 raise FormatError(f"a corrupt BSUP version-{self._held} value: "
                                   f"{type(e).__name__}: {e}") from None
-            yield Value(t, v)
+            yield top_value(t, v) if fused else Value(t, v)
 
     def _scan_values(self, typed: bool) -> Iterator[Value]:
         """The values a scan puts in columns: version 5's ``none`` (an absent value) as
@@ -312,7 +315,7 @@ class BsupReader(WholeObjectReader):
 
     async def read_values(self) -> list[Value]:
         """Every value with its type (unions inside as UnionValue), as the BSUP codec
-        decodes it."""
+        decodes it; a SuperDB fusion value with its own subtype, as super reads it."""
         return await self._all(True)
 
     async def read_rows(self) -> list[Any]:
@@ -321,7 +324,8 @@ class BsupReader(WholeObjectReader):
 
     async def _all(self, typed: bool) -> list[Value]:
         try:
-            return await self._in_thread(lambda: list(self._values(typed)))  # type: ignore[no-any-return]
+            return await self._in_thread(  # type: ignore[no-any-return]
+                lambda: list(self._values(typed, fused=typed)))
         except CsupError as e:
             raise e.with_path(self.path) from None
 
@@ -453,10 +457,10 @@ def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
     return bsup2.read_values(data, bsup2.V1 if version == 1 else bsup2.V2)
 
 
-def _held_decode(t: Type, body: Any, version: int, typed: bool) -> Any:
+def _held_decode(t: Type, body: Any, version: int, typed: bool, fused: bool = False) -> Any:
     if version == 5:
-        return bsup5.decode_value(t, body, typed=typed)
-    return bsup2.decode_value(t, body, typed=typed,
+        return bsup5.decode_value(t, body, typed=typed, fused=fused)
+    return bsup2.decode_value(t, body, typed=typed, fused=fused,
                               dialect=bsup2.V1 if version == 1 else bsup2.V2)
 
 

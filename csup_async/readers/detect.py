@@ -36,6 +36,14 @@ async def probe(reader: Any, tail: TailRead) -> bytes | None:
     size = tail.info.size
     if tail.offset == 0 or size < 4:
         return None
+    spec = getattr(reader, "speculative_head", None)
+    if spec is not None:  # a head read sent with the tail read (readers/headhint): its bytes
+        from .headhint import speculated
+
+        reader.speculative_head = None  # consumed here
+        got = await speculated(reader, tail, spec)
+        if got is not None:
+            return got if got[:4] == MAGIC else None
     n = min(size, P.tail_prefetch_size(reader.profile, size))
     head = bytes(await reader.store.read_range(reader.key, 0, n, tail.info.version))
     reader.open_stats.requests += 1

@@ -37,14 +37,16 @@ async def load_reader(store: Store, key: str, *, owns_store: bool,
         raise
     # the other kinds' modules are imported only for an object of their kind: the first
     # open of a CSUP file does not pay for them
+    reader.speculative_head = head  # (detect.probe may use it: a v14/v16 file)
     try:
         try:
             await reader.load(pending)
         except HeaderLayout as found:  # a SuperDB file
             from .superdb import to_header_layout
 
+            unused = head if reader.speculative_head is not None else None
             return await to_header_layout(reader, found.tail, found.t0, found.head,
-                                          speculative=head)
+                                          speculative=unused)
         except FormatError:  # no trailer: a BSUP stream is read whole, as its kind
             from .bsup import to_bsup
 

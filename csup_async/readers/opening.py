@@ -99,6 +99,8 @@ class _Opener(Opener["Reader"]):
         warming = warm_up()
         loading = None if warming is None or warming.done() else asyncio.wrap_future(warming)
         tail: asyncio.Future[TailRead] | None = None
+        head: asyncio.Future[TailRead | None] | None = None
+        asked = self.given_tail is not None  # whether the head read was decided on
         try:
             if store is None:
                 # shared per loop and options; private (owned) only when it cannot be shared
@@ -114,9 +116,12 @@ class _Opener(Opener["Reader"]):
             if loading is not None:
                 if tail is None:
                     tail = self._early_tail(store, key, reader_opts)
+                    if tail is not None:  # its head read goes with it, not after the import
+                        head, asked = _early_head(store, key, reader_opts), True
                 await loading
         except BaseException:
             await _discard(tail)
+            await _discard(head)
             if loading is not None:
                 with contextlib.suppress(BaseException):
                     await loading  # an import left running would outlive the caller's error
@@ -125,7 +130,8 @@ class _Opener(Opener["Reader"]):
             raise
         from .loader import load_reader
 
-        head = None if self.given_tail is not None else _early_head(store, key, reader_opts)
+        if not asked:
+            head = _early_head(store, key, reader_opts)
         try:
             r = await load_reader(store, key, owns_store=owns, options=reader_opts,
                                   pending=tail, head=head)
@@ -153,22 +159,26 @@ class _Opener(Opener["Reader"]):
 
 def _early_head(store: Store, key: str, reader_opts: OpenOptions
                 ) -> asyncio.Task[TailRead | None] | None:
-    """A head read sent with the tail read where the last file opened from the same place
-    was a SuperDB v23 file that needed one (:mod:`.headhint`); None otherwise."""
+    """A head read sent with the tail read, sized by :func:`.headhint.head_size` (what a
+    listing said of the object's size, what the last file opened from the same place
+    was); None when none is needed."""
     from ..stores.capabilities import HeadReader
 
-    if reader_opts.metadata_cache or reader_opts.immutable or not isinstance(store,
-                                                                             HeadReader):
-        return None
-    if reader_opts.metadata_cache is None and os.environ.get("CSUP_METADATA_CACHE"):
+    cache = reader_opts.metadata_cache  # (an empty MetadataCache is falsy: compare)
+    if (cache is not None and cache is not False) or reader_opts.immutable or \
+            not isinstance(store, HeadReader):
+        return None  # a metadata cache may answer the open without a request
+    if cache is None and os.environ.get("CSUP_METADATA_CACHE"):
         return None  # the on-disk cache may answer the open without a request
-    from .headhint import expect_head
-
-    if not expect_head(store, key):
-        return None
     import planner as P
 
-    size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
+    from ..stores.sizes import listed_size
+    from .headhint import head_size
+
+    size = head_size(store, key, P.get_profile(reader_opts.profile),
+                     listed_size(store, key))
+    if size is None:
+        return None
     return asyncio.ensure_future(store.read_head(key, size))
 
 

@@ -51,6 +51,9 @@ class Reader(Loading, Planning, Execution):
     Its jobs live in one module each: opening (:mod:`.loading`), planning
     (:mod:`.planning`) and execution (:mod:`.execution`); this module holds its state."""
 
+    #: A head read sent with the tail read (readers/headhint), until the open uses it.
+    speculative_head: Any = None
+
     @property
     def profile(self) -> P.Profile:
         """The profile plans assume: the static one, calibrated from measured requests."""

@@ -49,7 +49,7 @@ from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
 from ..scan.superdb import columns as C
 from ..scan.superdb.held import HeldBytes
-from ..scan.superdb.vectors import Decoder, segment_bytes
+from ..scan.superdb.vectors import Decoder, segment_bytes, segment_view
 from .parsememo import parse_memo
 from .reader import Reader
 from .wholeobject import WholeObjectReader
@@ -83,10 +83,10 @@ class HeaderLayoutReader(WholeObjectReader):
 
             await load_v23(self, tail, t0, head, FileView, speculative, held)
             return
-        from .headhint import drop_head, remember
+        if head is None and speculative is not None:  # v14/v16 keep metadata at the head
+            from .headhint import speculated
 
-        remember(self.store, self.key, False)
-        await drop_head(speculative)
+            head = await speculated(self, tail, speculative)
         size, version = tail.info.size, tail.info.version
         buf = HeldBytes()
         buf.add(tail.offset, tail.data)
@@ -149,6 +149,9 @@ class HeaderLayoutReader(WholeObjectReader):
         self.open_stats.bytes_read = nbytes
         self.open_stats.metadata_requests = reqs
         self.open_stats.wall = time.perf_counter() - t0
+        from .headhint import remember
+
+        remember(self.store, self.key, head_read and tail.offset > 0)
 
     def _parsed(self, section: bytes | memoryview, off: int, hdr: Any, size: int
                 ) -> ObjectMeta:
@@ -179,18 +182,29 @@ class HeaderLayoutReader(WholeObjectReader):
     def _segments(self, paths: list[str], objects: Sequence[ObjectMeta]) -> list[Segment]:
         comps = self._comps(paths)
         segs: list[Segment] = []
+        key = ("segments", tuple(comps))
         for o in objects:
-            tops = C.tops_of(o)
-            targets = [t for top in tops for c in comps
-                       if (t := C.resolve(o.nodes, top, c)) is not None]
-            got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
-            if o.header.version >= 23:  # the subtypes of the fusions the paths pass
-                from ..scan.superdb.columnar23 import passed_subtypes
-
-                have = {g.offset for g in got}
-                got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+            memo = getattr(o, "memo", None)  # v23: kept with the object (every scan asks)
+            got = memo.get(key) if memo is not None else None
+            if got is None:
+                got = self._object_segments(o, comps)
+                if memo is not None:
+                    memo[key] = got
             segs.extend(got)
         return segs
+
+    @staticmethod
+    def _object_segments(o: ObjectMeta, comps: list[tuple[str, ...]]) -> list[Segment]:
+        tops = C.tops_of(o)
+        targets = [t for top in tops for c in comps
+                   if (t := C.resolve(o.nodes, top, c)) is not None]
+        got = C.needed_segments(o, targets, len(tops) if len(tops) > 1 else 0)
+        if o.header.version >= 23:  # the subtypes of the fusions the paths pass
+            from ..scan.superdb.columnar23 import passed_subtypes
+
+            have = {g.offset for g in got}
+            got += [g for g in passed_subtypes(o, tops, comps) if g.offset not in have]
+        return got
 
     def _hl_plan(self, paths: list[str], objects: Sequence[ObjectMeta] | None = None,
                  ) -> HeaderLayoutPlan:
@@ -354,7 +368,9 @@ class HeaderLayoutReader(WholeObjectReader):
         types = (lambda: obj.typedefs) if isinstance(obj, ObjectMeta5) else None
         if obj.header.version == 16 and obj.header.type_size:
             types = self._v16_types(obj)
-        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types)
+        buf, base = self._buf, obj.data_offset
+        return Decoder(obj.nodes, self._loader(obj), typed, obj.header.dialect, types,
+                       lambda s: segment_view(buf.get(base + s.offset, s.size), s))
 
     def _v16_types(self, obj: ObjectMeta) -> Any:
         """v16's type section (read at open): the table its fusion vectors' subtype IDs
@@ -448,16 +464,42 @@ class HeaderLayoutReader(WholeObjectReader):
         types = self._types(paths)
         try:
             await self._timed(self._fetch(plan, stats))
-            parts: dict[str, list[A.Array]] = {p: [] for p in paths}
-            for o in objects:
-                got = await asyncio.to_thread(self._arrays, o, paths, types)
-                for p in paths:
-                    parts[p].append(got[p])
-            cols = {p: (v[0] if len(v) == 1 else A.concat(v, type=types[p])) if v
-                    else A.from_pylist(types[p], []) for p, v in parts.items()}
+            cols = await self._decoded(objects, paths, types)
         except CsupError as e:
             raise e.with_path(self.path) from None
         return cols, plan
+
+    async def _decoded(self, objects: Sequence[ObjectMeta], paths: list[str],
+                       types: dict[str, Type]) -> dict[str, A.Array]:
+        """Each path's column over the rows of ``objects`` (bytes already held), decoded
+        and joined in the decode pool: a job per column (or per object, for one column),
+        so the kernels (which drop the GIL) of two columns or objects run on two cores,
+        and the event loop copies no column."""
+        from ..scan.pool import decode_pool
+
+        pool = decode_pool()
+        if len(paths) > 1 or len(objects) == 1:  # a job per column, its objects joined
+            cols = await asyncio.gather(*(asyncio.wrap_future(pool.submit(
+                self._column_of, objects, p, types)) for p in paths))
+            return dict(zip(paths, cols, strict=True))
+        # one column of several objects: a job per object, then one to join them
+        (p,) = paths
+        got = await asyncio.gather(*(asyncio.wrap_future(pool.submit(
+            self._arrays, o, paths, types)) for o in objects))
+        return {p: await asyncio.wrap_future(pool.submit(
+            self._concat_parts, [g[p] for g in got], types[p]))}
+
+    def _column_of(self, objects: Sequence[ObjectMeta], path: str, types: dict[str, Type]
+                ) -> A.Array:
+        """The column ``path`` over the rows of ``objects``, joined."""
+        return self._concat_parts([self._arrays(o, [path], types)[path] for o in objects],
+                                  types[path])
+
+    @staticmethod
+    def _concat_parts(parts: list[A.Array], t: Type) -> A.Array:
+        if not parts:
+            return A.from_pylist(t, [])
+        return parts[0] if len(parts) == 1 else A.concat(parts, type=t)
 
     async def _values(self, paths: list[str], objects: Sequence[ObjectMeta]
                       ) -> dict[str, list[Any]]:

@@ -37,6 +37,7 @@ from ..format.superdb.v23 import (
 from ..model.errors import CsupError, LimitError, TruncatedError
 from ..model.types import Type
 from ..scan.superdb.held import HeldBytes
+from .parsememo import parse_memo
 
 if TYPE_CHECKING:
     from ..stores import TailRead
@@ -51,7 +52,9 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     ``(offset, bytes)`` held already (a Spark driver's, shipped: :mod:`.held23`)."""
 
     if head is None and speculative is not None:
-        head = await _speculated(self, tail, speculative)
+        from .headhint import speculated
+
+        head = await speculated(self, tail, speculative)
     size, version = tail.info.size, tail.info.version
     buf = HeldBytes()
     buf.add(tail.offset, tail.data)
@@ -119,9 +122,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     await read(have, start + n - have)
                 if reqs == first_reads + (1 if head_read and head is None else 0):
                     in_first += 1
-                objects.append(parse_metadata(
-                    buf.get(start, hdr.meta_size), off, hdr,
-                    bytes(buf.get(start + hdr.meta_size, hdr.type_size))))
+                objects.append(_parsed(self, buf, start, off, hdr, size))
                 largest = max(largest, n)
                 off += hdr.object_size
                 in_part += 1
@@ -143,26 +144,24 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     remember(self.store, self.key, head_read and tail.offset > 0)
 
 
-async def _speculated(self: Any, tail: TailRead, spec: Any) -> bytes | None:
-    """The bytes of the head read sent with the tail read, when they are of the tail's
-    version and the tail read did not hold the whole file already (its request and
-    bytes counted either way, when it was made)."""
-    from .headhint import drop_head
-
-    if tail.offset == 0 and isinstance(spec, asyncio.Future) and not spec.done():
-        await drop_head(spec)  # a small file: the tail read holds it all
-        return None
-    try:
-        got = await spec
-    except Exception:  # speculative: the chain reads it again
-        return None
-    if got is None:
-        return None
-    self.open_stats.requests += 1
-    self.open_stats.bytes_read += len(got.data)
-    if tail.offset == 0 or got.info.version is None or got.info != tail.info:
-        return None
-    return bytes(got.data)
+def _parsed(self: Any, buf: HeldBytes, start: int, off: int, hdr: Header, size: int
+            ) -> ObjectMeta5:
+    """The metadata of the object at ``off`` (its metadata and types sections from
+    ``start``, held in ``buf``): parsed, or as this process parsed the same bytes of the
+    same object of the same file before (:mod:`.parsememo`, as v14/v16 and the trailer
+    layout do).  The parsed object keeps what scans learn of it (its typedefs, which
+    fusion subtypes hold unions), so a warm open skips those too."""
+    n = hdr.meta_size + hdr.type_size
+    memo = parse_memo()
+    key = memo.key(buf.get(start, n), ("superdb23", self.path, off, hdr), size,
+                   self.max_metadata)
+    known = memo.get(key)
+    if known is not None:
+        return known[0]  # type: ignore[no-any-return]
+    obj = parse_metadata(buf.get(start, hdr.meta_size), off, hdr,
+                         bytes(buf.get(start + hdr.meta_size, hdr.type_size)))
+    memo.put(key, obj)
+    return obj
 
 
 def _gap(buf: HeldBytes, held: list[tuple[int, bytes]], start: int, off: int, end: int

@@ -32,6 +32,7 @@ from .base import CHUNK_SIZE, ObjectInfo, StoreBase, TailRead, check_range
 from .calibrate import Measurements, endpoint_of, measurements_for, watch_connections
 from .hedge import DEFAULT_HEDGE, HedgePolicy, HedgeState, hedged
 from .retry import DEFAULT_RETRY, Retryable, RetryPolicy, parse_retry_after
+from .sizes import ListedSizes
 
 __all__ = ["IF_NONE_MATCH", "NotModified", "RangedStore", "Reply", "Unsatisfiable",
            "parse_content_range", "status_error"]
@@ -155,6 +156,14 @@ class RangedStore(StoreBase):
     #: own (aiohttp's ``sock_read``), so a body's reads need no timer while the request's
     #: deadline is further off than that.
     silence_timeout: bool = False
+    _listed: ListedSizes | None = None
+
+    @property
+    def listed_sizes(self) -> ListedSizes:
+        """The sizes this store's listings named (stores/sizes.py: a hint for opens)."""
+        if self._listed is None:
+            self._listed = ListedSizes()
+        return self._listed
 
     # ----------------------------------------------------------- per store ---
     async def _open(self, key: str, range_: str | None, pin: str | None) -> Reply:
@@ -351,11 +360,13 @@ class RangedStore(StoreBase):
     async def read_head(self, key: str, length: int) -> TailRead | None:
         """The first ``length`` bytes (all of a smaller object) with the object's size and
         version, or None when one response cannot give all three (a server that ignores
-        Range, names no version, or fails: no retries).
+        Range, names no version, or fails before its body: no retries).
 
         A speculative read, sent beside the tail read before the object's version is
         known (a SuperDB v23 file keeps its objects' metadata at its head): the caller
-        uses the bytes only when the version is the tail read's."""
+        uses the bytes only when the version is the tail read's.  A body that breaks
+        once the version is known resumes from the byte it reached, as every ranged
+        read does (a ranged re-GET of the rest, pinned to that version)."""
         path = self._display(key)
         check_range(0, length, path)
         if length == 0:
@@ -366,6 +377,7 @@ class RangedStore(StoreBase):
                                            path)
         except (Unsatisfiable, Retryable, StoreError, StoreTimeoutError, OSError):
             return None
+        parts: list[bytes] = []
         try:
             cr = parse_content_range(reply.header("content-range"))
             if reply.status != 206 or cr is None or None in cr:
@@ -373,14 +385,28 @@ class RangedStore(StoreBase):
             start, end, total = cr
             if start != 0 or total is None or end != min(length, total) - 1:
                 return None
-            data = await _joined(self._chunks(reply, 0, end + 1, path, strict=True))
             version = self._version_of(reply, total)
+            if version is None:
+                return None
+            try:
+                async with aclosing(self._chunks(reply, 0, end + 1, path,
+                                                 strict=True)) as body:
+                    async for chunk in body:
+                        parts.append(chunk)
+            except Retryable:
+                if not parts:
+                    return None  # nothing to resume from: the open reads the head itself
         except (Retryable, StoreError, StoreTimeoutError, OSError):
             return None
         finally:
             reply.release()
-        if version is None:
-            return None
+        got = sum(map(len, parts))
+        if got < end + 1:  # the body broke: the rest, pinned to the version
+            try:
+                parts.append(bytes(await self.read_range(key, got, end + 1 - got, version)))
+            except (StoreError, StoreTimeoutError, OSError):
+                return None
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
         return TailRead(bytes(data), ObjectInfo(total, version))
 
     async def read_tail_unless(self, key: str, length: int, version: str) -> TailRead | None:

@@ -78,6 +78,16 @@ class HeadReader(Protocol):
 
 
 @runtime_checkable
+class SizeLister(Protocol):
+    """A store whose listings name each object's size, kept for the opens after them
+    (S3, GCS: stores/sizes.py)."""
+
+    @property
+    def listed_sizes(self) -> Any:
+        ...
+
+
+@runtime_checkable
 class Abandoning(Protocol):
     """A store holding resources of a loop that is gone (an aiohttp session), which it can
     drop without awaiting anything."""

@@ -247,12 +247,14 @@ class GCSStore(AiohttpStore):
         token = ""
         while True:
             url = (f"{self.endpoint}/storage/v1/b/{quote(bucket, safe='')}/o?prefix="
-                   f"{quote(name, safe='')}&fields=items(name)%2CnextPageToken")
+                   f"{quote(name, safe='')}&fields=items(name%2Csize)%2CnextPageToken")
             if token:
                 url += f"&pageToken={quote(token, safe='')}"
             doc = await self._get_json(to_url(url), await self._headers(path), path)
-            out += [f"gs://{bucket}/{it['name']}" for it in doc.get("items", ())
-                    if not it["name"].endswith("/")]
+            for it in doc.get("items", ()):
+                if not it["name"].endswith("/"):
+                    out.append(f"gs://{bucket}/{it['name']}")
+                    self.listed_sizes.note(out[-1], it.get("size"))  # a decimal string
             token = doc.get("nextPageToken") or ""
             if not token:
                 return out

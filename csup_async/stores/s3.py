@@ -434,11 +434,15 @@ class S3Store(AiohttpStore):
                     break
                 except Retryable as e:
                     await attempts.failed(e)
-            out += [f"s3://{bucket}/{k}" for k in keys if not k.endswith("/")]
+            for k, size in keys:
+                if not k.endswith("/"):
+                    out.append(f"s3://{bucket}/{k}")
+                    self.listed_sizes.note(out[-1], size)
             if not token:
                 return out
 
-    async def _list_page(self, bucket: str, query: str, path: str) -> tuple[list[str], str]:
+    async def _list_page(self, bucket: str, query: str, path: str
+                         ) -> tuple[list[tuple[str, str | None]], str]:
         resp = await self._request("GET", bucket, None, {}, path, query)
         if resp.status != 200:
             raise await self._failure(resp, path)
@@ -453,7 +457,7 @@ class S3Store(AiohttpStore):
             resp.release()
         if len(body) > _LIST_BODY_LIMIT:
             raise StoreError("a listing page longer than 16 MiB was refused", path=path)
-        return _parse_listing(body, path)
+        return parse_listing(body, path)
 
     # ------------------------------------------- aiobotocore (rare cases) ---
     async def _client(self) -> Any:
@@ -545,8 +549,10 @@ class S3Store(AiohttpStore):
                 if token:
                     params["ContinuationToken"] = token
                 page = await client.list_objects_v2(**params)
-                out += [f"s3://{bucket}/{o['Key']}" for o in page.get("Contents", ())
-                        if not o["Key"].endswith("/")]
+                for o in page.get("Contents", ()):
+                    if not o["Key"].endswith("/"):
+                        out.append(f"s3://{bucket}/{o['Key']}")
+                        self.listed_sizes.note(out[-1], o.get("Size"))
                 token = page.get("NextContinuationToken")
                 if not page.get("IsTruncated") or not token:
                     return out
@@ -629,24 +635,25 @@ class S3Store(AiohttpStore):
             raise self._error(e, path) from None
         return True
 
-def _parse_listing(body: bytes, path: str) -> tuple[list[str], str]:
-    """Keys and the continuation token of a ListObjectsV2 page."""
+def parse_listing(body: bytes, path: str) -> tuple[list[tuple[str, str | None]], str]:
+    """Keys (each with the size the page names, or None) and the continuation token of a
+    ListObjectsV2 page."""
     try:
         root = ET.fromstring(body)
     except ET.ParseError:
         raise StoreError("the listing is not XML", path=path) from None
     fields: dict[str, str] = {}
-    keys: list[str] = []
+    keys: list[tuple[str, str | None]] = []
     for el in root:
         tag = el.tag.rsplit("}", 1)[-1]
         if tag == "Contents":
-            for sub in el:
-                if sub.tag.rsplit("}", 1)[-1] == "Key" and sub.text:
-                    keys.append(sub.text)
+            found = {sub.tag.rsplit("}", 1)[-1]: sub.text for sub in el}
+            if found.get("Key"):
+                keys.append((found["Key"], found.get("Size")))  # type: ignore[arg-type]
         else:
             fields[tag] = el.text or ""
     if fields.get("EncodingType") == "url":
-        keys = [unquote_plus(k) for k in keys]
+        keys = [(unquote_plus(k), n) for k, n in keys]
     token = fields.get("NextContinuationToken", "")
     if fields.get("IsTruncated", "false").lower() != "true":
         token = ""

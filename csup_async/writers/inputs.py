@@ -148,13 +148,16 @@ def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
                              if _superdb_codec(v) is not None)
         raise FormatError(f"BSUP version {version} is not read here (versions read: 0 "
                           f"(Zed), {readable})", path=path)
+    from ..format.superdb.defuse import top_value  # a fusion value: its subtype's
+
     if version == 5:
         for t, body in codec.read_values(data):
-            yield Value(t, codec.decode_value(t, body, typed=True))
+            yield top_value(t, codec.decode_value(t, body, typed=True, fused=True))
         return
     dialect = codec.V1 if version == 1 else codec.V2
     for t, body in codec.read_values(data, dialect):
-        yield Value(t, codec.decode_value(t, body, dialect=dialect, typed=True))
+        yield top_value(t, codec.decode_value(t, body, dialect=dialect, typed=True,
+                                                fused=True))
 
 
 async def _read_csup(path: str) -> list[Value]:

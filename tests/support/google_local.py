@@ -350,8 +350,8 @@ class GoogleLocal:
         self.stats.gcs_ok += 1
         if not name:  # listing
             prefix = f"{bucket}/{request.query.get('prefix', '')}"
-            items = [{"name": k.split("/", 1)[1]} for k in sorted(self.objects)
-                     if k.startswith(prefix)]
+            items = [{"name": k.split("/", 1)[1], "size": str(len(self.objects[k][0]))}
+                     for k in sorted(self.objects) if k.startswith(prefix)]
             return web.json_response({"items": items})
         found = self.objects.get(f"{bucket}/{name}")
         if found is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from csup_async.format.superdb.bsup2 import OptField
+from csup_async.format.superdb.bsup2 import FusionType, OptField
 from csup_async.format.superdb.bsup5 import RecRef
 from csup_async.format.superdb.suptext import format_type
 from csup_async.model.types import (
@@ -27,7 +27,7 @@ from csup_async.model.types import (
     Type,
     UnionType,
 )
-from csup_async.model.values import UnionValue
+from csup_async.model.values import UnionValue, Value
 
 
 def go_duration(ns: int) -> str:
@@ -102,6 +102,10 @@ def super_json(t: Type, v: Any, main: bool = False,
         return {"error": super_json(t.inner, v, main, names)}
     if isinstance(v, UnionValue):
         return super_json(v.type, v.value, main, names)
+    if isinstance(t, FusionType):  # its subtype's value (a Value names it), as -j prints
+        if isinstance(v, Value):
+            return super_json(v.type, v.value, main, names)
+        return super_json(t.inner, v, main, names)
     if isinstance(t, UnionType):
         raise AssertionError(f"an untyped value {v!r} of union {t}")
     if isinstance(t, RecordType):

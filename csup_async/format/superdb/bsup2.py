@@ -34,7 +34,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue
+from ...model.values import UnionValue, Value
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
 
 MAX_FRAME = 100 << 20
@@ -333,9 +333,12 @@ def decode_primitive2(t: PrimitiveType, body: bytes | memoryview, dialect: Diale
 
 
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
-                 depth: int = 0, dialect: Dialect = V2) -> Any:
+                 depth: int = 0, dialect: Dialect = V2, fused: bool = False) -> Any:
     """A version-2 body to Python (the library's mapping; absent optional fields
-    left out of their record's dict)."""
+    left out of their record's dict).  ``fused``: a fusion value with its
+    subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it the
+    subtype's value, as super prints it); else its supertype's value, as a column of the
+    supertype holds it."""
     if body is None:
         return None
     if depth > 200:
@@ -344,7 +347,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, PrimitiveType):
         return decode_primitive2(t, body, dialect)
     if isinstance(t, NamedType | ErrorType):
-        return decode_value(t.inner, body, typed=typed, depth=d, dialect=dialect)
+        return decode_value(t.inner, body, typed=typed, fused=fused, depth=d, dialect=dialect)
     if isinstance(t, EnumType):
         i = int.from_bytes(bytes(body), "little")
         if i >= len(t.symbols):
@@ -354,7 +357,11 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if isinstance(t, FusionType):  # the supertype's value, then the subtype (a type value)
         if len(parts) != 2:
             raise FormatError("fusion value is not a value and a type")
-        return decode_value(t.inner, parts[0], typed=typed, depth=d, dialect=dialect)
+        v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, dialect=dialect)
+        if not fused or parts[1] is None:
+            return v
+        # the subtype kept: .defuse makes its value
+        return Value(decode_type_value(parts[1], dialect), v)
     if isinstance(t, RecordType):
         nopt = sum(isinstance(f, OptField) for f in t.fields)
         nones = b""
@@ -372,18 +379,21 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
                     continue
             if i >= len(parts):
                 raise FormatError("record value has fewer fields than its type")
-            out[f.name] = decode_value(f.type, parts[i], typed=typed, depth=d, dialect=dialect)
+            out[f.name] = decode_value(f.type, parts[i], typed=typed, fused=fused, depth=d,
+                                       dialect=dialect)
             i += 1
         if i != len(parts):
             raise FormatError("record value has more fields than its type")
         return out
     if isinstance(t, ArrayType | SetType):
-        return [decode_value(t.elem, p, typed=typed, depth=d, dialect=dialect) for p in parts]
+        return [decode_value(t.elem, p, typed=typed, fused=fused, depth=d, dialect=dialect)
+                for p in parts]
     if isinstance(t, MapType):
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
-        items = [(decode_value(t.key, parts[j], typed=typed, depth=d, dialect=dialect),
-                  decode_value(t.value, parts[j + 1], typed=typed, depth=d, dialect=dialect))
+        items = [(decode_value(t.key, parts[j], typed=typed, fused=fused, depth=d, dialect=dialect),
+                  decode_value(t.value, parts[j + 1], typed=typed, fused=fused, depth=d,
+                               dialect=dialect))
                  for j in range(0, len(parts), 2)]
         return map_value(t.key, items)
     if isinstance(t, UnionType):
@@ -392,6 +402,6 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         idx = int.from_bytes(bytes(parts[0]), "little")
         if idx >= len(t.types):
             raise FormatError(f"union member {idx} of a {len(t.types)}-member union")
-        v = decode_value(t.types[idx], parts[1], typed=typed, depth=d, dialect=dialect)
+        v = decode_value(t.types[idx], parts[1], typed=typed, fused=fused, depth=d, dialect=dialect)
         return UnionValue(idx, t.types[idx], v) if typed else v
     raise UnsupportedTypeError(f"values of {t} are not supported")

@@ -36,7 +36,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue
+from ...model.values import UnionValue, Value
 from ..bsup import decode_primitive, iter_tagged, read_uvarint
 from .bsup2 import Dialect, FusionType, OptField, frame_values, frames
 
@@ -237,6 +237,29 @@ def record_of(fields: list[tuple[str, Type]]) -> RecordType:
 
 
 # ------------------------------------------------------------- typedefs ---
+def record_fields(data: bytes, pos: int, n: int, top: int
+                  ) -> tuple[tuple[tuple[str, int], ...], int] | None:
+    """A record typedef's ``n`` fields from ``pos`` (type IDs below ``top``) and the
+    position after them, where every name length and ID is one byte and fits (what
+    super writes for all but the widest tables); None: :meth:`TypeTable.append_bytes`
+    reads them one by one, with its errors."""
+    end = len(data)
+    out = []
+    for _ in range(n):
+        if pos >= end:
+            return None
+        ln = data[pos]
+        at = pos + 1 + ln
+        if ln >= 0x80 or at >= end:
+            return None
+        tid = data[at]
+        if tid >= 0x80 or tid >= top:
+            return None
+        out.append((data[pos + 1:at].decode("utf-8", "replace"), tid))
+        pos = at + 1
+    return tuple(out), pos
+
+
 class TypeTable:
     """A typedefs table (BSUP types frames, or a CSUP types section): IDs 32, 33, ...
 
@@ -252,12 +275,15 @@ class TypeTable:
         return len(self.entries)
 
     def append_bytes(self, b: bytes | memoryview) -> None:
-        mv = memoryview(b)
-        pos, end = 0, len(mv)
+        data = bytes(b)  # indexing bytes is cheaper than a memoryview (a table of 10 KB)
+        pos, end = 0, len(data)
 
         def uv() -> int:
             nonlocal pos
-            v, pos = read_uvarint(mv, pos, end)
+            if pos < end and data[pos] < 0x80:  # one byte: nearly every length and ID
+                pos += 1
+                return data[pos - 1]
+            v, pos = read_uvarint(data, pos, end)
             return v
 
         def name() -> str:
@@ -265,7 +291,7 @@ class TypeTable:
             n = uv()
             if pos + n > end:
                 raise TruncatedError("BSUP typedef name runs past its frame")
-            s = bytes(mv[pos:pos + n]).decode("utf-8", "replace")
+            s = data[pos:pos + n].decode("utf-8", "replace")
             pos += n
             return s
 
@@ -276,14 +302,18 @@ class TypeTable:
             return tid
 
         while pos < end:
-            code = mv[pos]
+            code = data[pos]
             pos += 1
             entry: Any
             if code == TD_RECORD:
                 n = uv()
                 if n > MAX_FIELDS or n > end - pos:
                     raise FormatError(f"BSUP record typedef of {n} fields")
-                entry = tuple((name(), ref()) for _ in range(n))
+                entry = record_fields(data, pos, n, FIRST_TYPEDEF + len(self.entries))
+                if entry is None:  # a long name or ID, or bad bytes: field by field
+                    entry = tuple((name(), ref()) for _ in range(n))
+                else:
+                    entry, pos = entry
             elif code in (TD_ARRAY, TD_SET, TD_ERROR, TD_FUSION):
                 entry = ref()
             elif code == TD_MAP:
@@ -302,7 +332,7 @@ class TypeTable:
                 nm = name()
                 if pos + 4 > end:
                     raise TruncatedError("BSUP named typedef runs past its frame")
-                (inner,) = struct.unpack_from(">I", mv, pos)
+                (inner,) = struct.unpack_from(">I", data, pos)
                 pos += 4
                 entry = (nm, inner)
             else:
@@ -458,9 +488,13 @@ def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]
 
 
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
-                 depth: int = 0, names: dict[str, Type] | None = None) -> Any:
+                 depth: int = 0, names: dict[str, Type] | None = None,
+                 fused: bool = False) -> Any:
     """A version-5 body to Python (the library's mapping; a ``none`` is :data:`NONE`,
-    and record fields holding it are left out of their dict)."""
+    and record fields holding it are left out of their dict).  ``fused``: a fusion value
+    with its subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it
+    the subtype's value, as super prints it); else its supertype's value, as a column of
+    the supertype holds it."""
     if depth > 200:
         raise FormatError("value nested too deeply")
     if t == NONE_T:
@@ -484,7 +518,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             raise FormatError("a value of type all outside an any vector")
         return decode_primitive(t, body)
     if isinstance(t, NamedType | ErrorType):
-        return decode_value(t.inner, body, typed=typed, depth=d, names=names)
+        return decode_value(t.inner, body, typed=typed, fused=fused, depth=d, names=names)
     if isinstance(t, EnumType):
         i = int.from_bytes(bytes(body), "little")
         if i >= len(t.symbols):
@@ -497,16 +531,20 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         if t.inner == ALL_T:  # any: the value's own type is its second part
             if parts[1] is None:
                 raise FormatError("any value without its type")
-            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, depth=d,
-                                names=names)
-        return decode_value(t.inner, parts[0], typed=typed, depth=d, names=names)
+            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, fused=fused,
+                                depth=d, names=names)
+        v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, names=names)
+        if not fused or parts[1] is None:
+            return v
+        # the subtype kept: .defuse makes its value
+        return Value(decode_type_value(parts[1]), v)
     if isinstance(t, RecordType):
         if len(parts) != len(t.fields):
             raise FormatError(f"record value of {len(parts)} fields for a type of "
                               f"{len(t.fields)}")
         out: dict[str, Any] = {}
         for f, p in zip(t.fields, parts, strict=True):
-            v = decode_value(field_type(f), p, typed=typed, depth=d, names=names)
+            v = decode_value(field_type(f), p, typed=typed, fused=fused, depth=d, names=names)
             if isinstance(f, OptField) and isinstance(v, UnionValue) and v.value is NONE:
                 continue
             if v is NONE:
@@ -516,12 +554,14 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             out[f.name] = v
         return out
     if isinstance(t, ArrayType | SetType):
-        return [decode_value(t.elem, p, typed=typed, depth=d, names=names) for p in parts]
+        return [decode_value(t.elem, p, typed=typed, fused=fused, depth=d, names=names)
+                for p in parts]
     if isinstance(t, MapType):
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
-        items = [(decode_value(t.key, parts[j], typed=typed, depth=d, names=names),
-                  decode_value(t.value, parts[j + 1], typed=typed, depth=d, names=names))
+        items = [(decode_value(t.key, parts[j], typed=typed, fused=fused, depth=d, names=names),
+                  decode_value(t.value, parts[j + 1], typed=typed, fused=fused, depth=d,
+                               names=names))
                  for j in range(0, len(parts), 2)]
         return map_value(t.key, items)
     if isinstance(t, UnionType):
@@ -530,7 +570,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         idx = int.from_bytes(bytes(parts[0]), "little")
         if idx >= len(t.types):
             raise FormatError(f"union member {idx} of a {len(t.types)}-member union")
-        v = decode_value(t.types[idx], parts[1], typed=typed, depth=d, names=names)
+        v = decode_value(t.types[idx], parts[1], typed=typed, fused=fused, depth=d, names=names)
         if v is NONE:
             return NONE
         return UnionValue(idx, t.types[idx], v) if typed else v

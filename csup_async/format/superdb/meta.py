@@ -382,7 +382,18 @@ def node_type(nodes: tuple[Node, ...], i: int, depth: int = 0,
 
 
 def root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
-    """``(super type, vector ID)`` of each of the object's top-level vectors."""
+    """``(super type, vector ID)`` of each of the object's top-level vectors (kept in a
+    v23 object's ``memo``: every open of a file asks, see v23.ObjectMeta5)."""
+    memo = getattr(obj, "memo", None)
+    if memo is not None:
+        got = memo.get("root_types")
+        if got is None:
+            got = memo["root_types"] = _root_types(obj)
+        return list(got)
+    return _root_types(obj)
+
+
+def _root_types(obj: ObjectMeta) -> list[tuple[Type, int]]:
     root = obj.root
     ids = root.kids if root.kind == "dynamic" else (obj.header.root,)
     names: tuple[str, ...] | None = () if obj.header.version >= 23 else None

@@ -22,6 +22,7 @@ uncompressed size of their offsets).
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from ...model.errors import FormatError, TruncatedError
 from ...model.types import BOOL, IP, NET, NULL, TYPE, EnumType, NamedType, RecordType, Type
 from ..bsup import iter_tagged
 from . import bsup5
+from .compiled5 import decoder
 from .meta import Header, Node, ObjectMeta, seg_of
 from .tail import is_v23_tail  # noqa: F401 - importable from here, as before
 
@@ -101,9 +103,16 @@ def parse_footer(b: bytes | memoryview, at: int, type_size: int) -> Type:
         raise FormatError(f"CSUP footer at byte {at} holds a {n}-byte type, its trailer "
                           f"says {type_size}")
     try:
-        return bsup5.decode_type_value(b[FOOTER_HEADER:FOOTER_HEADER + n])
+        return _footer_type(bytes(b[FOOTER_HEADER:FOOTER_HEADER + n]))
     except FormatError as e:
         raise FormatError(f"CSUP footer at byte {at}: {e}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _footer_type(b: bytes) -> Type:
+    """A footer's fused type, by its bytes: every open of a file parses its footer, and
+    a wide fused type is hundreds of type values (types are immutable: shared)."""
+    return bsup5.decode_type_value(b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +122,10 @@ class ObjectMeta5(ObjectMeta):
 
     types_bytes: bytes = b""
     _table: list[Any] = field(default_factory=list, compare=False, repr=False)
+    #: what reads learn of the object and keep with it (its top-level types, which
+    #: fusion subtypes hold unions): the parse memo (readers.parsememo) hands the same
+    #: object to every open of the same bytes, so a warm open learns nothing twice
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def typedefs(self) -> bsup5.TypeTable:
@@ -153,7 +166,7 @@ def _node(t: Type, body: Any, what: str) -> Node:
     if not isinstance(t, NamedType):
         raise FormatError(f"{what}: metadata value of type {t} is not a named vector kind")
     kind = t.name.lower()
-    d = bsup5.decode_value(t, body)
+    d = decoder(t)(body)  # bsup5.decode_value(t, body), by a closure made once per type
     if not isinstance(d, dict):
         raise FormatError(f"{what}: metadata value of {t.name} is not a record")
 

@@ -22,11 +22,13 @@ type is not the column's (or a member of the column's union), and a damaged obje
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from ... import arrays as A
+from ...decode.kernels import fill_runs, map_tags
 from ...format.meta import Segment
 from ...format.superdb import intcomp
 from ...format.superdb.bsup5 import TD_NAMED, TD_UNION, RecRef, columnar
@@ -70,7 +72,7 @@ def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
 
 def _column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,
             tags: np.ndarray | None) -> A.Array:
-    b = _Builder(dec)
+    b = _Builder(dec, getattr(obj, "memo", None))
     tops = C.tops_of(obj)
     parts: list[A.Array | None] = []
     for top in tops:
@@ -130,9 +132,11 @@ def passed_subtypes(obj: ObjectMeta, tops: tuple[int, ...],
 
 
 class _Builder:
-    def __init__(self, dec: Decoder) -> None:
+    def __init__(self, dec: Decoder, memo: dict[Any, Any] | None = None) -> None:
         self.dec = dec
         self.nodes = dec.nodes
+        #: what is learnt of the object and kept with it (v23.ObjectMeta5.memo)
+        self.memo: dict[Any, Any] = {} if memo is None else memo
         #: how many fusion vectors the vector being built is inside: their values are
         #: their subtypes' (the general path defuses them), where a union's ``null``
         #: member is a plain null (a null row), not the union's null member
@@ -150,7 +154,8 @@ class _Builder:
         (their null members would keep their tags: only the general path knows)."""
         if not isinstance(n.value, int) or self.dec.types is None:
             raise Unsupported("a fusion vector without its subtypes")
-        # the answer per subtypes vector, kept with the object's decoder for every column
+        # the answer per subtypes vector: kept with this read's decoder for every column,
+        # and with the object, by the digest of the vector's bytes, for later scans
         known: dict[int, bool] = getattr(self.dec, "plain_subtypes", None) or {}
         self.dec.plain_subtypes = known  # type: ignore[attr-defined]
         if n.value not in known:
@@ -162,15 +167,29 @@ class _Builder:
         sub = self.nodes[i]
         if sub.kind != "typevalue":
             raise Unsupported("fusion subtypes")
+        table = self.dec.types()
+        unions = self.memo.get("union_typedefs")
+        if unions is None:
+            unions = self.memo["union_typedefs"] = any(
+                code in (TD_UNION, TD_NAMED) for code, _ in table.entries)
+        if not unions:
+            return True  # no union typedef at all (JSON's subtypes): none holds one
         raw = self.dec.seg(sub, "values") if sub.count else b""
+        # the data bytes are this read's: an answer is reused only for the same bytes
+        key = ("plain_subtypes", i, hashlib.blake2b(raw, digest_size=16).digest())
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = self._plain_ids(raw, table)
+        return bool(got)
+
+    @staticmethod
+    def _plain_ids(raw: bytes, table: Any) -> bool:
+        """Whether no subtype ID in ``raw`` (an intcomp uint32 vector) holds a union."""
         ids = intcomp.uint32s(raw) if raw else np.zeros(0, np.int64)
         if ids.size:
             lo, hi = int(ids.min()), int(ids.max())
             ids = (np.flatnonzero(np.bincount(ids - lo)) + lo if hi - lo < 1 << 20
                    else np.unique(ids))
-        table = self.dec.types()
-        if not any(code in (TD_UNION, TD_NAMED) for code, _ in table.entries):
-            return True  # no union typedef at all (JSON's subtypes): none holds one
         return not any(_holds_union(table.lookup(j)) for j in ids.tolist())
 
     def _len(self, i: int) -> int:
@@ -223,16 +242,33 @@ class _Builder:
         raise Unsupported(f"a path through a {k} vector")
 
     def _tags(self, n: Any, count: int) -> np.ndarray:
-        tags = self.dec.union_tag_array(n)
-        if tags.size != count:
-            raise Unsupported("union tags do not match its count")
-        per = np.bincount(tags, minlength=len(n.kids)) if tags.size else np.zeros(
-            len(n.kids), np.int64)
-        if per.size > len(n.kids):
-            raise Unsupported("union tag without a vector")
-        for kid, want in zip(n.kids, per.tolist(), strict=True):
+        return self._tagged(n, count, None)[0]
+
+    def _tagged(self, n: Any, count: int, to: np.ndarray | None
+                ) -> tuple[np.ndarray, list[int]]:
+        """The union ``n``'s tags (mapped through ``to``, int32, when given) and its rows
+        per member, each member checked to hold that many values.  A v23 two-member
+        union stores run lengths: its tags are filled from them and its counts summed
+        from them (decode.kernels.fill_runs), others are counted and mapped in one pass
+        (decode.kernels.map_tags)."""
+        k = len(n.kids)
+        raw = self.dec.seg(n, "tags")
+        if k == 2:  # v23: runs of tag 1 and tag 0, from tag 1 (see vectors23.rle_tags)
+            runs = intcomp.uint32s(raw) if raw else np.zeros(0, np.int64)
+            first, second = (1, 0) if to is None else (int(to[1]), int(to[0]))
+            tags = fill_runs(runs, first, second, count)
+            ones = int(runs[0::2].sum()) if runs.size else 0
+            per = [count - ones, ones]
+        else:
+            raw_tags = intcomp.uint32s(raw) if raw else np.zeros(0, np.int64)
+            if raw_tags.size != count:
+                raise Unsupported("union tags do not match its count")
+            ident = np.arange(k, dtype=np.int32) if to is None else to
+            tags, counts = map_tags(raw_tags, ident)
+            per = counts.tolist()
+        for kid, want in zip(n.kids, per, strict=True):
             self._check(kid, want)
-        return tags
+        return tags, per
 
     # --------------------------------------------------------------- values ---
     def values(self, i: int, t: Type, count: int, d: int) -> A.Array:
@@ -316,8 +352,10 @@ class _Builder:
             raise Unsupported(f"{own} is not a member of {u}")
         j = u.types.index(own)
         arr = self.values(i, own, count, d + 1)
+        if len(arr) != count:
+            raise Unsupported(f"{len(arr)} values of a member for {count} rows")
         kids = [arr if m == j else A.null_array(mt, 0) for m, mt in enumerate(u.types)]
-        return A.UnionArray(t, np.full(count, j, np.int32), kids)
+        return A.UnionArray.known(t, np.full(count, j, np.int32), kids, False)
 
     def _union_as_union(self, i: int, t: Type, u: UnionType, count: int, d: int
                         ) -> A.Array:
@@ -325,9 +363,7 @@ class _Builder:
         member of its type (a ``none`` member: null rows)."""
         n = self.nodes[i]
         self._check(i, count)
-        tags = self._tags(n, count)
         to = np.full(len(n.kids), -1, np.int32)
-        kids: list[A.Array | None] = [None] * len(u.types)
         for m, kid in enumerate(n.kids):
             own = self._own_type(kid)
             if self.nodes[kid].kind == "none" or (own == NULL and NULL not in u.types) or (
@@ -336,13 +372,20 @@ class _Builder:
             if own not in u.types:
                 raise Unsupported(f"member {own} is not in {u}")
             j = u.types.index(own)
-            if kids[j] is not None:
+            if j in to:
                 raise Unsupported("two members of one column member")
-            kids[j] = self.values(kid, own, self._len(kid), d + 1)
             to[m] = j
-        out = [k if k is not None else A.null_array(mt, 0)
-               for k, mt in zip(kids, u.types, strict=True)]
-        return A.UnionArray(t, to[tags] if tags.size else np.zeros(0, np.int32), out)
+        tags, per = self._tagged(n, count, to)  # counts checked before any member is built
+        out = [A.null_array(mt, 0) for mt in u.types]
+        for m, (kid, j) in enumerate(zip(n.kids, to.tolist(), strict=True)):
+            if j >= 0:
+                out[j] = self.values(kid, u.types[j], per[m], d + 1)
+                if len(out[j]) != per[m]:
+                    raise Unsupported(f"member {m} built {len(out[j])} of {per[m]} values")
+        # each column member holds its union member's values, one per row tagged so:
+        # the union needs no second count
+        nulls = any(c and j < 0 for c, j in zip(per, to.tolist(), strict=True))
+        return A.UnionArray.known(t, tags, out, nulls)
 
     def _record(self, i: int, t: Type, count: int, d: int) -> A.Array:
         n = self.nodes[i]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import arrays as A
-from ...arrays.buffers import route, take_binary
+from ...arrays.buffers import route, scatter_offsets, take_binary
 from ...format.superdb import intcomp
 from ...format.superdb.meta import ObjectMeta
 from ...model.errors import FormatError
@@ -65,7 +65,7 @@ def _leaf(dec: Decoder, i: int, name: str, count: int) -> tuple | None:
             return None
         if count == 0:
             return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint8)
-        data = np.frombuffer(dec.seg(n, "bytes"), dtype=np.uint8)
+        data = np.frombuffer(dec.view(n, "bytes"), dtype=np.uint8)  # kept as it is
         offs = intcomp.uint32s(dec.seg(n, "offsets"))
         if offs.size != count + 1 or offs[0] != 0 or int(offs[-1]) > data.size or (
                 np.diff(offs) < 0).any():
@@ -116,11 +116,8 @@ def _nullable(dec: Decoder, i: int, name: str, count: int, t: Type) -> A.Array |
         out[mask] = got[0]
         return A.PrimitiveArray(t, out, mask)
     src_offs, src = got
-    lens = np.zeros(count, dtype=np.int64)
-    lens[mask] = np.diff(src_offs)
-    offs = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    return A.BinaryArray(t, offs, np.asarray(src[:int(src_offs[-1])]), mask)
+    offs = scatter_offsets(src_offs.astype(np.int64, copy=False), mask)
+    return A.BinaryArray(t, offs, np.asarray(src[int(src_offs[0]):int(src_offs[-1])]), mask)
 
 
 def column(dec: Decoder, obj: ObjectMeta, comps: tuple[str, ...], t: Type,

@@ -54,13 +54,24 @@ def segment_bytes(raw: bytes | memoryview, seg: Seg) -> bytes:
     return out
 
 
+def segment_view(raw: bytes | memoryview, seg: Seg) -> bytes | memoryview:
+    """:func:`segment_bytes` without the copy of a segment stored as it is (the bytes
+    held for the read, viewed): what an array keeps as its buffer, a string column's
+    bytes, need not be copied a second time."""
+    if seg.lz4 or len(raw) != seg.size:
+        return segment_bytes(raw, seg)
+    return raw
+
+
 class Decoder:
     """Decodes the vectors of one object (``nodes``) through ``load``."""
 
     def __init__(self, nodes: tuple[Node, ...], load: Load, typed: bool = False,
-                 dialect: Dialect = V2, types: Callable[[], Any] | None = None) -> None:
+                 dialect: Dialect = V2, types: Callable[[], Any] | None = None,
+                 view_load: Callable[[Seg], bytes | memoryview] | None = None) -> None:
         self.nodes, self.load, self.typed, self.dialect = nodes, load, typed, dialect
         self.types = types  # v23: the object's typedefs table, on demand
+        self.view_load = view_load  # a segment as held, when stored uncompressed
 
     def expect(self, i: int, want: int, what: str) -> None:
         """Refuse a child vector whose length disagrees with its parent's before decoding
@@ -74,6 +85,17 @@ class Decoder:
         if s is None:
             raise FormatError(f"{n.kind} vector lacks its {role} segment")
         return self.load(s) if s.size else b""
+
+    def view(self, n: Node, role: str) -> bytes | memoryview:
+        """:meth:`seg`, as a view of the held bytes where it is stored uncompressed (when
+        the reader gave a ``view`` loader): for a buffer an array keeps as it is."""
+        load = self.view_load
+        if load is None:
+            return self.seg(n, role)
+        s = n.seg(role)
+        if s is None:
+            raise FormatError(f"{n.kind} vector lacks its {role} segment")
+        return load(s) if s.size else b""
 
     def values(self, i: int, depth: int = 0) -> list[Any]:
         if depth > 200:

@@ -19,24 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from ...decode.kernels import fill_runs
 from ...format.superdb import bsup2, bsup5, intcomp
-from ...format.superdb.bsup2 import FusionType
+from ...format.superdb.defuse import defuse
 from ...format.superdb.meta import Node
 from ...model.errors import FormatError
-from ...model.types import ArrayType, ErrorType, MapType, NamedType, RecordType, SetType, UnionType
-from ...model.values import UnionValue, Value
+from ...model.values import Value
 
 
 def rle_tags(runs: np.ndarray | list[int], count: int) -> np.ndarray:
-    """Tags of a two-member union from its runs: alternately runs of tag 1 and of tag 0,
-    starting with tag 1; what the runs leave is tag 0 (no runs: every value tag 0)."""
-    r = np.asarray(runs, dtype=np.int64)
-    total = int(r.sum()) if r.size else 0
-    if (r < 0).any() or total > count:
-        raise FormatError(f"union run lengths cover {total} values of {count}")
-    out = np.zeros(count, dtype=np.int64)
-    out[:total] = np.repeat((np.arange(r.size) % 2 == 0).astype(np.int64), r)
-    return out
+    """Tags (int32) of a two-member union from its runs: alternately runs of tag 1 and
+    of tag 0, starting with tag 1; what the runs leave is tag 0 (no runs: every value
+    tag 0).  One pass in C (decode.kernels.fill_runs)."""
+    return fill_runs(np.asarray(runs, dtype=np.int64), 1, 0, count)
 
 
 def bits(raw: bytes, count: int) -> list[bool]:
@@ -119,52 +114,6 @@ def values(dec: Any, n: Node, d: int) -> list[Any]:
             out.append(Value(t, v) if dec.typed else v)
         return out
     raise FormatError(f"vectors of kind {k} are not read here")
-
-
-def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
-    """A fusion vector's value (decoded as its supertype) as the value of its own
-    subtype ``s``: the record fields the subtype has, in its order; union members of
-    the supertype that the subtype holds plainly, unwrapped."""
-    if v is None or v is bsup5.NONE:
-        return v
-    if names is None:
-        names = {}
-    while isinstance(s, NamedType | ErrorType | bsup5.RecRef):
-        if isinstance(s, bsup5.RecRef):
-            if s.name not in names:
-                return v
-            s = names[s.name]
-            continue
-        if isinstance(s, NamedType):
-            names.setdefault(s.name, s)
-        s = s.inner
-    if isinstance(v, Value):  # a nested fusion's value, typed: its own subtype
-        if isinstance(s, UnionType) and v.type in s.types:
-            return UnionValue(s.types.index(v.type), v.type,
-                              defuse(v.value, v.type, names))
-        return defuse(v.value, s, names)
-    if isinstance(v, UnionValue):
-        if isinstance(s, UnionType):
-            if v.type in s.types:
-                return UnionValue(s.types.index(v.type), v.type,
-                                  defuse(v.value, v.type, names))
-            if len(s.types) == len(v.type.types if isinstance(v.type, UnionType) else ()) or (
-                    0 <= v.index < len(s.types)):  # the same member, its type as s says it
-                m = s.types[v.index]
-                return UnionValue(v.index, m, defuse(v.value, m, names))
-            return v
-        return defuse(v.value, s, names)
-    if isinstance(s, FusionType):
-        return v
-    if isinstance(s, RecordType) and isinstance(v, dict):
-        return {f.name: defuse(v[f.name], f.type, names) for f in s.fields if f.name in v}
-    if isinstance(s, ArrayType | SetType) and isinstance(v, list):
-        return [defuse(x, s.elem, names) for x in v]
-    if isinstance(s, MapType):
-        if isinstance(v, dict):
-            return {k: defuse(x, s.value, names) for k, x in v.items()}
-        return [(defuse(k, s.key, names), defuse(x, s.value, names)) for k, x in v]
-    return v
 
 
 def fusion_values(dec: Any, n: Node, d: int) -> list[Any]:

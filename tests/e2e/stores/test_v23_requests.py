@@ -47,8 +47,12 @@ async def _local(columns: list[str]) -> dict[str, list[Any]]:
 
 
 async def test_two_columns_cost_one_metadata_round_trip_and_one_data_wave(moto_s3, proxy):
+    """#37's target, opened cold (no file seen before in its place, no listing): the tail
+    and head reads go together (one metadata round trip), then one data wave."""
     key = moto_s3.put("v23/wide.csup", WIDE.read_bytes())
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    # the tail's response held back 1 s: a head read logged before that went with it
+    proxy.inject(Fault.delay(1.0), match=lambda q: q.kind == "tail")
     async with csup_async.open(f"s3://{key}", profile=SMALL_READS, **opts) as r:
         at_open = [q for q in proxy.requests() if q.method == "GET"]
         plan = await r.plan(["id", "score"])
@@ -58,7 +62,8 @@ async def test_two_columns_cost_one_metadata_round_trip_and_one_data_wave(moto_s
     print("GETs", [(q.kind, q.range) for q in gets], "data bytes", res.stats.bytes_read,
           "needed", plan.bytes_needed)
     # the tail (trailer, footer) and the head (header, metadata, types): then one wave
-    assert len(at_open) == 2 and [q.kind for q in at_open] == ["tail", "data"]
+    assert len(at_open) == 2 and sorted(q.kind for q in at_open) == ["data", "tail"]
+    assert abs(at_open[0].time - at_open[1].time) < 1.0
     assert len(gets) <= 4 and len(gets) - 2 == res.stats.requests == plan.request_count
     # the data wave: the two columns' segments (intcomp ints, LZ4 floats) and the gaps the
     # planner chose to read between them, nothing of the other columns beyond that
@@ -66,7 +71,7 @@ async def test_two_columns_cost_one_metadata_round_trip_and_one_data_wave(moto_s
     needed = sum(s.size for n in (id_node, score_node) for _, s in n.segs)
     assert plan.bytes_needed == needed
     assert res.stats.bytes_read == plan.bytes_to_read <= needed + SMALL_READS.max_gap
-    head = at_open[1]
+    head = next(q for q in at_open if q.kind == "data")
     meta_end = 45 + obj.header.meta_size + obj.header.type_size
     assert head.range == f"bytes=0-{SMALL_READS.tail_min - 1}" and meta_end <= 4096
     assert {c: res.column(c).to_pylist() for c in ("id", "score")} == await _local(
@@ -74,14 +79,30 @@ async def test_two_columns_cost_one_metadata_round_trip_and_one_data_wave(moto_s
     assert res.column("id").to_pylist() == list(range(4000))
 
 
-async def test_a_small_v23_file_is_one_request(moto_s3, proxy):
+async def test_a_small_v23_file_cold_is_one_round_trip_and_one_request_when_listed(
+        moto_s3, proxy):
+    """Opened by URL in a place not seen before, nothing says the file is small: the tail
+    read (which holds it whole) goes with a small head read, one round trip.  Listed (a
+    dataset of a prefix), the listing's size says the tail read holds it: one GET."""
     data = (WIDE.parent.parent / "nested.csup").read_bytes()
-    key = moto_s3.put("v23/nested.csup", data)
+    key = moto_s3.put("v23req/small/nested.csup", data)
     opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
     async with csup_async.open(f"s3://{key}", **opts) as r:
         rows = await r.read_rows()
     assert len(rows) == 2
-    assert [q.kind for q in proxy.requests() if q.method == "GET"] == ["tail"]
+    # (the head read, unused once the tail read holds the file, is cancelled: it may have
+    # been cancelled before it was sent)
+    ranges = [q.range for q in proxy.requests() if q.method == "GET"]
+    assert ranges[0] == f"bytes=-{P.tail_prefetch_size('s3')}" or len(ranges) == 2
+    assert set(ranges) <= {f"bytes=-{P.tail_prefetch_size('s3')}",
+                           f"bytes=0-{P.get_profile('s3').tail_min - 1}"}
+    headhint.forget()
+    mark = len(proxy.requests())
+    async with await csup_async.open_dataset(f"s3://{moto_s3.BUCKET}/v23req/small/",
+                                             **opts) as ds:
+        assert (await ds.scan()).num_rows == 2
+    gets = [q for q in proxy.requests()[mark:] if q.method == "GET" and q.range]
+    assert [q.kind for q in gets] == ["tail"]
 
 
 OBJECTS = WIDE.parent / "objects.csup"  # 3 objects: 31,000 + 31,000 + 1,333 bytes
@@ -187,3 +208,71 @@ def _own_layout() -> bytes:
     buf = io.BytesIO()
     csup_async.write(buf, [{"id": i} for i in range(4000)], target="csup-async")
     return buf.getvalue()
+
+
+async def test_our_layout_cold_costs_one_small_head_read_then_none(moto_s3, proxy):
+    """The documented cost of a cold open for this library's layout (docs/performance.md):
+    the tail read and one unused head read of at most ``tail_min`` bytes, sent together
+    (one round trip); the next file from the same place, the tail read alone."""
+    keys = [moto_s3.put(f"v23req/own/{n}.csup", _own_layout()) for n in ("one", "two")]
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    for i, key in enumerate(keys):
+        mark = len(proxy.requests())
+        async with csup_async.open(f"s3://{key}", profile=SMALL_READS, **opts) as r:
+            assert (await r.scan(["id"])).column("id").to_pylist() == list(range(4000))
+            opened = r.open_stats.requests
+        ranges = _ranges_after(proxy, mark, "bytes=0-4095" if i == 0 else None)
+        if i == 0:
+            assert "bytes=0-4095" in ranges and len(ranges) <= opened + 1 + 1
+        else:
+            assert "bytes=0-4095" not in ranges
+
+
+async def test_a_multi_part_v23_file_cold(moto_s3, proxy):
+    """A file of two parts (``cat`` of two files) read with small reads: the head read goes
+    with the tail read; the earlier part's trailer is one more read, at most."""
+    parts = WIDE.parent.parent / "parts.csup"
+    key = moto_s3.put("v23req/parts/parts.csup", parts.read_bytes())
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    small = dataclasses.replace(SMALL_READS, tail_min=1024, tail_max=1024, max_gap=0)
+    async with csup_async.open(f"s3://{key}", profile=small, **opts) as r:
+        at_open = [q for q in proxy.requests() if q.method == "GET"]
+        assert len(r.parts) == 2
+        rows = await r.read_rows()
+    async with csup_async.open(str(parts)) as local:
+        assert rows == await local.read_rows()
+    print([(q.kind, q.range) for q in at_open])
+    assert sorted(q.range for q in at_open)[:2] == ["bytes=-1024", "bytes=0-1023"]
+    assert len(at_open) <= 4
+
+
+async def test_a_cancelled_cold_open_leaves_no_task_or_connection(moto_s3, proxy):
+    """Cancelled while its tail and head reads are both in flight: neither is left behind."""
+    import asyncio
+
+    from csup_async.stores import store_for
+
+    key = moto_s3.put("v23req/cancel/wide.csup", WIDE.read_bytes())
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    proxy.inject(Fault.delay(10.0), Fault.delay(10.0), match=lambda q: q.method == "GET")
+    url = f"s3://{key}"
+    store = store_for(url, **opts)[0]
+    async with store:
+        async def scan() -> None:
+            async with csup_async.open(url, store=store, profile=SMALL_READS) as r:
+                await r.scan(["id"])
+
+        task = asyncio.ensure_future(scan())
+        for _ in range(500):
+            if len([q for q in proxy.requests() if q.method == "GET"]) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert sorted(q.kind for q in proxy.requests() if q.method == "GET") == [
+            "data", "tail"]
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert asyncio.all_tasks() == {asyncio.current_task()}, asyncio.all_tasks()
+        connector = getattr(store, "connector", None)
+        assert connector is None or not connector._acquired
+    assert await asyncio.to_thread(proxy.wait_idle, 5.0)
