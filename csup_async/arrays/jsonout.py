@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import arrays as A
 from ..model.types import NULL, ErrorType, NamedType, PrimitiveType, RecordType, Type
-from ..model.values import UnionValue
+from ..model.values import UnionValue, ip_text
 
 _INTS = frozenset(f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64))
 
@@ -52,7 +52,7 @@ def json_value(v: Any) -> Any:
         return "0x" + bytes(v).hex()
     if isinstance(v, (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
                       ipaddress.IPv6Network)):
-        return str(v)
+        return ip_text(v)
     if isinstance(v, Type):
         return str(v)
     if isinstance(v, UnionValue):

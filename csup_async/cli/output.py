@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import ipaddress
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from ..model.values import ip_text
 
 #: Rows of a table printed at once: one of a few rows appears at once on a terminal.
 TABLE_ROWS = 1000
@@ -87,9 +90,15 @@ def print_table(batch: dict[str, Any]) -> None:
     _Console().print(table)
 
 
+IP_KINDS = (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
+            ipaddress.IPv6Network)
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, (dict, list)):
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(v, IP_KINDS):
+        return ip_text(v)
     return str(v)

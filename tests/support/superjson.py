@@ -27,7 +27,7 @@ from csup_async.model.types import (
     Type,
     UnionType,
 )
-from csup_async.model.values import UnionValue, Value
+from csup_async.model.values import UnionValue, Value, ip_text
 
 
 def go_duration(ns: int) -> str:
@@ -128,7 +128,7 @@ def super_json(t: Type, v: Any, main: bool = False,
     if name == "bytes":
         return "0x" + v.hex()
     if name in ("ip", "net"):
-        return str(v)
+        return ip_text(v)
     if name == "type":
         return f"<{format_type(v) if main else super_type_text(v)}>"
     return v
