@@ -45,7 +45,7 @@ _LAZY = {
     "UnionValue": "csup_async.model.values",
     "infer_type": "csup_async.model.values",
     "types": "csup_async.model.types",
-    "open_dataset": "csup_async.datasets.dataset",
+    "open_dataset": "csup_async.datasets.opening",
     "Dataset": "csup_async.datasets.dataset",
     "ScanResult": "csup_async.readers.reader",
     "close_stores": "csup_async.stores",

@@ -37,6 +37,8 @@ import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from .errors import ProfileError
+
 #: a unit joins the open task only if the task stays within the target
 FIT = "fit"
 #: a unit joins the open task unless more than half of it would land past the target
@@ -68,8 +70,6 @@ class Target:
     floor: int = 1
 
     def __post_init__(self) -> None:
-        from .errors import ProfileError
-
         if self.rule not in RULES:
             raise ProfileError(f"packing rule {self.rule!r} is not one of {', '.join(RULES)}")
         if self.bytes < 1 or (self.rows is not None and self.rows < 1):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .selection import RowMap, RowRanges
+from .waves import Wave
 
 __all__ = ["ScanProgram"]
 
@@ -49,6 +50,14 @@ class ScanProgram:
     verify_counts: bool = True
     setup: tuple[int, int, int] = (0, 0, 0)
     """Requests, bytes read and bytes needed while planning (the row map's read)."""
+
+    @property
+    def wave(self) -> Wave:
+        """The one read that runs ``all`` or ``rows`` (a filtered scan's first one: its
+        ``work.first``), planned whole."""
+        if self.work is not None:
+            return self.work.first
+        return Wave(self.columns, self.plan, self.ranges, self.keep or {}, self.rowmap)
 
     def __getattr__(self, name: str) -> Any:
         # the inner plan's figures (bytes_needed, two_waves, segments_pruned...) read as

@@ -49,7 +49,8 @@ from .filters import ColumnStats, Expr, Truth, zone_truth
 from .profiles import Profile
 
 __all__ = [
-    "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "column_stats", "direct_leaf",
+    "FilterPlan", "RowRanges", "RowSelectionError", "Zone", "check_rows", "column_stats",
+    "direct_leaf",
     "direct_segmaps", "late_saving", "leaf_stream", "plan_zones", "prefer_two_waves",
     "ranges_from_indices", "ranges_from_slice", "RowMap", "rows_to_ranges",
     "segments_for_ranges", "segments_for_spans", "select_segments", "selectable_segmaps",
@@ -134,8 +135,10 @@ class RowRanges:
         return len(self.starts)
 
 
-def ranges_from_slice(sel: slice, num_rows: int) -> RowRanges:
-    """A Python slice of ``num_rows`` rows (negative bounds count from the end; step 1)."""
+def check_rows(sel: Any) -> slice:
+    """``sel`` if it is a slice of integer bounds and step 1, else a RowSelectionError
+    saying what is wrong: the one check of ``rows=`` (a verb's request makes it,
+    :mod:`planner.request`)."""
     if not isinstance(sel, slice):
         raise RowSelectionError(f"rows must be a slice, not {type(sel).__name__}")
     for v in (sel.start, sel.stop, sel.step):
@@ -143,7 +146,13 @@ def ranges_from_slice(sel: slice, num_rows: int) -> RowRanges:
             raise RowSelectionError(f"slice bounds must be integers, not {v!r}")
     if sel.step not in (None, 1):
         raise RowSelectionError(f"rows=slice(...) supports step 1 only, not {sel.step}")
-    a, b, _ = sel.indices(num_rows)
+    return sel
+
+
+def ranges_from_slice(sel: slice, num_rows: int) -> RowRanges:
+    """A Python slice of ``num_rows`` rows (negative bounds count from the end; step 1,
+    checked by :func:`check_rows`)."""
+    a, b, _ = check_rows(sel).indices(num_rows)
     return RowRanges.of([(a, b)])
 
 

@@ -1,8 +1,13 @@
 """Planning a selection of rows: rows and ``limit=`` cut to the segments holding them
 (:func:`plan_rows`), a filter judged on the segment statistics into zones and waves
 (:func:`plan_filter`), and the pieces a limited or batched filtered read takes
-(:func:`surviving_runs`, :func:`next_piece`).  Pure: metadata and plans in, plans out;
-``csup_async.scan.selection`` runs them.
+(:func:`surviving_runs`, :func:`next_piece`).  Pure: metadata and plans in, plans out.
+
+Every read is a :class:`Wave`, planned whole before it runs; ``csup_async.scan.selection``
+runs waves and plans nothing.  What is known before any I/O is planned then
+(:class:`FilterWork`: the first wave, the second wave's columns planned whole, a
+limit's surviving runs); a step that depends on rows already read is one pure call
+per wave (:func:`plan_next`, :func:`plan_piece`, :func:`plan_batch`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import numpy as np
 
 from csup_async.format.colvalue import segment_stats
 from csup_async.format.meta import FileMeta
-from csup_async.model.types import PrimitiveType
+from csup_async.model.types import NULL, PrimitiveType
 
 from . import plan as planning  # plan_scan by attribute: one seam to count plans by
 from .coalescing import plan_ranges
@@ -122,41 +127,87 @@ def selective_profile(profile: Profile) -> Profile:
 
 
 @dataclasses.dataclass(frozen=True)
+class Wave:
+    """One read of a scan, planned whole before it runs: ``scan/`` reads it as it is.
+
+    ``ranges`` None reads ``plan`` as it is (every row); else the rows of ``ranges``,
+    ``plan`` cut to the segments holding them and ``keep`` the segments kept per
+    direct value stream (by ``id`` of its segmap; the cursor tree skips the others by
+    their ``count``).  A piece of a limited filtered scan also says where the next one
+    starts (``at`` in the surviving runs, ``cap`` unproven rows) and whether it is the
+    last one there is."""
+
+    paths: tuple[str, ...]
+    plan: ScanPlan
+    ranges: RowRanges | None = None
+    keep: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict, repr=False)
+    rowmap: RowMap | None = dataclasses.field(default=None, repr=False)
+    at: tuple[int, int] = (0, 0)
+    cap: int = 0
+    last: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Pieces:
+    """A filtered scan with ``limit``: the surviving rows in file order as runs
+    (:func:`surviving_runs`), read piece by piece with ``plan`` (the filter's columns,
+    or every column read in one wave) until ``limit`` rows matched (:func:`plan_piece`)."""
+
+    paths: tuple[str, ...]
+    plan: ScanPlan
+    runs: tuple[tuple[int, int, bool], ...]
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
 class FilterWork:
-    """What :func:`scan_filtered` needs beyond the :class:`FilterPlan` it explains."""
+    """What running a filtered scan needs beyond the :class:`FilterPlan` it explains,
+    planned before any I/O: ``scan/`` runs ``first`` and evaluates ``expr`` on it, asks
+    :func:`plan_piece` for each next piece a limit needs, then :func:`plan_next` once for
+    the second wave (``rest``)."""
 
     expr: Expr
     wanted: tuple[str, ...]
     filter_paths: tuple[str, ...]  # filter columns read (some super type has them)
     surviving: RowRanges | None  # None: every row (nothing known to cut by)
-    rowmap: RowMap | None = None  # several super types: rows to (type, index)
-    # the first wave as planned (its plan and kept segments): run as is, not planned again
-    first: tuple[ScanPlan, dict[int, frozenset[int]] | None] | None = None
-    # the filter's and projected columns, and the filter's alone, every row: what a
-    # ``limit`` cuts piece by piece (one wave, or the first of two)
-    full: ScanPlan | None = None
-    filter_plan: ScanPlan | None = None
-    every_row: bool = False  # ``surviving`` is every row: ``first`` is read whole
-    # the projected columns the filter does not read (``rest_paths``) planned once here,
-    # whole: the second wave (:func:`plan_next`) cuts it to the rows the first matched
-    rest_paths: tuple[str, ...] = ()
-    rest: ScanPlan | None = None
-    # ``expr`` is bound by the file's one super type (the types the decoded arrays will
-    # have): evaluation takes it as it is.  Several super types: what a batch's arrays
-    # are typed depends on the rows read, so it is bound by them (``bind``) then.
-    typed: bool = False
+    rowmap: RowMap | None  # several super types: rows to (type, index)
+    # the first wave, every case (nothing surviving, no column, one of two, a limit's
+    # first piece): the waves after it depend on its matches (:func:`plan_piece`)
+    first: Wave
+    # the filter's and projected columns, every row: what batches cut piece by piece
+    full: ScanPlan
+    # two waves: the projected columns the filter does not read, planned whole here;
+    # the second wave (:func:`plan_next`) cuts it to the rows the first matched
+    rest: Wave | None = None
+    pieces: Pieces | None = None  # ``limit``: the first wave, piece by piece
+    # the filter's columns read, as (spelling, path): what evaluation looks up
+    judged: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # ``expr`` is bound by the types the decoded arrays will have (:func:`_type_names`,
+    # before any read): evaluation takes it as it is, once it has checked that the
+    # arrays are typed so (``names``: path to primitive type name, nulls left out)
+    names: tuple[tuple[tuple[str, ...], str], ...] = ()
+
+    @property
+    def first_columns(self) -> tuple[str, ...]:
+        """The output columns the first wave (or each piece) reads; the rest are the
+        second wave's."""
+        rest = set(self.rest.paths) if self.rest is not None else set()
+        return tuple(c for c in self.wanted if c not in rest)
 
 
 def _type_names(meta: FileMeta, paths: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
-    """Primitive type names of filter paths, for binding before any read (one super type:
-    the same names the decoded arrays will have)."""
+    """Primitive type names of filter paths, for binding before any read: the names the
+    decoded arrays will have.  A path is decoded as the one type the super types that
+    have it agree on (null parts aside: their rows are null), as a union (no name) when
+    they disagree (``arrays.combine``); evaluation checks the arrays against these."""
     out: dict[tuple[str, ...], str] = {}
-    if len(meta.super_types) != 1:
-        return out
     for p in paths:
-        t = path_type(meta.super_types[0], p)
-        if isinstance(t, PrimitiveType):
-            out[p] = t.name
+        found = {t for st in meta.super_types if (t := path_type(st, p)) is not None}
+        kinds = (found - {NULL}) or found
+        if len(kinds) == 1:
+            (t,) = kinds
+            if isinstance(t, PrimitiveType):
+                out[p] = t.name
     return out
 
 
@@ -241,11 +292,33 @@ def _rest_saving(meta: FileMeta, rest_plan: ScanPlan, surviving: RowRanges,
     return saving
 
 
+def _judge(meta: FileMeta, expr: Expr, fpaths: Sequence[tuple[str, ...]],
+           rowmap: RowMap | None) -> tuple[tuple[Zone, ...], RowRanges, RowRanges,
+                                           list[tuple[str, ...]], list[tuple[Zone, ...]]]:
+    """The filter judged on the statistics: the zones of the file, (several super types)
+    its rows not proven false and proven true, the columns that cut them, and each super
+    type's zones."""
+    zones: tuple[Zone, ...] = ()
+    kept_rows = proven_rows = RowRanges()
+    pruned: list[tuple[str, ...]] = []
+    type_zones: list[tuple[Zone, ...]] = []
+    if len(meta.super_types) <= 1:
+        zones, pruned = _zones_one(meta, expr, fpaths)
+    elif rowmap is not None:
+        for sid, n in enumerate(rowmap.type_rows):
+            z, by = _zones_one(type_view(meta, sid, n), expr, fpaths)
+            type_zones.append(z)
+            pruned.extend(p for p in by if p not in pruned)
+        zones, kept_rows, proven_rows = _global_zones(rowmap, type_zones)
+    return zones, kept_rows, proven_rows, pruned, type_zones
+
+
 def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Profile,
                 available: tuple[int, int] | None, base: RowRanges | None = None,
-                rowmap: RowMap | None = None, planned: ScanPlan | None = None
-                ) -> tuple[FilterPlan, FilterWork]:
-    """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O).
+                rowmap: RowMap | None = None, planned: ScanPlan | None = None,
+                limit: int | None = None) -> tuple[FilterPlan, FilterWork]:
+    """Zones, pruning and the one-or-two-waves decision for a filtered scan (no I/O),
+    and its waves: the first one whole, the second one's columns, a ``limit``'s runs.
 
     A file of several super types is judged per super type with ``rowmap`` (the whole
     super column decoded): each type's zones by its own statistics, mapped to the rows
@@ -275,19 +348,8 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Pro
     multi = len(meta.super_types) > 1
     if multi and rowmap is not None and not rowmap.complete:
         rowmap = None
-    zones: tuple[Zone, ...] = ()
-    kept_rows = proven_rows = RowRanges()
+    zones, kept_rows, proven_rows, pruned, type_zones = _judge(meta, expr, fpaths, rowmap)
     surviving: RowRanges | None = None
-    pruned: list[tuple[str, ...]] = []
-    type_zones: list[tuple[Zone, ...]] = []
-    if not multi:
-        zones, pruned = _zones_one(meta, expr, fpaths)
-    elif rowmap is not None:
-        for sid, n in enumerate(rowmap.type_rows):
-            z, by = _zones_one(type_view(meta, sid, n), expr, fpaths)
-            type_zones.append(z)
-            pruned.extend(p for p in by if p not in pruned)
-        zones, kept_rows, proven_rows = _global_zones(rowmap, type_zones)
     if zones:
         surviving = kept_rows if multi else RowRanges.of(
             (z.start, z.stop) for z in zones if z.truth is not Truth.FALSE)
@@ -332,11 +394,46 @@ def plan_filter(meta: FileMeta, filter: Any, wanted: Sequence[str], profile: Pro
         two_waves=two, late_saving=saving, wave1=wave1 if two else one,
         type_zones=tuple(type_zones))
     run = wave1 if two else one
-    first = None if run is None else (run, kept.get(id(run)))
+    first_paths = tuple(read_f) if two else tuple(everything)
+    if run is None or (surviving is not None and not surviving.rows):
+        first = _structure_wave(meta, tuple(wanted), first_paths, surviving, rowmap, profile,
+                                available)
+    elif surviving is None or every_row:
+        first = Wave(first_paths, run)
+    else:
+        first = Wave(first_paths, run, surviving, kept.get(id(run)) or {}, rowmap)
+    pieces = None
+    if limit is not None and surviving is not None and surviving.rows:  # the first piece
+        pieces = Pieces(first_paths, plan_of(first_paths) if two else full,
+                        tuple(surviving_runs(surviving, zones)) if limit else (), limit)
+        first = _piece(meta, pieces, (0, 0), limit, max(limit, LIMIT_PIECE_ROWS), rowmap)
+    rest = Wave(tuple(others), plan_of(others)) if two and others else None
     return fplan, FilterWork(bound, tuple(wanted), read_f, surviving, rowmap, first, full,
-                              plan_of(list(read_f)) if two and read_f else None, every_row,
-                              tuple(others), plan_of(others) if others else None,
-                              len(meta.super_types) == 1)
+                              rest, pieces,
+                              tuple((c, p) for c, p in zip(spell, fpaths, strict=True)
+                                    if c in read_f),
+                              tuple((p, n) for p, n in names.items() if n != "null"))
+
+
+def _structure_wave(meta: FileMeta, wanted: tuple[str, ...], paths: tuple[str, ...],
+                    surviving: RowRanges | None, rowmap: RowMap | None, profile: Profile,
+                    available: tuple[int, int] | None) -> Wave:
+    """A first wave that judges no column: nothing survives (the projection's structure
+    read for no row), or no column to read (the rows' structure)."""
+    if surviving is not None and not surviving.rows:
+        plan = planning.plan_scan(meta, list(wanted), profile, available=available)
+        return _rows_wave(meta, wanted, plan, RowRanges(), rowmap)
+    plan = planning.plan_scan(meta, list(paths), profile, available=available)
+    if surviving is None:
+        return Wave(paths, plan)
+    return _rows_wave(meta, paths, plan, surviving, rowmap)
+
+
+def _rows_wave(meta: FileMeta, paths: tuple[str, ...], plan: ScanPlan, ranges: RowRanges,
+               rowmap: RowMap | None) -> Wave:
+    """The rows of ``ranges`` of ``plan`` as a wave (counts trusted, as statistics are)."""
+    cut, keep = plan_rows(meta, plan, ranges, verify_counts=False, rowmap=rowmap)
+    return Wave(paths, cut, ranges, keep, rowmap)
 
 
 def intersect_ranges(a: RowRanges, b: RowRanges) -> RowRanges:
@@ -441,34 +538,84 @@ def pieces_of(rows: RowRanges, n: int) -> list[RowRanges]:
 
 
 
+#: A filtered scan with ``limit`` reads its surviving rows in pieces of at most this
+#: many rows of zones the statistics cannot judge (a piece costs a round trip; fewer
+#: rows would still read whole segments),
+LIMIT_PIECE_ROWS = 4096
+#: each piece this many times the one before (a filter matching few of the rows it
+#: cannot rule out pays a few round trips, never one per piece of a long file).
+LIMIT_GROWTH = 4
+
+
+def plan_next(meta: FileMeta, work: FilterWork,
+              matched: Sequence[tuple[RowRanges | None, np.ndarray]]) -> Wave:
+    """The second wave: ``work.rest`` (the other columns, planned whole before the scan)
+    cut to the rows the first wave matched: ``matched`` holds, per wave or piece read,
+    its rows (None: every row) and the positions within them the filter kept."""
+    if work.rest is None:
+        raise FilterError("this filtered scan reads every column in one wave: it has no "
+                          "second wave to plan")
+    parts = [kept if rows is None else (rows_of(rows, kept) if rows.rows else kept)
+             for rows, kept in matched]
+    found = (parts[0] if len(parts) == 1 else
+             np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    ranges = runs_of(found)
+    cut, keep = plan_rows(meta, work.rest.plan, ranges, verify_counts=False,
+                          rowmap=work.rowmap)
+    return Wave(work.rest.paths, cut, ranges, keep, work.rowmap)
+
+
+def plan_piece(meta: FileMeta, work: FilterWork, after: Wave, need: int | None
+               ) -> Wave | None:
+    """The wave after ``after`` a filtered scan judges, once it kept all but ``need`` of
+    its limit (None: no limit): the next piece of a ``limit`` (:func:`next_piece`:
+    from where ``after`` ended, the rows until ``need`` more are proven or the unproven
+    ones reach a cap that grows piece by piece); None when there is none (no limit,
+    enough rows matched, or every surviving row read)."""
+    pieces = work.pieces
+    if pieces is None or need is None or need <= 0 or after.last:
+        return None
+    return _piece(meta, pieces, after.at, need, after.cap * LIMIT_GROWTH, work.rowmap)
+
+
+def _piece(meta: FileMeta, pieces: Pieces, at: tuple[int, int], need: int, cap: int,
+           rowmap: RowMap | None) -> Wave:
+    piece, nxt = next_piece(pieces.runs, at, need, cap)
+    cut, keep = plan_rows(meta, pieces.plan, piece, verify_counts=False, rowmap=rowmap)
+    return Wave(pieces.paths, cut, piece, keep, rowmap, nxt, cap, nxt[0] >= len(pieces.runs))
+
+
+def batch_pieces(work: FilterWork, batch_rows: int) -> list[RowRanges]:
+    """Filtered batches that skip what the statistics rule out: the surviving rows in
+    file order, in pieces of ``batch_rows`` rows (each then :func:`plan_batch`)."""
+    if work.surviving is None:
+        raise FilterError("the statistics rule out no zone: the batches are read whole")
+    return pieces_of(work.surviving, batch_rows)
+
+
+def plan_batch(meta: FileMeta, work: FilterWork, piece: RowRanges) -> Wave:
+    """A filtered batch's read: the filter's and projected columns of ``piece``."""
+    paths = tuple(dict.fromkeys([*work.wanted, *work.filter_paths]))
+    cut, keep = plan_rows(meta, work.full, piece, verify_counts=False, rowmap=work.rowmap)
+    return Wave(paths, cut, piece, keep, work.rowmap)
+
+
 @dataclasses.dataclass(frozen=True)
-class NextWave:
-    """A wave of a filtered scan that depends on rows already read, planned in one pure
-    call (:func:`plan_next`, :func:`plan_piece`) so ``scan/`` only runs it: the rows to
-    read, the plan cut to the segments holding them, and the segments kept per stream."""
+class RowMapRead:
+    """The read of a row map: ``meta`` with the super column cut to the segments read
+    (all of them when ``complete``), and their ranges."""
 
-    ranges: RowRanges
-    plan: ScanPlan
-    keep: dict[int, frozenset[int]]
-    at: tuple[int, int] = (0, 0)  # a piece: the position after it in the runs
+    meta: FileMeta
+    ranges: Any  # a coalescing.RangePlan
+    complete: bool
 
 
-def plan_next(meta: FileMeta, rest: ScanPlan, surviving: RowRanges | None,
-              matched: np.ndarray, rowmap: RowMap | None = None) -> NextWave:
-    """The second wave: ``rest`` (:attr:`FilterWork.rest`, the other columns planned
-    whole before the scan) cut to the rows the first wave matched (``matched``:
-    positions within ``surviving``, or row numbers when it is None)."""
-    rows = matched if surviving is None else rows_of(surviving, matched)
-    ranges = runs_of(rows)
-    cut, keep = plan_rows(meta, rest, ranges, verify_counts=False, rowmap=rowmap)
-    return NextWave(ranges, cut, keep)
-
-
-def plan_piece(meta: FileMeta, plan: ScanPlan, runs: Sequence[tuple[int, int, bool]],
-               at: tuple[int, int], need: int, cap: int, rowmap: RowMap | None = None
-               ) -> NextWave:
-    """The next piece of a filtered scan with ``limit`` (:func:`next_piece`) and ``plan``
-    cut to it (:func:`plan_rows`)."""
-    piece, after = next_piece(runs, at, need, cap)
-    cut, keep = plan_rows(meta, plan, piece, verify_counts=False, rowmap=rowmap)
-    return NextWave(piece, cut, keep, after)
+def plan_row_map(meta: FileMeta, profile: Profile, available: tuple[int, int] | None,
+                 rows: int | None = None) -> RowMapRead:
+    """The row map of a file of several super types: its super column read whole or
+    (``rows``, when its segments have ``count``) only the segments holding rows
+    ``[0, rows)``."""
+    segmap = meta.super_column if rows is None else super_prefix(meta.super_column, rows)
+    complete = len(segmap) == len(meta.super_column)
+    part = meta if complete else dataclasses.replace(meta, super_column=segmap)
+    return RowMapRead(part, plan_ranges(list(segmap), profile, available), complete)

@@ -53,7 +53,7 @@ parts into rows) and :mod:`.from_python` (``from_pylist``).
 """
 
 from ..model.values import UnionValue
-from .arrow import MissingDependencyError
+from .arrow import MissingDependencyError, require
 from .buffers import group_ranks, range_indices
 from .combine import combine, gather
 from .from_python import from_pylist
@@ -73,5 +73,5 @@ __all__ = [
     "Array", "PrimitiveArray", "BinaryArray", "NullArray", "ListArray", "MapArray",
     "StructArray", "UnionArray", "UnionValue", "ArrayIndexError", "MissingDependencyError",
     "concat", "null_array", "combine", "gather", "fold_nulls", "from_pylist", "group_ranks",
-    "range_indices",
+    "range_indices", "require",
 ]

@@ -8,6 +8,7 @@ it needs none of the model's classes, and pyarrow is imported only when called.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,16 @@ class MissingDependencyError(CsupError, ImportError):
     """An optional dependency (pyarrow) is needed for this call and is not installed."""
 
 
+def require(module: str, message: str) -> Any:
+    """The optional dependency ``module``, imported when a call first needs it (so
+    ``import csup_async`` loads none of them), or a MissingDependencyError saying
+    ``message``: what needs it, and the ``pip install`` that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(message) from e
+
+
 def export(a: Any) -> Any:
     """``a`` as a pyarrow Array (already folded, if the caller wants it folded)."""
     return _export(a, _pyarrow())
@@ -33,12 +44,7 @@ def _export(a: Any, pa: Any) -> Any:
 
 
 def _pyarrow() -> Any:
-    try:
-        import pyarrow
-    except ImportError as e:
-        raise MissingDependencyError(
-            "to_arrow needs pyarrow: pip install 'csup-async[arrow]'") from e
-    return pyarrow
+    return require("pyarrow", "to_arrow needs pyarrow: pip install 'csup-async[arrow]'")
 
 
 def _bitmap(pa: Any, validity: np.ndarray | None) -> Any:

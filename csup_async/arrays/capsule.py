@@ -26,7 +26,7 @@ import numpy as np
 from ..model.errors import CsupError, UnsupportedTypeError
 from ..model.kinds import FLOAT_DTYPES, INT_DTYPES, OBJECT_KINDS, phys
 from ..model.types import NULL, EnumType, NamedType, PrimitiveType
-from .arrow import export
+from .arrow import export, require
 from .buffers import group_ranks
 from .nested import fold_nulls
 
@@ -35,14 +35,7 @@ __all__ = ["batch_schema", "export_batch", "export_column", "nanoarrow", "stream
 
 def nanoarrow() -> Any:
     """The nanoarrow module, or a MissingDependencyError saying how to install it."""
-    try:
-        import nanoarrow as na
-    except ImportError as e:
-        from .arrow import MissingDependencyError
-
-        raise MissingDependencyError(
-            "Arrow capsules need nanoarrow: pip install nanoarrow") from e
-    return na
+    return require("nanoarrow", "Arrow capsules need nanoarrow: pip install nanoarrow")
 
 
 class _Out:
@@ -261,14 +254,8 @@ def stream_of(schema: Any, batches: Iterable[Any]) -> Any:
 
         stream = CArrayStream.from_c_arrays(list(batches), schema, validate=False)
         return stream.__arrow_c_stream__()
-    try:
-        from arro3.core import RecordBatchReader
-    except ImportError as e:
-        from .arrow import MissingDependencyError
-
-        raise MissingDependencyError(
-            "a lazy Arrow stream needs arro3-core: pip install arro3-core") from e
-    return RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__()
+    arro3 = require("arro3.core", "a lazy Arrow stream needs arro3-core: pip install arro3-core")
+    return arro3.RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__()
 
 
 def check_requested(requested_schema: Any) -> None:

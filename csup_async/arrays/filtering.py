@@ -38,7 +38,7 @@ from planner.filters import (
 from .. import arrays as A
 from ..model.types import PrimitiveType, Type, underlying
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "take_sorted"]
 
 _NUMPY_KINDS = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                 "float16", "float32", "float64", "bool", "time", "duration"}
@@ -57,6 +57,23 @@ def evaluate(expr: Expr, columns: Mapping[tuple[str, ...], A.Array], rows: int) 
     """
     true, _ = _masks(expr, columns, rows)
     return true
+
+
+def take_sorted(arr: A.Array, keep: np.ndarray) -> A.Array:
+    """``arr.take(keep)`` for sorted ``keep`` (the rows a filter kept); runs of
+    consecutive rows (a clustered filter's matches) as slices, which copy nothing."""
+    if keep.size == len(arr):
+        return arr
+    if not keep.size:
+        return arr.take(keep)
+    cuts = np.flatnonzero(np.diff(keep) != 1) + 1
+    if cuts.size > 64:
+        return arr.take(keep)
+    starts = np.concatenate([[0], cuts])
+    stops = np.concatenate([cuts, [keep.size]])
+    parts = [arr.slice(int(keep[a]), int(keep[b - 1]) + 1) for a, b in zip(starts, stops,
+                                                                             strict=True)]
+    return parts[0] if len(parts) == 1 else A.concat(parts)
 
 
 def _masks(e: Expr, columns: Mapping[tuple[str, ...], A.Array], n: int) -> _Masks:

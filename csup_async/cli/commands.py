@@ -8,8 +8,10 @@ import contextlib
 import json
 import os
 import sys
+import time
 from typing import Any
 
+from ..model.errors import NotFoundError
 from .batches import (
     BATCH_ROWS,
     scan_batches,
@@ -24,7 +26,7 @@ from .output import (
     slow_json,
     vectorised_output,
 )
-from .progress import budget_options, planned_progress, with_progress
+from .progress import budget_options, planned_progress, progress_bar, with_progress
 from .sources import Source, input_values, source_options
 
 
@@ -63,7 +65,6 @@ def _convert(args: argparse.Namespace) -> int:
 def _check_output_dir(output: str) -> None:
     """A local output whose directory is missing fails before any input is read, naming
     the output (not the temporary file beside it that would fail first)."""
-    from ..model.errors import NotFoundError
     from ..stores.put import local_path
 
     d = os.path.dirname(local_path(output)) or "."
@@ -76,7 +77,6 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
     columns, a CSUP file copied as it is when nothing in it changes, ``--copy``), CSUP
     objects (a URL, a prefix, several) value by value."""
     from ..writers.writing import write
-    from .progress import progress_bar
 
     opts: dict[str, Any] = {}
     if args.segment_thresh:
@@ -129,8 +129,6 @@ def _convert_csup(args: argparse.Namespace, label: str) -> int:
 
 
 def _budgeted(args: argparse.Namespace) -> bool:
-    from .progress import budget_options
-
     return bool(budget_options(args))
 
 
@@ -276,8 +274,6 @@ def _scan(args: argparse.Namespace) -> int:
     fast = render_pool().submit(vectorised_output) if fmt in ("json", "csv") else None
 
     async def run(src: Any) -> None:
-        import time
-
         from ..arrays import jsonout as J
         from ..scan.result import ScanStats
 

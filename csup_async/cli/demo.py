@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import sys
 from typing import Any, TextIO
 
 import numpy as np
+
+import csup_async
 
 BUCKET = "csup-demo"
 KEY = "events/2026-11-22.csup"
@@ -47,7 +50,6 @@ def _start_s3() -> tuple[Any, str, dict[str, Any]]:
     except ImportError:
         raise SystemExit("the demo needs moto's S3 server: "
                          "pip install 'csup-async[demo]'") from None
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -63,7 +65,6 @@ def _start_s3() -> tuple[Any, str, dict[str, Any]]:
 
 
 async def _scan(url: str, opts: dict[str, Any], out: TextIO) -> None:
-    import csup_async
     from csup_async.arrays.jsonout import dumps
 
     async with csup_async.open(url, **opts) as reader:
@@ -83,8 +84,6 @@ async def _scan(url: str, opts: dict[str, Any], out: TextIO) -> None:
 
 
 def run(rows: int = 100_000, out: TextIO | None = None) -> int:
-    import csup_async
-
     out = out if out is not None else sys.stdout  # the stream now, not at import
     print(f"making {rows:,} sample events ...", file=out)
     buf = io.BytesIO()

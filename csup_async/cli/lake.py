@@ -22,6 +22,8 @@ import json
 import sys
 from typing import Any
 
+from .exits import UsageError
+
 __all__ = ["add_parser", "run"]
 
 
@@ -128,8 +130,6 @@ def _read_input(path: str) -> list[Any]:
 
 def parse_order(text: str) -> tuple[str, str]:
     """``--order``'s ``key[:asc|:desc]`` as (key, order); a bad one is a UsageError."""
-    from .exits import UsageError
-
     key, sep, order = text.rpartition(":")
     if not sep:
         key, order = text, "desc"
@@ -151,8 +151,6 @@ async def _create(args: argparse.Namespace, store_opts: dict[str, Any]) -> int:
     key, order = parse_order(args.order)
     stride = {} if args.seek_stride is None else {"seek_stride": args.seek_stride}
     if args.seek_stride is not None and args.seek_stride < 1:
-        from .exits import UsageError
-
         raise UsageError(f"--seek-stride must be at least 1, not {args.seek_stride}")
     async with open_lake(args.url, **store_opts) as lake:
         cfg = await lake.create_pool(args.name, key=key, order=order, **stride)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 #: Rows of a table printed at once: one of a few rows appears at once on a terminal.
@@ -25,8 +27,6 @@ async def render_in_thread(fn: Callable[[Any], bytes], batch: Any) -> bytes:
 def render_pool() -> Any:
     global _RENDER
     if _RENDER is None:
-        from concurrent.futures import ThreadPoolExecutor
-
         _RENDER = ThreadPoolExecutor(1, thread_name_prefix="csup-cli-render")
     return _RENDER
 
@@ -91,7 +91,5 @@ def _cell(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, (dict, list)):
-        import json
-
         return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
     return str(v)

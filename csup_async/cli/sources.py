@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model.errors import CsupError, NotFoundError
 from .exits import UsageError
-from .progress import progress_bar
+from .progress import budget_options, progress_bar
 
 
 class MeteredStore:
@@ -207,7 +207,7 @@ class Source:
         return await self._open_dataset(found)
 
     async def _open_dataset(self, found: list[str]) -> Any:
-        from ..datasets.dataset import open_dataset
+        from ..datasets.opening import open_dataset
 
         opts = dict(self.reader_opts)
         if getattr(self.args, "file_concurrency", None):
@@ -299,16 +299,15 @@ def _values_meter(args: argparse.Namespace, source: Source, runner: asyncio.Runn
                   ) -> list[Any] | None:
     """With ``--max-requests``/``--max-bytes``: every object's whole read planned and the
     sum checked (a BudgetError before any data request); one meter per object."""
-    from .progress import budget_options
-
     budget = budget_options(args)
     if not budget:
         return None
-    from ..model.progress import Meter
+    from planner.request import Budget
 
     frags = source.scanner.fragments
     readers = [runner.run(f.open()) for f in frags]
-    meter = Meter(**budget)
+    meter = Budget.parse(**budget).meter()
+    assert meter is not None
     fms = [meter.file(f.path) for f in frags]
     meter.expect([(fm, *r.whole_figures()) for fm, r in zip(fms, readers, strict=True)])
     return fms

@@ -9,6 +9,9 @@ it and evaluates the filter (the one residual evaluation, the Reader's).  Rows
 come out in file order (files sorted by name when listed from a prefix or
 glob); a file that lacks a projected column gives nulls for it, so row counts
 never depend on the projection.
+
+``open_dataset`` (the opening: options, store, listing) is in :mod:`.opening`;
+``iter_batches``' read-ahead machinery in :mod:`.batches`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -25,29 +27,26 @@ from typing import Any
 import numpy as np
 
 import planner as P
-from planner.dnf import as_expr
 from planner.filters import Expr, columns_of
-from planner.partitions import PartitionError, Partitions
+from planner.partitions import Partitions
+from planner.request import ScanRequest
 
 from .. import arrays as A
-from ..model.errors import ColumnNotFoundError, RowSelectionError, source_text
-from ..model.opener import Opener
-from ..model.options import (
-    DEFAULT_BATCH_ROWS,
-    DEFAULT_FILE_CONCURRENCY,
-    DatasetOptions,
-    OpenOptions,
-    parse_dataset,
-)
-from ..model.progress import Meter, Planned, metered, tracking
-from ..model.selection import check_count, check_limit, row_indices
-from ..readers.opening import open_parsed
+from ..model.errors import ColumnNotFoundError, RowSelectionError
+from ..model.options import DEFAULT_BATCH_ROWS, DEFAULT_FILE_CONCURRENCY
+from ..model.progress import Meter, Planned, tracking
 from ..readers.reader import Reader, ScanResult, ScanStats
-from ..scan.partitioning import check_partitioning, partitions_of, root_of
-from ..stores import Store, redact_url, shared_store
-from ..stores.capabilities import profile_of
+from ..stores import Store
 from ..stores.listing import list_sources
 from ..stores.tasks import gather_or_cancel
+from .batches import (
+    FILES_AHEAD,
+    READ_WHOLE_BELOW,
+    SMALL_OBJECT,
+    decodes_small,
+    each_file,
+    iter_metered,
+)
 from .fragment import (
     DatasetScanPlan,
     Fragment,
@@ -58,15 +57,8 @@ from .fragment import (
 )
 from .results import add_stats, joined, null_column, sliced, summed_stats
 
-__all__ = ["DEFAULT_FILE_CONCURRENCY", "Dataset", "Fragment", "absent_paths", "list_sources",
-           "open_dataset"]
-
-#: Files whose projection decodes to at most this many bytes are read whole by
-#: ``iter_batches`` (the parallel decoder, a few files ahead) and cut into batches.
-READ_WHOLE_BELOW = 8 << 20
-#: Files ``iter_batches`` reads ahead of the one whose batches are being yielded.
-FILES_AHEAD = 4
-_SMALL_OBJECT = 1 << 20  # read whole without planning first: it cannot decode to much
+__all__ = ["DEFAULT_FILE_CONCURRENCY", "FILES_AHEAD", "READ_WHOLE_BELOW", "Dataset", "Fragment",
+           "absent_paths", "list_sources"]
 
 
 class Dataset(ScanVerbs):
@@ -119,7 +111,7 @@ class Dataset(ScanVerbs):
         spelling, or (None) every file's top-level columns, then the partition columns;
         ColumnNotFoundError for one no file has.  Opens every file."""
         await self._open(self.fragments)
-        return await self._columns(columns, self.fragments)
+        return await self._columns(ScanRequest.parse(columns).columns, self.fragments)
 
     @property
     def readers(self) -> list[Reader]:
@@ -141,13 +133,16 @@ class Dataset(ScanVerbs):
                          ) -> list[bool]:
         if expr is None:
             return [True] * len(fragments)
-        return list(await gather_or_cancel([f.may_match(expr) for f in fragments]))
+        each = ScanRequest(filter=expr)
+        return list(await gather_or_cancel([f.may_match_with(each) for f in fragments]))
 
     async def get_fragments(self, filter: Expr | str | None = None) -> list[Fragment]:
         """The objects ``filter`` may match, in file order: those its partition part or
         the objects' segment statistics rule out are left out (metadata only: the
         kept objects are opened, the others of a partitioned dataset are not)."""
-        expr = as_expr(filter)
+        return await self._fragments(ScanRequest.parse(filter=filter).filter)
+
+    async def _fragments(self, expr: Expr | None) -> list[Fragment]:
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
@@ -157,19 +152,18 @@ class Dataset(ScanVerbs):
     def _partition_names(self) -> tuple[str, ...]:
         return self.partitions.names if self.partitions is not None else ()
 
-    async def _columns(self, columns: Sequence[str] | str | None,
+    async def _columns(self, columns: tuple[str, ...] | None,
                        cands: Sequence[Fragment]) -> list[str]:
         """The output columns (every top-level column of the open candidates, then the
         partition columns, when None); ColumnNotFoundError for one no object has."""
         names = self._partition_names()
-        parsed = P.parse_columns(columns)
-        if parsed is None:
+        if columns is None:
             seen: dict[str, None] = {}
             for f in cands:
                 if f.reader is not None:
                     seen.update(dict.fromkeys(P.top_level_paths(f.reader.meta.super_types)))
             return [c for c in seen if c not in names] + list(names)
-        cols = [s for s, _ in parsed]
+        cols = list(columns)
 
         def missing() -> list[str]:
             return [c for c in cols if c not in names and all(
@@ -195,17 +189,17 @@ class Dataset(ScanVerbs):
         rules out are left out before any is opened (partition columns themselves
         need no reads), and files whose segment statistics prove it false for every
         row are listed in ``pruned`` with the reason ``planner.pruning.STATISTICS``."""
-        expr = as_expr(filter, filters)
+        request = ScanRequest.parse(columns, filter=filter, filters=filters)
+        expr = request.filter
         cands = self._by_partition(expr)
         await self._open(cands)
         self._check_filter_paths(expr)
         keep = await self._may_match(cands, expr)
         kept = [f.reader for f, k in zip(cands, keep, strict=True) if k]
         pruned = [f.reader for f, k in zip(cands, keep, strict=True) if not k]
-        parsed = P.parse_columns(columns)  # the one column-list parser (as Reader's)
         names = set(self._partition_names())
-        cols = ([spelling for spelling, _ in parsed if spelling not in names]
-                if parsed is not None else None)
+        cols = ([c for c in request.columns if c not in names]
+                if request.columns is not None else None)
         extra: list[str] = []
         if cols is not None and expr is not None:  # a scan reads the filter's columns too
             extra = [c for c in dict.fromkeys(P.format_path(p) for p in columns_of(expr))
@@ -250,20 +244,25 @@ class Dataset(ScanVerbs):
         before any of its requests.  ``on_progress`` gets bytes and files done against
         planned over every file (see :meth:`Reader.scan`).
         """
-        meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_expr(filter, filters)  # the edge: text, pyarrow's list
+        request = ScanRequest.parse(  # the edge: every argument checked once, one form
+            columns, filter=filter, filters=filters, rows=rows, limit=limit,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress)
+        return await self.scan_with(request)
+
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter()
         if meter is None:
-            return await self._scan(columns, expr, rows, limit, None)
+            return await self._scan(request, None)
         with tracking(meter.file(counted=False)):  # any read outside a file's plan
-            res = await self._scan(columns, expr, rows, limit, meter)
+            res = await self._scan(request, meter)
         meter.finish()
         return res
 
-    async def _scan(self, columns: Sequence[str] | str | None, expr: Expr | None,
-                    rows: slice | None, limit: int | None,
-                    meter: Meter | None) -> ScanResult:
+    async def _scan(self, request: ScanRequest, meter: Meter | None) -> ScanResult:
         t0 = time.perf_counter()
-        check_limit(limit)
+        columns, expr, rows, limit = (request.columns, request.filter, request.rows,
+                                      request.limit)
         if rows is not None:
             work = await self._row_slices(rows, expr)
         else:
@@ -295,19 +294,19 @@ class Dataset(ScanVerbs):
                     break
                 todo.append((f, local, left))
                 if expr is None and left is not None:  # the rows it gives are known
-                    n = await f.count_rows()
+                    n = await f.count_with(ScanRequest())
                     left -= min(left, n if local is None else local.stop - local.start)
 
             async def one(f: Fragment, local: slice | None, lim: int | None,
                           cols: list[str]) -> ScanResult:
                 async with sem:
-                    return await f.scan(cols, filter=expr, rows=local, limit=lim)
+                    return await f.scan_with(each_file(cols, expr, rows=local, limit=lim))
 
             if meter is None:
                 got = await gather_or_cancel([one(*t, cols) for t in todo])
             else:
                 got = await self._metered([functools.partial(
-                    f.prepare, cols, filter=expr, rows=local, limit=lim)
+                    f.prepare, each_file(cols, expr, rows=local, limit=lim))
                     for f, local, lim in todo], [f for f, _, _ in todo], meter)
             results += [(t[0], r) for t, r in zip(todo, got, strict=True)]
             if expr is not None and left is not None:
@@ -354,10 +353,8 @@ class Dataset(ScanVerbs):
                           ) -> list[tuple[Fragment, slice | None]]:
         """The files holding the dataset's rows ``rows`` (numbered over every file in
         file order), each with its own row slice, that the filter's partition part keeps."""
-        if not isinstance(rows, slice) or rows.step not in (None, 1):
-            raise RowSelectionError(f"rows must be a slice with step 1, not {rows!r}")
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         sel = range(int(sum(counts)))[rows]
         lo, hi = sel.start, max(sel.start, sel.stop)
         keep = set(map(id, self._by_partition(expr)))
@@ -373,13 +370,17 @@ class Dataset(ScanVerbs):
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the dataset (that ``filter`` keeps): from metadata where it can be;
         a filter reads only its own columns, of the zones and files it may match."""
-        expr = as_expr(filter)
-        frags = await self.get_fragments(expr)
+        return await self.count_with(ScanRequest.parse(filter=filter))
+
+    async def count_with(self, request: ScanRequest) -> int:
+        """:meth:`count_rows` of a request (its filter)."""
+        frags = await self._fragments(request.filter)
         sem = asyncio.Semaphore(self.file_concurrency)
+        each = each_file([], request.filter)
 
         async def one(f: Fragment) -> int:
             async with sem:
-                return await f.count_rows(expr)
+                return await f.count_with(each)
 
         return int(sum(await gather_or_cancel([one(f) for f in frags])))
 
@@ -390,38 +391,44 @@ class Dataset(ScanVerbs):
         order, repeats allowed), in the order given: only the files holding them are
         read, and of each only the segments holding them.  Budget and progress as
         for :meth:`scan`: every file holding rows is planned before any is read."""
-        meter = metered(on_progress, max_requests, max_bytes)
+        return await self.take_with(ScanRequest.parse(
+            columns, indices=indices, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress))
+
+    async def take_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`take` of a request (its indices checked where the verb was entered)."""
+        meter = request.budget.meter()
         if meter is None:
-            return await self._take(indices, columns, None)
+            return await self._take(request, None)
         with tracking(meter.file(counted=False)):
-            res = await self._take(indices, columns, meter)
+            res = await self._take(request, meter)
         meter.finish()
         return res
 
-    async def _take(self, indices: Any, columns: Sequence[str] | str | None,
-                    meter: Meter | None) -> ScanResult:
-        idx = row_indices(indices)
+    async def _take(self, request: ScanRequest, meter: Meter | None) -> ScanResult:
+        idx = request.taken
         await self._open(self.fragments)
-        counts = await gather_or_cancel([f.count_rows() for f in self.fragments])
+        counts = await gather_or_cancel([f.count_with(ScanRequest()) for f in self.fragments])
         offsets = np.cumsum([0, *counts], dtype=np.int64)
         if idx.size and int(idx.max()) >= int(offsets[-1]):
             raise RowSelectionError(f"row index {int(idx.max())} is out of range for "
                                     f"{int(offsets[-1])} rows")
-        cols = await self._columns(columns, self.fragments)
+        cols = await self._columns(request.columns, self.fragments)
         which = np.searchsorted(offsets, idx, side="right") - 1
         files = [int(k) for k in np.unique(which)]
         sem = asyncio.Semaphore(self.file_concurrency)
 
         async def one(k: int) -> ScanResult:
             async with sem:
-                return await self.fragments[k].take(idx[which == k] - offsets[k], cols)
+                return await self.fragments[k].take_with(
+                    each_file(cols, None, indices=idx[which == k] - offsets[k]))
 
         if meter is None:
             parts = await gather_or_cancel([one(k) for k in files])
         else:
             parts = await self._metered(
-                [functools.partial(self.fragments[k].prepare_take, idx[which == k] - offsets[k],
-                                   cols) for k in files],
+                [functools.partial(self.fragments[k].prepare_take, each_file(
+                    cols, None, indices=idx[which == k] - offsets[k])) for k in files],
                 [self.fragments[k] for k in files], meter)
         ids = np.searchsorted(np.asarray(files, dtype=np.int64), which).astype(np.int32)
         stats = summed_stats(parts)
@@ -462,24 +469,39 @@ class Dataset(ScanVerbs):
         (or a limit reached before the last file) leaves the rest of the plan unread:
         the last event then falls short of the total by what was not needed.
         """
-        meter = metered(on_progress, max_requests, max_bytes)
-        expr = as_expr(filter, filters)
-        check_limit(limit)
-        batch_rows = check_count("batch_rows", batch_rows, 1)
-        frags = await self.get_fragments(expr)
-        cols = await self._columns(columns, self._by_partition(expr))
+        request = ScanRequest.parse(
+            columns, filter=filter, filters=filters, limit=limit, batch_rows=batch_rows,
+            prefetch=prefetch, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress)
+        batches = self.batches_with(request, read_whole_below, files_ahead, segment_requests,
+                                    whole_files, stats)
+        async with contextlib.aclosing(batches):
+            async for b in batches:
+                yield b
+
+    async def batches_with(self, request: ScanRequest, read_whole_below: int = READ_WHOLE_BELOW,
+                           files_ahead: int = FILES_AHEAD, segment_requests: bool = False,
+                           whole_files: bool = False, stats: ScanStats | None = None
+                           ) -> AsyncIterator[ScanResult]:
+        """:meth:`iter_batches` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter()
+        expr, limit, batch_rows = request.filter, request.limit, request.batch_rows
+        each = each_file(request.columns or (), expr, batch_rows=batch_rows,
+                         prefetch=request.prefetch)  # a file's request: its columns below
+        frags = await self._fragments(expr)
+        cols = await self._columns(request.columns, self._by_partition(expr))
+        each = each.but(columns=tuple(cols) or None)
         left = limit
         ahead: dict[int, asyncio.Task[ScanResult]] = {}
 
         def small(f: Fragment) -> bool:
             r = f.reader
             return whole_files or (r is not None and r.meta.object_size
-                                   <= min(_SMALL_OBJECT, read_whole_below))
+                                   <= min(SMALL_OBJECT, read_whole_below))
 
         if meter is not None:
-            metered_batches = self._iter_metered(
-                frags, cols, expr, batch_rows, prefetch, limit, read_whole_below,
-                files_ahead, segment_requests, small, stats, meter)
+            metered_batches = iter_metered(frags, each, limit, read_whole_below, files_ahead,
+                                           segment_requests, small, stats, meter)
             async with contextlib.aclosing(metered_batches):
                 async for b in metered_batches:
                     yield b
@@ -488,8 +510,7 @@ class Dataset(ScanVerbs):
         def schedule(start: int) -> None:
             for j in range(start, min(start + 1 + files_ahead, len(frags))):
                 if j not in ahead and small(frags[j]):
-                    ahead[j] = asyncio.ensure_future(frags[j].scan(cols, filter=expr,
-                                                                   limit=left))
+                    ahead[j] = asyncio.ensure_future(frags[j].scan_with(each.but(limit=left)))
 
         try:
             for i, f in enumerate(frags):
@@ -503,9 +524,9 @@ class Dataset(ScanVerbs):
                 elif left is not None and left <= batch_rows:  # the first rows' segments
                     if segment_requests and f.reader is not None:
                         per_segment(f.reader)
-                    res = await f.scan(cols, filter=expr, limit=left)
-                elif await self._decodes_small(f, cols, expr, read_whole_below):
-                    res = await f.scan(cols, filter=expr, limit=left)
+                    res = await f.scan_with(each.but(limit=left))
+                elif await decodes_small(f, each, read_whole_below):
+                    res = await f.scan_with(each.but(limit=left))
                 if res is not None:
                     n = res.num_rows if left is None else min(res.num_rows, left)
                     for batch in sliced(res, n, batch_rows, stats):
@@ -514,8 +535,7 @@ class Dataset(ScanVerbs):
                         left -= n
                     continue
                 last: ScanStats | None = None
-                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
-                                    filter=expr, limit=left, segment_requests=segment_requests)
+                it = f.batches_with(each.but(limit=left), segment_requests)
                 async with contextlib.aclosing(it):
                     async for b in it:
                         last = b.stats
@@ -530,107 +550,6 @@ class Dataset(ScanVerbs):
             if ahead:
                 await asyncio.gather(*ahead.values(), return_exceptions=True)
 
-    async def _iter_metered(self, frags: list[Fragment], cols: list[str], expr: Expr | None,
-                            batch_rows: int, prefetch: int | None, limit: int | None,
-                            read_whole_below: int, files_ahead: int, segment_requests: bool,
-                            small: Callable[[Fragment], bool], stats: ScanStats | None,
-                            meter: Meter) -> AsyncIterator[ScanResult]:
-        """:meth:`iter_batches` with a budget or progress: every file planned (read whole,
-        or streamed) before the first request, then read as planned."""
-        if expr is None and limit is not None:  # the first files' row counts cover it
-            upto, seen = len(frags), 0
-            for k, f in enumerate(frags):
-                if seen >= limit:
-                    upto = k
-                    break
-                seen += f.num_rows or 0  # unknown: it may hold none of them
-            frags = frags[:upto]
-        meters = [meter.file(f.path) for f in frags]
-        whole: list[Planned | None] = []
-        figures: list[tuple[int, int]] = []
-        first_rows = limit is not None and limit <= batch_rows
-        with tracking(meter.file(counted=False)):
-            for f, fm in zip(frags, meters, strict=True):
-                with tracking(fm):
-                    if first_rows and segment_requests and f.reader is not None:
-                        per_segment(f.reader)
-                    if small(f) or first_rows or await self._decodes_small(
-                            f, cols, expr, read_whole_below):
-                        p = await f.prepare(cols, filter=expr, limit=limit)
-                        whole.append(p)
-                        figures.append(p.figures)
-                    else:
-                        whole.append(None)
-                        figures.append(await f.batch_figures(
-                            cols, filter=expr, segment_requests=segment_requests))
-        meter.expect([(fm, *fig) for fm, fig in zip(meters, figures, strict=True)])
-
-        async def run(j: int) -> ScanResult:
-            p = whole[j]
-            assert p is not None
-            with tracking(meters[j]):
-                res = await p.run()
-            meters[j].done()
-            return res  # type: ignore[no-any-return]
-
-        left = limit
-        ahead: dict[int, asyncio.Task[ScanResult]] = {}
-        try:
-            for i, f in enumerate(frags):
-                if left is not None and left <= 0:
-                    break
-                for j in range(i, min(i + 1 + files_ahead, len(frags))):
-                    if j not in ahead and whole[j] is not None:
-                        ahead[j] = asyncio.ensure_future(run(j))
-                task = ahead.pop(i, None)
-                if task is not None:
-                    res = await task
-                    n = res.num_rows if left is None else min(res.num_rows, left)
-                    for batch in sliced(res, n, batch_rows, stats):
-                        yield batch
-                    if left is not None:
-                        left -= n
-                    continue
-                last: ScanStats | None = None
-                it = f.iter_batches(cols, batch_rows=batch_rows, prefetch=prefetch,
-                                    filter=expr, limit=left, segment_requests=segment_requests)
-                async with contextlib.aclosing(it):
-                    while True:
-                        with tracking(meters[i]):  # the read starts at the first step
-                            b = await anext(it, None)
-                        if b is None:
-                            break
-                        last = b.stats
-                        yield b
-                        if left is not None:
-                            left -= b.num_rows
-                meters[i].done()
-                if stats is not None and last is not None:
-                    add_stats(stats, last)
-            meter.finish()
-        finally:
-            for t in ahead.values():
-                t.cancel()
-            if ahead:
-                await asyncio.gather(*ahead.values(), return_exceptions=True)
-
-    @staticmethod
-    async def _decodes_small(f: Fragment, cols: list[str], expr: Expr | None,
-                             below: int) -> bool:
-        if below <= 0:
-            return False
-        from planner.program import ScanProgram
-        from planner.selection import FilterPlan
-
-        plan = await f.plan(cols, filter=expr)
-        if plan is None:
-            return True
-        if isinstance(plan, ScanProgram):  # a CSUP file's: the plan it runs
-            plan = plan.plan
-        size = (plan.bytes_all if isinstance(plan, FilterPlan)
-                else sum(s.mem_length for s in plan.segments))
-        return bool(size <= below)
-
     # ---------------------------------------------------------------- checks ---
     def prune_by_statistics(self, filter: Expr | str) -> tuple[list[Reader], list[Reader]]:
         """``(kept, pruned)``: the open files whose segment statistics do not, and do,
@@ -641,7 +560,7 @@ class Dataset(ScanVerbs):
 
         readers = self.readers
         unknown = {(n,) for n in self._partition_names()}
-        verdict = prune_files([r.meta for r in readers], as_expr(filter),  # type: ignore[arg-type]
+        verdict = prune_files([r.meta for r in readers], ScanRequest.parse(filter=filter).filter,
                               segment_stats, unknown=unknown)
         return [readers[i] for i in verdict.kept], [readers[i] for i in verdict.pruned]
 
@@ -700,98 +619,3 @@ def _with_unread(cands: Sequence[Fragment], results: list[tuple[Fragment, ScanRe
             out.append(ScanResult(empty, 0))
     out += read.values()  # (a file read that is not a candidate: none today)
     return out
-
-
-class _DatasetOpener(Opener["Dataset"]):
-    """What ``open_dataset`` returns: awaitable, or an async context manager that closes."""
-
-    verb, sync_verb = "open_dataset", "open_dataset_sync"
-
-    def __init__(self, source: str | Sequence[str], store: Store | None,
-                 options: tuple[DatasetOptions, OpenOptions, dict[str, Any]]) -> None:
-        self.source, self.store = source, store
-        self.dataset_options, self.reader_options, self.store_options = options
-        self.dataset: Dataset | None = None
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The keywords this open was given (``limit=`` renamed; the typed ones as
-        their non-default values), as one bag."""
-        return {**self.dataset_options.given(), **self.reader_options.given(),
-                **self.store_options}
-
-    async def _open(self) -> Dataset:
-        own = self.dataset_options
-        file_concurrency, match = own.file_concurrency, own.match
-        partitioning = check_partitioning(own.partitioning)
-        partition_base = own.partition_base
-        store, owns = self.store, False
-        first = self.source if isinstance(self.source, str) else (
-            self.source[0] if self.source else "")
-        if store is None:
-            store, _, shared = await shared_store(first or ".", **self.store_options)
-            owns = not shared
-        reader_opts = self.reader_options.with_profile(profile_of(store))
-        skipped: list[str] = []
-        try:
-            urls = await list_sources(self.source, store, match=match, skipped=skipped)
-            if not urls and isinstance(self.source, str):  # a list is taken as given
-                from ..model.errors import NotFoundError
-
-                raise NotFoundError("no objects match" + (
-                    f" ({len(skipped)} skipped: not {match})" if skipped else ""),
-                    path=redact_url(self.source))
-            sem = asyncio.Semaphore(file_concurrency)
-
-            async def one(url: str) -> Reader:
-                async with sem:
-                    return await open_parsed(url, reader_opts, store=store)
-
-            parts = None
-            if partitioning is not None:
-                if partition_base is None and not isinstance(self.source, str):
-                    raise PartitionError("a partitioned dataset given as a list of objects "
-                                         "needs partition_base= (the root of its key=value "
-                                         "directories)")
-                parts = partitions_of(urls, partition_base or root_of(self.source))
-            # a partitioned dataset loads a file's metadata when a scan first needs it
-            readers = [] if parts is not None else await gather_or_cancel(
-                [one(u) for u in urls])
-        except BaseException:
-            if owns:
-                await store.close()
-            raise
-        if parts is None:
-            fragments = [Fragment(u, reader=r) for u, r in zip(urls, readers, strict=True)]
-        else:
-            types = {c.name: c.type for c in parts.columns}
-            fragments = [Fragment(u, opener=one, partition=parts.row(i), partition_types=types)
-                         for i, u in enumerate(urls)]
-        self.dataset = Dataset(fragments, store, owns_store=owns,
-                               file_concurrency=file_concurrency,
-                               profile=reader_opts.profile, partitions=parts)
-        self.dataset.skipped = skipped
-        return self.dataset
-
-
-def open_dataset(source: str | Sequence[str], *, store: Store | None = None,
-                 **options: Any) -> _DatasetOpener:
-    """Open many CSUP objects: a list of URLs, a prefix ending in ``/``, a directory or a glob.
-
-    ``async with open_dataset("s3://bucket/events/") as ds: await ds.scan(["a"])``.
-    Options: ``file_concurrency`` (files read at once, default 64), ``match``
-    (which objects of a directory or prefix to read, default ``"*.csup"``; None
-    for all; the rest are listed in ``Dataset.skipped``), ``partitioning="hive"``
-    (``key=value`` directories below the source, or below ``partition_base`` for a
-    list, become columns, and a scan's filter on them skips whole files before
-    opening them; files then load their metadata when a scan first needs them),
-    the reader's options and the store's.  A prefix, directory or glob that selects no object raises
-    NotFoundError here (an explicit list, even empty, is taken as given).
-    """
-    if isinstance(source, str | os.PathLike):
-        source = source_text(source, "source")
-    elif isinstance(source, Sequence):
-        source = [source_text(s, "each source") for s in source]
-    else:
-        source = source_text(source, "source")  # raises: neither text, a path nor a list
-    return _DatasetOpener(source, store, parse_dataset(options))

@@ -21,16 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import planner as P
-from planner.dnf import as_expr
 from planner.filters import Expr, bind, columns_of
+from planner.request import NO_BUDGET, ScanRequest
 from planner.specialize import specialize
 
 from .. import arrays as A
 from ..model.errors import RowSelectionError
 from ..model.options import DEFAULT_BATCH_ROWS
-from ..model.progress import FileMeter, Planned, metered, run_metered, tracking
+from ..model.progress import FileMeter, Planned, run_metered, tracking
 from ..model.redact import redact_url
-from ..model.selection import check_limit, row_indices
 from ..readers.reader import Reader
 from ..readers.wholeobject import WholeObjectReader
 from ..scan.partitioning import constant_column
@@ -197,7 +196,11 @@ class Fragment(ScanVerbs):
     async def may_match(self, filter: Expr | str | None) -> bool:
         """False when the partition values or the segment statistics (metadata, no data
         request) prove ``filter`` false for every row of the object."""
-        spec = await self.file_filter(as_expr(filter))
+        return await self.may_match_with(ScanRequest.parse(filter=filter))
+
+    async def may_match_with(self, request: ScanRequest) -> bool:
+        """:meth:`may_match` of a request's filter (in its one form already)."""
+        spec = await self.file_filter(request.filter)
         if spec is None or spec is True:
             return True
         if spec is False:
@@ -212,12 +215,11 @@ class Fragment(ScanVerbs):
         return not prune_files([r.meta], spec, segment_stats).pruned
 
     # ------------------------------------------------------------ columns ---
-    async def _layout(self, columns: Sequence[str] | str | None
-                      ) -> tuple[list[str], list[str], Reader]:
+    async def _layout(self, request: ScanRequest) -> tuple[list[str], list[str], Reader]:
         """(the output columns, the ones this object's Reader reads, the Reader)."""
         r = await self.open()
-        parsed = P.parse_columns(columns)
-        cols = ([s for s, _ in parsed] if parsed is not None else await self.column_names())
+        cols = (list(request.columns) if request.columns is not None
+                else await self.column_names())
         data = [c for c in cols if c not in self.partition_values and not absent_paths(r, c)]
         return cols, data, r
 
@@ -261,6 +263,11 @@ class Fragment(ScanVerbs):
         return [p for p in dict.fromkeys(paths) if not absent_paths(r, p)]
 
     # --------------------------------------------------------------- verbs ---
+    def _own(self, request: ScanRequest, read: Sequence[str], filter: Any) -> ScanRequest:
+        """The request this object's Reader runs: its own columns and filter, no budget
+        (the fragment meters the read itself)."""
+        return request.but(columns=tuple(read) or None, filter=filter, budget=NO_BUDGET)
+
     async def scan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None, rows: slice | None = None,
                    limit: int | None = None, max_requests: int | None = None,
@@ -269,25 +276,28 @@ class Fragment(ScanVerbs):
                    filters: Any = None) -> ScanResult:
         """The object's rows (those ``filter`` keeps, of ``rows``, the first ``limit``);
         budget and progress as for :meth:`Reader.scan` (``filters=``: pyarrow's list)."""
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
-        if meter is None:
-            return await (await self.prepare(columns, filter=filter, rows=rows,
-                                             limit=limit, filters=filters)).run()
-        return await run_metered(meter.file(self.path), lambda: self.prepare(
-            columns, filter=filter, rows=rows, limit=limit, filters=filters))
+        return await self.scan_with(ScanRequest.parse(
+            columns, filter=filter, filters=filters, rows=rows, limit=limit,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress,
+            path=self.path))
 
-    async def prepare(self, columns: Sequence[str] | str | None = None, *,
-                      filter: Expr | str | None = None, rows: slice | None = None,
-                      limit: int | None = None, filters: Any = None) -> Planned:
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter(self.path)
+        if meter is None:
+            return await (await self.prepare(request)).run()
+        return await run_metered(meter.file(self.path), lambda: self.prepare(request))
+
+    async def prepare(self, request: ScanRequest) -> Planned:
         """:meth:`scan`, planned: what it reads first (``figures``) and ``run()``."""
-        spec = await self.file_filter(as_expr(filter, filters, path=self.path))
-        cols, data, r = await self._layout(columns)
+        spec = await self.file_filter(request.filter)
+        cols, data, r = await self._layout(request)
         if spec is False:
             return Planned.done(ScanResult(self._complete({}, 0, cols), 0, ScanStats()))
-        if spec is None and rows is None and limit is None:
+        if spec is None and request.rows is None and request.limit is None:
             own = [c for c in cols if c not in self.partition_values]
             if self._unread:
-                n = await r.count_rows()
+                n = await r.count_with(NO_BUDGET)
                 return Planned.done(ScanResult(self._complete({}, n, cols), n, ScanStats()))
             if self._plan is not None and own == self._plan_columns:
                 plan = self._plan
@@ -300,16 +310,16 @@ class Fragment(ScanVerbs):
                 return Planned(r.first_wave(plan), run_plan)
         expr = None if spec is True else spec
         if data or expr is not None:
-            read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
+            inner = self._own(request, data or self.filter_paths(expr, r), expr)  # type: ignore[arg-type]
             if not plans_scans(r):  # a BSUP or SuperDB object: its own scan, unplanned
                 async def run_own() -> ScanResult:
-                    res = await r.scan(read, filter=expr, rows=rows, limit=limit)
+                    res = await r.scan_with(inner)
                     return ScanResult(self._complete(res.columns if data else {},
                                                      res.num_rows, cols),
                                       res.num_rows, res.stats, res.plan, res.total_rows)
 
                 return Planned((0, 0), run_own)
-            program = await r.plan(read, filter=expr, rows=rows, limit=limit)
+            program = await r.plan_with(inner)
 
             async def run() -> ScanResult:
                 res = await r.execute(program)
@@ -318,54 +328,62 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan, res.total_rows)
 
             return Planned(r.first_wave(program), run)
-        n = await self._selected(r, rows, limit)
+        n = await self._selected(r, request.rows, request.limit)
         return Planned.done(ScanResult(self._complete({}, n, cols), n, ScanStats()))
 
     async def _selected(self, r: Reader, rows: slice | None, limit: int | None) -> int:
-        """How many rows ``rows`` and ``limit`` select, with no column to read."""
-        check_limit(limit, self.path)
-        n = r.num_rows if r.num_rows is not None else await r.count_rows()
+        """How many rows ``rows`` and ``limit`` (a request's: checked) select, with no
+        column to read."""
+        n = r.num_rows if r.num_rows is not None else await r.count_with(NO_BUDGET)
         if rows is not None:
-            if not isinstance(rows, slice) or rows.step not in (None, 1):
-                raise RowSelectionError(f"rows must be a slice with step 1, not {rows!r}",
-                                        path=self.path)
             n = len(range(n)[rows])
         return n if limit is None else min(n, limit)
 
     async def count_rows(self, filter: Expr | str | None = None) -> int:
         """Rows of the object (that ``filter`` keeps): from metadata where it can be."""
-        spec = await self.file_filter(as_expr(filter))
+        return await self.count_with(ScanRequest.parse(filter=filter, path=self.path))
+
+    async def count_with(self, request: ScanRequest) -> int:
+        """:meth:`count_rows` of a request (its filter; its budget, for the count)."""
+        spec = await self.file_filter(request.filter)
         if spec is False:
             return 0
         r = await self.open()
         if spec is None or spec is True:
-            return await r.count_rows()
-        return (await r.scan(self.filter_paths(spec, r), filter=spec)).num_rows
+            return await r.count_with(request.budget)
+        own = ScanRequest(tuple(self.filter_paths(spec, r)) or None, spec,
+                          budget=request.budget)
+        return (await r.scan_with(own)).num_rows
 
     async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
                    max_requests: int | None = None, max_bytes: int | None = None,
                    on_progress: Callable[[Any], object] | None = None) -> ScanResult:
         """The rows at ``indices`` (row numbers of this object, any order, repeats);
         budget and progress as for :meth:`Reader.take`."""
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
-        if meter is None:
-            return await (await self.prepare_take(indices, columns)).run()
-        return await run_metered(meter.file(self.path),
-                                 lambda: self.prepare_take(indices, columns))
+        return await self.take_with(ScanRequest.parse(
+            columns, indices=indices, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress, path=self.path))
 
-    async def prepare_take(self, indices: Any, columns: Sequence[str] | str | None = None
-                           ) -> Planned:
+    async def take_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`take` of a request (its indices checked where the verb was entered)."""
+        meter = request.budget.meter(self.path)
+        if meter is None:
+            return await (await self.prepare_take(request)).run()
+        return await run_metered(meter.file(self.path), lambda: self.prepare_take(request))
+
+    async def prepare_take(self, request: ScanRequest) -> Planned:
         """:meth:`take`, planned: what it reads (``figures``) and ``run()``."""
-        cols, data, r = await self._layout(columns)
+        cols, data, r = await self._layout(request)
+        inner = self._own(request, data, None)
         if data and not plans_scans(r):  # a BSUP or SuperDB object: its own take
             async def run_own() -> ScanResult:
-                res = await r.take(indices, data)
+                res = await r.take_with(inner)
                 return ScanResult(self._complete(res.columns, res.num_rows, cols),
                                   res.num_rows, res.stats, res.plan)
 
             return Planned((0, 0), run_own)
         if data:
-            taken = await r.prepare_take(indices, data)
+            taken = await r.prepare_take(inner)
 
             async def run() -> ScanResult:
                 res = await taken.run()
@@ -373,8 +391,8 @@ class Fragment(ScanVerbs):
                                   res.num_rows, res.stats, res.plan)
 
             return Planned(taken.figures, run)
-        idx = row_indices(indices, self.path)
-        n = await r.count_rows()
+        idx = request.taken
+        n = await r.count_with(NO_BUDGET)
         if idx.size and int(idx.max()) >= n:
             bad = int(idx[idx >= n][0])
             raise RowSelectionError(f"row index {bad} is out of range for {n} rows",
@@ -396,9 +414,21 @@ class Fragment(ScanVerbs):
         for a reader that may stop early, the read-ahead then holds segments, not
         merged tens of megabytes.  Budget and progress as for
         :meth:`Reader.iter_batches`."""
-        check_limit(limit, self.path)
-        spec = await self.file_filter(as_expr(filter))
-        cols, data, r = await self._layout(columns)
+        request = ScanRequest.parse(
+            columns, filter=filter, limit=limit, batch_rows=batch_rows, prefetch=prefetch,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress,
+            path=self.path)
+        batches = self.batches_with(request, segment_requests)
+        async with contextlib.aclosing(batches):
+            async for b in batches:
+                yield b
+
+    async def batches_with(self, request: ScanRequest, segment_requests: bool = False
+                           ) -> AsyncIterator[ScanResult]:
+        """:meth:`iter_batches` of a request (checked where the verb was entered)."""
+        spec = await self.file_filter(request.filter)
+        cols, data, r = await self._layout(request)
+        limit, batch_rows = request.limit, request.batch_rows
         if spec is False or limit == 0:
             return
         expr = None if spec is True else spec
@@ -410,18 +440,16 @@ class Fragment(ScanVerbs):
             return
         if segment_requests:
             per_segment(r)
-        read = data or self.filter_paths(expr, r)  # type: ignore[arg-type]
+        inner = self._own(request, data or self.filter_paths(expr, r), expr).but(  # type: ignore[arg-type]
+            limit=None)
         left = limit
-        metering: dict[str, Any] = {}
         fm: FileMeter | None = None
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        meter = request.budget.meter(self.path)
         if meter is not None and plans_scans(r):
-            metering = {"max_requests": max_requests, "max_bytes": max_bytes,
-                        "on_progress": on_progress}
+            inner = inner.but(budget=request.budget)
         elif meter is not None:  # a BSUP or SuperDB object: reads claimed as they start
             fm = meter.file(self.path)
-        it = r.iter_batches(read, batch_rows=batch_rows, prefetch=prefetch, filter=expr,
-                            **metering)
+        it = r.batches_with(inner)
         async with contextlib.aclosing(it):
             while True:
                 with tracking(fm) if fm is not None else contextlib.nullcontext():
@@ -438,12 +466,11 @@ class Fragment(ScanVerbs):
                     if left <= 0:
                         return
 
-    async def batch_figures(self, columns: Sequence[str] | str | None = None, *,
-                            filter: Expr | str | None = None,
-                            segment_requests: bool = False) -> tuple[int, int]:
+    async def batch_figures(self, request: ScanRequest, segment_requests: bool = False
+                            ) -> tuple[int, int]:
         """``(requests, bytes)`` :meth:`iter_batches` sends (every batch read)."""
-        spec = await self.file_filter(as_expr(filter))
-        _, data, r = await self._layout(columns)
+        spec = await self.file_filter(request.filter)
+        _, data, r = await self._layout(request)
         if spec is False:
             return 0, 0
         expr = None if spec is True else spec
@@ -453,22 +480,25 @@ class Fragment(ScanVerbs):
             return 0, 0  # a BSUP or SuperDB object: its reads are claimed as they start
         if segment_requests:
             per_segment(r)
-        return r.batch_figures(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
-                               filter=expr)
+        return r.batch_figures(self._own(request, data or self.filter_paths(expr, r), expr))  # type: ignore[arg-type]
 
     async def plan(self, columns: Sequence[str] | str | None = None, *,
                    filter: Expr | str | None = None) -> Any:
         """The plan the Reader executes for this object's part of the scan (None when
         nothing of it is read: no column of it projected, or a filter it cannot match)."""
-        spec = await self.file_filter(as_expr(filter))
-        _, data, r = await self._layout(columns)
+        return await self.plan_with(ScanRequest.parse(columns, filter=filter, path=self.path))
+
+    async def plan_with(self, request: ScanRequest) -> Any:
+        """:meth:`plan` of a request (its columns and filter)."""
+        spec = await self.file_filter(request.filter)
+        _, data, r = await self._layout(request)
         if spec is False:
             return None
         expr = None if spec is True else spec
         if not data and expr is None:
             return None
-        return await r.plan(data or self.filter_paths(expr, r),  # type: ignore[arg-type]
-                            filter=expr)
+        return await r.plan_with(ScanRequest(  # its columns and filter only, as before
+            tuple(data or self.filter_paths(expr, r)) or None, expr))  # type: ignore[arg-type]
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -479,7 +509,7 @@ def plans_scans(r: Reader) -> bool:
     """Whether ``r`` scans by the CSUP program (``plan`` then ``execute``); a BSUP or
     SuperDB reader has scans of its own, whose reads are claimed as they start."""
     t = type(r)
-    return t.scan is Reader.scan and t.take is Reader.take
+    return t.scan_with is Reader.scan_with and t.take_with is Reader.take_with
 
 
 def per_segment(r: Reader) -> None:

@@ -20,12 +20,8 @@ def null_column(n: int) -> A.Array:
 
 
 def add_stats(total: ScanStats, s: ScanStats) -> None:
-    """``s``'s requests and bytes counted into ``total``."""
-    total.requests += s.requests
-    total.bytes_read += s.bytes_read
-    total.bytes_needed += s.bytes_needed
-    if total.ttfb is None:
-        total.ttfb = s.ttfb
+    """``s``'s requests and bytes counted into ``total`` (:meth:`ScanStats.add`)."""
+    total.add(s)
 
 
 def summed_stats(parts: Sequence[ScanResult]) -> ScanStats:

@@ -8,8 +8,9 @@ typed object, never the bag.  The bag's other names belong to the store
 
 The arguments of the read verbs (``columns``, ``filter``, ``rows``, ``limit``,
 ``batch_rows``, the budget) are not options of ``open``; their defaults are here too
-(:data:`DEFAULT_BATCH_ROWS`), and the filter's one normal form is made by
-``planner.dnf.as_expr`` where a verb is entered.
+(:data:`DEFAULT_BATCH_ROWS`), and they are parsed, each once, into a
+``planner.request.ScanRequest`` where a verb is entered (the filter's one normal form,
+``planner.dnf.as_expr``, made there).
 
 This module has no side effects and imports only the errors: the planner, the stores
 and the readers all read their defaults from it.

@@ -25,11 +25,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .budget import check_budget, check_limits
-from .errors import ArgumentError
+from .budget import check_budget
 
-__all__ = ["FileMeter", "Meter", "Planned", "Progress", "current_tracker", "metered",
-           "run_metered", "tracking"]
+__all__ = ["FileMeter", "Meter", "Planned", "Progress", "current_tracker", "run_metered",
+           "tracking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +63,12 @@ class Planned:
 
 
 class Meter:
-    """One call's budget and progress over every file and wave it reads."""
+    """One call's budget and progress over every file and wave it reads (the limits and
+    the callback checked where the verb was entered: ``planner.request.Budget.parse``)."""
 
     def __init__(self, callback: Callable[[Progress], object] | None = None, *,
                  max_requests: int | None = None, max_bytes: int | None = None,
                  path: str | None = None) -> None:
-        if callback is not None and not callable(callback):
-            raise ArgumentError(f"on_progress must be callable, not {type(callback).__name__}")
-        check_limits(max_requests, max_bytes)
         self.callback = callback
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.path = path  # what a BudgetError names (one file; None for a dataset)
@@ -216,14 +213,6 @@ def tracking(meter: FileMeter | None) -> Iterator[None]:
 def current_tracker() -> FileMeter | None:
     """The meter of the file being read in this task (read once, when a read starts)."""
     return _CURRENT.get()
-
-
-def metered(on_progress: Callable[[Progress], object] | None, max_requests: int | None,
-            max_bytes: int | None, path: str | None = None) -> Meter | None:
-    """A Meter for a call's options, or None when it has neither budget nor callback."""
-    if on_progress is None and max_requests is None and max_bytes is None:
-        return None
-    return Meter(on_progress, max_requests=max_requests, max_bytes=max_bytes, path=path)
 
 
 async def run_metered(fm: FileMeter, prepare: Callable[[], Awaitable[Planned]]) -> Any:

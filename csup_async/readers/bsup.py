@@ -23,29 +23,31 @@ import asyncio
 import itertools
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import planner as P
+from planner.request import ScanRequest
 
 from .. import arrays as A
 from ..format.bsup.frames import iter_raw_values, read_frames, stream_shape
 from ..format.bsup.tags import read_uvarint
 from ..format.bsup.valuecodec import decode_value
 from ..format.csup import find_trailer
+from ..format.superdb import bsup2, bsup5
+from ..format.superdb.bsup5 import NONE, columnar
 from ..model.errors import (
     CsupError,
     FormatError,
     LimitError,
     TruncatedError,
 )
-from ..model.options import DEFAULT_BATCH_ROWS
 from ..model.progress import Planned
-from ..model.selection import check_limit
 from ..model.types import RecordType, Type, underlying
-from ..model.values import Value
+from ..model.values import UnionValue, Value
 from ..scan.bsup import NotColumnar, Walked, decode_records, part_column, walk
 from ..scan.result import ScanResult, ScanStats
+from ..scan.superdb.columns import as_member, has_union, lookup
 from ..stores import Store
 from ..stores.rangebuf import RangeBuffer
 from ..stores.tasks import gather_or_cancel
@@ -212,7 +214,6 @@ class BsupReader(WholeObjectReader):
         got = super()._types(paths)
         if not self._held:
             return got
-        from ..format.superdb.bsup5 import columnar
 
         return {p: columnar(t) for p, t in got.items()}
 
@@ -223,7 +224,6 @@ class BsupReader(WholeObjectReader):
             return None
         if not all(isinstance(underlying(t), RecordType) for t in self.meta.super_types):
             return None
-        from ..scan.superdb.columns import has_union
 
         if any(has_union(t) for t in self._types(paths).values()):
             return None  # column-wise values are plain: a union's members would be lost
@@ -236,8 +236,6 @@ class BsupReader(WholeObjectReader):
 
     def _decode(self, paths: list[str], limit: int | None) -> tuple[dict[str, A.Array], int]:
         """The columns of ``paths`` over the first ``limit`` rows (all when None)."""
-        from ..scan.superdb.columns import as_member, has_union, lookup
-
         try:
             if limit is None:
                 got = self._columnar(paths)
@@ -258,51 +256,37 @@ class BsupReader(WholeObjectReader):
         return cols, len(values)
 
     # ---------------------------------------------------------------- read ---
-    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None) -> Any:
+    async def plan_with(self, request: ScanRequest) -> Any:
         """What ``scan`` with the same arguments reads: nothing more (the open read the
         whole object; a stream has no column index), the columns decoded from it."""
-        from planner.dnf import as_expr
         from planner.whole import WholeObjectPlan
 
-        filter = as_expr(filter, filters, path=self.path)
-        check_limit(limit, self.path)
-        paths = self._paths(columns)
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        wanted = self._filter_paths(self._filter(filter), paths)
+        wanted = self._filter_paths(self._filter(request.filter), paths)
         return WholeObjectPlan(tuple(wanted), (), self.meta.object_size, self.meta.row_count,
                                f"BSUP version {self.bsup_version}")
 
-    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None, max_requests: int | None = None,
-                   max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
         """These columns of the rows (``rows``: a slice of them; ``limit``: at most so
         many, decoding stopped once they are had when there is no filter).
 
-        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
-        the open read the whole stream, so a scan sends no request (the budget always
-        holds; progress is one event, 0 of 0 bytes, the file done)."""
-        from planner.dnf import as_expr
-
-        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
-        check_limit(limit, self.path)
-
+        Budget and progress as for :meth:`Reader.scan`: the open read the whole stream,
+        so a scan sends no request (the budget always holds; progress is one event, 0
+        of 0 bytes, the file done)."""
         async def prepare() -> Planned:
-            return Planned((0, 0), lambda: self._scan(columns, filter, rows, limit))
+            return Planned((0, 0), lambda: self._scan(request))
 
-        return await self._metered(prepare, on_progress, max_requests, max_bytes)  # type: ignore[no-any-return]
+        return await self._metered(request, prepare)  # type: ignore[no-any-return]
 
-    async def _scan(self, columns: Sequence[str] | str | None, filter: Any,
-                    rows: slice | None, limit: int | None) -> ScanResult:
-        """:meth:`scan` of a filter already an expression."""
-        paths = self._paths(columns)
+    async def _scan(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request."""
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        expr = self._filter(filter)
+        expr = self._filter(request.filter)
+        limit = request.limit
         t0 = time.perf_counter()
-        lo, hi = self._row_bounds(rows)
+        lo, hi = self._row_bounds(request.rows)
         stop = hi if expr is not None or limit is None else min(hi, lo + limit)
         cols, n = await self._in_thread(self._decode, self._filter_paths(expr, paths),
                                   None if stop >= self.meta.row_count else stop)
@@ -319,18 +303,11 @@ class BsupReader(WholeObjectReader):
         """``fn(*args)`` off the event loop, within the reader's ``timeout``."""
         return await self._timed(asyncio.to_thread(fn, *args))
 
-    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None,
-                           max_requests: int | None = None, max_bytes: int | None = None,
-                           on_progress: Callable[[Any], object] | None = None
-                           ) -> AsyncIterator[ScanResult]:
+    async def batches_with(self, request: ScanRequest) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows of one whole-object scan (``prefetch``
         checked, not used: the stream is held; budget and progress as for :meth:`scan`)."""
-        batch_rows = self._check_batch_rows(batch_rows, prefetch)
-        res = await self.scan(columns, filter=filter, filters=filters,
-                              max_requests=max_requests, max_bytes=max_bytes,
-                              on_progress=on_progress)
+        batch_rows = request.batch_rows
+        res = await self.scan_with(request)
         for lo in range(0, res.num_rows, batch_rows):
             hi = min(res.num_rows, lo + batch_rows)
             yield ScanResult({p: a.slice(lo, hi) for p, a in res.columns.items()}, hi - lo,
@@ -355,9 +332,6 @@ class BsupReader(WholeObjectReader):
 
 def _none_as_null(v: Any) -> Any:
     """``v`` with version 5's ``none`` values (bsup5.NONE) as None, at any depth."""
-    from ..format.superdb.bsup5 import NONE
-    from ..model.values import UnionValue
-
     if v is NONE:
         return None
     if isinstance(v, dict):
@@ -462,11 +436,7 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
     cannot say version 5's optional fields, ``none``, fusion or recursive types (nor
     version 1/2's optional fields and fusion types), so its values are decoded by
     :mod:`..format.superdb.bsup5` or ``bsup2`` (rows, not columns)."""
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         types, rows = held_shape(head, version)
     except CsupError as e:
@@ -482,16 +452,12 @@ async def _as_held(reader: Reader, head: bytes, size: int, t0: float,
 
 
 def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.read_values(data)
     return bsup2.read_values(data, bsup2.V1 if version == 1 else bsup2.V2)
 
 
 def _held_decode(t: Type, body: Any, version: int, typed: bool, fused: bool = False) -> Any:
-    from ..format.superdb import bsup2, bsup5
-
     if version == 5:
         return bsup5.decode_value(t, body, typed=typed, fused=fused)
     return bsup2.decode_value(t, body, typed=typed, fused=fused,
@@ -504,8 +470,6 @@ def held_shape(data: bytes, version: int) -> tuple[list[Type], int]:
     exception.  A fusion type is given as its supertype
     (:func:`..format.superdb.bsup5.defused`): its values decode as that, and CSUP gives
     the same values those super types."""
-    from ..format.superdb import bsup5
-
     try:
         raw = _held_values(data, version)
     except CsupError:
@@ -523,11 +487,7 @@ async def _as_v0(reader: Reader, head: bytes, size: int) -> tuple[bytes | None, 
     say its values (optional fields, fusion types)."""
     from ..format.superdb.tov0 import NoV0Form, to_v0
 
-    if size > reader.max_mem_length:
-        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
-                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
-    if len(head) < size:
-        head = await _whole(reader, head)
+    head = await _whole_within(reader, head, size)
     try:
         return to_v0(head), b""
     except NoV0Form:
@@ -545,6 +505,15 @@ async def _read(reader: Reader, off: int, n: int) -> bytes:
         raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}",
                              path=reader.path)
     return data
+
+
+async def _whole_within(reader: Reader, head: bytes, size: int) -> bytes:
+    """The object whole (:func:`_whole`), or a LimitError when it is larger than
+    ``max_mem_length`` (a BSUP object that is not a stream of frames is held whole)."""
+    if size > reader.max_mem_length:
+        raise LimitError(f"a BSUP object is read whole: {size:,} bytes exceed "
+                         f"max_mem_length={reader.max_mem_length:,}", path=reader.path)
+    return await _whole(reader, head) if len(head) < size else head
 
 
 async def _whole(reader: Reader, head: bytes) -> bytes:

@@ -11,10 +11,10 @@ import numpy as np
 
 import planner as P
 from planner.coalescing import plan_ranges
-from planner.dnf import as_expr
 from planner.filters import bind
 from planner.program import ScanProgram
-from planner.waves import plan_rows, runs_of
+from planner.request import NO_BUDGET, Budget, ScanRequest
+from planner.waves import Wave, plan_rows, runs_of
 
 from .. import arrays as A
 from .. import scan as R
@@ -26,8 +26,7 @@ from ..model.errors import (
     RowSelectionError,
 )
 from ..model.options import DEFAULT_BATCH_ROWS
-from ..model.progress import Meter, Planned, metered, tracking
-from ..model.selection import check_count, check_limit, row_indices
+from ..model.progress import Meter, Planned, tracking
 from ..model.types import PrimitiveType
 from ..model.values import Value
 from ..scan.fetch import piece_figures
@@ -37,7 +36,7 @@ from ..scan.options import (
     ReadOptions,
 )
 from ..scan.result import ScanResult, ScanStats
-from ..scan.selection import iter_filtered, run_rows, scan_filtered
+from ..scan.selection import iter_filtered, run_program, run_wave
 
 
 class Execution:
@@ -48,7 +47,11 @@ class Execution:
                          on_progress: Callable[[Any], object] | None = None) -> int:
         """Rows in the object: from metadata, or by reading only the super column
         (budget and progress as for :meth:`scan`: a count from metadata reads nothing)."""
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        return await self.count_with(Budget.parse(max_requests, max_bytes, on_progress))
+
+    async def count_with(self, budget: Budget) -> int:
+        """:meth:`count_rows` under a budget checked where the verb was entered."""
+        meter = budget.meter(self.path)
         n = self.num_rows
         if n is not None:
             if meter is not None:
@@ -79,7 +82,7 @@ class Execution:
         """Rows of each super type, in ``meta.super_types`` order (one super type: from
         metadata; several: the super column is read)."""
         if len(self.meta.super_types) <= 1:
-            return [await self.count_rows()] if self.meta.super_types else []
+            return [await self.count_with(NO_BUDGET)] if self.meta.super_types else []
         plan = plan_ranges(list(self.meta.super_column), self.profile, self.held_span())
         counts = await R.type_counts(self.target(), self.meta, plan, self.read_options)
         self._counted_rows = int(counts.sum())
@@ -145,14 +148,20 @@ class Execution:
         planned as they land: first at 0, monotonic, the total growing only when a
         wave is planned (a second wave, a row map), last exactly at the total.
         """
-        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
-        check_limit(limit, self.path)
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        return await self.scan_with(ScanRequest.parse(
+            columns, filter=filter, filters=filters, rows=rows, limit=limit,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress,
+            path=self.path))  # the edge: every argument checked once, in its one form
+
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`scan` of a request (``planner.request``: checked where the verb was
+        entered, by this reader or by a Fragment, a Dataset or a sync face above it)."""
+        meter = request.budget.meter(self.path)
         if meter is None:
-            return await self.execute(await self.planned(columns, filter, rows, limit))
+            return await self.execute(await self.plan_with(request))
         fm = meter.file(self.path)
         with tracking(fm):  # the row map's read, while planning, is claimed as a wave
-            program = await self.planned(columns, filter, rows, limit)
+            program = await self.plan_with(request)
             fm.expect(*self.first_wave(program))
             result = await self.execute(program)
         fm.done()  # the last event: every byte and the one file done
@@ -175,22 +184,10 @@ class Execution:
         return res
 
     async def _run(self, plan: ScanProgram) -> ScanResult:
-        paths = list(plan.columns)
-        if plan.kind == "all":
-            return await R.scan_columns(self.target(), self.meta, plan.plan, paths,
-                                        self.read_options)
         cost = ScanStats(requests=plan.setup[0], bytes_read=plan.setup[1],
                          bytes_needed=plan.setup[2])
-        if plan.kind == "rows":
-            try:
-                res = await run_rows(self.target(), self.meta, plan.plan, plan.keep, paths,
-                                     plan.ranges, self.read_options, plan.rowmap)
-            except CsupError as e:
-                raise e.with_path(self.path) from None
-            return _charged(res, cost)
         try:
-            res = await scan_filtered(self.target(), self.meta, plan.plan, plan.work,
-                                      self.read_options, self.held_span(), plan.limit)
+            res = await run_program(self.target(), self.meta, plan, self.read_options)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
         return _charged(res, cost)
@@ -205,23 +202,28 @@ class Execution:
         end, or a non-integer is a :class:`RowSelectionError`.  Budget and progress as
         for :meth:`scan` with ``rows=``.
         """
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        return await self.take_with(ScanRequest.parse(
+            columns, indices=indices, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress, path=self.path))
+
+    async def take_with(self, request: ScanRequest) -> ScanResult:
+        """:meth:`take` of a request (its ``indices`` checked where the verb was entered)."""
+        meter = request.budget.meter(self.path)
         if meter is None:
-            return await (await self.prepare_take(indices, columns)).run()
+            return await (await self.prepare_take(request)).run()
         fm = meter.file(self.path)
         with tracking(fm):  # the row map's read, while planning, is claimed as a wave
-            planned = await self.prepare_take(indices, columns)
+            planned = await self.prepare_take(request)
             fm.expect(*planned.figures)
             res = await planned.run()
         fm.done()
         return res
 
-    async def prepare_take(self, indices: Any, columns: Sequence[str] | str | None = None
-                           ) -> Planned:
+    async def prepare_take(self, request: ScanRequest) -> Planned:
         """:meth:`take`, planned (a file of several super types may read its row map):
         the ``(requests, bytes)`` it reads and ``run()``."""
-        idx = row_indices(indices, self.path)
-        paths = self._paths(columns)
+        idx = request.taken
+        paths = self.paths_of(request)
         plan = self._plan(paths)
         n = self.num_rows  # None (several super types): known once the read has ended
 
@@ -240,8 +242,9 @@ class Execution:
 
         async def run() -> ScanResult:
             try:
-                got = await run_rows(self.target(), self.meta, cut, keep, paths, ranges,
-                                     self.read_options, rowmap)
+                got = await run_wave(self.target(), self.meta,
+                                     Wave(tuple(paths), cut, ranges, keep, rowmap),
+                                     self.read_options)
             except CsupError as e:
                 raise e.with_path(self.path) from None
             res = _charged(got, cost)
@@ -285,12 +288,20 @@ class Execution:
         zone, the filter evaluated per batch): the pruned read plans its pieces as it
         goes, so it could not be checked up front.
         """
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
-        filter = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
-        batch_rows = check_count("batch_rows", batch_rows, 1, self.path)
-        if prefetch is not None:
-            prefetch = check_count("prefetch", prefetch, 0, self.path)
-        paths = self._paths(columns)
+        request = ScanRequest.parse(
+            columns, filter=filter, filters=filters, batch_rows=batch_rows, prefetch=prefetch,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress,
+            path=self.path)
+        batches = self.batches_with(request)
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                yield batch
+
+    async def batches_with(self, request: ScanRequest) -> AsyncIterator[ScanResult]:
+        """:meth:`iter_batches` of a request (checked where the verb was entered)."""
+        meter = request.budget.meter(self.path)
+        filter, batch_rows, prefetch = request.filter, request.batch_rows, request.prefetch
+        paths = self.paths_of(request)
         expr, read = None, paths
         try:  # a filter that cannot parse or apply names the file, as scan's does
             if filter is not None:
@@ -298,7 +309,7 @@ class Execution:
                 # could not be checked (nor progress totalled) before the first request:
                 # with a meter, the streamed read below serves, its plan checked whole.
                 pruned = (None if meter is not None else
-                          await self._pruned_batches(paths, filter, batch_rows, prefetch))
+                          await self._pruned_batches(request))
                 if pruned is not None:
                     async with contextlib.aclosing(pruned):
                         async for batch in pruned:
@@ -331,18 +342,18 @@ class Execution:
         except CsupError as e:
             raise e.with_path(self.path) from None
 
-    async def _pruned_batches(self, paths: list[str], filter: Any, batch_rows: int,
-                              prefetch: int | None) -> AsyncIterator[ScanResult] | None:
+    async def _pruned_batches(self, request: ScanRequest
+                              ) -> AsyncIterator[ScanResult] | None:
         """Filtered batches that skip the zones the statistics rule out (each super type's
         by its own), as ``scan(filter=)`` does; None when they rule out nothing (the
         streamed read then serves, and the filter is evaluated on each batch)."""
-        program = await self.planned(paths, filter)
+        program = await self.plan_with(request)
         work = program.work
         if work is None or work.surviving is None or not program.plan.rows_pruned:
             return None
         setup = program.setup
         inner = iter_filtered(self.target(), self.meta, program.plan, work, self.read_options,
-                              batch_rows, prefetch != 0)
+                              request.batch_rows, request.prefetch != 0)
 
         async def charged() -> AsyncIterator[ScanResult]:
             async with contextlib.aclosing(inner):

@@ -8,19 +8,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import planner as P
-from planner.dnf import as_expr
 from planner.filters import columns_of
 from planner.program import ScanProgram
 from planner.pruning import type_has_path
-from planner.selection import RowRanges, ranges_from_slice
-from planner.waves import plan_filter, plan_rows
+from planner.request import NO_BUDGET, ScanRequest
+from planner.selection import RowRanges
+from planner.waves import plan_filter, plan_row_map, plan_rows
 
 from ..model.errors import (
     ColumnNotFoundError,
     CsupError,
     RowSelectionError,
 )
-from ..model.selection import check_limit
 from ..scan.fetch import piece_figures
 from ..scan.result import ScanStats
 from ..scan.selection import read_row_map
@@ -39,10 +38,17 @@ class Planning:
     def _paths(self, columns: Sequence[str | tuple[str, ...]] | str | None) -> list[str]:
         """The canonical spellings of ``columns`` (``planner.parse_columns``, the one
         column-list parser); None or [] = every top-level column (``""`` for the
-        rows of a super type that is not a record)."""
+        rows of a super type that is not a record).  For a plan's columns given loose
+        (:meth:`execute`); a verb's request has them parsed (:meth:`paths_of`)."""
         parsed = P.parse_columns(columns)
         if parsed is not None:
             return [spelling for spelling, _ in parsed]
+        return P.top_level_paths(self.meta.super_types)
+
+    def paths_of(self, request: ScanRequest) -> list[str]:
+        """The paths a request reads: its columns, or every top-level column."""
+        if request.columns is not None:
+            return list(request.columns)
         return P.top_level_paths(self.meta.super_types)
 
     # ---------------------------------------------------------------- plan ---
@@ -54,15 +60,14 @@ class Planning:
         :meth:`execute` runs unchanged.  Nothing is read, except for a file of several
         super types with a row selection or a filter: its super column (the row map).
         ``filters=``: pyarrow's list form, as for :meth:`scan`."""
-        expr = as_expr(filter, filters, path=self.path)  # the edge: text, pyarrow's list
-        return await self.planned(columns, expr, rows, limit)
+        return await self.plan_with(ScanRequest.parse(
+            columns, filter=filter, filters=filters, rows=rows, limit=limit, path=self.path))
 
-    async def planned(self, columns: Sequence[str] | str | None, filter: Any,
-                      rows: slice | None = None, limit: int | None = None) -> ScanProgram:
-        """:meth:`plan` of a filter already in its one form (a ``planner.filters``
-        expression or None, as ``planner.dnf.as_expr`` makes it at the verb's edge)."""
-        paths = self._paths(columns)
-        check_limit(limit, self.path)
+    async def plan_with(self, request: ScanRequest) -> ScanProgram:
+        """:meth:`plan` of a request (its arguments checked and in their one form where
+        the verb was entered: ``planner.request``)."""
+        paths = self.paths_of(request)
+        filter, rows, limit = request.filter, request.rows, request.limit
         base = self._plan(paths)  # ColumnNotFoundError for a projected path no type has
         if filter is None and rows is None and limit is None:
             return ScanProgram("all", tuple(paths), base)
@@ -76,11 +81,11 @@ class Planning:
                                   rowmap=rowmap)
             return ScanProgram("rows", tuple(paths), cut, ranges, rowmap=rowmap, keep=keep,
                                verify_counts=self.verify_counts, setup=setup)
-        wanted = paths or self._paths(None)
+        wanted = paths or self.paths_of(ScanRequest())
         try:
             fplan, work = plan_filter(self.meta, expr, wanted, self.profile,
                                       self.held_span(), ranges, rowmap,
-                                      base if wanted == paths else None)
+                                      base if wanted == paths else None, limit)
         except CsupError as e:  # a filter that cannot apply, statistics that lie
             raise e.with_path(self.path) from None
         return ScanProgram("filter", tuple(wanted), fplan, ranges, limit, rowmap=rowmap,
@@ -96,11 +101,14 @@ class Planning:
                 # several super types would read its super column for it): a read
                 # stops at the end anyway
                 n = self.num_rows
-                if n is None and isinstance(rows, slice) and all(
+                if n is None and all(
                         v is None or (isinstance(v, int) and v >= 0)
                         for v in (rows.start, rows.stop)):
                     n = 1 << 62
-                got = ranges_from_slice(rows, n if n is not None else await self.count_rows())
+                if n is None:
+                    n = await self.count_with(NO_BUDGET)
+                a, b, _ = rows.indices(n)  # a slice of step 1: the request checked it
+                got = RowRanges.of([(a, b)])
             else:
                 n = self.num_rows
                 got = RowRanges.of([(0, limit if n is None else min(limit, n))])
@@ -126,8 +134,9 @@ class Planning:
         if held is not None and (held.complete or (upto is not None and len(held.ids) >= upto)):
             return held, None
         try:
-            got, stats = await read_row_map(self.target(), self.meta, self.profile,
-                                            self.held_span(), self.read_options, upto)
+            got, stats = await read_row_map(
+                self.target(), plan_row_map(self.meta, self.profile, self.held_span(), upto),
+                self.read_options)
         except CsupError as e:
             raise e.with_path(self.path) from None
         if len(got.ids) <= ROW_MAP_HELD:
@@ -179,38 +188,20 @@ class Planning:
     def first_wave(self, program: ScanProgram | P.ScanPlan) -> tuple[int, int]:
         """``(requests, bytes)`` :meth:`execute` sends first for ``program``, exactly
         (a filtered scan's second wave is planned from the first one's matches)."""
-        if not isinstance(program, ScanProgram) or program.kind != "filter":
-            plan = program.plan if isinstance(program, ScanProgram) else program
-            return plan.request_count, plan.bytes_to_read
-        work, fplan = program.work, program.plan
-        if program.limit is not None and work.surviving is not None and work.full is not None:
-            # read piece by piece until enough rows matched (pipeline.selection): each
+        if not isinstance(program, ScanProgram):
+            return program.request_count, program.bytes_to_read
+        if program.work is not None and program.work.pieces is not None:
+            # read piece by piece until enough rows matched (scan.selection): each
             # piece is a wave of its own, checked (and totalled) before it is sent
             return 0, 0
-        if work.surviving is not None and not work.surviving.rows:  # nothing survives
-            plan = self._wave_plan(list(work.wanted), RowRanges(), work.rowmap,
-                                   fplan.profile)
-        elif work.first is None:  # no column to read: the rows' structure
-            paths = (list(work.filter_paths) if fplan.two_waves else
-                     list(dict.fromkeys([*work.wanted, *work.filter_paths])))
-            plan = self._wave_plan(paths, work.surviving, work.rowmap, fplan.profile)
-        else:
-            plan = work.first[0]
+        plan = program.wave.plan
         return plan.request_count, plan.bytes_to_read
-
-    def _wave_plan(self, paths: list[str], ranges: Any, rowmap: Any,
-                   profile: P.Profile) -> P.ScanPlan:
-        """The plan ``pipeline.selection`` reads ``paths`` of ``ranges`` with."""
-        plan = P.plan_scan(self.meta, paths, profile, available=self.held_span())
-        if ranges is None:
-            return plan
-        return plan_rows(self.meta, plan, ranges, verify_counts=False, rowmap=rowmap)[0]
 
     def _filter_expr(self, filter: Any) -> Any:
         """The filter as an expression; ColumnNotFoundError when it names a path no super
         type of the file has (a misspelling would otherwise match nothing, silently: a
         path some super types have keeps SQL's semantics, no match where absent)."""
-        expr = filter  # normalised by the verb (planner.dnf.as_expr), not again here
+        expr = filter  # in its one form: the verb's request made it (planner.request)
         try:
             columns_of(expr)  # FilterError for what is no filter
         except CsupError as e:
@@ -232,7 +223,7 @@ class Planning:
         """``(expression, output paths, paths to read)``: the filter's columns are read
         with the projection (a path no super type has is null everywhere: not read)."""
         expr = self._filter_expr(filter)
-        wanted = paths or self._paths(None)
+        wanted = paths or self.paths_of(ScanRequest())
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in wanted]
         if extra:
@@ -240,14 +231,12 @@ class Planning:
             extra = [p for p in extra if p not in absent]
         return expr, wanted, wanted + extra
 
-    def batch_figures(self, columns: Sequence[str] | str | None = None, *,
-                      filter: Any = None) -> tuple[int, int]:
-        """``(requests, bytes)`` :meth:`iter_batches` sends for these arguments (its
-        plan's requests in pieces of 2 MiB), from metadata."""
-        paths = self._paths(columns)
-        filter = as_expr(filter, path=self.path)  # the edge: text, pyarrow's list
-        if filter is not None:
-            _, _, paths = self._filter_columns(paths, filter)
+    def batch_figures(self, request: ScanRequest) -> tuple[int, int]:
+        """``(requests, bytes)`` :meth:`iter_batches` sends for this request (its plan's
+        requests in pieces of 2 MiB), from metadata."""
+        paths = self.paths_of(request)
+        if request.filter is not None:
+            _, _, paths = self._filter_columns(paths, request.filter)
         return piece_figures(self._plan(paths))
 
     def whole_figures(self) -> tuple[int, int]:

@@ -19,12 +19,12 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import planner as P
-from planner.dnf import as_expr
 from planner.filters import Truth, zone_truth
+from planner.request import ScanRequest
 from planner.superdb import HeaderLayoutPlan, OpenCost, hop_read, plan_header_layout
 
 from .. import arrays as A
@@ -43,9 +43,7 @@ from ..format.superdb.meta import (
 )
 from ..format.superdb.v23 import ObjectMeta5, is_v23_tail
 from ..model.errors import ColumnNotFoundError, CsupError, TruncatedError
-from ..model.options import DEFAULT_BATCH_ROWS
-from ..model.progress import Planned, current_tracker, metered, tracking
-from ..model.selection import check_limit
+from ..model.progress import Planned, current_tracker, tracking
 from ..model.types import NULL, RecordType, Type
 from ..model.values import Value, unify
 from ..scan.result import ScanResult, ScanStats
@@ -226,15 +224,12 @@ class HeaderLayoutReader(WholeObjectReader):
         cols, n = self._keep(expr, res.columns, res.num_rows, wanted)
         return ScanResult(cols, n, res.stats, res.plan)
 
-    async def plan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None) -> HeaderLayoutPlan:
+    async def plan_with(self, request: ScanRequest) -> HeaderLayoutPlan:
         """The reads ``scan`` with the same arguments makes (``explain()`` says them)."""
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        check_limit(limit, self.path)
-        paths = self._paths(columns)
+        rows, limit = request.rows, request.limit
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        expr = self._filter(filter)
+        expr = self._filter(request.filter)
         objs: Sequence[ObjectMeta] = self.meta.objects
         if rows is not None or (limit is not None and expr is None):
             lo, hi = self._row_bounds(rows, None if expr is not None else limit)
@@ -455,31 +450,24 @@ class HeaderLayoutReader(WholeObjectReader):
             raise e.with_path(self.path) from None
         return cols
 
-    async def scan(self, columns: Sequence[str] | str | None = None, *, filter: Any = None,
-                   rows: slice | None = None, limit: int | None = None,
-                   filters: Any = None, max_requests: int | None = None,
-                   max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
+    async def scan_with(self, request: ScanRequest) -> ScanResult:
         """Read these columns of every object in one wave (``rows``/``limit``: the objects
         holding those rows only, then sliced).  A filter reads the objects their min/max
         do not rule out one at a time, each its own wave.
 
-        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for :meth:`Reader.scan`:
-        the data wave (a filter's: every object's) is checked before any request; a
-        filtered scan with ``limit`` stops once it has the rows, so each object's read
-        is checked (and totalled) before it is sent."""
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        check_limit(limit, self.path)
-        return await self._metered(lambda: self.prepare_scan(columns, filter, rows, limit),
-                                   on_progress, max_requests, max_bytes)
+        Budget and progress as for :meth:`Reader.scan`: the data wave (a filter's: every
+        object's) is checked before any request; a filtered scan with ``limit`` stops
+        once it has the rows, so each object's read is checked (and totalled) before it
+        is sent."""
+        return await self._metered(request, lambda: self.prepare_scan(request))
 
-    async def prepare_scan(self, columns: Sequence[str] | str | None, filter: Any,
-                           rows: slice | None = None, limit: int | None = None) -> Planned:
-        """:meth:`scan` of a filter already an expression, planned: the ``(requests,
-        bytes)`` it sends first and ``run()``."""
-        paths = self._paths(columns)
+    async def prepare_scan(self, request: ScanRequest) -> Planned:
+        """:meth:`scan` of a request, planned: the ``(requests, bytes)`` it sends first
+        and ``run()``."""
+        rows, limit = request.rows, request.limit
+        paths = self.paths_of(request)
         self._check_paths(paths)
-        expr = self._filter(filter)
+        expr = self._filter(request.filter)
         t0 = time.perf_counter()
         lo, hi = self._row_bounds(rows, None if expr is not None else limit)
         objs, first = self._objects_for(lo, hi)
@@ -555,24 +543,18 @@ class HeaderLayoutReader(WholeObjectReader):
             at = end
         return out, first or 0
 
-    async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
-                           batch_rows: int = DEFAULT_BATCH_ROWS, prefetch: int | None = None,
-                           filter: Any = None, filters: Any = None,
-                           max_requests: int | None = None, max_bytes: int | None = None,
-                           on_progress: Callable[[Any], object] | None = None
-                           ) -> AsyncIterator[ScanResult]:
+    async def batches_with(self, request: ScanRequest) -> AsyncIterator[ScanResult]:
         """Batches of at most ``batch_rows`` rows, reading one object at a time (an
         object, at most 120,000 rows, is SuperDB's unit of metadata and data).
 
         ``prefetch`` is checked as :meth:`Reader.iter_batches` checks it and otherwise
         not used: the unit of reading is the object, read whole before its batches.
-        ``max_requests`` / ``max_bytes`` / ``on_progress`` as for
-        :meth:`Reader.iter_batches`: every object's read is checked (and totalled)
-        before the first batch's request; a caller that stops early has read less."""
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
-        filter = as_expr(filter, filters, path=self.path)  # text, or pyarrow's list
-        batch_rows = self._check_batch_rows(batch_rows, prefetch)
-        paths = self._paths(columns)
+        Budget and progress as for :meth:`Reader.iter_batches`: every object's read is
+        checked (and totalled) before the first batch's request; a caller that stops
+        early has read less."""
+        meter = request.budget.meter(self.path)
+        batch_rows, filter = request.batch_rows, request.filter
+        paths = self.paths_of(request)
         self._check_paths(paths)
         expr = self._filter(filter)
         read = self._filter_paths(expr, paths)

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 import planner as P
-from planner.selection import ranges_from_slice
+from planner.filters import bind, columns_of
+from planner.request import ScanRequest
 
 from .. import arrays as A
-from ..model.errors import ColumnNotFoundError, CsupError, RowSelectionError, StoreTimeoutError
-from ..model.progress import Planned, metered, run_metered
-from ..model.selection import check_count, row_indices
+from ..arrays.filtering import evaluate
+from ..model.errors import ColumnNotFoundError, CsupError, StoreTimeoutError
+from ..model.progress import Planned, run_metered
 from ..model.types import NULL, PrimitiveType, Type
 from ..model.values import unify
 from ..scan.result import ScanResult, rows_of_whole
@@ -70,13 +71,12 @@ class WholeObjectReader(Reader):
 
     # -------------------------------------------------------------- filter ---
     def _filter(self, filter: Any) -> Any:
-        """The filter (an expression: the verb made it one, ``planner.dnf.as_expr``) with
+        """The filter (an expression: the verb's request made it one, ``planner.request``) with
         its literals checked and coerced against the columns' types, or None;
         ColumnNotFoundError when it names a path no super type has, as our layout's
         reader says (:meth:`Planning._filter_expr`)."""
         if filter is None:
             return None
-        from planner.filters import bind, columns_of
 
         expr = self._filter_expr(filter)
         try:
@@ -96,7 +96,6 @@ class WholeObjectReader(Reader):
         """``paths`` and the filter's present columns (read too, dropped after)."""
         if expr is None:
             return paths
-        from planner.filters import columns_of
 
         extra = [P.format_path(p) for p in columns_of(expr)]
         extra = [p for p in dict.fromkeys(extra) if p not in paths]
@@ -105,10 +104,6 @@ class WholeObjectReader(Reader):
     def _keep(self, expr: Any, cols: dict[str, A.Array], n: int, wanted: list[str]
               ) -> tuple[dict[str, A.Array], int]:
         """The rows of ``cols`` the filter keeps (SQL semantics), columns ``wanted``."""
-        from planner.filters import bind
-
-        from ..arrays.filtering import evaluate
-
         by_path = {comps_of(c): a for c, a in cols.items()}
         try:
             typed = bind(expr, {p: a.type.name for p, a in by_path.items()
@@ -122,37 +117,25 @@ class WholeObjectReader(Reader):
 
     # ---------------------------------------------------------------- rows ---
     def _row_bounds(self, rows: slice | None, limit: int | None = None) -> tuple[int, int]:
-        """The rows ``[lo, hi)`` a ``rows`` slice (step 1) and ``limit`` select, the slice
-        checked as our layout's reader checks it (``planner.selection``)."""
+        """The rows ``[lo, hi)`` a ``rows`` slice (step 1, checked where the verb was
+        entered: ``planner.request``) and ``limit`` select."""
         n = self.meta.row_count
         lo, hi = 0, n
         if rows is not None:
-            try:
-                ranges_from_slice(rows, n)  # a RowSelectionError saying what is wrong
-            except RowSelectionError as e:
-                raise e.with_path(self.path) from None
             lo, hi, _ = rows.indices(n)
             hi = max(lo, hi)
         if limit is not None:
             hi = min(hi, lo + limit)
         return lo, hi
 
-    def _check_batch_rows(self, batch_rows: Any, prefetch: Any = None) -> int:
-        """``batch_rows`` as an int (ArgumentError unless an integer >= 1; ``prefetch``
-        unless None or an integer >= 0), checked as our layout's reader checks them."""
-        if prefetch is not None:
-            check_count("prefetch", prefetch, 0, self.path)
-        return check_count("batch_rows", batch_rows, 1, self.path)
-
-    async def _metered(self, prepare: Callable[[], Awaitable[Planned]],
-                       on_progress: Callable[[Any], object] | None,
-                       max_requests: int | None, max_bytes: int | None) -> Any:
+    async def _metered(self, request: ScanRequest,
+                       prepare: Callable[[], Awaitable[Planned]]) -> Any:
         """Run a verb planned by ``prepare`` (its first wave's figures, and ``run()``)
-        under the budget and progress of its keywords, as :class:`Reader`'s verbs do:
+        under the request's budget and progress, as :class:`Reader`'s verbs do:
         the figures checked and expected before any data request, the requests a read
         sends beyond them (a filtered read's next object) checked before they are
         sent, the file done last."""
-        meter = metered(on_progress, max_requests, max_bytes, self.path)
+        meter = request.budget.meter(self.path)
         if meter is None:
             return await (await prepare()).run()
         return await run_metered(meter.file(self.path), prepare)
@@ -167,15 +150,12 @@ class WholeObjectReader(Reader):
             raise StoreTimeoutError(f"read took over {self.timeout} s", path=self.path) from None
 
     # --------------------------------------------------------------- verbs ---
-    async def take(self, indices: Any, columns: Sequence[str] | str | None = None, *,
-                   max_requests: int | None = None, max_bytes: int | None = None,
-                   on_progress: Callable[[Any], object] | None = None) -> ScanResult:
-        """The rows at ``indices`` (any order, repeats allowed): the object is read whole
-        anyway, so this is its scan's rows (budget and progress: that scan's)."""
-        row_indices(indices, self.path)  # refused before anything is read
-        res = await self.scan(columns, max_requests=max_requests, max_bytes=max_bytes,
-                              on_progress=on_progress)
-        return rows_of_whole(res, indices, self.path)
+    async def take_with(self, request: ScanRequest) -> ScanResult:
+        """The rows at the request's indices (any order, repeats allowed): the object is
+        read whole anyway, so this is its scan's rows (budget and progress: that scan's)."""
+        idx = request.taken
+        res = await self.scan_with(request.but(indices=None))
+        return rows_of_whole(res, idx, self.path)
 
     async def execute(self, plan: Any, columns: Sequence[str] | str | None = None
                       ) -> ScanResult:

@@ -199,14 +199,17 @@ class RunsCursor:
             self.ends = np.concatenate([self.ends, ends]) if self.ends.size else ends
         return True
 
-    def take(self, n: int) -> np.ndarray:
-        target = self.pos + n
+    def _load_to(self, target: int) -> None:
+        """Load runs until they cover position ``target``."""
         while self._total() < target:
             if not self._more():
                 raise FormatError(f"presence runs sum to {self._total()}, expected at least "
                                   f"{target}")
-        if n == 0:
-            return np.zeros(0, bool)
+
+    def _runs_to(self, target: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The runs covering [pos, target) (loaded as needed; ``target`` past ``pos``):
+        their starts and stops clipped to it, and whether each is a run of present values."""
+        self._load_to(target)
         ends = self.ends
         k0 = int(np.searchsorted(ends, self.pos, "right"))
         k1 = int(np.searchsorted(ends, target, "left"))
@@ -215,13 +218,26 @@ class RunsCursor:
         start[0] = self.pos
         start[1:] = ends[k0:k1]
         present = ((np.arange(k0, k1 + 1) + self.first) & 1) == 0
-        valid = np.repeat(present, np.maximum(stop - start, 0))
-        done = int(np.searchsorted(ends, target, "right"))  # runs used up
+        return start, stop, present
+
+    def _pass(self, target: int) -> None:
+        """Move to ``target``, dropping the runs used up."""
+        ends = self.ends
+        done = int(np.searchsorted(ends, target, "right"))
         if done:
             self.base = int(ends[done - 1])
             self.first += done
             self.ends = ends[done:]
         self.pos = target
+
+    def take(self, n: int) -> np.ndarray:
+        target = self.pos + n
+        if n == 0:
+            self._load_to(target)
+            return np.zeros(0, bool)
+        start, stop, present = self._runs_to(target)
+        valid = np.repeat(present, np.maximum(stop - start, 0))
+        self._pass(target)
         return valid
 
     def locate(self, n: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -230,19 +246,7 @@ class RunsCursor:
         of each present one, and how many of the ``n`` are present.  Binary searches over
         the runs, never a mask of the ``n`` positions."""
         target = self.pos + n
-        while self._total() < target:
-            if not self._more():
-                raise FormatError(f"presence runs sum to {self._total()}, expected at least "
-                                  f"{target}")
-        ends = self.ends
-        k0 = int(np.searchsorted(ends, self.pos, "right"))
-        k1 = int(np.searchsorted(ends, target, "left"))
-        # the runs k0..k1 cover [pos, target): their bounds clipped to it
-        stop = np.minimum(ends[k0: k1 + 1], target)
-        start = np.empty_like(stop)
-        start[0] = self.pos
-        start[1:] = ends[k0:k1]
-        present = ((np.arange(k0, k1 + 1) + self.first) & 1) == 0
+        start, stop, present = self._runs_to(target)
         lens = np.where(present, np.maximum(stop - start, 0), 0)
         before = np.cumsum(lens) - lens  # present values before each run (from pos)
         count = int(before[-1] + lens[-1]) if lens.size else 0
@@ -250,12 +254,7 @@ class RunsCursor:
         k = np.searchsorted(stop, q, "right")  # the run holding each position
         there = present[k]
         pos = (before[k] + (q - start[k]))[there]
-        done = int(np.searchsorted(ends, target, "right"))  # runs used up
-        if done:
-            self.base = int(ends[done - 1])
-            self.first += done
-            self.ends = ends[done:]
-        self.pos = target
+        self._pass(target)
         return there, pos, count
 
     def finish(self) -> None:

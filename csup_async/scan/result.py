@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 import planner as P
 
 from .. import arrays as A
 from ..arrays import unify as U
 from ..model.errors import ArgumentError, ColumnNotFoundError, CsupError, RowSelectionError
-from ..model.selection import row_indices
 
 #: the union mode of the frames made for analysis (``to_polars``, ``to_pandas``,
 #: ``scan_polars``, ``to_duckdb``): polars' and Spark's one type per column, which a
@@ -37,6 +38,15 @@ class ScanStats:
         return (f"{reqs}, {self.bytes_read:,} bytes read for {self.bytes_needed:,} needed "
                 f"({self.amplification_text}), first byte {ttfb}, "
                 f"wall {self.wall * 1000:.1f} ms")
+
+    def add(self, other: ScanStats) -> None:
+        """Count ``other``'s requests and bytes in (its first byte when this has none):
+        the cost of several reads as one."""
+        self.requests += other.requests
+        self.bytes_read += other.bytes_read
+        self.bytes_needed += other.bytes_needed
+        if self.ttfb is None:
+            self.ttfb = other.ttfb
 
     @property
     def amplification_text(self) -> str:
@@ -121,10 +131,7 @@ class ScanResult:
         that is left as an Arrow dense union instead of the struct form;
         ``fold=False`` keeps every union member exactly as written (``[null]`` beside
         ``[string]``: see :func:`csup_async.arrays.fold_nulls`), as dense unions."""
-        try:
-            import pyarrow as pa
-        except ImportError:
-            raise CsupError("to_arrow() needs pyarrow: pip install 'csup-async[arrow]'") from None
+        pa = A.require("pyarrow", "to_arrow() needs pyarrow: pip install 'csup-async[arrow]'")
         if not fold:
             check_unions(unions)
             return pa.table({p: a.to_arrow(fold=False) for p, a in self.columns.items()})
@@ -156,24 +163,16 @@ class ScanResult:
         A column of several kinds takes polars' and Spark's one type by default
         (``unions="supertype"``: numbers float64, others their text); ``"struct"``
         keeps each member as :meth:`to_arrow` does."""
-        try:
-            import pandas  # noqa: F401
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise A.MissingDependencyError(
-                "to_pandas() needs pandas and pyarrow: pip install 'csup-async[pandas]'"
-            ) from None
+        for module in ("pandas", "pyarrow"):
+            A.require(module, "to_pandas() needs pandas and pyarrow: "
+                      "pip install 'csup-async[pandas]'")
         return self.to_arrow(unions).to_pandas()
 
     def to_polars(self, unions: str = FRAME_UNIONS) -> Any:
         """A polars DataFrame over the Arrow capsule (no pyarrow needed).  A column of
         several kinds takes the one type ``pl.read_ndjson`` gives it by default
         (``unions="supertype"``); ``"struct"`` keeps each member (``to_arrow``'s)."""
-        try:
-            import polars as pl
-        except ImportError:
-            raise A.MissingDependencyError(
-                "to_polars() needs polars: pip install 'csup-async[polars]'") from None
+        pl = A.require("polars", "to_polars() needs polars: pip install 'csup-async[polars]'")
         check_unions(unions)
         self._last = unions
         return pl.DataFrame(self.exported(unions))
@@ -224,13 +223,13 @@ class _Exported:
         return stream_of(schema, [batch])
 
 
-def rows_of_whole(result: ScanResult, indices: Any, path: str) -> ScanResult:
+def rows_of_whole(result: ScanResult, idx: np.ndarray, path: str) -> ScanResult:
     """``take`` of a reader that reads its object whole (BSUP, SuperDB's layout): the rows
-    at ``indices`` of the whole scan, in the order given, each index checked first."""
-    idx = row_indices(indices, path)
+    at ``idx`` (int64 row numbers >= 0, as a verb's request checked them) of the whole
+    scan, in the order given."""
     n = result.num_rows
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-        bad = int(idx[(idx < 0) | (idx >= n)][0])
+    if idx.size and int(idx.max()) >= n:
+        bad = int(idx[idx >= n][0])
         raise RowSelectionError(f"row index {bad} is out of range for {n} rows", path=path)
     return ScanResult({c: a.take(idx) for c, a in result.columns.items()}, int(idx.size),
                       result.stats, result.plan)

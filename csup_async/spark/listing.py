@@ -21,7 +21,7 @@ from typing import Any
 import planner as P
 from planner.partitions import Partitions
 
-from ..datasets.dataset import open_dataset
+from ..datasets.opening import open_dataset
 from ..format.meta import FileMeta
 from ..format.superdb.bsup5 import columnar
 from ..model.errors import CsupError

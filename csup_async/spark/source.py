@@ -101,6 +101,13 @@ class CsupReader(DataSourceReader):
             self._plan = plan(loaded, columns, self.filters, self.settings)
         return self._plan
 
+    def read_plan(self) -> ReadPlan:
+        """The driver's plan of this read, made once per query (and again after
+        ``pushFilters``): its partitions, and a ``report`` of the files read, pruned
+        and why, to show a user what a query will read.  It is not pickled: executors
+        get their files through the partitions."""
+        return self._planned()
+
     def partitions(self) -> Sequence[InputPartition]:
         return list(self._planned().partitions)
 

@@ -185,9 +185,12 @@ class RangedStore(StoreBase):
         """The object size a version token implies, if it records one."""
         return None
 
-    async def _lookup(self, key: str) -> ObjectInfo | None:
-        """Size and version from a metadata request, for servers whose data
-        responses do not name the version; None if the store has no such request."""
+    async def version_lookup(self, key: str) -> ObjectInfo | None:
+        """Size and version from a metadata request, for
+        servers whose data responses do not name the version; None if the store has no
+        such request.  The hook a ranged store overrides (HEAD for S3, the JSON API for
+        GCS, a one-byte GET for HTTP); without one, a reply that does not show its
+        version cannot be proven to be the pinned one, and the read is refused."""
         return None
 
     async def _info_once(self, key: str) -> ObjectInfo:
@@ -456,7 +459,7 @@ class RangedStore(StoreBase):
         finally:
             reply.release()
         if version is None:
-            info = await self._lookup(key)
+            info = await self.version_lookup(key)
             if info is not None:
                 if info.size != total:
                     raise Retryable(StoreError("the object changed during the tail read",
@@ -550,7 +553,7 @@ class RangedStore(StoreBase):
                         # ETag and ignores If-Match): hold every byte until a metadata
                         # request confirms it, and refuse if nothing can.
                         data = await _gather(chunks, end - pos)
-                        info = await self._within(self._lookup(key), deadline, path)
+                        info = await self._within(self.version_lookup(key), deadline, path)
                         if info is None or info.version != pin:
                             raise _changed(path, info.version if info else None, pin,
                                            unproven=info is None)

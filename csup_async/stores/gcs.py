@@ -51,9 +51,9 @@ from .gcs_auth import (
     shared_credentials,
 )
 from .retry import DEFAULT_RETRY, RetryPolicy
+from .tls import aiohttp  # its CA certificates read on the first TLS connection
 
 if TYPE_CHECKING:
-    import aiohttp
     import yarl
 
 __all__ = ["GCSStore", "TOKEN_ENV"]
@@ -225,7 +225,7 @@ class GCSStore(AiohttpStore):
         generation = reply.header("x-goog-generation")
         return None if generation is None else generation == pin
 
-    async def _lookup(self, key: str) -> ObjectInfo:
+    async def version_lookup(self, key: str) -> ObjectInfo:
         path = self._display(key)
         url = f"{self.endpoint}/storage/v1{self._object_path(key)}?fields=size%2Cgeneration"
         doc = await self._get_json(to_url(url), await self._headers(path), path)
@@ -236,7 +236,7 @@ class GCSStore(AiohttpStore):
                              path=path) from None
 
     async def _info_once(self, key: str) -> ObjectInfo:
-        return await self._lookup(key)
+        return await self.version_lookup(key)
 
     async def list(self, prefix: str) -> list[str]:
         """``gs://bucket/name`` URLs of every object under ``prefix`` (JSON API pages)."""
@@ -262,10 +262,6 @@ class GCSStore(AiohttpStore):
     async def write_object(self, key: str, data: bytes, if_absent: bool, path: str) -> bool:
         """One media upload (``ifGenerationMatch=0`` when ``if_absent``); False when the
         object exists and ``if_absent`` was asked (``stores.put.put_object``)."""
-        from urllib.parse import quote
-
-        import aiohttp
-
         bucket, name = split_gcs_key(key)
         url = (f"{self.endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o?uploadType=media"
                f"&name={quote(name, safe='')}")

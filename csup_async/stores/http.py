@@ -119,7 +119,7 @@ class HTTPStore(AiohttpStore):
     async def _info_once(self, key: str) -> ObjectInfo:
         return (await self._tail_once(key, 1, self._display(key))).info
 
-    async def _lookup(self, key: str) -> ObjectInfo:
+    async def version_lookup(self, key: str) -> ObjectInfo:
         # A one-byte GET (see the module docstring); its version, if it names none
         # either, is the size-and-dates token, which never equals a strong pin.
         return await self._info_once(key)

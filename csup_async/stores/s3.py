@@ -176,8 +176,12 @@ class S3Store(AiohttpStore):
         self._signers: dict[tuple[str, str, str | None, str], SigV4Signer] = {}
         self._prepared = False
         self._prepare_lock: asyncio.Lock | None = None
-        self._use_client = (os.environ.get("AWS_USE_FIPS_ENDPOINT", "").lower() in _TRUE or
-                            os.environ.get("AWS_USE_DUALSTACK_ENDPOINT", "").lower() in _TRUE)
+        #: every request through aiobotocore's full client (its endpoint rules and
+        #: signing) instead of the store's own signed requests: on with
+        #: ``AWS_USE_FIPS_ENDPOINT``/``AWS_USE_DUALSTACK_ENDPOINT``, and a caller may set
+        #: it for a server that the direct requests do not suit
+        self.use_client = (os.environ.get("AWS_USE_FIPS_ENDPOINT", "").lower() in _TRUE or
+                           os.environ.get("AWS_USE_DUALSTACK_ENDPOINT", "").lower() in _TRUE)
         self._client_cm: Any = None
         self._client_obj: Any = None
         self._client_lock: asyncio.Lock | None = None
@@ -226,7 +230,20 @@ class S3Store(AiohttpStore):
 
     def needs_client(self, bucket: str) -> bool:
         """Whether only aiobotocore's endpoint rules can address ``bucket``."""
-        return self._use_client or ":" in bucket or bucket.endswith("--x-s3")
+        return self.use_client or ":" in bucket or bucket.endswith("--x-s3")
+
+    @property
+    def client_built(self) -> bool:
+        """Whether aiobotocore's full client has been built (it costs ~100 ms and a
+        botocore session): only for :meth:`needs_client`'s buckets or ``use_client``;
+        every other request is signed and sent by the store itself."""
+        return self._client_obj is not None
+
+    async def resolve_credentials(self, url: str) -> None:
+        """Resolve the region and credentials now, as the first request to ``url``
+        would: a service can fail fast at start-up (AccessDeniedError when none are
+        found) instead of at its first read."""
+        await self._prepare(url)
 
     # -------------------------------------------------------- credentials ---
     async def _prepare(self, path: str) -> None:
@@ -386,7 +403,7 @@ class S3Store(AiohttpStore):
     async def _info_once(self, key: str) -> ObjectInfo:
         return await self._head(key)
 
-    async def _lookup(self, key: str) -> ObjectInfo:
+    async def version_lookup(self, key: str) -> ObjectInfo:
         return await self._head(key)
 
     def _version_of(self, reply: Reply, total: int | None) -> str | None:

@@ -36,7 +36,7 @@ from .base import Store
 from .capabilities import abilities
 from .resolve import store_for
 
-__all__ = ["MAX_SHARED", "STABLE_SCOPE", "close_stores", "shared_store"]
+__all__ = ["MAX_SHARED", "STABLE_SCOPE", "close_stores", "shared_store", "shared_stores"]
 
 #: The tag of a cache scope made of a store's kind and options, which mean the same in
 #: every process (so its entries may be kept on disk and read by another process).
@@ -154,6 +154,13 @@ async def shared_store(url: str, **options: Any) -> tuple[Store, str, bool]:
     # (credentials included), whichever loop they belong to
     found.cache_scope = (STABLE_SCOPE, ident)  # type: ignore[attr-defined]
     return found, key, True
+
+
+def shared_stores() -> list[Store]:
+    """The stores shared on the running event loop now (a snapshot, for a service's
+    health check or a test that checks no connection is left in use)."""
+    entry = _registry.get(asyncio.get_running_loop())
+    return list(entry.stores.values()) if entry is not None else []
 
 
 async def close_stores() -> None:

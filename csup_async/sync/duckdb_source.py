@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..arrays import require
 from ..model.options import DEFAULT_BATCH_ROWS
+from .facade import is_many, open_sync, read, request
 
 __all__ = ["to_duckdb"]
 
@@ -35,19 +37,14 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     text, as polars and Spark type it); ``unions="struct"`` keeps each member in a
     STRUCT.  ``options`` are those of ``open`` (``open_dataset`` for several).
     """
-    try:
-        import duckdb
-    except ImportError:
-        from ..arrays import MissingDependencyError
-
-        raise MissingDependencyError(
-            "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'") from None
+    duckdb = require("duckdb", "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'")
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_sync, read
 
-    check_batch_rows(batch_rows)
+    # checked here, before anything is opened
+    batch_rows = request(batch_rows=batch_rows).batch_rows
     check_unions(unions)
-    spent = budget(max_requests, max_bytes, on_progress)
+    spent = request(max_requests=max_requests, max_bytes=max_bytes,
+                    on_progress=on_progress).budget.keywords()
     con = connection if connection is not None else duckdb.default_connection()
     if is_many(source) or filter is not None or limit is not None:
         stream: Any = read(source, columns, filter=filter, limit=limit, **spent,

@@ -22,13 +22,12 @@ from ..model.options import DEFAULT_BATCH_ROWS
 from .loop import AsyncIteration, run
 
 
-def as_expr(filter: Any, filters: Any = None, path: str | None = None) -> Any:
-    """``planner.dnf.as_expr``, imported when a call needs it (the planner is not light)."""
-    if filter is None and filters is None:
-        return None
-    from planner.dnf import as_expr as convert
+def request(columns: Any = None, *, path: str | None = None, **arguments: Any) -> Any:
+    """The verb's :class:`planner.request.ScanRequest`, every argument checked here, at the
+    sync face's edge (imported when a call needs it: the planner is not light)."""
+    from planner.request import ScanRequest
 
-    return convert(filter, filters, path=path)
+    return ScanRequest.parse(columns, path=path, **arguments)
 
 __all__ = ["ArrowSchema", "BatchStream", "SyncDataset", "SyncReader", "open_dataset_sync",
            "open_sync", "read"]
@@ -37,30 +36,16 @@ Columns = Sequence[str] | str | None
 Progress = Callable[[Any], object] | None
 
 
-def budget(max_requests: int | None, max_bytes: int | None, on_progress: Progress
-           ) -> dict[str, Any]:
-    """The budget and progress keywords a read verb takes, those given only (a verb of a
-    reader that has none then runs exactly as it did without them)."""
-    given = {"max_requests": max_requests, "max_bytes": max_bytes, "on_progress": on_progress}
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def metered_verbs(reader: Any) -> Any:
-    """What runs a budgeted read of ``reader``: the Reader itself when it plans its
-    reads (CSUP, VNG), else (BSUP, SuperDB's layout: read whole by their own scans) a
-    Fragment over it, which claims their reads against the budget as they start."""
+def metered_verbs(reader: Any, req: Any) -> Any:
+    """What runs ``req`` on ``reader``: the Reader itself without a budget or when it
+    plans its reads (CSUP, VNG), else (BSUP, SuperDB's layout: read whole by their own
+    scans) a Fragment over it, which claims their reads against the budget as they
+    start."""
+    if not req.budget.given:
+        return reader
     from ..datasets.fragment import Fragment, plans_scans
 
     return reader if plans_scans(reader) else Fragment(reader.key, reader=reader)
-
-
-def check_batch_rows(batch_rows: Any) -> int:
-    """``batch_rows`` as an int >= 1, or an ArgumentError saying what it got."""
-    from ..model.errors import ArgumentError
-
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ArgumentError(f"batch_rows must be an integer >= 1, not {batch_rows!r}")
-    return batch_rows
 
 
 class BatchStream(Iterator[Any]):
@@ -162,12 +147,15 @@ class SyncReader:
         ``max_bytes`` refuse, before any data request, a read that would pass them
         (BudgetError); ``on_progress`` is called with the bytes and files done.  As
         :meth:`csup_async.Reader.scan`, blocking."""
-        spent = budget(max_requests, max_bytes, on_progress)
-        if not spent:
-            return run(self.reader.scan(columns, filter=filter, filters=filters, rows=rows,
-                                        limit=limit))
-        return run(metered_verbs(self.reader).scan(columns, filter=filter, filters=filters,
-                                                   rows=rows, limit=limit, **spent))
+        req = request(columns, filter=filter, filters=filters, rows=rows, limit=limit,
+                      max_requests=max_requests, max_bytes=max_bytes,
+                      on_progress=on_progress, path=self.path)
+        return self.scan_with(req)
+
+    def scan_with(self, req: Any) -> Any:
+        """:meth:`scan` of a request (``planner.request.ScanRequest``, checked where the
+        call entered: this face, or ``scan_polars``)."""
+        return run(metered_verbs(self.reader, req).scan_with(req))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
                  limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
@@ -179,18 +167,17 @@ class SyncReader:
              limit: int | None = None, filters: Any = None) -> Any:
         """The reads ``scan`` with the same arguments makes, and why (``.explain()``):
         from metadata, nothing is read."""
-        return run(self.reader.plan(columns, filter=filter, filters=filters, rows=rows,
-                                    limit=limit))
+        return run(self.reader.plan_with(request(columns, filter=filter, filters=filters,
+                                                 rows=rows, limit=limit, path=self.path)))
 
     def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
              max_bytes: int | None = None, on_progress: Progress = None) -> Any:
         """The rows at ``indices`` (row numbers from 0, any order, repeats allowed), in
         the order given; only the segments holding them are read.  Budget and progress
         as for :meth:`scan`."""
-        spent = budget(max_requests, max_bytes, on_progress)
-        if not spent:
-            return run(self.reader.take(indices, columns))
-        return run(metered_verbs(self.reader).take(indices, columns, **spent))
+        req = request(columns, indices=indices, max_requests=max_requests,
+                      max_bytes=max_bytes, on_progress=on_progress, path=self.path)
+        return run(metered_verbs(self.reader, req).take_with(req))
 
     def count_rows(self, filter: Any = None, *, filters: Any = None,
                    max_requests: int | None = None, max_bytes: int | None = None,
@@ -198,19 +185,14 @@ class SyncReader:
         """Rows of the object (that ``filter`` keeps): from metadata when it can be; a
         filter reads only its own columns, of the zones it may match.  Budget and
         progress as for :meth:`scan`."""
-        spent = budget(max_requests, max_bytes, on_progress)
-        expr = as_expr(filter, filters, self.path)
-        if expr is None:
-            n: int = run(self.reader.count_rows(**spent))
+        req = request(filter=filter, filters=filters, max_requests=max_requests,
+                      max_bytes=max_bytes, on_progress=on_progress, path=self.path)
+        if req.filter is None:
+            n: int = run(self.reader.count_with(req.budget))
             return n
         from ..datasets.fragment import Fragment
 
-        frag = Fragment(self.reader.key, reader=self.reader)
-        if not spent:
-            n = run(frag.count_rows(expr))
-            return n
-        return int(run(frag.scan(Fragment.filter_paths(expr, self.reader), filter=expr,
-                                 **spent)).num_rows)
+        return int(run(Fragment(self.reader.key, reader=self.reader).count_with(req)))
 
     def read_rows(self) -> list[Any]:
         """Every row as Python values (records as dicts): exact, absent fields left out."""
@@ -233,12 +215,17 @@ class SyncReader:
         a column of several kinds (as ``ScanResult.to_arrow``)."""
         from ..scan.result import check_unions
 
-        filter = as_expr(filter, filters, self.path)
-        check_batch_rows(batch_rows)
+        req = request(columns, filter=filter, filters=filters, batch_rows=batch_rows,
+                      prefetch=prefetch, max_requests=max_requests, max_bytes=max_bytes,
+                      on_progress=on_progress, path=self.path)
         check_unions(unions)
+        return self.batches_with(req, unions)
+
+    def batches_with(self, req: Any, unions: str = "struct") -> BatchStream:
+        """:meth:`iter_batches` of a request (checked where the call entered)."""
         r = self.reader
-        spent = budget(max_requests, max_bytes, on_progress)
-        verbs = metered_verbs(r) if spent else r
+        verbs = metered_verbs(r, req)
+        columns = None if req.columns is None else list(req.columns)
 
         def schema() -> ArrowSchema:
             if unions == "struct":
@@ -246,9 +233,7 @@ class SyncReader:
             # the types every batch has, unified as the stream exports them (no rows read)
             return ArrowSchema(run(r.scan(columns, limit=0)).unified_columns(unions))
 
-        return BatchStream(
-            lambda: verbs.iter_batches(columns, batch_rows=batch_rows, prefetch=prefetch,
-                                       filter=filter, **spent), schema, unions)
+        return BatchStream(lambda: verbs.batches_with(req), schema, unions)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """Every column, batch by batch (``duckdb.sql("select ... from r")``)."""
@@ -291,9 +276,13 @@ class SyncDataset:
         """Rows of every file in file order (``Dataset.scan``): those ``filter`` keeps,
         of the dataset's ``rows``, the first ``limit``; budget and progress over every
         file."""
-        return run(self.dataset.scan(columns, filter=filter, filters=filters, limit=limit,
-                                     rows=rows, **budget(max_requests, max_bytes,
-                                                         on_progress)))
+        return self.scan_with(request(
+            columns, filter=filter, filters=filters, limit=limit, rows=rows,
+            max_requests=max_requests, max_bytes=max_bytes, on_progress=on_progress))
+
+    def scan_with(self, req: Any) -> Any:
+        """:meth:`scan` of a request (checked where the call entered)."""
+        return run(self.dataset.scan_with(req))
 
     def to_arrow(self, columns: Columns = None, *, filter: Any = None,
                  limit: int | None = None, filters: Any = None, **budget_options: Any) -> Any:
@@ -309,12 +298,13 @@ class SyncDataset:
     def take(self, indices: Any, columns: Columns = None, *, max_requests: int | None = None,
              max_bytes: int | None = None, on_progress: Progress = None) -> Any:
         """Rows by their number over every file in file order (``Dataset.take``)."""
-        return run(self.dataset.take(indices, columns,
-                                     **budget(max_requests, max_bytes, on_progress)))
+        return run(self.dataset.take_with(request(
+            columns, indices=indices, max_requests=max_requests, max_bytes=max_bytes,
+            on_progress=on_progress)))
 
     def count_rows(self, filter: Any = None, *, filters: Any = None) -> int:
         """Rows of every file (that ``filter`` keeps): from metadata where it can be."""
-        n: int = run(self.dataset.count_rows(as_expr(filter, filters)))
+        n: int = run(self.dataset.count_with(request(filter=filter, filters=filters)))
         return n
 
     def head(self, n: int = 5, columns: Columns = None, *, filter: Any = None) -> Any:
@@ -349,7 +339,7 @@ def open_sync(url: str, **options: Any) -> SyncReader:
 
 def open_dataset_sync(source: str | Sequence[str], **options: Any) -> SyncDataset:
     """Open many CSUP objects for synchronous use (as :func:`csup_async.open_dataset`)."""
-    from ..datasets.dataset import open_dataset
+    from ..datasets.opening import open_dataset
 
     async def opened() -> Any:
         return await open_dataset(source, **options)
@@ -377,17 +367,18 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
     pyarrow's list form; ``max_requests``/``max_bytes``/``on_progress``: the read's
     budget and progress); ``options`` as ``open`` (or ``open_dataset`` for several
     objects)."""
-    spent = budget(max_requests, max_bytes, on_progress)
+    arguments = {"filter": filter, "filters": filters, "rows": rows, "limit": limit,
+                 "max_requests": max_requests, "max_bytes": max_bytes,
+                 "on_progress": on_progress}
     if is_many(source):
         if rows is not None:
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
 
         async def scan_many() -> Any:
-            from ..datasets.dataset import open_dataset
+            from ..datasets.opening import open_dataset
 
             async with open_dataset(source, **options) as ds:
-                return await ds.scan(columns, filter=filter, filters=filters, limit=limit,
-                                     **spent)
+                return await ds.scan_with(request(columns, **arguments))
 
         return run(scan_many())
 
@@ -395,10 +386,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
         from ..readers.opening import open as open_async
 
         async with open_async(source, **options) as r:  # type: ignore[arg-type]
-            if not spent:
-                return await r.scan(columns, filter=filter, filters=filters, rows=rows,
-                                    limit=limit)
-            return await metered_verbs(r).scan(columns, filter=filter, filters=filters,
-                                               rows=rows, limit=limit, **spent)
+            req = request(columns, path=r.path, **arguments)  # the error names the object
+            return await metered_verbs(r, req).scan_with(req)
 
     return run(scan_one())

@@ -16,7 +16,13 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from planner.filters import FilterError, col, columns_of
+from planner.paths import format_path
+
+from ..arrays import require
+from ..arrays.nested import has_union
 from ..model.options import DEFAULT_BATCH_ROWS
+from .facade import is_many, open_dataset_sync, open_sync, request
 
 __all__ = ["pushable_filter", "scan_polars"]
 
@@ -62,8 +68,6 @@ def _translate(node: Any, floats: frozenset[str] = frozenset()) -> Any:
     of a float column is not pushed: polars orders NaN above every number (``f > 1.5``
     keeps a NaN row), the filter model by IEEE rules (it drops it), so polars filters
     those itself; nor is a comparison with a NaN literal."""
-    from planner.filters import col
-
     if not isinstance(node, dict) or len(node) != 1:
         raise _NotPushable
     ((kind, body),) = node.items()
@@ -139,21 +143,11 @@ def pushable_filter(predicate: Any, converted: frozenset[str] = frozenset(),
 
 def _names(expr: Any) -> set[str]:
     """The columns a filter names, spelled as a scan's result keys them."""
-    from planner.filters import columns_of
-    from planner.paths import format_path
-
     return {format_path(p) for p in columns_of(expr)}
 
 
 def _polars() -> Any:
-    try:
-        import polars as pl
-    except ImportError:
-        from ..arrays import MissingDependencyError
-
-        raise MissingDependencyError(
-            "scan_polars needs polars: pip install 'csup-async[polars]'") from None
-    return pl
+    return require("polars", "scan_polars needs polars: pip install 'csup-async[polars]'")
 
 
 def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None = None, *,
@@ -180,18 +174,17 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     from polars.io.plugins import register_io_source
 
     from ..scan.result import check_unions
-    from .facade import budget, check_batch_rows, is_many, open_dataset_sync, open_sync
 
-    check_batch_rows(batch_rows)
+    # checked here, once, before anything is opened: each collect narrows this request
+    base = request(batch_rows=batch_rows, max_requests=max_requests, max_bytes=max_bytes,
+                   on_progress=on_progress)
     check_unions(unions)
-    spent = budget(max_requests, max_bytes, on_progress)
 
     many = is_many(source)
     handle: Any = open_dataset_sync(source, **options) if many else open_sync(
         source, **options)  # type: ignore[arg-type]
     empty = handle.scan(columns, limit=0)
     schema = pl.DataFrame(empty.exported(unions)).schema
-    from ..arrays.nested import has_union
 
     # columns polars sees in another type than stored: no filter on them is pushed
     converted = frozenset(p for p, a in empty.columns.items() if has_union(a.type))
@@ -202,7 +195,7 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
 
     def frames(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
-        size = max(1, batch_size or batch_rows)
+        size = max(1, batch_size or base.batch_rows)
         pushed, whole = pushable_filter(predicate, converted, floats)
         wanted = list(with_columns) if with_columns is not None else names
         if predicate is not None:
@@ -211,7 +204,9 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
         else:
             read = wanted
         limit = n_rows if whole else None
-        for res in _results(handle, many, read, pushed, limit, size, spent):
+        req = base.but(columns=tuple(read) or None, filter=pushed, limit=limit,
+                       batch_rows=size)  # canonical names, an expression: no check again
+        for res in _results(handle, many, req):
             df = pl.DataFrame(res.exported(unions))
             if predicate is not None:
                 df = df.filter(predicate)
@@ -227,22 +222,20 @@ def scan_polars(source: str | Sequence[str], columns: Sequence[str] | str | None
     return register_io_source(frames, schema=schema, is_pure=True, explain_name="csup")
 
 
-def _results(handle: Any, many: bool, columns: list[str], pushed: Any, limit: int | None,
-             size: int, spent: dict[str, Any]) -> Iterator[Any]:
-    """Results of at most ``size`` rows for the columns, filter and limit (``spent``:
-    the read's budget and progress keywords)."""
-    from planner.filters import FilterError
-
-    if not many and pushed is None and limit is None:
-        with handle.iter_batches(columns, batch_rows=size, **spent) as batches:
+def _results(handle: Any, many: bool, req: Any) -> Iterator[Any]:
+    """Results of at most ``req.batch_rows`` rows for a collect's request (its columns,
+    the pushed filter and limit, the read's budget and progress)."""
+    size = req.batch_rows
+    if not many and req.filter is None and req.limit is None:
+        with handle.batches_with(req) as batches:
             yield from batches
         return
     try:
-        res = handle.scan(columns, filter=pushed, limit=limit, **spent)
+        res = handle.scan_with(req)
     except FilterError:  # types the filter model will not compare: polars filters alone
-        if pushed is None:
+        if req.filter is None:
             raise
-        res = handle.scan(columns, limit=None, **spent)
+        res = handle.scan_with(req.but(filter=None, limit=None))
     for start in range(0, max(res.num_rows, 1), size):
         if res.num_rows == 0:
             yield res

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model.errors import CsupError, EncodeError, UnsupportedTypeError
+from ..arrays import require
+from ..model.errors import EncodeError, UnsupportedTypeError
 from ..model.types import (
     NULL,
     PRIMITIVE_BY_NAME,
@@ -28,12 +29,8 @@ from ..model.values import Value
 
 
 def _pa() -> Any:
-    try:
-        import pyarrow as pa
-    except ImportError:
-        raise CsupError("Arrow/Parquet input needs pyarrow: pip install 'csup-async[arrow]'"
-                        ) from None
-    return pa
+    return require("pyarrow", "Arrow/Parquet input needs pyarrow: pip install "
+                   "'csup-async[arrow]'")
 
 
 def super_type(pa_type: Any) -> Type:

@@ -18,13 +18,17 @@ locally, one whole-object put on a store, ``if_absent`` honoured.
 
 from __future__ import annotations
 
-import asyncio
+import io
 import os
 from typing import Any
 
+from ..format.bsup import split_tagged
+from ..format.superdb import bsup2
 from ..model.errors import ArgumentError, CsupError
-from .inputs import kind_of, read_values
-from .writing import WRITER_OPTIONS, write
+from ..model.values import Value
+from ..stores.tasks import run_to_end
+from .inputs import bsup_version, kind_of, read_values
+from .writing import WRITER_OPTIONS, write, write_bytes
 
 __all__ = ["convert"]
 
@@ -84,10 +88,7 @@ EXACT_TARGETS = ("super-0.3", "zed-1.12")
 def _exact(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
            options: dict[str, Any]) -> int:
     """A BSUP file's exact values written in a target's layout, then put at ``dest``."""
-    import io
-
     from .targets.output import write_csup
-    from .writing import write_bytes
 
     buf = io.BytesIO()
     try:
@@ -104,10 +105,6 @@ def exact_values(src: str) -> Any:
     """The values of a BSUP file; in SuperDB's versions 1 and 2 a top-level fusion
     value as ``Value(fusion type, Value(its subtype, the supertype's value))``, so
     its subtype is written as it was (field order and all), not derived."""
-    from ..format.superdb import bsup2
-    from ..model.values import Value
-    from .inputs import bsup_version
-
     with open(src.removeprefix("file://"), "rb") as f:
         data = f.read()
     version = bsup_version(data)
@@ -117,8 +114,6 @@ def exact_values(src: str) -> Any:
     out = []
     for t, body in bsup2.read_values(data, d):
         if isinstance(t, bsup2.FusionType) and body is not None:
-            from ..format.bsup import split_tagged
-
             parts = split_tagged(body)
             if len(parts) == 2 and parts[1] is not None:
                 sub = bsup2.decode_type_value(parts[1], d)
@@ -136,10 +131,9 @@ def _copy(src: str, dest: str | os.PathLike[str], store: Any, if_absent: bool,
     if "://" in src and not src.startswith("file://"):
         raise ArgumentError("copy takes a local file (to copy an object, read it with "
                             "csup_async.open)", path=src)
-    rows = asyncio.run(_check(src, layout)) if not _in_loop() else _threaded(src, layout)
+    rows = run_to_end(lambda: _check(src, layout))
     if rows is None:
         return None
-    from .writing import write_bytes
 
     options = {k: v for k, v in options.items() if k != "target"}
     with open(src.removeprefix("file://"), "rb") as f:
@@ -168,18 +162,3 @@ def layout_of(reader: Any) -> str | None:
         return {"csup": "csup-async", "vng": "zed-1.12"}.get(kind)  # type: ignore[arg-type]
     version = getattr(meta, "version", 0)
     return {23: "super", 16: "super-0.3"}.get(version)
-
-
-def _in_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _threaded(src: str, layout: str | None) -> int | None:
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(_check(src, layout))).result()

@@ -17,7 +17,7 @@ made: super reads the plain vectors the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -356,7 +356,49 @@ class ErrorB(Builder):
         return c.enter("Error", {"Values": self.inner.emit(c)})
 
 
-class UnionB(Builder):
+class UnionMembers:
+    """What both v23 writers' unions (the value writer's :class:`UnionB`, the column
+    writer's) share: the members' super-main types in super's order, with a null
+    member (tag -1) and a none member (tag -2) when met, and their emission."""
+
+    t: UnionType
+    members: list[Any]
+    nulls: int
+    nones: int
+
+    def member_types(self) -> list[tuple[Type, int]]:
+        """(super-main type, tag) of every member written: -1 null, -2 none."""
+        ms = [(b.mtype(), i) for i, b in enumerate(self.members)]
+        if self.nulls:
+            ms.append((NULL, -1))
+        if self.nones:
+            ms.append((NONE_T, -2))
+        return ms
+
+    def mtype(self) -> Type:
+        return sort_union(t for t, _ in self.member_types())
+
+    def emit_members(self, c: Ctx, tags_of: Callable[[dict[int, int]], np.ndarray]) -> int:
+        """The union's vector; ``tags_of`` turns {tag: member's index in super's order}
+        into the values' tags."""
+        ms = self.member_types()
+        u = sort_union(t for t, _ in ms)
+        if len(u.types) != len(ms):
+            raise UnsupportedTypeError(f"union {self.t} has members super main would merge")
+        tags = tags_of({k: u.types.index(t) for t, k in ms})
+
+        def em(k: int) -> Any:
+            if k == -1:
+                return lambda c: c.enter("Null", {"Count": self.nulls})
+            if k == -2:
+                return lambda c: c.enter("None", {"Count": self.nones})
+            return self.members[k].emit
+
+        members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
+        return emit_union(c, tags, members)
+
+
+class UnionB(UnionMembers, Builder):
     """A union of the original type: members by their super-main types, in super's
     order, plus null (None) and none (absent) members when met."""
 
@@ -396,34 +438,9 @@ class UnionB(Builder):
     def count(self) -> int:
         return len(self.tags)
 
-    def _types(self) -> list[tuple[Type, int]]:
-        ms = [(b.mtype(), i) for i, b in enumerate(self.members)]
-        if self.nulls:
-            ms.append((NULL, -1))
-        if self.nones:
-            ms.append((NONE_T, -2))
-        return ms
-
-    def mtype(self) -> Type:
-        return sort_union(t for t, _ in self._types())
-
     def emit(self, c: Ctx) -> int:
-        ms = self._types()
-        u = sort_union(t for t, _ in ms)
-        if len(u.types) != len(ms):
-            raise UnsupportedTypeError(f"union {self.t} has members super main would merge")
-        order = {k: u.types.index(t) for t, k in ms}
-        tags = np.array([order[k] for k in self.tags], dtype=np.int64)
-
-        def em(k: int) -> Any:
-            if k == -1:
-                return lambda c: c.enter("Null", {"Count": self.nulls})
-            if k == -2:
-                return lambda c: c.enter("None", {"Count": self.nones})
-            return self.members[k].emit
-
-        members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
-        return emit_union(c, tags, members)
+        return self.emit_members(c, lambda order: np.array([order[k] for k in self.tags],
+                                                           dtype=np.int64))
 
 
 # ------------------------------------------------------------------ fuse ---
@@ -452,26 +469,30 @@ def fuse(a: Type, b: Type) -> Type:
 
 
 # ---------------------------------------------------------------- writer ---
-def _object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
-    """One object's bytes (header, metadata, types, data) and its values' types."""
-    groups: dict[Type, Builder] = {}
-    order: list[Type] = []
+def row_object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
+    """One object of values given one at a time (grouped by type in order of first
+    appearance, a Dynamic root over several): its bytes and its values' types."""
+    groups: dict[Type, tuple[int, Builder]] = {}
     tags = np.zeros(len(rows), dtype=np.int64)
     for r, (t, v) in enumerate(rows):
-        b = groups.get(t)
-        if b is None:
-            b = groups[t] = make(t)
-            order.append(t)
-        tags[r] = order.index(t) if len(order) > 1 else 0
-        b.add(v)
+        g = groups.get(t)
+        if g is None:
+            g = groups[t] = (len(groups), make(t))
+        tags[r] = g[0]
+        g[1].add(v)
     c = Ctx()
-    builders = [groups[t] for t in order]
+    builders = [b for _, b in groups.values()]
     if len(builders) == 1:
         root = builders[0].emit(c)
     else:
         seg = c.uint32s(tags)
         ids = [b.emit(c) for b in builders]
         root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": len(rows)})
+    return object_bytes(c, root), [b.mtype() for b in builders]
+
+
+def object_bytes(c: Ctx, root: int) -> bytes:
+    """One object's bytes: header, metadata, typedefs, data (super main's layout)."""
     meta = c.metas.bytes()
     types = Stream()
     types.add(BYTES_T, bytes(c.typedefs.buf))
@@ -480,7 +501,17 @@ def _object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
             + len(meta).to_bytes(8, "little") + len(tsec).to_bytes(8, "little")
             + len(c.data).to_bytes(8, "little") + root.to_bytes(4, "little")
             + bytes(8))  # the 36-byte data header's unused tail
-    return head + meta + tsec + bytes(c.data), [b.mtype() for b in builders]
+    return head + meta + tsec + bytes(c.data)
+
+
+def footer_and_trailer(fused: Type, size: int) -> bytes:
+    """The footer (the fused type of every value) and the 16-byte trailer that end a
+    part whose objects took ``size`` bytes."""
+    tv = encode_type_value(fused)
+    footer = MAGIC + VERSION.to_bytes(4, "little") + b"F" + len(tv).to_bytes(4, "little") + tv
+    trailer = ((size + len(footer) + 16).to_bytes(8, "little") + len(tv).to_bytes(4, "little")
+               + MAGIC)
+    return footer + trailer
 
 
 def write_values(out: BinaryIO, values: Iterable[Value], *,
@@ -497,7 +528,7 @@ def write_values(out: BinaryIO, values: Iterable[Value], *,
         nonlocal size, fused
         if not rows:
             return
-        obj, types = _object(rows)
+        obj, types = row_object(rows)
         out.write(obj)
         size += len(obj)
         for t in types:
@@ -513,9 +544,6 @@ def write_values(out: BinaryIO, values: Iterable[Value], *,
     flush()
     if fused is None:
         return 0
-    tv = encode_type_value(fused)
-    footer = MAGIC + VERSION.to_bytes(4, "little") + b"F" + len(tv).to_bytes(4, "little") + tv
-    size += len(footer)
-    trailer = (size + 16).to_bytes(8, "little") + len(tv).to_bytes(4, "little") + MAGIC
-    out.write(footer + trailer)
-    return size + 16
+    end = footer_and_trailer(fused, size)
+    out.write(end)
+    return size + len(end)

@@ -23,6 +23,8 @@ footer's fused type covers them all).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -32,8 +34,6 @@ from ..decode.kernels import decode_primitive, decode_varbinary, take_binary
 from ..format.bsup import check_type, decode_value
 from ..format.superdb import intcomp
 from ..format.superdb.bsup5 import sort_union
-from ..format.superdb.bsup5w import Stream, encode_type_value
-from ..format.superdb.v23 import MAGIC, VERSION
 from ..model.errors import CsupError, EncodeError
 from ..model.heap import keep_freed_memory
 from ..model.types import NULL, ArrayType, Field, PrimitiveType, RecordType, Type, UnionType
@@ -262,26 +262,15 @@ def minmax_bytes_numpy(offs: np.ndarray, data: np.ndarray) -> tuple[bytes, bytes
 
 
 # ------------------------------------------------------ nulls and slots ---
-class _NullCol:
-    """A column of the null type: only a count (super's ``Null`` vector)."""
-
-    def __init__(self) -> None:
-        self.n = 0
+class _NullCol(scalars23.NullB):
+    """A column of the null type: only a count (super's ``Null`` vector), as the value
+    writer's :class:`superdb23_scalars.NullB`, counted a slot at a time."""
 
     def add_slot(self, slot: Slot) -> None:
         self.n += slot.n
 
     def add_covered(self, presence: Any, node: Node | None, n: int) -> None:
         self.n += n
-
-    def count(self) -> int:
-        return self.n
-
-    def mtype(self) -> Type:
-        return NULL
-
-    def emit(self, c: Ctx) -> int:
-        return c.enter("Null", {"Count": self.n})
 
 
 class _Slot:
@@ -421,7 +410,7 @@ class _Array:
         return c.enter("Array", {"Length": self.n, "Lengths": lengths, "Values": vid})
 
 
-class _Union:
+class _Union(rows23.UnionMembers):
     """A union of the writer's: members by their super types in super's order, and a
     ``null`` member when some values are null (as :class:`superdb23.UnionB`)."""
 
@@ -431,7 +420,7 @@ class _Union:
         self.t = t
         self.members = [vector(m) for m in t.types]
         self.tags: list[np.ndarray] = []  # member index, -1 null
-        self.nulls = 0
+        self.nulls = self.nones = 0  # (no none member: a column has no absent values)
 
     def _add(self, n: int, valid: np.ndarray | None, node: Node | None, m: int) -> None:
         tags = np.full(n, -1, np.int64)
@@ -467,33 +456,14 @@ class _Union:
     def count(self) -> int:
         return sum(t.size for t in self.tags)
 
-    def _types(self) -> list[tuple[Type, int]]:
-        ms = [(b.mtype(), i) for i, b in enumerate(self.members)]
-        if self.nulls:
-            ms.append((NULL, -1))
-        return ms
-
-    def mtype(self) -> Type:
-        return sort_union(t for t, _ in self._types())
-
     def emit(self, c: Ctx) -> int:
-        ms = self._types()
-        u = sort_union(t for t, _ in ms)
-        if len(u.types) != len(ms):
-            raise EncodeError(f"union {self.t} has members super main would merge")
-        lookup = np.zeros(len(self.members) + 1, np.int64)  # -1 (null) is the last
-        for t, k in ms:
-            lookup[k] = u.types.index(t)
-        tags = lookup[_concat(self.tags, np.int64)]
-        nulls = self.nulls
+        def tags_of(order: dict[int, int]) -> np.ndarray:
+            lookup = np.zeros(len(self.members) + 1, np.int64)  # -1 (null) is the last
+            for k, i in order.items():
+                lookup[k] = i
+            return lookup[_concat(self.tags, np.int64)]
 
-        def em(k: int) -> Any:
-            if k == -1:
-                return lambda c: c.enter("Null", {"Count": nulls})
-            return self.members[k].emit
-
-        members = sorted(((t, em(k)) for t, k in ms), key=lambda m: u.types.index(m[0]))
-        return scalars23.emit_union(c, tags, members)
+        return self.emit_members(c, tags_of)
 
 
 def vector(t: Type) -> Any:
@@ -623,7 +593,7 @@ class Writer23:
     # ------------------------------------------------------------ objects ---
     def _flush_object(self) -> None:
         if self._values:
-            obj, types = _row_object(self._values)
+            obj, types = rows23.row_object(self._values)
             self._values = []
         elif self._vec_rows:
             obj, types = self._vector_object()
@@ -645,7 +615,7 @@ class Writer23:
             root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": self._vec_rows})
         types = [b.mtype() for b in builders]
         self._vec, self._order, self._tags, self._vec_rows = {}, [], [], 0
-        return object_bytes(c, root), types
+        return rows23.object_bytes(c, root), types
 
     def close(self) -> None:
         if self._closed:
@@ -654,13 +624,9 @@ class Writer23:
         self._closed = True
         if self.fused is None:
             return  # no values: an empty file, as super writes for no input
-        tv = encode_type_value(self.fused)
-        footer = (MAGIC + VERSION.to_bytes(4, "little") + b"F" + len(tv).to_bytes(4, "little")
-                  + tv)
-        self.size += len(footer)
-        trailer = (self.size + 16).to_bytes(8, "little") + len(tv).to_bytes(4, "little") + MAGIC
-        self.out.write(footer + trailer)
-        self.size += 16
+        end = rows23.footer_and_trailer(self.fused, self.size)
+        self.out.write(end)
+        self.size += len(end)
 
     def __enter__(self) -> Writer23:
         return self
@@ -668,28 +634,6 @@ class Writer23:
     def __exit__(self, *exc: object) -> None:
         if exc[0] is None:
             self.close()
-
-
-def _row_object(rows: list[tuple[Type, Any]]) -> tuple[bytes, list[Type]]:
-    """One object of values given one at a time, by :mod:`.superdb23`'s row builders
-    (grouped by type in order of first appearance, a Dynamic root over several)."""
-    groups: dict[Type, tuple[int, Any]] = {}
-    tags = np.zeros(len(rows), np.int64)
-    for r, (t, v) in enumerate(rows):
-        g = groups.get(t)
-        if g is None:
-            g = groups[t] = (len(groups), rows23.make(t))
-        tags[r] = g[0]
-        g[1].add(v)
-    c = scalars23.Ctx()
-    builders = [b for _, b in groups.values()]
-    if len(builders) == 1:
-        root = builders[0].emit(c)
-    else:
-        seg = c.uint32s(tags)
-        ids = [b.emit(c) for b in builders]
-        root = c.enter("Dynamic", {"Tags": seg, "Values": ids, "Length": len(rows)})
-    return object_bytes(c, root), [b.mtype() for b in builders]
 
 
 def _checked(t: Type) -> Type:
@@ -708,25 +652,9 @@ def _first_seen(batch: Batch) -> list[Type]:
     return [batch.types[int(i)] for i in present[np.argsort(first, kind="stable")]]
 
 
-def object_bytes(c: Ctx, root: int) -> bytes:
-    """One object's bytes: header, metadata, typedefs, data (super main's layout)."""
-    meta = c.metas.bytes()
-    types = Stream()
-    types.add(BYTES_T, bytes(c.typedefs.buf))
-    tsec = types.bytes()
-    head = (MAGIC + VERSION.to_bytes(4, "little") + b"O"
-            + len(meta).to_bytes(8, "little") + len(tsec).to_bytes(8, "little")
-            + len(c.data).to_bytes(8, "little") + root.to_bytes(4, "little")
-            + bytes(8))  # the 36-byte data header's unused tail
-    return head + meta + tsec + bytes(c.data)
-
-
 def _batch_values(batch: Batch) -> list[Value]:
     """A batch's rows as exact Values (for super types without vectors here): written in
     this library's layout in memory and read back."""
-    import os
-    import tempfile
-
     from .targets.output import file_values
     from .writer import Writer
 

@@ -9,8 +9,6 @@ columnar path cannot take (maps) value by value.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import io
 import itertools
 import os
@@ -18,7 +16,15 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, BinaryIO
 
-from ..model.errors import ArgumentError, CsupError, EncodeError
+from ..model.errors import (
+    AccessDeniedError,
+    ArgumentError,
+    CsupError,
+    EncodeError,
+    NotFoundError,
+    ObjectExistsError,
+    StoreError,
+)
 from .v23cols import open_writer
 from .write_inputs import writable
 
@@ -153,8 +159,6 @@ def _local(path: str) -> str:
 def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any],
                 if_absent: bool) -> int:
     """Write a temporary file next to ``path``, then move (or, ``if_absent``, link) it in."""
-    from ..model.errors import ObjectExistsError
-
     tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(8)}"
     try:
         with open(tmp, "xb") as f:  # exclusive: never another writer's file
@@ -180,8 +184,6 @@ def _write_file(path: str, write_to: Callable[..., int], options: dict[str, Any]
 def _write_error(e: OSError, path: str) -> CsupError:
     """An OSError of writing ``path`` (through its temporary file) as the store error a
     user can act on, naming ``path``: a missing directory, no permission, a full disk."""
-    from ..model.errors import AccessDeniedError, NotFoundError, StoreError
-
     d = os.path.dirname(path) or "."
     if isinstance(e, FileNotFoundError) and not os.path.isdir(d):
         return NotFoundError(f"cannot write: no such directory {d!r}", path=path)
@@ -196,9 +198,9 @@ def _write_error(e: OSError, path: str) -> CsupError:
 def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any],
                   store: Any, store_opts: dict[str, Any], if_absent: bool) -> int:
     """Encode into memory, then put the whole object through the store (the lake's put)."""
-    from ..model.errors import ObjectExistsError
     from ..stores import redact_url, store_for
     from ..stores.put import put_object
+    from ..stores.tasks import run_to_end
 
     shown = redact_url(url)
     buf = io.BytesIO()
@@ -218,23 +220,12 @@ def _write_object(url: str, write_to: Callable[..., int], options: dict[str, Any
                 await own.close()
 
     try:
-        written = _run(put)
+        written = run_to_end(put, "csup-put")
     except CsupError as e:
         raise e.with_path(shown) from None
     if not written:
         raise ObjectExistsError("an object exists by that name (if_absent=True)", path=shown)
     return n
-
-
-def _run(fn: Callable[[], Any]) -> Any:
-    """Run the coroutine ``fn()`` to its end from synchronous code, in a thread of its own
-    when this thread already runs an event loop (``write`` called from async code)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(fn())
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="csup-put") as pool:
-        return pool.submit(lambda: asyncio.run(fn())).result()
 
 
 def _columnar_writer(data: Any) -> Callable[..., int] | None:

@@ -272,14 +272,31 @@ class TypeContext:
     larger than MAX_TYPE_SIZE nodes, or more than MAX_TYPE_NODES in total.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, memo: bool = True) -> None:
+        """``memo=False``: parse every types frame, sharing nothing with other contexts
+        (the reference the memo is held to; a stream of one-off frames)."""
         self.types: list[Type] = list(PRIMITIVES)
         self._depth: list[int] = [1] * len(PRIMITIVES)
         self._size: list[int] = [1] * len(PRIMITIVES)
         self._nodes = 0
         # Which sequence of types frames built this context: 0 = none yet, else
         # the id of the memo entry that produced it, -1 = not memoisable.
-        self._state = 0
+        self._state = 0 if memo else -1
+
+    @property
+    def depths(self) -> tuple[int, ...]:
+        """Each type ID's nesting depth, which MAX_DEPTH bounds."""
+        return tuple(self._depth)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Each type ID's tree size in nodes, which MAX_TYPE_SIZE bounds."""
+        return tuple(self._size)
+
+    @property
+    def node_count(self) -> int:
+        """The nodes of every typedef so far, which MAX_TYPE_NODES bounds."""
+        return self._nodes
 
     def lookup(self, tid: int) -> Type:
         if tid >= len(self.types):

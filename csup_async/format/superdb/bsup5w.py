@@ -18,6 +18,7 @@ import lz4.block
 
 from ...model.errors import EncodeError, UnsupportedTypeError
 from ...model.types import (
+    NULL,
     ArrayType,
     EnumType,
     ErrorType,
@@ -30,7 +31,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from ...model.values import UnionValue, Value
+from ...model.values import UnionValue, Value, infer_type
 from ..bsup import append_tagged, encode_primitive, encode_uint, uvarint
 from ..bsup.typecodec import typedef_entry
 from ..bsup.valuecodec import select_member
@@ -278,9 +279,6 @@ def _any(v: Any, d: int) -> bytes:
     if isinstance(v, Value):
         sub, inner = v.type, v.value
     else:
-        from ...model.types import NULL
-        from ...model.values import infer_type
-
         sub, inner = (NULL, None) if v is None else (infer_type(v), v)
     mt = main_type(sub)
     out = bytearray()

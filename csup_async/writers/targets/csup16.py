@@ -55,7 +55,7 @@ from ...model.types import (
     Type,
     UnionType,
 )
-from .bsupn import StreamEncoderN, encode_body
+from .bsupn import StreamEncoderN, encode_body, encode_type_value_n
 from .intcomp import encode_int64s, encode_uint32s, encode_uint64s
 
 __all__ = ["MAX_OBJECT_VALUES", "VERSION", "write_csup16"]
@@ -102,8 +102,6 @@ class _Object:
         self.subtypes: dict[bytes, tuple[int, Type]] = {}
 
     def subtype_id(self, t: Type) -> int:
-        from .bsupn import encode_type_value_n
-
         key = encode_type_value_n(t, V2)
         got = self.subtypes.get(key)
         if got is None:

@@ -11,8 +11,6 @@ library's own layout (removed afterwards).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +19,7 @@ from typing import Any, BinaryIO
 from ...model.errors import CsupError, EncodeError
 from ...model.types import Type
 from ...model.values import Value, infer_type
+from ...stores.tasks import run_to_end
 from . import Target, resolve, v23_writer
 
 __all__ = ["transcoder", "write_bsup", "write_csup", "file_values"]
@@ -122,12 +121,7 @@ def file_values(path: str) -> list[Value]:
         async with open_file(path) as r:
             return list(await r.read_values())
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(read())
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="csup-target") as pool:
-        return pool.submit(lambda: asyncio.run(read())).result()
+    return run_to_end(read, "csup-target")
 
 
 def transcoder(write_to: Callable[..., int], target: str | Target) -> Callable[..., int]:

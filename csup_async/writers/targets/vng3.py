@@ -30,6 +30,7 @@ from ...format.bsup import (
     append_tagged,
     decode_int,
     decode_uint,
+    decode_value,
     encode_int,
     encode_value,
     iter_tagged,
@@ -343,8 +344,6 @@ class _Primitive(_W):
                 self.hi = (k, body)
 
     def meta(self, sp: _Spiller) -> tuple[Type, Any]:
-        from ...format.bsup import decode_value
-
         if self.dict is not None and len(self.dict) == 1:
             [(body, count)] = self.dict.items()
             return (_rec("Const", ("Value", self.t), ("Count", UINT32)),

@@ -178,10 +178,9 @@ async def _assert_clean(proxy: FaultProxy | None, since: int | None = None) -> N
     must then leave nothing open.
     """
     assert asyncio.all_tasks() == {asyncio.current_task()}, asyncio.all_tasks()
-    from csup_async.stores import shared
+    from csup_async.stores.shared import shared_stores
 
-    entry = shared._registry.get(asyncio.get_running_loop())
-    for store in list(entry.stores.values()) if entry else ():
+    for store in shared_stores():
         connector = getattr(store, "connector", None)
         assert connector is None or not connector._acquired, "a connection still in use"
     await csup_async.close_stores()

@@ -272,8 +272,8 @@ async def test_a_server_that_never_names_a_version_on_ranges_is_refused(liar: Li
         async def nothing(k: str) -> None:
             return None
 
-        store._lookup = nothing  # type: ignore[method-assign]  # a store with no lookup
-        assert RangedStore._lookup is not None
+        store.version_lookup = nothing  # type: ignore[method-assign]  # a store with no lookup
+        assert RangedStore.version_lookup is not None
         with pytest.raises(ObjectChangedError, match="did not name its version"):
             await store.read_range(key("obj.bin"), 0, 100, tail.info.version)
 

@@ -447,10 +447,10 @@ async def test_s3_direct_gets_are_signed_exactly_as_the_client_signs(
                        access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY,
                        session_token="session-token", retry=FAST) as store:
         direct = await both(store)
-        assert store._client_obj is None  # the signed requests served those: no client
-        store._use_client = True  # the full aiobotocore client from here on
+        assert not store.client_built  # the signed requests served those: no client
+        store.use_client = True  # the full aiobotocore client from here on
         full = await both(store)
-        assert store._client_obj is not None
+        assert store.client_built
     assert direct == full
     assert direct[1]["if-match"] and direct[0]["authorization"].startswith("AWS4-HMAC-SHA256")
 
@@ -464,7 +464,7 @@ async def test_s3_direct_gets_map_errors_like_the_client(range_server: RangeServ
                            access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY,
                            retry=FAST) as store:
             await store.read_tail("s3://bkt/e.bin", 10)
-            store._use_client = not direct
+            store.use_client = not direct
             got = []
             for call in (lambda: store.read_tail("s3://bkt/missing.bin", 10),
                          lambda: store.read_range("s3://bkt/e.bin", 0, 10, '"stale"')):

@@ -118,5 +118,5 @@ def _spark_texts(urls: list[str]) -> list[tuple[str, str]]:
     texts = [("spark partition", "\n".join(f"{p!r} {p!s}" for p in parts)),
              ("spark files", "\n".join(repr(getattr(p, "files", "")) for p in parts)),
              ("spark reader", repr(reader)),
-             ("spark report", json.dumps(reader._planned().report, default=str))]
+             ("spark report", json.dumps(reader.read_plan().report, default=str))]
     return texts

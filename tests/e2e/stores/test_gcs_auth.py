@@ -440,7 +440,7 @@ def test_spark_executors_find_their_own_credentials(g: GoogleLocal,
     source = CsupDataSource(options)
     reader = source.reader(source.schema())
     parts = reader.partitions()
-    plan = reader._planned()  # type: ignore[attr-defined]
+    plan = reader.read_plan()
     assert g.tokens() and parts  # schema() and planning: a store each
     blob = pickle.dumps((reader, parts, plan))
     for secret in [*g.tokens(), g.key_id, "PRIVATE KEY"]:

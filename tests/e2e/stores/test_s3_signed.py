@@ -117,7 +117,7 @@ async def test_listing_signed_with_awkward_keys(moto_s3: MotoS3) -> None:
         moto_s3.put(n, b"x")
     async with S3Store(**moto_s3.store_options()) as store:
         got = await store.list(f"s3://{moto_s3.BUCKET}/list/")
-        assert store._client_obj is None  # signed ListObjectsV2, no client
+        assert not store.client_built  # signed ListObjectsV2, no client
     assert got == sorted(f"s3://{moto_s3.BUCKET}/{n}" for n in names if not n.endswith("/"))
 
 

@@ -277,12 +277,10 @@ def test_typedef_memo_defines_what_parsing_does(ts, data):
     frames = [bytes(payload)] * data.draw(st.integers(1, 2))  # a second frame: a new state
 
     def parse(memo: bool):
-        ctx = bsup.TypeContext()
-        if not memo:
-            ctx._state = -1
+        ctx = bsup.TypeContext(memo=memo)
         for f in frames:
             ctx.parse_typedefs(memoryview(f))
-        return ctx.types, ctx._depth, ctx._size, ctx._nodes
+        return ctx.types, ctx.depths, ctx.sizes, ctx.node_count
 
     reference = _outcome(parse, False)
     assert _outcome(parse, True) == reference  # a miss (or a hit from an earlier example)

@@ -32,8 +32,9 @@ def test_each_default_is_defined_once_and_every_face_reads_it() -> None:
     """The reader, the read caps, the sync face, the polars and DuckDB sources, Spark's
     settings and the CLI's batches show the same values, all from model/options.py."""
     from csup_async.cli import batches
-    from csup_async.datasets.dataset import Dataset, open_dataset
+    from csup_async.datasets.dataset import Dataset
     from csup_async.datasets.fragment import Fragment
+    from csup_async.datasets.opening import open_dataset
     from csup_async.readers.bsup import BsupReader
     from csup_async.readers.superdb import HeaderLayoutReader
     from csup_async.scan import options as scan_options

@@ -15,7 +15,6 @@ import pytest
 
 import csup_async
 import csup_async.readers.execution as execution_mod
-import csup_async.scan.selection as read_selection
 import planner
 import planner.coalescing as coalescing
 import planner.plan as plan_mod
@@ -148,7 +147,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     for mod in (planner, plan_mod):
         monkeypatch.setattr(mod, "plan_scan", scan)
     ranges = counting(coalescing.plan_ranges, "plan_ranges")
-    for mod in (coalescing, plan_mod, read_selection, waves, execution_mod):
+    for mod in (coalescing, plan_mod, waves, execution_mod):
         monkeypatch.setattr(mod, "plan_ranges", ranges)
     return counts
 

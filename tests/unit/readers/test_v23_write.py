@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -230,9 +231,24 @@ def test_random_values_round_trip(tmp_path_factory, tv):
     out = write(tmp_path_factory.mktemp("p"), vals)
     back = run(_values(out))
     assert as_json(back) == as_json(vals)
-    got = super_j(out)
+    got = super_j(out) if _finite(vs) else None  # super -j panics on an infinity
     if got is not None:
         assert _numbers(got) == as_json(vals)
+
+
+def _finite(v: object) -> bool:
+    """No float infinity anywhere: JSON has no spelling for it, and ``super -j`` (main
+    492eab8) panics on one rather than print it, so such values are judged by our round
+    trip alone."""
+    if isinstance(v, float | np.floating):
+        return math.isfinite(v)
+    if isinstance(v, UnionValue):
+        return _finite(v.value)
+    if isinstance(v, dict):
+        return all(_finite(x) for x in v.values())
+    if isinstance(v, list | tuple):
+        return all(_finite(x) for x in v)
+    return True
 
 
 def test_intcomp_blocks_round_trip():

@@ -186,7 +186,7 @@ async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch)
     from csup_async.readers.reader import Reader
 
     scans: list[str] = []
-    real_plan = Reader.plan  # each kept file's scan plans it once, then executes that
+    real_plan = Reader.plan_with  # each kept file's scan plans it once, then executes that
 
     async def counted(self: Reader, *args: Any, **kwargs: Any) -> Any:
         scans.append(self.key.rsplit("/", 1)[1])
@@ -196,7 +196,7 @@ async def test_a_filtered_dataset_scan_plans_each_file_once(shapes, monkeypatch)
         raise AssertionError("the dataset planned files itself")
 
     async with csup_async.open_dataset(str(shapes)) as ds:
-        monkeypatch.setattr(Reader, "plan", counted)
+        monkeypatch.setattr(Reader, "plan_with", counted)  # the request's plan, below `plan`
         monkeypatch.setattr(planner, "plan_files", no_plan_files)
         got = await ds.scan(["x", "y"], filter="x >= 100")
     assert got.num_rows == 60

@@ -46,6 +46,7 @@ from csup_async.spark.schema import (
     spark_type,
 )
 from csup_async.spark.write import STAGING, CsupCommitMessage, CsupWriter
+from csup_async.stores import S3Store
 
 #: About this library's own layout (its segments, plans, statistics, exact types): written with it.
 pytestmark = pytest.mark.usefixtures("own_layout")
@@ -283,8 +284,10 @@ def test_plan_prunes_ships_packs_and_pickles_small(tmp_path: Path) -> None:
 
     reader = CsupFilteringReader(T.StructType([T.StructField("k", T.StringType())]),
                                  settings)
-    reader._plan = plan
-    assert pickle.loads(pickle.dumps(reader))._plan is None  # executors get partitions only
+    planned = [Path(fp.url).name for p in reader.read_plan().partitions for fp in p.files]
+    assert planned == ["a.csup", "b.csup", "c.csup", "e.csup"]
+    shipped = pickle.dumps(reader)  # executors get partitions only: no planned file
+    assert not [name for name in planned if name.encode() in shipped]
 
 
 async def test_shipped_bytes_serve_the_executor_and_results_repr_short(
@@ -399,12 +402,9 @@ def test_commit_rule_s3_with_multipart(moto_s3: Any, monkeypatch: pytest.MonkeyP
     assert m0.size > 5 << 20 and lost.staged != m1.staged
     w.commit([m0, m1])
 
-    async def listing() -> list[str]:
-        sink = w._sink()
-        try:
-            return await sink.list(dest + "/")
-        finally:
-            await sink.close()
+    async def listing() -> list[str]:  # what a reader of the bucket sees
+        async with S3Store(**moto_s3.store_options()) as store:
+            return await store.list(dest + "/")
 
     names = asyncio.run(listing())
     assert _visible(names, dest + "/") == [w.final_name(0), w.final_name(1)]

@@ -8,6 +8,7 @@ chain is asked once per configuration.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from csup_async.stores import aws_credentials
+from tests.support.servers import RangeServer
 
 _ENV_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
               "AWS_SECURITY_TOKEN", "AWS_CREDENTIAL_EXPIRATION")
@@ -48,12 +50,13 @@ def test_environment_credentials_are_botocores(env: dict[str, str]) -> None:
 
 
 async def test_the_chain_is_asked_once_per_configuration(tmp_path: Any,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          range_server: RangeServer) -> None:
     """Keys from a shared credentials file: the second store reuses what the first found;
     another configuration (a different file) is asked again."""
     from csup_async.stores import S3Store
 
+    range_server.put("b/k", b"CSUP")
     for name in (*_ENV_NAMES, "AWS_PROFILE", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never off loopback
@@ -78,9 +81,10 @@ async def test_the_chain_is_asked_once_per_configuration(tmp_path: Any,
     seen = []
     for f in (files[0], files[0], files[1]):
         monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(f))
-        store = S3Store(endpoint_url="http://127.0.0.1:1")
-        await store._prepare("s3://b/k")
-        seen.append((store.default_region, store._creds.get_frozen_credentials().access_key,
+        store = S3Store(endpoint_url=range_server.endpoint)
+        await store.read_tail("s3://b/k", 4)  # signed with the keys the store resolved
+        signed = range_server.seen("b/k", kind=None)[-1].headers["Authorization"]
+        seen.append((store.default_region, re.search(r"Credential=(\w+)/", signed)[1],
                      store.credential_source))
         await store.close()
     assert seen == [("eu-west-3", "AKID0", "botocore's chain (shared-credentials-file)"),

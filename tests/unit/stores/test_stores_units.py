@@ -25,6 +25,7 @@ from csup_async.stores._ranged import parse_content_range, status_error
 from csup_async.stores.fsspec_store import fsspec_version
 from csup_async.stores.http import http_version, parse_http_version
 from csup_async.stores.retry import Retryable, parse_retry_after
+from tests.support.servers import RangeServer
 
 
 # -------------------------------------------------------------- redaction ---
@@ -207,11 +208,12 @@ def test_reprs_hide_credentials() -> None:
         assert secret not in text
 
 
-def test_a_store_belongs_to_one_loop_at_a_time() -> None:
+def test_a_store_belongs_to_one_loop_at_a_time(range_server: RangeServer) -> None:
     store = HTTPStore()
+    url = range_server.url(range_server.put("loop/obj.bin", b"0123456789"))
 
     async def use() -> None:
-        store._session()
+        assert (await store.read_tail(url, 4)).data == b"6789"
 
     async def close() -> None:
         await store.close()
@@ -274,8 +276,13 @@ async def test_s3_reads_sign_without_building_a_client(monkeypatch: pytest.Monke
     assert not store.needs_client("logs")
     assert store.needs_client("arn:aws:s3:us-east-1:123:accesspoint/ap")
     assert store.needs_client("data--use1-az4--x-s3")
-    await store._prepare("s3://logs/k")
-    assert store._creds is not None and store._client_obj is None
+
+    def no_chain(*args: object) -> None:
+        raise AssertionError("botocore's chain was asked")
+
+    monkeypatch.setattr("csup_async.stores.s3.chain", no_chain)
+    await store.resolve_credentials("s3://logs/k")  # the option's keys: no chain, no client
+    assert store.credential_source == "the access_key_id option" and not store.client_built
     assert "not-shown" not in repr(store)
     monkeypatch.setenv("AWS_USE_FIPS_ENDPOINT", "true")
     assert S3Store(region="us-east-1", anonymous=True).needs_client("logs")
