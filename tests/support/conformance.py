@@ -51,12 +51,14 @@ def read_here(path: Path) -> list[tuple[Any, Any]]:
     return [(v.type, v.value) for v in read_values(str(path))]
 
 
-def verdict(writer: Writer, path: Path, *, live: bool = True) -> Verdict:
-    """How csup-async reads one file of ``writer``, judged by its tool."""
+def verdict(writer: Writer, path: Path, *, live: bool = True,
+            printed: oracles.Printed | None = None) -> Verdict:
+    """How csup-async reads one file of ``writer``, judged by its tool (or by
+    ``printed``, its output already at hand)."""
     from csup_async import CsupError
 
     o = writer.oracle
-    p = oracles.printed(o, path, live=live)
+    p = printed if printed is not None else oracles.printed(o, path, live=live)
     if p is None or p.error is not None:
         return Verdict("unjudged", p.error if p is not None else "no tool output")
     try:

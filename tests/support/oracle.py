@@ -33,6 +33,10 @@ class Oracle:
     command: str      # super or zq
     bsup_version: int  # the version of the BSUP (ZNG) it prints: 5, 2, 1 or 0
     text_ext: str     # sup or zson
+    #: Whether the binary rendering defuses (super main's ``defuse``): super main's text
+    #: and JSON writers defuse every fusion value (its ``-fusion`` flag says so), its BSUP
+    #: writer keeps them, and csup-async reads values as super prints them.
+    defuse: bool = False
 
     @property
     def binary_ext(self) -> str:
@@ -46,10 +50,11 @@ class Oracle:
             return ["-z" if self.command == "zq" else "-s", str(path)]
         if self.command == "zq":
             return ["-f", "zng", "-zng.compress=false", str(path)]
-        return ["-f", "bsup", "-bsup.compress=false", str(path)]
+        query = ["-c", "values defuse(this)"] if self.defuse else []
+        return ["-f", "bsup", "-bsup.compress=false", *query, str(path)]
 
 
-SUPER_MAIN = Oracle("super-main", realtools.SUPER_MAIN, "super", 5, "sup")
+SUPER_MAIN = Oracle("super-main", realtools.SUPER_MAIN, "super", 5, "sup", defuse=True)
 SUPER_0_3 = Oracle("super-0.3", realtools.SUPER_0_3, "super", 2, "sup")
 SUPER_0_2 = Oracle("super-0.2", realtools.SUPER_0_2, "super", 1, "sup")
 ZQ_1_12 = Oracle("zq-1.12", realtools.ZED_1_12, "zq", 0, "zson")

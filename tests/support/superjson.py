@@ -130,7 +130,7 @@ def super_json(t: Type, v: Any, main: bool = False,
     if name in ("ip", "net"):
         return ip_text(v)
     if name == "type":
-        return f"<{format_type(v) if main else super_type_text(v)}>"
+        return f"<{format_type(v, names_only=True) if main else super_type_text(v)}>"
     return v
 
 

@@ -32,8 +32,17 @@ def _name(s: str) -> str:
     return s if _IDENT.match(s) else json.dumps(s)
 
 
-def format_type(t: Type) -> str:
-    return _fmt(t, set())
+def format_type(t: Type, *, names_only: bool = False) -> str:
+    """``names_only``: every named type by its name, as super main prints a type value
+    (``-j``, ``typeof``): its text output declares named types apart (``type n=T``)."""
+    return _fmt(t, _Everywhere() if names_only else set())
+
+
+class _Everywhere(set[str]):
+    """A set of seen names that holds every name."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
 
 
 def _fmt(t: Type, seen: set[str]) -> str:
@@ -43,9 +52,9 @@ def _fmt(t: Type, seen: set[str]) -> str:
         return t.name
     if isinstance(t, NamedType):
         if t.name in seen:
-            return t.name
+            return _name(t.name)
         seen.add(t.name)
-        return f"{t.name}={_fmt(t.inner, seen)}"
+        return f"{_name(t.name)}={_fmt(t.inner, seen)}"
     if isinstance(t, RecordType):
         return "{" + ",".join(
             f"{_name(f.name)}{'?' if isinstance(f, OptField) else ''}:{_fmt(f.type, seen)}"
