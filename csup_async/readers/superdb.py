@@ -684,11 +684,16 @@ class HeaderLayoutReader(WholeObjectReader):
     def _typed(dec: Decoder, obj: ObjectMeta, t: Type, top: int) -> list[Value]:
         """The values of top-level vector ``top``, each with its type: a v23 fusion
         vector's values have their own subtypes."""
+        from ..format.superdb.defuse import unfuse
         from ..scan.superdb.vectors23 import defuse
 
         vals = dec.values(top)
         if obj.header.version < 16 or (obj.header.version == 16 and not obj.header.type_size):
             return [Value(t, v) for v in vals]
+        if any(n.kind == "fusion" for n in dec.nodes):
+            # a fusion vector inside a column: its values' own types make the value's
+            return [Value(v.type, defuse(v.value, v.type)) if isinstance(v, Value)
+                    else Value(*unfuse(t, v)) for v in vals]
         return [Value(v.type, defuse(v.value, v.type)) if isinstance(v, Value)
                 else Value(t, defuse(v, t)) for v in vals]
 

@@ -40,26 +40,52 @@ def go_duration(ns: int) -> str:
 
 
 def rfc3339(t: np.datetime64) -> str:
+    if np.isnat(t):  # numpy's NaT is the int64 minimum, which Go prints as a time
+        return "1677-09-21T00:12:43.145224192Z"
     s = str(np.datetime_as_string(t, unit="ns"))
     date, frac = s.split(".")
     frac = frac.rstrip("0")
     return date + ("." + frac if frac else "") + "Z"
 
 
-def sup_text(t: Type, v: Any) -> str:
+def sup_text(t: Type, v: Any, main: bool = False, zed: bool = False) -> str:
     """Super text of a simple value (how super's JSON writes a map key that is not a
-    string: records, union members, durations, times, numbers)."""
+    string: records, arrays, sets and maps, union members, durations, times, numbers;
+    ``main``: super main's set and map syntax, else the ``|[...]|`` of earlier ones;
+    ``zed``: ZSON's decorations, ``0(uint64)`` for super's ``0::uint64``)."""
     if isinstance(v, UnionValue):  # a member SUP would not infer from the text is named
-        text = sup_text(v.type, v.value)
+        text = sup_text(v.type, v.value, main, zed)
         implied = ("int64", "float64", "string", "bool", "null", "ip", "net", "time",
                    "duration", "bytes", "type")
-        if isinstance(v.type, PrimitiveType) and v.type.name not in implied:
-            return f"{text}::{v.type.name}"
-        return text
+        if isinstance(v.type, NamedType):
+            deco = v.type.name if main else "=" + v.type.name
+        elif isinstance(v.type, PrimitiveType) and (v.type.name not in implied or (
+                zed and v.value is None)):
+            deco = v.type.name
+        else:
+            return text
+        return f"{text}({deco})" if zed else f"{text}::{deco}"
+    if zed and v is None and isinstance(t, UnionType):
+        return f"null({released_type_text(t, bars=False)})"
     if isinstance(t, NamedType):
-        return sup_text(t.inner, v)
+        return sup_text(t.inner, v, main, zed)
+    if isinstance(t, ErrorType):
+        return f"error({sup_text(t.inner, v, main, zed)})"
+    if isinstance(t, EnumType):  # a map key's enum is its symbol, as the tools print it
+        return str(v)
     if isinstance(t, RecordType):
-        return "{" + ",".join(f"{f.name}:{sup_text(f.type, v[f.name])}" for f in t.fields) + "}"
+        return "{" + ",".join(f"{f.name}:{sup_text(f.type, v[f.name], main, zed)}"
+                              for f in t.fields) + "}"
+    if isinstance(t, ArrayType | SetType) and isinstance(v, list):
+        inner = ",".join(sup_text(t.elem, x, main, zed) for x in v)
+        if isinstance(t, ArrayType):
+            return f"[{inner}]"
+        return f"set[{inner}]" if main else f"|[{inner}]|"
+    if isinstance(t, MapType):
+        pairs = v.items() if isinstance(v, dict) else v
+        inner = ",".join(f"{sup_text(t.key, k, main, zed)}:{sup_text(t.value, x, main, zed)}"
+                         for k, x in pairs)
+        return f"map{{{inner}}}" if main else f"|{{{inner}}}|"
     if isinstance(v, str):
         return '"' + v + '"'
     if v is None:
@@ -115,7 +141,7 @@ def super_json(t: Type, v: Any, main: bool = False,
         return [super_json(t.elem, e, main, names) for e in v]
     if isinstance(t, MapType):
         items = v.items() if isinstance(v, dict) else v
-        return {(k if isinstance(k, str) else sup_text(t.key, k)):
+        return {(k if isinstance(k, str) else sup_text(t.key, k, main)):
                 super_json(t.value, x, main, names) for k, x in items}
     if isinstance(t, EnumType):
         return v
@@ -135,8 +161,49 @@ def super_json(t: Type, v: Any, main: bool = False,
 
 
 def super_type_text(t: Any) -> str:
-    """A type as super prints it: Zed's text but a named type without parentheses
-    around its definition (``rec={s:string}``)."""
-    import re
+    """A type as super v0.2.0/v0.3.0 print a type value: unions ``a|b`` (in parentheses
+    as a union's member), sets ``|[T]|``, maps ``|{K:V}|``, a named type ``name=T`` where
+    it first appears (in parentheses as a union's member or around a union) and
+    ``name`` after."""
+    return released_type_text(t, bars=True)
 
-    return re.sub(r"=\((\{[^()]*\})\)", r"=\1", str(t))
+
+def released_type_text(t: Any, bars: bool, seen: set[str] | None = None,
+                       member: bool = False) -> str:
+    """A type value's text in the released tools: ``bars`` for super v0.2.0/v0.3.0
+    (``a|b``), else Zed's (``(a,b)``; a named type's name never quoted)."""
+    from csup_async.format.superdb.bsup2 import FusionType, OptField
+    from csup_async.model.types import _quote
+
+    seen = set() if seen is None else seen
+
+    def fmt(u: Any, member: bool = False) -> str:
+        return released_type_text(u, bars, seen, member)
+
+    if isinstance(t, NamedType):
+        name = _quote(t.name) if bars else t.name
+        if t.name in seen:
+            return name
+        seen.add(t.name)
+        text = f"{name}={fmt(t.inner)}"
+        parens = bars and member
+        return f"({text})" if parens else text
+    if isinstance(t, RecordType):
+        return "{" + ",".join(f"{_quote(f.name)}{'?' if isinstance(f, OptField) else ''}:"
+                              f"{fmt(f.type)}" for f in t.fields) + "}"
+    if isinstance(t, ArrayType):
+        return f"[{fmt(t.elem)}]"
+    if isinstance(t, SetType):
+        return f"|[{fmt(t.elem)}]|"
+    if isinstance(t, MapType):
+        return f"|{{{fmt(t.key)}:{fmt(t.value)}}}|"
+    if isinstance(t, UnionType):
+        if not bars:
+            return "(" + ",".join(fmt(m) for m in t.types) + ")"
+        text = "|".join(fmt(m, True) for m in t.types)
+        return f"({text})" if member else text
+    if isinstance(t, ErrorType):
+        return f"error({released_type_text(t.inner, bars, set() if bars else seen)})"
+    if isinstance(t, FusionType):
+        return f"fusion({released_type_text(t.inner, bars, set())})"
+    return str(t)

@@ -62,6 +62,8 @@ def _frac(n: int, size: int) -> str:
 
 
 def go_time(ns: int) -> str:
+    if ns == -(1 << 63):  # numpy's NaT: Go prints the int64 minimum as a time
+        return "1677-09-21T00:12:43.145224192Z"
     s = str(np.datetime_as_string(np.datetime64(ns, "ns"), unit="ns"))
     if "." in s:
         s = s.rstrip("0").rstrip(".")
@@ -102,7 +104,11 @@ def zed_json(t: Type, v: Any, *, map_as_records: bool = False) -> Any:
     if name == "bytes":
         return "0x" + bytes(v).hex()
     if name in ("ip", "net", "type"):
-        return str(v) if name != "type" else "<" + str(v) + ">"
+        if name == "type":
+            from tests.support.superjson import released_type_text
+
+            return "<" + released_type_text(v, bars=False) + ">"
+        return str(v)
     if isinstance(v, np.generic):
         return v.item()
     return v
@@ -116,7 +122,7 @@ def _key_text(t: Type, k: Any) -> str:
     if isinstance(k, str) and not isinstance(k, UnionValue) and isinstance(
             t.inner if isinstance(t, NamedType) else t, PrimitiveType):
         return k
-    return sup_text(t, k)
+    return sup_text(t, k, zed=True)
 
 
 def load_lines(path: Path) -> list[Any]:

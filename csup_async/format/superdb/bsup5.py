@@ -487,6 +487,18 @@ def read_values(buf: bytes | memoryview) -> list[tuple[Type, memoryview | None]]
     return out
 
 
+def _empty_when_nil(t: Type) -> bool:
+    """Whether a nil body (tag 0) of type ``t`` is its empty value: super main keys
+    nullness on the type alone (``Value.IsNull`` is the null type), so its writers emit a
+    zero-length string, bytes or container with tag 0 (its JSON reader's ``""``) and its
+    readers take it as empty.  Other types keep a nil body as null, as before."""
+    while isinstance(t, NamedType):
+        t = t.inner
+    if isinstance(t, PrimitiveType):
+        return t.name in ("string", "bytes")
+    return isinstance(t, ArrayType | SetType | MapType)
+
+
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
                  depth: int = 0, names: dict[str, Type] | None = None,
                  fused: bool = False) -> Any:
@@ -500,7 +512,9 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
     if t == NONE_T:
         return NONE
     if body is None:
-        return None
+        if not _empty_when_nil(t):
+            return None
+        body = b""  # super main: only the null type is null; a nil body is empty
     d = depth + 1
     if names is None:
         names = {}
@@ -550,7 +564,13 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             if v is NONE:
                 continue
             if isinstance(f, OptField) and isinstance(v, UnionValue):
-                v = v.value
+                ft = f.type.inner if isinstance(f.type, NamedType) else f.type
+                if typed and isinstance(ft, UnionType) and v.type in ft.types:
+                    # x?:(T|U): the option's union flattened into T|U|none, its member
+                    # a member of the field's own union still
+                    v = UnionValue(ft.types.index(v.type), v.type, v.value)
+                else:
+                    v = v.value
             out[f.name] = v
         return out
     if isinstance(t, ArrayType | SetType):

@@ -27,7 +27,7 @@ from ...model.values import UnionValue, Value
 from . import bsup5
 from .bsup2 import FusionType
 
-__all__ = ["defuse", "has_fusion", "top_value", "unfuse"]
+__all__ = ["defuse", "has_fusion", "holds_value", "top_value", "unfuse"]
 
 
 def defuse(v: Any, s: Any, names: dict[str, Any] | None = None) -> Any:
@@ -110,9 +110,11 @@ def unfuse(t: Any, v: Any, depth: int = 0) -> tuple[Any, Any]:
     element type (several: their union, each element tagged), a map's key and value
     types, an error's, are rebuilt from the values'; a union whose members hold a fusion
     gives way to its member's value; named types are barriers."""
-    if v is None or v is bsup5.NONE or not has_fusion(t) or depth > 200:
+    if v is None or v is bsup5.NONE or depth > 200 or not (has_fusion(t) or holds_value(v)):
         return t, v
     d = depth + 1
+    if isinstance(v, Value) and not isinstance(t, FusionType):
+        return v.type, v.value  # a fusion vector's value, defused already (CSUP v23)
     if isinstance(t, FusionType):
         if isinstance(v, Value):  # (subtype, the supertype's value): decoded ``fused``
             return v.type, defuse(v.value, v.type)
@@ -123,7 +125,10 @@ def unfuse(t: Any, v: Any, depth: int = 0) -> tuple[Any, Any]:
             if f.name not in v:  # an absent optional field stays as it was
                 fields.append(f)
                 continue
-            ft, out[f.name] = unfuse(f.type, v[f.name], d)
+            ft, fv = unfuse(f.type, v[f.name], d)
+            if fv is bsup5.NONE and ft == bsup5.NONE_T and v[f.name] is not fv:
+                continue  # a fusion value whose subtype is none: super drops the field
+            out[f.name] = fv
             fields.append(type(f)(f.name, ft))
         return RecordType(tuple(fields)), out
     if isinstance(t, ArrayType | SetType) and isinstance(v, list):
@@ -146,6 +151,23 @@ def unfuse(t: Any, v: Any, depth: int = 0) -> tuple[Any, Any]:
         it, iv = unfuse(t.inner, v, d)
         return ErrorType(it), iv
     return t, v
+
+
+def holds_value(v: Any, depth: int = 0) -> bool:
+    """Whether a decoded value holds a typed :class:`Value` within: a fusion vector's
+    value with its subtype, inside a column whose type names no fusion (CSUP v23's
+    column types are the supertypes)."""
+    if depth > 200:
+        return False
+    if isinstance(v, Value):
+        return True
+    if isinstance(v, UnionValue):
+        return holds_value(v.value, depth + 1)
+    if isinstance(v, dict):
+        return any(holds_value(x, depth + 1) for x in v.values())
+    if isinstance(v, list | tuple):
+        return any(holds_value(x, depth + 1) for x in v)
+    return False
 
 
 def _unify(typed: list[tuple[Any, Any]]) -> tuple[Any, list[Any]]:
