@@ -459,7 +459,7 @@ def _held_values(data: bytes, version: int) -> list[tuple[Type, Any]]:
 
 def _held_decode(t: Type, body: Any, version: int, typed: bool, fused: bool = False) -> Any:
     if version == 5:
-        return bsup5.decode_value(t, body, typed=typed, fused=fused)
+        return bsup5.decode_value(t, body, typed=typed, fused=fused, empty=True)
     return bsup2.decode_value(t, body, typed=typed, fused=fused,
                               dialect=bsup2.V1 if version == 1 else bsup2.V2)
 

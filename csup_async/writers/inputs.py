@@ -152,7 +152,8 @@ def _read_superdb_bsup(data: bytes, version: int, path: str) -> Iterator[Value]:
 
     if version == 5:
         for t, body in codec.read_values(data):
-            yield top_value(t, codec.decode_value(t, body, typed=True, fused=True))
+            yield top_value(t, codec.decode_value(t, body, typed=True, fused=True,
+                                                  empty=True))
         return
     dialect = codec.V1 if version == 1 else codec.V2
     for t, body in codec.read_values(data, dialect):

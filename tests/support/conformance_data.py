@@ -8,6 +8,7 @@ wrote into ``tests/data/real/conformance/``)::
     python3 -m tests.support.conformance_data write    # <writer>/ files and tool outputs
     python3 -m tests.support.conformance_data ours     # csup-async's BSUP of zq's files, zq's JSON
     python3 -m tests.support.conformance_data table    # how csup-async reads them
+    python3 -m tests.support.conformance_data add super NAME...  # whole inputs, added
 
 ``select`` reads the ``*.yaml`` ztests of super main (492eab8) and zq v1.12.0 from the
 snapshots (``$CSUP_ASYNC_SNAPSHOTS``), has the tool itself parse each input (SUP,
@@ -271,26 +272,85 @@ def select(family: str) -> None:
           f"{sum(len(c[1]) for c in chosen)} values, {len(covered)} features", file=sys.stderr)
 
 
-def write(writer_name: str) -> None:
-    """Run one writer over its family's inputs; save its files and its tool's output."""
+def input_files(family: str) -> list[Path]:
+    """The inputs of ``family``: canonical text, and JSON (``.json``) where the JSON
+    reader gives what the text cannot say (see the corpus README)."""
+    folder = DATA / "inputs" / family
+    return sorted([*folder.glob(f"*.{INPUT_EXT[family]}"), *folder.glob("*.json")])
+
+
+def input_file(family: str, stem: str) -> Path:
+    """The input file ``stem`` of ``family`` (text or JSON)."""
+    json_input = DATA / "inputs" / family / f"{stem}.json"
+    return json_input if json_input.is_file() else json_input.with_suffix(
+        "." + INPUT_EXT[family])
+
+
+def input_flags(src: Path) -> list[str]:
+    """The writer's flags that read ``src``: ``-i json`` for a JSON input."""
+    return ["-i", "json"] if src.suffix == ".json" else []
+
+
+def add(family: str, names: list[str]) -> None:
+    """Add the whole ztest inputs ``names`` (as :func:`ztest_inputs` names them) to
+    ``inputs/<family>/`` and write them with every writer of ``family``, keeping the
+    files there: what a live run over every input (:mod:`.conformance_full`) found.  A
+    JSON input stays JSON (its reader fuses values and writes nil bodies, which text
+    would not say); a text input is the tool's ``-s -fusion`` of it (fusion values kept)."""
+    o = SOURCES[family]
+    binary = realtools.find(o.tool, o.command)
+    if binary is None:
+        raise SystemExit(f"{o.command} {o.tool.version} is not built")
+    found = {name: (fmt, text) for name, fmt, text in ztest_inputs(o.tool)}
+    folder = DATA / "inputs" / family
+    for name in names:
+        fmt, text = found[name]
+        if fmt == "json" or _json_reader_reads(binary, text):
+            (folder / f"{name}.json").write_text(text)
+            continue
+        flag = ["-fusion"] if o.command == "super" else []
+        canon = realtools.run(binary, "-s" if o.command == "super" else "-z", *flag, "-",
+                              input=text.encode())
+        (folder / f"{name}.{INPUT_EXT[family]}").write_text(canon.decode())
+    for writer_name, w in WRITERS.items():
+        if w.family == family:
+            write(writer_name, only=names)
+
+
+def _json_reader_reads(binary: Path, text: str) -> bool:
+    """Whether the tool's format detection reads ``text`` as JSON (as it wrote it)."""
+    try:
+        plain = realtools.run(binary, "-f", "bsup", "-", input=text.encode())
+        as_json = realtools.run(binary, "-i", "json", "-f", "bsup", "-", input=text.encode())
+    except RuntimeError:
+        return False
+    return plain == as_json
+
+
+def write(writer_name: str, only: list[str] | None = None) -> None:
+    """Run one writer over its family's inputs; save its files and its tool's output
+    (``only``: those inputs, the others' files kept)."""
     w = WRITERS[writer_name]
     o = w.oracle
     binary = realtools.find(o.tool, o.command)
     if binary is None:
         raise SystemExit(f"{o.command} {o.tool.version} is not built")
-    inputs = sorted((DATA / "inputs" / w.family).glob(f"*.{INPUT_EXT[w.family]}"))
+    inputs = [p for p in input_files(w.family) if only is None or p.stem in only]
     out = DATA / o.name
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*"):
-        old.unlink()
     manifest: dict[str, str] = {}
+    if only is None:
+        for old in out.glob("*"):
+            old.unlink()
+    else:
+        manifest = json.loads((out / "MANIFEST.json").read_text())
     for src in inputs:
         name = src.stem
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 for ext in w.formats:
-                    realtools.run(binary, "-f", ext, "-o", str(Path(tmp) / f"{name}.{ext}"),
-                                  str(src))
+                    realtools.run(binary, *input_flags(src), "-f", ext,
+                                  "-o", str(Path(tmp) / f"{name}.{ext}"), str(src))
             except RuntimeError as e:
                 said = str(e).split(": ", 1)[-1] if "exited" in str(e) else str(e)
                 manifest[name] = "not written: " + said.splitlines()[-1].replace(
@@ -386,6 +446,8 @@ def main(argv: list[str]) -> int:
     elif what == "write":
         for name in (argv[1:] or list(WRITERS)):
             write(name)
+    elif what == "add":  # add FAMILY NAME...: whole inputs a live run found wanting
+        add(argv[1], argv[2:])
     elif what == "ours":
         for name in (argv[1:] or list(OURS_READERS)):
             write_ours(name)

@@ -174,7 +174,7 @@ def expected(p: Printed, oracle: Oracle) -> list[tuple[Any, Any]] | None:
             from csup_async.format.superdb import bsup5  # type: ignore[attr-defined]
         except ImportError:
             return None
-        return [(t, bsup5.decode_value(t, b, typed=True)) for t, b in
+        return [(t, bsup5.decode_value(t, b, typed=True, empty=True)) for t, b in
                 bsup5.read_values(p.binary)]
     dialect = {1: bsup2.V1, 2: bsup2.V2}.get(oracle.bsup_version)
     if dialect is None:

@@ -491,7 +491,9 @@ def _empty_when_nil(t: Type) -> bool:
     """Whether a nil body (tag 0) of type ``t`` is its empty value: super main keys
     nullness on the type alone (``Value.IsNull`` is the null type), so its writers emit a
     zero-length string, bytes or container with tag 0 (its JSON reader's ``""``) and its
-    readers take it as empty.  Other types keep a nil body as null, as before."""
+    readers take it as empty.  Other types keep a nil body as null, as before, and so
+    does metadata (a nil min/max is "none", not an empty string): callers that decode
+    data ask for it (``empty=True``)."""
     while isinstance(t, NamedType):
         t = t.inner
     if isinstance(t, PrimitiveType):
@@ -501,23 +503,26 @@ def _empty_when_nil(t: Type) -> bool:
 
 def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = False,
                  depth: int = 0, names: dict[str, Type] | None = None,
-                 fused: bool = False) -> Any:
+                 fused: bool = False, empty: bool = False) -> Any:
     """A version-5 body to Python (the library's mapping; a ``none`` is :data:`NONE`,
     and record fields holding it are left out of their dict).  ``fused``: a fusion value
     with its subtype, ``Value(subtype, the supertype's value)`` (:mod:`.defuse` makes it
     the subtype's value, as super prints it); else its supertype's value, as a column of
-    the supertype holds it."""
+    the supertype holds it.  ``empty``: data, where a nil body of a string, bytes or
+    container is its empty value (:func:`_empty_when_nil`)."""
     if depth > 200:
         raise FormatError("value nested too deeply")
     if t == NONE_T:
         return NONE
     if body is None:
-        if not _empty_when_nil(t):
+        if not (empty and _empty_when_nil(t)):
             return None
         body = b""  # super main: only the null type is null; a nil body is empty
     d = depth + 1
     if names is None:
         names = {}
+    kw: dict[str, Any] = {"typed": typed, "fused": fused, "empty": empty, "depth": d,
+                          "names": names}
     if isinstance(t, RecRef):
         if t.name not in names:
             raise UnsupportedTypeError(f"a value of the recursive type {t.name} without "
@@ -532,7 +537,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             raise FormatError("a value of type all outside an any vector")
         return decode_primitive(t, body)
     if isinstance(t, NamedType | ErrorType):
-        return decode_value(t.inner, body, typed=typed, fused=fused, depth=d, names=names)
+        return decode_value(t.inner, body, **kw)
     if isinstance(t, EnumType):
         i = int.from_bytes(bytes(body), "little")
         if i >= len(t.symbols):
@@ -545,9 +550,8 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         if t.inner == ALL_T:  # any: the value's own type is its second part
             if parts[1] is None:
                 raise FormatError("any value without its type")
-            return decode_value(decode_type_value(parts[1]), parts[0], typed=typed, fused=fused,
-                                depth=d, names=names)
-        v = decode_value(t.inner, parts[0], typed=typed, fused=fused, depth=d, names=names)
+            return decode_value(decode_type_value(parts[1]), parts[0], **kw)
+        v = decode_value(t.inner, parts[0], **kw)
         if not fused or parts[1] is None:
             return v
         # the subtype kept: .defuse makes its value
@@ -558,7 +562,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
                               f"{len(t.fields)}")
         out: dict[str, Any] = {}
         for f, p in zip(t.fields, parts, strict=True):
-            v = decode_value(field_type(f), p, typed=typed, fused=fused, depth=d, names=names)
+            v = decode_value(field_type(f), p, **kw)
             if isinstance(f, OptField) and isinstance(v, UnionValue) and v.value is NONE:
                 continue
             if v is NONE:
@@ -574,14 +578,13 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
             out[f.name] = v
         return out
     if isinstance(t, ArrayType | SetType):
-        return [decode_value(t.elem, p, typed=typed, fused=fused, depth=d, names=names)
+        return [decode_value(t.elem, p, **kw)
                 for p in parts]
     if isinstance(t, MapType):
         if len(parts) % 2:
             raise FormatError("map value has a key without a value")
-        items = [(decode_value(t.key, parts[j], typed=typed, fused=fused, depth=d, names=names),
-                  decode_value(t.value, parts[j + 1], typed=typed, fused=fused, depth=d,
-                               names=names))
+        items = [(decode_value(t.key, parts[j], **kw),
+                  decode_value(t.value, parts[j + 1], **kw))
                  for j in range(0, len(parts), 2)]
         return map_value(t.key, items)
     if isinstance(t, UnionType):
@@ -590,7 +593,7 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         idx = int.from_bytes(bytes(parts[0]), "little")
         if idx >= len(t.types):
             raise FormatError(f"union member {idx} of a {len(t.types)}-member union")
-        v = decode_value(t.types[idx], parts[1], typed=typed, fused=fused, depth=d, names=names)
+        v = decode_value(t.types[idx], parts[1], **kw)
         if v is NONE:
             return NONE
         return UnionValue(idx, t.types[idx], v) if typed else v

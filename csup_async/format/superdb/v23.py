@@ -259,8 +259,8 @@ def const_value(t: NamedType, body: Any, what: str) -> tuple[Type, Any]:
         if len(inner) != 2 or inner[1] is None:
             raise FormatError(f"{what}: Const value is not a value and its type")
         vt = bsup5.decode_type_value(inner[1])
-        return vt, bsup5.decode_value(vt, inner[0], typed=True)
-    return ft, bsup5.decode_value(ft, raw, typed=True)
+        return vt, bsup5.decode_value(vt, inner[0], typed=True, empty=True)
+    return ft, bsup5.decode_value(ft, raw, typed=True, empty=True)
 
 
 def parse_metadata(buf: bytes | memoryview, offset: int, header: Header,

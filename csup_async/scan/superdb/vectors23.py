@@ -110,7 +110,7 @@ def values(dec: Any, n: Node, d: int) -> list[Any]:
 
         out = []
         for t, b in zip(types, bodies, strict=True):
-            v = bsup5.decode_value(t, b, typed=dec.typed)
+            v = bsup5.decode_value(t, b, typed=dec.typed, empty=True)
             out.append(Value(t, v) if dec.typed else v)
         return out
     raise FormatError(f"vectors of kind {k} are not read here")

@@ -24,9 +24,10 @@ from tests.support import realtools
 from tests.support.conformance import Verdict, files, read_here, verdict
 from tests.support.conformance_data import (
     DATA,
-    INPUT_EXT,
     OURS_READERS,
     WRITERS,
+    input_file,
+    input_flags,
     ours_bsup,
     ours_path,
 )
@@ -86,9 +87,10 @@ def test_committed_files_are_what_the_tools_write_and_print(writer: str,
     binary = realtools.require(w.oracle.tool, w.oracle.command)
     checked = 0
     for path in files(w):
-        src = DATA / "inputs" / w.family / f"{path.stem}.{INPUT_EXT[w.family]}"
+        src = input_file(w.family, path.stem)
         fresh = tmp_path / path.name
-        realtools.run(binary, "-f", path.suffix[1:], "-o", str(fresh), str(src))
+        realtools.run(binary, *input_flags(src), "-f", path.suffix[1:], "-o", str(fresh),
+                      str(src))
         assert fresh.read_bytes() == path.read_bytes(), path.name
         now, kept = oracles.run(w.oracle, path), oracles.committed(w.oracle, path)
         assert now is not None and kept is not None, path.name
