@@ -168,12 +168,20 @@ def super_type_text(t: Any) -> str:
     return released_type_text(t, bars=True)
 
 
+def _quote(name: str) -> str:
+    """A name as the tools print it: quoted unless an identifier."""
+    import re
+
+    if re.match(r"^[A-Za-z_$][A-Za-z0-9_$]*$", name):
+        return name
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def released_type_text(t: Any, bars: bool, seen: set[str] | None = None,
                        member: bool = False) -> str:
     """A type value's text in the released tools: ``bars`` for super v0.2.0/v0.3.0
     (``a|b``), else Zed's (``(a,b)``; a named type's name never quoted)."""
     from csup_async.format.superdb.bsup2 import FusionType, OptField
-    from csup_async.model.types import _quote
 
     seen = set() if seen is None else seen
 
