@@ -550,7 +550,9 @@ def decode_value(t: Type, body: bytes | memoryview | None, *, typed: bool = Fals
         if t.inner == ALL_T:  # any: the value's own type is its second part
             if parts[1] is None:
                 raise FormatError("any value without its type")
-            return decode_value(decode_type_value(parts[1]), parts[0], **kw)
+            own = decode_type_value(parts[1])
+            v = decode_value(own, parts[0], **kw)
+            return Value(own, v) if fused else v  # fused: super prints it as its own
         v = decode_value(t.inner, parts[0], **kw)
         if not fused or parts[1] is None:
             return v
