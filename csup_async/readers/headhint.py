@@ -40,10 +40,29 @@ _LAST: OrderedDict[tuple[str, str], bool] = OrderedDict()
 _KEEP = 1024  # places remembered (least recently opened forgotten first)
 
 
-def _place(store: Any, key: str) -> tuple[str, str] | None:
+_HEADS: dict[type, bool] = {}  # per store class: a HeadReader (the Protocol check is slow)
+
+
+def head_reader(store: Any) -> bool:
+    """Whether ``store`` is a :class:`~csup_async.stores.capabilities.HeadReader`: once per
+    class; each call for a class forwarding attributes (``__getattr__``) or an instance
+    whose own attributes name the Protocol's members."""
     from ..stores.capabilities import HeadReader
 
-    if not isinstance(store, HeadReader):
+    cls = type(store)
+    own = getattr(store, "__dict__", None)
+    if own and not own.keys().isdisjoint(("read_head", "endpoint_for")):
+        return isinstance(store, HeadReader)
+    known = _HEADS.get(cls)
+    if known is None:
+        known = isinstance(store, HeadReader)
+        if not hasattr(cls, "__getattr__"):
+            _HEADS[cls] = known
+    return known
+
+
+def _place(store: Any, key: str) -> tuple[str, str] | None:
+    if not head_reader(store):
         return None
     try:
         return str(store.endpoint_for(key)), posixpath.dirname(key)

@@ -55,16 +55,19 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
         from .headhint import speculated
 
         head = await speculated(self, tail, speculative)
+    recalled, self.recalled = await _recalled(self, tail), None
     size, version = tail.info.size, tail.info.version
     buf = HeldBytes()
     buf.add(tail.offset, tail.data)
     self._held = [(tail.offset, tail.data)]
-    for off, data in [*([(0, head)] if head is not None else []), *held]:
+    made = [(0, len(head))] if head is not None else []  # the reads made: openhint's
+    for off, data in [*([(0, head)] if head is not None else []), *recalled, *held]:
         buf.add(off, data)
         self._held.append((off, data))
+    made += [(o, len(d)) for o, d in recalled]
     reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
     first_reads = reqs
-    head_read = head is not None
+    head_read = head is not None or any(o == 0 for o, _ in recalled)
     prefetch = P.tail_prefetch_size(self.profile, size)
 
     async def read(off: int, n: int) -> None:
@@ -74,6 +77,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
             raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
         buf.add(off, data)
         self._held.append((off, data))
+        made.append((off, n))
         reqs += 1
         nbytes += n
 
@@ -120,7 +124,8 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     have = min(buf.held_until(start), start + n) if buf.covers(start, 1) else (
                         start)
                     await read(have, start + n - have)
-                if reqs == first_reads + (1 if head_read and head is None else 0):
+                if reqs == first_reads + (1 if head_read and head is None and not recalled
+                                          else 0):
                     in_first += 1
                 objects.append(_parsed(self, buf, start, off, hdr, size))
                 largest = max(largest, n)
@@ -134,7 +139,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.parts = tuple(parts)
     self._buf = buf
     self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first,
-                               head_read and tail.offset > 0)
+                               head_read and tail.offset > 0, len(recalled))
     self.open_stats.requests = reqs
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
@@ -142,6 +147,20 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     from .headhint import remember
 
     remember(self.store, self.key, head_read and tail.offset > 0)
+    if not held:  # (a reader made from held bytes read none of them)
+        from .openhint import remember as remember_reads
+
+        remember_reads(self.store, self.key, size, version, made if tail.offset else ())
+
+
+async def _recalled(self: Any, tail: TailRead) -> list[tuple[int, bytes]]:
+    """The bytes of the reads the last open of this file made, sent with ``tail``
+    (:mod:`.openhint`; none when there were none, or the file is not as it was)."""
+    if self.recalled is None:
+        return []
+    from .openhint import take
+
+    return await take(self, tail, self.recalled)
 
 
 def _parsed(self: Any, buf: HeldBytes, start: int, off: int, hdr: Header, size: int
