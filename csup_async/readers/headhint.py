@@ -101,8 +101,12 @@ def remember(store: Any, key: str, needed_head: bool) -> None:
 
 
 def forget() -> None:
-    """Forget every place (tests that count requests start from no hint)."""
+    """Forget every place, and every file's reads (:mod:`.openhint`): tests that count
+    requests start from no hint."""
+    from .openhint import forget as forget_reads
+
     _LAST.clear()
+    forget_reads()
 
 
 async def drop_head(head: Any) -> None:
