@@ -32,33 +32,15 @@ import posixpath
 from collections import OrderedDict
 from typing import Any
 
+from .openhint import forget as forget_reads
+from .openhint import head_reader
+
 #: Whether an open in a place not seen before sends a small head read beside its tail read
 #: (``$CSUP_COLD_HEAD_READ=0`` says no, too).
 cold_head_reads = True
 
 _LAST: OrderedDict[tuple[str, str], bool] = OrderedDict()
 _KEEP = 1024  # places remembered (least recently opened forgotten first)
-
-
-_HEADS: dict[type, bool] = {}  # per store class: a HeadReader (the Protocol check is slow)
-
-
-def head_reader(store: Any) -> bool:
-    """Whether ``store`` is a :class:`~csup_async.stores.capabilities.HeadReader`: once per
-    class; each call for a class forwarding attributes (``__getattr__``) or an instance
-    whose own attributes name the Protocol's members."""
-    from ..stores.capabilities import HeadReader
-
-    cls = type(store)
-    own = getattr(store, "__dict__", None)
-    if own and not own.keys().isdisjoint(("read_head", "endpoint_for")):
-        return isinstance(store, HeadReader)
-    known = _HEADS.get(cls)
-    if known is None:
-        known = isinstance(store, HeadReader)
-        if not hasattr(cls, "__getattr__"):
-            _HEADS[cls] = known
-    return known
 
 
 def _place(store: Any, key: str) -> tuple[str, str] | None:
@@ -103,8 +85,6 @@ def remember(store: Any, key: str, needed_head: bool) -> None:
 def forget() -> None:
     """Forget every place, and every file's reads (:mod:`.openhint`): tests that count
     requests start from no hint."""
-    from .openhint import forget as forget_reads
-
     _LAST.clear()
     forget_reads()
 

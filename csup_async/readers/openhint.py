@@ -14,7 +14,7 @@ Nothing recalled is trusted: the reads are pinned to the version remembered
 when the tail read names the same size and version, and the chain parses and
 checks every header as a cold open does (a range that no longer holds what it held
 only costs the reads it would have made anyway).  The memory is the process's,
-bounded (:data:`_KEEP` files, :data:`_MAX_RANGES` reads each); ``headhint.forget``
+bounded (:data:`KEEP` files, :data:`MAX_RANGES` reads each); ``headhint.forget``
 clears it too.
 """
 
@@ -31,13 +31,33 @@ from ..stores import TailRead
 Ranges = tuple[tuple[int, int], ...]
 
 _SEEN: OrderedDict[tuple[str, str], tuple[int, str, Ranges]] = OrderedDict()
-_KEEP = 1024  # files remembered (least recently opened forgotten first)
-_MAX_RANGES = 64  # a file whose open made more reads is not remembered
+KEEP = 1024  # files remembered (least recently opened forgotten first)
+MAX_RANGES = 64  # a file whose open made more reads is not remembered
+
+
+_HEADS: dict[type, bool] = {}  # per store class: a HeadReader (the Protocol check is slow)
+
+
+def head_reader(store: Any) -> bool:
+    """Whether ``store`` is a :class:`~csup_async.stores.capabilities.HeadReader`: once per
+    class; each call for a class forwarding attributes (``__getattr__``) or an instance
+    whose own attributes name the Protocol's members."""
+    from ..stores.capabilities import HeadReader
+
+    cls = type(store)
+    own = getattr(store, "__dict__", None)
+    if own and not own.keys().isdisjoint(("read_head", "endpoint_for")):
+        return isinstance(store, HeadReader)
+    known = _HEADS.get(cls)
+    if known is None:
+        known = isinstance(store, HeadReader)
+        if not hasattr(cls, "__getattr__"):
+            _HEADS[cls] = known
+    return known
 
 
 def _ident(store: Any, key: str) -> tuple[str, str] | None:
     from ..stores.capabilities import cache_key
-    from .headhint import head_reader
 
     try:
         where = str(store.endpoint_for(key)) if head_reader(store) else ""
@@ -61,12 +81,12 @@ def remember(store: Any, key: str, size: int, version: str | None,
     ident = _ident(store, key)
     if ident is None:
         return
-    if version is None or not ranges or len(ranges) > _MAX_RANGES:
+    if version is None or not ranges or len(ranges) > MAX_RANGES:
         _SEEN.pop(ident, None)
         return
     _SEEN[ident] = (size, version, tuple(sorted(set(ranges))))
     _SEEN.move_to_end(ident)
-    while len(_SEEN) > _KEEP:
+    while len(_SEEN) > KEEP:
         _SEEN.popitem(last=False)
 
 

@@ -57,14 +57,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
         head = await speculated(self, tail, speculative)
     recalled, self.recalled = await _recalled(self, tail), None
     size, version = tail.info.size, tail.info.version
-    buf = HeldBytes()
-    buf.add(tail.offset, tail.data)
-    self._held = [(tail.offset, tail.data)]
-    made = [(0, len(head))] if head is not None else []  # the reads made: openhint's
-    for off, data in [*([(0, head)] if head is not None else []), *recalled, *held]:
-        buf.add(off, data)
-        self._held.append((off, data))
-    made += [(o, len(d)) for o, d in recalled]
+    buf, made = _seed(self, tail, head, recalled, held)
     reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
     first_reads = reqs
     head_read = head is not None or any(o == 0 for o, _ in recalled)
@@ -144,13 +137,35 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
     self.open_stats.wall = time.perf_counter() - t0
+    _remember(self, tail, head_read, made, held)
+
+
+def _seed(self: Any, tail: TailRead, head: bytes | None, recalled: list[tuple[int, bytes]],
+          held: Sequence[tuple[int, bytes]]) -> tuple[HeldBytes, list[tuple[int, int]]]:
+    """The open's buffer, holding the tail read, the head read, the recalled reads and the
+    bytes held already (also kept in ``self._held``); and the reads made so far."""
+    buf = HeldBytes()
+    buf.add(tail.offset, tail.data)
+    self._held = [(tail.offset, tail.data)]
+    for off, data in [*([(0, head)] if head is not None else []), *recalled, *held]:
+        buf.add(off, data)
+        self._held.append((off, data))
+    made = [(0, len(head))] if head is not None else []
+    return buf, made + [(o, len(d)) for o, d in recalled]
+
+
+def _remember(self: Any, tail: TailRead, head_read: bool, made: list[tuple[int, int]],
+              held: Sequence[tuple[int, bytes]]) -> None:
+    """What the next opens learn from this one: whether its place's files need a head
+    read (:mod:`.headhint`), where this file's metadata was (:mod:`.openhint`; not for a
+    reader made from held bytes, which read none of them)."""
     from .headhint import remember
+    from .openhint import remember as remember_reads
 
     remember(self.store, self.key, head_read and tail.offset > 0)
-    if not held:  # (a reader made from held bytes read none of them)
-        from .openhint import remember as remember_reads
-
-        remember_reads(self.store, self.key, size, version, made if tail.offset else ())
+    if not held:
+        remember_reads(self.store, self.key, tail.info.size, tail.info.version,
+                       made if tail.offset else ())
 
 
 async def _recalled(self: Any, tail: TailRead) -> list[tuple[int, bytes]]:

@@ -32,7 +32,9 @@ def _fresh() -> Any:
 
 async def _open(path: Path, **kw: Any) -> tuple[Any, list[dict[str, Any]]]:
     async with csup_async.open(str(path), profile=SMALL, **kw) as r:
-        return getattr(r, "_open_cost", None), await r.read_rows()
+        cost = (await r.plan(None)).open_cost if getattr(r, "header_layout", False) else (
+            None)
+        return cost, await r.read_rows()
 
 
 class Counting(LocalStore):
@@ -63,14 +65,14 @@ async def test_a_warm_open_sends_its_reads_with_the_tail_read(tmp_path: Path,
     shutil.copy(path, f)
     store = Counting()
     async with csup_async.open(str(f), profile=SMALL, store=store) as r:
-        cold, cold_rows = r._open_cost, await r.read_rows()
-        cold_plan = (await r.plan(None)).explain()
+        plan = await r.plan(None)
+        cold, cold_rows, cold_plan = plan.open_cost, await r.read_rows(), plan.explain()
     assert store.calls[0] == "tail" and store.calls.count("range") >= 1
     assert cold.recalled == 0
     store.calls.clear()
     async with csup_async.open(str(f), profile=SMALL, store=store) as r:
-        warm, warm_rows = r._open_cost, await r.read_rows()
-        plan = (await r.plan(None)).explain()
+        wplan = await r.plan(None)
+        warm, warm_rows, plan = wplan.open_cost, await r.read_rows(), wplan.explain()
     # one thread hand-off for the whole open (then the scan's data reads)
     assert store.calls[0] == "tail+" and "range" not in store.calls[:1]
     assert warm.recalled == cold.requests - 1  # every read but the tail's, sent with it
@@ -110,10 +112,11 @@ async def test_reads_recalled_wrongly_only_cost_reads(tmp_path: Path) -> None:
     f = tmp_path / "f.csup"
     shutil.copy(OBJECTS, f)
     cold, rows = await _open(f)
-    ident = next(iter(openhint._SEEN))
-    size, version, _ = openhint._SEEN[ident]
+    known = openhint.recall(LocalStore(), str(f))
+    assert known is not None
+    size, version, _ = known
     for ranges in (((100, 10),), ((size - 10, 100),), ((5000, 4096), (40_000, 1))):
-        openhint._SEEN[ident] = (size, version, ranges)
+        openhint.remember(LocalStore(), str(f), size, version, ranges)
         again, got = await _open(f)
         assert got == rows
         assert again.objects == cold.objects
@@ -121,12 +124,13 @@ async def test_reads_recalled_wrongly_only_cost_reads(tmp_path: Path) -> None:
 
 def test_the_memory_is_bounded_and_keeps_no_unknown_version() -> None:
     store = LocalStore()
-    for i in range(openhint._KEEP + 10):
+    for i in range(openhint.KEEP + 10):
         openhint.remember(store, f"/d/{i}.csup", 100, "v", ((0, 10),))
-    assert len(openhint._SEEN) == openhint._KEEP
-    assert openhint.recall(store, "/d/0.csup") is None
-    assert openhint.recall(store, f"/d/{openhint._KEEP + 9}.csup") == (100, "v", ((0, 10),))
+    assert [i for i in range(openhint.KEEP + 10)
+            if openhint.recall(store, f"/d/{i}.csup") is None] == list(range(10))
+    assert openhint.recall(store, f"/d/{openhint.KEEP + 9}.csup") == (100, "v", ((0, 10),))
     openhint.remember(store, "/d/x.csup", 100, None, ((0, 10),))
     assert openhint.recall(store, "/d/x.csup") is None
-    openhint.remember(store, "/d/y.csup", 100, "v", tuple((i, 1) for i in range(100)))
+    many = tuple((i, 1) for i in range(openhint.MAX_RANGES + 1))
+    openhint.remember(store, "/d/y.csup", 100, "v", many)
     assert openhint.recall(store, "/d/y.csup") is None
