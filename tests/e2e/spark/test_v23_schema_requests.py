@@ -49,8 +49,8 @@ def _reads(proxy: FaultProxy) -> list[str]:
 
 def test_v23_files_cost_one_request_each_and_give_the_same_schema(moto_s3, proxy):
     for i in range(3):
-        moto_s3.put(f"v23/part-{i}.csup", WIDE.read_bytes())
-    settings = parse_options(_options(moto_s3, proxy, "v23"))
+        moto_s3.put(f"v23-schema/part-{i}.csup", WIDE.read_bytes())
+    settings = parse_options(_options(moto_s3, proxy, "v23-schema"))
 
     opened = load_sync(settings)  # what schema() did before: open every file
     before = _reads(proxy)
@@ -70,7 +70,7 @@ def test_v23_files_cost_one_request_each_and_give_the_same_schema(moto_s3, proxy
     proxy.reset()
     from csup_async.spark.source import CsupDataSource
 
-    assert CsupDataSource(_options(moto_s3, proxy, "v23")).schema() == want
+    assert CsupDataSource(_options(moto_s3, proxy, "v23-schema")).schema() == want
     assert _reads(proxy) == ["tail"] * 3
 
 

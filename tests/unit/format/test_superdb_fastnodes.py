@@ -64,7 +64,9 @@ def _fast(t: Any, body: Any, dialect: Any) -> tuple[str, Any]:
 
 def _agrees(t: Any, body: Any, dialect: Any) -> bool:
     fast = _fast(t, body, dialect)
-    return fast[0] == "refused" or fast == _outcome(lambda: M.node_of(t, body, "x", dialect))
+    slow = _outcome(lambda: M.node_of(t, body, "x", dialect))
+    # a damaged body may decode to a NaN, unequal to itself: equal texts are the same node
+    return fast[0] == "refused" or fast == slow or repr(fast) == repr(slow)
 
 
 def test_the_corpus_has_every_kind_a_projection_walks() -> None:
