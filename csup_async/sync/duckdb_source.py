@@ -53,10 +53,10 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     reader = open_sync(source, **options)  # type: ignore[arg-type]
     try:
         req = request(columns, path=reader.path, **arguments)
-        if not req.plain:  # the scan's result is the stream
-            with reader:
-                return con.from_arrow(reader.scan_with(req).exported(unions))
     except BaseException:
         reader.close()
         raise
-    return con.from_arrow(reader.batches_with(req, unions))
+    if req.plain:  # streamed in ``batch_rows`` batches, the reader open while it is read
+        return con.from_arrow(reader.batches_with(req, unions))
+    with reader:  # the scan's result is the stream
+        return con.from_arrow(reader.scan_with(req).exported(unions))
