@@ -412,8 +412,8 @@ class _Matching:
 
     def __call__(self, res: ScanResult) -> ScanResult:
         by_path = {self._path(c): a for c, a in res.columns.items()}
-        names = tuple(sorted((p, a.type.name) for p, a in by_path.items()
-                             if isinstance(a.type, PrimitiveType)))
+        names = tuple((p, a.type.name) for p, a in by_path.items()  # (in column order:
+                      if isinstance(a.type, PrimitiveType))  # the same for each batch)
         typed = self.bound.get(names)
         if typed is None:
             typed = self.bound[names] = bind(self.expr, dict(names))
