@@ -61,8 +61,12 @@ MODES = {
     # the same before this change (and with $CSUP_COLD_HEAD_READ=0): the tail read alone,
     # then the head read once the tail says v23
     "cold, no head read (before)": {"forget": True, "cold_head": False},
-    # a place whose last file was opened in this process (same layout, same directory)
-    "warm place": {"forget": False, "cold_head": True},
+    # a place whose last file was opened in this process (same layout, same directory),
+    # not this file (readers/openhint forgotten)
+    "warm place": {"forget": False, "cold_head": True, "forget_file": True},
+    # this file opened before in this process (same size and version): the reads that
+    # open made go with the tail read (readers/openhint)
+    "warm file": {"forget": False, "cold_head": True},
 }
 
 
@@ -78,7 +82,7 @@ def opens(store, files: dict[str, str], opts: dict, runs: int) -> list[dict]:
     """Each file opened and scanned for 2 columns in each mode: GETs and bytes counted by
     nginx, the open's and the whole's wall time (medians of ``runs``); the connection pool
     is new each time (a new event loop), so setup is paid as a new process pays it."""
-    from csup_async.readers import headhint
+    from csup_async.readers import headhint, openhint
 
     rows = []
     for name, url in files.items():
@@ -89,6 +93,8 @@ def opens(store, files: dict[str, str], opts: dict, runs: int) -> list[dict]:
                 headhint.cold_head_reads = how["cold_head"]
                 if not how["forget"]:  # the place learnt from the file before
                     asyncio.run(_scan(url, ["id"], **opts))
+                    if how.get("forget_file"):
+                        openhint.forget()
                 mark = netsim.log_mark(store.log)
                 a, b = asyncio.run(_open_scan(url, ["id", "score"], **opts))
                 count = netsim.log_count(store.log, mark)
@@ -117,6 +123,7 @@ def main() -> None:
     args = ap.parse_args()
     data = rows(args.rows)
     out: dict = {"rows": args.rows, "runs": args.runs}
+    out["when"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "root" / "bench"
         places = {"v23": "", "own": ""} if args.same_place else {"v23": "v23/", "own": "own/"}
@@ -143,12 +150,15 @@ def main() -> None:
         print(f"{args.rows:,} rows: v23 ({out['v23_writer']}) {out['sizes']['v23']:,} B, "
               f"own layout {out['sizes']['own']:,} B")
         res: dict = {}
-        for what, cols in SCANS.items():  # local
-            ta, tb = [], []
+        for what, cols in SCANS.items():  # local: warm (the same files read before)
+            ta, tb, ca, cb = [], [], [], []
             for _ in range(args.runs):
-                ta.append(timed(lambda c=cols: asyncio.run(_scan(str(v23), c))))
-                tb.append(timed(lambda c=cols: asyncio.run(_scan(str(own), c))))
+                for f, wall, cpu in ((v23, ta, ca), (own, tb, cb)):
+                    c0 = time.process_time()
+                    wall.append(timed(lambda c=cols, f=f: asyncio.run(_scan(str(f), c))))
+                    cpu.append(time.process_time() - c0)
             res[f"local {what}"] = (statistics.median(ta), statistics.median(tb))
+            res[f"local {what} CPU"] = (statistics.median(ca), statistics.median(cb))
         parts = root / f"{places['v23']}parts.csup"  # two parts: cat of the file twice
         parts.write_bytes(v23.read_bytes() * 2)
         out["sizes"]["v23 2 parts"] = parts.stat().st_size
@@ -185,6 +195,7 @@ def main() -> None:
     for row in out["opens"]:
         print(f"| {row['file']} | {row['mode']} | {row['requests']} | {row['bytes']:,} | "
               f"{row['open']:.3f} | {row['total']:.3f} |")
+    out["load"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     tag = "-same-place" if args.same_place else ""
     (RESULTS / f"v23-{args.rows}{tag}.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -88,6 +88,12 @@ class OpenCost:
     bytes_read: int
     in_first_read: int  # objects whose metadata the first read(s) held
     head_read: bool  # the tail read did not hold the whole file: the head was read too
+    recalled: int = 0  # reads sent with the tail read, where the file's last open read
+
+
+def _open_trips(c: OpenCost) -> int:
+    """Round trips of an open: one per request, those sent with the tail read in its."""
+    return c.requests - c.recalled
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +150,15 @@ class HeaderLayoutPlan:
             + ("" if c.in_first_read >= c.objects else
                f"; {c.requests - (2 if c.head_read else 1)} more in a chain (each "
                "object's header gives the next object's offset)"),
+            *([f"warm open: {c.recalled} of those requests sent with the tail read, where "
+               "the last open of this file (same size and version) read"] if c.recalled
+              else []),
             f"data: {self.request_count} request{'' if self.request_count == 1 else 's'} in "
             f"one wave, {self.bytes_to_read:,} bytes for {self.bytes_needed:,} needed "
             f"({len(self.segments)} segments"
             + (f"; {sum(1 for r in self.requests if r.served)} served from bytes read at open"
                if any(r.served for r in self.requests) else "") + ")",
-            f"round trips: {c.requests} at open + {1 if self.request_count else 0} for data",
+            f"round trips: {_open_trips(c)} at open + {1 if self.request_count else 0} for data",
         ]
         if self.pruned:
             lines.append(f"filter: {self.pruned} of {c.objects} objects ruled out by their "

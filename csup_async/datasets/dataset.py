@@ -110,8 +110,12 @@ class Dataset(ScanVerbs):
         """The columns ``scan(columns)`` gives: those asked for in their canonical
         spelling, or (None) every file's top-level columns, then the partition columns;
         ColumnNotFoundError for one no file has.  Opens every file."""
+        return await self.columns_of(ScanRequest.parse(columns))
+
+    async def columns_of(self, request: ScanRequest) -> list[str]:
+        """:meth:`column_names` of a request's columns (parsed where it was made)."""
         await self._open(self.fragments)
-        return await self._columns(ScanRequest.parse(columns).columns, self.fragments)
+        return await self._columns(request.columns, self.fragments)
 
     @property
     def readers(self) -> list[Reader]:

@@ -182,16 +182,19 @@ class Pool:
                     key_range: tuple[Any, Any] | None, csup: bool | None,
                     profile: str | P.Profile | None = None) -> PoolRead:
         """The read of a scan: its source, and how each kept object is opened."""
+        from planner.request import ScanRequest
+
         from .read import PoolRead
 
         pf = self.resolve_filter(filter, key_range)
         cols = _columns(columns)
+        request = ScanRequest.parse(cols, filter=pf.expr)  # the scan's, parsed once here
         use = await self._use_csup(csup, _read_columns(cols, pf))
         src = await self._source(pf, profile, columnar=use is not False)
         columnar: bool | frozenset[str] = use if use is not None else frozenset(
             o.id for o in src.objects if o.size >= CSUP_MIN_OBJECT)
-        return PoolRead(self.lake.io, self.config.id_str, src, cols, where=pf.expr,
-                        columnar=columnar, profile=profile)
+        return PoolRead(self.lake.io, self.config.id_str, src, request, columnar=columnar,
+                        profile=profile)
 
     async def iter_batches(self, columns: Sequence[str] | str | None = None, *,
                            filter: FilterArg = None, key_range: tuple[Any, Any] | None = None,

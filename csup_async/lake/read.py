@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.filters import Expr
 from planner.paths import format_path
+from planner.request import ScanRequest
 
 from .. import arrays as A
 from ..datasets.dataset import Dataset
@@ -49,17 +49,21 @@ _INT_KEYS = frozenset({"int8", "int16", "int32", "int64", "time", "duration"})
 class PoolRead:
     """One scan of a pool source: a Dataset of its objects, read group by group.
 
-    ``columnar``: which objects to read from their columnar copy (True: every object
-    that has one and is read whole; a set: those IDs; False: none)."""
+    ``request``: the scan's columns (None: every object's) and filter (the pool's
+    ``where``), parsed once where the scan was asked for (``Pool.scan``, or a Spark
+    driver): each object's scan narrows it (its group's columns, the key range's
+    filter) and parses nothing.  ``columnar``: which objects to read from their
+    columnar copy (True: every object that has one and is read whole; a set: those
+    IDs; False: none)."""
 
-    def __init__(self, io: LakeIO, pool_dir: str, source: PoolSource,
-                 columns: Sequence[str] | None, *, where: Expr | None,
-                 columnar: bool | frozenset[str] = False, profile: Any = None) -> None:
+    def __init__(self, io: LakeIO, pool_dir: str, source: PoolSource, request: ScanRequest,
+                 *, columnar: bool | frozenset[str] = False, profile: Any = None) -> None:
         self.io = io
         self.pool_dir = pool_dir
         self.source = source
         self.key_name = format_path(source.key)
-        self.columns = None if columns is None else list(columns)
+        self.columns = None if request.columns is None else list(request.columns)
+        where = request.filter
         self.columnar = columnar
         self.profile = profile
         kr = source.key_range
@@ -72,6 +76,7 @@ class PoolRead:
             and {family(o.key_min.type), family(o.key_max.type)} == fams
             for o in source.objects))
         self.filter = combine(key_filter, where) if self.pushed else where
+        self.request = request.but(filter=self.filter)
         self.key_range = kr
         self.readers: dict[int, Reader] = {}
         opts = {} if profile is None else {"profile": profile}
@@ -143,7 +148,7 @@ class PoolRead:
         if self.columns is not None:
             return self.columns
         frags = [self.dataset.fragments[i] for i in group]
-        return await Dataset(frags, self.io.store, missing_ok=True).column_names()
+        return await Dataset(frags, self.io.store, missing_ok=True).columns_of(self.request)
 
     async def read_group(self, group: Sequence[int]) -> ScanResult:
         """The rows of one group of overlapping objects, in pool-key order."""
@@ -153,8 +158,8 @@ class PoolRead:
             else []
         frags = [self.dataset.fragments[i] for i in group]
         try:
-            parts = await asyncio.gather(*(f.scan(cols + extra, filter=self.filter)
-                                           for f in frags))
+            each = self.request.but(columns=tuple(cols + extra) or None)  # (as parsed)
+            parts = await asyncio.gather(*(f.scan_with(each) for f in frags))
         except FormatError as e:  # (not a filter's or a store's error: those stand)
             if e.path is not None and e.path.endswith(".zng") and not isinstance(e, LimitError):
                 raise LakeError(f"data object is not valid ZNG: {e.message}",
@@ -185,7 +190,7 @@ class PoolRead:
         """Every group's rows, one group after another (groups are read at once)."""
         groups = self.source.groups
         if self.columns is None:  # the columns of every object, in listing order
-            self.columns = await self.dataset.column_names()
+            self.columns = await self.dataset.columns_of(self.request)
         got = await asyncio.gather(*(self.read_group(g) for g in groups))
         return joined(got, self.columns)
 

@@ -323,6 +323,7 @@ class Execution:
                 fm.expect(*piece_figures(plan))
             batches = R.iter_batches(self.target(), self.meta, plan, read,
                                      self.read_options, batch_rows, prefetch=prefetch)
+            matching = None if expr is None else _Matching(expr, paths)
             async with contextlib.aclosing(batches):
                 while True:
                     # (the read starts at the first step; without a meter of its own,
@@ -331,10 +332,10 @@ class Execution:
                         batch = await anext(batches, None)
                     if batch is None:
                         break
-                    if expr is None:
+                    if matching is None:
                         yield batch
                         continue
-                    kept = _matching(expr, batch, paths)
+                    kept = matching(batch)
                     if kept.num_rows:
                         yield kept
             if fm is not None:
@@ -396,13 +397,34 @@ def _charged(res: ScanResult, cost: ScanStats | None) -> ScanResult:
     return res
 
 
-def _matching(expr: Any, res: ScanResult, wanted: list[str]) -> ScanResult:
-    """The rows of ``res`` the filter keeps (exact, SQL semantics), columns ``wanted``."""
-    by_path = {P.parse_path(c): a for c, a in res.columns.items()}
-    typed = bind(expr, {p: a.type.name for p, a in by_path.items()
-                        if isinstance(a.type, PrimitiveType)})
-    keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
-    return ScanResult({c: res.columns[c].take(keep) for c in wanted}, int(keep.size),
-                      res.stats, res.plan)
+class _Matching:
+    """The rows of a file's batches the filter keeps (exact, SQL semantics), columns
+    ``wanted``.  The filter is bound for the types the batches' columns decode as, once
+    per file: the batches of a file have the same types (a file of several super types
+    may decode a column of one batch narrower than of another: that typing is bound
+    once too), and each batch's column spellings are parsed once."""
+
+    def __init__(self, expr: Any, wanted: list[str]) -> None:
+        self.expr = expr
+        self.wanted = wanted
+        self.bound: dict[tuple[tuple[tuple[str, ...], str], ...], Any] = {}
+        self.paths: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, res: ScanResult) -> ScanResult:
+        by_path = {self._path(c): a for c, a in res.columns.items()}
+        names = tuple((p, a.type.name) for p, a in by_path.items()  # (in column order:
+                      if isinstance(a.type, PrimitiveType))  # the same for each batch)
+        typed = self.bound.get(names)
+        if typed is None:
+            typed = self.bound[names] = bind(self.expr, dict(names))
+        keep = np.flatnonzero(evaluate(typed, by_path, res.num_rows))
+        return ScanResult({c: res.columns[c].take(keep) for c in self.wanted},
+                          int(keep.size), res.stats, res.plan)
+
+    def _path(self, spelling: str) -> tuple[str, ...]:
+        p = self.paths.get(spelling)
+        if p is None:
+            p = self.paths[spelling] = P.parse_path(spelling)
+        return p
 
 

@@ -32,6 +32,9 @@ import posixpath
 from collections import OrderedDict
 from typing import Any
 
+from .openhint import forget as forget_reads
+from .openhint import head_reader
+
 #: Whether an open in a place not seen before sends a small head read beside its tail read
 #: (``$CSUP_COLD_HEAD_READ=0`` says no, too).
 cold_head_reads = True
@@ -41,9 +44,7 @@ _KEEP = 1024  # places remembered (least recently opened forgotten first)
 
 
 def _place(store: Any, key: str) -> tuple[str, str] | None:
-    from ..stores.capabilities import HeadReader
-
-    if not isinstance(store, HeadReader):
+    if not head_reader(store):
         return None
     try:
         return str(store.endpoint_for(key)), posixpath.dirname(key)
@@ -82,8 +83,10 @@ def remember(store: Any, key: str, needed_head: bool) -> None:
 
 
 def forget() -> None:
-    """Forget every place (tests that count requests start from no hint)."""
+    """Forget every place, and every file's reads (:mod:`.openhint`): tests that count
+    requests start from no hint."""
     _LAST.clear()
+    forget_reads()
 
 
 async def drop_head(head: Any) -> None:

@@ -101,6 +101,7 @@ class _Opener(Opener["Reader"]):
         tail: asyncio.Future[TailRead] | None = None
         head: asyncio.Future[TailRead | None] | None = None
         asked = self.given_tail is not None  # whether the head read was decided on
+        recalled: asyncio.Future[Any] | None = None  # the reads its last open made
         try:
             if store is None:
                 # shared per loop and options; private (owned) only when it cannot be shared
@@ -113,6 +114,9 @@ class _Opener(Opener["Reader"]):
             if self.given_tail is not None:
                 tail = asyncio.get_running_loop().create_future()
                 tail.set_result(self.given_tail)
+            elif loading is None:  # a file opened before: its reads go with the tail read
+                tail, recalled = _recall(store, key, reader_opts)
+                asked = recalled is not None  # they hold its head
             if loading is not None:
                 if tail is None:
                     tail = self._early_tail(store, key, reader_opts)
@@ -122,6 +126,7 @@ class _Opener(Opener["Reader"]):
         except BaseException:
             await _discard(tail)
             await _discard(head)
+            await _discard(recalled)
             if loading is not None:
                 with contextlib.suppress(BaseException):
                     await loading  # an import left running would outlive the caller's error
@@ -134,10 +139,11 @@ class _Opener(Opener["Reader"]):
             head = _early_head(store, key, reader_opts)
         try:
             r = await load_reader(store, key, owns_store=owns, options=reader_opts,
-                                  pending=tail, head=head)
+                                  pending=tail, head=head, recalled=recalled)
         except BaseException:
             await _discard(tail)
             await _discard(head)
+            await _discard(recalled)
             raise
         self.reader = r
         return r
@@ -155,6 +161,22 @@ class _Opener(Opener["Reader"]):
 
         size = P.tail_prefetch_size(P.get_profile(reader_opts.profile))
         return asyncio.ensure_future(store.read_tail(key, size))
+
+
+def _recall(store: Store, key: str, reader_opts: OpenOptions
+            ) -> tuple[asyncio.Future[TailRead] | None, asyncio.Future[Any] | None]:
+    """The tail read and the reads the last open of ``key`` made, sent together
+    (:mod:`.openhint`); ``(None, None)`` when none are known, or a metadata cache may
+    answer the open without a request."""
+    cache = reader_opts.metadata_cache
+    if (cache is not None and cache is not False) or reader_opts.immutable or (
+            cache is None and os.environ.get("CSUP_METADATA_CACHE")):
+        return None, None
+    import planner as P
+
+    from .openhint import send
+
+    return send(store, key, P.tail_prefetch_size(P.get_profile(reader_opts.profile)))
 
 
 def _early_head(store: Store, key: str, reader_opts: OpenOptions

@@ -53,6 +53,8 @@ class Reader(Loading, Planning, Execution):
 
     #: A head read sent with the tail read (readers/headhint), until the open uses it.
     speculative_head: Any = None
+    #: The reads the last open of this file made, sent with the tail read (readers/openhint).
+    recalled: Any = None
 
     @property
     def profile(self) -> P.Profile:

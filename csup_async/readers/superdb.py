@@ -761,11 +761,16 @@ def record_fields(t: Type) -> list[str]:
 
 async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
                            head: bytes | None = None, speculative: Any = None,
-                           held: Sequence[tuple[int, bytes]] = ()) -> HeaderLayoutReader:
+                           held: Sequence[tuple[int, bytes]] = (), recalled: Any = None
+                           ) -> HeaderLayoutReader:
     """The :class:`HeaderLayoutReader` of the object ``reader`` was opening (on ``tail``;
     ``head`` read by ``detect.probe``; ``speculative``: a head read sent with the tail
-    read, see :mod:`.headhint`), every object's header and metadata read."""
+    read, see :mod:`.headhint`; ``recalled``: :mod:`.openhint`'s reads, for a v23 file),
+    every object's header and metadata read."""
+    from .openhint import drop
+
     new = reader.successor(HeaderLayoutReader)
+    new.recalled = recalled  # (load_v23 takes it)
     new._data_profile = new.profile  # plan_per_segment narrows reader.profile
     new.open_stats.ttfb = time.perf_counter() - t0 if new.open_stats.ttfb is None else (
         new.open_stats.ttfb)
@@ -775,8 +780,10 @@ async def to_header_layout(reader: Reader, tail: TailRead, t0: float,
         from .headhint import drop_head
 
         await drop_head(speculative)
+        await drop(new.recalled)
         await new.close()  # it owns the store now
         raise
+    await drop(new.recalled)  # not a v23 file now
     return new
 
 

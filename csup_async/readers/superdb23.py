@@ -55,16 +55,12 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
         from .headhint import speculated
 
         head = await speculated(self, tail, speculative)
+    recalled, self.recalled = await _recalled(self, tail), None
     size, version = tail.info.size, tail.info.version
-    buf = HeldBytes()
-    buf.add(tail.offset, tail.data)
-    self._held = [(tail.offset, tail.data)]
-    for off, data in [*([(0, head)] if head is not None else []), *held]:
-        buf.add(off, data)
-        self._held.append((off, data))
+    buf, made = _seed(self, tail, head, recalled, held)
     reqs, nbytes = self.open_stats.requests, self.open_stats.bytes_read
     first_reads = reqs
-    head_read = head is not None
+    head_read = head is not None or any(o == 0 for o, _ in recalled)
     prefetch = P.tail_prefetch_size(self.profile, size)
 
     async def read(off: int, n: int) -> None:
@@ -74,6 +70,7 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
             raise TruncatedError(f"short read: {len(data)} of {n} bytes at {off}")
         buf.add(off, data)
         self._held.append((off, data))
+        made.append((off, n))
         reqs += 1
         nbytes += n
 
@@ -120,7 +117,8 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
                     have = min(buf.held_until(start), start + n) if buf.covers(start, 1) else (
                         start)
                     await read(have, start + n - have)
-                if reqs == first_reads + (1 if head_read and head is None else 0):
+                if reqs == first_reads + (1 if head_read and head is None and not recalled
+                                          else 0):
                     in_first += 1
                 objects.append(_parsed(self, buf, start, off, hdr, size))
                 largest = max(largest, n)
@@ -134,14 +132,50 @@ async def load_v23(self: Any, tail: TailRead, t0: float, head: bytes | None,
     self.parts = tuple(parts)
     self._buf = buf
     self._open_cost = OpenCost(len(objects), reqs, nbytes, in_first,
-                               head_read and tail.offset > 0)
+                               head_read and tail.offset > 0, len(recalled))
     self.open_stats.requests = reqs
     self.open_stats.bytes_read = nbytes
     self.open_stats.metadata_requests = reqs
     self.open_stats.wall = time.perf_counter() - t0
+    _remember(self, tail, head_read, made, held)
+
+
+def _seed(self: Any, tail: TailRead, head: bytes | None, recalled: list[tuple[int, bytes]],
+          held: Sequence[tuple[int, bytes]]) -> tuple[HeldBytes, list[tuple[int, int]]]:
+    """The open's buffer, holding the tail read, the head read, the recalled reads and the
+    bytes held already (also kept in ``self._held``); and the reads made so far."""
+    buf = HeldBytes()
+    buf.add(tail.offset, tail.data)
+    self._held = [(tail.offset, tail.data)]
+    for off, data in [*([(0, head)] if head is not None else []), *recalled, *held]:
+        buf.add(off, data)
+        self._held.append((off, data))
+    made = [(0, len(head))] if head is not None else []
+    return buf, made + [(o, len(d)) for o, d in recalled]
+
+
+def _remember(self: Any, tail: TailRead, head_read: bool, made: list[tuple[int, int]],
+              held: Sequence[tuple[int, bytes]]) -> None:
+    """What the next opens learn from this one: whether its place's files need a head
+    read (:mod:`.headhint`), where this file's metadata was (:mod:`.openhint`; not for a
+    reader made from held bytes, which read none of them)."""
     from .headhint import remember
+    from .openhint import remember as remember_reads
 
     remember(self.store, self.key, head_read and tail.offset > 0)
+    if not held:
+        remember_reads(self.store, self.key, tail.info.size, tail.info.version,
+                       made if tail.offset else ())
+
+
+async def _recalled(self: Any, tail: TailRead) -> list[tuple[int, bytes]]:
+    """The bytes of the reads the last open of this file made, sent with ``tail``
+    (:mod:`.openhint`; none when there were none, or the file is not as it was)."""
+    if self.recalled is None:
+        return []
+    from .openhint import take
+
+    return await take(self, tail, self.recalled)
 
 
 def _parsed(self: Any, buf: HeldBytes, start: int, off: int, hdr: Header, size: int

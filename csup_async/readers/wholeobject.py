@@ -105,15 +105,26 @@ class WholeObjectReader(Reader):
               ) -> tuple[dict[str, A.Array], int]:
         """The rows of ``cols`` the filter keeps (SQL semantics), columns ``wanted``."""
         by_path = {comps_of(c): a for c, a in cols.items()}
+        names = tuple(sorted((p, a.type.name) for p, a in by_path.items()
+                             if isinstance(a.type, PrimitiveType)))
         try:
-            typed = bind(expr, {p: a.type.name for p, a in by_path.items()
-                                if isinstance(a.type, PrimitiveType)})
-            keep = np.flatnonzero(evaluate(typed, by_path, n))
+            keep = np.flatnonzero(evaluate(self._bound(expr, names), by_path, n))
         except CsupError as e:
             raise e.with_path(self.path) from None
         if keep.size == n:  # every row: nothing to gather
             return {c: cols[c] for c in wanted}, n
         return {c: cols[c].take(keep) for c in wanted}, int(keep.size)
+
+    def _bound(self, expr: Any, names: tuple[tuple[tuple[str, ...], str], ...]) -> Any:
+        """The filter bound for these columns' types: once per filter and typing (a
+        verb's batches and objects decode alike), not once per batch."""
+        memo: tuple[Any, dict[Any, Any]] | None = getattr(self, "_bound_memo", None)
+        if memo is None or memo[0] is not expr:
+            memo = self._bound_memo = (expr, {})
+        typed = memo[1].get(names)
+        if typed is None:
+            typed = memo[1][names] = bind(expr, dict(names))
+        return typed
 
     # ---------------------------------------------------------------- rows ---
     def _row_bounds(self, rows: slice | None, limit: int | None = None) -> tuple[int, int]:

@@ -86,7 +86,7 @@ async def _unopened(part: UnopenedPartition, schema: StructType, store: Store,
         url = next(urls, None)
         if url is not None:
             pending.append(asyncio.ensure_future(
-                open_and_read(url, names, part.filters, store, opts)))
+                open_and_read(url, names, part.filters, store, opts, part.request)))
 
     try:
         for _ in range(settings.file_concurrency):
@@ -105,18 +105,20 @@ async def _unopened(part: UnopenedPartition, schema: StructType, store: Store,
 async def _planned(part: CsupPartition, store: Store, settings: Settings
                    ) -> AsyncIterator[_Columns]:
     """A planned partition's rows, through the dataset scanner: its files in order,
-    ``fileConcurrency`` read ahead, each by the driver's plan."""
-    paths = list(dict.fromkeys(p for _, p in part.columns))
+    ``fileConcurrency`` read ahead, each by the driver's plan and the driver's request
+    (``part.request``: its columns' paths and ``batchRows``, parsed there)."""
+    request = part.request
+    paths = list(request.columns or ())
     opts = settings.reader_options()
     if not paths:  # no column (a count): every file's rows, from its metadata
         for fp in part.files:
-            yield {}, await fragment_of(fp, paths, store, opts).count_rows(), part.columns
+            yield {}, await fragment_of(fp, paths, store, opts).count_with(request), \
+                part.columns
         return
     ds = Dataset([fragment_of(fp, paths, store, opts) for fp in part.files], store,
                  file_concurrency=settings.file_concurrency, missing_ok=True,
                  profile=opts.get("profile") or "local")
-    batches = ds.iter_batches(paths, batch_rows=settings.batch_rows, whole_files=True,
-                              files_ahead=settings.file_concurrency)
+    batches = ds.batches_with(request, whole_files=True, files_ahead=settings.file_concurrency)
     async with contextlib.aclosing(batches):
         async for b in batches:
             yield b.columns, b.num_rows, part.columns

@@ -29,6 +29,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from planner.packing import Target, Unit, pack
+from planner.request import ScanRequest
 
 from ..lake.filter import PoolFilter, where_filter
 from ..lake.keys import KeyRange, as_value
@@ -98,12 +99,19 @@ def lake_schema(settings: Settings) -> T.StructType:
 class LakePartition(InputPartition):
     """Groups of overlapping objects (the part of the pool's source) read by one task."""
 
-    def __init__(self, index: int, pool_dir: str, source: PoolSource, expr: Any = None
-                 ) -> None:
+    def __init__(self, index: int, pool_dir: str, source: PoolSource,
+                 request: ScanRequest | None = None) -> None:
         self.index = index
         self.pool_dir = pool_dir
         self.source = source  # its objects and groups: this task's share
-        self.expr = expr  # the where option's filter, evaluated on the rows
+        #: the read's columns (the schema's) and the ``where`` option's filter (evaluated
+        #: on the rows), parsed once on the driver: the task's object scans parse nothing
+        self.request = request if request is not None else ScanRequest()
+
+    @property
+    def expr(self) -> Any:
+        """The ``where`` option's filter."""
+        return self.request.filter
 
     def __repr__(self) -> str:
         return f"LakePartition(index={self.index}, groups={len(self.source.groups)})"
@@ -181,7 +189,11 @@ class LakeReader(DataSourceReader):
             os.replace(tmp, self.settings.plan_report)
         packed = _pack(src, self.settings.target_partition_bytes,
                        self.settings.min_partitions)
-        return [LakePartition(i, pool.config.id_str, part, pf.expr)
+        # the tasks' request: once per query, here (the schema's fields as columns, as
+        # a pool scan takes them; the budget is not the tasks')
+        names = [f.name for f in self.schema.fields]
+        request = ScanRequest.parse(names, filter=pf.expr, batch_rows=self.settings.batch_rows)
+        return [LakePartition(i, pool.config.id_str, part, request)
                 for i, part in enumerate(packed)]
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -211,7 +223,7 @@ def read_lake_partition(part: LakePartition, schema: T.StructType, settings: Set
     loop = asyncio.new_event_loop()
     store, root = store_for(url.rstrip("/"), **settings.store_options(url))
     io = LakeIO(store, root, concurrency=settings.concurrency)
-    read = PoolRead(io, part.pool_dir, part.source, names, where=part.expr)
+    read = PoolRead(io, part.pool_dir, part.source, part.request)
     try:
         for g in part.source.groups:
             res = loop.run_until_complete(read.read_group(g))

@@ -26,10 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.errors import ConfigError, CsupError
+from planner.request import ScanRequest
+
+from ..model.errors import ArgumentError, ConfigError, CsupError
 from ..model.options import (
     CALIBRATE_BY_DEFAULT,
-    DEFAULT_BATCH_ROWS,
     DEFAULT_CONCURRENCY,
     DEFAULT_FILE_CONCURRENCY,
 )
@@ -83,6 +84,10 @@ _WRITE_OPTIONS: dict[str, tuple[str, str]] = {
     "target": ("target", "str"),
 }
 _PATH_OPTIONS = frozenset({"path", "paths"})
+#: the read verbs' arguments among the options (Settings attribute -> option name):
+#: parsed into one ``planner.request.ScanRequest`` (``Settings.request``), as a verb's
+_VERB_OPTIONS = {"batch_rows": "batch_rows", "max_requests": "maxRequests",
+                 "max_bytes": "maxBytes"}
 
 
 def _norm(name: str) -> str:
@@ -126,7 +131,6 @@ class Settings:
     file_concurrency: int = DEFAULT_FILE_CONCURRENCY
     target_partition_bytes: int = 128 * MiB
     min_partitions: int = field(default_factory=lambda: os.cpu_count() or 1)
-    batch_rows: int = DEFAULT_BATCH_ROWS
     ship_tail_bytes: int = 32 * MiB
     #: more files than this (after partition pruning): tasks open and plan their own files
     #: (spark.scaleout); measured in bench/bench_spark_scale.py
@@ -135,8 +139,10 @@ class Settings:
     verify_checksums: bool = True  # segments' crc32 checked on the executors
     calibrate: bool = CALIBRATE_BY_DEFAULT  # plan with the profile measured on the endpoint
     plan_report: str | None = None
-    max_requests: int | None = None  # the query's data requests, all tasks together
-    max_bytes: int | None = None  # the query's bytes to read, all tasks together
+    #: the read verbs' options (``batchRows``, and the query's budget ``maxRequests``/
+    #: ``maxBytes``: all tasks together, checked on the driver), parsed once on the driver
+    #: as a verb's arguments are; what the driver derives each query's request from
+    request: ScanRequest = field(default_factory=ScanRequest)
     segment_thresh: int | None = None
     skew_thresh: int | None = None
     compress: bool | None = None
@@ -153,6 +159,18 @@ class Settings:
                  for k, v in self.store.items()}
         return (f"Settings(paths={len(self.paths)}, store={shown}, profile={self.profile!r}, "
                 f"target_partition_bytes={self.target_partition_bytes})")
+
+    @property
+    def batch_rows(self) -> int:
+        return self.request.batch_rows
+
+    @property
+    def max_requests(self) -> int | None:
+        return self.request.budget.max_requests
+
+    @property
+    def max_bytes(self) -> int | None:
+        return self.request.budget.max_bytes
 
     def reader_options(self) -> dict[str, Any]:
         """Options for ``reader_from_meta`` / ``open_dataset`` besides the store's."""
@@ -192,6 +210,7 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
     """Settings from Spark's options; unknown names are refused with the accepted ones."""
     s = Settings()
     own = _WRITE_OPTIONS if write else _READ_OPTIONS
+    verb: dict[str, Any] = {}
     for raw_name, raw in options.items():
         name = _norm(raw_name)
         if name == "path":
@@ -200,7 +219,10 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
             s.paths = list(json.loads(raw)) if isinstance(raw, str) else list(raw)
         elif name in own:
             attr, kind = own[name]
-            setattr(s, attr, _parse(raw_name, kind, raw))
+            if attr in _VERB_OPTIONS:
+                verb[attr] = _parse(raw_name, kind, raw)
+            else:
+                setattr(s, attr, _parse(raw_name, kind, raw))
         elif known_option(raw_name):
             s.store[raw_name] = raw
         else:
@@ -212,16 +234,14 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
             raise ConfigError(f"unknown option {raw_name!r} for format csup{hint}; accepted "
                               f"(any case, '_' ignored): {', '.join(accepted)}")
     for attr in ("concurrency", "file_concurrency", "target_partition_bytes",
-                 "min_partitions", "batch_rows"):
+                 "min_partitions"):
         if getattr(s, attr) < 1:
             raise CsupError(f"option {attr} must be at least 1")
+    s.request = _verb_request(verb)
     if s.ship_tail_bytes < 0:
         raise CsupError("option shipTailBytes must be >= 0")
     if s.plan_on_executors_threshold < 0:
         raise CsupError("option planOnExecutorsThreshold must be >= 0")
-    for attr, name in (("max_requests", "maxRequests"), ("max_bytes", "maxBytes")):
-        if getattr(s, attr) is not None and getattr(s, attr) < 0:
-            raise CsupError(f"option {name} must be >= 0")
     if not write:
         from ..scan.partitioning import check_partitioning
 
@@ -235,3 +255,15 @@ def parse_options(options: Mapping[str, Any], *, write: bool = False) -> Setting
 
         resolve(s.target)  # an unknown target is refused on the driver, naming the accepted
     return s
+
+
+def _verb_request(given: dict[str, Any]) -> ScanRequest:
+    """The verbs' options as a request, checked where a verb's arguments are
+    (``ScanRequest.parse``), refused in the options' words."""
+    try:
+        return ScanRequest.parse(**given)
+    except ArgumentError as e:
+        attr = next((a for a in _VERB_OPTIONS if e.message.startswith(a)), "batch_rows")
+        if attr == "batch_rows":
+            raise CsupError("option batch_rows must be at least 1") from None
+        raise CsupError(f"option {_VERB_OPTIONS[attr]} must be >= 0") from None

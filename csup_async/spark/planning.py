@@ -36,7 +36,7 @@ from pyspark.sql.datasource import InputPartition
 
 import planner as P
 from planner.packing import NEAREST, Packing, Target, Unit, pack
-from planner.request import ScanRequest
+from planner.request import NO_BUDGET, ScanRequest
 
 from ..format.meta import FileMeta
 from ..model.budget import check_budget
@@ -76,16 +76,20 @@ class FilePart:
 
 
 class CsupPartition(InputPartition):
-    """Files read by one Spark task, with the columns' CSUP paths."""
+    """Files read by one Spark task, with the columns' CSUP paths and the read's request
+    (parsed on the driver: the task's verbs run it, parsing nothing)."""
 
     def __init__(self, index: int, files: tuple[FilePart, ...],
                  columns: tuple[tuple[str, str], ...],
-                 partition_values: tuple[tuple[str, Any], ...] = ()) -> None:
+                 partition_values: tuple[tuple[str, Any], ...] = (),
+                 request: ScanRequest | None = None) -> None:
         self.index = index
         self.files = files
         self.columns = columns
         #: Hive-style partition columns' values, the same for every file of the partition
         self.partition_values = partition_values
+        #: what each task reads of its files: the columns' paths and ``batchRows``
+        self.request = request if request is not None else task_request(Settings(), columns)
 
     def __repr__(self) -> str:  # Spark prints partitions; keep it short and secret-free
         return f"CsupPartition(index={self.index}, files={len(self.files)})"
@@ -148,7 +152,16 @@ def _scan_parts(scans: list[P.FileScan], by_url: dict[str, LoadedFile], paths: l
     return parts, shipped
 
 
-def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
+def task_request(settings: Settings, columns: Sequence[tuple[str, str]]) -> ScanRequest:
+    """The request a query's tasks run: the options' (``Settings.request``, parsed once
+    on the driver) for the columns' CSUP paths (canonical spellings already:
+    ``schema.column_paths``), without the budget (the query's, checked on the driver
+    against every task's plan, not again per task).  It pickles with the partitions."""
+    paths = tuple(dict.fromkeys(p for _, p in columns))
+    return settings.request.but(columns=paths, budget=NO_BUDGET)
+
+
+def _own_plans(files: Sequence[LoadedFile], request: ScanRequest) -> dict[str, Any]:
     """The plans SuperDB files' readers make of the paths they have (None: none of
     them; the file's rows are nulls); no request."""
     out: dict[str, Any] = {}
@@ -156,8 +169,8 @@ def _own_plans(files: Sequence[LoadedFile], paths: list[str]) -> dict[str, Any]:
         r = f.reader
         if r is None:
             continue
-        have = [p for p in paths if not r.missing_paths([p])]
-        out[f.url] = r.plan_now(ScanRequest.parse(have)) if have else None
+        have = tuple(p for p in request.columns or () if not r.missing_paths([p]))
+        out[f.url] = r.plan_now(request.but(columns=have)) if have else None
     return out
 
 
@@ -219,7 +232,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     t0 = time.perf_counter()
     files = loaded.files
     name_to_path = dict(columns)
-    paths = list(dict.fromkeys(p for _, p in columns))
+    request = task_request(settings, columns)
+    paths = list(request.columns or ())
     decided: list[Any] = []
     if loaded.partitions is not None:  # their files were pruned before loading (listing)
         from .partition_filters import split
@@ -240,7 +254,7 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     if paths:
         entries = [(f.url, f.meta, (f.tail.offset, len(f.tail.data))) for f in kept]
         mp = P.plan_files(entries, paths, profile, target_task_bytes=None,
-                          planned=_own_plans(kept, paths))
+                          planned=_own_plans(kept, request))
         scans, nothing, cost = list(mp.files), list(mp.pruned), mp.request_cost
         whole = list(mp.whole)
     else:  # no columns (count only): every file is its row count
@@ -265,8 +279,8 @@ def plan_read(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: Seque
     cols = tuple(columns)
     packing = _pack_by_values(parts, floor, settings, loaded)
     target = packing.target
-    partitions = [CsupPartition(i, tuple(parts[u][0] for u in t.units), cols, t.key or ())
-                  for i, t in enumerate(packing.tasks)]
+    partitions = [CsupPartition(i, tuple(parts[u][0] for u in t.units), cols, t.key or (),
+                                request) for i, t in enumerate(packing.tasks)]
     reads = [fp.plan for fp, _ in parts if fp.plan is not None]
     reads += [fs.plan for fs in scans if by_url[fs.name].reader is not None]
     reasons_count = Counter(p["reason"].split(":")[0] for p in pruned)

@@ -38,6 +38,7 @@ from pyspark.sql.types import StructField, StructType
 
 import planner as P
 from planner.packing import EVEN, Target, Unit, pack
+from planner.request import NO_BUDGET, ScanRequest
 
 from ..arrays import Array
 from ..readers.opening import open as open_reader
@@ -46,7 +47,7 @@ from ..stores import Store, redact_url
 from .filters import decide, describe
 from .listing import Loaded
 from .options import Settings
-from .planning import CsupPartition, ReadPlan, write_report
+from .planning import CsupPartition, ReadPlan, task_request, write_report
 from .schema import column_paths
 
 
@@ -55,8 +56,8 @@ class UnopenedPartition(CsupPartition):
 
     def __init__(self, index: int, urls: tuple[str, ...], columns: tuple[tuple[str, str], ...],
                  partition_values: tuple[tuple[str, Any], ...] = (),
-                 filters: tuple[Any, ...] = ()) -> None:
-        super().__init__(index, (), columns, partition_values)
+                 filters: tuple[Any, ...] = (), request: ScanRequest | None = None) -> None:
+        super().__init__(index, (), columns, partition_values, request)
         self.urls = urls
         #: pushed filters that partition values did not decide (files they rule out are
         #: skipped; Spark still evaluates them on the rows)
@@ -96,8 +97,9 @@ def plan_unopened(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: S
     target = packing.target
     cols = tuple(columns)
     pushed = tuple(others)
+    request = task_request(settings, cols)
     partitions: list[CsupPartition] = [
-        UnopenedPartition(i, tuple(urls[u] for u in t.units), cols, t.key, pushed)
+        UnopenedPartition(i, tuple(urls[u] for u in t.units), cols, t.key, pushed, request)
         for i, t in enumerate(packing.tasks)]
     report = {
         "paths": [redact_url(p) for p in settings.paths],
@@ -124,14 +126,16 @@ def plan_unopened(loaded: Loaded, columns: Sequence[tuple[str, str]], filters: S
 
 
 async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], store: Store,
-                        reader_opts: dict[str, Any]
+                        reader_opts: dict[str, Any], request: ScanRequest | None = None
                         ) -> tuple[dict[str, Array], int, tuple[tuple[str, str], ...]]:
     """One file, on an executor: tail read, prune, plan, read what the tail did not hold.
 
     Returns the columns by CSUP path, the row count and the (Spark name, CSUP path)
     of ``names`` in this file; a file the filters rule out (or with no rows) gives
-    no rows.
+    no rows.  ``request``: the task's (the driver's, parsed there), narrowed here to the
+    paths this file has (nothing is parsed per file).
     """
+    request = request if request is not None else ScanRequest()
     reader = await open_reader(url, store=store, **reader_opts)
     meta = reader.meta
     # column_paths only looks at names (and the file's types, for ``this``)
@@ -143,12 +147,12 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
             return {}, 0, columns
     paths = list(dict.fromkeys(p for _, p in columns))
     if not paths:
-        return {}, await reader.count_rows(), columns
+        return {}, await reader.count_with(NO_BUDGET), columns
 
     if isinstance(reader, WholeObjectReader):  # no column index: its own scan reads it
         # (a path of ``columns`` its types lack, the whole-value ``this`` aside, is nulls)
         have = [p for p in paths if not reader.missing_paths([p])]
-        res = await reader.scan(have)
+        res = await reader.scan_with(request.but(columns=tuple(have)))
         return res.columns, res.num_rows, columns
     tail = reader.tail
     mp = P.plan_files([(url, meta, (tail.offset, len(tail.data)))], paths, reader.profile,
@@ -159,5 +163,5 @@ async def open_and_read(url: str, names: Sequence[str], filters: Sequence[Any], 
     pruned = mp.pruned[0]
     if pruned.reason == P.NO_ROWS:
         return {}, 0, columns
-    n = pruned.rows if pruned.rows is not None else await reader.count_rows()
+    n = pruned.rows if pruned.rows is not None else await reader.count_with(NO_BUDGET)
     return {}, n, columns

@@ -50,6 +50,11 @@ def local_session(app_name: str = "csup", cores: int = 2, **conf: str) -> Any:
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.shuffle.partitions", str(max(cores * 2, 2)))
                .config("spark.sql.session.timeZone", "UTC"))
+    # the Python workers of a JVM started earlier in this process do not see a setting
+    # made since: hand this library's own settings (CSUP_*) to them explicitly
+    for k, v in os.environ.items():
+        if k.startswith("CSUP_"):
+            builder = builder.config(f"spark.executorEnv.{k}", v)
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -131,6 +131,16 @@ class TailRevalidating(Protocol):
 
 
 @runtime_checkable
+class TailAlso(Protocol):
+    """A store that reads an object's tail and given ranges of it, when it is still of a
+    given version, in one operation (local files: one thread hand-off): what a warm open
+    of a SuperDB v23 file sends (readers/openhint)."""
+
+    async def read_tail_also(self, key: str, length: int, ranges: Any, version: str) -> Any:
+        ...
+
+
+@runtime_checkable
 class Pooled(Protocol):
     """A store with a connection pool that says how many connections it holds open."""
 
@@ -152,6 +162,8 @@ class Abilities:
     measuring: bool
     tail_revalidating: bool
     pooled: bool
+    head_reader: bool
+    tail_also: bool
 
 
 _PROTOCOLS: dict[str, Any] = {
@@ -159,6 +171,7 @@ _PROTOCOLS: dict[str, Any] = {
     "identified": Identified, "abandoning": Abandoning, "object_writer": ObjectWriter,
     "cache_keyed": CacheKeyed, "measuring": Measuring,
     "tail_revalidating": TailRevalidating, "pooled": Pooled,
+    "head_reader": HeadReader, "tail_also": TailAlso,
 }
 assert list(_PROTOCOLS) == [f.name for f in fields(Abilities)]
 #: per class: its abilities, and the members of those it lacks (an instance attribute of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from ..model.errors import (
     AccessDeniedError,
@@ -121,6 +121,34 @@ class LocalStore(StoreBase):
 
     async def read_tail(self, key: str, length: int) -> TailRead:
         return await asyncio.to_thread(self._read_tail, key, length)
+
+    def _read_tail_also(self, key: str, length: int, ranges: Sequence[tuple[int, int]],
+                        version: str) -> tuple[TailRead, list[tuple[int, bytes]] | None]:
+        fd = self._open(key)
+        try:
+            st = os.fstat(fd)
+            if not os.path.isfile(_local_path(key)):
+                raise StoreError("not a regular file", path=key)
+            n = min(length, st.st_size)
+            data = os.pread(fd, n, st.st_size - n) if n else b""
+            if len(data) != n:
+                raise TruncatedError("file shrank while being read", path=key)
+            tail = TailRead(data, ObjectInfo(st.st_size, _version(st)))
+            if _version(st) != version or any(o < 0 or k < 0 or o + k > st.st_size
+                                              for o, k in ranges):
+                return tail, None
+            got = [(o, os.pread(fd, k, o)) for o, k in ranges]
+            return tail, (got if all(len(d) == k for (_, d), (_, k) in
+                                     zip(got, ranges, strict=True)) else None)
+        finally:
+            os.close(fd)
+
+    async def read_tail_also(self, key: str, length: int, ranges: Sequence[tuple[int, int]],
+                             version: str) -> tuple[TailRead, list[tuple[int, bytes]] | None]:
+        """The tail read, and ``ranges`` (``(offset, length)``) of the file when it is
+        still ``version`` (else None with the tail): one thread hand-off for what a warm
+        open of a SuperDB v23 file reads (readers/openhint)."""
+        return await asyncio.to_thread(self._read_tail_also, key, length, ranges, version)
 
     async def read_range(self, key: str, offset: int, length: int,
                          version: str | None = None) -> bytes:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..arrays import require
 from ..model.options import DEFAULT_BATCH_ROWS
-from .facade import is_many, open_sync, read, request
+from .facade import is_many, open_sync, request, scan_many
 
 __all__ = ["to_duckdb"]
 
@@ -40,16 +40,23 @@ def to_duckdb(source: str | Sequence[str], columns: Sequence[str] | str | None =
     duckdb = require("duckdb", "to_duckdb needs duckdb: pip install 'csup-async[duckdb]'")
     from ..scan.result import check_unions
 
-    # checked here, before anything is opened
-    batch_rows = request(batch_rows=batch_rows).batch_rows
     check_unions(unions)
-    spent = request(max_requests=max_requests, max_bytes=max_bytes,
-                    on_progress=on_progress).budget.keywords()
+    arguments = {"filter": filter, "limit": limit, "batch_rows": batch_rows,
+                 "max_requests": max_requests, "max_bytes": max_bytes,
+                 "on_progress": on_progress}
     con = connection if connection is not None else duckdb.default_connection()
-    if is_many(source) or filter is not None or limit is not None:
-        stream: Any = read(source, columns, filter=filter, limit=limit, **spent,
-                           **options).exported(unions)
-    else:
-        reader = open_sync(source, **options)  # type: ignore[arg-type]
-        stream = reader.iter_batches(columns, batch_rows=batch_rows, unions=unions, **spent)
-    return con.from_arrow(stream)
+    if is_many(source):  # checked before anything is opened (a dataset's errors name none)
+        req = request(columns, **arguments)
+        return con.from_arrow(scan_many(source, req, **options).exported(unions))
+    # one object: its arguments are parsed once, when it is open, so that an error names
+    # the object as its reader does (``s3://b/k`` is ``b/k`` there), as ``read`` does
+    reader = open_sync(source, **options)  # type: ignore[arg-type]
+    try:
+        req = request(columns, path=reader.path, **arguments)
+    except BaseException:
+        reader.close()
+        raise
+    if req.plain:  # streamed in ``batch_rows`` batches, the reader open while it is read
+        return con.from_arrow(reader.batches_with(req, unions))
+    with reader:  # the scan's result is the stream
+        return con.from_arrow(reader.scan_with(req).exported(unions))

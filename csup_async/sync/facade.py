@@ -60,14 +60,18 @@ class BatchStream(Iterator[Any]):
                  schema: Callable[[], ArrowSchema], unions: str = "struct") -> None:
         self._it: AsyncIteration[Any] = AsyncIteration(make)
         self._schema = schema
+        self._schema_made: ArrowSchema | None = None
         self._started = False
         #: how the Arrow stream exports a column of several kinds (``ScanResult.to_arrow``)
         self.unions = unions
 
     @property
     def schema(self) -> ArrowSchema:
-        """The Arrow schema every batch has (from metadata: no data is read)."""
-        return self._schema()
+        """The Arrow schema every batch has (from metadata: no data is read), made once
+        (DuckDB asks for it several times)."""
+        if self._schema_made is None:
+            self._schema_made = self._schema()
+        return self._schema_made
 
     def __iter__(self) -> BatchStream:
         return self
@@ -223,15 +227,19 @@ class SyncReader:
 
     def batches_with(self, req: Any, unions: str = "struct") -> BatchStream:
         """:meth:`iter_batches` of a request (checked where the call entered)."""
+        from planner.request import NO_BUDGET
+
         r = self.reader
         verbs = metered_verbs(r, req)
         columns = None if req.columns is None else list(req.columns)
+        # the types every batch has, unified as the stream exports them: a scan of no rows
+        # (of the request's columns, nothing parsed again), made once for the stream
+        bare = req.but(filter=None, rows=None, limit=0, budget=NO_BUDGET)
 
         def schema() -> ArrowSchema:
             if unions == "struct":
                 return r.schema.arrow(columns)  # type: ignore[no-any-return]
-            # the types every batch has, unified as the stream exports them (no rows read)
-            return ArrowSchema(run(r.scan(columns, limit=0)).unified_columns(unions))
+            return ArrowSchema(run(r.scan_with(bare)).unified_columns(unions))
 
         return BatchStream(lambda: verbs.batches_with(req), schema, unions)
 
@@ -357,6 +365,19 @@ def is_many(source: str | Sequence[str]) -> bool:
     return source.endswith("/") or any(c in source for c in "*?[")
 
 
+def scan_many(source: str | Sequence[str], req: Any, **options: Any) -> Any:
+    """The rows ``req`` (a ``planner.request.ScanRequest``, parsed by the caller) asks
+    for of the objects ``source`` names, read as one dataset that is closed after."""
+
+    async def scanned() -> Any:
+        from ..datasets.opening import open_dataset
+
+        async with open_dataset(source, **options) as ds:
+            return await ds.scan_with(req)
+
+    return run(scanned())
+
+
 def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = None,
          rows: slice | None = None, limit: int | None = None, filters: Any = None,
          max_requests: int | None = None, max_bytes: int | None = None,
@@ -373,14 +394,7 @@ def read(source: str | Sequence[str], columns: Columns = None, *, filter: Any = 
     if is_many(source):
         if rows is not None:
             raise CsupError("rows= selects rows of one object; a dataset takes limit=")
-
-        async def scan_many() -> Any:
-            from ..datasets.opening import open_dataset
-
-            async with open_dataset(source, **options) as ds:
-                return await ds.scan_with(request(columns, **arguments))
-
-        return run(scan_many())
+        return scan_many(source, request(columns, **arguments), **options)
 
     async def scan_one() -> Any:
         from ..readers.opening import open as open_async

@@ -276,3 +276,34 @@ async def test_a_cancelled_cold_open_leaves_no_task_or_connection(moto_s3, proxy
         connector = getattr(store, "connector", None)
         assert connector is None or not connector._acquired
     assert await asyncio.to_thread(proxy.wait_idle, 5.0)
+
+
+async def test_a_file_opened_again_sends_its_metadata_reads_with_the_tail_read(moto_s3, proxy):
+    """The same object (size and ETag) opened again: the reads its last open made one after
+    the other (the head, then the window of the objects after the first) go with the tail
+    read, one round trip; the same requests and bytes.  Replaced since (another ETag), it
+    reads as it is now."""
+    at_open, _, res = await _open_and_scan(moto_s3, proxy, SMALL_READS, ["b"])
+    assert sorted(q.kind for q in at_open) == ["data", "data", "tail"]
+    cold = sorted(q.range for q in at_open)
+    mark = len(proxy.requests())
+    # the tail's response held back 2 s: reads logged before that went with it
+    proxy.inject(Fault.delay(2.0), match=lambda q: q.kind == "tail")
+    opts = {**moto_s3.store_options(), "endpoint_url": proxy.endpoint}
+    url = f"s3://{moto_s3.BUCKET}/v23/objects.csup"
+    async with csup_async.open(url, profile=SMALL_READS, **opts) as r:
+        warm = [q for q in proxy.requests()[mark:] if q.method == "GET"]
+        again = await r.scan(["b"])
+        assert r.open_stats.requests == 3 and "round trips: 1 at open" in (
+            await r.plan(["b"])).explain()
+    assert sorted(q.range for q in warm) == cold
+    tail = next(q for q in warm if q.kind == "tail")
+    assert all(q.time < tail.time + 2.0 for q in warm)
+    assert again.column("b").to_pylist() == res.column("b").to_pylist()
+    # replaced by a file of two parts: the recalled reads fail their If-Match, unused
+    parts = WIDE.parent.parent / "parts.csup"
+    moto_s3.put("v23/objects.csup", parts.read_bytes())
+    async with csup_async.open(url, profile=SMALL_READS, **opts) as r:
+        rows = await r.read_rows()
+    async with csup_async.open(str(parts)) as local:
+        assert rows == await local.read_rows()

@@ -93,6 +93,13 @@ async def test_each_async_verb_parses_its_arguments_once(files: list[str],
             assert parses[0] == 1, f"{name} parsed its arguments {parses[0]} times"
 
 
+def _duck(source: Any, columns: list[str], **kw: Any) -> int:
+    """``to_duckdb``'s relation, counted (its stream read by DuckDB)."""
+    duckdb = pytest.importorskip("duckdb")
+    rel = csup_async.to_duckdb(source, columns, connection=duckdb.connect(), **kw)
+    return int(rel.aggregate("count(*)").fetchall()[0][0])
+
+
 def test_each_sync_verb_parses_its_arguments_once(files: list[str], parses: list[int]) -> None:
     calls: dict[str, Callable[[Any, Any], Any]] = {
         "sync.scan": lambda r, ds: r.scan(["id"], filter="id > 3", limit=2, max_bytes=1 << 30),
@@ -106,6 +113,9 @@ def test_each_sync_verb_parses_its_arguments_once(files: list[str], parses: list
         "sync dataset.count_rows": lambda r, ds: ds.count_rows(filters=[("id", ">", 3)]),
         "read": lambda r, ds: csup_async.read(files[0], ["id"], filter="id > 3"),
         "read many": lambda r, ds: csup_async.read(files, ["id"], limit=45, max_requests=99),
+        "to_duckdb": lambda r, ds: _duck(files[0], ["id"], batch_rows=8, max_requests=99),
+        "to_duckdb filter": lambda r, ds: _duck(files[0], ["id"], filter="id > 3", limit=9),
+        "to_duckdb many": lambda r, ds: _duck(files, ["s"], limit=45, max_bytes=1 << 30),
     }
     with csup_async.open_sync(files[0]) as r, csup_async.open_dataset_sync(files) as ds:
         for name, call in calls.items():
@@ -171,6 +181,9 @@ def test_a_bad_argument_is_refused_alike_by_every_face(files: list[str], kw: dic
                 _refusal(lambda: csup_async.read(files, columns, **kw))]
         if _takes(r.iter_batches, kw):
             got.append(_refusal(lambda: r.iter_batches(columns, **kw)))  # at the call
+        if _takes(csup_async.to_duckdb, kw):
+            got += [_refusal(lambda: _duck(files[0], columns, **kw)),
+                    _refusal(lambda: _duck(files, columns, **kw))]
     assert len(got) >= 8 and len(set(got)) == 1, got
     assert issubclass(got[0][0], cls) and message in got[0][1]
 
@@ -196,6 +209,15 @@ def test_bad_row_indices_are_refused_alike_by_every_face(files: list[str], indic
         got += [_refusal(lambda: r.take(indices, ["id"])),
                 _refusal(lambda: ds.take(indices, ["id"]))]
     assert set(got) == {(RowSelectionError, message)}
+
+
+def test_to_duckdb_names_the_object_of_a_bad_argument(files: list[str]) -> None:
+    """One object's arguments are parsed once, with the path its reader names (as
+    ``read``'s); the stream's batch size among them."""
+    for kw in ({"limit": -1}, {"batch_rows": 0}, {"filter": "id >"}):
+        with pytest.raises(CsupError) as e:
+            _duck(files[0], ["id"], **kw)
+        assert e.value.path == files[0], kw
 
 
 def test_the_files_are_read_by_different_readers(files: list[str]) -> None:

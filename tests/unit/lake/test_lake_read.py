@@ -344,3 +344,42 @@ def test_a_filter_of_the_wrong_type_is_a_filter_error_not_a_damaged_object(
     assert not isinstance(e.value, csup_async.LakeError)
     assert asyncio.run(go("ts >= 10 and s = 'abc'")).columns["ts"].to_pylist() == \
         list(range(10, 50))
+
+
+def test_a_pool_scan_parses_its_arguments_once_whatever_its_objects(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Pool.scan`` and ``iter_batches`` parse their columns and filter once (a
+    ``planner.request.ScanRequest``); each object's scan narrows that request and parses
+    nothing (it was once per object); the rows are those of the filter, in key order."""
+    from planner.request import ScanRequest
+
+    t = rec(("ts", "int64"), ("s", "string"))
+    b = LakeBuilder(tmp_path / "lake")
+    p = b.create_pool("logs", key="ts", key_type="int64", stride=16)
+    for start in (0, 20, 100, 200):  # two overlapping objects, two apart: three groups
+        b.load(p, "main", [{"ts": start + i, "s": f"s{i % 3}"} for i in range(30)], t)
+    seen = [0]
+    parse = ScanRequest.parse.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ScanRequest], *args: Any, **kwargs: Any) -> ScanRequest:
+        seen[0] += 1
+        return parse(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ScanRequest, "parse", classmethod(counted))
+
+    async def go() -> list[Any]:
+        out = []
+        async with csup_async.open_lake(str(b.root)) as lake:
+            pool = await lake.pool("logs")
+            for cols in (["ts"], None):
+                seen[0] = 0
+                res = await pool.scan(cols, filter="s = 's1'")
+                out.append((seen[0], res.column("ts").to_pylist()))
+            seen[0] = 0
+            got = [r async for r in pool.iter_batches(["ts", "s"], filter="s = 's1'")]
+            out.append((seen[0], [v for r in got for v in r.column("ts").to_pylist()]))
+        return out
+
+    want = sorted(s + i for s in (0, 20, 100, 200) for i in range(30) if i % 3 == 1)
+    for parses, ts in asyncio.run(go()):
+        assert (parses, ts) == (1, want)

@@ -266,3 +266,42 @@ def test_a_request_without_indices_is_no_take() -> None:
     assert ScanRequest.parse(indices=[2, 0]).taken.tolist() == [2, 0]
     with pytest.raises(ArgumentError, match=r"take\(\) needs row indices"):
         _ = ScanRequest.parse(["a"]).taken
+
+
+#: The modules that may parse a request (``ScanRequest.parse``): where a verb is entered.
+#: The lake's object scans (``lake.read``) and Spark's planning and tasks
+#: (``spark.planning``, ``spark.scaleout``, ``spark.executor``) are below an edge: they
+#: run the request of the pool scan (``lake.pool``) or of the driver (``spark.options``,
+#: ``spark.lake``), narrowed with ``but``, and never parse one (a parse per object, per
+#: file or per task would check the same arguments again).
+PARSE_EDGES = frozenset({
+    "csup_async.readers.execution", "csup_async.readers.planning",
+    "csup_async.datasets.dataset", "csup_async.datasets.fragment", "csup_async.sync.facade",
+    "csup_async.lake.pool", "csup_async.spark.options", "csup_async.spark.lake"})
+
+
+def _parses(source: str) -> list[int]:
+    """Lines of ``ScanRequest.parse(...)`` calls (the class by any imported name)."""
+    tree = ast.parse(source)
+    names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for a in node.names if a.name == "ScanRequest"}
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "parse" and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in names]
+
+
+def test_requests_are_parsed_at_the_edges_only() -> None:
+    assert _parses("from planner.request import ScanRequest as R\nR.parse(1)\n"
+                   "ScanRequest.parse(2)\nx.parse(3)\n") == [2]
+    stray = []
+    for pkg in ("csup_async", "planner"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            module, _ = _module_name(path)
+            if module in PARSE_EDGES | {"planner.request"}:
+                continue
+            stray += [f"{path.relative_to(ROOT)}:{line}" for line in _parses(path.read_text())]
+    assert not stray, f"a request parsed below a verb's edge: {stray}"
+    for module in PARSE_EDGES:  # (the list names modules that exist and parse)
+        path = ROOT / (module.replace(".", "/") + ".py")
+        assert _parses(path.read_text()), module

@@ -184,3 +184,33 @@ def test_where_on_a_file_without_the_projected_column(tmp_path: Path, capsys: An
                         "ts >= 3 and ts != 8"], capsys)
     assert code == 0
     assert [json.loads(line)["x"] for line in out.splitlines()] == [3, 4] + [None] * 4
+
+
+@pytest.mark.parametrize("target", [None, "super-0.3", "super"])
+async def test_streamed_batches_bind_the_filter_once_per_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str | None) -> None:
+    """``iter_batches(filter=)`` read the streamed way (with a budget: every zone; or by
+    a reader of SuperDB's layouts) binds the filter for the batches' types once per
+    file, not once per batch; the rows kept are those of the filter."""
+    import csup_async.readers.execution as E
+    import csup_async.readers.wholeobject as W
+
+    p = tmp_path / "f.csup"
+    csup_async.write(str(p), [{"id": i, "t": i % 3} for i in range(100)],
+                     **({} if target is None else {"target": target}))
+    calls = [0]
+    real = E.bind
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(E, "bind", counted)
+    monkeypatch.setattr(W, "bind", counted)
+    async with csup_async.open(str(p)) as r:
+        got = [b async for b in r.iter_batches(["id"], batch_rows=10, filter="t = 1",
+                                                 max_requests=1000)]
+    assert [v for b in got for v in b.column("id").to_pylist()] == list(range(1, 100, 3))
+    # once for the batches (and, for SuperDB's layouts, once more by the types their
+    # metadata says, to prune objects): never once per batch (ten here)
+    assert len(got) == 10 and calls[0] <= (1 if target is None else 2)

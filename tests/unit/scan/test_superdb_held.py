@@ -33,9 +33,13 @@ def test_any_covered_range_is_served(pieces, start, length):
     else:
         with pytest.raises(FormatError):
             held.get(start, length)
-    # merged: the pieces are disjoint and do not touch
+    # merged where they overlap: the pieces are disjoint (touching ones kept apart)
     spans = held.ranges()
-    assert all(a + n < b for (a, n), (b, _) in pairwise(spans))
+    assert all(a + n <= b for (a, n), (b, _) in pairwise(spans))
+    assert all(n for _, n in spans)
+    assert held.held_until(start) == next(
+        (i for i in range(start, len(DATA)) if not have[i]), len(DATA)) if have[start] else (
+        held.held_until(start) == start)
 
 
 def test_a_range_across_overlapping_reads():

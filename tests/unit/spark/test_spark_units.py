@@ -320,6 +320,72 @@ async def test_shipped_bytes_serve_the_executor_and_results_repr_short(
     assert res.num_rows == 100 and res.column("v").to_pylist() == list(range(100))
 
 
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A count of ``ScanRequest.parse`` calls (where a read's arguments are checked)."""
+    from planner.request import ScanRequest
+
+    seen = [0]
+    parse = ScanRequest.parse.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[ScanRequest], *args: Any, **kwargs: Any) -> ScanRequest:
+        seen[0] += 1
+        return parse(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ScanRequest, "parse", classmethod(counted))
+    return seen
+
+
+def test_verb_options_are_parsed_once_into_a_request(tmp_path: Path) -> None:
+    """``batchRows``, ``maxRequests`` and ``maxBytes`` are a read's arguments: checked as
+    a verb's are (``ScanRequest.parse``), once, refused in the options' own words."""
+    s = parse_options({"path": "/x", "batchRows": "7", "maxBytes": "1_000", "maxRequests": 3})
+    assert (s.batch_rows, s.max_bytes, s.max_requests) == (7, 1000, 3)
+    assert s.request.batch_rows == 7 and s.request.budget.max_bytes == 1000
+    assert parse_options({"path": "/x"}).request.budget.given is False
+    for bad, message in [({"batch_rows": "0"}, "option batch_rows must be at least 1"),
+                         ({"maxBytes": "-1"}, "option maxBytes must be >= 0"),
+                         ({"maxrequests": "-5"}, "option maxRequests must be >= 0"),
+                         ({"batchRows": "x"}, "option 'batchRows' must be a number")]:
+        with pytest.raises(CsupError, match=message):
+            parse_options({"path": "/x", **bad})
+
+
+@pytest.mark.parametrize("on_executors", [False, True])
+def test_the_driver_parses_a_read_once_and_tasks_parse_nothing(
+        tmp_path: Path, parses: list[int], on_executors: bool) -> None:
+    """The driver's request (the columns' paths, ``batchRows``; not the query's budget,
+    checked on the driver) travels pickled with every partition, planned on the driver
+    or by the tasks; planning (SuperDB files' own plans too) and the tasks' reads run
+    it and parse nothing: the rows are every file's, in batches of ``batchRows``."""
+    from csup_async.spark import executor, scaleout
+
+    d = _local_files(tmp_path)
+    csup_async.write(str(d / "f.csup"), [{"k": "f", "v": i} for i in range(9)],
+                     target="super")  # a SuperDB file: its reader plans its own reads
+    csup_async.write(str(d / "g.csup"), [{"k": "g", "v": 1}] * 3, target="super-0.3")
+    settings = parse_options({"path": str(d), "batchRows": "7", "maxBytes": "1_000_000_000"})
+    cols = (("k", "k"), ("v", "v"))
+    parses[0] = 0
+    if on_executors:
+        plan = scaleout.plan_unopened(listing.load_sync(settings, (), 0), cols, [], settings)
+    else:
+        plan = planning.plan_read(listing.load_sync(settings), cols, [], settings)
+    parts = pickle.loads(pickle.dumps(plan.partitions))
+    assert {type(p) for p in parts} == {scaleout.UnopenedPartition if on_executors
+                                        else planning.CsupPartition}
+    req = parts[0].request
+    assert (req.columns, req.batch_rows, req.budget.given) == (("k", "v"), 7, False)
+    schema = T.StructType([T.StructField("k", T.StringType()),
+                           T.StructField("v", T.LongType())])
+    batches = [b for p in parts for b in executor.read_partition(p, schema, settings)]
+    assert parses[0] == 0
+    assert max(b.num_rows for b in batches) <= 7
+    got = sorted((r["k"] or "", r["v"] or 0) for b in batches for r in b.to_pylist())
+    assert len(got) == 100 + 7 + 5 + 2 + 9 + 3
+    assert [v for k, v in got if k == "f"] == list(range(9))
+
+
 def test_min_partitions_split_data_over_the_cores(tmp_path: Path) -> None:
     d = tmp_path / "many"
     d.mkdir()
