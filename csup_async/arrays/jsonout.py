@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import arrays as A
+from ..model.iptext import ip_text
 from ..model.types import NULL, ErrorType, NamedType, PrimitiveType, RecordType, Type
-from ..model.values import UnionValue, ip_text
+from ..model.values import UnionValue
 
 _INTS = frozenset(f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64))
 

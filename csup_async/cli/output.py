@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..model.values import ip_text
+from ..model.iptext import ip_text
 
 #: Rows of a table printed at once: one of a few rows appears at once on a terminal.
 TABLE_ROWS = 1000

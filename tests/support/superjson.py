@@ -15,6 +15,7 @@ import numpy as np
 from csup_async.format.superdb.bsup2 import FusionType, OptField
 from csup_async.format.superdb.bsup5 import RecRef
 from csup_async.format.superdb.suptext import format_type
+from csup_async.model.iptext import ip_text
 from csup_async.model.types import (
     ArrayType,
     EnumType,
@@ -27,7 +28,7 @@ from csup_async.model.types import (
     Type,
     UnionType,
 )
-from csup_async.model.values import UnionValue, Value, ip_text
+from csup_async.model.values import UnionValue, Value
 
 
 def go_duration(ns: int) -> str:
