@@ -176,8 +176,20 @@ def from_pylist(type: Type, values: Iterable[Any]) -> Array:
     return _build(type, list(values))
 
 
+def _holds_any(p: Type) -> bool:
+    """SuperDB's ``any`` (``all``), bare or as a fusion's supertype: each value has its
+    own type, so no one array type holds the column."""
+    while p.kind == "fusion":
+        p = phys(p.inner)  # type: ignore[attr-defined]
+    return isinstance(p, PrimitiveType) and p.name == "all"
+
+
 def _build(t: Type, vals: list[Any]) -> Array:
     p = phys(t)
+    if _holds_any(p):
+        raise UnsupportedTypeError(
+            "a column of `any` values (each value of its own type) has no one array "
+            "type; read_values() reads each value with its own type")
     n = len(vals)
     for v in vals:
         if isinstance(v, UnionValue) and not isinstance(p, UnionType):
