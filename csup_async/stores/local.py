@@ -74,17 +74,22 @@ class LocalStore(StoreBase):
         except OSError as e:
             raise StoreError(f"cannot open: {e.strerror}", path=key) from None
 
+    @staticmethod
+    def _tail_of(fd: int, key: str, length: int) -> tuple[TailRead, os.stat_result]:
+        """The last ``length`` bytes of the open file (all of a shorter one)."""
+        st = os.fstat(fd)
+        if not os.path.isfile(_local_path(key)):
+            raise StoreError("not a regular file", path=key)
+        n = min(length, st.st_size)
+        data = os.pread(fd, n, st.st_size - n) if n else b""
+        if len(data) != n:
+            raise TruncatedError("file shrank while being read", path=key)
+        return TailRead(data, ObjectInfo(st.st_size, _version(st))), st
+
     def _read_tail(self, key: str, length: int) -> TailRead:
         fd = self._open(key)
         try:
-            st = os.fstat(fd)
-            if not os.path.isfile(_local_path(key)):
-                raise StoreError("not a regular file", path=key)
-            n = min(length, st.st_size)
-            data = os.pread(fd, n, st.st_size - n) if n else b""
-            if len(data) != n:
-                raise TruncatedError("file shrank while being read", path=key)
-            return TailRead(data, ObjectInfo(st.st_size, _version(st)))
+            return self._tail_of(fd, key, length)[0]
         finally:
             os.close(fd)
 
@@ -126,14 +131,7 @@ class LocalStore(StoreBase):
                         version: str) -> tuple[TailRead, list[tuple[int, bytes]] | None]:
         fd = self._open(key)
         try:
-            st = os.fstat(fd)
-            if not os.path.isfile(_local_path(key)):
-                raise StoreError("not a regular file", path=key)
-            n = min(length, st.st_size)
-            data = os.pread(fd, n, st.st_size - n) if n else b""
-            if len(data) != n:
-                raise TruncatedError("file shrank while being read", path=key)
-            tail = TailRead(data, ObjectInfo(st.st_size, _version(st)))
+            tail, st = self._tail_of(fd, key, length)
             if _version(st) != version or any(o < 0 or k < 0 or o + k > st.st_size
                                               for o, k in ranges):
                 return tail, None
