@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import arrays as A
+from ..format.superdb.suptext import format_type
 from ..model.iptext import ip_text
 from ..model.types import NULL, ErrorType, NamedType, PrimitiveType, RecordType, Type
 from ..model.values import UnionValue
@@ -54,8 +55,8 @@ def json_value(v: Any) -> Any:
     if isinstance(v, (ipaddress.IPv4Address, ipaddress.IPv6Address, ipaddress.IPv4Network,
                       ipaddress.IPv6Network)):
         return ip_text(v)
-    if isinstance(v, Type):
-        return str(v)
+    if isinstance(v, Type):  # a type value, as super main prints it (-j)
+        return f"<{format_type(v, names_only=True)}>"
     if isinstance(v, UnionValue):
         return json_value(v.value)
     if isinstance(v, np.generic):
