@@ -19,7 +19,7 @@ from planner.request import NO_BUDGET, ScanRequest
 from ..model.progress import Meter, Planned, tracking
 from ..readers.reader import ScanResult, ScanStats
 from .fragment import Fragment, per_segment
-from .results import add_stats, sliced
+from .results import sliced
 
 __all__ = ["FILES_AHEAD", "READ_WHOLE_BELOW", "SMALL_OBJECT", "decodes_small", "each_file",
            "iter_metered"]
@@ -114,7 +114,7 @@ async def iter_metered(frags: list[Fragment], each: ScanRequest, limit: int | No
                         left -= b.num_rows
             meters[i].done()
             if stats is not None and last is not None:
-                add_stats(stats, last)
+                stats.add(last)
         meter.finish()
     finally:
         for t in ahead.values():

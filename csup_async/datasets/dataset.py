@@ -55,7 +55,7 @@ from .fragment import (
     absent_paths,
     per_segment,
 )
-from .results import add_stats, joined, null_column, sliced, summed_stats
+from .results import joined, null_column, sliced, summed_stats
 
 __all__ = ["DEFAULT_FILE_CONCURRENCY", "FILES_AHEAD", "READ_WHOLE_BELOW", "Dataset", "Fragment",
            "absent_paths", "list_sources"]
@@ -555,7 +555,7 @@ class Dataset(ScanVerbs):
                         if left is not None:
                             left -= b.num_rows
                 if stats is not None and last is not None:
-                    add_stats(stats, last)
+                    stats.add(last)
         finally:
             for t in ahead.values():
                 t.cancel()

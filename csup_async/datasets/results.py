@@ -11,7 +11,7 @@ from .. import arrays as A
 from ..model.types import NULL
 from ..scan.result import ScanResult, ScanStats
 
-__all__ = ["add_stats", "joined", "null_column", "sliced", "summed_stats"]
+__all__ = ["joined", "null_column", "sliced", "summed_stats"]
 
 
 def null_column(n: int) -> A.Array:
@@ -19,16 +19,11 @@ def null_column(n: int) -> A.Array:
     return A.null_array(NULL, n)
 
 
-def add_stats(total: ScanStats, s: ScanStats) -> None:
-    """``s``'s requests and bytes counted into ``total`` (:meth:`ScanStats.add`)."""
-    total.add(s)
-
-
 def summed_stats(parts: Sequence[ScanResult]) -> ScanStats:
     """The reads of ``parts``, counted together."""
     stats = ScanStats()
     for p in parts:
-        add_stats(stats, p.stats)
+        stats.add(p.stats)
     return stats
 
 
@@ -47,7 +42,7 @@ def sliced(res: ScanResult, n: int, batch_rows: int, stats: ScanStats | None
     """The first ``n`` rows of a file read whole, as batches of ``batch_rows`` (views);
     its read counted in ``stats`` first."""
     if stats is not None:
-        add_stats(stats, res.stats)
+        stats.add(res.stats)
     for lo in range(0, n, batch_rows):
         hi = min(lo + batch_rows, n)
         yield ScanResult({c: a.slice(lo, hi) for c, a in res.columns.items()}, hi - lo,
